@@ -1,0 +1,27 @@
+// `brisk info`: build and CPU capabilities, and the run-time switches.
+#include <cstdio>
+
+#include "cli/command.h"
+#include "core/cpu_features.h"
+#include "core/flags.h"
+
+namespace {
+
+int cmd_info(const std::vector<std::string>&) {
+  std::printf("brisk %s\n", BRISK_VERSION);
+  std::printf("cpu: %s\n", brisk::cpu_features_string().c_str());
+#ifdef BRISK_HAVE_CUDA
+  std::printf("cuda: built\n");
+#else
+  std::printf("cuda: not built\n");
+#endif
+  std::printf("switches (environment):\n");
+  for (const auto& f : brisk::flags_list())
+    std::printf("  %-24s %-3s %s\n", std::string(f.env_name).c_str(), f.value ? "on" : "off",
+                std::string(f.description).c_str());
+  return 0;
+}
+
+}  // namespace
+
+BRISK_COMMAND("info", "show the build, CPU features and run-time switches", cmd_info);

@@ -1,0 +1,28 @@
+// Run-time switches read once from the environment. The full list with descriptions is in
+// flags.def; `brisk inspect --flags` prints it. A flag is on when its variable is set to a
+// value other than "", "0", "false", "off" or "no".
+#pragma once
+#include <string_view>
+#include <vector>
+
+namespace brisk {
+
+struct Flags {
+#define BRISK_FLAG(id, env, desc) bool id = false;
+#include "core/flags.def"
+#undef BRISK_FLAG
+};
+
+// The process-wide flags (read from the environment on first use).
+const Flags& flags();
+// Re-reads the environment (tests use this after setenv).
+void flags_reload();
+
+struct FlagInfo {
+  std::string_view env_name;
+  std::string_view description;
+  bool value;
+};
+std::vector<FlagInfo> flags_list();
+
+}  // namespace brisk

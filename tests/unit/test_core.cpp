@@ -1,0 +1,73 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "core/checked_math.h"
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "core/flags.h"
+#include "core/fp16.h"
+
+using namespace brisk;
+
+TEST(Core, CheckedMath) {
+  EXPECT_EQ(checked_add<uint64_t>(1, 2), 3u);
+  EXPECT_FALSE(checked_add<uint64_t>(~0ull, 1).has_value());
+  EXPECT_FALSE(checked_mul<uint64_t>(1ull << 40, 1ull << 30).has_value());
+  EXPECT_TRUE(range_within(10, 5, 15));
+  EXPECT_FALSE(range_within(10, 6, 15));
+  EXPECT_FALSE(range_within(~0ull, 2, 15));
+}
+
+TEST(Core, ErrorMessage) {
+  try {
+    BRISK_CHECK(1 + 1 == 3, "bad sum ", 2, " at offset ", 17);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "bad sum 2 at offset 17");
+  }
+}
+
+TEST(Core, Fp16RoundTripAllHalves) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float f = fp16_to_f32(uint16_t(h));
+    if (std::isnan(f)) continue;
+    EXPECT_EQ(f32_to_fp16(f), h) << h;
+  }
+}
+
+TEST(Core, Fp16Rounding) {
+  EXPECT_EQ(f32_to_fp16(1.0f), 0x3c00);
+  EXPECT_EQ(f32_to_fp16(65520.0f), 0x7c00);   // rounds to inf
+  EXPECT_EQ(f32_to_fp16(65504.0f), 0x7bff);
+  EXPECT_EQ(f32_to_fp16(std::ldexp(1.0f, -25)), 0x0000);  // tie to even -> 0
+  EXPECT_EQ(f32_to_fp16(std::ldexp(1.5f, -25)), 0x0001);
+  EXPECT_EQ(f32_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie to even
+  EXPECT_EQ(f32_to_fp16(1.0f + std::ldexp(3.0f, -11)), 0x3c02);
+}
+
+TEST(Core, Bf16) {
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(bf16_to_f32(0x3f80), 1.0f);
+  EXPECT_EQ(f32_to_bf16(f32_from_bits(0x3f808000)), 0x3f80);  // tie to even
+  EXPECT_EQ(f32_to_bf16(f32_from_bits(0x3f818000)), 0x3f82);
+}
+
+TEST(Core, FlagsKillSwitch) {
+  setenv("BRISK_NO_AVX512", "1", 1);
+  flags_reload();
+  EXPECT_TRUE(flags().no_avx512);
+  EXPECT_FALSE(cpu_features().avx512);
+  unsetenv("BRISK_NO_AVX512");
+  flags_reload();
+  EXPECT_FALSE(flags().no_avx512);
+  EXPECT_EQ(cpu_features().avx512, cpu_features_detected().avx512);
+}
+
+TEST(Core, AmxProbeDoesNotCrash) {
+  // Detection ran above; on machines where AMX faults the probe must report false, not crash.
+  (void)cpu_features_detected().amx;
+  SUCCEED() << cpu_features_string();
+}
