@@ -1,0 +1,78 @@
+// What the front ends (generate, chat, server) use to run a model: a loaded Model (weights,
+// config, tokenizer, chat template; read-only and shareable) and a Context (KV cache for up to
+// n_seq_max sequences, each with its own length) that runs batches of tokens from any mix of
+// sequences in one forward pass.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "quant/types.h"
+#include "text/tokenizer.h"
+
+namespace brisk {
+
+struct ModelLoadOptions {
+  std::string path;           // GGUF file or Hugging Face folder (safetensors + config.json)
+  std::string quant;          // "", "q8_0", "q4_0", "q4_k": quantize safetensors weights at load
+  bool use_mmap = false;      // weights read into memory by default
+  int32_t n_threads = 0;      // 0: all cores
+};
+
+struct ModelInfo {
+  std::string architecture;   // HF model_type / GGUF general.architecture, e.g. "qwen3"
+  std::string name;
+  int32_t n_vocab = 0;
+  int32_t n_ctx_train = 0;
+  int32_t n_layer = 0;
+  int32_t n_embd = 0;
+  uint64_t n_params = 0;
+  uint64_t weight_bytes = 0;  // bytes of weights read per decoded token (roofline)
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  static std::shared_ptr<Model> load(const ModelLoadOptions& options);
+
+  virtual const ModelInfo& info() const = 0;
+  virtual const Tokenizer* tokenizer() const = 0;         // nullptr when the files have none
+  virtual const std::string& chat_template() const = 0;   // "" when none
+  virtual std::string bos_text() const = 0;               // for templates: bos_token
+  virtual std::string eos_text() const = 0;               // for templates: eos_token
+};
+
+struct ContextOptions {
+  int32_t n_ctx = 4096;            // max positions per sequence (capped at n_ctx_train)
+  int32_t n_seq_max = 1;           // sequences held at once
+  int32_t n_batch = 512;           // max tokens per forward (larger batches are chunked)
+  QuantType kv_type = QuantType::F16;  // F16 (default), F32 or Q8_0
+  int32_t n_threads = 0;           // 0: all cores
+};
+
+struct BatchToken {
+  int32_t token = 0;
+  int32_t pos = 0;        // position in its sequence; must equal the sequence's next position
+  int32_t seq = 0;        // 0 .. n_seq_max-1
+  bool want_logits = false;
+};
+
+class Context {
+ public:
+  virtual ~Context() = default;
+  static std::unique_ptr<Context> create(std::shared_ptr<const Model> model, const ContextOptions& options);
+
+  // Runs the batch; throws brisk::Error on a bad token id, position or sequence (state unchanged).
+  virtual void decode(const std::vector<BatchToken>& batch) = 0;
+  // Logits of the i-th token of the last batch that had want_logits set, in batch order: [n_vocab].
+  virtual const float* logits(int32_t i) const = 0;
+  virtual int32_t n_vocab() const = 0;
+
+  virtual int32_t seq_length(int32_t seq) const = 0;
+  virtual void seq_truncate(int32_t seq, int32_t n_keep) = 0;   // keep positions [0, n_keep)
+  virtual void seq_copy(int32_t src, int32_t dst, int32_t n) = 0;  // dst := src's first n positions
+  virtual const ContextOptions& options() const = 0;
+};
+
+}  // namespace brisk

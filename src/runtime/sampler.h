@@ -1,0 +1,44 @@
+// Sampler chain applied to one row of logits: logit bias -> penalties (repetition, presence,
+// frequency over the last `penalty_last_n` tokens) -> top-k -> top-p -> min-p -> temperature
+// -> draw with a seeded generator. temperature <= 0 means greedy (argmax after bias and
+// penalties). Same seed and same inputs give the same tokens.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <utility>
+#include <vector>
+
+namespace brisk {
+
+struct SamplerParams {
+  float temperature = 0.8f;
+  int32_t top_k = 40;           // <= 0: off
+  float top_p = 0.95f;          // >= 1: off
+  float min_p = 0.05f;          // <= 0: off
+  float repeat_penalty = 1.0f;  // 1: off (llama.cpp semantics: divide positive, multiply negative)
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  int32_t penalty_last_n = 64;  // -1: whole history
+  std::vector<std::pair<int32_t, float>> logit_bias;  // added to the logit; -inf bans
+  uint64_t seed = 0xB415C;
+};
+
+class Sampler {
+ public:
+  Sampler(SamplerParams params, int32_t n_vocab);
+  // logits: [n_vocab]; `allowed` (optional, [n_vocab]) masks tokens out when false.
+  int32_t sample(const float* logits, const std::vector<bool>* allowed = nullptr);
+  void accept(int32_t token);  // appends to the penalty history
+  void reset();                // clears history, reseeds
+  const SamplerParams& params() const { return params_; }
+
+ private:
+  SamplerParams params_;
+  int32_t n_vocab_;
+  std::mt19937_64 rng_;
+  std::vector<int32_t> history_;
+  struct Candidate { int32_t id; float logit; float p; };
+  std::vector<Candidate> cand_;
+};
+
+}  // namespace brisk
