@@ -15,6 +15,7 @@ namespace brisk::gguf {
 namespace {
 
 constexpr uint32_t kMaxDims = 4;
+constexpr size_t kMaxNameBytes = 64;  // GGML_MAX_NAME, including the terminating zero
 
 using Sink = std::function<void(const void*, size_t)>;
 
@@ -114,6 +115,8 @@ void Writer::add_tensor(std::string name, QuantType type, std::vector<uint64_t> 
                         const void* data, uint64_t n_bytes) {
   for (const auto& t : tensors_)
     BRISK_CHECK(t.name != name, "gguf writer: duplicate tensor '", name, "'");
+  BRISK_CHECK(name.size() < kMaxNameBytes, "gguf writer: tensor name '", name, "' is ",
+              name.size(), " bytes; llama.cpp accepts at most ", kMaxNameBytes - 1);
   BRISK_CHECK(!ne.empty() && ne.size() <= kMaxDims, "gguf writer: tensor '", name, "' has ",
               ne.size(), " dimensions (1 to ", kMaxDims, " allowed)");
   const QuantTypeInfo& qi = quant_type_info(type);
@@ -167,7 +170,8 @@ void Writer::write(const std::string& path) const {
       put<uint64_t>(out, offset);
       offset = align_up(offset + t.n_bytes, alignment_);
     }
-    pad_to(alignment_);
+    // Like llama.cpp's Python writer: a file without tensors ends right after its metadata.
+    if (!tensors_.empty()) pad_to(alignment_);
     for (const auto& t : tensors_) {
       out(t.data, size_t(t.n_bytes));
       pad_to(alignment_);

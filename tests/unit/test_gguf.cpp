@@ -168,6 +168,7 @@ TEST(GgufWriter, RejectsInconsistentTensors) {
   w.add_tensor("a", QuantType::F32, {4}, buf.data(), 16);
   EXPECT_THROW(w.add_tensor("a", QuantType::F32, {4}, buf.data(), 16), Error);  // duplicate
   EXPECT_THROW(w.set_alignment(24), Error);
+  EXPECT_THROW(w.add_tensor(std::string(64, 'n'), QuantType::F32, {4}, buf.data(), 16), Error);
   Array bad{.type = ValueType::INT32, .items = {Value::from_string("x")}};
   w.set("bad", Value{.type = ValueType::ARRAY, .data = bad});
   EXPECT_THROW(w.write(test::temp_path("bad.gguf")), Error);
@@ -214,6 +215,40 @@ TEST(GgufRealFiles, ModelFilesParseWithTensorsInBounds) {
     const std::string arch = f.architecture();
     EXPECT_TRUE(f.get_int(arch + ".block_count").has_value()) << arch;
     walk(f);
+  }
+}
+
+}  // namespace
+}  // namespace brisk
+
+namespace brisk {
+namespace {
+
+// Re-writing a file made by llama.cpp's converter must reproduce it byte for byte: the writer
+// lays out metadata, tensor infos, padding and data exactly as llama.cpp does.
+TEST(GgufRealFiles, RewriteIsByteIdenticalToLlamaCppOutput) {
+  std::vector<std::string> files = test::shared_files("vocab", ".gguf");
+  for (const char* m : {"models/llama/model-q8_0.gguf", "models/gemma3/model-f32.gguf"})
+    if (std::filesystem::exists(test::shared_data() + "/" + m))
+      files.push_back(test::shared_data() + "/" + m);
+  if (files.empty()) GTEST_SKIP() << "no GGUF files under " << test::shared_data();
+  for (const auto& path : files) {
+    SCOPED_TRACE(path);
+    const auto f = gguf::File::open(path);
+    if (f.version() != 3) continue;
+    gguf::Writer w;
+    if (f.alignment() != 32) w.set_alignment(f.alignment());
+    for (const auto& [k, v] : f.metadata()) w.set(k, v);
+    for (const auto& t : f.tensors()) w.add_tensor(t.name, t.type, t.ne, t.data, t.n_bytes);
+    const std::string out = test::temp_path("rewrite.gguf");
+    w.write(out);
+    const auto a = test::read_all(path);
+    const auto b = test::read_all(out);
+    EXPECT_EQ(a.size(), b.size());
+    size_t first_diff = 0;
+    while (first_diff < std::min(a.size(), b.size()) && a[first_diff] == b[first_diff]) ++first_diff;
+    EXPECT_EQ(first_diff, std::min(a.size(), b.size())) << "first difference at byte " << first_diff;
+    std::filesystem::remove(out);
   }
 }
 
