@@ -5,7 +5,10 @@
 namespace brisk {
 
 namespace {
-constexpr int kSpinIterations = 1 << 15;
+// About 10-50 microseconds of spinning before sleeping (workers) or yielding (caller): long
+// enough to catch the next op of a forward, short enough not to starve other processes when
+// the machine is oversubscribed.
+constexpr int kSpinIterations = 1 << 12;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -36,8 +39,9 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::run_part(int ith) {
+  if (ith >= active_) return;
   try {
-    (*task_)(ith, n_threads_);
+    (*task_)(ith, active_);
   } catch (...) {
     std::lock_guard<std::mutex> lock(error_mutex_);
     if (!error_) error_ = std::current_exception();
@@ -65,12 +69,14 @@ void ThreadPool::worker(int ith) {
   }
 }
 
-void ThreadPool::run(const Task& fn) {
-  if (n_threads_ == 1) {
+void ThreadPool::run(const Task& fn, int max_parts) {
+  const int parts = max_parts > 0 ? std::min(max_parts, n_threads_) : n_threads_;
+  if (parts == 1) {
     fn(0, 1);
     return;
   }
   task_ = &fn;
+  active_ = parts;
   error_ = nullptr;
   pending_.store(n_threads_ - 1, std::memory_order_release);
   {
@@ -79,7 +85,10 @@ void ThreadPool::run(const Task& fn) {
   }
   wake_.notify_all();
   run_part(0);
-  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kSpinIterations) cpu_relax();
+    else std::this_thread::yield();
+  }
   task_ = nullptr;
   if (error_) std::rethrow_exception(error_);
 }

@@ -24,8 +24,9 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
   // Runs fn(ith, nth) for ith in [0, nth) on the pool; not reentrant. An exception thrown
-  // by any part is rethrown here after all parts finished.
-  void run(const Task& fn);
+  // by any part is rethrown here after all parts finished. max_parts > 0 caps nth (small
+  // work runs inline on the caller: waking workers costs more than it saves).
+  void run(const Task& fn, int max_parts = 0);
   // Splits [0, n) into contiguous chunks, one per thread: fn(begin, end).
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
@@ -38,6 +39,7 @@ class ThreadPool {
   int n_threads_ = 1;
   std::vector<std::thread> workers_;
   const Task* task_ = nullptr;
+  int active_ = 0;  // parts of the current task
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};

@@ -15,8 +15,8 @@
 namespace brisk {
 
 struct ModelLoadOptions {
-  std::string path;           // GGUF file or Hugging Face folder (safetensors + config.json)
-  std::string quant;          // "", "q8_0", "q4_0", "q4_k": quantize safetensors weights at load
+  std::string path{};         // GGUF file or Hugging Face folder (safetensors + config.json)
+  std::string quant{};        // "", "q8_0", "q4_0", "q4_k": quantize safetensors weights at load
   bool use_mmap = false;      // weights read into memory by default
   int32_t n_threads = 0;      // 0: all cores
 };

@@ -3,6 +3,7 @@
 // hands every worker its share of rows. Scratch space (quantized activations, attention
 // accumulators) grows to the largest request and is then reused, so steady-state decode
 // steps allocate nothing.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -16,6 +17,13 @@
 namespace brisk {
 
 namespace {
+
+// Parts worth running for `work` multiply-adds (or elements): below ~32k per part the
+// wake-up of another thread costs more than it saves.
+int parts_for(double work) {
+  constexpr double kGrain = 32768.0;
+  return work < kGrain ? 1 : int(std::min(work / kGrain, 1024.0));
+}
 
 void check_mat(const Mat& m, int64_t rows, int64_t cols, const char* op, const char* what) {
   BRISK_CHECK(m.data != nullptr && m.rows == rows && m.cols == cols && m.row_stride() >= cols,
@@ -53,8 +61,10 @@ class CpuBackend final : public Backend {
     check_mat(a.out, a.x.rows, a.w.n_out, "matmul", "out");
     const size_t rb = cpu::matmul_act_row_bytes(a.w.type, a.w.n_in);
     void* act = scratch(act_scratch_, rb * size_t(a.x.rows));
-    pool_.run([&](int ith, int nth) { cpu::matmul_quantize_rows(a, act, ith, nth); });
-    pool_.run([&](int ith, int nth) { cpu::matmul_rows(a, act, ith, nth); });
+    pool_.run([&](int ith, int nth) { cpu::matmul_quantize_rows(a, act, ith, nth); },
+              parts_for(double(a.x.rows) * double(a.w.n_in) * 4.0));
+    pool_.run([&](int ith, int nth) { cpu::matmul_rows(a, act, ith, nth); },
+              parts_for(double(a.x.rows) * double(a.w.n_in) * double(a.w.n_out)));
   }
 
   void rms_norm(const RmsNormArgs& a) override {
@@ -62,7 +72,8 @@ class CpuBackend final : public Backend {
     BRISK_CHECK(group > 0 && a.x.cols % group == 0, "rms_norm: ", a.x.cols,
                 " columns are not a multiple of group ", group);
     check_mat(a.out, a.x.rows, a.x.cols, "rms_norm", "out");
-    pool_.run([&](int ith, int nth) { cpu::rms_norm_rows(a, ith, nth); });
+    pool_.run([&](int ith, int nth) { cpu::rms_norm_rows(a, ith, nth); },
+              parts_for(double(a.x.rows) * double(a.x.cols) * 4.0));
   }
 
   void rope(const RopeArgs& a) override {
@@ -70,13 +81,15 @@ class CpuBackend final : public Backend {
                     a.table->inv_freq.size() == size_t(a.table->n_rot / 2) && a.table->n_rot <= 1024,
                 "rope: bad rotary table for head_dim ", a.head_dim);
     check_mat(a.x, a.x.rows, int64_t(a.n_head) * a.head_dim, "rope", "x");
-    pool_.run([&](int ith, int nth) { cpu::rope_rows(a, ith, nth); });
+    pool_.run([&](int ith, int nth) { cpu::rope_rows(a, ith, nth); },
+              parts_for(double(a.x.rows) * double(a.x.cols) * 8.0));
   }
 
   void kv_store(const KvStoreArgs& a) override {
     check_mat(a.k, a.k.rows, a.k_cache.width, "kv_store", "k");
     check_mat(a.v, a.k.rows, a.v_cache.width, "kv_store", "v");
-    pool_.run([&](int ith, int nth) { cpu::kv_store_rows(a, ith, nth); });
+    pool_.run([&](int ith, int nth) { cpu::kv_store_rows(a, ith, nth); },
+              parts_for(double(a.k.rows) * double(a.k.cols) * 8.0));
   }
 
   void attention(const AttentionArgs& a) override {
@@ -89,29 +102,34 @@ class CpuBackend final : public Backend {
                 "attention: KV cache width does not match the heads");
     const int64_t per = cpu::attention_scratch_floats(a.head_dim);
     float* buf = static_cast<float*>(scratch(attn_scratch_, sizeof(float) * size_t(per * pool_.size())));
-    pool_.run([&](int ith, int nth) { cpu::attention_rows(a, buf + per * ith, ith, nth); });
+    double work = 0.0;  // (token, head, position) triples times head_dim
+    for (int64_t t = 0; t < a.q.rows; ++t) work += double(a.pos[t] + 1);
+    work *= double(a.n_head) * double(a.head_dim) * 2.0;
+    pool_.run([&](int ith, int nth) { cpu::attention_rows(a, buf + per * ith, ith, nth); }, parts_for(work));
   }
 
   void gated_act(const GatedActArgs& a) override {
     check_mat(a.up, a.gate.rows, a.gate.cols, "gated_act", "up");
     check_mat(a.out, a.gate.rows, a.gate.cols, "gated_act", "out");
-    pool_.run([&](int ith, int nth) { cpu::gated_act_rows(a, ith, nth); });
+    pool_.run([&](int ith, int nth) { cpu::gated_act_rows(a, ith, nth); },
+              parts_for(double(a.gate.rows) * double(a.gate.cols) * 16.0));
   }
 
   void add(const AddArgs& a) override {
     check_mat(a.b, a.a.rows, a.a.cols, "add", "b");
     check_mat(a.out, a.a.rows, a.a.cols, "add", "out");
-    pool_.run([&](int ith, int nth) { cpu::add_rows(a, ith, nth); });
+    pool_.run([&](int ith, int nth) { cpu::add_rows(a, ith, nth); }, parts_for(double(a.a.rows) * double(a.a.cols)));
   }
 
   void embedding(const EmbeddingArgs& a) override {
     check_mat(a.out, a.out.rows, a.table.n_in, "embedding", "out");
-    pool_.run([&](int ith, int nth) { cpu::embedding_rows(a, ith, nth); });
+    pool_.run([&](int ith, int nth) { cpu::embedding_rows(a, ith, nth); },
+              parts_for(double(a.out.rows) * double(a.table.n_in) * 4.0));
   }
 
   void get_rows(const GetRowsArgs& a) override {
     check_mat(a.out, a.out.rows, a.x.cols, "get_rows", "out");
-    pool_.run([&](int ith, int nth) { cpu::get_rows_rows(a, ith, nth); });
+    pool_.run([&](int ith, int nth) { cpu::get_rows_rows(a, ith, nth); }, parts_for(double(a.out.rows) * double(a.x.cols)));
   }
 
  private:
