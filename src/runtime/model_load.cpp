@@ -13,7 +13,7 @@
 #include "formats/safetensors.h"
 #include "models/name_map.h"
 #include "runtime/loaded_model.h"
-#include "runtime/tokenizer_load.h"
+#include "runtime/model_tokenizer.h"
 
 namespace brisk {
 

@@ -1,4 +1,4 @@
-#include "runtime/tokenizer_load.h"
+#include "runtime/model_tokenizer.h"
 
 #include <filesystem>
 
