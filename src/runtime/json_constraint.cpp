@@ -341,8 +341,14 @@ ToolCallConstraint::ToolCallConstraint(ToolCallSyntax syntax, std::vector<std::s
   }
   BRISK_CHECK(arguments_options.require_object,
               "tool call constraint: arguments must be constrained to a JSON object");
+  BRISK_CHECK(!syntax.before_name.empty() || syntax.free_text_until.empty(),
+              "tool call constraint: free text needs a non-empty opening to end it");
   shared_ = std::make_shared<const Shared>(Shared{std::move(syntax), std::move(names)});
-  if (shared_->syntax.before_name.empty()) phase_ = Phase::kName;
+  if (!shared_->syntax.free_text_until.empty()) {
+    phase_ = Phase::kFreeText;
+  } else if (shared_->syntax.before_name.empty()) {
+    phase_ = Phase::kName;
+  }
 }
 
 bool ToolCallConstraint::accepts(std::string_view piece) const {
@@ -370,7 +376,24 @@ void ToolCallConstraint::enter_after() {
 bool ToolCallConstraint::step(uint8_t b) {
   const ToolCallSyntax& syn = shared_->syntax;
   switch (phase_) {
+    case Phase::kFreeText: {
+      const std::string& marker = syn.free_text_until;
+      tail_.push_back(static_cast<char>(b));
+      if (tail_.size() > marker.size()) tail_.erase(0, tail_.size() - marker.size());
+      if (tail_ == marker) {
+        phase_ = Phase::kBefore;
+        pos_ = 0;
+        tail_.clear();
+      }
+      return true;
+    }
     case Phase::kBefore:
+      // Whitespace may separate the reasoning close from the call.
+      if (pos_ == 0 && !syn.free_text_until.empty() &&
+          (b == ' ' || b == '\n' || b == '\t' || b == '\r') &&
+          static_cast<uint8_t>(syn.before_name[0]) != b) {
+        return true;
+      }
       if (b != static_cast<uint8_t>(syn.before_name[pos_])) return false;
       if (++pos_ == syn.before_name.size()) {
         phase_ = Phase::kName;
@@ -415,6 +438,38 @@ bool ToolCallConstraint::step(uint8_t b) {
       return false;
   }
   return false;
+}
+
+ToolCallSyntax tool_call_syntax(ChatFormat format) {
+  switch (format) {
+    case ChatFormat::kHermes:
+      return {.before_name = "<tool_call>\n{\"name\": \"",
+              .between_name_and_arguments = "\", \"arguments\": ",
+              .after_arguments = "}\n</tool_call>"};
+    case ChatFormat::kMistral:
+      return {.before_name = "[TOOL_CALLS]", .between_name_and_arguments = "[ARGS]",
+              .after_arguments = ""};
+    case ChatFormat::kLlama3:
+    case ChatFormat::kGemma:
+      return {.before_name = "{\"name\": \"",
+              .between_name_and_arguments = "\", \"parameters\": ",
+              .after_arguments = "}"};
+    case ChatFormat::kDeepSeek:
+      return {.before_name = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>",
+              .between_name_and_arguments = "<｜tool▁sep｜>",
+              .after_arguments = "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"};
+    case ChatFormat::kGptOss:
+      return {.before_name = "<|channel|>commentary to=functions.",
+              .between_name_and_arguments = " <|constrain|>json<|message|>",
+              .after_arguments = "<|call|>"};
+    case ChatFormat::kContentOnly:
+    case ChatFormat::kQwenXml:
+    case ChatFormat::kGemma4:
+      break;
+  }
+  fail("tool call constraint: format ", chat_format_name(format),
+       " has no JSON-object call syntax to force (tool_choice required/named is supported for "
+       "hermes, mistral, llama3, gemma, deepseek and gpt_oss)");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -24,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "text/chat_output.h"
+
 namespace brisk {
 
 struct JsonConstraintOptions {
@@ -76,7 +78,14 @@ struct ToolCallSyntax {
   std::string before_name;                // e.g. "<tool_call>\n{\"name\": \""
   std::string between_name_and_arguments; // e.g. "\", \"arguments\": "
   std::string after_arguments;            // e.g. "}\n</tool_call>"
+  // When set, any text is allowed first, up to and including this marker, then whitespace:
+  // the reasoning close when the prompt opened a reasoning block (e.g. "</think>").
+  std::string free_text_until = {};
 };
+
+// The forced-call syntax of a chat output format whose call arguments are a JSON object
+// (hermes, mistral, llama3, gemma, deepseek, gpt_oss); throws brisk::Error for the others.
+ToolCallSyntax tool_call_syntax(ChatFormat format);
 
 class ToolCallConstraint {
  public:
@@ -90,7 +99,7 @@ class ToolCallConstraint {
   bool step(uint8_t byte);
 
  private:
-  enum class Phase : uint8_t { kBefore, kName, kBetween, kArguments, kAfter, kDone };
+  enum class Phase : uint8_t { kFreeText, kBefore, kName, kBetween, kArguments, kAfter, kDone };
   struct Shared {
     ToolCallSyntax syntax;
     std::vector<std::string> names;
@@ -99,6 +108,7 @@ class ToolCallConstraint {
   std::shared_ptr<const Shared> shared_;
   Phase phase_ = Phase::kBefore;
   size_t pos_ = 0;           // position in the current literal
+  std::string tail_;         // kFreeText: the last bytes, to spot free_text_until
   std::string name_;         // name bytes read so far
   JsonConstraint args_;
 };

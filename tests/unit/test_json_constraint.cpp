@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "runtime/json_constraint.h"
 #include "runtime/sampler.h"
+#include "text/chat_output.h"
 
 using namespace brisk;
 
@@ -292,4 +293,85 @@ TEST(TokenMask, ConstrainedSamplingProducesParseableObjects) {
 
 TEST(TokenMask, RejectsBadEndToken) {
   EXPECT_THROW(TokenMask({"a", "b"}, {2}), Error);
+}
+
+TEST(ToolCallConstraint, SyntaxOfEachFormatRoundTripsThroughTheParser) {
+  for (ChatFormat f : {ChatFormat::kHermes, ChatFormat::kMistral, ChatFormat::kLlama3,
+                       ChatFormat::kGemma, ChatFormat::kDeepSeek, ChatFormat::kGptOss}) {
+    SCOPED_TRACE(chat_format_name(f));
+    const ToolCallSyntax syn = tool_call_syntax(f);
+    const std::string text = syn.before_name + "get_weather" + syn.between_name_and_arguments +
+                             "{\"city\": \"Paris\", \"days\": [1, 2]}" + syn.after_arguments;
+    ToolCallConstraint c(syn, {"get_weather", "search"});
+    ASSERT_TRUE(c.accepts(text));
+    c.advance(text);
+    EXPECT_TRUE(c.complete());
+    const ChatOutput out = chat_output_parse(text, {.format = f});
+    ASSERT_EQ(out.tool_calls.size(), 1u);
+    EXPECT_EQ(out.tool_calls[0].name, "get_weather");
+    EXPECT_EQ(nlohmann::json::parse(out.tool_calls[0].arguments),
+              nlohmann::json::parse("{\"city\": \"Paris\", \"days\": [1, 2]}"));
+    EXPECT_EQ(out.content, "");
+  }
+  EXPECT_THROW(tool_call_syntax(ChatFormat::kQwenXml), Error);
+  EXPECT_THROW(tool_call_syntax(ChatFormat::kContentOnly), Error);
+}
+
+TEST(ToolCallConstraint, FreeTextUntilReasoningCloses) {
+  ToolCallSyntax syn = tool_call_syntax(ChatFormat::kHermes);
+  syn.free_text_until = "</think>";
+  ToolCallConstraint c(syn, {"search"});
+  EXPECT_TRUE(c.accepts("anything </thin at all"));
+  EXPECT_FALSE(c.accepts("done</think>\nHello"));
+  EXPECT_FALSE(c.accepts("done</think>\n\n<tool_call>\n{\"name\": \"get"));
+  const std::string text =
+      "Need to search.</think>\n\n<tool_call>\n{\"name\": \"search\", \"arguments\": {}}\n</tool_call>";
+  ASSERT_TRUE(c.accepts(text));
+  c.advance(text);
+  EXPECT_TRUE(c.complete());
+}
+
+TEST(ToolCallConstraint, ConstrainedSamplingAlwaysYieldsACall) {
+  // Byte-level vocabulary plus a few longer pieces; random logits through mask and sampler.
+  std::vector<std::string> vocab;
+  for (int b = 0x20; b < 0x7F; ++b) vocab.emplace_back(1, static_cast<char>(b));
+  for (const char* piece : {"\n", "<tool_call>", "\n{\"name\": \"", "get_weather", "search", "\"}",
+                            "\", \"arguments\": ", "}\n</tool_call>", "{\"", "\": ", "\xC3\xA9"}) {
+    vocab.emplace_back(piece);
+  }
+  vocab.emplace_back("<|im_end|>");
+  const int32_t end_id = static_cast<int32_t>(vocab.size()) - 1;
+  TokenMask mask(vocab, {end_id});
+  const ToolCallSyntax syn = tool_call_syntax(ChatFormat::kHermes);
+  int done = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    ToolCallConstraint c(syn, {"get_weather", "search"});
+    Sampler sampler(SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f,
+                                  .seed = seed},
+                    static_cast<int32_t>(vocab.size()));
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> noise(0.0f, 1.0f);
+    std::string text;
+    std::vector<bool> allowed;
+    for (int step = 0; step < 400; ++step) {
+      std::vector<float> logits(vocab.size());
+      for (float& l : logits) l = noise(rng);
+      logits['}' - 0x20] += 3.0f;  // favour closing so that most runs finish
+      logits['"' - 0x20] += 1.5f;
+      logits[static_cast<size_t>(end_id)] += 5.0f;
+      mask.compute(c, allowed);
+      const int32_t tok = sampler.sample(logits.data(), &allowed);
+      if (tok == end_id) break;
+      c.advance(vocab[static_cast<size_t>(tok)]);
+      text += vocab[static_cast<size_t>(tok)];
+    }
+    if (!c.complete()) continue;
+    ++done;
+    const ChatOutput out = chat_output_parse(text, {.format = ChatFormat::kHermes});
+    ASSERT_EQ(out.tool_calls.size(), 1u) << text;
+    EXPECT_TRUE(out.tool_calls[0].name == "get_weather" || out.tool_calls[0].name == "search");
+    EXPECT_FALSE(out.warning) << text;
+    EXPECT_EQ(out.content, "") << text;
+  }
+  EXPECT_GT(done, 10);
 }
