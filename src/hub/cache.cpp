@@ -111,7 +111,7 @@ std::vector<std::string> RepoCache::snapshot_files(const std::string& commit) co
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_directory(ec)) continue;
     if (!fs::exists(it->path(), ec)) continue;  // dangling link: blob removed
-    out.push_back(fs::relative(it->path(), dir, ec).generic_string());
+    out.push_back(it->path().lexically_relative(dir).generic_string());
   }
   return out;
 }

@@ -124,7 +124,7 @@ std::vector<CachedModel> scan_cache(const std::string& cache_dir) {
     for (auto it = fs::recursive_directory_iterator(cache.root() + "/refs", ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
       if (it->is_regular_file(ec))
-        m.revisions.push_back(fs::relative(it->path(), cache.root() + "/refs", ec).generic_string());
+        m.revisions.push_back(it->path().lexically_relative(cache.root() + "/refs").generic_string());
     bool gguf = false, safetensors = false;
     std::set<std::string> quants;
     for (const auto& commit : snapshots_newest_first(cache)) {
