@@ -44,10 +44,13 @@ void Progress::file_started(const std::string& name, uint64_t size, uint64_t res
 void Progress::add(uint64_t n_bytes) {
   done_ += n_bytes;
   received_ += n_bytes;
-  if (style_ != HubProgress::bar) return;
+  if (style_ != HubProgress::bar && style_ != HubProgress::lines) return;
+  // a bar redraw every 100 ms; a plain progress line every 10 s
+  const auto every = style_ == HubProgress::bar ? std::chrono::milliseconds(100)
+                                                : std::chrono::milliseconds(10000);
   const auto now = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-  if (!lock.owns_lock() || now - last_draw_ < std::chrono::milliseconds(100)) return;
+  if (!lock.owns_lock() || now - last_draw_ < every) return;
   last_draw_ = now;
   draw_locked(false);
 }
@@ -102,6 +105,12 @@ void Progress::draw_locked(bool final_draw) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
     eta = buf;
+  }
+  if (style_ == HubProgress::lines) {
+    std::fprintf(stderr, "%3d%% %s / %s  %s/s  ETA %s\n", int(frac * 100),
+                 format_bytes(done).c_str(), format_bytes(total_).c_str(),
+                 format_bytes(uint64_t(rate)).c_str(), eta.c_str());
+    return;
   }
   std::fprintf(stderr, "\r\033[K%3d%% [%s] %s / %s  %s/s  ETA %s", int(frac * 100), bar.c_str(),
                format_bytes(done).c_str(), format_bytes(total_).c_str(),

@@ -1,5 +1,6 @@
 // Download progress on stderr: on a terminal one bar redrawn in place (percent, bytes, rate,
-// ETA) for all files together; otherwise plain lines (a line per file started and finished).
+// ETA) for all files together; otherwise plain lines (a line per file started and finished,
+// and a percent / rate / ETA line every 10 s).
 // Thread-safe: parallel shard downloads report into one Progress.
 #pragma once
 #include <atomic>

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/log.h"
@@ -102,6 +103,11 @@ HubPullResult hub_pull(const std::string& ref_text, const HubOptions& opt_in,
 std::string hub_resolve_model(const std::string& ref, const HubOptions& opt) {
   std::error_code ec;
   if (!ref.empty() && std::filesystem::exists(ref, ec)) return ref;
+  if (ref.rfind("~/", 0) == 0) {
+    const char* home = std::getenv("HOME");
+    const std::string expanded = std::string(home ? home : "") + ref.substr(1);
+    if (home && std::filesystem::exists(expanded, ec)) return expanded;
+  }
   if (looks_like_local_path(ref)) fail("model path ", ref, " does not exist");
   return hub_pull(ref, opt, /*allow_cache_fallback=*/true).local_path;
 }

@@ -19,6 +19,9 @@ namespace brisk {
 
 std::string hub_resolve_model(const std::string& ref, const HubOptions& opt);
 
+// The model `brisk run` uses when given none: small (about 0.6 GB), with a chat template.
+inline constexpr const char* kHubDefaultModel = "Qwen/Qwen3-0.6B-GGUF:Q8_0";
+
 struct HubPullResult {
   std::string local_path;          // what hub_resolve_model returns
   std::string repo_id;

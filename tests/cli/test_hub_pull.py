@@ -165,6 +165,27 @@ class HubTest(unittest.TestCase):
         self.brisk("pull", GGUF_REPO + ":Q8_0")
         self.assertEqual(len(self.hub.requests("cdn")), before)
 
+    def test_shards_download_in_parallel_with_a_bar(self):
+        for f in ("F16/tiny-F16-00001-of-00002.gguf", "F16/tiny-F16-00002-of-00002.gguf"):
+            self.hub.slow[f] = 0.05
+        p = self.brisk("pull", GGUF_REPO + ":F16", "--progress", "bar")
+        self.assertIn("ETA", p.stderr)
+        self.assertIn("100%", p.stderr)
+        starts = [r["time"] for r in self.hub.requests("cdn")]
+        ends = [r["time"] for r in self.hub.requests("sent")]
+        self.assertEqual((len(starts), len(ends)), (2, 2))
+        self.assertLess(max(starts), min(ends))  # both transfers were running at once
+        p = self.brisk("pull", GGUF_REPO + ":Q4_K_M", "--jobs", "1", "--quiet")
+        self.assertEqual(p.stderr, "")
+
+    def test_mirror_without_blob_metadata(self):
+        self.hub.api_without_blobs = True
+        self.brisk("pull", GGUF_REPO + ":Q8_0")
+        self.assert_cached(GGUF_REPO, "tiny-Q8_0.gguf")
+        self.brisk("pull", ST_REPO)
+        self.assert_cached(ST_REPO, "config.json")
+        self.assertTrue(self.hub.requests("resolve"))
+
     def test_pull_revision(self):
         path = self.brisk("pull", GGUF_REPO + "@v1:Q8_0").stdout.strip()
         self.assertEqual(path, self.assert_cached(GGUF_REPO, "tiny-Q8_0.gguf", revision="v1"))
@@ -263,6 +284,9 @@ class HubTest(unittest.TestCase):
         self.assertIn("no access", p.stderr)
         path = self.brisk("pull", GATED_REPO, env={"HF_TOKEN": "hf_test_token"}).stdout.strip()
         self.assertEqual(path, self.assert_cached(GATED_REPO, "gated-Q8_0.gguf"))
+        with open(os.path.join(self.tmp, "hf", "token"), "w") as f:  # huggingface-cli login
+            f.write("hf_test_token\n")
+        self.brisk("pull", GATED_REPO)
         self.assertTrue(all(r["auth"] is None for r in self.hub.requests("cdn")))
 
     def test_repo_not_found(self):

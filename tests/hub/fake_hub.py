@@ -13,7 +13,7 @@ GatedRepo (401 without a token, 403 with a wrong one).
 
 Faults (keyed by repo-relative path): cut_once (first transfer stops halfway), corrupt_once /
 corrupt_always (a byte flipped), slow (seconds per 16 KiB chunk), claim_size (size the API
-announces). Every request is recorded in FakeHub.log as dicts.
+announces), api_without_blobs (sizes and hashes only in resolve headers). Every request is recorded in FakeHub.log as dicts.
 
 Standalone: python3 fake_hub.py ROOT serves ROOT/org/name/** as repos (branch main).
 """
@@ -59,6 +59,7 @@ class FakeHub:
         self.corrupt_always = set()
         self.slow = {}
         self.claim_size = {}
+        self.api_without_blobs = False  # like a mirror that ignores ?blobs=true
         self._done_faults = set()
         self._lock = threading.Lock()
         self.server = None
@@ -125,7 +126,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def record(self, kind, **kw):
-        entry = {"kind": kind, "method": self.command, "path": self.path,
+        entry = {"kind": kind, "method": self.command, "path": self.path, "time": time.monotonic(),
                  "range": self.headers.get("Range"),
                  "auth": self.headers.get("Authorization"), **kw}
         with self.fake._lock:
@@ -187,7 +188,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         repo, commit, files = self.find(repo_id, revision)
         if repo is None:
             return
-        blobs = "blobs=true" in query.lower()
+        blobs = "blobs=true" in query.lower() and not self.fake.api_without_blobs
         siblings = []
         for p in sorted(files):
             data = files[p]
@@ -285,6 +286,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 n = min(chunk, len(body) - sent)
                 if cut is not None and sent + n > cut:
                     n = cut - sent
+                if sent + n == len(body):
+                    self.record("sent", file=path)  # before the last bytes: the client may exit
                 self.wfile.write(body[sent:sent + n])
                 sent += n
                 if cut is not None and sent >= cut:
