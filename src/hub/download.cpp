@@ -172,14 +172,14 @@ class FileFetcher {
     }
     check_disk_space(cache_.root() + "/blobs", size - have_, f_.path);
     const uint64_t offset = have_;
-    bool range_ignored = false, range_wrong = false;
+    bool range_wrong = false;
     HttpRequest req;
     req.url = resolve_url(http_.endpoint(), cache_.repo_id(), commit_, f_.path);
     if (offset > 0) req.headers.push_back(str_cat("Range: bytes=", offset, "-"));
     req.on_headers = [&](long status, const std::map<std::string, std::string>& headers) {
       if (offset == 0) return;
       if (status == 200) {
-        range_ignored = true;  // the server sends the whole file: start over
+        // the server ignored the range and sends the whole file: start over
         if (::ftruncate(fd_, 0) != 0 || ::lseek(fd_, 0, SEEK_SET) != 0) range_wrong = true;
         hash_.reset();
         progress_.rewind(have_);
@@ -217,7 +217,6 @@ class FileFetcher {
     }
     if (resp.status < 200 || resp.status >= 300)
       throw_hub_error(http_, resp, cache_.repo_id(), commit_, "file " + f_.path);
-    (void)range_ignored;
     if (f_.size && have_ < *f_.size) {
       last_error_ = str_cat("the transfer ended after ", have_, " of ", *f_.size, " bytes");
       return TransferEnd::retry_resume;

@@ -305,4 +305,14 @@ TEST(HubResolve, ConnectionRefusedIsANetworkError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("cannot reach the Hub"), std::string::npos) << e.what();
   }
+  // once cached, an unreachable Hub falls back to the cached snapshot (pull does not)
+  RepoCache cache(opt.cache_dir, "org/name");
+  const std::string commit(40, '3');
+  write(cache.blob_path("b2"), "{}");
+  cache.link_snapshot(commit, "config.json", "b2");
+  write(cache.blob_path("b3"), "weights");
+  cache.link_snapshot(commit, "model.safetensors", "b3");
+  cache.write_ref("main", commit);
+  EXPECT_EQ(hub_resolve_model("org/name", opt), cache.snapshot_dir(commit));
+  EXPECT_THROW(hub_pull("org/name", opt, /*allow_cache_fallback=*/false), NetworkError);
 }
