@@ -86,10 +86,7 @@ RepoInfo fetch_repo_info(const HttpClient& http, const std::string& repo_id,
                          const std::string& revision) {
   const std::string url = http.endpoint() + "/api/models/" + repo_id + "/revision/" +
                           url_escape(revision, false) + "?blobs=true";
-  HttpRequest req;
-  req.url = url;
-  req.max_body_bytes = 32u << 20;
-  HttpResponse resp = http.request(req);
+  const HttpResponse resp = http.request({.url = url, .max_body_bytes = 32u << 20});
   if (resp.transport_error != 0 || resp.status != 200)
     throw_hub_error(http, resp, repo_id, revision, "the file list");
   return parse_repo_info(resp.body, repo_id, repo_id + "@" + revision);

@@ -17,18 +17,18 @@
 namespace brisk::hub {
 
 struct RepoFile {
-  std::string path;                // repo-relative, checked with is_safe_repo_path
-  std::optional<uint64_t> size;    // bytes, when the Hub gave it
-  std::string blob_id;             // git blob id (40 hex), "" when not given
+  std::string path{};                // repo-relative, checked with is_safe_repo_path
+  std::optional<uint64_t> size{};    // bytes, when the Hub gave it
+  std::string blob_id{};             // git blob id (40 hex), "" when not given
   std::string lfs_sha256;          // 64 hex for LFS files, else ""
   // Name of the blob in the cache: the LFS sha256, else the git blob id ("" when unknown).
   std::string etag() const { return lfs_sha256.empty() ? blob_id : lfs_sha256; }
 };
 
 struct RepoInfo {
-  std::string repo_id;
-  std::string commit;              // 40 hex
-  std::vector<RepoFile> files;
+  std::string repo_id{};
+  std::string commit{};              // 40 hex
+  std::vector<RepoFile> files{};
 };
 
 // Parses the JSON of the revision route; brisk::Error naming `where` on malformed input.

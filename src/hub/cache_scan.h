@@ -10,21 +10,21 @@
 namespace brisk::hub {
 
 struct CachedModel {
-  std::string repo_id;
-  std::string path;                    // the models--org--name folder
+  std::string repo_id{};
+  std::string path{};                    // the models--org--name folder
   uint64_t size_bytes = 0;             // all complete blobs
-  std::string format;                  // "gguf", "safetensors", "gguf+safetensors" or "other"
-  std::vector<std::string> quants;     // GGUF quant labels present, sorted
-  std::string architecture;            // "" when unknown
+  std::string format{};                  // "gguf", "safetensors", "gguf+safetensors" or "other"
+  std::vector<std::string> quants{};     // GGUF quant labels present, sorted
+  std::string architecture{};            // "" when unknown
   std::time_t last_used = 0;
-  std::vector<std::string> revisions;  // refs/ names
+  std::vector<std::string> revisions{};  // refs/ names
   size_t n_incomplete = 0;             // partial downloads present
 };
 
 std::vector<CachedModel> scan_cache(const std::string& cache_dir);
 
 struct RemoveResult {
-  std::vector<std::string> removed;    // repo-relative paths or the repo folder
+  std::vector<std::string> removed{};    // repo-relative paths or the repo folder
   uint64_t bytes_freed = 0;
 };
 

@@ -28,11 +28,9 @@ namespace {
 void complete_metadata(const HttpClient& http, const std::string& repo_id,
                        const std::string& commit, RepoFile& f) {
   if (!f.etag().empty() && f.size) return;
-  HttpRequest req;
-  req.url = resolve_url(http.endpoint(), repo_id, commit, f.path);
-  req.head = true;
-  req.follow_redirects = false;
-  HttpResponse resp = http.request(req);
+  const HttpResponse resp = http.request({.url = resolve_url(http.endpoint(), repo_id, commit, f.path),
+                                          .head = true,
+                                          .follow_redirects = false});
   if (resp.transport_error != 0 || resp.status >= 400)
     throw_hub_error(http, resp, repo_id, commit, "file " + f.path);
   if (f.etag().empty()) {

@@ -23,27 +23,27 @@ class NetworkError : public Error {
 };
 
 struct HttpRequest {
-  std::string url;
-  std::vector<std::string> headers;    // extra request headers, e.g. "Range: bytes=100-"
+  std::string url{};
+  std::vector<std::string> headers{};    // extra request headers, e.g. "Range: bytes=100-"
   bool head = false;                   // HEAD instead of GET
   bool follow_redirects = true;        // at most 10 hops
   size_t max_body_bytes = 64u << 20;   // for bodies kept in memory
   // When set, the body of a 2xx answer streams here instead of into HttpResponse::body;
   // returning false aborts the transfer (HttpResponse::aborted).
-  std::function<bool(const char* data, size_t n)> on_body;
+  std::function<bool(const char* data, size_t n)> on_body{};
   // Called once the final answer's status and headers are known, before its body.
-  std::function<void(long status, const std::map<std::string, std::string>& headers)> on_headers;
+  std::function<void(long status, const std::map<std::string, std::string>& headers)> on_headers{};
 };
 
 struct HttpResponse {
   long status = 0;
-  std::map<std::string, std::string> headers;  // of the final answer; names lowercase
-  std::string body;                            // non-2xx bodies, or 2xx without on_body
-  std::string url;                             // the final URL after redirects
+  std::map<std::string, std::string> headers{};  // of the final answer; names lowercase
+  std::string body{};                            // non-2xx bodies, or 2xx without on_body
+  std::string url{};                             // the final URL after redirects
   bool aborted = false;                        // on_body returned false
   // Transport failure (connection refused, cut transfer, ...): curl's code and message.
   int transport_error = 0;
-  std::string transport_message;
+  std::string transport_message{};
 
   std::string header(const std::string& lowercase_name) const;  // "" when absent
 };
@@ -58,8 +58,8 @@ class HttpClient {
   bool has_token() const { return !token_.empty(); }
 
  private:
-  std::string endpoint_;
-  std::string token_;
+  std::string endpoint_{};
+  std::string token_{};
 };
 
 // "scheme://host:port" of a URL, lowercase, with the default port made explicit.

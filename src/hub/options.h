@@ -10,9 +10,9 @@ namespace brisk {
 enum class HubProgress { automatic, bar, lines, quiet };  // automatic: bar on a terminal
 
 struct HubOptions {
-  std::string endpoint;        // "": $HF_ENDPOINT, else https://huggingface.co
-  std::string token;           // "": $HF_TOKEN, else the file $HF_TOKEN_PATH or $HF_HOME/token
-  std::string cache_dir;       // "": $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub
+  std::string endpoint{};        // "": $HF_ENDPOINT, else https://huggingface.co
+  std::string token{};           // "": $HF_TOKEN, else the file $HF_TOKEN_PATH or $HF_HOME/token
+  std::string cache_dir{};       // "": $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub
   bool offline = false;        // also on when HF_HUB_OFFLINE is set: never use the network
   int32_t n_parallel = 4;      // files downloaded at the same time (shards)
   HubProgress progress = HubProgress::automatic;

@@ -23,13 +23,13 @@ std::string hub_resolve_model(const std::string& ref, const HubOptions& opt);
 inline constexpr const char* kHubDefaultModel = "Qwen/Qwen3-0.6B-GGUF:Q8_0";
 
 struct HubPullResult {
-  std::string local_path;          // what hub_resolve_model returns
-  std::string repo_id;
-  std::string revision;
-  std::string commit;
-  std::string format;              // "gguf", "safetensors" or "file"
-  std::string quant;               // GGUF quant label, "" otherwise
-  std::vector<std::string> files;  // repo-relative paths now in the snapshot
+  std::string local_path{};          // what hub_resolve_model returns
+  std::string repo_id{};
+  std::string revision{};
+  std::string commit{};
+  std::string format{};              // "gguf", "safetensors" or "file"
+  std::string quant{};               // GGUF quant label, "" otherwise
+  std::vector<std::string> files{};  // repo-relative paths now in the snapshot
   uint64_t bytes_received = 0;     // downloaded in this call
   size_t files_downloaded = 0;
   bool from_cache = false;         // resolved without asking the Hub

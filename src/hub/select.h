@@ -26,10 +26,10 @@ inline constexpr const char* kSafetensorsExtras[] = {
     "special_tokens_map.json", "tokenizer.model"};
 
 struct Selection {
-  std::string format;               // "gguf", "safetensors" or "file"
-  std::string quant;                // GGUF quant label of the choice (uppercase), else ""
-  std::vector<std::string> files;   // repo-relative paths to fetch, sorted
-  std::string entry;                // what the caller loads: a file path, "" = the folder
+  std::string format{};               // "gguf", "safetensors" or "file"
+  std::string quant{};                // GGUF quant label of the choice (uppercase), else ""
+  std::vector<std::string> files{};   // repo-relative paths to fetch, sorted
+  std::string entry{};                // what the caller loads: a file path, "" = the folder
 };
 
 // `paths`: every file of the repo (or of a cached snapshot). `where`: "org/name@rev" for
@@ -38,7 +38,7 @@ Selection select_files(const HubRef& ref, const std::vector<std::string>& paths,
                        const std::string& where);
 
 struct ShardName {
-  std::string set;   // path with "-0000i-of-0000N" removed
+  std::string set{};   // path with "-0000i-of-0000N" removed
   int index = 0;     // 1-based
   int count = 0;
 };
