@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "formats/gguf.h"
 #include "hub/cache.h"
 #include "hub/reference.h"
 #include "hub/select.h"
@@ -35,6 +36,16 @@ std::vector<std::string> list_dir(const fs::path& dir) {
     out.push_back(it->path().filename().string());
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// general.architecture of a GGUF file (metadata only; tensor data stays unmapped until read);
+// "" when the file is not a readable GGUF.
+std::string gguf_architecture(const std::string& path) {
+  try {
+    return gguf::File::open(path, MappedFile::Mode::mmap).architecture();
+  } catch (const Error&) {
+    return "";
+  }
 }
 
 std::string config_model_type(const std::string& path) {
@@ -137,7 +148,7 @@ std::vector<CachedModel> scan_cache(const std::string& cache_dir) {
           if (!q.empty()) quants.insert(q);
           if (m.architecture.empty()) {
             const auto shard = parse_shard_name(f);
-            if (!shard || shard->index == 1) m.architecture = gguf_peek_architecture(p);
+            if (!shard || shard->index == 1) m.architecture = gguf_architecture(p);
           }
         } else if (ends_with(f, ".safetensors")) {
           safetensors = true;

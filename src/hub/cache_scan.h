@@ -33,8 +33,4 @@ struct RemoveResult {
 // uses any more) for "org/name:QUANT" and "org/name/FILE". brisk::Error when nothing matches.
 RemoveResult remove_from_cache(const std::string& cache_dir, const std::string& ref_text);
 
-// general.architecture of a GGUF file, read from its header only; "" when absent or the file
-// is not a well-formed GGUF (every length is checked against the file size).
-std::string gguf_peek_architecture(const std::string& path);
-
 }  // namespace brisk::hub

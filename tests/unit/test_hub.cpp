@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/flags.h"
+#include "formats/gguf.h"
 #include "hub/api.h"
 #include "hub/cache.h"
 #include "hub/cache_scan.h"
@@ -235,29 +236,34 @@ TEST(HubCache, LockIsExclusive) {
   EXPECT_TRUE(second_has_it.load());
 }
 
-TEST(HubGgufPeek, ReadsArchitectureAndSurvivesGarbage) {
+TEST(HubList, ArchitectureFromGgufAndConfig) {
   TempDir tmp;
-  auto str = [](const std::string& s) {
-    std::string out(8, '\0');
-    const uint64_t n = s.size();
-    std::memcpy(out.data(), &n, 8);
-    return out + s;
-  };
-  auto u32 = [](uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); };
-  auto u64 = [](uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); };
-  std::string file = "GGUF" + u32(3) + u64(0) + u64(3);
-  file += str("general.alignment") + u32(4) + u32(32);
-  file += str("tokenizer.ggml.tokens") + u32(9) + u32(8) + u64(2) + str("a") + str("bc");
-  file += str("general.architecture") + u32(8) + str("qwen3");
-  write(tmp.path / "m.gguf", file);
-  EXPECT_EQ(gguf_peek_architecture((tmp.path / "m.gguf").string()), "qwen3");
-  for (size_t cut : {size_t(3), size_t(30), file.size() - 2}) {
-    write(tmp.path / "cut.gguf", file.substr(0, cut));
-    EXPECT_EQ(gguf_peek_architecture((tmp.path / "cut.gguf").string()), "") << cut;
-  }
-  std::string huge = "GGUF" + u32(3) + u64(0) + u64(1) + str("k") + u32(9) + u32(4) + u64(~0ull / 2);
-  write(tmp.path / "huge.gguf", huge);
-  EXPECT_EQ(gguf_peek_architecture((tmp.path / "huge.gguf").string()), "");
+  const std::string dir = (tmp.path / "hub").string();
+  RepoCache gguf_repo(dir, "org/tiny-GGUF");
+  const std::string commit(40, '4');
+  gguf::Writer w;
+  w.set("general.architecture", gguf::Value::from_string("qwen3"));
+  fs::create_directories(gguf_repo.root() + "/blobs");
+  w.write(gguf_repo.blob_path("g1"));
+  gguf_repo.link_snapshot(commit, "tiny-Q8_0.gguf", "g1");
+  write(gguf_repo.blob_path("g2"), "GGUF garbage");  // unreadable: no architecture, no crash
+  gguf_repo.link_snapshot(commit, "tiny-F16.gguf", "g2");
+  RepoCache st_repo(dir, "org/tiny");
+  write(st_repo.blob_path("c1"), R"({"model_type": "gemma3"})");
+  st_repo.link_snapshot(commit, "config.json", "c1");
+  write(st_repo.blob_path("w1"), "weights");
+  st_repo.link_snapshot(commit, "model.safetensors", "w1");
+  write(st_repo.incomplete_path("w2"), "part");
+  const auto models = scan_cache(dir);
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_EQ(models[0].repo_id, "org/tiny");
+  EXPECT_EQ(models[0].format, "safetensors");
+  EXPECT_EQ(models[0].architecture, "gemma3");
+  EXPECT_EQ(models[0].size_bytes, 31u);
+  EXPECT_EQ(models[0].n_incomplete, 1u);
+  EXPECT_EQ(models[1].format, "gguf");
+  EXPECT_EQ(models[1].quants, (std::vector<std::string>{"F16", "Q8_0"}));
+  EXPECT_EQ(models[1].architecture, "qwen3");
 }
 
 TEST(HubResolve, OfflineFromCacheAndLocalPaths) {
