@@ -319,6 +319,27 @@ class HubTest(unittest.TestCase):
         p = self.brisk("pull", GGUF_REPO + ":Q8_0", ok=False)
         self.assertIn("disk full", p.stderr)
 
+    def test_disk_full_while_writing(self):
+        # A 128 kB tmpfs as the cache (private mount namespace) and a server that announces no
+        # sizes, so the free-space check cannot see it coming: the write itself fails.
+        if shutil.which("unshare") is None:
+            self.skipTest("unshare not available")
+        mnt = os.path.join(self.tmp, "small")
+        os.makedirs(mnt)
+        probe = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=128k tmpfs " + mnt],
+                               capture_output=True, timeout=30)
+        if probe.returncode != 0:
+            self.skipTest("cannot mount a tmpfs in a user namespace here")
+        self.hub.hide_sizes = True
+        e = dict(self.env, HF_HUB_CACHE=mnt)
+        p = subprocess.run(["unshare", "-rm", "sh", "-c",
+                            'mount -t tmpfs -o size=128k tmpfs "$0" && exec "$@"', mnt,
+                            BIN, "pull", GGUF_REPO + ":Q8_0"],
+                           env=e, capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("disk full while writing", p.stderr)
+        self.assertIn("resumes", p.stderr)
+
     def test_offline(self):
         p = self.brisk("pull", GGUF_REPO + ":Q8_0", env={"HF_HUB_OFFLINE": "1"}, ok=False)
         self.assertIn("not in the cache", p.stderr)

@@ -13,7 +13,7 @@ GatedRepo (401 without a token, 403 with a wrong one).
 
 Faults (keyed by repo-relative path): cut_once (first transfer stops halfway), corrupt_once /
 corrupt_always (a byte flipped), slow (seconds per 16 KiB chunk), claim_size (size the API
-announces), api_without_blobs (sizes and hashes only in resolve headers). Every request is recorded in FakeHub.log as dicts.
+announces), api_without_blobs (sizes and hashes only in resolve headers), hide_sizes. Every request is recorded in FakeHub.log as dicts.
 
 Standalone: python3 fake_hub.py ROOT serves ROOT/org/name/** as repos (branch main).
 """
@@ -60,6 +60,7 @@ class FakeHub:
         self.slow = {}
         self.claim_size = {}
         self.api_without_blobs = False  # like a mirror that ignores ?blobs=true
+        self.hide_sizes = False         # no sizes in the API nor in X-Linked-Size
         self._done_faults = set()
         self._lock = threading.Lock()
         self.server = None
@@ -84,6 +85,10 @@ class FakeHub:
         class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
             daemon_threads = True
             allow_reuse_address = True
+
+            def handle_error(self, request, client_address):
+                if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+                    super().handle_error(request, client_address)  # a client hanging up is normal
 
         self.server = Server(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
@@ -196,10 +201,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if blobs:
                 size = self.fake.claim_size.get(p, len(data))
                 s["blobId"] = git_blob_id(data)
-                s["size"] = size
+                if not self.fake.hide_sizes:
+                    s["size"] = size
                 if p.endswith(LFS_SUFFIXES):
-                    s["lfs"] = {"sha256": hashlib.sha256(data).hexdigest(), "size": size,
-                                "pointerSize": 134}
+                    s["lfs"] = {"sha256": hashlib.sha256(data).hexdigest(), "pointerSize": 134}
+                    if not self.fake.hide_sizes:
+                        s["lfs"]["size"] = size
             siblings.append(s)
         body = json.dumps({"id": repo_id, "modelId": repo_id, "sha": commit,
                            "gated": "auto" if repo.gated else False,
@@ -227,7 +234,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                                                                urllib.parse.quote(path, safe="")))
             self.send_header("X-Repo-Commit", commit)
             self.send_header("X-Linked-Etag", '"%s"' % sha)
-            self.send_header("X-Linked-Size", str(len(data)))
+            if not self.fake.hide_sizes:
+                self.send_header("X-Linked-Size", str(len(data)))
             self.send_header("ETag", '"%s"' % git_blob_id(data))
             self.send_header("Content-Length", "0")
             self.end_headers()
