@@ -84,6 +84,9 @@ GenerateResult generate(Context& ctx, const Tokenizer* tokenizer, const std::vec
   BRISK_CHECK(pos + int32_t(prompt.size()) <= n_ctx, "generate: prompt of ", prompt.size(),
               " tokens does not fit the context (", n_ctx - pos, " positions left)");
 
+  for (size_t i = 0; i < prompt.size(); ++i)
+    BRISK_CHECK(prompt[i] >= 0 && prompt[i] < ctx.n_vocab(), "prompt token ", i, ": id ", prompt[i],
+                " out of range [0, ", ctx.n_vocab(), ")");
   GenerateResult res;
   res.n_prompt = int32_t(prompt.size());
   Sampler sampler(params.sampling, ctx.n_vocab());
