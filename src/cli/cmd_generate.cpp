@@ -13,6 +13,7 @@
 #include "models/random_model.h"
 #include "runtime/engine_api.h"
 #include "runtime/generate.h"
+#include "text/jinja/template.h"
 
 namespace {
 
@@ -124,9 +125,21 @@ int cmd_generate(const std::vector<std::string>& argv) {
   std::vector<int32_t> prompt;
   if (a.have_prompt) {
     BRISK_CHECK(tok != nullptr, a.model, " has no tokenizer files: use --prompt-ids");
-    // The prompt is fed as given (no chat template is applied by this build); --raw is
-    // accepted for forward compatibility.
-    prompt = tok->encode(a.prompt, {.add_special = true, .parse_special = true});
+    if (!a.raw && !model->chat_template().empty()) {
+      // One user turn in the model's chat template, rendered as transformers does
+      // (trim_blocks, lstrip_blocks); the template supplies BOS and the special tokens.
+      const auto tmpl = brisk::jinja::Template::parse(
+          model->chat_template(), {.trim_blocks = true, .lstrip_blocks = true, .name = "chat_template"});
+      nlohmann::ordered_json globals = {
+          {"messages", {{{"role", "user"}, {"content", a.prompt}}}},
+          {"add_generation_prompt", true},
+          {"bos_token", model->bos_text()},
+          {"eos_token", model->eos_text()},
+      };
+      prompt = tok->encode(tmpl.render(globals), {.add_special = false, .parse_special = true});
+    } else {
+      prompt = tok->encode(a.prompt, {.add_special = true, .parse_special = true});
+    }
     BRISK_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
   } else {
     prompt = parse_ids(a.prompt_ids);

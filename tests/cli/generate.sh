@@ -48,6 +48,8 @@ if [[ -n "${BRISK_SHARED_DATA:-}" && -d "$BRISK_SHARED_DATA/models/llama/hf" ]];
   got=$("$BIN" generate --model "$BRISK_SHARED_DATA/models/llama/hf" --prompt-ids "$ids" -n 16 --show-ids --kv-type f32 2>/dev/null | tail -n 1)
   [[ "$got" == "$want" ]] || { echo "llama greedy: got '$got' want '$want'"; exit 1; }
   text=$("$BIN" generate --model "$BRISK_SHARED_DATA/models/llama/hf" --prompt "Hello" --raw -n 4 2>/dev/null)
+  "$BIN" generate --model "$BRISK_SHARED_DATA/models/llama/hf" --prompt "Hello" -n 2 2>"$tmp/err3" >/dev/null
+  grep -Eq "prompt: ([5-9]|[1-9][0-9]+) tokens" "$tmp/err3" || { echo "chat template not applied: $(cat "$tmp/err3")"; exit 1; }
   [[ -n "$text" ]] || { echo "no text streamed"; exit 1; }
 fi
 echo "generate.sh: ok"
