@@ -93,7 +93,7 @@ TEST_P(MatmulFormats, MatchesReferenceOverShapes) {
   const int64_t block = quant_type_info(type).block_size;
   for (int threads : {1, 2, 3}) {
     auto be = make_cpu_backend(threads);
-    for (int64_t n_in : {block * 2 >= 256 ? block * 2 : 256, block * 4 >= 512 ? block * 4 : 512}) {
+    for (int64_t n_in : {block, block * 3, block * 5, block * 2 >= 256 ? block * 2 : 256, block * 4 >= 512 ? block * 4 : 512}) {
       for (int64_t n_out : {1, 7, 40}) {
         for (int64_t n_tok : {1, 3, 9}) {
           bool ok = true;
