@@ -21,7 +21,8 @@ namespace {
 const std::vector<QuantType> kSimdFormats = {
     QuantType::F32,  QuantType::F16,  QuantType::BF16, QuantType::Q8_0,   QuantType::Q4_0,
     QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1, QuantType::IQ4_NL, QuantType::Q4_K,
-    QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_XS};
+    QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_XS, QuantType::MXFP4, QuantType::Q2_K,
+    QuantType::Q3_K, QuantType::TQ2_0};
 
 std::vector<float> gaussian(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -26,6 +26,10 @@ bool Flags::*format_kill_switch(QuantType t) {
     case QuantType::Q6_K: return &Flags::no_simd_dot_q6_k;
     case QuantType::IQ4_NL: return &Flags::no_simd_dot_iq4_nl;
     case QuantType::IQ4_XS: return &Flags::no_simd_dot_iq4_xs;
+    case QuantType::MXFP4: return &Flags::no_simd_dot_mxfp4;
+    case QuantType::Q2_K: return &Flags::no_simd_dot_q2_k;
+    case QuantType::Q3_K: return &Flags::no_simd_dot_q3_k;
+    case QuantType::TQ2_0: return &Flags::no_simd_dot_tq2_0;
     default: return nullptr;
   }
 }
