@@ -376,6 +376,17 @@ const uint32_t* iq3xxs_grid() { return table<uint32_t>(kIq3xxsHex, 3, 4, kMap3xx
 const uint32_t* iq3s_grid() { return table<uint32_t>(kIq3sHex, 3, 4, kMap3s).data(); }
 const uint64_t* iq1s_grid() { return table<uint64_t>(kIq1sHex, 2, 8, kMap1).data(); }
 
+const uint64_t* iq_sign_bytes() {
+  static const std::array<uint64_t, 128> t = [] {
+    std::array<uint64_t, 128> r{};
+    for (uint32_t i = 0; i < 128; ++i)
+      for (int j = 0; j < 8; ++j)
+        r[i] |= uint64_t((iq_ksigns(i) >> j) & 1 ? 0xFF : 0x01) << (8 * j);
+    return r;
+  }();
+  return t.data();
+}
+
 int iq_grid_size(int which) {
   const GridDesc& g = kGrids[which];
   return int(g.len / 2 * (g.bits == 2 ? 4 : 2) / std::size_t(g.elems));
