@@ -23,7 +23,7 @@ const std::vector<QuantType> kSimdFormats = {
     QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1, QuantType::IQ4_NL, QuantType::Q4_K,
     QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_XS, QuantType::MXFP4, QuantType::Q2_K,
     QuantType::Q3_K, QuantType::TQ2_0, QuantType::IQ2_XXS, QuantType::IQ2_XS, QuantType::IQ2_S,
-    QuantType::IQ3_XXS, QuantType::IQ3_S, QuantType::IQ1_S};
+    QuantType::IQ3_XXS, QuantType::IQ3_S, QuantType::IQ1_S, QuantType::IQ1_M};
 
 std::vector<float> gaussian(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -205,7 +205,7 @@ TEST(KernelsDot, SelectionHonoursKillSwitches) {
   }
   EXPECT_EQ(select_vec_dot(QuantType::Q4_K), best);
   // formats without a SIMD kernel fall back to their scalar dot product
-  EXPECT_EQ(select_vec_dot(QuantType::IQ1_M), format_traits(QuantType::IQ1_M).vec_dot);
+  EXPECT_EQ(select_vec_dot(QuantType::TQ1_0), format_traits(QuantType::TQ1_0).vec_dot);
 }
 
 TEST(KernelsGemv, RowsMatchSingleDotsAndMultiTokenIsBitIdentical) {

@@ -36,6 +36,7 @@ bool Flags::*format_kill_switch(QuantType t) {
     case QuantType::IQ3_XXS: return &Flags::no_simd_dot_iq3_xxs;
     case QuantType::IQ3_S: return &Flags::no_simd_dot_iq3_s;
     case QuantType::IQ1_S: return &Flags::no_simd_dot_iq1_s;
+    case QuantType::IQ1_M: return &Flags::no_simd_dot_iq1_m;
     default: return nullptr;
   }
 }
