@@ -394,7 +394,12 @@ int iq_grid_size(int which) {
 
 uint32_t iq_grid_key(int which, int i) {
   const GridDesc& g = kGrids[which];
-  std::vector<uint8_t> codes = codes_of(g.hex, g.len, g.bits);
+  static const std::array<std::vector<uint8_t>, kIqGridCount> all_codes = [] {
+    std::array<std::vector<uint8_t>, kIqGridCount> r;
+    for (int k = 0; k < kIqGridCount; ++k) r[size_t(k)] = codes_of(kGrids[k].hex, kGrids[k].len, kGrids[k].bits);
+    return r;
+  }();
+  const std::vector<uint8_t>& codes = all_codes[size_t(which)];
   const int field = g.bits == 2 ? 2 : 4;
   uint32_t key = 0;
   for (int k = 0; k < g.elems; ++k) key |= uint32_t(codes[std::size_t(i * g.elems + k)]) << (field * k);
