@@ -30,6 +30,7 @@ bool Flags::*format_kill_switch(QuantType t) {
     case QuantType::Q2_K: return &Flags::no_simd_dot_q2_k;
     case QuantType::Q3_K: return &Flags::no_simd_dot_q3_k;
     case QuantType::TQ2_0: return &Flags::no_simd_dot_tq2_0;
+    case QuantType::TQ1_0: return &Flags::no_simd_dot_tq1_0;
     case QuantType::IQ2_XXS: return &Flags::no_simd_dot_iq2_xxs;
     case QuantType::IQ2_XS: return &Flags::no_simd_dot_iq2_xs;
     case QuantType::IQ2_S: return &Flags::no_simd_dot_iq2_s;
