@@ -254,3 +254,39 @@ TEST(GgufRealFiles, RewriteIsByteIdenticalToLlamaCppOutput) {
 
 }  // namespace
 }  // namespace brisk
+
+namespace brisk {
+namespace {
+
+TEST(GgufMappedFile, ModesAgreeAndErrorsNameThePath) {
+  const std::string path = test::temp_path("bytes.bin");
+  std::vector<uint8_t> bytes(10000);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 13);
+  test::write_all(path, bytes);
+  for (auto mode : {MappedFile::Mode::mmap, MappedFile::Mode::read}) {
+    const auto m = MappedFile::open(path, mode);
+    ASSERT_EQ(m->size(), bytes.size());
+    EXPECT_EQ(std::memcmp(m->data(), bytes.data(), bytes.size()), 0);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(m->data()) % 64, 0u);
+    EXPECT_EQ(m->path(), path);
+  }
+  const auto mem = MappedFile::from_memory(bytes.data(), 3, "mem");
+  EXPECT_EQ(mem->size(), 3u);
+  EXPECT_EQ(mem->data()[2], bytes[2]);
+  EXPECT_EQ(MappedFile::from_memory(nullptr, 0)->size(), 0u);
+  test::write_all(path, {});
+  EXPECT_EQ(MappedFile::open(path)->size(), 0u);
+  for (const std::string& bad : {path + ".missing", ::testing::TempDir()}) {
+    try {
+      MappedFile::open(bad);
+      ADD_FAILURE() << "opened " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(gguf::File::open(path), Error);  // empty file
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace brisk

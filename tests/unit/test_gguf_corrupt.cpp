@@ -208,6 +208,13 @@ TEST(GgufCorrupt, AbsurdFieldsAreRejectedWithOffsets) {
       {"bad array type",
        [&](Bytes& x) { head(x, 3, 0, 1); x.str("k").put<uint32_t>(9).put<uint32_t>(77).put<uint64_t>(0); },
        "invalid array element type 77"},
+      {"too many values",
+       [&](Bytes& x) {
+         head(x, 3, 0, 1);
+         x.str("k").put<uint32_t>(9).put<uint32_t>(0).put<uint64_t>(9000000);
+         x.b.resize(x.b.size() + 9000000);
+       },
+       "offset 41: more than 8388608 metadata values"},
       {"deep nesting",
        [&](Bytes& x) {
          head(x, 3, 0, 1);
@@ -226,7 +233,7 @@ TEST(GgufCorrupt, AbsurdFieldsAreRejectedWithOffsets) {
        "offset 38: duplicate metadata key 'k'"},
       {"alignment 3",
        [&](Bytes& x) { head(x, 3, 0, 1); x.str("general.alignment").put<uint32_t>(4).put<uint32_t>(3); },
-       "general.alignment must be a power-of-two"},
+       "offset 53: general.alignment must be a power-of-two"},
       {"alignment 0",
        [&](Bytes& x) { head(x, 3, 0, 1); x.str("general.alignment").put<uint32_t>(4).put<uint32_t>(0); },
        "general.alignment"},
