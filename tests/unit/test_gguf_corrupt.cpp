@@ -83,6 +83,13 @@ TEST(GgufCorrupt, SmallFileIsValid) {
   ASSERT_EQ(f.tensors().size(), 2u);
   EXPECT_EQ(f.tensors()[1].n_bytes, 68u);
   EXPECT_EQ(f.get_string_array("tokenizer.ggml.tokens").size(), 3u);
+  // Version 2 has the same layout (64-bit counts) and must read the same.
+  auto v2 = b;
+  v2[4] = 2;
+  const auto f2 = parse(v2);
+  EXPECT_EQ(f2.version(), 2u);
+  EXPECT_EQ(f2.tensors().size(), 2u);
+  EXPECT_EQ(f2.tensors()[1].data, f2.bytes()->data() + f2.data_offset() + 32);
 }
 
 TEST(GgufCorrupt, EveryTruncationOfSmallFileFails) {
