@@ -169,6 +169,13 @@ TEST(GgufWriter, RejectsInconsistentTensors) {
   EXPECT_THROW(w.add_tensor("a", QuantType::F32, {4}, buf.data(), 16), Error);  // duplicate
   EXPECT_THROW(w.set_alignment(24), Error);
   EXPECT_THROW(w.add_tensor(std::string(64, 'n'), QuantType::F32, {4}, buf.data(), 16), Error);
+  gguf::Writer w2;
+  w2.set("big", make(ValueType::UINT8, uint64_t(256)));
+  EXPECT_THROW(w2.write(test::temp_path("big.gguf")), Error);
+  w2.set("big", make(ValueType::INT8, int64_t(-129)));
+  EXPECT_THROW(w2.write(test::temp_path("big.gguf")), Error);
+  w2.set("big", make(ValueType::UINT64, int64_t(-1)));
+  EXPECT_THROW(w2.write(test::temp_path("big.gguf")), Error);
   Array bad{.type = ValueType::INT32, .items = {Value::from_string("x")}};
   w.set("bad", Value{.type = ValueType::ARRAY, .data = bad});
   EXPECT_THROW(w.write(test::temp_path("bad.gguf")), Error);
