@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "formats/gguf.h"
 
 namespace brisk {
 
@@ -13,6 +14,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   const fs::path p(path);
   if (p.filename() == "tokenizer.json") return Tokenizer::from_hf_dir(p.parent_path().string());
   BRISK_CHECK(fs::exists(p, ec), "tokenizer: ", path, " does not exist");
+  if (p.extension() == ".gguf") return Tokenizer::from_gguf(gguf::File::open(path));
   fail("tokenizer: ", path, " is neither a folder with tokenizer.json nor a GGUF file");
 }
 
