@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -354,4 +355,27 @@ TEST(TokenizerUnits, MalformedGguf) {
   const auto t = Tokenizer::from_gguf(brisk::gguf::File::open(good));
   EXPECT_EQ(t->encode("abab"), (std::vector<int32_t>{2, 2}));
   EXPECT_EQ(t->decode({2, 0}), "aba");
+}
+
+// One tokenizer shared by threads (piece cache, per-thread regex state) gives the same ids.
+TEST(TokenizerUnits, ConcurrentEncodeMatchesSerial) {
+  const std::string dir = shared_data() + "/models/qwen3/hf";
+  if (!fs::exists(dir)) GTEST_SKIP() << "missing " << dir << " (shared data)";
+  const auto tok = Tokenizer::from_hf_dir(dir);
+  const auto corpus = json::parse(read_file(std::string(BRISK_FIXTURES) + "/tokenizer/corpus.json"));
+  std::vector<std::string> strings;
+  for (const auto& s : corpus.at("strings")) strings.push_back(s.get<std::string>());
+  std::vector<std::vector<int32_t>> serial;
+  for (const auto& s : strings) serial.push_back(tok->encode(s));
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (size_t i = 0; i < strings.size(); ++i) {
+        const size_t k = (i * 7 + static_cast<size_t>(t) * 13) % strings.size();
+        if (tok->encode(strings[k]) != serial[k]) ++mismatches;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
