@@ -103,6 +103,14 @@ class Value {
   Value(CallablePtr c) : v_(std::move(c)) {}
   Value(NamespacePtr n) : v_(std::move(n)) {}
   static Value list(std::vector<Value> items, bool is_tuple = false);
+  // A string marked safe (Jinja2's Markup, from |safe or |escape): `+` with a plain string
+  // HTML-escapes the plain side and stays safe.
+  static Value markup(std::string s) {
+    Value v(std::move(s));
+    v.safe_ = true;
+    return v;
+  }
+  bool is_safe() const { return safe_; }
   static Value generator(std::vector<Value> items);
 
   Kind kind() const { return Kind(v_.index()); }
@@ -142,6 +150,7 @@ class Value {
   std::variant<Undefined, std::nullptr_t, bool, int64_t, double, std::string, ListPtr, DictPtr,
                CallablePtr, NamespacePtr>
       v_;
+  bool safe_ = false;
 };
 
 // Python ==, and ordering for <, <=, >, >= (throws brisk::Error on types Python cannot order).
