@@ -346,7 +346,7 @@ Value Interpreter::call_macro(const Stmt& s, const FramePtr& closure, CallArgs& 
             ? eval(*params[i].default_value)
             : Value::undefined(str_cat("parameter '", params[i].name, "' was not provided"));
   }
-  frame->vars["varargs"] = Value::list(std::move(varargs));
+  frame->vars["varargs"] = Value::list(std::move(varargs), true);
   frame->vars["kwargs"] = Value(std::move(kwargs));
   std::string out;
   exec_body(s.body, out);
