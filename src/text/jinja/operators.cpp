@@ -64,6 +64,7 @@ bool is_plain_list(const Value& v) { return v.is_list() && !v.as_list()->generat
 
 Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Value& b) {
   if (op == "~") {
+    if (a.is_string() && b.is_string()) in.charge(a.as_string().size() + b.as_string().size());
     std::string s;
     a.append_str(s);
     b.append_str(s);

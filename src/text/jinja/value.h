@@ -58,12 +58,26 @@ struct CallArgs {
   std::vector<std::pair<std::string, Value>> keywords;
 };
 
+struct Callable;
+
+// State of the `loop` object of a for loop: one object per loop, advanced each iteration (as
+// Jinja2's LoopContext); attributes (index, first, previtem, ...) are computed on access.
+struct LoopState {
+  int64_t index0 = 0;
+  int64_t length = 0;
+  int64_t depth = 1;
+  std::shared_ptr<const std::vector<Value>> items;
+  std::shared_ptr<Callable> cycle;
+  std::shared_ptr<Callable> changed;
+};
+
 struct Callable {
   enum class Kind : uint8_t { builtin, macro, method };
   Kind kind = Kind::builtin;
   std::string name;
   std::function<Value(Interpreter&, CallArgs&)> fn;
-  std::shared_ptr<Dict> attrs;  // attributes readable with "." (the `loop` object), or null
+  std::shared_ptr<Dict> attrs;       // attributes readable with "." (cycler), or null
+  std::shared_ptr<LoopState> loop;   // set for the `loop` object
 };
 
 struct Undefined {
