@@ -304,3 +304,43 @@ TEST(ToolCallParse, JsonObjectSpan) {
   EXPECT_EQ(json_object_span("x{}"), 0u);
   EXPECT_EQ(json_object_span("{]"), 0u);
 }
+
+TEST(ChatOutput, RandomTextNeverThrowsAndSplitsAgree) {
+  // Random mixes of every format's markers, JSON pieces and bytes: no exception, and streaming
+  // in random chunks gives the whole-text result.
+  const std::vector<std::string> pieces = {
+      "<think>", "</think>", "<tool_call>", "</tool_call>", "<function=f>", "<parameter=p>",
+      "</parameter>", "</function>", "<|python_tag|>", "[TOOL_CALLS]", "[ARGS]", "[THINK]",
+      "[/THINK]", "```tool_code\n", "```", "<|channel>thought", "<channel|>", "<|tool_call>call:",
+      "<tool_call|>", "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>",
+      "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>", "<|channel|>analysis<|message|>", "<|end|>",
+      "<|start|>assistant", " to=functions.", "<|call|>", "{\"name\": \"f\", \"arguments\": {",
+      "}", "{", "\"", "\n", " ", "a", "f(x=1)", "<", "<|", "\xC3", "\xA9", "\xFF", ";", "[", "]"};
+  std::mt19937_64 rng(99);
+  for (ChatFormat f : {ChatFormat::kContentOnly, ChatFormat::kHermes, ChatFormat::kQwenXml,
+                       ChatFormat::kLlama3, ChatFormat::kMistral, ChatFormat::kGemma,
+                       ChatFormat::kGemma4, ChatFormat::kDeepSeek, ChatFormat::kGptOss}) {
+    for (int round = 0; round < 150; ++round) {
+      std::string text;
+      const int n = 1 + static_cast<int>(rng() % 24);
+      for (int i = 0; i < n; ++i) text += pieces[rng() % pieces.size()];
+      const ChatOutputOptions opt{.format = f, .starts_in_reasoning = (rng() % 4) == 0};
+      ChatOutput whole;
+      ASSERT_NO_THROW(whole = chat_output_parse(text, opt)) << text;
+      std::vector<std::string> chunks;
+      for (size_t i = 0; i < text.size();) {
+        const size_t len = 1 + rng() % 5;
+        chunks.push_back(text.substr(i, len));
+        i += len;
+      }
+      ChatOutput from_deltas;
+      const ChatOutput streamed = parse_chunks(opt, chunks, from_deltas);
+      ASSERT_TRUE(same(streamed, whole)) << chat_format_name(f) << ": [" << text << "]\n got: "
+                                         << describe(streamed) << "\nwant: " << describe(whole);
+      ASSERT_TRUE(same(from_deltas, whole)) << chat_format_name(f) << ": [" << text << "]";
+      for (const ToolCall& c : whole.tool_calls) {
+        EXPECT_FALSE(json::parse(c.arguments, nullptr, false).is_discarded()) << c.arguments;
+      }
+    }
+  }
+}
