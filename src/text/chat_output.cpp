@@ -268,12 +268,18 @@ void ChatOutputParser::stream_call(ChatOutputDelta& delta, ToolBodyKind kind,
     announced_name_ = d.name;
     call_announced_ = true;
     streamed_args_.clear();
+    args_scanner_ = {};
+    args_scanned_ = 0;
   }
   if (call_announced_ && p.has_arguments) {
-    // Until the object closes, every byte after its '{' belongs to it.
+    // Until the object closes, every byte after its '{' belongs to it. The scanner has read
+    // the first scanned_ bytes of the arguments already.
     const std::string_view args = body.substr(p.arguments_begin);
-    const size_t span = json_object_span(args);
-    const size_t end = span != 0 ? span : args.size();
+    if (args_scanned_ < args.size()) {
+      args_scanner_.feed(args.substr(args_scanned_));
+      args_scanned_ = args.size();
+    }
+    const size_t end = args_scanner_.span() != 0 ? args_scanner_.span() : args.size();
     if (end > streamed_args_.size()) {
       const std::string_view more = args.substr(streamed_args_.size(), end - streamed_args_.size());
       delta_entry(delta, index).arguments.append(more);
@@ -491,10 +497,12 @@ void ChatOutputParser::process(ChatOutputDelta& delta, bool at_end) {
       }
 
       case Mode::kBareJson: {
+        const size_t old_size = body_.size();
         body_.append(buf_);
         buf_.clear();
-        const size_t span = json_object_span(body_);
-        if (span == 0 && !at_end) {  // not closed yet
+        if (old_size == 0) bare_scanner_ = {};
+        const size_t span = bare_scanner_.feed(std::string_view(body_).substr(old_size));
+        if (span == 0 && !at_end && !bare_scanner_.failed()) {  // not closed yet
           stream_call(delta, ToolBodyKind::kBareJson, body_);
           return;
         }

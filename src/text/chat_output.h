@@ -129,6 +129,9 @@ class ChatOutputParser {
   bool call_announced_ = false;  // the open call's id and name went out in a delta
   std::string announced_id_, announced_name_;
   std::string streamed_args_;    // the open call's arguments sent so far
+  JsonObjectScanner args_scanner_;  // over the open call's arguments
+  size_t args_scanned_ = 0;
+  JsonObjectScanner bare_scanner_;  // over the bare JSON candidate in body_
 };
 
 ChatOutput chat_output_parse(std::string_view text, const ChatOutputOptions& options);

@@ -77,33 +77,47 @@ bool call_from_object(const ojson& obj, ParsedToolCall& out) {
 
 }  // namespace
 
-size_t json_object_span(std::string_view s) {
-  if (s.empty() || s[0] != '{') return 0;
-  std::string open;  // stack of the open brackets
-  bool in_string = false, escape = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (in_string) {
-      if (escape) {
-        escape = false;
+size_t JsonObjectScanner::feed(std::string_view more) {
+  if (span_ != 0 || failed_) return span_;
+  for (size_t k = 0; k < more.size(); ++k, ++pos_) {
+    const char c = more[k];
+    if (pos_ == 0 && c != '{') {
+      failed_ = true;
+      return 0;
+    }
+    if (in_string_) {
+      if (escape_) {
+        escape_ = false;
       } else if (c == '\\') {
-        escape = true;
+        escape_ = true;
       } else if (c == '"') {
-        in_string = false;
+        in_string_ = false;
       }
       continue;
     }
     if (c == '"') {
-      in_string = true;
+      in_string_ = true;
     } else if (c == '{' || c == '[') {
-      open.push_back(c);
+      open_.push_back(c);
     } else if (c == '}' || c == ']') {
-      if (open.empty() || open.back() != (c == '}' ? '{' : '[')) return 0;
-      open.pop_back();
-      if (open.empty()) return i + 1;
+      if (open_.empty() || open_.back() != (c == '}' ? '{' : '[')) {
+        failed_ = true;
+        return 0;
+      }
+      open_.pop_back();
+      if (open_.empty()) {
+        span_ = pos_ + 1;
+        ++pos_;
+        return span_;
+      }
     }
   }
   return 0;
+}
+
+size_t json_object_span(std::string_view s) {
+  JsonObjectScanner scanner;
+  return scanner.feed(s);
 }
 
 namespace {

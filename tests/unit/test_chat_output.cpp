@@ -355,6 +355,19 @@ TEST(ToolCallParse, JsonObjectSpan) {
   EXPECT_EQ(json_object_span("{\"a\": \"\\\"}\""), 0u);  // still inside the string
   EXPECT_EQ(json_object_span("x{}"), 0u);
   EXPECT_EQ(json_object_span("{]"), 0u);
+  // Fed in pieces, the scanner finds the same end.
+  const std::string doc = "{\"a\": \"x}\\\"{\", \"b\": [1, {\"c\": []}]} trailing {";
+  const size_t whole = json_object_span(doc);
+  ASSERT_GT(whole, 0u);
+  for (size_t cut = 0; cut <= doc.size(); ++cut) {
+    JsonObjectScanner sc;
+    size_t got = sc.feed(doc.substr(0, cut));
+    if (got == 0) got = sc.feed(doc.substr(cut));
+    EXPECT_EQ(got, whole) << "cut at " << cut;
+  }
+  JsonObjectScanner bad;
+  EXPECT_EQ(bad.feed("{[}"), 0u);
+  EXPECT_TRUE(bad.failed());
 }
 
 TEST(ChatOutput, RandomTextNeverThrowsAndSplitsAgree) {
