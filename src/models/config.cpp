@@ -192,6 +192,8 @@ void ModelConfig::finalize() {
     head_dim = n_embd / n_head;
   }
   BRISK_CHECK(head_dim > 0 && head_dim <= 1024, "model config: head_dim ", head_dim, " out of range");
+  BRISK_CHECK(n_head <= 65536 && n_layer <= 65536, "model config: ", n_head, " heads / ", n_layer,
+              " layers out of range");
   if (n_rot == 0) n_rot = int32_t(std::lround(head_dim * double(partial_rotary)));
   n_rot -= n_rot % 2;
   BRISK_CHECK(n_rot > 0 && n_rot <= head_dim, "model config: rotary dims ", n_rot,

@@ -11,7 +11,9 @@
 
 #include "core/error.h"
 #include "core/flags.h"
+#include "formats/gguf.h"
 #include "formats/json_file.h"
+#include "models/random_model.h"
 #include "runtime/engine_api.h"
 
 namespace brisk {
@@ -335,6 +337,42 @@ TEST(ModelLoad, LoadTimeQuantTypes) {
     const auto top = topk(ctx->logits(0), ctx->n_vocab(), four_bit ? 10 : 1);
     EXPECT_NE(std::find(top.begin(), top.end(), ref.top5[0]), top.end()) << q;
   }
+}
+
+TEST(ModelLoad, RandomGgufRunsWithoutSharedData) {
+  const std::string path = ::testing::TempDir() + "/brisk_random_tiny.gguf";
+  for (const char* arch : {"llama", "qwen2", "qwen3"}) {
+    RandomModelParams p = random_model_preset("tiny");
+    p.arch = arch;
+    p.type = QuantType::Q8_0;
+    p.tie_embeddings = std::string(arch) != "llama";
+    random_model_write(p, path);
+    auto model = Model::load({.path = path});
+    EXPECT_EQ(model->info().architecture, arch);
+    EXPECT_EQ(model->tokenizer(), nullptr);
+    auto ctx = make_ctx(model, QuantType::F16, 4);
+    ctx->decode(prompt_batch({1, 2, 3, 4, 5, 6, 7, 8, 9}, 0, 0, true));
+    for (int32_t i = 0; i < 9; ++i)
+      for (int32_t v = 0; v < ctx->n_vocab(); ++v) ASSERT_TRUE(std::isfinite(ctx->logits(i)[v]));
+  }
+  // Metadata that disagrees with the tensors is an error naming the tensor.
+  {
+    const gguf::File good = gguf::File::open(path);
+    gguf::Writer w;
+    for (const auto& [key, value] : good.metadata()) w.set(key, value);
+    w.set("qwen3.embedding_length", gguf::Value::from_u32(128));
+    for (const auto& t : good.tensors()) w.add_tensor(t.name, t.type, t.ne, t.data, t.n_bytes);
+    const std::string bad = ::testing::TempDir() + "/brisk_random_bad.gguf";
+    w.write(bad);
+    try {
+      Model::load({.path = bad});
+      ADD_FAILURE() << "mismatched metadata accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("token_embd.weight"), std::string::npos) << e.what();
+    }
+    std::remove(bad.c_str());
+  }
+  std::remove(path.c_str());
 }
 
 TEST(ModelLoad, ErrorsNameThePath) {
