@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "backend/backend.h"
+#include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/flags.h"
 #include "kernels/cpu/ref.h"
@@ -35,7 +36,8 @@ void check_mat(const Mat& m, int64_t rows, int64_t cols, const char* op, const c
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int n_threads) : pool_(n_threads), ref_(flags().ref_ops) {}
+  explicit CpuBackend(int n_threads)
+      : pool_(n_threads), ref_(flags().ref_ops), avx2_(cpu_features().avx2 && !flags().no_simd) {}
   ~CpuBackend() override {
     for (void* p : allocations_) std::free(p);
   }
@@ -113,7 +115,12 @@ class CpuBackend final : public Backend {
     double work = 0.0;  // (token, head, position) triples times head_dim
     for (int64_t t = 0; t < a.q.rows; ++t) work += double(a.pos[t] + 1);
     work *= double(a.n_head) * double(a.head_dim) * 2.0;
-    pool_.run([&](int ith, int nth) { cpu::attention_rows(a, buf + per * ith, ith, nth); }, parts_for(work));
+    // AVX2 kernel unless BRISK_NO_SIMD / BRISK_NO_AVX2 (cpu_features() applies the switches).
+    const bool simd = avx2_ && a.head_dim % 8 == 0;
+    pool_.run([&](int ith, int nth) {
+      if (simd) cpu::attention_rows_avx2(a, buf + per * ith, ith, nth);
+      else cpu::attention_rows(a, buf + per * ith, ith, nth);
+    }, parts_for(work));
   }
 
   void gated_act(const GatedActArgs& a) override {
@@ -150,7 +157,8 @@ class CpuBackend final : public Backend {
   }
 
   ThreadPool pool_;
-  const bool ref_;  // BRISK_REF_OPS: scalar references instead of the kernels
+  const bool ref_;   // BRISK_REF_OPS: scalar references instead of the kernels
+  const bool avx2_;  // AVX2 attention kernel allowed
   std::mutex mutex_;
   std::unordered_set<void*> allocations_;
   std::vector<uint8_t> act_scratch_;
