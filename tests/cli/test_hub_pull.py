@@ -274,6 +274,24 @@ class HubTest(unittest.TestCase):
         self.assertEqual(len(blobs), 1, blobs)
         lock = os.path.join(self.cache, ".locks", "models--test-org--Tiny-GGUF")
         self.assertTrue(os.path.isdir(lock))
+        # a whole safetensors repo (several files, fetched in parallel) from three processes
+        for f in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"):
+            self.hub.slow[f] = 0.02
+        procs = [subprocess.Popen([BIN, "pull", ST_REPO], env=e, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(3)]
+        outs = [p.communicate(timeout=60) for p in procs]
+        for p, (out, err) in zip(procs, outs):
+            self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(len({out for out, _ in outs}), 1)
+        # each distinct content was sent exactly once (two files holding "{}" share one blob)
+        files = self.hub.repos[ST_REPO].revisions["main"][1]
+        sent = {}
+        for f in self.snapshot_files(ST_REPO):
+            self.assert_cached(ST_REPO, f)
+            kind = "cdn" if f.endswith(".safetensors") else "resolve"
+            sent[files[f]] = sent.get(files[f], 0) + len(self.hub.requests(kind, f))
+        self.assertEqual(set(sent.values()), {1})
+        self.assertEqual(self.incomplete_files(ST_REPO), [])
 
     # ---- errors ---------------------------------------------------------------------
     def test_gated(self):
