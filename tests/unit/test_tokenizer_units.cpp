@@ -110,6 +110,9 @@ TEST(TokenizerUnits, BpeByteFallbackAndUnknown) {
   EXPECT_EQ(dec.push(2 + 0x99), "\xF0\x9F\xA6\x99");
   EXPECT_EQ(dec.push(2 + 0xF0), "");
   EXPECT_EQ(dec.flush(), "\xEF\xBF\xBD");
+  // A sequence broken by a later token is replaced, never emitted as raw bytes.
+  EXPECT_EQ(dec.push(2 + 0xE4), "");
+  EXPECT_EQ(dec.push(1), "\xEF\xBF\xBD" "a");
 
   // Without byte fallback, unknown characters become <unk>; fuse_unk joins runs.
   auto u = load(bpe_json({{"<unk>", 0}, {"a", 1}}, json::array(), {{"unk_token", "<unk>"}, {"fuse_unk", true}}));
