@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -373,6 +374,36 @@ TEST(ModelLoad, RandomGgufRunsWithoutSharedData) {
     std::remove(bad.c_str());
   }
   std::remove(path.c_str());
+}
+
+TEST(ModelLoad, BadConfigValuesAreErrorsNamingTheKey) {
+  REQUIRE_MODEL("llama");
+  const nlohmann::json good = read_json_file(model_dir("llama") + "/hf/config.json");
+  const fs::path dir = fs::path(::testing::TempDir()) / "brisk_bad_config";
+  fs::create_directories(dir);
+  fs::remove(dir / "model.safetensors");
+  fs::create_symlink(model_dir("llama") + "/hf/model.safetensors", dir / "model.safetensors");
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {{{"num_attention_heads", "four"}}, "num_attention_heads"},
+      {{{"rms_norm_eps", 1e300}}, "rms_norm_eps"},
+      {{{"num_hidden_layers", 2.5}}, "num_hidden_layers"},
+      {{{"hidden_act", "relu"}}, "hidden_act"},
+      {{{"num_key_value_heads", 3}}, "KV heads"},
+      {{{"hidden_size", 128}}, "token_embd.weight"},
+      {{{"rope_parameters", {{"rope_type", "dynamic"}, {"rope_theta", 10000.0}}}}, "dynamic"},
+  };
+  for (const auto& [patch, needle] : cases) {
+    nlohmann::json cfg = good;
+    cfg.merge_patch(patch);
+    std::ofstream(dir / "config.json") << cfg.dump();
+    try {
+      Model::load({.path = dir.string()});
+      ADD_FAILURE() << "accepted " << patch.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+  fs::remove_all(dir);
 }
 
 TEST(ModelLoad, ErrorsNameThePath) {
