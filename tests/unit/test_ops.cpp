@@ -51,6 +51,20 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
   }
 }
 
+TEST(ThreadPool, EveryPartRunsExactlyOnceOverManyRuns) {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> hits(3);
+  for (int rep = 0; rep < 20000; ++rep) {
+    pool.run([&](int ith, int nth) {
+      ASSERT_EQ(nth, rep % 2 ? 2 : 3);
+      hits[size_t(ith)]++;
+    }, rep % 2 ? 2 : 3);
+  }
+  EXPECT_EQ(hits[0].load(), 20000);
+  EXPECT_EQ(hits[1].load(), 20000);
+  EXPECT_EQ(hits[2].load(), 10000);
+}
+
 TEST(ThreadPool, RethrowsWorkerException) {
   ThreadPool pool(2);
   EXPECT_THROW(pool.run([](int ith, int) {
