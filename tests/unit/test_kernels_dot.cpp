@@ -208,11 +208,11 @@ TEST(KernelsDot, SelectionHonoursKillSwitches) {
   EXPECT_EQ(select_vec_dot(QuantType::Q8_1), format_traits(QuantType::Q8_1).vec_dot);
 }
 
-// gemv_rows_multi (including the multi-token kernels of Q8_0, Q4_0, Q4_K, Q6_K) must give every
+// gemv_rows_multi (including the multi-token kernels of Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) must give every
 // token exactly what gemv_rows gives it alone.
 TEST(KernelsGemv, RowsMatchSingleDotsAndMultiTokenIsBitIdentical) {
-  for (QuantType t : {QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0, QuantType::Q4_0, QuantType::F16,
-                      QuantType::IQ2_XS})
+  for (QuantType t : {QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::Q8_0, QuantType::Q4_0,
+                      QuantType::F16, QuantType::IQ2_XS})
   for (int n_tokens : {2, 5, 8}) {
     const int64_t k = quant_type_info(t).block_size == 256 ? 768 : 544, n_rows = 37;
     const size_t rb = row_bytes(t, k) + 16;  // padded row stride
