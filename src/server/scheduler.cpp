@@ -351,6 +351,7 @@ void Scheduler::step() {
       TokenEvent ev;
       ev.token = tok;
       ev.index = s.n_generated;
+      ev.cached_tokens = s.result.cached_tokens;
       if (s.req.logprobs >= 0) fill_logprobs(logits, n_vocab_, s.req.logprobs, ev);
       s.n_generated++;
       {

@@ -52,6 +52,7 @@ struct TokenLogprob {
 struct TokenEvent {
   int32_t token = 0;
   int32_t index = 0;                  // 0-based position in the completion
+  int32_t cached_tokens = 0;          // prompt tokens reused (same for every event)
   float logprob = 0.0f;               // log-softmax of the raw logits (when logprobs asked)
   std::vector<TokenLogprob> top;      // best `top_logprobs` alternatives, descending
 };
