@@ -19,7 +19,7 @@ struct SamplerParams {
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
   int32_t penalty_last_n = 64;  // -1: whole history
-  std::vector<std::pair<int32_t, float>> logit_bias;  // added to the logit; -inf bans
+  std::vector<std::pair<int32_t, float>> logit_bias = {};  // added to the logit; -inf bans
   uint64_t seed = 0xB415C;
 };
 
