@@ -7,6 +7,7 @@
 
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "formats/display.h"
 #include "formats/gguf.h"
 
 namespace brisk::gguf {
@@ -161,8 +162,8 @@ File File::parse(std::shared_ptr<const MappedFile> bytes) {
     const uint64_t type_at = c.pos();
     const uint32_t raw_type = c.read<uint32_t>("metadata value type");
     if (!valid_value_type(raw_type))
-      c.fail_at(type_at, "metadata key '", key, "' has invalid value type ", raw_type);
-    if (f.metadata_index_.count(key)) c.fail_at(at, "duplicate metadata key '", key, "'");
+      c.fail_at(type_at, "metadata key '", display_text(key), "' has invalid value type ", raw_type);
+    if (f.metadata_index_.count(key)) c.fail_at(at, "duplicate metadata key '", display_text(key), "'");
     Value v = read_value(c, ValueType(raw_type), 0);
     f.metadata_index_.emplace(key, f.metadata_.size());
     f.metadata_.emplace_back(std::move(key), std::move(v));
@@ -185,11 +186,11 @@ File File::parse(std::shared_ptr<const MappedFile> bytes) {
     info_offsets.push_back(at);
     TensorInfo t;
     t.name = c.read_string("tensor name");
-    if (f.tensor_index_.count(t.name)) c.fail_at(at, "duplicate tensor name '", t.name, "'");
+    if (f.tensor_index_.count(t.name)) c.fail_at(at, "duplicate tensor name '", display_text(t.name), "'");
     const uint64_t dims_at = c.pos();
     const uint32_t n_dims = c.read<uint32_t>("tensor n_dims");
     if (n_dims == 0 || n_dims > kMaxDims)
-      c.fail_at(dims_at, "tensor '", t.name, "' has ", n_dims, " dimensions (1 to ", kMaxDims,
+      c.fail_at(dims_at, "tensor '", display_text(t.name), "' has ", n_dims, " dimensions (1 to ", kMaxDims,
                 " allowed)");
     t.ne.resize(n_dims);
     uint64_t n_elements = 1;
@@ -198,27 +199,27 @@ File File::parse(std::shared_ptr<const MappedFile> bytes) {
       const auto prod = checked_mul<uint64_t>(n_elements, t.ne[d]);
       if (t.ne[d] > uint64_t(std::numeric_limits<int64_t>::max()) || !prod ||
           *prod > uint64_t(std::numeric_limits<int64_t>::max()))
-        c.fail_at(dims_at, "tensor '", t.name, "' element count overflows");
+        c.fail_at(dims_at, "tensor '", display_text(t.name), "' element count overflows");
       n_elements = *prod;
     }
     t.n_elements = n_elements;
     const uint64_t type_at = c.pos();
     const uint32_t raw_type = c.read<uint32_t>("tensor type");
     const QuantTypeInfo* qi = quant_type_info(raw_type);
-    if (!qi) c.fail_at(type_at, "tensor '", t.name, "' has unknown type id ", raw_type);
+    if (!qi) c.fail_at(type_at, "tensor '", display_text(t.name), "' has unknown type id ", raw_type);
     t.type = qi->type;
     if (t.ne[0] % qi->block_size != 0)
-      c.fail_at(dims_at, "tensor '", t.name, "': ne[0] = ", t.ne[0],
+      c.fail_at(dims_at, "tensor '", display_text(t.name), "': ne[0] = ", t.ne[0],
                 " is not a multiple of the ", qi->name, " block size ", qi->block_size);
     std::optional<uint64_t> n_bytes = quant_row_bytes(t.type, t.ne[0]);
     for (uint32_t d = 1; d < n_dims && n_bytes; ++d)
       n_bytes = checked_mul<uint64_t>(*n_bytes, t.ne[d]);
-    if (!n_bytes) c.fail_at(dims_at, "tensor '", t.name, "' byte size overflows");
+    if (!n_bytes) c.fail_at(dims_at, "tensor '", display_text(t.name), "' byte size overflows");
     t.n_bytes = *n_bytes;
     const uint64_t offset_at = c.pos();
     t.offset = c.read<uint64_t>("tensor offset");
     if (t.offset % f.alignment_ != 0)
-      c.fail_at(offset_at, "tensor '", t.name, "' data offset ", t.offset,
+      c.fail_at(offset_at, "tensor '", display_text(t.name), "' data offset ", t.offset,
                 " is not a multiple of the alignment ", f.alignment_);
     f.tensor_index_.emplace(t.name, f.tensors_.size());
     f.tensors_.push_back(std::move(t));
@@ -238,7 +239,7 @@ File File::parse(std::shared_ptr<const MappedFile> bytes) {
   for (size_t i = 0; i < f.tensors_.size(); ++i) {
     TensorInfo& t = f.tensors_[i];
     if (!range_within(t.offset, t.n_bytes, data_size))
-      c.fail_at(info_offsets[i], "tensor '", t.name, "' data [", t.offset, ", +", t.n_bytes,
+      c.fail_at(info_offsets[i], "tensor '", display_text(t.name), "' data [", t.offset, ", +", t.n_bytes,
                 ") lies outside the ", data_size, "-byte data section");
     t.data = t.n_bytes > 0 ? f.bytes_->data() + f.data_offset_ + t.offset : nullptr;
   }

@@ -1,0 +1,306 @@
+// Chat output parsing: fixtures rendered from the real templates (rendered.json, made by
+// tests/fixtures/chat_output/make_fixtures.py) and written by hand (handwritten.json), parsed
+// whole and streamed split at every byte; format detection; argument converters.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "text/chat_output.h"
+#include "text/tool_call_parse.h"
+
+using namespace brisk;
+using nlohmann::json;
+
+namespace {
+
+struct Fixture {
+  std::string name;
+  std::string template_file;  // rendered fixtures only
+  ChatOutputOptions options;
+  std::string text;
+  json expected;
+};
+
+std::vector<Fixture> load_fixtures(const std::string& file) {
+  const std::string path = std::string(BRISK_FIXTURES) + "/chat_output/" + file;
+  std::ifstream in(path);
+  if (!in) throw Error(str_cat("cannot open fixture file ", path));
+  const json doc = json::parse(in);
+  std::vector<Fixture> out;
+  for (const json& f : doc.at("fixtures")) {
+    Fixture fx;
+    fx.name = f.at("name");
+    fx.template_file = f.value("template", "");
+    fx.options.format = chat_format_from_name(f.at("format").get<std::string>());
+    if (f.contains("prompt_tail")) {
+      fx.options.starts_in_reasoning =
+          chat_prompt_opens_reasoning(f.at("prompt_tail").get<std::string>(), fx.options.format);
+    } else {
+      fx.options.starts_in_reasoning = f.value("starts_in_reasoning", false);
+    }
+    fx.options.parse_tool_calls = f.value("parse_tool_calls", true);
+    fx.options.id_seed = "fixture";
+    fx.text = f.at("text");
+    fx.expected = f.at("expected");
+    out.push_back(std::move(fx));
+  }
+  return out;
+}
+
+std::vector<Fixture> all_fixtures() {
+  auto a = load_fixtures("rendered.json");
+  auto b = load_fixtures("handwritten.json");
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+void expect_matches(const ChatOutput& got, const Fixture& fx) {
+  const json& e = fx.expected;
+  EXPECT_EQ(got.content, e.at("content").get<std::string>()) << fx.name;
+  EXPECT_EQ(got.reasoning, e.at("reasoning").get<std::string>()) << fx.name;
+  EXPECT_EQ(got.warning, e.value("warning", false)) << fx.name;
+  const json& calls = e.at("tool_calls");
+  ASSERT_EQ(got.tool_calls.size(), calls.size()) << fx.name;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(got.tool_calls[i].name, calls[i].at("name").get<std::string>()) << fx.name;
+    const json args = json::parse(got.tool_calls[i].arguments, nullptr, false);
+    ASSERT_FALSE(args.is_discarded()) << fx.name << ": " << got.tool_calls[i].arguments;
+    EXPECT_EQ(args, calls[i].at("arguments")) << fx.name;
+    if (calls[i].contains("id")) {
+      EXPECT_EQ(got.tool_calls[i].id, calls[i]["id"].get<std::string>()) << fx.name;
+    } else {
+      EXPECT_FALSE(got.tool_calls[i].id.empty()) << fx.name;
+    }
+  }
+}
+
+bool same(const ChatOutput& a, const ChatOutput& b) {
+  if (a.content != b.content || a.reasoning != b.reasoning || a.warning != b.warning ||
+      a.tool_calls.size() != b.tool_calls.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.tool_calls.size(); ++i) {
+    if (a.tool_calls[i].id != b.tool_calls[i].id || a.tool_calls[i].name != b.tool_calls[i].name ||
+        a.tool_calls[i].arguments != b.tool_calls[i].arguments) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Feeds `chunks` and rebuilds the output from the deltas alone.
+ChatOutput parse_chunks(const ChatOutputOptions& options, const std::vector<std::string>& chunks,
+                        ChatOutput& from_deltas) {
+  ChatOutputParser p(options);
+  auto take = [&](const ChatOutputDelta& d) {
+    from_deltas.content += d.content;
+    from_deltas.reasoning += d.reasoning;
+    from_deltas.warning = from_deltas.warning || d.warning;
+    for (const ToolCallDelta& t : d.tool_calls) {
+      if (t.index == from_deltas.tool_calls.size()) from_deltas.tool_calls.push_back({});
+      ToolCall& c = from_deltas.tool_calls.at(t.index);
+      if (!t.id.empty()) c.id = t.id;
+      c.name += t.name;
+      c.arguments += t.arguments;
+    }
+  };
+  for (const std::string& c : chunks) take(p.feed(c));
+  take(p.finish());
+  return p.result();
+}
+
+std::string describe(const ChatOutput& o) {
+  std::ostringstream os;
+  os << "content=[" << o.content << "] reasoning=[" << o.reasoning << "] warning=" << o.warning;
+  for (const auto& c : o.tool_calls) os << " call{" << c.id << "," << c.name << "," << c.arguments << "}";
+  return os.str();
+}
+
+}  // namespace
+
+TEST(ChatOutput, FixturesParseWhole) {
+  const auto fixtures = all_fixtures();
+  ASSERT_GE(fixtures.size(), 60u);
+  for (const Fixture& fx : fixtures) {
+    SCOPED_TRACE(fx.name);
+    expect_matches(chat_output_parse(fx.text, fx.options), fx);
+  }
+}
+
+TEST(ChatOutput, StreamedSplitAtEveryByteGivesTheSameResult) {
+  for (const Fixture& fx : all_fixtures()) {
+    const ChatOutput whole = chat_output_parse(fx.text, fx.options);
+    for (size_t i = 0; i <= fx.text.size(); ++i) {
+      ChatOutput from_deltas;
+      const ChatOutput got =
+          parse_chunks(fx.options, {fx.text.substr(0, i), fx.text.substr(i)}, from_deltas);
+      ASSERT_TRUE(same(got, whole)) << fx.name << " split at " << i << "\n got: " << describe(got)
+                                    << "\nwant: " << describe(whole);
+      ASSERT_TRUE(same(from_deltas, whole)) << fx.name << " split at " << i
+                                            << " (deltas)\n got: " << describe(from_deltas);
+    }
+  }
+}
+
+TEST(ChatOutput, StreamedByteByByteAndRandomChunks) {
+  std::mt19937_64 rng(7);
+  for (const Fixture& fx : all_fixtures()) {
+    const ChatOutput whole = chat_output_parse(fx.text, fx.options);
+    std::vector<std::string> bytes;
+    for (char c : fx.text) bytes.emplace_back(1, c);
+    ChatOutput from_deltas;
+    ASSERT_TRUE(same(parse_chunks(fx.options, bytes, from_deltas), whole)) << fx.name;
+    ASSERT_TRUE(same(from_deltas, whole)) << fx.name << "\n got: " << describe(from_deltas);
+    for (int round = 0; round < 10; ++round) {
+      std::vector<std::string> chunks;
+      for (size_t i = 0; i < fx.text.size();) {
+        const size_t n = 1 + rng() % 7;
+        chunks.push_back(fx.text.substr(i, n));
+        i += n;
+      }
+      ChatOutput d;
+      ASSERT_TRUE(same(parse_chunks(fx.options, chunks, d), whole)) << fx.name;
+      ASSERT_TRUE(same(d, whole)) << fx.name;
+    }
+  }
+}
+
+TEST(ChatOutput, HoldsBackOnlyPossibleMarkerPrefixes) {
+  ChatOutputParser p({.format = ChatFormat::kHermes});
+  EXPECT_EQ(p.feed("Hello wor").content, "Hello wor");
+  EXPECT_EQ(p.feed("ld <to").content, "ld");  // " " waits for more text, "<to" may be a marker
+  EXPECT_EQ(p.feed("day>").content, " <today>");
+  auto d = p.feed("<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_ca");
+  EXPECT_TRUE(d.tool_calls.empty());
+  d = p.feed("ll> bye");
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_EQ(d.tool_calls[0].name, "f");
+  EXPECT_EQ(d.tool_calls[0].arguments, "{}");
+  EXPECT_EQ(d.content, " bye");
+  EXPECT_TRUE(p.finish().empty());
+  EXPECT_THROW(p.feed("x"), Error);
+}
+
+TEST(ChatOutput, CallIdsAreStableAndDistinct) {
+  const std::string text =
+      "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"b\"}</tool_call>";
+  const auto r1 = chat_output_parse(text, {.format = ChatFormat::kHermes, .id_seed = "req-1"});
+  const auto r2 = chat_output_parse(text, {.format = ChatFormat::kHermes, .id_seed = "req-2"});
+  ASSERT_EQ(r1.tool_calls.size(), 2u);
+  EXPECT_EQ(r1.tool_calls[0].id.size(), 9u);
+  EXPECT_NE(r1.tool_calls[0].id, r1.tool_calls[1].id);
+  EXPECT_NE(r1.tool_calls[0].id, r2.tool_calls[0].id);
+  EXPECT_EQ(r1.tool_calls[0].id, chat_output_parse(text, {.format = ChatFormat::kHermes,
+                                                          .id_seed = "req-1"}).tool_calls[0].id);
+  EXPECT_EQ(r1.tool_calls[1].arguments, "{}");  // missing arguments -> empty object
+}
+
+TEST(ChatOutput, DetectsFormatFromTemplates) {
+  const std::filesystem::path dir = std::filesystem::path(BRISK_SHARED_DATA) / "templates";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "shared templates not found at " << dir;
+  int checked = 0;
+  for (const Fixture& fx : load_fixtures("rendered.json")) {
+    std::ifstream in(dir / fx.template_file);
+    ASSERT_TRUE(in) << fx.template_file;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    EXPECT_EQ(chat_format_name(chat_format_detect(ss.str())), chat_format_name(fx.options.format))
+        << fx.template_file;
+    ++checked;
+  }
+  EXPECT_GT(checked, 20);
+}
+
+TEST(ChatOutput, DetectsFormatFromFamilyWhenTemplateIsSilent) {
+  EXPECT_EQ(chat_format_detect("", "qwen3"), ChatFormat::kHermes);
+  EXPECT_EQ(chat_format_detect("", "qwen3_5_moe"), ChatFormat::kQwenXml);
+  EXPECT_EQ(chat_format_detect("", "llama"), ChatFormat::kLlama3);
+  EXPECT_EQ(chat_format_detect("", "gemma3"), ChatFormat::kGemma);
+  EXPECT_EQ(chat_format_detect("", "gemma4"), ChatFormat::kGemma4);
+  EXPECT_EQ(chat_format_detect("", "mistral"), ChatFormat::kMistral);
+  EXPECT_EQ(chat_format_detect("", "deepseek2"), ChatFormat::kDeepSeek);
+  EXPECT_EQ(chat_format_detect("", "rwkv"), ChatFormat::kContentOnly);
+  EXPECT_EQ(chat_format_detect("{{ '<tool_call>' }}", "llama"), ChatFormat::kHermes);
+  EXPECT_THROW(chat_format_from_name("nope"), Error);
+}
+
+TEST(ChatOutput, PromptOpensReasoning) {
+  EXPECT_TRUE(chat_prompt_opens_reasoning("<|im_start|>assistant\n<think>\n", ChatFormat::kHermes));
+  EXPECT_FALSE(chat_prompt_opens_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n",
+                                           ChatFormat::kHermes));
+  EXPECT_FALSE(chat_prompt_opens_reasoning("<|im_start|>assistant\n", ChatFormat::kHermes));
+  EXPECT_FALSE(chat_prompt_opens_reasoning("<think>x</think><|im_start|>assistant\n<think>\nabc",
+                                           ChatFormat::kHermes));
+  EXPECT_FALSE(chat_prompt_opens_reasoning("<|turn>model\n<|channel>thought\n<channel|>",
+                                           ChatFormat::kGemma4));
+  EXPECT_TRUE(chat_prompt_opens_reasoning("<|turn>model\n<|channel>thought\n", ChatFormat::kGemma4));
+}
+
+TEST(ToolCallParse, PythonKwargs) {
+  std::string out;
+  ASSERT_TRUE(tool_call_python_kwargs_to_json(
+      "a=1, b='x\\'y', c=[1, 2.5, -3e2], d={'k': None, \"t\": True}, e=(1,)", out));
+  EXPECT_EQ(json::parse(out), json::parse(R"({"a":1,"b":"x'y","c":[1,2.5,-300.0],"d":{"k":null,"t":true},"e":[1]})"));
+  ASSERT_TRUE(tool_call_python_kwargs_to_json("", out));
+  EXPECT_EQ(out, "{}");
+  EXPECT_FALSE(tool_call_python_kwargs_to_json("1=2", out));
+  EXPECT_FALSE(tool_call_python_kwargs_to_json("a=", out));
+  EXPECT_FALSE(tool_call_python_kwargs_to_json("a='open", out));
+  EXPECT_FALSE(tool_call_python_kwargs_to_json("a=foo(1)", out));
+  EXPECT_FALSE(tool_call_python_kwargs_to_json(std::string(200, '[') , out));
+}
+
+TEST(ToolCallParse, Gemma4Arguments) {
+  std::string out;
+  ASSERT_TRUE(tool_call_gemma4_args_to_json(
+      "q:<|\"|>x, \"y\"<|\"|>,n:2,o:{<|\"|>k k<|\"|>:[true,null]}", out));
+  EXPECT_EQ(json::parse(out), json::parse(R"({"q":"x, \"y\"","n":2,"o":{"k k":[true,null]}})"));
+  EXPECT_FALSE(tool_call_gemma4_args_to_json("q:<|\"|>unterminated", out));
+  EXPECT_FALSE(tool_call_gemma4_args_to_json("q:bare words", out));
+}
+
+TEST(ToolCallParse, QwenXmlUsesSchemaTypes) {
+  const json tools = json::parse(R"([{"type":"function","function":{"name":"f","parameters":{
+      "type":"object","properties":{"zip":{"type":"string"},"n":{"type":"integer"}}}}}])");
+  const std::string body = "<function=f>\n<parameter=zip>\n01234\n</parameter>\n"
+                           "<parameter=n>\n7\n</parameter>\n<parameter=other>\n5\n</parameter>\n</function>";
+  std::vector<ParsedToolCall> calls;
+  ASSERT_TRUE(tool_call_parse_body(ToolBodyKind::kQwenXml, body, tools, calls));
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(json::parse(calls[0].arguments), json::parse(R"({"zip":"01234","n":7,"other":5})"));
+  calls.clear();
+  ASSERT_TRUE(tool_call_parse_body(ToolBodyKind::kQwenXml,
+                                   "<function=f>\n<parameter=zip>\n123\n</parameter>\n</function>",
+                                   json(), calls));
+  EXPECT_EQ(json::parse(calls[0].arguments), json::parse(R"({"zip":123})"));  // no schema: a number
+}
+
+TEST(ToolCallParse, RejectsMalformedBodies) {
+  std::vector<ParsedToolCall> calls;
+  const json none;
+  EXPECT_FALSE(tool_call_parse_body(ToolBodyKind::kHermesJson, "{\"arguments\": {}}", none, calls));
+  EXPECT_FALSE(tool_call_parse_body(ToolBodyKind::kHermesJson, "{\"name\": \"a b\"}", none, calls));
+  EXPECT_FALSE(tool_call_parse_body(ToolBodyKind::kHermesJson, "{\"name\": \"f\", \"arguments\": 3}", none, calls));
+  EXPECT_FALSE(tool_call_parse_body(ToolBodyKind::kHermesJson, "[1]", none, calls));
+  EXPECT_FALSE(tool_call_parse_body(ToolBodyKind::kMistral, "[]", none, calls));
+  EXPECT_FALSE(tool_call_parse_body(ToolBodyKind::kDeepSeek, "<｜tool▁call▁begin｜>f", none, calls));
+  EXPECT_FALSE(tool_call_parse_body(ToolBodyKind::kGemma4, "f{a:1", none, calls));
+  EXPECT_FALSE(tool_call_parse_body(ToolBodyKind::kGptOss, "functions.f", none, calls));
+  EXPECT_FALSE(tool_call_parse_body(ToolBodyKind::kLlamaTag, "   ", none, calls));
+  EXPECT_TRUE(calls.empty());
+}
+
+TEST(ToolCallParse, JsonObjectSpan) {
+  EXPECT_EQ(json_object_span("{\"a\": \"}\"} tail"), 10u);
+  EXPECT_EQ(json_object_span("{\"a\": [1, {\"b\": 2}]}"), 20u);
+  EXPECT_EQ(json_object_span("{\"a\": \"\\\"}\""), 0u);  // still inside the string
+  EXPECT_EQ(json_object_span("x{}"), 0u);
+  EXPECT_EQ(json_object_span("{]"), 0u);
+}
