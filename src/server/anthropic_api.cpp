@@ -185,14 +185,13 @@ void messages(ServerState& state, const httplib::Request& req, httplib::Response
   PreparedChat prep = prepare_chat(*model, std::move(chat), state.options.max_tokens_ceiling);
   const int32_t prompt_tokens = int32_t(prep.spec.prompt.size());
   auto inflight = std::make_shared<InFlight>(state);
-  auto job = start_generation(*model, std::move(prep.spec));
+  auto job = start_generation(*model, std::move(prep.spec), &state.metrics);
   const std::string id = random_id("msg_");
   const std::string name = *model_name;
 
   if (!stream) {
     auto results = collect_choices(*job, kStallTimeout);
     ChoiceResult& r = results.at(0);
-    state.metrics.count_generation(r.result);
     if (r.finish_reason == "error") throw HttpError(500, str_cat("generation failed: ", r.result.error));
     json content = json::array();
     if (!r.reasoning.empty()) content.push_back({{"type", "thinking"}, {"thinking", r.reasoning}, {"signature", ""}});
@@ -218,7 +217,6 @@ void messages(ServerState& state, const httplib::Request& req, httplib::Response
     int32_t open_tool = -1;
   };
   auto bs = std::make_shared<Blocks>();
-  ServerState* st = &state;
   SseFormatter fmt;
   auto start_message = [=](int32_t cached) {
     if (bs->started) return std::string();
@@ -264,7 +262,6 @@ void messages(ServerState& state, const httplib::Request& req, httplib::Response
       if (!t.arguments.empty()) out += delta({{"type", "input_json_delta"}, {"partial_json", t.arguments}});
     }
     if (ev.end) {
-      st->metrics.count_generation(ev.result);
       out += close_block();
       if (ev.finish_reason == "error")
         return out + sse_event("error", error_body(Dialect::anthropic, 500, str_cat("generation failed: ", ev.result.error)));

@@ -18,7 +18,7 @@ enum class ToolChoice { auto_, none, required, named };
 
 struct ChatRequest {
   std::string model;
-  ChatRenderInput render;                 // messages / tools in the OpenAI (HF template) convention
+  ChatPromptInput render;                 // messages / tools in the OpenAI (HF template) convention
   std::optional<int64_t> max_tokens;
   const char* max_tokens_param = "max_tokens";
   SamplerParams sampling;

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "server/errors.h"
+#include "server/metrics.h"
 #include "server/stop_strings.h"
 #include "text/tokenizer.h"
 
@@ -81,7 +82,7 @@ struct ChoiceText {
 
 }  // namespace
 
-std::unique_ptr<GenerationJob> start_generation(LoadedModel& model, GenerationSpec spec) {
+std::unique_ptr<GenerationJob> start_generation(LoadedModel& model, GenerationSpec spec, Metrics* metrics) {
   BRISK_CHECK(model.scheduler && model.tokenizer, "model '", model.name, "' has no engine");
   auto job = std::make_unique<GenerationJob>();
   job->n = spec.n;
@@ -101,7 +102,10 @@ std::unique_ptr<GenerationJob> start_generation(LoadedModel& model, GenerationSp
     if (spec.make_constraint) r.constraint = spec.make_constraint();
     r.cancel = job->cancel_flag;
     r.on_token = [text](const TokenEvent& ev) { return text->on_token(ev); };
-    r.on_done = [text](const GenerationResult& res) { text->on_done(res); };
+    r.on_done = [text, metrics](const GenerationResult& res) {
+      if (metrics) metrics->count_generation(res);
+      text->on_done(res);
+    };
     bool queued = false;
     try {
       queued = model.scheduler->submit(std::move(r));
@@ -132,7 +136,7 @@ std::vector<ChoiceResult> collect_choices(GenerationJob& job, std::chrono::milli
     c.reasoning += ev.reasoning;
     for (auto& t : ev.tool_calls) {
       if (t.index >= int32_t(c.tool_calls.size())) c.tool_calls.resize(size_t(t.index) + 1);
-      ToolCallDelta& dst = c.tool_calls[size_t(t.index)];
+      ToolCallChunk& dst = c.tool_calls[size_t(t.index)];
       dst.index = t.index;
       if (!t.id.empty()) dst.id = t.id;
       if (!t.name.empty()) dst.name = t.name;

@@ -21,7 +21,7 @@
 
 namespace brisk::server {
 
-struct ToolCallDelta {
+struct ToolCallChunk {
   int32_t index = 0;       // which call of the message
   std::string id;          // set on the call's first delta
   std::string name;        // set on the call's first delta
@@ -39,7 +39,7 @@ struct ChoiceEvent {
   int32_t choice = 0;
   std::string content;
   std::string reasoning;
-  std::vector<ToolCallDelta> tool_calls;
+  std::vector<ToolCallChunk> tool_calls;
   std::vector<LogprobEntry> logprobs;
   // On the end event:
   int32_t cached_tokens = -1;  // on a choice's first event: prompt tokens reused
@@ -88,13 +88,15 @@ class GenerationJob {
 
 // Queues every choice. Throws HttpError 503 when the scheduler's queue is full (choices
 // already queued are cancelled) and HttpError 400 for requests the scheduler refuses.
-std::unique_ptr<GenerationJob> start_generation(LoadedModel& model, GenerationSpec spec);
+class Metrics;
+// `metrics` (optional) counts every choice's result when it ends, whether or not anyone reads it.
+std::unique_ptr<GenerationJob> start_generation(LoadedModel& model, GenerationSpec spec, Metrics* metrics);
 
 // A whole choice, for non-streamed responses.
 struct ChoiceResult {
   std::string content;
   std::string reasoning;
-  std::vector<ToolCallDelta> tool_calls;  // complete calls
+  std::vector<ToolCallChunk> tool_calls;  // complete calls
   std::vector<LogprobEntry> logprobs;
   std::string finish_reason;
   std::string stop_sequence;

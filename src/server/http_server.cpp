@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <thread>
 
@@ -15,6 +17,17 @@ namespace {
 
 thread_local std::chrono::steady_clock::time_point t_request_start;
 
+// httplib 0.11 listens with a backlog of 5: a burst of clients connecting at once overflows
+// it and some connections fail. This exposes the listening socket so that its backlog can
+// be raised (listen() again on a listening socket only changes the backlog).
+class Listener : public httplib::Server {
+ public:
+  void raise_backlog() {
+    const socket_t fd = svr_sock_;
+    if (fd != INVALID_SOCKET) ::listen(fd, SOMAXCONN);
+  }
+};
+
 Dialect dialect_of(const std::string& path) {
   return path.rfind("/v1/messages", 0) == 0 ? Dialect::anthropic : Dialect::openai;
 }
@@ -22,7 +35,7 @@ Dialect dialect_of(const std::string& path) {
 }  // namespace
 
 HttpServer::HttpServer(ModelRegistry& registry, ServerOptions options)
-    : state_(std::make_unique<ServerState>()), http_(std::make_unique<httplib::Server>()) {
+    : state_(std::make_unique<ServerState>()), http_(std::make_unique<Listener>()) {
   state_->registry = &registry;
   state_->options = std::move(options);
   ServerState* st = state_.get();
@@ -96,6 +109,7 @@ void HttpServer::bind() {
                 " (address in use or not available)");
     port_ = o.port;
   }
+  static_cast<Listener*>(http_.get())->raise_backlog();
 }
 
 void HttpServer::serve() { http_->listen_after_bind(); }

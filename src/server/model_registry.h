@@ -18,13 +18,13 @@
 
 namespace brisk::server {
 
-struct ChatRenderInput {
+struct ChatPromptInput {
   nlohmann::json messages = nlohmann::json::array();
   nlohmann::json tools;                 // null: none
   bool add_generation_prompt = true;
   nlohmann::json kwargs = nlohmann::json::object();  // chat_template_kwargs (enable_thinking, ...)
 };
-using ChatRenderer = std::function<std::string(const ChatRenderInput&)>;
+using ChatRenderer = std::function<std::string(const ChatPromptInput&)>;
 
 struct LoadedModel {
   std::string name;

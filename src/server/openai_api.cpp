@@ -104,7 +104,7 @@ json logprobs_json(const std::vector<LogprobEntry>& lps) {
   return {{"content", content}};
 }
 
-json tool_calls_json(const std::vector<ToolCallDelta>& calls) {
+json tool_calls_json(const std::vector<ToolCallChunk>& calls) {
   json out = json::array();
   for (const auto& c : calls)
     out.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
@@ -185,7 +185,7 @@ void chat_completions(ServerState& state, const httplib::Request& req, httplib::
   const bool stream = chat.stream, include_usage = chat.include_usage;
   PreparedChat prep = prepare_chat(*model, std::move(chat), state.options.max_tokens_ceiling);
   auto inflight = std::make_shared<InFlight>(state);
-  auto job = start_generation(*model, std::move(prep.spec));
+  auto job = start_generation(*model, std::move(prep.spec), &state.metrics);
   const std::string id = random_id("chatcmpl-");
   const int64_t created = unix_now();
   const std::string name = model->name;
@@ -195,7 +195,6 @@ void chat_completions(ServerState& state, const httplib::Request& req, httplib::
     json choices = json::array();
     for (size_t i = 0; i < results.size(); ++i) {
       auto& r = results[i];
-      state.metrics.count_generation(r.result);
       if (r.finish_reason == "error") throw HttpError(500, str_cat("generation failed: ", r.result.error));
       json msg = {{"role", "assistant"}, {"content", r.content}};
       if (!r.reasoning.empty()) msg["reasoning_content"] = msg["reasoning"] = r.reasoning;
@@ -231,7 +230,6 @@ void chat_completions(ServerState& state, const httplib::Request& req, httplib::
     return c;
   };
   const int32_t n = job->n;
-  ServerState* st = &state;
   SseFormatter fmt;
   fmt.start = [=] {
     std::string out;
@@ -246,7 +244,6 @@ void chat_completions(ServerState& state, const httplib::Request& req, httplib::
     ChoiceResult& tot = ss->totals[size_t(ev.choice)];
     if (ev.end) {
       tot.result = ev.result;
-      st->metrics.count_generation(ev.result);
       if (ev.finish_reason == "error") {
         json err = error_body(Dialect::openai, 500, str_cat("generation failed: ", ev.result.error));
         return sse_data(err);
@@ -319,7 +316,7 @@ void completions(ServerState& state, const httplib::Request& req, httplib::Respo
   if (const json* so = field(body, "stream_options"))
     include_usage = so->is_object() && get_bool(*so, "include_usage").value_or(false);
   auto inflight = std::make_shared<InFlight>(state);
-  auto job = start_generation(*model, std::move(spec));
+  auto job = start_generation(*model, std::move(spec), &state.metrics);
   const std::string id = random_id("cmpl-");
   const int64_t created = unix_now();
   const std::string name = model->name;
@@ -339,7 +336,6 @@ void completions(ServerState& state, const httplib::Request& req, httplib::Respo
     auto results = collect_choices(*job, kStallTimeout);
     json choices = json::array();
     for (size_t i = 0; i < results.size(); ++i) {
-      state.metrics.count_generation(results[i].result);
       choices.push_back({{"index", i},
                          {"text", results[i].content},
                          {"logprobs", lp_json(results[i].logprobs)},
@@ -350,14 +346,12 @@ void completions(ServerState& state, const httplib::Request& req, httplib::Respo
     return;
   }
   auto totals = std::make_shared<std::vector<ChoiceResult>>(size_t(job->n));
-  ServerState* st = &state;
   SseFormatter fmt;
   fmt.start = [] { return std::string(); };
   fmt.event = [=](const ChoiceEvent& ev) {
     json c = {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", name}};
     if (ev.end) {
       (*totals)[size_t(ev.choice)].result = ev.result;
-      st->metrics.count_generation(ev.result);
       if (ev.finish_reason == "error")
         return sse_data(error_body(Dialect::openai, 500, str_cat("generation failed: ", ev.result.error)));
     }

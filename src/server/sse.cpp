@@ -24,6 +24,7 @@ void stream_job(httplib::Response& res, std::unique_ptr<GenerationJob> job, SseF
     int silent_polls = 0;
   };
   auto st = std::make_shared<State>(State{std::move(job), std::move(fmt), std::move(keep_alive)});
+  res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(

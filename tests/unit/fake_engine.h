@@ -38,8 +38,11 @@ inline void fake_logits(const std::vector<int32_t>& history, int32_t n_vocab, fl
 
 class FakeContext : public Context {
  public:
-  explicit FakeContext(ContextOptions options, int32_t n_vocab)
-      : options_(options), n_vocab_(n_vocab), seqs_(size_t(options.n_seq_max)) {}
+  // Tokens outside [favored_lo, favored_hi) get logits 50 lower (so a byte-level fake
+  // tokenizer produces printable text); the default favors every token.
+  explicit FakeContext(ContextOptions options, int32_t n_vocab, int32_t favored_lo = 0, int32_t favored_hi = -1)
+      : options_(options), n_vocab_(n_vocab), favored_lo_(favored_lo),
+        favored_hi_(favored_hi < 0 ? n_vocab : favored_hi), seqs_(size_t(options.n_seq_max)) {}
 
   void decode(const std::vector<BatchToken>& batch) override {
     BRISK_CHECK(!batch.empty(), "fake decode: empty batch");
@@ -58,7 +61,10 @@ class FakeContext : public Context {
       h.push_back(t.token);
       if (t.want_logits) {
         logits.resize(size_t(rows + 1) * size_t(n_vocab_));
-        fake_logits(h, n_vocab_, logits.data() + size_t(rows) * size_t(n_vocab_));
+        float* row = logits.data() + size_t(rows) * size_t(n_vocab_);
+        fake_logits(h, n_vocab_, row);
+        for (int32_t v = 0; v < n_vocab_; ++v)
+          if (v < favored_lo_ || v >= favored_hi_) row[v] -= 50.0f;
         ++rows;
       }
     }
@@ -97,6 +103,7 @@ class FakeContext : public Context {
  private:
   ContextOptions options_;
   int32_t n_vocab_;
+  int32_t favored_lo_, favored_hi_;
   std::vector<std::vector<int32_t>> seqs_;
   std::vector<float> logits_;
   int32_t n_rows_ = 0;
@@ -136,11 +143,15 @@ inline server::SamplerFactory greedy_factory() {
 
 // The tokens a greedy decode of `prompt` gives with the fake model, computed directly.
 inline std::vector<int32_t> fake_greedy(std::vector<int32_t> prompt, int32_t n, int32_t n_vocab,
-                                        const std::vector<int32_t>& stop = {}) {
+                                        const std::vector<int32_t>& stop = {}, int32_t favored_lo = 0,
+                                        int32_t favored_hi = -1) {
+  if (favored_hi < 0) favored_hi = n_vocab;
   std::vector<int32_t> out;
   std::vector<float> lg(static_cast<size_t>(n_vocab));
   for (int32_t i = 0; i < n; ++i) {
     fake_logits(prompt, n_vocab, lg.data());
+    for (int32_t v = 0; v < n_vocab; ++v)
+      if (v < favored_lo || v >= favored_hi) lg[size_t(v)] -= 50.0f;
     const int32_t t = int32_t(std::max_element(lg.begin(), lg.end()) - lg.begin());
     if (std::find(stop.begin(), stop.end(), t) != stop.end()) break;
     out.push_back(t);
