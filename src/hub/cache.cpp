@@ -157,7 +157,7 @@ FileLock::FileLock(const std::string& path, const std::string& waiting_message) 
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   BRISK_CHECK(fd_ >= 0, "cannot open the lock file ", path, ": ", std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
-  if (errno == EWOULDBLOCK && !waiting_message.empty()) log_write(LogLevel::warn, waiting_message);
+  if (errno == EWOULDBLOCK && !waiting_message.empty()) log_warn(waiting_message);
   while (::flock(fd_, LOCK_EX) != 0) {
     if (errno == EINTR) continue;
     const int err = errno;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <regex>
 #include <set>
 
 #include "core/error.h"
@@ -190,26 +189,66 @@ Selection select_safetensors(const std::vector<std::string>& paths) {
 }  // namespace
 
 std::optional<ShardName> parse_shard_name(const std::string& path) {
-  static const std::regex re(R"(^(.*)-([0-9]{5})-of-([0-9]{5})(\.[A-Za-z0-9]+)$)");
-  std::smatch m;
-  if (!std::regex_match(path, m, re)) return std::nullopt;
+  // NAME-00001-of-00003.EXT: NAME not empty, five digits each, EXT of letters and digits
+  const size_t dot = path.rfind('.');
+  if (dot == std::string::npos || dot + 1 == path.size() || dot < 16) return std::nullopt;
+  for (size_t i = dot + 1; i < path.size(); ++i)
+    if (!std::isalnum(static_cast<unsigned char>(path[i]))) return std::nullopt;
+  const size_t start = dot - 15;  // "-00001-of-00003" is 15 characters
+  if (path[start] != '-' || path.compare(start + 6, 4, "-of-") != 0) return std::nullopt;
+  for (size_t i : {1, 2, 3, 4, 5, 10, 11, 12, 13, 14})
+    if (!std::isdigit(static_cast<unsigned char>(path[start + i]))) return std::nullopt;
   ShardName s;
-  s.set = m[1].str() + m[4].str();
-  s.index = std::stoi(m[2].str());
-  s.count = std::stoi(m[3].str());
-  if (s.index < 1 || s.count < 1 || s.index > s.count) return std::nullopt;
+  s.set = path.substr(0, start) + path.substr(dot);
+  s.index = std::stoi(path.substr(start + 1, 5));
+  s.count = std::stoi(path.substr(start + 10, 5));
+  if (s.index < 1 || s.index > s.count) return std::nullopt;
   return s;
 }
 
+namespace {
+
+bool all_digits(const std::string& s, size_t from, size_t to) {
+  if (from >= to) return false;
+  for (size_t i = from; i < to; ++i)
+    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
+  return true;
+}
+
+// Quant names as they appear in GGUF file names (uppercase): Q8_0, Q4_K_M, IQ4_XS, Q4_K_XL,
+// TQ1_0, F16, BF16, F32, MXFP4, ...
+bool is_quant_token(const std::string& t) {
+  for (const char* plain : {"F16", "F32", "BF16", "FP16", "FP32", "MXFP4", "MXFP4_MOE"})
+    if (t == plain) return true;
+  size_t i = 0;
+  if (t.rfind("TQ", 0) == 0) i = 2;
+  else if (t.rfind("IQ", 0) == 0) i = 2;
+  else if (t.rfind("Q", 0) == 0) i = 1;
+  else return false;
+  size_t j = i;
+  while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j]))) ++j;
+  if (!all_digits(t, i, j)) return false;
+  // then any number of "_" + [A-Z0-9]+
+  while (j < t.size()) {
+    if (t[j] != '_') return false;
+    size_t k = ++j;
+    while (k < t.size() && std::isalnum(static_cast<unsigned char>(t[k]))) ++k;
+    if (k == j) return false;
+    j = k;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::string gguf_quant_label(const std::string& path) {
-  static const std::regex re(R"(^(I?Q[0-9]+(_[A-Z0-9]+)*|TQ[0-9]_[0-9]|F16|F32|BF16|FP16|FP32|MXFP4(_MOE)?)$)");
   const std::string stem = upper(stem_of(path));
   size_t end = stem.size();
   while (end > 0) {
     size_t start = stem.find_last_of("-./", end - 1);
     start = start == std::string::npos ? 0 : start + 1;
     const std::string token = stem.substr(start, end - start);
-    if (std::regex_match(token, re)) return token;
+    if (is_quant_token(token)) return token;
     if (start == 0) break;
     end = start - 1;
   }

@@ -343,12 +343,24 @@ ToolCallConstraint::ToolCallConstraint(ToolCallSyntax syntax, std::vector<std::s
               "tool call constraint: arguments must be constrained to a JSON object");
   BRISK_CHECK(!syntax.before_name.empty() || syntax.free_text_until.empty(),
               "tool call constraint: free text needs a non-empty opening to end it");
-  shared_ = std::make_shared<const Shared>(Shared{std::move(syntax), std::move(names)});
+  owner_ = std::make_shared<const Shared>(Shared{std::move(syntax), std::move(names)});
+  shared_ = owner_.get();
   if (!shared_->syntax.free_text_until.empty()) {
     phase_ = Phase::kFreeText;
   } else if (shared_->syntax.before_name.empty()) {
     phase_ = Phase::kName;
   }
+}
+
+ToolCallConstraint ToolCallConstraint::borrowed_copy() const {
+  ToolCallConstraint c;
+  c.shared_ = shared_;
+  c.phase_ = phase_;
+  c.pos_ = pos_;
+  c.tail_ = tail_;
+  c.name_ = name_;
+  c.args_ = args_;
+  return c;
 }
 
 bool ToolCallConstraint::accepts(std::string_view piece) const {
@@ -552,9 +564,11 @@ TokenMask::TokenMask(const std::vector<std::string>& vocab, std::vector<int32_t>
   }
   std::vector<int32_t> plain_ids, rest_ids;
   plain_mask_.assign(vocab.size(), false);
+  nonempty_mask_.assign(vocab.size(), false);
   for (int32_t i = 0; i < n_vocab_; ++i) {
     const std::string& t = vocab[static_cast<size_t>(i)];
     if (t.empty()) continue;
+    nonempty_mask_[static_cast<size_t>(i)] = true;
     if (is_plain_string_text(t)) {
       plain_ids.push_back(i);
       plain_mask_[static_cast<size_t>(i)] = true;
@@ -574,14 +588,14 @@ void TokenMask::walk(const Trie& trie, const C& start, std::vector<bool>& allowe
     C state;
   };
   std::vector<Frame> stack;
-  stack.push_back(Frame{0, start});
+  stack.push_back(Frame{0, start.borrowed_copy()});
   while (!stack.empty()) {
     Frame f = std::move(stack.back());
     stack.pop_back();
     const Node& node = trie.nodes[f.node];
     for (uint32_t e = node.edge_begin; e < node.edge_end; ++e) {
       const Edge& edge = trie.edges[e];
-      C next = f.state;
+      C next = f.state.borrowed_copy();
       if (!next.step(edge.byte)) continue;
       const Node& child = trie.nodes[edge.child];
       for (uint32_t t = child.token_begin; t < child.token_end; ++t) {
@@ -594,13 +608,15 @@ void TokenMask::walk(const Trie& trie, const C& start, std::vector<bool>& allowe
 
 template <class C>
 void TokenMask::compute_any(const C& constraint, std::vector<bool>& allowed) const {
-  if (constraint.in_plain_string()) {
+  if (constraint.accepts_any_text()) {
+    allowed = nonempty_mask_;
+  } else if (constraint.in_plain_string()) {
     allowed = plain_mask_;
   } else {
     allowed.assign(static_cast<size_t>(n_vocab_), false);
     walk(plain_, constraint, allowed);
   }
-  walk(rest_, constraint, allowed);
+  if (!constraint.accepts_any_text()) walk(rest_, constraint, allowed);
   const bool done = constraint.complete();
   for (int32_t id : end_tokens_) allowed[static_cast<size_t>(id)] = done;
 }

@@ -45,6 +45,8 @@ class JsonConstraint {
   void reset();
   // Inside a string with no escape or UTF-8 sequence pending: every plain byte is accepted.
   bool in_plain_string() const { return mode_ == Mode::kString; }
+  bool accepts_any_text() const { return false; }
+  JsonConstraint borrowed_copy() const { return *this; }
   bool step(uint8_t byte);  // one byte; false (state unchanged meaning undefined) when rejected
 
  private:
@@ -96,6 +98,8 @@ class ToolCallConstraint {
   void advance(std::string_view piece);  // throws brisk::Error when !accepts(piece)
   bool complete() const { return phase_ == Phase::kDone; }
   bool in_plain_string() const { return phase_ == Phase::kArguments && args_.in_plain_string(); }
+  // Before free_text_until has appeared every byte is accepted.
+  bool accepts_any_text() const { return phase_ == Phase::kFreeText; }
   bool step(uint8_t byte);
 
  private:
@@ -105,7 +109,13 @@ class ToolCallConstraint {
     std::vector<std::string> names;
   };
   void enter_after();
-  std::shared_ptr<const Shared> shared_;
+  friend class TokenMask;
+  // A copy for the mask walk: borrows the syntax from `this` (no reference count traffic).
+  ToolCallConstraint borrowed_copy() const;
+  ToolCallConstraint() = default;
+
+  std::shared_ptr<const Shared> owner_;  // null in borrowed copies
+  const Shared* shared_ = nullptr;
   Phase phase_ = Phase::kBefore;
   size_t pos_ = 0;           // position in the current literal
   std::string tail_;         // kFreeText: the last bytes, to spot free_text_until
@@ -148,6 +158,7 @@ class TokenMask {
   Trie plain_;                      // tokens of plain string bytes only (complete UTF-8)
   Trie rest_;                       // every other non-empty token
   std::vector<bool> plain_mask_;    // [n_vocab] membership of plain_
+  std::vector<bool> nonempty_mask_; // [n_vocab] every non-empty token
   std::vector<int32_t> end_tokens_;
 };
 

@@ -7,6 +7,7 @@
 #include <queue>
 
 #include "core/error.h"
+#include "core/flags.h"
 #include "text/unicode.h"
 
 namespace brisk::text {
@@ -24,6 +25,7 @@ struct Symbol {
 struct Candidate {
   int32_t rank;
   int32_t pos;
+  int32_t left, right;  // ids of the pair when queued: stale once either side changed
   int32_t result;
   bool operator>(const Candidate& o) const {
     return rank != o.rank ? rank > o.rank : pos > o.pos;
@@ -31,10 +33,49 @@ struct Candidate {
 };
 }  // namespace
 
+void BpeModel::FlatMap::reserve(size_t n) {
+  size_t cap = 16;
+  while (cap < n * 2) cap <<= 1;
+  slots_.assign(cap, Slot{kEmpty, 0, 0});
+  mask_ = cap - 1;
+  size_ = 0;
+}
+
+void BpeModel::FlatMap::insert(uint64_t key, int32_t a, int32_t b) {
+  if ((size_ + 1) * 2 > slots_.size()) {  // grow
+    std::vector<Slot> old = std::move(slots_);
+    reserve(std::max<size_t>(16, old.size()));
+    for (const auto& s : old)
+      if (s.key != kEmpty) insert(s.key, s.a, s.b);
+  }
+  for (size_t i = mix(key) & mask_;; i = (i + 1) & mask_) {
+    if (slots_[i].key == key) return;
+    if (slots_[i].key == kEmpty) {
+      slots_[i] = {key, a, b};
+      ++size_;
+      return;
+    }
+  }
+}
+
+const int32_t* BpeModel::FlatMap::find(uint64_t key) const {
+  if (size_ == 0) return nullptr;
+  for (size_t i = mix(key) & mask_;; i = (i + 1) & mask_) {
+    if (slots_[i].key == key) return &slots_[i].a;
+    if (slots_[i].key == kEmpty) return nullptr;
+  }
+}
+
 BpeModel::BpeModel(TokenIndex index, const std::vector<BpeMerge>& merges, BpeParams params)
     : index_(std::move(index)), params_(std::move(params)) {
-  merges_.reserve(merges.size() * 2);
-  for (const auto& m : merges) merges_.emplace(pair_key(m.left, m.right), MergeValue{m.rank, m.result});
+  merges_.reserve(merges.size());
+  for (const auto& m : merges) merges_.insert(pair_key(m.left, m.right), m.rank, m.result);
+  char_ids_.reserve(1024);
+  for (const auto& [text, id] : index_) {
+    uint32_t c = 0;
+    if (!text.empty() && utf8_next(text, 0, &c) == text.size() && !(c == 0xFFFD && text.size() == 1))
+      char_ids_.insert(c, id, 0);
+  }
   for (int b = 0; b < 256; ++b) {
     char name[8];
     std::snprintf(name, sizeof(name), "<0x%02X>", b);
@@ -44,7 +85,11 @@ BpeModel::BpeModel(TokenIndex index, const std::vector<BpeMerge>& merges, BpePar
 
 void BpeModel::tokenize(std::string_view piece, std::vector<int32_t>& out) const {
   if (piece.empty()) return;
-  if (piece.size() <= kCacheMaxPieceBytes) {
+  if (piece.size() > kCacheMaxPieceBytes || flags().no_tokenizer_cache) {
+    tokenize_uncached(piece, out);
+    return;
+  }
+  {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     auto it = cache_.find(piece);
     if (it != cache_.end()) {
@@ -54,7 +99,7 @@ void BpeModel::tokenize(std::string_view piece, std::vector<int32_t>& out) const
   }
   const size_t start = out.size();
   tokenize_uncached(piece, out);
-  if (piece.size() <= kCacheMaxPieceBytes) {
+  {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     if (cache_.size() >= kCacheMaxEntries) cache_.clear();
     cache_.emplace(std::string(piece), std::vector<int32_t>(out.begin() + start, out.end()));
@@ -94,7 +139,7 @@ void BpeModel::tokenize_uncached(std::string_view piece, std::vector<int32_t>& o
       key = scratch;
     }
     i += n;
-    const int32_t id = token_index_find(index_, key);
+    const int32_t id = affixes ? token_index_find(index_, key) : char_id(ch, c);
     if (id >= 0) {
       if (have_unk) {
         add(params_.unk_id, unk_len);
@@ -129,8 +174,8 @@ void BpeModel::tokenize_uncached(std::string_view piece, std::vector<int32_t>& o
     auto consider = [&](int32_t pos) {
       const int32_t next = syms[pos].next;
       if (next < 0) return;
-      auto it = merges_.find(pair_key(syms[pos].id, syms[next].id));
-      if (it != merges_.end()) queue.push({it->second.rank, pos, it->second.result});
+      const int32_t* m = merges_.find(pair_key(syms[pos].id, syms[next].id));
+      if (m) queue.push({m[0], pos, syms[pos].id, syms[next].id, m[1]});
     };
     for (int32_t k = 0; k + 1 < static_cast<int32_t>(syms.size()); ++k) consider(k);
     while (!queue.empty()) {
@@ -139,9 +184,7 @@ void BpeModel::tokenize_uncached(std::string_view piece, std::vector<int32_t>& o
       Symbol& left = syms[top.pos];
       if (left.len == 0 || left.next < 0) continue;
       Symbol& right = syms[left.next];
-      auto it = merges_.find(pair_key(left.id, right.id));
-      if (it == merges_.end() || it->second.result != top.result || it->second.rank != top.rank)
-        continue;
+      if (left.id != top.left || right.id != top.right) continue;
       left.id = top.result;
       left.len += right.len;
       left.next = right.next;
@@ -152,6 +195,12 @@ void BpeModel::tokenize_uncached(std::string_view piece, std::vector<int32_t>& o
     }
   }
   for (int32_t k = 0; k >= 0; k = syms[k].next) out.push_back(syms[k].id);
+}
+
+int32_t BpeModel::char_id(std::string_view ch, uint32_t cpt) const {
+  if (cpt == 0xFFFD && ch.size() == 1) return token_index_find(index_, ch);  // invalid byte
+  const int32_t* v = char_ids_.find(cpt);
+  return v ? v[0] : -1;
 }
 
 std::vector<BpeMerge> bpe_merges_from_scores(const std::vector<std::string>& tokens,

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -39,15 +40,37 @@ class BpeModel final : public TokenModel {
   void tokenize_uncached(std::string_view piece, std::vector<int32_t>& out) const;
 
  private:
-  struct MergeValue {
-    int32_t rank;
-    int32_t result;
+  // Open-addressing map from a 64-bit key to two ints (linear probing, power-of-two size).
+  class FlatMap {
+   public:
+    void reserve(size_t n);
+    void insert(uint64_t key, int32_t a, int32_t b);  // keeps the first value for a key
+    const int32_t* find(uint64_t key) const;           // {a, b} or nullptr
+    bool empty() const { return size_ == 0; }
+
+   private:
+    struct Slot {
+      uint64_t key;
+      int32_t a, b;
+    };
+    static constexpr uint64_t kEmpty = ~uint64_t{0};
+    static uint64_t mix(uint64_t k) {
+      k ^= k >> 33;
+      k *= 0xff51afd7ed558ccdULL;
+      k ^= k >> 33;
+      return k;
+    }
+    std::vector<Slot> slots_;
+    size_t mask_ = 0, size_ = 0;
   };
   static uint64_t pair_key(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   }
+  int32_t char_id(std::string_view ch, uint32_t cpt) const;
+
   TokenIndex index_;
-  std::unordered_map<uint64_t, MergeValue> merges_;
+  FlatMap merges_;     // (left, right) -> (rank, result)
+  FlatMap char_ids_;   // code point -> id of the single-character token
   BpeParams params_;
   int32_t byte_ids_[256];
 

@@ -242,20 +242,82 @@ void ChatOutputParser::emit_text(ChatOutputDelta& delta, std::string_view text, 
   if (!reasoning) content_seen_ = true;
 }
 
+namespace {
+
+// Appends to the delta's entry for `index` when it is the last one, else adds an entry.
+ToolCallDelta& delta_entry(ChatOutputDelta& delta, size_t index) {
+  if (delta.tool_calls.empty() || delta.tool_calls.back().index != index) {
+    delta.tool_calls.push_back(ToolCallDelta{.index = index});
+  }
+  return delta.tool_calls.back();
+}
+
+}  // namespace
+
+void ChatOutputParser::stream_call(ChatOutputDelta& delta, ToolBodyKind kind,
+                                   std::string_view body) {
+  if (!options_.stream_tool_calls) return;
+  PartialToolCall p;
+  tool_call_partial(kind, body, p);  // has_name / has_arguments stay valid when it says false
+  const size_t index = result_.tool_calls.size();
+  if (p.has_name && !call_announced_) {
+    ToolCallDelta& d = delta_entry(delta, index);
+    d.id = p.id.empty() ? make_call_id(options_.id_seed, index) : p.id;
+    d.name = p.name;
+    announced_id_ = d.id;
+    announced_name_ = d.name;
+    call_announced_ = true;
+    streamed_args_.clear();
+    args_scanner_ = {};
+    args_scanned_ = 0;
+  }
+  if (call_announced_ && p.has_arguments) {
+    // Until the object closes, every byte after its '{' belongs to it. The scanner has read
+    // the first scanned_ bytes of the arguments already.
+    const std::string_view args = body.substr(p.arguments_begin);
+    if (args_scanned_ < args.size()) {
+      args_scanner_.feed(args.substr(args_scanned_));
+      args_scanned_ = args.size();
+    }
+    const size_t end = args_scanner_.span() != 0 ? args_scanner_.span() : args.size();
+    if (end > streamed_args_.size()) {
+      const std::string_view more = args.substr(streamed_args_.size(), end - streamed_args_.size());
+      delta_entry(delta, index).arguments.append(more);
+      streamed_args_.append(more);
+    }
+  }
+}
+
 void ChatOutputParser::add_calls(ChatOutputDelta& delta, std::vector<ParsedToolCall> calls) {
-  for (ParsedToolCall& c : calls) {
+  for (size_t k = 0; k < calls.size(); ++k) {
+    ParsedToolCall& c = calls[k];
     const size_t index = result_.tool_calls.size();
     ToolCall call{.id = c.id.empty() ? make_call_id(options_.id_seed, index) : c.id,
                   .name = std::move(c.name),
                   .arguments = std::move(c.arguments)};
-    delta.tool_calls.push_back(
-        ToolCallDelta{.index = index, .id = call.id, .name = call.name, .arguments = call.arguments});
+    const bool continues = k == 0 && call_announced_ && call.id == announced_id_ &&
+                           call.name == announced_name_ &&
+                           call.arguments.compare(0, streamed_args_.size(), streamed_args_) == 0;
+    if (continues) {
+      if (call.arguments.size() > streamed_args_.size()) {  // the rest of the streamed call
+        delta_entry(delta, index).arguments.append(call.arguments, streamed_args_.size());
+      }
+    } else {
+      ToolCallDelta& d = delta_entry(delta, index);
+      d.id = call.id;
+      d.name = call.name;
+      d.arguments = call.arguments;
+    }
     result_.tool_calls.push_back(std::move(call));
   }
+  call_announced_ = false;
+  streamed_args_.clear();
   content_seen_ = true;
 }
 
 void ChatOutputParser::malformed(ChatOutputDelta& delta, std::string_view raw) {
+  call_announced_ = false;
+  streamed_args_.clear();
   emit_text(delta, raw, /*reasoning=*/false);
   delta.warning = true;
   result_.warning = true;
@@ -266,6 +328,7 @@ void ChatOutputParser::close_tool_body(ChatOutputDelta& delta, std::string_view 
   const ToolBlockSpec& spec = format_spec(options_.format).tools[block_];
   std::vector<ParsedToolCall> calls;
   if (tool_call_parse_body(spec.kind, body_, options_.tools, calls)) {
+    stream_call(delta, spec.kind, body_);  // announce now if no earlier piece did
     add_calls(delta, std::move(calls));
   } else {
     malformed(delta, std::string(spec.open) + body_ + std::string(close));
@@ -425,30 +488,50 @@ void ChatOutputParser::process(ChatOutputDelta& delta, bool at_end) {
         const size_t hold = at_end ? 0 : holdback(buf_, ends);
         body_.append(buf_, 0, buf_.size() - hold);
         buf_.erase(0, buf_.size() - hold);
-        if (at_end) close_tool_body(delta, "");  // unclosed: accepted only if it parses
+        if (at_end) {
+          close_tool_body(delta, "");  // unclosed: accepted only if it parses
+        } else {
+          stream_call(delta, block.kind, body_);
+        }
         return;
       }
 
       case Mode::kBareJson: {
+        const size_t old_size = body_.size();
         body_.append(buf_);
         buf_.clear();
-        const size_t span = json_object_span(body_);
-        if (span == 0 && !at_end) return;  // not closed yet
+        if (old_size == 0) bare_scanner_ = {};
+        const size_t span = bare_scanner_.feed(std::string_view(body_).substr(old_size));
+        if (span == 0 && !at_end && !bare_scanner_.failed()) {  // not closed yet
+          stream_call(delta, ToolBodyKind::kBareJson, body_);
+          return;
+        }
+        const std::string_view candidate =
+            span != 0 ? std::string_view(body_).substr(0, span) : std::string_view(body_);
         std::vector<ParsedToolCall> calls;
         if (span != 0 &&
-            tool_call_parse_body(ToolBodyKind::kBareJson, std::string_view(body_).substr(0, span),
-                                 options_.tools, calls)) {
+            tool_call_parse_body(ToolBodyKind::kBareJson, candidate, options_.tools, calls)) {
+          stream_call(delta, ToolBodyKind::kBareJson, candidate);
           buf_ = body_.substr(span);
           body_.clear();
           add_calls(delta, std::move(calls));
           mode_ = Mode::kAfterBareCall;
           continue;
         }
-        // Not a call: it was content all along.
+        // Not a call: it was content all along. It is only a malformed call (warning) when it
+        // began like one ({"name": "N", ...), which may have been streamed already.
+        PartialToolCall p;
+        tool_call_partial(ToolBodyKind::kBareJson, candidate, p);
         std::string text = std::move(body_);
         body_.clear();
         mode_ = Mode::kContent;
         content_seen_ = true;
+        call_announced_ = false;
+        streamed_args_.clear();
+        if (p.has_name) {
+          delta.warning = true;
+          result_.warning = true;
+        }
         buf_.insert(0, text);
         continue;
       }

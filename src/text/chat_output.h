@@ -4,10 +4,14 @@
 // Each model family marks reasoning and tool calls its own way (see tool_call_parse.h for the
 // call bodies). ChatOutputParser is fed text deltas and returns deltas: content and reasoning
 // come out as soon as they cannot be the start of a marker any more (only a possible marker
-// prefix, and trailing whitespace of a section, is held back); a tool call comes out whole
-// (id, name, arguments) when its closing marker is read. finish() flushes what is held back;
-// the accumulated result() then equals chat_output_parse() of the whole text, however the text
-// was split. A malformed call is returned as content with `warning` set, never thrown.
+// prefix, and trailing whitespace of a section, is held back); a tool call's id and name come
+// out as soon as they are known and its arguments in fragments as they arrive (for the forms
+// whose arguments are a verbatim JSON object; other forms report each call whole when it
+// closes). finish() flushes what is held back; the accumulated result() then equals
+// chat_output_parse() of the whole text, however the text was split, and so do the deltas
+// added up. A malformed call is returned as content with `warning` set, never thrown; if its
+// name had already been streamed, that announced call is abandoned (the deltas then hold one
+// call more than result(), and the raw text arrives as content with warning set).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -53,12 +57,16 @@ struct ChatOutputOptions {
   // OpenAI-style tools array (optional): parameter types from its JSON schemas decide how
   // untyped values of XML-style calls are read (a "string" parameter stays a string).
   nlohmann::json tools = {};
+  // Report a call's name as soon as it is known and its arguments as they arrive (forms with
+  // verbatim JSON arguments: hermes, llama3/gemma bare JSON, mistral N[ARGS], gpt_oss); other
+  // forms, and false here, report each call whole when it closes.
+  bool stream_tool_calls = true;
 };
 
 struct ToolCall {
-  std::string id;
-  std::string name;
-  std::string arguments;  // a JSON object, serialized
+  std::string id = {};
+  std::string name = {};
+  std::string arguments = {};  // a JSON object, as the model wrote it or re-serialized
 };
 
 struct ChatOutput {
@@ -68,11 +76,13 @@ struct ChatOutput {
   bool warning = false;  // some text looked like a tool call but did not parse (kept as content)
 };
 
+// One call's part of a delta: id and name the first time the call appears, then argument
+// fragments to append.
 struct ToolCallDelta {
   size_t index = 0;  // position in ChatOutput::tool_calls
-  std::string id;
-  std::string name;
-  std::string arguments;
+  std::string id = {};
+  std::string name = {};
+  std::string arguments = {};
 };
 
 struct ChatOutputDelta {
@@ -103,6 +113,7 @@ class ChatOutputParser {
   void close_tool_body(ChatOutputDelta& delta, std::string_view close);
   void add_calls(ChatOutputDelta& delta, std::vector<ParsedToolCall> calls);
   void malformed(ChatOutputDelta& delta, std::string_view raw);
+  void stream_call(ChatOutputDelta& delta, ToolBodyKind kind, std::string_view body);
 
   ChatOutputOptions options_;
   ChatOutput result_;
@@ -115,6 +126,12 @@ class ChatOutputParser {
   bool started_[2] = {false, false};
   bool finished_ = false;
   bool content_seen_ = false;  // any non-whitespace content or call so far (bare JSON check)
+  bool call_announced_ = false;  // the open call's id and name went out in a delta
+  std::string announced_id_, announced_name_;
+  std::string streamed_args_;    // the open call's arguments sent so far
+  JsonObjectScanner args_scanner_;  // over the open call's arguments
+  size_t args_scanned_ = 0;
+  JsonObjectScanner bare_scanner_;  // over the bare JSON candidate in body_
 };
 
 ChatOutput chat_output_parse(std::string_view text, const ChatOutputOptions& options);

@@ -33,9 +33,9 @@ struct NormalizerStep {
     nfc, nfd, nfkc, nfkd, lowercase, strip_accents, replace, prepend, strip, bert, byte_level
   };
   Kind kind = Kind::nfc;
-  std::string pattern;                 // replace: literal pattern (when regex is null)
-  std::shared_ptr<const Regex> regex;  // replace: regex pattern
-  std::string content;                 // replace: replacement; prepend: prefix
+  std::string pattern{};               // replace: literal pattern (when regex is null)
+  std::shared_ptr<const Regex> regex{};  // replace: regex pattern
+  std::string content{};               // replace: replacement; prepend: prefix
   bool strip_left = false, strip_right = false;  // strip
   // bert
   bool clean_text = true, handle_chinese_chars = true, lowercase = true;
@@ -52,8 +52,8 @@ struct PreTokenizerStep {
     char_delimiter
   };
   Kind kind = Kind::split;
-  std::shared_ptr<const Regex> regex;  // split (regex pattern); byte_level with use_regex
-  std::string literal;                 // split (string pattern); char_delimiter
+  std::shared_ptr<const Regex> regex{};  // split (regex pattern); byte_level with use_regex
+  std::string literal{};               // split (string pattern); char_delimiter
   SplitBehavior behavior = SplitBehavior::isolated;
   bool invert = false;
   bool add_prefix_space = false;  // byte_level

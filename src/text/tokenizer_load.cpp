@@ -1,8 +1,11 @@
 #include "text/tokenizer_load.h"
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "core/error.h"
+#include "formats/gguf.h"
 
 namespace brisk {
 
@@ -13,6 +16,10 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   const fs::path p(path);
   if (p.filename() == "tokenizer.json") return Tokenizer::from_hf_dir(p.parent_path().string());
   BRISK_CHECK(fs::exists(p, ec), "tokenizer: ", path, " does not exist");
+  char magic[4] = {};
+  std::ifstream(path, std::ios::binary).read(magic, 4);
+  if (p.extension() == ".gguf" || std::memcmp(magic, "GGUF", 4) == 0)
+    return Tokenizer::from_gguf(gguf::File::open(path));
   fail("tokenizer: ", path, " is neither a folder with tokenizer.json nor a GGUF file");
 }
 

@@ -25,7 +25,7 @@ struct AddedToken {
 struct DecoderStep {
   enum class Kind { byte_level, replace, byte_fallback, fuse, strip, metaspace, wordpiece, bpe_suffix };
   Kind kind = Kind::fuse;
-  std::string pattern, content;  // replace (literal); strip: content; metaspace: replacement
+  std::string pattern{}, content{};  // replace (literal); strip: content; metaspace: replacement
   int strip_start = 0, strip_stop = 0;
   bool metaspace_prepend = true;  // metaspace: drop replacement chars of the first token
   std::string prefix = "##";      // wordpiece

@@ -77,33 +77,47 @@ bool call_from_object(const ojson& obj, ParsedToolCall& out) {
 
 }  // namespace
 
-size_t json_object_span(std::string_view s) {
-  if (s.empty() || s[0] != '{') return 0;
-  std::string open;  // stack of the open brackets
-  bool in_string = false, escape = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (in_string) {
-      if (escape) {
-        escape = false;
+size_t JsonObjectScanner::feed(std::string_view more) {
+  if (span_ != 0 || failed_) return span_;
+  for (size_t k = 0; k < more.size(); ++k, ++pos_) {
+    const char c = more[k];
+    if (pos_ == 0 && c != '{') {
+      failed_ = true;
+      return 0;
+    }
+    if (in_string_) {
+      if (escape_) {
+        escape_ = false;
       } else if (c == '\\') {
-        escape = true;
+        escape_ = true;
       } else if (c == '"') {
-        in_string = false;
+        in_string_ = false;
       }
       continue;
     }
     if (c == '"') {
-      in_string = true;
+      in_string_ = true;
     } else if (c == '{' || c == '[') {
-      open.push_back(c);
+      open_.push_back(c);
     } else if (c == '}' || c == ']') {
-      if (open.empty() || open.back() != (c == '}' ? '{' : '[')) return 0;
-      open.pop_back();
-      if (open.empty()) return i + 1;
+      if (open_.empty() || open_.back() != (c == '}' ? '{' : '[')) {
+        failed_ = true;
+        return 0;
+      }
+      open_.pop_back();
+      if (open_.empty()) {
+        span_ = pos_ + 1;
+        ++pos_;
+        return span_;
+      }
     }
   }
   return 0;
+}
+
+size_t json_object_span(std::string_view s) {
+  JsonObjectScanner scanner;
+  return scanner.feed(s);
 }
 
 namespace {
@@ -565,6 +579,146 @@ bool parse_gpt_oss(std::string_view body, std::vector<ParsedToolCall>& out) {
 
 }  // namespace
 
+namespace {
+
+// Cursor over a body that may still be incomplete: expect() answers kMatch, kMismatch, or
+// kNeedMore when the body ends inside the expected text.
+class PartialCursor {
+ public:
+  enum Result { kMatch, kMismatch, kNeedMore };
+  explicit PartialCursor(std::string_view s) : s_(s) {}
+  void ws() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+  Result expect(std::string_view lit) {
+    ws();
+    const size_t n = std::min(lit.size(), s_.size() - i_);
+    if (s_.substr(i_, n) != lit.substr(0, n)) return kMismatch;
+    if (n < lit.size()) return kNeedMore;
+    i_ += n;
+    return kMatch;
+  }
+  size_t pos() const { return i_; }
+  void set_pos(size_t i) { i_ = i; }
+  bool at_end() const { return i_ >= s_.size(); }
+  char peek() const { return s_[i_]; }
+
+ private:
+  std::string_view s_;
+  size_t i_ = 0;
+};
+
+// {"name": "N", "arguments"|"parameters": {   (keys in this order, name without escapes)
+bool partial_json_call(std::string_view body, PartialToolCall& out) {
+  PartialCursor c(body);
+  for (std::string_view lit : {"{", "\"name\"", ":", "\""}) {
+    const auto r = c.expect(lit);
+    if (r != PartialCursor::kMatch) return r == PartialCursor::kNeedMore;
+  }
+  const size_t name_begin = c.pos();
+  const size_t quote = body.find('"', name_begin);
+  if (quote == std::string_view::npos) {
+    return body.substr(name_begin).find('\\') == std::string_view::npos;
+  }
+  const std::string_view name = body.substr(name_begin, quote - name_begin);
+  if (name.find('\\') != std::string_view::npos || !valid_name(name)) return false;
+  out.has_name = true;
+  out.name.assign(name);
+  c.set_pos(quote + 1);
+  for (std::string_view lit : {",", "\""}) {
+    const auto r = c.expect(lit);
+    if (r != PartialCursor::kMatch) return r == PartialCursor::kNeedMore;
+  }
+  const size_t key = c.pos();
+  auto r = c.expect("arguments\"");
+  if (r == PartialCursor::kMismatch) {
+    c.set_pos(key);
+    r = c.expect("parameters\"");
+  }
+  if (r != PartialCursor::kMatch) return r == PartialCursor::kNeedMore;
+  r = c.expect(":");
+  if (r != PartialCursor::kMatch) return r == PartialCursor::kNeedMore;
+  c.ws();
+  if (c.at_end()) return true;
+  if (c.peek() != '{') return false;
+  out.has_arguments = true;
+  out.arguments_begin = c.pos();
+  return true;
+}
+
+}  // namespace
+
+bool tool_call_partial(ToolBodyKind kind, std::string_view body, PartialToolCall& out) {
+  out = PartialToolCall{};
+  switch (kind) {
+    case ToolBodyKind::kHermesJson:
+    case ToolBodyKind::kBareJson:
+      return partial_json_call(body, out);
+    case ToolBodyKind::kMistral: {
+      constexpr std::string_view kArgs = "[ARGS]", kCallId = "[CALL_ID]";
+      const std::string_view t = trim(body);
+      if (starts_with(t, "[")) return false;  // the JSON list form
+      const size_t a = body.find(kArgs);
+      if (a == std::string_view::npos) return body.size() < 512;
+      std::string_view head = body.substr(0, a);
+      if (const size_t c = head.find(kCallId); c != std::string_view::npos) {
+        out.id.assign(trim(head.substr(c + kCallId.size())));
+        head = head.substr(0, c);
+      }
+      const std::string_view name = trim(head);
+      if (!valid_name(name)) return false;
+      out.has_name = true;
+      out.name.assign(name);
+      size_t i = a + kArgs.size();
+      while (i < body.size() && std::isspace(static_cast<unsigned char>(body[i]))) ++i;
+      if (i == body.size()) return true;
+      if (body[i] != '{') return false;
+      out.has_arguments = true;
+      out.arguments_begin = i;
+      return true;
+    }
+    case ToolBodyKind::kGptOss: {
+      constexpr std::string_view kFunctions = "functions.", kMessage = "<|message|>";
+      size_t b = 0;
+      while (b < body.size() && std::isspace(static_cast<unsigned char>(body[b]))) ++b;
+      if (body.substr(b, kFunctions.size()) == kFunctions) b += kFunctions.size();
+      const size_t msg = body.find(kMessage, b);
+      if (msg == std::string_view::npos) return body.size() < 512;
+      size_t e = b;
+      while (e < msg && !std::isspace(static_cast<unsigned char>(body[e])) && body[e] != '<') ++e;
+      const std::string_view name = body.substr(b, e - b);
+      if (!valid_name(name)) return false;
+      out.has_name = true;
+      out.name.assign(name);
+      size_t i = msg + kMessage.size();
+      while (i < body.size() && std::isspace(static_cast<unsigned char>(body[i]))) ++i;
+      if (i == body.size()) return true;
+      if (body[i] != '{') return false;
+      out.has_arguments = true;
+      out.arguments_begin = i;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+// For the streamable forms: replace the re-serialized arguments by the verbatim object text
+// when the body has the streamable shape (so the streamed fragments add up to it).
+void use_verbatim_arguments(ToolBodyKind kind, std::string_view body, ParsedToolCall& pc) {
+  PartialToolCall p;
+  if (!tool_call_partial(kind, body, p) || !p.has_arguments || p.name != pc.name) return;
+  const std::string_view args = body.substr(p.arguments_begin);
+  // The whole body parsed, so this balanced span is the arguments value itself.
+  const size_t span = json_object_span(args);
+  if (span == 0) return;
+  pc.arguments.assign(args.substr(0, span));
+}
+
+}  // namespace
+
 bool tool_call_parse_body(ToolBodyKind kind, std::string_view body, const nlohmann::json& tools,
                           std::vector<ParsedToolCall>& out) {
   std::vector<ParsedToolCall> calls;
@@ -574,6 +728,7 @@ bool tool_call_parse_body(ToolBodyKind kind, std::string_view body, const nlohma
       auto j = parse_json(trim(body));
       ParsedToolCall pc;
       if (!j || !call_from_object(*j, pc)) return false;
+      use_verbatim_arguments(kind, body, pc);
       calls.push_back(std::move(pc));
       break;
     }
@@ -614,6 +769,7 @@ bool tool_call_parse_body(ToolBodyKind kind, std::string_view body, const nlohma
     }
     case ToolBodyKind::kMistral:
       if (!parse_mistral(body, calls)) return false;
+      if (calls.size() == 1) use_verbatim_arguments(kind, body, calls[0]);
       break;
     case ToolBodyKind::kGemmaToolCode: {
       std::string_view b = trim(body);
@@ -650,6 +806,7 @@ bool tool_call_parse_body(ToolBodyKind kind, std::string_view body, const nlohma
       break;
     case ToolBodyKind::kGptOss:
       if (!parse_gpt_oss(body, calls)) return false;
+      use_verbatim_arguments(kind, body, calls[0]);
       break;
   }
   out.insert(out.end(), calls.begin(), calls.end());

@@ -28,12 +28,41 @@ enum class ToolBodyKind {
   kGptOss,         // functions.N ... <|message|>{...}
 };
 
+// What is already certain about a call body that is still streaming, for the forms whose
+// arguments are one verbatim JSON object (kHermesJson, kBareJson with "name" first, kMistral
+// N[ARGS]{...}, kGptOss). Returns false when the body does not have that shape (the call is
+// then only reported whole). For these forms tool_call_parse_body returns the arguments
+// verbatim, so the streamed fragments add up to the final arguments.
+struct PartialToolCall {
+  bool has_name = false;
+  std::string name;
+  std::string id;               // Mistral [CALL_ID]
+  bool has_arguments = false;
+  size_t arguments_begin = 0;   // offset of the arguments' '{' in the body
+};
+bool tool_call_partial(ToolBodyKind kind, std::string_view body, PartialToolCall& out);
+
 // `tools` (optional OpenAI tools array) gives parameter types for kQwenXml values.
 bool tool_call_parse_body(ToolBodyKind kind, std::string_view body, const nlohmann::json& tools,
                           std::vector<ParsedToolCall>& out);
 
-// Length of the JSON object at the start of `s` (brackets and strings balanced), 0 when `s`
-// does not start with '{' or the object is not closed yet. Validity is checked separately.
+// Finds where a JSON object that arrives in pieces ends (brackets and strings balanced;
+// validity is checked separately by a real parse). Work is proportional to the bytes fed.
+class JsonObjectScanner {
+ public:
+  // Feeds the next bytes; returns the object's length once it has closed (then stops), else 0.
+  size_t feed(std::string_view more);
+  size_t span() const { return span_; }
+  bool failed() const { return failed_; }  // did not start with '{', or brackets mismatched
+
+ private:
+  std::string open_;  // stack of open brackets
+  size_t pos_ = 0, span_ = 0;
+  bool in_string_ = false, escape_ = false, failed_ = false;
+};
+
+// Length of the JSON object at the start of `s`, 0 when `s` does not start with '{' or the
+// object is not closed yet (JsonObjectScanner over the whole of `s`).
 size_t json_object_span(std::string_view s);
 
 // Python keyword arguments `k=1, s="x", l=[1, 'a'], d={'k': None}` -> JSON object text.

@@ -3,11 +3,13 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <memory>
 
 #include "core/error.h"
+#include "core/flags.h"
 
 namespace brisk::text {
 
@@ -207,7 +209,62 @@ uint32_t cpt_tolower(uint32_t c) {
   return static_cast<uint32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c)));
 }
 
+namespace {
+
+// Code points that NFC leaves alone whatever surrounds them: starters that never decompose
+// and never combine with a preceding character (NFC_Quick_Check = Yes in blocks where every
+// character has it). Text made only of these needs no composition work.
+bool nfc_inert(uint32_t c) {
+  return c < 0x300 || (c >= 0x400 && c < 0x483) || (c >= 0x3040 && c < 0x3099) ||
+         (c >= 0x309B && c < 0x3100) || (c >= 0x4E00 && c < 0xA000) ||
+         (c >= 0xAC00 && c < 0xD7A4) || (c >= 0x1F300 && c < 0x1FB00);
+}
+
+}  // namespace
+
+// NFC: only windows around code points outside the inert set go through utf8proc. A window
+// starts at the inert starter before such a run (it may compose with what follows) and ends
+// before the next inert code point (which cannot compose with what precedes it).
 std::string unicode_normalize(std::string_view s, NormalForm form) {
+  if (s.empty()) return {};
+  if (form != NormalForm::nfc || flags().no_fast_nfc) return unicode_normalize_reference(s, form);
+  std::string out;
+  size_t done = 0;        // bytes of `s` already copied or normalized
+  size_t last_inert = 0;  // start of the last inert code point seen
+  bool any = false;
+  for (size_t i = 0; i < s.size();) {
+    uint32_t c = 0;
+    const size_t n = utf8_next(s, i, &c);
+    if (nfc_inert(c) && !(c == 0xFFFD && n == 1)) {
+      last_inert = i;
+      i += n;
+      continue;
+    }
+    // Window [begin, end): from the last inert starter to the next inert code point.
+    const size_t begin = std::max(done, last_inert);
+    size_t end = i + n;
+    while (end < s.size()) {
+      uint32_t c2 = 0;
+      const size_t n2 = utf8_next(s, end, &c2);
+      if (nfc_inert(c2) && !(c2 == 0xFFFD && n2 == 1)) break;
+      end += n2;
+    }
+    if (!any) {
+      out.reserve(s.size() + 16);
+      any = true;
+    }
+    out.append(s.substr(done, begin - done));
+    out += unicode_normalize_reference(s.substr(begin, end - begin), form);
+    done = end;
+    last_inert = end;
+    i = end;
+  }
+  if (!any) return std::string(s);
+  out.append(s.substr(done));
+  return out;
+}
+
+std::string unicode_normalize_reference(std::string_view s, NormalForm form) {
   if (s.empty()) return {};
   // Invalid UTF-8 cannot be normalized by utf8proc: make it valid first.
   std::string valid = utf8_is_valid(s) ? std::string(s) : utf8_sanitize(s);

@@ -35,7 +35,9 @@ bool cpt_is_number(uint32_t c);       // N* (Rust char::is_numeric)
 uint32_t cpt_tolower(uint32_t c);
 
 enum class NormalForm { nfc, nfd, nfkc, nfkd };
+// NFC skips runs that NFC cannot change (BRISK_NO_FAST_NFC turns that off).
 std::string unicode_normalize(std::string_view s, NormalForm form);
+std::string unicode_normalize_reference(std::string_view s, NormalForm form);  // all through utf8proc
 std::string unicode_lowercase(std::string_view s);
 std::string unicode_strip_accents(std::string_view s);  // drops combining marks (Mn)
 

@@ -92,6 +92,29 @@ done
 for m in "$data"/models/*/model-q8_0.gguf "$data"/models/*/hf; do
   expect_ok "$m"
 done
+# Content checks: architecture, types, and JSON totals that add up.
+check_model() {
+  local path=$1 arch=$2 type=$3
+  [[ -e $path ]] || return 0
+  "$bin" inspect "$path" >"$tmp/out" 2>"$tmp/err" || { fail "inspect $path"; return; }
+  grep -q "^architecture: $arch\$" "$tmp/out" || fail "$path: architecture is not $arch"
+  grep -q "  $type " "$tmp/out" || fail "$path: no $type tensor listed"
+  "$bin" inspect "$path" --json >"$tmp/out.json" || { fail "inspect --json $path"; return; }
+  python3 - "$tmp/out.json" <<'PY' || fail "$path: --json totals do not add up"
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["totals"]
+assert t["tensors"] == len(r["tensors"]) > 0
+assert t["parameters"] == sum(x["elements"] for x in r["tensors"])
+assert t["bytes"] == sum(x["bytes"] for x in r["tensors"])
+assert abs(t["bits_per_weight"] - 8 * t["bytes"] / t["parameters"]) < 1e-9
+PY
+}
+check_model "$data/models/llama/model-q8_0.gguf" llama Q8_0
+check_model "$data/models/llama/model-f32.gguf" llama F32
+check_model "$data/models/llama/hf" LlamaForCausalLM F32
+check_model "$data/models/qwen3_moe/hf/model.safetensors" Qwen3MoeForCausalLM F32
+
 # A model GGUF cut inside its data section, and a safetensors file cut in its data.
 for m in "$data"/models/llama/model-q8_0.gguf; do
   head -c $(($(stat -c %s "$m") - 1000)) "$m" >"$tmp/cut.gguf"

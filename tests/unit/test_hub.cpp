@@ -163,6 +163,13 @@ TEST(HubSelect, QuantLabels) {
   EXPECT_EQ(shard->set, "a/b.gguf");
   EXPECT_EQ(shard->index, 2);
   EXPECT_FALSE(parse_shard_name("b-00004-of-00003.gguf").has_value());
+  EXPECT_FALSE(parse_shard_name("-00001-of-00003.gguf").has_value());
+  EXPECT_FALSE(parse_shard_name("b-0001-of-00003.gguf").has_value());
+  EXPECT_FALSE(parse_shard_name("b-00001-of-00003").has_value());
+  EXPECT_EQ(parse_shard_name("model-00001-of-00002.safetensors")->set, "model.safetensors");
+  EXPECT_EQ(gguf_quant_label("m-TQ1_0.gguf"), "TQ1_0");
+  EXPECT_EQ(gguf_quant_label("m-Q4_K_.gguf"), "");
+  EXPECT_EQ(gguf_quant_label("gpt-oss-20b-MXFP4.gguf"), "MXFP4");
 }
 
 TEST(HubApi, ParsesAndValidatesRepoInfo) {

@@ -375,3 +375,21 @@ TEST(ToolCallConstraint, ConstrainedSamplingAlwaysYieldsACall) {
   }
   EXPECT_GT(done, 10);
 }
+
+TEST(TokenMask, FreeTextPhaseMatchesBruteForce) {
+  auto vocab = test_vocab();
+  vocab.push_back("</think>");
+  vocab.push_back("</th");
+  vocab.push_back("ink>\n\n");
+  TokenMask mask(vocab, {46});
+  ToolCallSyntax syn = hermes();
+  syn.free_text_until = "</think>";
+  ToolCallConstraint c(syn, {"get_time"});
+  const std::string text =
+      "ok </thi then</think>\n\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+  for (size_t i = 0; i <= text.size(); ++i) {
+    expect_mask_matches_brute_force(mask, c, vocab, 46, text.substr(0, i));
+    if (i < text.size()) c.advance(text.substr(i, 1));
+  }
+  EXPECT_TRUE(c.complete());
+}

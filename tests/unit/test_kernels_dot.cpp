@@ -21,7 +21,9 @@ namespace {
 const std::vector<QuantType> kSimdFormats = {
     QuantType::F32,  QuantType::F16,  QuantType::BF16, QuantType::Q8_0,   QuantType::Q4_0,
     QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1, QuantType::IQ4_NL, QuantType::Q4_K,
-    QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_XS};
+    QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_XS, QuantType::MXFP4, QuantType::Q2_K,
+    QuantType::Q3_K, QuantType::TQ2_0, QuantType::IQ2_XXS, QuantType::IQ2_XS, QuantType::IQ2_S,
+    QuantType::IQ3_XXS, QuantType::IQ3_S, QuantType::IQ1_S, QuantType::IQ1_M, QuantType::TQ1_0};
 
 std::vector<float> gaussian(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -202,8 +204,8 @@ TEST(KernelsDot, SelectionHonoursKillSwitches) {
     EXPECT_EQ(select_vec_dot(QuantType::Q4_K), vec_dot_variant(QuantType::Q4_K, Isa::avx2));
   }
   EXPECT_EQ(select_vec_dot(QuantType::Q4_K), best);
-  // formats without a SIMD kernel fall back to their scalar dot product
-  EXPECT_EQ(select_vec_dot(QuantType::IQ2_XXS), format_traits(QuantType::IQ2_XXS).vec_dot);
+  // formats without a SIMD kernel (the Q8_1 x Q8_1 pairing) keep their scalar dot product
+  EXPECT_EQ(select_vec_dot(QuantType::Q8_1), format_traits(QuantType::Q8_1).vec_dot);
 }
 
 TEST(KernelsGemv, RowsMatchSingleDotsAndMultiTokenIsBitIdentical) {

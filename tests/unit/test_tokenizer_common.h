@@ -17,7 +17,11 @@ inline std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-inline std::string shared_data() { return BRISK_SHARED_DATA; }
+// BRISK_SHARED_DATA from the environment wins over the path fixed at build time.
+inline std::string shared_data() {
+  const char* env = std::getenv("BRISK_SHARED_DATA");
+  return env && *env ? std::string(env) : std::string(BRISK_SHARED_DATA);
+}
 
 // Large assets installed by scripts/fetch_test_assets.sh.
 inline std::string test_assets() {

@@ -1,6 +1,6 @@
 // The tokenizer corpus (tests/fixtures/tokenizer/corpus.json, 370+ strings) against the
-// reference ids recorded in reference_NAME.json for the Qwen3, Llama 3 and Gemma 3
-// tokenizer.json files: encode with and without special-token parsing and with add_special,
+// reference ids recorded in reference_NAME.json for the Qwen3, Llama 3, Gemma 3, Llama 2,
+// DeepSeek V3 and GPT-4o tokenizer.json files: encode with and without special-token parsing and with add_special,
 // decode, decode(skip_special), the streaming decoder, and the byte-level round trip.
 #include <gtest/gtest.h>
 
@@ -38,7 +38,10 @@ std::string show(const std::string& s) {
 
 enum class RoundTrip { exact, nfc, none };
 
-void check_corpus(const std::string& name, const std::string& package, RoundTrip round_trip) {
+// `config_bos`: tokenizer_config.json sets add_bos_token and tokenizer.json has no template;
+// like transformers (and unlike the tokenizers library alone) we then add BOS.
+void check_corpus(const std::string& name, const std::string& package, RoundTrip round_trip,
+                  bool config_bos = false) {
   const std::string dir = npm_tokenizer_dir(package);
   if (dir.empty()) GTEST_SKIP() << package << " not installed (run scripts/fetch_test_assets.sh)";
   const std::string fixtures = BRISK_FIXTURES;
@@ -57,7 +60,8 @@ void check_corpus(const std::string& name, const std::string& package, RoundTrip
     const auto& c = cases[i];
     const auto want_plain = c.at("plain").get<std::vector<int32_t>>();
     const auto want_parse = c.at("parse").get<std::vector<int32_t>>();
-    const auto want_add = c.at("add").get<std::vector<int32_t>>();
+    auto want_add = c.at("add").get<std::vector<int32_t>>();
+    if (config_bos) want_add.insert(want_add.begin(), tok->bos_id());
     const auto plain = tok->encode(s);
     const auto parse = tok->encode(s, {.add_special = false, .parse_special = true});
     const auto add = tok->encode(s, {.add_special = true, .parse_special = true});
@@ -104,3 +108,8 @@ void check_corpus(const std::string& name, const std::string& package, RoundTrip
 TEST(TokenizerCorpus, Qwen3) { check_corpus("qwen3", "tokenizer-qwen3", RoundTrip::nfc); }
 TEST(TokenizerCorpus, Llama3) { check_corpus("llama3", "tokenizer-llama3", RoundTrip::exact); }
 TEST(TokenizerCorpus, Gemma3) { check_corpus("gemma3", "tokenizer-gemma3", RoundTrip::none); }
+TEST(TokenizerCorpus, Llama2) { check_corpus("llama2", "tokenizer-llama2", RoundTrip::none); }
+TEST(TokenizerCorpus, DeepSeekV3) {
+  check_corpus("deepseek_v3", "tokenizer-deepseek_v3", RoundTrip::exact, /*config_bos=*/true);
+}
+TEST(TokenizerCorpus, Gpt4o) { check_corpus("gpt4o", "tokenizer-gpt4o", RoundTrip::exact); }

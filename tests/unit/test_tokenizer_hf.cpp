@@ -104,3 +104,4 @@ TEST(TokenizerHf, Llama3MatchesLlamaCppLlamaBpeVectors) {
   if (dir.empty()) GTEST_SKIP() << "Llama 3 tokenizer.json not installed (run scripts/fetch_test_assets.sh)";
   check_vocab_pair(dir, "llama-bpe");
 }
+

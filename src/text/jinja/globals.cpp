@@ -12,7 +12,7 @@ namespace brisk::jinja {
 
 namespace {
 
-constexpr int64_t kMaxRange = 1 << 22;
+constexpr int64_t kMaxRange = 1 << 20;
 
 Value g_range(Interpreter& in, CallArgs& a) {
   if (!a.keywords.empty()) fail("range() takes no keyword arguments");

@@ -168,87 +168,85 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, std::string& out) {
 
 void Interpreter::exec_for(const Stmt& s, const Value& iterable, uint32_t depth,
                            std::string& out) {
-  std::vector<Value> items = iterate(iterable);
-  if (s.cond) {
-    // The loop filter sees the loop variables but not `loop`.
-    std::vector<Value> kept;
-    FramePtr saved = frame_;
-    for (auto& item : items) {
-      step();
-      frame_ = std::make_shared<Frame>();
-      frame_->parent = saved;
-      assign(*s.target, item);
-      bool keep = eval(*s.cond).truthy();
-      frame_ = saved;
-      if (keep) kept.push_back(std::move(item));
+  // Shares a plain list's items (lists are immutable); other iterables are materialised.
+  std::shared_ptr<const std::vector<Value>> shared_items;
+  if (iterable.is_list() && !iterable.as_list()->generator && !s.cond) {
+    shared_items = std::shared_ptr<const std::vector<Value>>(iterable.as_list(), &iterable.as_list()->items);
+  } else {
+    std::vector<Value> items = iterate(iterable);
+    if (s.cond) {
+      // The loop filter sees the loop variables but not `loop`.
+      std::vector<Value> kept;
+      FramePtr saved = frame_;
+      for (auto& item : items) {
+        step();
+        frame_ = std::make_shared<Frame>();
+        frame_->parent = saved;
+        assign(*s.target, item);
+        bool keep = eval(*s.cond).truthy();
+        frame_ = saved;
+        if (keep) kept.push_back(std::move(item));
+      }
+      items = std::move(kept);
     }
-    items = std::move(kept);
+    shared_items = std::make_shared<const std::vector<Value>>(std::move(items));
   }
-  if (items.empty()) {
+  if (shared_items->empty()) {
     exec_body(s.else_body, out);
     return;
   }
-  const int64_t n = int64_t(items.size());
+  const int64_t n = int64_t(shared_items->size());
+  auto state = std::make_shared<LoopState>();
+  state->length = n;
+  state->depth = int64_t(depth);
+  state->items = shared_items;
+  state->cycle = std::make_shared<Callable>();
+  state->cycle->name = "cycle";
+  std::weak_ptr<LoopState> weak_state = state;
+  state->cycle->fn = [weak_state](Interpreter&, CallArgs& a) -> Value {
+    auto st = weak_state.lock();
+    BRISK_CHECK(st, "loop.cycle() called after its loop ended");
+    BRISK_CHECK(!a.positional.empty(), "no items for cycling given");
+    return a.positional[size_t(st->index0) % a.positional.size()];
+  };
   auto last_changed = std::make_shared<std::optional<Value>>();
+  state->changed = std::make_shared<Callable>();
+  state->changed->name = "changed";
+  state->changed->fn = [last_changed](Interpreter&, CallArgs& a) -> Value {
+    Value now = Value::list(a.positional);
+    if (*last_changed && values_equal(**last_changed, now)) return Value(false);
+    *last_changed = now;
+    return Value(true);
+  };
+  auto loop = std::make_shared<Callable>();
+  loop->name = "loop";
+  loop->loop = state;
+  const Stmt* stmt = &s;
+  if (s.recursive) {
+    loop->fn = [this, stmt, depth](Interpreter&, CallArgs& a) -> Value {
+      BRISK_CHECK(a.positional.size() == 1 && a.keywords.empty(), "loop() takes exactly one argument");
+      CallDepthGuard guard(*this);
+      std::string o;
+      FramePtr keep = frame_;
+      exec_for(*stmt, a.positional[0], depth + 1, o);
+      frame_ = keep;
+      return Value(std::move(o));
+    };
+  } else {
+    loop->fn = [](Interpreter&, CallArgs&) -> Value {
+      fail("the loop is not recursive: loop() can only be called in a 'recursive' for loop");
+    };
+  }
+  Value loop_value(std::move(loop));
   FramePtr saved = frame_;
   for (int64_t i = 0; i < n; ++i) {
     step();
+    state->index0 = i;
     auto frame = std::make_shared<Frame>();
     frame->parent = saved;
     frame_ = frame;
-    assign(*s.target, items[size_t(i)]);
-
-    auto loop = std::make_shared<Callable>();
-    loop->name = "loop";
-    auto attrs = std::make_shared<Dict>();
-    attrs->set(Value("index"), Value(i + 1));
-    attrs->set(Value("index0"), Value(i));
-    attrs->set(Value("revindex"), Value(n - i));
-    attrs->set(Value("revindex0"), Value(n - i - 1));
-    attrs->set(Value("first"), Value(i == 0));
-    attrs->set(Value("last"), Value(i == n - 1));
-    attrs->set(Value("length"), Value(n));
-    attrs->set(Value("depth"), Value(int64_t(depth)));
-    attrs->set(Value("depth0"), Value(int64_t(depth) - 1));
-    attrs->set(Value("previtem"),
-               i > 0 ? items[size_t(i - 1)] : Value::undefined("there is no previous item"));
-    attrs->set(Value("nextitem"),
-               i + 1 < n ? items[size_t(i + 1)] : Value::undefined("there is no next item"));
-    auto cycle = std::make_shared<Callable>();
-    cycle->name = "cycle";
-    cycle->fn = [i](Interpreter&, CallArgs& a) -> Value {
-      BRISK_CHECK(!a.positional.empty(), "no items for cycling given");
-      return a.positional[size_t(i) % a.positional.size()];
-    };
-    attrs->set(Value("cycle"), Value(std::move(cycle)));
-    auto changed = std::make_shared<Callable>();
-    changed->name = "changed";
-    changed->fn = [last_changed](Interpreter&, CallArgs& a) -> Value {
-      Value now = Value::list(a.positional);
-      if (*last_changed && values_equal(**last_changed, now)) return Value(false);
-      *last_changed = now;
-      return Value(true);
-    };
-    attrs->set(Value("changed"), Value(std::move(changed)));
-    loop->attrs = std::move(attrs);
-    const Stmt* stmt = &s;
-    if (s.recursive) {
-      loop->fn = [this, stmt, depth](Interpreter&, CallArgs& a) -> Value {
-        BRISK_CHECK(a.positional.size() == 1 && a.keywords.empty(),
-                    "loop() takes exactly one argument");
-        CallDepthGuard guard(*this);
-        std::string o;
-        FramePtr keep = frame_;
-        exec_for(*stmt, a.positional[0], depth + 1, o);
-        frame_ = keep;
-        return Value(std::move(o));
-      };
-    } else {
-      loop->fn = [](Interpreter&, CallArgs&) -> Value {
-        fail("the loop is not recursive: loop() can only be called in a 'recursive' for loop");
-      };
-    }
-    frame->vars["loop"] = Value(std::move(loop));
+    assign(*s.target, (*shared_items)[size_t(i)]);
+    frame->vars["loop"] = loop_value;
     Flow f = exec_body(s.body, out);
     frame_ = saved;
     if (f == Flow::break_loop) break;
@@ -346,7 +344,7 @@ Value Interpreter::call_macro(const Stmt& s, const FramePtr& closure, CallArgs& 
             ? eval(*params[i].default_value)
             : Value::undefined(str_cat("parameter '", params[i].name, "' was not provided"));
   }
-  frame->vars["varargs"] = Value::list(std::move(varargs));
+  frame->vars["varargs"] = Value::list(std::move(varargs), true);
   frame->vars["kwargs"] = Value(std::move(kwargs));
   std::string out;
   exec_body(s.body, out);
@@ -374,6 +372,27 @@ std::string undefined_message(const Value& v) {
 
 std::string object_name(const Value& v) { return v.type_name() + " object"; }
 
+template <class Missing>
+Value loop_attribute(const LoopState& l, const std::string& name, Missing&& missing) {
+  const int64_t i = l.index0, n = l.length;
+  if (name == "index") return Value(i + 1);
+  if (name == "index0") return Value(i);
+  if (name == "first") return Value(i == 0);
+  if (name == "last") return Value(i == n - 1);
+  if (name == "length") return Value(n);
+  if (name == "revindex") return Value(n - i);
+  if (name == "revindex0") return Value(n - i - 1);
+  if (name == "depth") return Value(l.depth);
+  if (name == "depth0") return Value(l.depth - 1);
+  if (name == "previtem")
+    return i > 0 ? (*l.items)[size_t(i - 1)] : Value::undefined("there is no previous item");
+  if (name == "nextitem")
+    return i + 1 < n ? (*l.items)[size_t(i + 1)] : Value::undefined("there is no next item");
+  if (name == "cycle") return Value(l.cycle);
+  if (name == "changed") return Value(l.changed);
+  return missing();
+}
+
 }  // namespace
 
 Value Interpreter::getattr(const Value& obj, const std::string& name) {
@@ -393,6 +412,7 @@ Value Interpreter::getattr(const Value& obj, const std::string& name) {
       return missing();
     }
     case Value::Kind::callable: {
+      if (const auto& loop = obj.as_callable()->loop) return loop_attribute(*loop, name, missing);
       if (obj.as_callable()->attrs)
         if (const Value* v = obj.as_callable()->attrs->find(std::string_view(name))) return *v;
       return missing();

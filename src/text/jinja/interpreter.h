@@ -16,9 +16,9 @@
 namespace brisk::jinja {
 
 struct RenderLimits {
-  uint64_t max_steps = 50'000'000;        // statements, loop iterations, calls, bytes/64 built
+  uint64_t max_steps = 5'000'000;         // statements, loop iterations, calls, bytes/64 built
   uint32_t max_call_depth = 256;          // nested macro / recursive-loop calls
-  uint64_t max_output_bytes = 256u << 20;  // any single string built while rendering
+  uint64_t max_output_bytes = 64u << 20;   // the output and any string built while rendering
 };
 
 // Positional-or-keyword parameters of a builtin filter, test, method or function.

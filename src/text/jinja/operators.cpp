@@ -7,6 +7,7 @@
 #include "text/jinja/builtins.h"
 #include "text/jinja/interpreter.h"
 #include "text/jinja/pyformat.h"
+#include "text/jinja/strings.h"
 #include "text/jinja/unicode.h"
 
 namespace brisk::jinja {
@@ -63,6 +64,7 @@ bool is_plain_list(const Value& v) { return v.is_list() && !v.as_list()->generat
 
 Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Value& b) {
   if (op == "~") {
+    if (a.is_string() && b.is_string()) in.charge(a.as_string().size() + b.as_string().size());
     std::string s;
     a.append_str(s);
     b.append_str(s);
@@ -76,6 +78,12 @@ Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Va
     if (numbers) return Value(a.number_value() + b.number_value());
     if (a.is_string() && b.is_string()) {
       in.charge(a.as_string().size() + b.as_string().size());
+      if (a.is_safe() || b.is_safe()) {
+        // Markup + str escapes the plain side (both orders, Markup being a str subclass).
+        std::string l = a.is_safe() ? a.as_string() : pystr::html_escape(a.as_string());
+        std::string r = b.is_safe() ? b.as_string() : pystr::html_escape(b.as_string());
+        return Value::markup(l + r);
+      }
       return Value(a.as_string() + b.as_string());
     }
     if (is_plain_list(a) && is_plain_list(b) && a.as_list()->is_tuple == b.as_list()->is_tuple) {

@@ -16,9 +16,9 @@ void py_string_repr(std::string& out, std::string_view s);
 
 struct JsonDumpOptions {
   bool ensure_ascii = false;
-  std::optional<std::string> indent;     // None: one line; else the string per level
-  std::optional<std::string> item_separator;  // default ", " (", " → "," when indented)
-  std::optional<std::string> key_separator;   // default ": "
+  std::optional<std::string> indent = std::nullopt;          // None: one line; else per level
+  std::optional<std::string> item_separator = std::nullopt;  // default ", " ("," when indented)
+  std::optional<std::string> key_separator = std::nullopt;   // default ": "
   bool sort_keys = false;
 };
 

@@ -145,17 +145,61 @@ char32_t to_title(char32_t c) {
   return char32_t(utf8proc_totitle(utf8proc_int32_t(c)));
 }
 
+// Unconditional multi-character mappings of Unicode SpecialCasing.txt that Python's
+// str.upper() / str.lower() apply (the Greek iota-subscript forms are not included).
+const char* special_upper(char32_t c) {
+  switch (c) {
+    case 0x00DF: return "SS";
+    case 0x0149: return "\u02BCN";
+    case 0x01F0: return "J\u030C";
+    case 0x0390: return "\u0399\u0308\u0301";
+    case 0x03B0: return "\u03A5\u0308\u0301";
+    case 0x0587: return "\u0535\u0552";
+    case 0x1E96: return "H\u0331";
+    case 0x1E97: return "T\u0308";
+    case 0x1E98: return "W\u030A";
+    case 0x1E99: return "Y\u030A";
+    case 0x1E9A: return "A\u02BE";
+    case 0xFB00: return "FF";
+    case 0xFB01: return "FI";
+    case 0xFB02: return "FL";
+    case 0xFB03: return "FFI";
+    case 0xFB04: return "FFL";
+    case 0xFB05: return "ST";
+    case 0xFB06: return "ST";
+    default: return nullptr;
+  }
+}
+
 std::string upper(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (char32_t c : decode(s)) append_utf8(out, to_upper(c));
+  for (char32_t c : decode(s)) {
+    if (c >= 0x80) {
+      if (const char* sp = special_upper(c)) {
+        out += sp;
+        continue;
+      }
+      if (c == 0x1E9E) {  // ẞ stays (Python has no simple uppercase change for it)
+        append_utf8(out, c);
+        continue;
+      }
+    }
+    append_utf8(out, to_upper(c));
+  }
   return out;
 }
 
 std::string lower(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (char32_t c : decode(s)) append_utf8(out, to_lower(c));
+  for (char32_t c : decode(s)) {
+    if (c == 0x0130) {  // İ -> i + combining dot above
+      out += "i\u0307";
+      continue;
+    }
+    append_utf8(out, to_lower(c));
+  }
   return out;
 }
 

@@ -58,12 +58,26 @@ struct CallArgs {
   std::vector<std::pair<std::string, Value>> keywords;
 };
 
+struct Callable;
+
+// State of the `loop` object of a for loop: one object per loop, advanced each iteration (as
+// Jinja2's LoopContext); attributes (index, first, previtem, ...) are computed on access.
+struct LoopState {
+  int64_t index0 = 0;
+  int64_t length = 0;
+  int64_t depth = 1;
+  std::shared_ptr<const std::vector<Value>> items;
+  std::shared_ptr<Callable> cycle;
+  std::shared_ptr<Callable> changed;
+};
+
 struct Callable {
   enum class Kind : uint8_t { builtin, macro, method };
   Kind kind = Kind::builtin;
   std::string name;
   std::function<Value(Interpreter&, CallArgs&)> fn;
-  std::shared_ptr<Dict> attrs;  // attributes readable with "." (the `loop` object), or null
+  std::shared_ptr<Dict> attrs;       // attributes readable with "." (cycler), or null
+  std::shared_ptr<LoopState> loop;   // set for the `loop` object
 };
 
 struct Undefined {
@@ -103,6 +117,14 @@ class Value {
   Value(CallablePtr c) : v_(std::move(c)) {}
   Value(NamespacePtr n) : v_(std::move(n)) {}
   static Value list(std::vector<Value> items, bool is_tuple = false);
+  // A string marked safe (Jinja2's Markup, from |safe or |escape): `+` with a plain string
+  // HTML-escapes the plain side and stays safe.
+  static Value markup(std::string s) {
+    Value v(std::move(s));
+    v.safe_ = true;
+    return v;
+  }
+  bool is_safe() const { return safe_; }
   static Value generator(std::vector<Value> items);
 
   Kind kind() const { return Kind(v_.index()); }
@@ -142,6 +164,7 @@ class Value {
   std::variant<Undefined, std::nullptr_t, bool, int64_t, double, std::string, ListPtr, DictPtr,
                CallablePtr, NamespacePtr>
       v_;
+  bool safe_ = false;
 };
 
 // Python ==, and ordering for <, <=, >, >= (throws brisk::Error on types Python cannot order).
