@@ -1,14 +1,22 @@
 #include "server/chat_request.h"
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
 #include "core/error.h"
+#include "server/constraints.h"
 #include "server/errors.h"
 #include "server/json_fields.h"
 #include "text/tokenizer.h"
 
 namespace brisk::server {
+
+static std::string random_call_seed() {
+  static std::atomic<uint64_t> n{0};
+  return str_cat("call_", std::chrono::steady_clock::now().time_since_epoch().count() % 1000000007, "_", n++);
+}
 
 void parse_sampling(const json& body, SamplerParams& p, int32_t n_vocab) {
   if (auto v = get_number(body, "temperature", 0.0, 2.0)) p.temperature = float(*v);
@@ -61,7 +69,7 @@ std::vector<int32_t> tokenize_prompt(const LoadedModel& model, const std::string
   return model.tokenizer->encode(text, EncodeOptions{.add_special = add_special, .parse_special = true});
 }
 
-PreparedChat prepare_chat(const LoadedModel& model, ChatRequest req, int32_t max_tokens_ceiling) {
+PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_tokens_ceiling) {
   if (!model.render_chat)
     throw HttpError(400, str_cat("model '", model.name, "' has no chat template; use /v1/completions"), "model");
   if (req.tool_choice == ToolChoice::named) {
@@ -73,6 +81,10 @@ PreparedChat prepare_chat(const LoadedModel& model, ChatRequest req, int32_t max
   }
   if ((req.tool_choice == ToolChoice::required) && !(req.render.tools.is_array() && !req.render.tools.empty()))
     bad_request("tool_choice", "tool_choice 'required' needs a non-empty 'tools'");
+
+  const bool tools_offered = req.render.tools.is_array() && !req.render.tools.empty();
+  const json tools = req.render.tools;
+  if (req.tool_choice == ToolChoice::none) req.render.tools = nullptr;
 
   PreparedChat out;
   try {
@@ -93,7 +105,37 @@ PreparedChat prepare_chat(const LoadedModel& model, ChatRequest req, int32_t max
   spec.stop = std::move(req.stop);
   spec.session = std::move(req.session);
   spec.logprobs = req.logprobs;
-  spec.parse_output = true;
+
+  ChatOutputOptions o;
+  o.format = model.chat_format;
+  o.starts_in_reasoning = chat_prompt_opens_reasoning(out.prompt_text, o.format) && !req.json_object;
+  o.parse_tool_calls = tools_offered && req.tool_choice != ToolChoice::none;
+  o.id_seed = random_call_seed();
+  if (tools_offered) o.tools = tools;
+  spec.single_tool_call = !req.parallel_tool_calls;
+  if (req.tool_choice == ToolChoice::required || req.tool_choice == ToolChoice::named) {
+    std::vector<std::string> names;
+    if (req.tool_choice == ToolChoice::named) {
+      names.push_back(req.tool_name);
+    } else {
+      for (const auto& t : tools) names.push_back(t["function"]["name"].get<std::string>());
+    }
+    const std::string free_until = o.starts_in_reasoning ? "</think>" : "";
+    try {
+      (void)tool_call_syntax(model.chat_format);
+    } catch (const Error&) {
+      bad_request("tool_choice", str_cat("tool_choice '", req.tool_choice == ToolChoice::named ? "named" : "required",
+                                         "' cannot be enforced for the tool-call format '",
+                                         chat_format_name(model.chat_format), "' of model '", model.name, "'"));
+    }
+    LoadedModel* m = &model;
+    spec.make_constraint = [m, names, free_until] { return make_tool_call_constraint(*m, names, free_until); };
+    spec.single_tool_call = true;
+  } else if (req.json_object) {
+    LoadedModel* m = &model;
+    spec.make_constraint = [m] { return make_json_constraint(*m); };
+  }
+  spec.output = std::move(o);
   return out;
 }
 

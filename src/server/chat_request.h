@@ -39,7 +39,10 @@ struct PreparedChat {
   std::string prompt_text;
 };
 
-PreparedChat prepare_chat(const LoadedModel& model, ChatRequest req, int32_t max_tokens_ceiling);
+// tool_choice none: the tools are left out of the prompt and call markers stay text;
+// required / named: the output is forced to one call (ToolCallConstraint); json_object: the
+// output is forced to a JSON object. Throws HttpError 400 for what the model cannot honor.
+PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_tokens_ceiling);
 
 // Sampling fields shared by the dialects (temperature, top_p, top_k, min_p, penalties, seed,
 // logit_bias); `n_vocab` bounds logit_bias ids.

@@ -47,34 +47,65 @@ struct ChoiceText {
   std::shared_ptr<EventChannel> channel;
   int32_t choice = 0;
   int32_t logprobs = -1;
+  std::unique_ptr<ChatOutputParser> parser;
+  bool single_tool_call = false;
+
+  // Routes text through the output parser (when there is one) into the event.
+  void route(ChoiceEvent& d, const std::string& text, bool at_end) {
+    if (!parser) {
+      d.content += text;
+      return;
+    }
+    ChatOutputDelta delta = text.empty() ? ChatOutputDelta{} : parser->feed(text);
+    if (at_end) {
+      ChatOutputDelta last = parser->finish();
+      delta.content += last.content;
+      delta.reasoning += last.reasoning;
+      for (auto& t : last.tool_calls) delta.tool_calls.push_back(std::move(t));
+    }
+    d.content += delta.content;
+    d.reasoning += delta.reasoning;
+    for (auto& t : delta.tool_calls) {
+      if (single_tool_call && t.index > 0) continue;
+      d.tool_calls.push_back({.index = int32_t(t.index), .id = t.id, .name = t.name, .arguments = t.arguments});
+    }
+  }
+
+  bool has_tool_call() const { return parser && !parser->result().tool_calls.empty(); }
 
   bool on_token(const TokenEvent& ev) {
     ChoiceEvent d;
     d.choice = choice;
-    d.content = stop.push(decoder.push(ev.token));
+    route(d, stop.push(decoder.push(ev.token)), false);
     if (ev.index == 0) d.cached_tokens = ev.cached_tokens;
     if (logprobs >= 0) {
       LogprobEntry e{.token = token_piece(tok, ev.token), .logprob = ev.logprob, .top = {}};
       for (const auto& t : ev.top) e.top.emplace_back(token_piece(tok, t.token), t.logprob);
       d.logprobs.push_back(std::move(e));
     }
-    if (!d.content.empty() || !d.logprobs.empty() || d.cached_tokens >= 0) channel->push(std::move(d));
+    if (!d.content.empty() || !d.reasoning.empty() || !d.tool_calls.empty() || !d.logprobs.empty() ||
+        d.cached_tokens >= 0)
+      channel->push(std::move(d));
+    if (single_tool_call && has_tool_call()) return false;
     return !stop.matched();
   }
 
   void on_done(const GenerationResult& r) {
     ChoiceEvent d;
     d.choice = choice;
+    std::string rest;
     if (!stop.matched()) {
-      d.content = stop.push(decoder.flush());
-      d.content += stop.flush();
+      rest = stop.push(decoder.flush());
+      rest += stop.flush();
     }
-    if (!d.content.empty()) channel->push(std::move(d));
+    route(d, rest, true);
+    if (!d.content.empty() || !d.reasoning.empty() || !d.tool_calls.empty()) channel->push(std::move(d));
     ChoiceEvent end;
     end.end = true;
     end.choice = choice;
     end.result = r;
     end.finish_reason = finish_reason_name(r.reason);
+    if (r.reason == FinishReason::stop && has_tool_call()) end.finish_reason = "tool_calls";
     if (stop.matched()) end.stop_sequence = stop.matched_stop();
     channel->push(std::move(end));
   }
@@ -91,6 +122,12 @@ std::unique_ptr<GenerationJob> start_generation(LoadedModel& model, GenerationSp
     text->channel = job->channel;
     text->choice = c;
     text->logprobs = spec.logprobs;
+    if (spec.output) {
+      ChatOutputOptions o = *spec.output;
+      o.id_seed = str_cat(o.id_seed, "-", c);
+      text->parser = std::make_unique<ChatOutputParser>(std::move(o));
+      text->single_tool_call = spec.single_tool_call;
+    }
     GenerationRequest r;
     r.prompt = spec.prompt;
     r.max_tokens = spec.max_tokens;

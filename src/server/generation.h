@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "server/model_registry.h"
+#include "text/chat_output.h"
 #include "server/scheduler.h"
 
 namespace brisk::server {
@@ -68,7 +69,8 @@ struct GenerationSpec {
   std::string session;
   int32_t logprobs = -1;               // -1 none, 0 chosen only, k top-k
   bool ignore_eos = false;
-  bool parse_output = false;           // split reasoning and tool calls (chat routes)
+  std::optional<ChatOutputOptions> output;  // split reasoning and tool calls (chat routes)
+  bool single_tool_call = false;       // parallel_tool_calls false: end after the first call
   std::function<std::unique_ptr<TokenConstraint>()> make_constraint;  // optional
 };
 

@@ -14,7 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/engine_api.h"
+#include "text/chat_output.h"
 #include "server/scheduler.h"
+
+namespace brisk {
+class TokenMask;
+}
 
 namespace brisk::server {
 
@@ -32,10 +37,15 @@ struct LoadedModel {
   std::shared_ptr<const Tokenizer> tokenizer_owner;  // set when the tokenizer is not the model's
   const Tokenizer* tokenizer = nullptr;
   ChatRenderer render_chat;                  // empty: the model has no chat template
-  std::string chat_template;                 // template source (output-format detection)
+  std::string chat_template;                 // template source
+  ChatFormat chat_format = ChatFormat::kContentOnly;  // how outputs mark reasoning / tool calls
   std::vector<int32_t> end_ids;              // end-of-generation tokens
   int32_t n_ctx = 0;
   int64_t created = 0;                       // unix seconds
+  // Built on first constrained request (server/constraints.h).
+  std::mutex mask_mu;
+  std::shared_ptr<const brisk::TokenMask> token_mask;
+  std::shared_ptr<const std::vector<std::string>> vocab_texts;  // decoded text of every token
   std::unique_ptr<Scheduler> scheduler;      // destroyed first (declared last)
   ~LoadedModel() { scheduler.reset(); }
 };

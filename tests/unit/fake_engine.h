@@ -94,6 +94,7 @@ class FakeContext : public Context {
     n_copies_++;
   }
   const ContextOptions& options() const override { return options_; }
+  void set_tap(TapFn) override {}  // the fake has no intermediates
 
   // Observations for tests (thread-safe).
   std::vector<int32_t> batch_sizes() const { std::lock_guard<std::mutex> l(mu_); return batch_sizes_; }
