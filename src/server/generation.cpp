@@ -38,9 +38,11 @@ std::string token_piece(const Tokenizer& tok, int32_t id) {
   }
 }
 
-// Text side of one choice; lives in the scheduler callbacks (worker thread only).
+// Text side of one choice; lives in the scheduler callbacks (worker thread only). Special
+// tokens are kept in the text: reasoning and tool-call markers are often special tokens, and
+// the output parser needs them (end-of-generation tokens never reach the text).
 struct ChoiceText {
-  ChoiceText(const Tokenizer& t, std::vector<std::string> stops) : tok(t), decoder(t, true), stop(std::move(stops)) {}
+  ChoiceText(const Tokenizer& t, std::vector<std::string> stops) : tok(t), decoder(t, false), stop(std::move(stops)) {}
   const Tokenizer& tok;
   StreamDecoder decoder;
   StopMatcher stop;
