@@ -1,5 +1,7 @@
 #include "server/generation.h"
 
+#include <limits>
+
 #include "core/error.h"
 #include "core/log.h"
 #include "server/errors.h"
@@ -135,6 +137,9 @@ std::unique_ptr<GenerationJob> start_generation(LoadedModel& model, GenerationSp
     r.max_tokens = spec.max_tokens;
     r.sampling = spec.sampling;
     r.sampling.seed = spec.sampling.seed + uint64_t(c);
+    // Rows of the output layer past the tokenizer's vocabulary (padding) are never sampled.
+    for (int32_t id = model.tokenizer->vocab_size(); id < model.scheduler->n_vocab(); ++id)
+      r.sampling.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
     if (!spec.ignore_eos) r.stop_tokens = model.end_ids;
     r.session = spec.session;
     r.logprobs = spec.logprobs;
