@@ -33,6 +33,7 @@ void usage() {
       "  --cache-block N      prefix-cache block size in tokens (default 16)\n"
       "  --kv-type T          f16 | f32 | q8_0 (default f16)\n"
       "  --quant Q            quantize safetensors weights at load (q8_0, q4_0, q4_k)\n"
+      "  --tokenizer DIR      use this Hugging Face folder's tokenizer (and chat template)\n"
       "  -t, --threads N      compute threads (default: all cores)\n"
       "  --max-models N       models resident at once, least recently used unloaded (default 1)\n"
       "  --max-tokens N       completion ceiling per request (default: the context size)\n"
@@ -98,6 +99,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
     else if (f == "--cache-block") eo.scheduler.cache.block_size = parse_int(f, value(), 1, 4096);
     else if (f == "--kv-type") kv = value();
     else if (f == "--quant") eo.quant = value();
+    else if (f == "--tokenizer") eo.tokenizer_dir = value();
     else if (f == "-t" || f == "--threads") eo.n_threads = parse_int(f, value(), 0, 1024);
     else if (f == "--max-models") max_models = parse_int(f, value(), 1, 64);
     else if (f == "--max-tokens") so.max_tokens_ceiling = parse_int(f, value(), 1, INT32_MAX);

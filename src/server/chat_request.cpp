@@ -105,6 +105,7 @@ PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_token
   spec.stop = std::move(req.stop);
   spec.session = std::move(req.session);
   spec.logprobs = req.logprobs;
+  spec.ignore_eos = req.ignore_eos;
 
   ChatOutputOptions o;
   o.format = model.chat_format;

@@ -32,6 +32,7 @@ struct ChatRequest {
   std::string tool_name;                  // for ToolChoice::named
   bool parallel_tool_calls = true;
   bool json_object = false;               // response_format json_object / json_schema
+  bool ignore_eos = false;                // extension: generate through end-of-generation tokens
 };
 
 struct PreparedChat {

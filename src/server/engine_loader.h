@@ -15,6 +15,8 @@ struct EngineLoadOptions {
   QuantType kv_type = QuantType::F16;
   int32_t n_threads = 0;
   std::string quant;           // quantize safetensors weights at load ("", "q8_0", ...)
+  std::string tokenizer_dir;   // Hugging Face folder whose tokenizer (and chat template) replace
+                               // the model's own (e.g. for a GGUF without tokenizer metadata)
   SchedulerOptions scheduler;
 };
 

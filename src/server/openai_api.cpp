@@ -90,6 +90,14 @@ json usage_json(const std::vector<ChoiceResult>& rs) {
           {"prompt_tokens_details", {{"cached_tokens", cached}}}};
 }
 
+// Extension: where the time went (first choice), as llama.cpp's server reports `timings`.
+json timings_json(const std::vector<ChoiceResult>& rs) {
+  if (rs.empty()) return nullptr;
+  const GenerationResult& r = rs[0].result;
+  return {{"queue_ms", r.queue_ms}, {"prompt_ms", r.prefill_ms}, {"decode_ms", r.decode_ms},
+          {"prompt_tokens_decoded", r.prompt_tokens - r.cached_tokens}};
+}
+
 json logprobs_json(const std::vector<LogprobEntry>& lps) {
   json content = json::array();
   for (const auto& e : lps) {
@@ -168,6 +176,7 @@ ChatRequest parse_chat(const httplib::Request& http_req, const json& body, const
   else if (field(body, "top_logprobs"))
     bad_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
   r.stream = get_bool(body, "stream").value_or(false);
+  r.ignore_eos = get_bool(body, "ignore_eos").value_or(false);
   if (const json* so = field(body, "stream_options")) {
     if (!so->is_object()) bad_request("stream_options", "'stream_options' must be an object");
     r.include_usage = get_bool(*so, "include_usage").value_or(false);
@@ -213,7 +222,8 @@ void chat_completions(ServerState& state, const httplib::Request& req, httplib::
                      {"model", name},
                      {"system_fingerprint", "brisk-" BRISK_VERSION},
                      {"choices", choices},
-                     {"usage", usage_json(results)}});
+                     {"usage", usage_json(results)},
+                     {"timings", timings_json(results)}});
     return;
   }
 
@@ -311,6 +321,7 @@ void completions(ServerState& state, const httplib::Request& req, httplib::Respo
   spec.n = int32_t(get_int(body, "n", 1, 16).value_or(1));
   if (auto lp = get_int(body, "logprobs", 0, 20)) spec.logprobs = int32_t(*lp);
   spec.session = session_key(req, get_string(body, "user").value_or(""));
+  spec.ignore_eos = get_bool(body, "ignore_eos").value_or(false);
   const bool stream = get_bool(body, "stream").value_or(false);
   bool include_usage = false;
   if (const json* so = field(body, "stream_options"))
@@ -342,7 +353,7 @@ void completions(ServerState& state, const httplib::Request& req, httplib::Respo
                          {"finish_reason", finish_for_client(results[i].finish_reason)}});
     }
     reply_json(res, {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", name},
-                     {"choices", choices}, {"usage", usage_json(results)}});
+                     {"choices", choices}, {"usage", usage_json(results)}, {"timings", timings_json(results)}});
     return;
   }
   auto totals = std::make_shared<std::vector<ChoiceResult>>(size_t(job->n));
