@@ -95,6 +95,7 @@ inline std::shared_ptr<server::LoadedModel> make_fake_model(const FakeModelOptio
   m->render_chat = fake_render;
   m->end_ids = tok->end_of_generation_ids();
   m->n_ctx = o.n_ctx;
+  m->chat_format = ChatFormat::kHermes;
   auto ctx = std::make_unique<FakeContext>(
       ContextOptions{.n_ctx = o.n_ctx, .n_seq_max = o.n_seq_max, .n_batch = o.n_batch}, FakeTokenizer::kVocab, 'a', 'z' + 1);
   server::SchedulerOptions so;

@@ -461,3 +461,51 @@ TEST(ServerHttp, GracefulStopEndsRunningStreams) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
   EXPECT_NE(body_seen.find("[DONE]"), std::string::npos);
 }
+
+TEST(ServerHttp, ConstrainedOutputs) {
+  TestServer ts;
+  auto c = ts.client();
+  // json_object: the output is always a valid JSON prefix (an object), whole when it stopped.
+  json body = user_chat("json please", 120);
+  body["response_format"] = {{"type", "json_object"}};
+  json r = post(c, "/v1/chat/completions", body);
+  const std::string out = r["choices"][0]["message"]["content"];
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out[0], '{') << out;
+  if (r["choices"][0]["finish_reason"] == "stop") {
+    EXPECT_TRUE(json::parse(out, nullptr, false).is_object()) << out;
+  }
+
+  const json tools = {{{"type", "function"},
+                       {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}}}}}},
+                      {{"type", "function"}, {"function", {{"name", "get_time"}, {"parameters", {{"type", "object"}}}}}}};
+  // Named: the call (when it completes) is to that function; the text never escapes the syntax.
+  body = user_chat("weather?", 200);
+  body["tools"] = tools;
+  body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_time"}}}};
+  r = post(c, "/v1/chat/completions", body);
+  const json& ch = r["choices"][0];
+  if (ch["finish_reason"] == "tool_calls") {
+    ASSERT_EQ(ch["message"]["tool_calls"].size(), 1u);
+    EXPECT_EQ(ch["message"]["tool_calls"][0]["function"]["name"], "get_time");
+    EXPECT_TRUE(json::parse(ch["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>(), nullptr, false)
+                    .is_object());
+  } else {
+    EXPECT_EQ(ch["finish_reason"], "length");
+    EXPECT_EQ(ch["message"]["content"].get<std::string>().rfind("<tool_call>\n{\"name\": \"get_time\"", 0), 0u)
+        << ch["message"]["content"];
+  }
+  // Naming a function that is not offered, or required without tools: 400.
+  body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "nope"}}}};
+  post(c, "/v1/chat/completions", body, 400);
+  json no_tools = user_chat("weather?", 4);
+  no_tools["tool_choice"] = "required";
+  post(c, "/v1/chat/completions", no_tools, 400);
+  // none: the tools are not shown to the model (same prompt as without tools).
+  body["tool_choice"] = "none";
+  body["max_tokens"] = 4;
+  json with_none = post(c, "/v1/chat/completions", body);
+  json plain = post(c, "/v1/chat/completions", user_chat("weather?", 4));
+  EXPECT_EQ(with_none["usage"]["prompt_tokens"], plain["usage"]["prompt_tokens"]);
+  EXPECT_FALSE(with_none["choices"][0]["message"].contains("tool_calls"));
+}
