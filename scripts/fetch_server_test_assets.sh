@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Fetches the official client SDKs the server system tests drive (npm packages, pinned):
+# `openai` and `@anthropic-ai/sdk`, into $BRISK_TEST_ASSETS/server (default
+# <repo>/build/test-assets/server; a folder of its own, since npm prunes packages a later
+# install does not name). Idempotent. Tests skip with a message when the SDKs are absent.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+DEST="${BRISK_TEST_ASSETS:-$ROOT/build/test-assets}/server"
+PKGS=("openai@7.59.0" "@anthropic-ai/sdk@1.14.0")
+if ! command -v npm >/dev/null; then
+  echo "fetch_server_test_assets: npm not found; SDK tests will skip" >&2
+  exit 0
+fi
+mkdir -p "$DEST"
+ok=1
+for spec in "${PKGS[@]}"; do
+  name="${spec%@*}"; version="${spec##*@}"
+  pj="$DEST/node_modules/$name/package.json"
+  [[ -f "$pj" ]] && grep -q "\"version\": \"$version\"" "$pj" || ok=0
+done
+if ((ok)); then
+  echo "fetch_server_test_assets: up to date in $DEST"
+  exit 0
+fi
+[[ -f "$DEST/package.json" ]] || echo '{"private": true}' > "$DEST/package.json"
+echo "fetch_server_test_assets: installing ${PKGS[*]} into $DEST"
+npm install --prefix "$DEST" --no-audit --no-fund --silent "${PKGS[@]}"

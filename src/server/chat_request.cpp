@@ -1,0 +1,143 @@
+#include "server/chat_request.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "server/constraints.h"
+#include "server/errors.h"
+#include "server/json_fields.h"
+#include "text/tokenizer.h"
+
+namespace brisk::server {
+
+static std::string random_call_seed() {
+  static std::atomic<uint64_t> n{0};
+  return str_cat("call_", std::chrono::steady_clock::now().time_since_epoch().count() % 1000000007, "_", n++);
+}
+
+void parse_sampling(const json& body, SamplerParams& p, int32_t n_vocab) {
+  if (auto v = get_number(body, "temperature", 0.0, 2.0)) p.temperature = float(*v);
+  if (auto v = get_number(body, "top_p", 0.0, 1.0)) p.top_p = float(*v);
+  if (auto v = get_int(body, "top_k", -1, 1 << 20)) p.top_k = int32_t(*v);
+  if (auto v = get_number(body, "min_p", 0.0, 1.0)) p.min_p = float(*v);
+  if (auto v = get_number(body, "presence_penalty", -2.0, 2.0)) p.presence_penalty = float(*v);
+  if (auto v = get_number(body, "frequency_penalty", -2.0, 2.0)) p.frequency_penalty = float(*v);
+  if (auto v = get_number(body, "repetition_penalty", 0.01, 10.0)) p.repeat_penalty = float(*v);
+  if (auto v = get_int(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
+    p.seed = uint64_t(*v);
+  if (const json* lb = field(body, "logit_bias")) {
+    if (!lb->is_object()) bad_request("logit_bias", "'logit_bias' must be an object of token id -> bias");
+    for (auto it = lb->begin(); it != lb->end(); ++it) {
+      const std::string& key = it.key();
+      char* end = nullptr;
+      const long long id = std::strtoll(key.c_str(), &end, 10);
+      if (key.empty() || *end != '\0' || id < 0 || id >= n_vocab)
+        bad_request("logit_bias", str_cat("'logit_bias' key '", key, "' is not a token id in [0, ", n_vocab, ")"));
+      if (!it->is_number() || !std::isfinite(it->get<double>()) || std::fabs(it->get<double>()) > 100.0)
+        bad_request("logit_bias", str_cat("'logit_bias' value for token ", key, " must be a number in [-100, 100]"));
+      const double b = it->get<double>();
+      // OpenAI semantics: -100 bans the token, +100 forces it.
+      p.logit_bias.emplace_back(int32_t(id), b <= -100.0 ? -std::numeric_limits<float>::infinity() : float(b));
+    }
+  }
+}
+
+std::vector<std::string> parse_stop(const json& body, const char* name) {
+  std::vector<std::string> out;
+  const json* f = field(body, name);
+  if (!f) return out;
+  if (f->is_string()) {
+    out.push_back(f->get<std::string>());
+  } else if (f->is_array()) {
+    if (f->size() > 16) bad_request(name, str_cat("'", name, "' has ", f->size(), " entries; at most 16"));
+    for (const auto& s : *f) {
+      if (!s.is_string()) bad_request(name, str_cat("'", name, "' entries must be strings"));
+      out.push_back(s.get<std::string>());
+    }
+  } else {
+    bad_request(name, str_cat("'", name, "' must be a string or an array of strings"));
+  }
+  for (const auto& s : out)
+    if (s.size() > 1024) bad_request(name, str_cat("a '", name, "' entry is longer than 1024 bytes"));
+  return out;
+}
+
+std::vector<int32_t> tokenize_prompt(const LoadedModel& model, const std::string& text, bool add_special) {
+  return model.tokenizer->encode(text, EncodeOptions{.add_special = add_special, .parse_special = true});
+}
+
+PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_tokens_ceiling) {
+  if (!model.render_chat)
+    throw HttpError(400, str_cat("model '", model.name, "' has no chat template; use /v1/completions"), "model");
+  if (req.tool_choice == ToolChoice::named) {
+    bool found = false;
+    if (req.render.tools.is_array())
+      for (const auto& t : req.render.tools)
+        found |= t.contains("function") && t["function"].value("name", "") == req.tool_name;
+    if (!found) bad_request("tool_choice", str_cat("tool_choice names '", req.tool_name, "', which is not in 'tools'"));
+  }
+  if ((req.tool_choice == ToolChoice::required) && !(req.render.tools.is_array() && !req.render.tools.empty()))
+    bad_request("tool_choice", "tool_choice 'required' needs a non-empty 'tools'");
+
+  const bool tools_offered = req.render.tools.is_array() && !req.render.tools.empty();
+  const json tools = req.render.tools;
+  if (req.tool_choice == ToolChoice::none) req.render.tools = nullptr;
+
+  PreparedChat out;
+  try {
+    out.prompt_text = model.render_chat(req.render);
+  } catch (const HttpError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw HttpError(400, str_cat("the chat template of model '", model.name, "' failed on these messages: ", e.what()),
+                    "messages");
+  }
+  GenerationSpec& spec = out.spec;
+  spec.prompt = tokenize_prompt(model, out.prompt_text, false);
+  if (spec.prompt.empty()) bad_request("messages", "the rendered prompt is empty");
+  const int32_t ceiling = max_tokens_ceiling > 0 ? max_tokens_ceiling : model.n_ctx;
+  spec.max_tokens = resolve_max_tokens(model, spec.prompt.size(), req.max_tokens, ceiling, req.max_tokens_param);
+  spec.n = req.n;
+  spec.sampling = req.sampling;
+  spec.stop = std::move(req.stop);
+  spec.session = std::move(req.session);
+  spec.logprobs = req.logprobs;
+  spec.ignore_eos = req.ignore_eos;
+
+  ChatOutputOptions o;
+  o.format = model.chat_format;
+  o.starts_in_reasoning = chat_prompt_opens_reasoning(out.prompt_text, o.format) && !req.json_object;
+  o.parse_tool_calls = tools_offered && req.tool_choice != ToolChoice::none;
+  o.id_seed = random_call_seed();
+  if (tools_offered) o.tools = tools;
+  spec.single_tool_call = !req.parallel_tool_calls;
+  if (req.tool_choice == ToolChoice::required || req.tool_choice == ToolChoice::named) {
+    std::vector<std::string> names;
+    if (req.tool_choice == ToolChoice::named) {
+      names.push_back(req.tool_name);
+    } else {
+      for (const auto& t : tools) names.push_back(t["function"]["name"].get<std::string>());
+    }
+    const std::string free_until = o.starts_in_reasoning ? "</think>" : "";
+    try {
+      (void)tool_call_syntax(model.chat_format);
+    } catch (const Error&) {
+      bad_request("tool_choice", str_cat("tool_choice '", req.tool_choice == ToolChoice::named ? "named" : "required",
+                                         "' cannot be enforced for the tool-call format '",
+                                         chat_format_name(model.chat_format), "' of model '", model.name, "'"));
+    }
+    LoadedModel* m = &model;
+    spec.make_constraint = [m, names, free_until] { return make_tool_call_constraint(*m, names, free_until); };
+    spec.single_tool_call = true;
+  } else if (req.json_object) {
+    LoadedModel* m = &model;
+    spec.make_constraint = [m] { return make_json_constraint(*m); };
+  }
+  spec.output = std::move(o);
+  return out;
+}
+
+}  // namespace brisk::server

@@ -1,0 +1,56 @@
+// A chat request in neutral form (what both dialects parse into) and its preparation into a
+// GenerationSpec: chat template render, tokenization, context and max_tokens checks, sampling,
+// stop strings and output constraints (tool_choice, response_format).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/generation.h"
+#include "server/model_registry.h"
+
+namespace brisk::server {
+
+enum class ToolChoice { auto_, none, required, named };
+
+struct ChatRequest {
+  std::string model;
+  ChatPromptInput render;                 // messages / tools in the OpenAI (HF template) convention
+  std::optional<int64_t> max_tokens;
+  const char* max_tokens_param = "max_tokens";
+  SamplerParams sampling;
+  std::vector<std::string> stop;
+  std::string session;
+  int32_t n = 1;
+  int32_t logprobs = -1;
+  bool stream = false;
+  bool include_usage = false;
+  ToolChoice tool_choice = ToolChoice::auto_;
+  std::string tool_name;                  // for ToolChoice::named
+  bool parallel_tool_calls = true;
+  bool json_object = false;               // response_format json_object / json_schema
+  bool ignore_eos = false;                // extension: generate through end-of-generation tokens
+};
+
+struct PreparedChat {
+  GenerationSpec spec;
+  std::string prompt_text;
+};
+
+// tool_choice none: the tools are left out of the prompt and call markers stay text;
+// required / named: the output is forced to one call (ToolCallConstraint); json_object: the
+// output is forced to a JSON object. Throws HttpError 400 for what the model cannot honor.
+PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_tokens_ceiling);
+
+// Sampling fields shared by the dialects (temperature, top_p, top_k, min_p, penalties, seed,
+// logit_bias); `n_vocab` bounds logit_bias ids.
+void parse_sampling(const nlohmann::json& body, SamplerParams& p, int32_t n_vocab);
+// `stop` / `stop_sequences`: a string or an array of strings.
+std::vector<std::string> parse_stop(const nlohmann::json& body, const char* name);
+// Tokens of a prompt text (special tokens in the text are parsed, as rendered templates need).
+std::vector<int32_t> tokenize_prompt(const LoadedModel& model, const std::string& text, bool add_special);
+
+}  // namespace brisk::server

@@ -1,0 +1,26 @@
+// Output constraints of chat requests as scheduler TokenConstraints:
+//   response_format json_object -> JsonConstraint (top-level object), EOS only once complete;
+//   tool_choice required / named -> ToolCallConstraint in the model's tool-call syntax.
+// Both use the model's TokenMask (a trie over the decoded token texts), built once per model
+// on first use.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/json_constraint.h"
+#include "server/model_registry.h"
+#include "server/scheduler.h"
+
+namespace brisk::server {
+
+// The model's token mask (built on first call; thread-safe).
+std::shared_ptr<const TokenMask> model_token_mask(LoadedModel& model);
+
+std::unique_ptr<TokenConstraint> make_json_constraint(LoadedModel& model);
+// names: allowed function names. `free_text_until`: e.g. "</think>" when the prompt opened a
+// reasoning block (text is free until it, then the call is forced).
+std::unique_ptr<TokenConstraint> make_tool_call_constraint(LoadedModel& model, std::vector<std::string> names,
+                                                           const std::string& free_text_until);
+
+}  // namespace brisk::server

@@ -1,0 +1,65 @@
+#include "server/engine_loader.h"
+
+#include <chrono>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "server/engine_sampler.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace brisk::server {
+
+ModelLoader engine_model_loader(EngineLoadOptions o) {
+  return [o](const ModelSpec& spec) -> std::shared_ptr<LoadedModel> {
+    std::shared_ptr<const Model> model = Model::load({.path = spec.path, .quant = o.quant, .n_threads = o.n_threads});
+    std::shared_ptr<const Tokenizer> own_tokenizer;
+    std::string template_source = model->chat_template();
+    if (!o.tokenizer_dir.empty()) {
+      own_tokenizer = Tokenizer::from_hf_dir(o.tokenizer_dir);
+      try {
+        template_source = ChatTemplate::from_hf_dir(o.tokenizer_dir).source("default");
+      } catch (const std::exception&) {
+        // No template there: keep the model's.
+      }
+    }
+    const Tokenizer* tokenizer = own_tokenizer ? own_tokenizer.get() : model->tokenizer();
+    BRISK_CHECK(tokenizer != nullptr, "serve: model '", spec.name, "' (", spec.path,
+                ") has no tokenizer; give --tokenizer DIR (a Hugging Face folder with tokenizer.json)");
+    auto ctx = Context::create(model, {.n_ctx = o.n_ctx, .n_seq_max = o.n_parallel, .n_batch = o.n_batch,
+                                       .kv_type = o.kv_type, .n_threads = o.n_threads});
+    auto m = std::make_shared<LoadedModel>();
+    m->name = spec.name;
+    m->model = model;
+    m->tokenizer_owner = own_tokenizer;
+    m->tokenizer = tokenizer;
+    m->end_ids = m->tokenizer->end_of_generation_ids();
+    m->n_ctx = ctx->options().n_ctx;
+    m->created = std::chrono::duration_cast<std::chrono::seconds>(
+                     std::chrono::system_clock::now().time_since_epoch()).count();
+    m->chat_template = template_source;
+    m->chat_format = chat_format_detect(m->chat_template, model->info().architecture);
+    if (!m->chat_template.empty()) {
+      auto tmpl = std::make_shared<const ChatTemplate>(m->chat_template, spec.path);
+      const std::string bos = model->bos_text(), eos = model->eos_text();
+      m->render_chat = [tmpl, bos, eos](const ChatPromptInput& in) {
+        ChatRenderInput r;
+        r.messages = nlohmann::ordered_json::parse(in.messages.dump());
+        r.tools = in.tools.is_null() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json::parse(in.tools.dump());
+        r.add_generation_prompt = in.add_generation_prompt;
+        r.bos_token = bos;
+        r.eos_token = eos;
+        r.kwargs = nlohmann::ordered_json::parse(in.kwargs.dump());
+        return tmpl->render(r);
+      };
+    } else {
+      log_warn("serve: model '", spec.name, "' has no chat template: only /v1/completions works");
+    }
+    m->scheduler = std::make_unique<Scheduler>(std::move(ctx), engine_sampler_factory(), o.scheduler);
+    log_info("serve: model '", spec.name, "' ready: ", model->info().architecture, ", context ", m->n_ctx, " x ",
+             o.n_parallel, " sequences, output format ", chat_format_name(m->chat_format));
+    return m;
+  };
+}
+
+}  // namespace brisk::server

@@ -1,0 +1,25 @@
+// Loads a served model on the engine: Model::load, one Context with `n_parallel` sequence
+// slots, the chat template renderer, the output format, and the scheduler that owns the Context.
+#pragma once
+#include <string>
+
+#include "server/model_registry.h"
+#include "server/scheduler.h"
+
+namespace brisk::server {
+
+struct EngineLoadOptions {
+  int32_t n_ctx = 4096;        // positions per sequence
+  int32_t n_parallel = 4;      // sequence slots (concurrent requests + cached prefixes)
+  int32_t n_batch = 512;       // tokens per forward
+  QuantType kv_type = QuantType::F16;
+  int32_t n_threads = 0;
+  std::string quant;           // quantize safetensors weights at load ("", "q8_0", ...)
+  std::string tokenizer_dir;   // Hugging Face folder whose tokenizer (and chat template) replace
+                               // the model's own (e.g. for a GGUF without tokenizer metadata)
+  SchedulerOptions scheduler;
+};
+
+ModelLoader engine_model_loader(EngineLoadOptions options);
+
+}  // namespace brisk::server

@@ -1,0 +1,88 @@
+#include "server/model_registry.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "server/errors.h"
+
+namespace brisk::server {
+
+ModelRegistry::ModelRegistry(std::vector<ModelSpec> specs, ModelLoader loader, int32_t max_resident)
+    : specs_(std::move(specs)), loader_(std::move(loader)), max_resident_(std::max(1, max_resident)) {
+  BRISK_CHECK(!specs_.empty(), "serve: no model given (use --model [NAME=]PATH)");
+  for (size_t i = 0; i < specs_.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      BRISK_CHECK(specs_[i].name != specs_[j].name, "serve: model name '", specs_[i].name, "' given twice");
+}
+
+const ModelSpec* ModelRegistry::find(const std::string& name) const {
+  if (name.empty()) return &specs_.front();
+  for (const auto& s : specs_)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+bool ModelRegistry::has(const std::string& name) const { return find(name) != nullptr; }
+
+std::shared_ptr<LoadedModel> ModelRegistry::get(const std::string& name) {
+  const ModelSpec* spec = find(name);
+  if (!spec) throw HttpError(404, str_cat("model '", name, "' does not exist"), "model");
+  auto lookup = [&]() -> std::shared_ptr<LoadedModel> {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = resident_.find(spec->name);
+    if (it == resident_.end()) return nullptr;
+    lru_.remove(spec->name);
+    lru_.push_front(spec->name);
+    return it->second;
+  };
+  if (auto m = lookup()) return m;
+  std::lock_guard<std::mutex> load_lock(load_mu_);
+  if (auto m = lookup()) return m;
+  // Make room first: unload least recently used models that no request holds.
+  std::vector<std::shared_ptr<LoadedModel>> unloaded;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (int32_t(resident_.size()) >= max_resident_) {
+      auto victim = std::find_if(lru_.rbegin(), lru_.rend(),
+                                 [&](const std::string& n) { return resident_.at(n).use_count() == 1; });
+      if (victim == lru_.rend()) {
+        log_warn("serve: every resident model is busy; loading '", spec->name, "' beyond the limit of ",
+                 max_resident_);
+        break;
+      }
+      log_info("serve: unloading model '", *victim, "' (least recently used)");
+      unloaded.push_back(resident_.at(*victim));
+      resident_.erase(*victim);
+      lru_.erase(std::next(victim).base());
+    }
+  }
+  unloaded.clear();  // freed here, outside mu_
+  log_info("serve: loading model '", spec->name, "' from ", spec->path);
+  std::shared_ptr<LoadedModel> m = loader_(*spec);
+  BRISK_CHECK(m && m->scheduler && m->tokenizer, "serve: loading model '", spec->name, "' gave no engine");
+  m->name = spec->name;
+  std::lock_guard<std::mutex> lock(mu_);
+  resident_[spec->name] = m;
+  lru_.push_front(spec->name);
+  return m;
+}
+
+std::vector<std::shared_ptr<LoadedModel>> ModelRegistry::resident() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<LoadedModel>> out;
+  for (const auto& [n, m] : resident_) out.push_back(m);
+  return out;
+}
+
+void ModelRegistry::unload_all() {
+  std::map<std::string, std::shared_ptr<LoadedModel>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all.swap(resident_);
+    lru_.clear();
+  }
+  all.clear();
+}
+
+}  // namespace brisk::server

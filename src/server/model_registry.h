@@ -1,0 +1,81 @@
+// The models a server offers, loaded on first use and kept resident up to a limit (least
+// recently used idle model unloaded first). A LoadedModel bundles what the HTTP layer needs:
+// tokenizer, chat template renderer, the scheduler that owns the model's Context.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/engine_api.h"
+#include "text/chat_output.h"
+#include "server/scheduler.h"
+
+namespace brisk {
+class TokenMask;
+}
+
+namespace brisk::server {
+
+struct ChatPromptInput {
+  nlohmann::json messages = nlohmann::json::array();
+  nlohmann::json tools;                 // null: none
+  bool add_generation_prompt = true;
+  nlohmann::json kwargs = nlohmann::json::object();  // chat_template_kwargs (enable_thinking, ...)
+};
+using ChatRenderer = std::function<std::string(const ChatPromptInput&)>;
+
+struct LoadedModel {
+  std::string name;
+  std::shared_ptr<const Model> model;        // null when the engine is a test stand-in
+  std::shared_ptr<const Tokenizer> tokenizer_owner;  // set when the tokenizer is not the model's
+  const Tokenizer* tokenizer = nullptr;
+  ChatRenderer render_chat;                  // empty: the model has no chat template
+  std::string chat_template;                 // template source
+  ChatFormat chat_format = ChatFormat::kContentOnly;  // how outputs mark reasoning / tool calls
+  std::vector<int32_t> end_ids;              // end-of-generation tokens
+  int32_t n_ctx = 0;
+  int64_t created = 0;                       // unix seconds
+  // Built on first constrained request (server/constraints.h).
+  std::mutex mask_mu;
+  std::shared_ptr<const brisk::TokenMask> token_mask;
+  std::shared_ptr<const std::vector<std::string>> vocab_texts;  // decoded text of every token
+  std::unique_ptr<Scheduler> scheduler;      // destroyed first (declared last)
+  ~LoadedModel() { scheduler.reset(); }
+};
+
+struct ModelSpec {
+  std::string name;   // the id clients use
+  std::string path;
+};
+using ModelLoader = std::function<std::shared_ptr<LoadedModel>(const ModelSpec&)>;
+
+class ModelRegistry {
+ public:
+  ModelRegistry(std::vector<ModelSpec> specs, ModelLoader loader, int32_t max_resident);
+  // The model (loading it if needed). "" selects the first model. Unknown: HttpError 404.
+  std::shared_ptr<LoadedModel> get(const std::string& name);
+  bool has(const std::string& name) const;
+  const std::vector<ModelSpec>& specs() const { return specs_; }
+  std::vector<std::shared_ptr<LoadedModel>> resident() const;
+  // Unloads every model (their schedulers cancel what still runs).
+  void unload_all();
+
+ private:
+  const ModelSpec* find(const std::string& name) const;
+  std::vector<ModelSpec> specs_;
+  ModelLoader loader_;
+  int32_t max_resident_;
+  mutable std::mutex mu_;       // resident_ and lru_
+  std::mutex load_mu_;          // one load at a time
+  std::map<std::string, std::shared_ptr<LoadedModel>> resident_;
+  std::list<std::string> lru_;  // front: most recently used
+};
+
+}  // namespace brisk::server

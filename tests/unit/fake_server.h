@@ -1,0 +1,144 @@
+// A fake model for server tests: a byte-level tokenizer (ids 0-255 are bytes, 256-258 are
+// <|im_start|>, <|im_end|>, <|endoftext|>), a ChatML renderer and the FakeContext engine
+// favoring printable ASCII, bundled as a LoadedModel, plus a server running on a free port.
+#pragma once
+#include <httplib.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "fake_engine.h"
+#include "server/http_server.h"
+#include "server/json_fields.h"
+#include "server/model_registry.h"
+#include "text/tokenizer.h"
+
+namespace brisk::testing {
+
+class FakeTokenizer : public Tokenizer {
+ public:
+  static constexpr int32_t kImStart = 256, kImEnd = 257, kEos = 258, kVocab = 259;
+  std::vector<int32_t> encode(std::string_view text, const EncodeOptions& opt) const override {
+    std::vector<int32_t> out;
+    if (opt.add_special) out.push_back(kImStart);
+    for (size_t i = 0; i < text.size();) {
+      bool special = false;
+      if (opt.parse_special) {
+        for (int32_t id : {kImStart, kImEnd, kEos}) {
+          const std::string s = token_text(id);
+          if (text.compare(i, s.size(), s) == 0) {
+            out.push_back(id);
+            i += s.size();
+            special = true;
+            break;
+          }
+        }
+      }
+      if (!special) out.push_back(int32_t((unsigned char)text[i++]));
+    }
+    return out;
+  }
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special) const override {
+    std::string out;
+    for (int32_t id : ids) {
+      BRISK_CHECK(id >= 0 && id < kVocab, "fake tokenizer: id ", id, " out of range");
+      if (id < 256) out += char(id);
+      else if (!skip_special) out += token_text(id);
+    }
+    return out;
+  }
+  int32_t vocab_size() const override { return kVocab; }
+  std::string token_text(int32_t id) const override {
+    if (id == kImStart) return "<|im_start|>";
+    if (id == kImEnd) return "<|im_end|>";
+    if (id == kEos) return "<|endoftext|>";
+    return std::string(1, char(id));
+  }
+  bool is_special(int32_t id) const override { return id >= 256; }
+  int32_t bos_id() const override { return -1; }
+  int32_t eos_id() const override { return kEos; }
+  std::vector<int32_t> end_of_generation_ids() const override { return {kImEnd, kEos}; }
+  int32_t token_id(std::string_view text) const override {
+    for (int32_t id = 0; id < kVocab; ++id)
+      if (token_text(id) == text) return id;
+    return -1;
+  }
+};
+
+inline std::string fake_render(const server::ChatPromptInput& in) {
+  std::string out;
+  if (in.tools.is_array()) out += "<|im_start|>system\ntools: " + server::dump_json(in.tools) + "<|im_end|>\n";
+  for (const auto& m : in.messages) {
+    out += "<|im_start|>" + m.value("role", "") + "\n";
+    if (m.contains("content") && m["content"].is_string()) out += m["content"].get<std::string>();
+    if (m.contains("tool_calls")) out += "<tool_call>" + server::dump_json(m["tool_calls"]) + "</tool_call>";
+    out += "<|im_end|>\n";
+  }
+  if (in.add_generation_prompt) out += "<|im_start|>assistant\n";
+  return out;
+}
+
+struct FakeModelOptions {
+  int32_t n_ctx = 1024;
+  int32_t n_seq_max = 4;
+  int32_t n_batch = 128;
+  int32_t max_queue = 64;
+  int32_t block_size = 8;
+};
+
+inline std::shared_ptr<server::LoadedModel> make_fake_model(const FakeModelOptions& o) {
+  auto m = std::make_shared<server::LoadedModel>();
+  auto tok = std::make_shared<FakeTokenizer>();
+  m->tokenizer_owner = tok;
+  m->tokenizer = tok.get();
+  m->render_chat = fake_render;
+  m->end_ids = tok->end_of_generation_ids();
+  m->n_ctx = o.n_ctx;
+  m->chat_format = ChatFormat::kHermes;
+  auto ctx = std::make_unique<FakeContext>(
+      ContextOptions{.n_ctx = o.n_ctx, .n_seq_max = o.n_seq_max, .n_batch = o.n_batch}, FakeTokenizer::kVocab, 'a', 'z' + 1);
+  server::SchedulerOptions so;
+  so.max_queue = o.max_queue;
+  so.cache.block_size = o.block_size;
+  m->scheduler = std::make_unique<server::Scheduler>(std::move(ctx), greedy_factory(), so);
+  return m;
+}
+
+// What the fake model answers (greedily) to `prompt_text`.
+inline std::string fake_answer(const std::string& prompt_text, int32_t n) {
+  FakeTokenizer tok;
+  const auto ids = tok.encode(prompt_text, {.add_special = false, .parse_special = true});
+  return tok.decode(fake_greedy(ids, n, FakeTokenizer::kVocab, {}, 'a', 'z' + 1), true);
+}
+
+struct TestServer {
+  std::unique_ptr<server::ModelRegistry> registry;
+  std::unique_ptr<server::HttpServer> server;
+  std::thread thread;
+  int loads = 0;
+
+  explicit TestServer(server::ServerOptions opt = {}, std::vector<std::string> names = {"fake"},
+                      FakeModelOptions mo = {}, int32_t max_resident = 2) {
+    std::vector<server::ModelSpec> specs;
+    for (auto& n : names) specs.push_back({n, "/nonexistent/" + n});
+    registry = std::make_unique<server::ModelRegistry>(
+        specs, [this, mo](const server::ModelSpec&) { ++loads; return make_fake_model(mo); }, max_resident);
+    opt.port = 0;
+    opt.log_requests = std::getenv("BRISK_TEST_LOG") != nullptr;
+    server = std::make_unique<server::HttpServer>(*registry, opt);
+    server->bind();
+    thread = std::thread([this] { server->serve(); });
+  }
+  ~TestServer() {
+    server->stop();
+    if (thread.joinable()) thread.join();
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", server->port());
+    c.set_read_timeout(30);
+    return c;
+  }
+};
+
+}  // namespace brisk::testing
