@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "server/engine_loader.h"
 #include "server/http_server.h"
+#include "server/unix_socket_bridge.h"
 
 namespace {
 
@@ -40,8 +41,7 @@ void usage() {
       "  --max-body BYTES     request body limit (default 8 MiB)\n"
       "  --http-threads N     connections served at once (default 64)\n"
       "  --shutdown-grace S   seconds in-flight requests get on SIGINT/SIGTERM (default 10)\n"
-      "  --unix PATH          not available: the bundled HTTP library (cpp-httplib 0.11) has no\n"
-      "                       Unix-socket listener\n");
+      "  --unix PATH          serve on a Unix socket (created mode 0600) instead of TCP\n");
 }
 
 int32_t parse_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
@@ -63,6 +63,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   eo.n_parallel = 8;
   int32_t max_models = 1;
   std::string kv = "f16";
+  std::string unix_path;
   if (const char* k = std::getenv("BRISK_API_KEY")) so.api_key = k;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& f = argv[i];
@@ -89,7 +90,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
     else if (f == "--host") so.host = value();
     else if (f == "--port") so.port = parse_int(f, value(), 0, 65535);
     else if (f == "--api-key") so.api_key = value();
-    else if (f == "--unix") fail("serve: --unix is not available: cpp-httplib 0.11 (the HTTP library this build uses) cannot listen on a Unix socket; bind to 127.0.0.1 instead");
+    else if (f == "--unix") unix_path = value();
     else if (f == "--ctx" || f == "-c") eo.n_ctx = parse_int(f, value(), 16, 1 << 24);
     else if (f == "--parallel" || f == "-np") eo.n_parallel = parse_int(f, value(), 1, 256);
     else if (f == "--batch" || f == "-b") eo.n_batch = parse_int(f, value(), 1, 1 << 16);
@@ -124,12 +125,26 @@ int cmd_serve(const std::vector<std::string>& argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  std::unique_ptr<UnixSocketBridge> bridge;
+  if (!unix_path.empty()) {
+    // The HTTP server listens on an ephemeral loopback port admitting only the bridge's peers.
+    so.host = "127.0.0.1";
+    so.port = 0;
+    so.admit_peer = [&bridge](int peer_port) { return bridge && bridge->owns_peer_port(peer_port); };
+  }
   ModelRegistry registry(specs, engine_model_loader(eo), max_models);
   registry.get(specs.front().name);  // load the first model now: errors show at startup
   HttpServer server(registry, so);
   server.bind();
-  std::fprintf(stderr, "brisk serve: listening on http://%s:%d (%zu model%s, first '%s')\n", so.host.c_str(),
-               server.port(), specs.size(), specs.size() == 1 ? "" : "s", specs.front().name.c_str());
+  if (!unix_path.empty()) {
+    bridge = std::make_unique<UnixSocketBridge>(unix_path, server.port());
+    bridge->start();
+    std::fprintf(stderr, "brisk serve: listening on unix:%s (%zu model%s, first '%s')\n", unix_path.c_str(),
+                 specs.size(), specs.size() == 1 ? "" : "s", specs.front().name.c_str());
+  } else {
+    std::fprintf(stderr, "brisk serve: listening on http://%s:%d (%zu model%s, first '%s')\n", so.host.c_str(),
+                 server.port(), specs.size(), specs.size() == 1 ? "" : "s", specs.front().name.c_str());
+  }
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&sigs, &sig);
@@ -142,6 +157,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
     pthread_kill(signal_thread.native_handle(), SIGTERM);
     signal_thread.join();
   }
+  if (bridge) bridge->stop();
   registry.unload_all();
   std::fprintf(stderr, "brisk serve: stopped\n");
   return 0;

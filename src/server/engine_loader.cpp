@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "hub/resolve.h"
 #include "server/engine_sampler.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -12,7 +13,7 @@ namespace brisk::server {
 
 ModelLoader engine_model_loader(EngineLoadOptions o) {
   return [o](const ModelSpec& spec) -> std::shared_ptr<LoadedModel> {
-    std::shared_ptr<const Model> model = Model::load({.path = spec.path, .quant = o.quant, .n_threads = o.n_threads});
+    std::shared_ptr<const Model> model = Model::load({.path = hub_resolve_model(spec.path, HubOptions{}), .quant = o.quant, .n_threads = o.n_threads});
     std::shared_ptr<const Tokenizer> own_tokenizer;
     std::string template_source = model->chat_template();
     if (!o.tokenizer_dir.empty()) {

@@ -48,6 +48,11 @@ HttpServer::HttpServer(ModelRegistry& registry, ServerOptions options)
 
   http_->set_pre_routing_handler([st](const httplib::Request& req, httplib::Response& res) {
     t_request_start = std::chrono::steady_clock::now();
+    if (st->options.admit_peer && !st->options.admit_peer(req.remote_port)) {
+      reply_error(res, dialect_of(req.path), 403, "this server accepts requests only through its Unix socket");
+      st->metrics.count_request("auth", 403);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
     if (!request_authorized(st->options.api_key, req.get_header_value("Authorization"),
                             req.get_header_value("x-api-key"))) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,8 @@ struct ServerOptions {
   int32_t http_threads = 64;            // concurrent connections served
   double shutdown_grace_seconds = 10.0; // in-flight requests may finish within this time
   bool log_requests = true;
+  // When set (--unix), a TCP request is served only if this accepts its peer port.
+  std::function<bool(int peer_port)> admit_peer{};
 };
 
 // What the route handlers share.
