@@ -3,10 +3,13 @@
 // metadata (long arrays summarized), the tensor table and totals (parameters, bytes, bits per
 // weight). --devices lists accelerators, --flags the run-time switches. Malformed input is a
 // one-line error and a non-zero exit (main.cpp prints brisk::Error).
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
