@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "formats/gguf.h"
 #include "text/jinja/template.h"
+#include "text/jinja/value.h"
 
 namespace brisk {
 
@@ -193,16 +194,19 @@ std::string ChatTemplate::render(const ChatRenderInput& input) const {
     tmpl = it->second;
   }
   BRISK_CHECK(input.messages.is_array(), origin_, ": messages must be a list");
-  nlohmann::ordered_json globals = nlohmann::ordered_json::object();
-  globals["messages"] = input.messages;
-  globals["tools"] = input.tools;
-  globals["documents"] = nullptr;
-  globals["add_generation_prompt"] = input.add_generation_prompt;
-  if (input.bos_token) globals["bos_token"] = *input.bos_token;
-  if (input.eos_token) globals["eos_token"] = *input.eos_token;
+  // Globals in the order transformers passes them, converted once (no JSON copy).
+  using jinja::Value;
+  auto globals = std::make_shared<jinja::Dict>();
+  globals->set(Value("messages"), jinja::from_json(input.messages));
+  globals->set(Value("tools"), jinja::from_json(input.tools));
+  globals->set(Value("documents"), Value::none());
+  globals->set(Value("add_generation_prompt"), Value(input.add_generation_prompt));
+  if (input.bos_token) globals->set(Value("bos_token"), Value(*input.bos_token));
+  if (input.eos_token) globals->set(Value("eos_token"), Value(*input.eos_token));
   BRISK_CHECK(input.kwargs.is_object(), origin_, ": kwargs must be an object");
-  for (auto it = input.kwargs.begin(); it != input.kwargs.end(); ++it) globals[it.key()] = it.value();
-  return tmpl->render(globals);
+  for (auto it = input.kwargs.begin(); it != input.kwargs.end(); ++it)
+    globals->set(Value(it.key()), jinja::from_json(it.value()));
+  return tmpl->render_values(Value(std::move(globals)));
 }
 
 }  // namespace brisk

@@ -303,7 +303,7 @@ Value f_sum(Interpreter& in, const Value& v, CallArgs& a) {
   ArgReader r(a, "sum", {"attribute", "start"});
   const Value* attribute = r.get(0);
   Value total = r.get_or(1, Value(int64_t(0)));
-  for (auto& item : iterate(v)) total = binary_op(in, "+", total, attribute_getter(in, item, attribute));
+  for (auto& item : iterate(v)) total = binary_op(in, Op::add, total, attribute_getter(in, item, attribute));
   return total;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "text/jinja/builtins.h"
 
 namespace brisk::jinja {
 
@@ -407,8 +408,22 @@ class Parser {
     return expr;
   }
 
+  static Op binary_op_of(const std::string& t) {
+    if (t == "+") return Op::add;
+    if (t == "-") return Op::sub;
+    if (t == "*") return Op::mul;
+    if (t == "/") return Op::div;
+    if (t == "//") return Op::floordiv;
+    if (t == "%") return Op::mod;
+    if (t == "**") return Op::pow;
+    if (t == "~") return Op::concat;
+    if (t == "and") return Op::and_;
+    return Op::or_;
+  }
+
   ExprPtr binary(const std::string& op, const Token& at, ExprPtr l, ExprPtr r) {
     auto e = make(Expr::Kind::binary, at);
+    e->op = binary_op_of(op);
     e->name = op;
     e->a = std::move(l);
     e->b = std::move(r);
@@ -438,7 +453,7 @@ class Parser {
       DepthGuard guard(*this);
       const Token& at = next();
       auto e = make(Expr::Kind::unary, at);
-      e->name = "not";
+      e->op = Op::not_;
       e->a = parse_not();
       return e;
     }
@@ -450,21 +465,21 @@ class Parser {
     ExprPtr first = parse_math1();
     ExprPtr cmp;
     while (true) {
-      std::string op;
-      if (cur().kind == TokenKind::op &&
-          (cur().text == "==" || cur().text == "!=" || cur().text == "<" || cur().text == "<=" ||
-           cur().text == ">" || cur().text == ">=")) {
-        op = next().text;
-      } else if (is_name("in")) {
+      Op op;
+      if (is_op("==")) op = Op::eq;
+      else if (is_op("!=")) op = Op::ne;
+      else if (is_op("<")) op = Op::lt;
+      else if (is_op("<=")) op = Op::le;
+      else if (is_op(">")) op = Op::gt;
+      else if (is_op(">=")) op = Op::ge;
+      else if (is_name("in")) op = Op::in;
+      else if (is_name("not") && peek().kind == TokenKind::name && peek().text == "in") {
         next();
-        op = "in";
-      } else if (is_name("not") && peek().kind == TokenKind::name && peek().text == "in") {
-        next();
-        next();
-        op = "not in";
+        op = Op::not_in;
       } else {
         break;
       }
+      next();
       if (!cmp) {
         cmp = make(Expr::Kind::compare, start);
         cmp->a = std::move(first);
@@ -517,7 +532,7 @@ class Parser {
     if (is_op("-") || is_op("+")) {
       const Token& at = next();
       node = make(Expr::Kind::unary, at);
-      node->name = at.text;
+      node->op = at.text == "-" ? Op::neg : Op::pos;
       node->a = parse_unary(false);
     } else {
       node = parse_primary();
@@ -711,9 +726,11 @@ class Parser {
     e->name = expect_name();
     while (is_op(".")) {
       next();
-      e->name += "." + expect_name();
+      e->name += '.';
+      e->name += expect_name();
     }
     e->a = std::move(node);
+    e->filter_fn = find_filter(e->name);
     if (is_op("(")) parse_call_args(*e);
     return e;
   }
@@ -725,9 +742,11 @@ class Parser {
     e->name = expect_name();
     while (is_op(".")) {
       next();
-      e->name += "." + expect_name();
+      e->name += '.';
+      e->name += expect_name();
     }
     e->a = std::move(node);
+    e->test_fn = find_test(e->name);
     const Token& t = cur();
     if (is_op("(")) {
       parse_call_args(*e);
@@ -744,6 +763,32 @@ class Parser {
 };
 
 }  // namespace
+
+const char* op_symbol(Op op) {
+  switch (op) {
+    case Op::add: case Op::pos: return "+";
+    case Op::sub: case Op::neg: return "-";
+    case Op::mul: return "*";
+    case Op::div: return "/";
+    case Op::floordiv: return "//";
+    case Op::mod: return "%";
+    case Op::pow: return "**";
+    case Op::concat: return "~";
+    case Op::and_: return "and";
+    case Op::or_: return "or";
+    case Op::not_: return "not";
+    case Op::eq: return "==";
+    case Op::ne: return "!=";
+    case Op::lt: return "<";
+    case Op::le: return "<=";
+    case Op::gt: return ">";
+    case Op::ge: return ">=";
+    case Op::in: return "in";
+    case Op::not_in: return "not in";
+    case Op::none: break;
+  }
+  return "?";
+}
 
 Body parse_tokens(const std::vector<Token>& tokens, const std::string& template_name) {
   return Parser(tokens, template_name).parse_all();
