@@ -54,10 +54,16 @@ def make_environment():
     return env
 
 
+def compile_template(template_source):
+    return make_environment().from_string(template_source)
+
+
 def render(template_source, conv):
     """Renders like transformers: messages, tools, documents, add_generation_prompt, then the
-    special tokens and extra keyword arguments."""
-    template = make_environment().from_string(template_source)
+    special tokens and extra keyword arguments. `template_source` may be a compiled template."""
+    template = template_source
+    if isinstance(template_source, str):
+        template = compile_template(template_source)
     kwargs = {}
     for key in ("bos_token", "eos_token"):
         if key in conv:
