@@ -502,7 +502,7 @@ Value f_round(Interpreter&, const Value& v, CallArgs& a) {
       double scale = std::pow(10.0, double(-precision));
       return Value(std::nearbyint(d / scale) * scale);
     }
-    char buf[512];
+    char buf[1024];  // up to 309 integer digits + 300 decimals
     std::snprintf(buf, sizeof(buf), "%.*f", int(precision), d);
     return Value(std::strtod(buf, nullptr));
   }
