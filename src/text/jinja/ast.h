@@ -58,6 +58,7 @@ struct Expr {
   std::vector<Op> ops;
   Op op = Op::none;
   bool negated = false;
+  uint32_t depth = 1;  // height of this subtree (bounded by the parser)
   FilterFn filter_fn = nullptr;  // filter: the builtin, or null when unknown (fails if reached)
   TestFn test_fn = nullptr;      // test: likewise
 };

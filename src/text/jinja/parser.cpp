@@ -10,7 +10,8 @@ namespace brisk::jinja {
 
 namespace {
 
-constexpr int kMaxNesting = 200;  // expression / statement nesting, bounds the C++ stack
+constexpr int kMaxNesting = 200;          // statement / bracket nesting, bounds the C++ stack
+constexpr uint32_t kMaxExprDepth = 400;  // depth of one expression tree
 
 class Parser {
  public:
@@ -90,6 +91,24 @@ class Parser {
     auto e = std::make_unique<Expr>();
     e->kind = kind;
     e->pos = at.pos;
+    return e;
+  }
+
+  // Records the depth of a finished node. Left-deep chains (1 + 1 + ..., x.a.a...) are built
+  // by loops, not recursion, so this is what bounds the evaluator's (and destructor's) stack.
+  ExprPtr seal(ExprPtr e) {
+    uint32_t d = 0;
+    auto see = [&d](const ExprPtr& c) {
+      if (c) d = std::max(d, c->depth);
+    };
+    see(e->a);
+    see(e->b);
+    see(e->c);
+    for (const auto& x : e->items) see(x);
+    for (const auto& kv : e->kwargs) see(kv.second);
+    e->depth = d + 1;
+    if (e->depth > kMaxExprDepth)
+      fail(name_, ":", e->pos.line, ":", e->pos.column, ": syntax error: expression nested too deeply");
     return e;
   }
 
@@ -382,7 +401,7 @@ class Parser {
     }
     auto t = make(Expr::Kind::tuple, start);
     t->items = std::move(items);
-    return t;
+    return seal(std::move(t));
   }
 
   bool tuple_ends(bool for_iter) const {
@@ -403,7 +422,7 @@ class Parser {
       e->a = parse_or();
       e->b = std::move(expr);
       if (skip_name("else")) e->c = parse_expression(true);
-      expr = std::move(e);
+      expr = seal(std::move(e));
     }
     return expr;
   }
@@ -427,7 +446,7 @@ class Parser {
     e->name = op;
     e->a = std::move(l);
     e->b = std::move(r);
-    return e;
+    return seal(std::move(e));
   }
 
   ExprPtr parse_or() {
@@ -455,7 +474,7 @@ class Parser {
       auto e = make(Expr::Kind::unary, at);
       e->op = Op::not_;
       e->a = parse_not();
-      return e;
+      return seal(std::move(e));
     }
     return parse_compare();
   }
@@ -487,7 +506,7 @@ class Parser {
       cmp->ops.push_back(op);
       cmp->items.push_back(parse_math1());
     }
-    return cmp ? std::move(cmp) : std::move(first);
+    return cmp ? seal(std::move(cmp)) : std::move(first);
   }
 
   ExprPtr parse_math1() {
@@ -534,6 +553,7 @@ class Parser {
       node = make(Expr::Kind::unary, at);
       node->op = at.text == "-" ? Op::neg : Op::pos;
       node->a = parse_unary(false);
+      node = seal(std::move(node));
     } else {
       node = parse_primary();
     }
@@ -595,7 +615,7 @@ class Parser {
             e->items.push_back(parse_expression(true));
           }
           next();
-          return e;
+          return seal(std::move(e));
         }
         if (t.text == "{") {
           next();
@@ -608,7 +628,7 @@ class Parser {
             e->items.push_back(parse_expression(true));
           }
           next();
-          return e;
+          return seal(std::move(e));
         }
         break;
       default: break;
@@ -630,13 +650,13 @@ class Parser {
           auto e = make(Expr::Kind::attr, at);
           e->name = next().text;
           e->a = std::move(node);
-          node = std::move(e);
+          node = seal(std::move(e));
         } else if (cur().kind == TokenKind::integer) {
           auto e = make(Expr::Kind::item, at);
           e->a = std::move(node);
           e->b = literal(cur(), Value(int64_t(std::strtoll(cur().text.c_str(), nullptr, 10))));
           next();
-          node = std::move(e);
+          node = seal(std::move(e));
         } else {
           error(cur(), str_cat("expected name or number, got ", describe(cur())));
         }
@@ -670,12 +690,12 @@ class Parser {
       auto e = make(Expr::Kind::item, at);
       e->a = std::move(node);
       e->b = std::move(parts[0]);
-      return e;
+      return seal(std::move(e));
     }
     auto e = make(Expr::Kind::slice, at);
     e->a = std::move(node);
     e->items = std::move(parts);
-    return e;
+    return seal(std::move(e));
   }
 
   // Arguments "(a, b, k=v)" into e->items / e->kwargs.
@@ -703,7 +723,7 @@ class Parser {
     auto e = make(Expr::Kind::call, cur());
     e->a = std::move(node);
     parse_call_args(*e);
-    return e;
+    return seal(std::move(e));
   }
 
   ExprPtr parse_filter_expr(ExprPtr node) {
@@ -732,7 +752,7 @@ class Parser {
     e->a = std::move(node);
     e->filter_fn = find_filter(e->name);
     if (is_op("(")) parse_call_args(*e);
-    return e;
+    return seal(std::move(e));
   }
 
   ExprPtr parse_test(ExprPtr node) {
@@ -758,7 +778,7 @@ class Parser {
       ExprPtr arg = parse_primary();
       e->items.push_back(parse_postfix(std::move(arg)));
     }
-    return e;
+    return seal(std::move(e));
   }
 };
 
