@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-30}
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz
+cmake --build --preset fuzz -j2
 shared=../shared/data
 shopt -s nullglob
 for bin in build/fuzz/fuzz/fuzz_*; do

@@ -7,6 +7,7 @@
 
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "formats/display.h"
 #include "formats/gguf.h"
 
 namespace brisk::gguf {
@@ -15,6 +16,10 @@ namespace {
 constexpr uint32_t kMaxDims = 4;          // GGML_MAX_DIMS: what llama.cpp accepts
 constexpr int kMaxArrayDepth = 8;         // nested arrays deeper than this are rejected
 constexpr uint64_t kDefaultAlignment = 32;
+// Each parsed value costs sizeof(Value) (48 bytes) of memory however small its encoding, so the
+// total is capped: 8 M values is ten times the largest tokenizer (vocab + scores + types +
+// merges) seen in practice, and bounds the parse to a few hundred MB for any input.
+constexpr uint64_t kMaxMetadataValues = 1ull << 23;
 
 // Smallest encoded size of one value of type t (used to bound counts read from the file).
 uint64_t min_encoded_size(ValueType t) {
@@ -38,6 +43,14 @@ class Cursor {
       : data_(data), size_(size), name_(name) {}
 
   uint64_t pos() const { return pos_; }
+
+  // Counts values as they are parsed, so a hostile file cannot make the parser allocate far
+  // more than its size through arrays of one-byte items.
+  void count_values(uint64_t at, uint64_t n) {
+    values_ += n;
+    if (values_ > kMaxMetadataValues)
+      fail_at(at, "more than ", kMaxMetadataValues, " metadata values in the file");
+  }
   uint64_t remaining() const { return size_ - pos_; }
 
   template <class... Args>
@@ -78,6 +91,7 @@ class Cursor {
   const uint8_t* data_;
   uint64_t size_;
   uint64_t pos_ = 0;
+  uint64_t values_ = 0;
   const std::string& name_;
 };
 
@@ -92,6 +106,7 @@ Array read_array(Cursor& c, int depth) {
   const uint64_t count_at = c.pos();
   const uint64_t count = c.read<uint64_t>("array count");
   c.check_count(count_at, count, min_encoded_size(a.type), "array");
+  c.count_values(count_at, count);
   a.items.reserve(size_t(count));
   for (uint64_t i = 0; i < count; ++i) a.items.push_back(read_value(c, a.type, depth + 1));
   return a;
@@ -155,14 +170,16 @@ File File::parse(std::shared_ptr<const MappedFile> bytes) {
   c.check_count(n_tensors_at, n_tensors, 24, "tensor");
 
   f.metadata_.reserve(size_t(n_kv));
+  uint64_t alignment_at = 0;
   for (uint64_t i = 0; i < n_kv; ++i) {
     const uint64_t at = c.pos();
     std::string key = c.read_string("metadata key");
     const uint64_t type_at = c.pos();
     const uint32_t raw_type = c.read<uint32_t>("metadata value type");
     if (!valid_value_type(raw_type))
-      c.fail_at(type_at, "metadata key '", key, "' has invalid value type ", raw_type);
-    if (f.metadata_index_.count(key)) c.fail_at(at, "duplicate metadata key '", key, "'");
+      c.fail_at(type_at, "metadata key '", display_text(key), "' has invalid value type ", raw_type);
+    if (f.metadata_index_.count(key)) c.fail_at(at, "duplicate metadata key '", display_text(key), "'");
+    if (key == "general.alignment") alignment_at = c.pos();
     Value v = read_value(c, ValueType(raw_type), 0);
     f.metadata_index_.emplace(key, f.metadata_.size());
     f.metadata_.emplace_back(std::move(key), std::move(v));
@@ -171,7 +188,7 @@ File File::parse(std::shared_ptr<const MappedFile> bytes) {
   if (const Value* a = f.find("general.alignment")) {
     const auto n = a->as_int();
     if (!n || a->type == ValueType::BOOL || *n <= 0 || (*n & (*n - 1)) != 0 || *n > (1 << 30))
-      fail(name, ": general.alignment must be a power-of-two integer up to 2^30");
+      c.fail_at(alignment_at, "general.alignment must be a power-of-two integer up to 2^30");
     f.alignment_ = uint64_t(*n);
   } else {
     f.alignment_ = kDefaultAlignment;
@@ -185,11 +202,11 @@ File File::parse(std::shared_ptr<const MappedFile> bytes) {
     info_offsets.push_back(at);
     TensorInfo t;
     t.name = c.read_string("tensor name");
-    if (f.tensor_index_.count(t.name)) c.fail_at(at, "duplicate tensor name '", t.name, "'");
+    if (f.tensor_index_.count(t.name)) c.fail_at(at, "duplicate tensor name '", display_text(t.name), "'");
     const uint64_t dims_at = c.pos();
     const uint32_t n_dims = c.read<uint32_t>("tensor n_dims");
     if (n_dims == 0 || n_dims > kMaxDims)
-      c.fail_at(dims_at, "tensor '", t.name, "' has ", n_dims, " dimensions (1 to ", kMaxDims,
+      c.fail_at(dims_at, "tensor '", display_text(t.name), "' has ", n_dims, " dimensions (1 to ", kMaxDims,
                 " allowed)");
     t.ne.resize(n_dims);
     uint64_t n_elements = 1;
@@ -198,27 +215,27 @@ File File::parse(std::shared_ptr<const MappedFile> bytes) {
       const auto prod = checked_mul<uint64_t>(n_elements, t.ne[d]);
       if (t.ne[d] > uint64_t(std::numeric_limits<int64_t>::max()) || !prod ||
           *prod > uint64_t(std::numeric_limits<int64_t>::max()))
-        c.fail_at(dims_at, "tensor '", t.name, "' element count overflows");
+        c.fail_at(dims_at, "tensor '", display_text(t.name), "' element count overflows");
       n_elements = *prod;
     }
     t.n_elements = n_elements;
     const uint64_t type_at = c.pos();
     const uint32_t raw_type = c.read<uint32_t>("tensor type");
     const QuantTypeInfo* qi = quant_type_info(raw_type);
-    if (!qi) c.fail_at(type_at, "tensor '", t.name, "' has unknown type id ", raw_type);
+    if (!qi) c.fail_at(type_at, "tensor '", display_text(t.name), "' has unknown type id ", raw_type);
     t.type = qi->type;
     if (t.ne[0] % qi->block_size != 0)
-      c.fail_at(dims_at, "tensor '", t.name, "': ne[0] = ", t.ne[0],
+      c.fail_at(dims_at, "tensor '", display_text(t.name), "': ne[0] = ", t.ne[0],
                 " is not a multiple of the ", qi->name, " block size ", qi->block_size);
     std::optional<uint64_t> n_bytes = quant_row_bytes(t.type, t.ne[0]);
     for (uint32_t d = 1; d < n_dims && n_bytes; ++d)
       n_bytes = checked_mul<uint64_t>(*n_bytes, t.ne[d]);
-    if (!n_bytes) c.fail_at(dims_at, "tensor '", t.name, "' byte size overflows");
+    if (!n_bytes) c.fail_at(dims_at, "tensor '", display_text(t.name), "' byte size overflows");
     t.n_bytes = *n_bytes;
     const uint64_t offset_at = c.pos();
     t.offset = c.read<uint64_t>("tensor offset");
     if (t.offset % f.alignment_ != 0)
-      c.fail_at(offset_at, "tensor '", t.name, "' data offset ", t.offset,
+      c.fail_at(offset_at, "tensor '", display_text(t.name), "' data offset ", t.offset,
                 " is not a multiple of the alignment ", f.alignment_);
     f.tensor_index_.emplace(t.name, f.tensors_.size());
     f.tensors_.push_back(std::move(t));
@@ -238,7 +255,7 @@ File File::parse(std::shared_ptr<const MappedFile> bytes) {
   for (size_t i = 0; i < f.tensors_.size(); ++i) {
     TensorInfo& t = f.tensors_[i];
     if (!range_within(t.offset, t.n_bytes, data_size))
-      c.fail_at(info_offsets[i], "tensor '", t.name, "' data [", t.offset, ", +", t.n_bytes,
+      c.fail_at(info_offsets[i], "tensor '", display_text(t.name), "' data [", t.offset, ", +", t.n_bytes,
                 ") lies outside the ", data_size, "-byte data section");
     t.data = t.n_bytes > 0 ? f.bytes_->data() + f.data_offset_ + t.offset : nullptr;
   }

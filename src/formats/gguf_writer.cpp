@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <utility>
 
 #include "core/checked_math.h"
 #include "core/error.h"
@@ -47,10 +48,23 @@ void put_array(const Sink& out, const Array& a, const std::string& key) {
 
 // Writes the value without its type tag.
 void put_payload(const Sink& out, const Value& v, const std::string& key) {
-  auto as_u = [&]() -> uint64_t {
-    if (const auto* u = std::get_if<uint64_t>(&v.data)) return *u;
-    if (const auto* i = std::get_if<int64_t>(&v.data)) return uint64_t(*i);
-    fail("gguf writer: key '", key, "': ", value_type_name(v.type), " value holds no integer");
+  // The integer, checked to fit the declared type (a value set as u8 must be 0..255).
+  auto as_int = [&](auto zero) -> decltype(zero) {
+    using T = decltype(zero);
+    bool fits = false;
+    T r{};
+    if (const auto* u = std::get_if<uint64_t>(&v.data)) {
+      fits = std::in_range<T>(*u);
+      r = T(*u);
+    } else if (const auto* i = std::get_if<int64_t>(&v.data)) {
+      fits = std::in_range<T>(*i);
+      r = T(*i);
+    } else {
+      fail("gguf writer: key '", key, "': ", value_type_name(v.type), " value holds no integer");
+    }
+    BRISK_CHECK(fits, "gguf writer: key '", key, "': value does not fit ",
+                value_type_name(v.type));
+    return r;
   };
   auto as_d = [&]() -> double {
     const auto d = v.as_float();
@@ -59,14 +73,14 @@ void put_payload(const Sink& out, const Value& v, const std::string& key) {
     return *d;
   };
   switch (v.type) {
-    case ValueType::UINT8: put<uint8_t>(out, uint8_t(as_u())); break;
-    case ValueType::INT8: put<int8_t>(out, int8_t(as_u())); break;
-    case ValueType::UINT16: put<uint16_t>(out, uint16_t(as_u())); break;
-    case ValueType::INT16: put<int16_t>(out, int16_t(as_u())); break;
-    case ValueType::UINT32: put<uint32_t>(out, uint32_t(as_u())); break;
-    case ValueType::INT32: put<int32_t>(out, int32_t(as_u())); break;
-    case ValueType::UINT64: put<uint64_t>(out, as_u()); break;
-    case ValueType::INT64: put<int64_t>(out, int64_t(as_u())); break;
+    case ValueType::UINT8: put<uint8_t>(out, as_int(uint8_t{})); break;
+    case ValueType::INT8: put<int8_t>(out, as_int(int8_t{})); break;
+    case ValueType::UINT16: put<uint16_t>(out, as_int(uint16_t{})); break;
+    case ValueType::INT16: put<int16_t>(out, as_int(int16_t{})); break;
+    case ValueType::UINT32: put<uint32_t>(out, as_int(uint32_t{})); break;
+    case ValueType::INT32: put<int32_t>(out, as_int(int32_t{})); break;
+    case ValueType::UINT64: put<uint64_t>(out, as_int(uint64_t{})); break;
+    case ValueType::INT64: put<int64_t>(out, as_int(int64_t{})); break;
     case ValueType::FLOAT32: put<float>(out, float(as_d())); break;
     case ValueType::FLOAT64: put<double>(out, as_d()); break;
     case ValueType::BOOL: {

@@ -15,7 +15,8 @@
 namespace brisk {
 namespace {
 
-constexpr size_t kAlign = 64;
+// Heap copies are page-aligned so that tensor data keeps any GGUF alignment up to 4096.
+constexpr size_t kAlign = 4096;
 
 // Owns an fd for the duration of open().
 struct Fd {

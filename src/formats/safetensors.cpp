@@ -9,6 +9,7 @@
 
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "formats/display.h"
 #include "formats/json_file.h"
 
 namespace brisk::safetensors {
@@ -99,12 +100,12 @@ void Checkpoint::add_file(std::shared_ptr<const MappedFile> bytes) {
     if (name == "__metadata__") {
       if (!entry.is_object()) header_error(file, "__metadata__ is not an object");
       for (const auto& [k, v] : entry.items()) {
-        if (!v.is_string()) header_error(file, "__metadata__ value '", k, "' is not a string");
+        if (!v.is_string()) header_error(file, "__metadata__ value '", display_text(k), "' is not a string");
         metadata_[k] = v.get<std::string>();
       }
       continue;
     }
-    const std::string where = str_cat("tensor '", name, "'");
+    const std::string where = str_cat("tensor '", display_text(name), "'");
     if (!entry.is_object()) header_error(file, where, " is not an object");
     const auto dt = entry.find("dtype");
     const auto sh = entry.find("shape");
@@ -114,7 +115,7 @@ void Checkpoint::add_file(std::shared_ptr<const MappedFile> bytes) {
     if (off == entry.end() || !off->is_array() || off->size() != 2)
       header_error(file, where, " has no [begin, end] data_offsets");
     const DTypeInfo* di = dtype_from_name(dt->get<std::string>());
-    if (!di) header_error(file, where, " has unsupported dtype '", dt->get<std::string>(), "'");
+    if (!di) header_error(file, where, " has unsupported dtype '", display_text(dt->get<std::string>()), "'");
     if (sh->size() > kMaxDims) header_error(file, where, " has ", sh->size(), " dimensions");
 
     TensorInfo t;
@@ -141,7 +142,7 @@ void Checkpoint::add_file(std::shared_ptr<const MappedFile> bytes) {
                    " needs ", *n_bytes);
     t.n_bytes = *n_bytes;
     t.data = bytes->data() + data_start + begin;
-    if (index_.count(name)) header_error(file, "tensor '", name, "' appears twice");
+    if (index_.count(name)) header_error(file, where, " appears twice");
     index_.emplace(name, tensors_.size());
     spans.push_back(Span{.begin = begin, .end = end, .index = tensors_.size()});
     tensors_.push_back(std::move(t));
@@ -154,7 +155,7 @@ void Checkpoint::add_file(std::shared_ptr<const MappedFile> bytes) {
   uint64_t expect = 0;
   for (const auto& s : spans) {
     if (s.begin != expect)
-      header_error(file, "tensor '", tensors_[s.index].name, "' starts at ", s.begin,
+      header_error(file, "tensor '", display_text(tensors_[s.index].name), "' starts at ", s.begin,
                    s.begin < expect ? " overlapping the previous tensor" : " leaving a gap",
                    " (expected ", expect, ")");
     expect = s.end;
@@ -210,12 +211,12 @@ Checkpoint Checkpoint::open(const std::string& path, MappedFile::Mode mode) {
                 ": no \"weight_map\" object");
     std::vector<std::string> names;
     for (const auto& [tensor, shard] : wm->items()) {
-      BRISK_CHECK(shard.is_string(), index.string(), ": weight_map entry '", tensor,
+      BRISK_CHECK(shard.is_string(), index.string(), ": weight_map entry '", display_text(tensor),
                   "' is not a file name");
       const std::string s = shard.get<std::string>();
       BRISK_CHECK(!s.empty() && s.find('/') == std::string::npos &&
                       s.find('\\') == std::string::npos && s != "." && s != "..",
-                  index.string(), ": weight_map entry '", tensor, "' names '", s,
+                  index.string(), ": weight_map entry '", display_text(tensor), "' names '", display_text(s),
                   "', not a plain file name in the same folder");
       if (std::find(names.begin(), names.end(), s) == names.end()) names.push_back(s);
     }
@@ -223,11 +224,11 @@ Checkpoint Checkpoint::open(const std::string& path, MappedFile::Mode mode) {
     for (const auto& s : names) c.add_file(MappedFile::open((index.parent_path() / s).string(), mode));
     for (const auto& [tensor, shard] : wm->items()) {
       const TensorInfo* t = c.find(tensor);
-      BRISK_CHECK(t, index.string(), ": tensor '", tensor, "' is not in its shard ",
-                  shard.get<std::string>());
+      BRISK_CHECK(t, index.string(), ": tensor '", display_text(tensor), "' is not in its shard ",
+                  display_text(shard.get<std::string>()));
       BRISK_CHECK(fs::path(t->file).filename() == shard.get<std::string>(), index.string(),
-                  ": tensor '", tensor, "' is in ", t->file, ", not in ",
-                  shard.get<std::string>());
+                  ": tensor '", display_text(tensor), "' is in ", t->file, ", not in ",
+                  display_text(shard.get<std::string>()));
     }
   } else {
     for (const auto& s : shards) c.add_file(MappedFile::open(s.string(), mode));

@@ -68,6 +68,16 @@ inline int nearest_int(float x) {
   return int(u & 0x007fffff) - 0x00400000;
 }
 
+// roundf (half away from zero) to an integer clamped to [lo, hi]; NaN gives 0. Keeps the float
+// -> int conversion defined for non-finite input (a finite in-range value is unaffected).
+inline int round_clamped(float v, int lo, int hi) {
+  const float r = __builtin_roundf(v);
+  if (!(r == r)) return 0;
+  if (r < float(lo)) return lo;
+  if (r > float(hi)) return hi;
+  return int(r);
+}
+
 // The 4-bit non-linear codebook of IQ4_NL / IQ4_XS (the format's published constants).
 inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};

@@ -376,6 +376,17 @@ const uint32_t* iq3xxs_grid() { return table<uint32_t>(kIq3xxsHex, 3, 4, kMap3xx
 const uint32_t* iq3s_grid() { return table<uint32_t>(kIq3sHex, 3, 4, kMap3s).data(); }
 const uint64_t* iq1s_grid() { return table<uint64_t>(kIq1sHex, 2, 8, kMap1).data(); }
 
+const uint64_t* iq_sign_bytes() {
+  static const std::array<uint64_t, 128> t = [] {
+    std::array<uint64_t, 128> r{};
+    for (uint32_t i = 0; i < 128; ++i)
+      for (int j = 0; j < 8; ++j)
+        r[i] |= uint64_t((iq_ksigns(i) >> j) & 1 ? 0xFF : 0x01) << (8 * j);
+    return r;
+  }();
+  return t.data();
+}
+
 int iq_grid_size(int which) {
   const GridDesc& g = kGrids[which];
   return int(g.len / 2 * (g.bits == 2 ? 4 : 2) / std::size_t(g.elems));
@@ -383,7 +394,12 @@ int iq_grid_size(int which) {
 
 uint32_t iq_grid_key(int which, int i) {
   const GridDesc& g = kGrids[which];
-  std::vector<uint8_t> codes = codes_of(g.hex, g.len, g.bits);
+  static const std::array<std::vector<uint8_t>, kIqGridCount> all_codes = [] {
+    std::array<std::vector<uint8_t>, kIqGridCount> r;
+    for (int k = 0; k < kIqGridCount; ++k) r[size_t(k)] = codes_of(kGrids[k].hex, kGrids[k].len, kGrids[k].bits);
+    return r;
+  }();
+  const std::vector<uint8_t>& codes = all_codes[size_t(which)];
   const int field = g.bits == 2 ? 2 : 4;
   uint32_t key = 0;
   for (int k = 0; k < g.elems; ++k) key |= uint32_t(codes[std::size_t(i * g.elems + k)]) << (field * k);

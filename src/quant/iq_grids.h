@@ -21,6 +21,10 @@ inline uint8_t iq_ksigns(uint32_t i7) {
   return uint8_t(i7 | (uint32_t(__builtin_parity(i7)) << 7));
 }
 
+// Sign patterns as bytes for SIMD kernels: entry i (7-bit sign index) holds 8 bytes, byte j =
+// 0xFF (-1) when bit j of iq_ksigns(i) is set, else 0x01 (+1).
+const uint64_t* iq_sign_bytes();
+
 // For tests: the packed code of entry i, element 0 in the lowest bits (2 bits per element for
 // the 3-valued grids, 4 for the 8-valued ones); the codebooks are sorted by this key.
 uint32_t iq_grid_key(int which, int i);

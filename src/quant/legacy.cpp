@@ -185,7 +185,7 @@ void quantize_row_q8_0_ref(const float* x, void* dst, int64_t n) {
     const float d = abs_max(x, QK8_0).amax / 127.f;
     const float id = d != 0.f ? 1.f / d : 0.f;
     b[i].d = f32_to_fp16(d);
-    for (int j = 0; j < QK8_0; ++j) b[i].qs[j] = int8_t(std::round(x[j] * id));
+    for (int j = 0; j < QK8_0; ++j) b[i].qs[j] = int8_t(round_clamped(x[j] * id, -128, 127));
   }
 }
 
@@ -197,7 +197,7 @@ void quantize_row_q8_1_ref(const float* x, void* dst, int64_t n) {
     b[i].d = f32_to_fp16(d);
     int sum = 0;
     for (int j = 0; j < QK8_1; ++j) {
-      b[i].qs[j] = int8_t(std::round(x[j] * id));
+      b[i].qs[j] = int8_t(round_clamped(x[j] * id, -128, 127));
       sum += b[i].qs[j];
     }
     b[i].s = f32_to_fp16(float(sum) * d);

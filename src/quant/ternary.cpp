@@ -38,7 +38,7 @@ float ternary_codes(const float* x, uint8_t* q) {
   float amax = 0;
   for (int j = 0; j < QK_K; ++j) amax = std::fmax(amax, std::fabs(x[j]));
   const float id = amax != 0.f ? 1.f / amax : 0.f;
-  for (int j = 0; j < QK_K; ++j) q[j] = uint8_t(int(std::round(x[j] * id)) + 1);
+  for (int j = 0; j < QK_K; ++j) q[j] = uint8_t(round_clamped(x[j] * id, -1, 1) + 1);
   return amax;
 }
 

@@ -4,18 +4,20 @@
 // sequences in one forward pass.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "quant/types.h"
 #include "text/tokenizer.h"
 
 namespace brisk {
 
 struct ModelLoadOptions {
-  std::string path;           // GGUF file or Hugging Face folder (safetensors + config.json)
-  std::string quant;          // "", "q8_0", "q4_0", "q4_k": quantize safetensors weights at load
+  std::string path{};         // GGUF file or Hugging Face folder (safetensors + config.json)
+  std::string quant{};        // "", "q8_0", "q4_0", "q4_k": quantize safetensors weights at load
   bool use_mmap = false;      // weights read into memory by default
   int32_t n_threads = 0;      // 0: all cores
 };
@@ -73,6 +75,14 @@ class Context {
   virtual void seq_truncate(int32_t seq, int32_t n_keep) = 0;   // keep positions [0, n_keep)
   virtual void seq_copy(int32_t src, int32_t dst, int32_t n) = 0;  // dst := src's first n positions
   virtual const ContextOptions& options() const = 0;
+
+  // Debugging hook: receives every named intermediate of the forward (llama.cpp names such as
+  // "attn_norm", "Qcur", "l_out"; layer -1 for model-level tensors) as float32 [rows, cols]
+  // with one row per batch token. An empty function turns it off.
+  using TapFn = std::function<void(const std::string& name, int layer, const float* data,
+                                   int64_t rows, int64_t cols)>;
+  // Contexts without taps (test doubles, other implementations) keep this default.
+  virtual void set_tap(TapFn tap) { fail("this context does not support taps"); }
 };
 
 }  // namespace brisk

@@ -1,13 +1,14 @@
 // Sampler chain (see sampler.h for the order). Works on a candidate list that starts as the
 // whole vocabulary and shrinks step by step:
-//   mask + bias + penalties   O(n_vocab + history)
-//   top-k                     nth_element, O(n_vocab)
-//   top-p                     softmax at temperature 1, then a partial sort of the best 256
-//                             (enough for most steps), a full sort only when they fall short
+//   mask + bias + penalties   a copy of the logits plus sparse edits, O(n_vocab + history)
+//   top-k                     a bounded heap of the k best, O(n_vocab) comparisons
+//   top-p                     softmax at temperature 1, then bisection with nth_element for
+//                             the smallest set reaching top_p: O(n) expected, no full sort
 //   min-p                     one pass against p_max
-//   temperature + draw        softmax of logit / T, one uniform double from mt19937_64.
-// Ties between equal logits are broken by the lower token id everywhere, so results do not
-// depend on the standard library's sort.
+//   temperature + draw        softmax of logit / T over the kept set in id order, one uniform
+//                             double from mt19937_64.
+// Ties between equal logits are broken by the lower token id everywhere and the draw walks
+// the kept set in id order, so results do not depend on the standard library's algorithms.
 #include "runtime/sampler.h"
 
 #include <algorithm>
@@ -70,14 +71,14 @@ void Sampler::reset() {
 int32_t Sampler::sample(const float* logits, const std::vector<bool>* allowed) {
   BRISK_CHECK(logits != nullptr, "sampler: logits pointer is null");
   BRISK_CHECK(allowed == nullptr || allowed->size() == static_cast<size_t>(n_vocab_),
-              "sampler: allowed mask has ", allowed ? allowed->size() : 0, " entries, vocabulary has ",
-              n_vocab_);
+              "sampler: allowed mask has ", allowed ? allowed->size() : 0,
+              " entries, vocabulary has ", n_vocab_);
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const size_t n_vocab = static_cast<size_t>(n_vocab_);
 
-  // 1. Every token as a candidate, then bias and penalties by id (cand_[i].id == i here).
-  cand_.resize(static_cast<size_t>(n_vocab_));
-  for (int32_t i = 0; i < n_vocab_; ++i) cand_[i] = Candidate{i, logits[i], 0.0f};
-  for (const auto& [id, bias] : params_.logit_bias) cand_[id].logit += bias;
-
+  // 1. Working logits: copy, then the sparse edits (bias, penalties), then the mask.
+  work_.assign(logits, logits + n_vocab);
+  for (const auto& [id, bias] : params_.logit_bias) work_[static_cast<size_t>(id)] += bias;
   const bool use_penalties = params_.penalty_last_n != 0 &&
                              (params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f ||
                               params_.frequency_penalty != 0.0f);
@@ -86,92 +87,107 @@ int32_t Sampler::sample(const float* logits, const std::vector<bool>* allowed) {
     if (params_.penalty_last_n > 0) {
       window = std::min(window, static_cast<size_t>(params_.penalty_last_n));
     }
-    std::vector<int32_t> recent(history_.end() - static_cast<std::ptrdiff_t>(window), history_.end());
+    std::vector<int32_t> recent(history_.end() - static_cast<std::ptrdiff_t>(window),
+                                history_.end());
     std::sort(recent.begin(), recent.end());
     for (size_t i = 0; i < recent.size();) {
       size_t j = i;
       while (j < recent.size() && recent[j] == recent[i]) ++j;
-      const int32_t id = recent[i];
       const float count = static_cast<float>(j - i);
-      float& l = cand_[id].logit;
+      float& l = work_[static_cast<size_t>(recent[i])];
       l = l > 0.0f ? l / params_.repeat_penalty : l * params_.repeat_penalty;
       l -= count * params_.frequency_penalty + params_.presence_penalty;
       i = j;
     }
   }
+  if (allowed) {
+    for (size_t i = 0; i < n_vocab; ++i) {
+      if (!(*allowed)[i]) work_[i] = -kInf;
+    }
+  }
 
-  // 2. Drop masked, banned (-inf) and NaN candidates. If some logits are +inf, only those
-  //    remain, equally likely.
-  bool any_pos_inf = false;
-  for (const Candidate& c : cand_) {
-    if (c.logit == std::numeric_limits<float>::infinity() && (!allowed || (*allowed)[c.id])) {
-      any_pos_inf = true;
-      break;
-    }
+  // 2. NaN counts as banned. If some logits are +inf, only those remain, equally likely.
+  float max_logit = -kInf;
+  for (float& l : work_) {
+    l = std::isnan(l) ? -kInf : l;
+    max_logit = l > max_logit ? l : max_logit;
   }
-  size_t n = 0;
-  for (size_t i = 0; i < cand_.size(); ++i) {
-    Candidate c = cand_[i];
-    if (allowed && !(*allowed)[c.id]) continue;
-    if (std::isnan(c.logit) || c.logit == -std::numeric_limits<float>::infinity()) continue;
-    if (any_pos_inf) {
-      if (c.logit != std::numeric_limits<float>::infinity()) continue;
-      c.logit = 0.0f;
-    }
-    cand_[n++] = c;
+  BRISK_CHECK(max_logit > -kInf,
+              "sampler: every token is masked out or banned; nothing can be sampled");
+  if (max_logit == kInf) {
+    for (float& l : work_) l = l == kInf ? 0.0f : -kInf;
+    max_logit = 0.0f;
   }
-  cand_.resize(n);
-  BRISK_CHECK(n > 0, "sampler: every token is masked out or banned; nothing can be sampled");
+
+  // 3. Greedy (also when 1 / temperature overflows): the first token with the top logit.
+  if (params_.temperature <= 0.0f || !std::isfinite(1.0f / params_.temperature)) {
+    return static_cast<int32_t>(std::find(work_.begin(), work_.end(), max_logit) - work_.begin());
+  }
 
   auto better = [](const Candidate& a, const Candidate& b) {
     return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
   };
 
-  // 3. Greedy (also when 1 / temperature overflows).
-  if (params_.temperature <= 0.0f || !std::isfinite(1.0f / params_.temperature)) {
-    return std::min_element(cand_.begin(), cand_.end(), better)->id;
-  }
-
-  // 4. top-k.
-  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < cand_.size()) {
-    std::nth_element(cand_.begin(), cand_.begin() + params_.top_k - 1, cand_.end(), better);
-    cand_.resize(static_cast<size_t>(params_.top_k));
+  // 4. Candidates: the k best through a bounded heap (one comparison per token in the common
+  //    case), or every token that is not banned.
+  cand_.clear();
+  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n_vocab) {
+    const size_t k = static_cast<size_t>(params_.top_k);
+    // better() as the heap order keeps the worst kept candidate at the front.
+    for (size_t i = 0; i < n_vocab; ++i) {
+      const float l = work_[i];
+      if (l == -kInf) continue;
+      const Candidate c{static_cast<int32_t>(i), l, 0.0f};
+      if (cand_.size() < k) {
+        cand_.push_back(c);
+        std::push_heap(cand_.begin(), cand_.end(), better);
+      } else if (better(c, cand_.front())) {
+        std::pop_heap(cand_.begin(), cand_.end(), better);
+        cand_.back() = c;
+        std::push_heap(cand_.begin(), cand_.end(), better);
+      }
+    }
+  } else {
+    for (size_t i = 0; i < n_vocab; ++i) {
+      if (work_[i] != -kInf) cand_.push_back(Candidate{static_cast<int32_t>(i), work_[i], 0.0f});
+    }
   }
 
   // 5. Probabilities at temperature 1 for top-p and min-p.
   const bool use_top_p = params_.top_p < 1.0f;
   const bool use_min_p = params_.min_p > 0.0f;
   if (use_top_p || use_min_p) {
-    float max_logit = -std::numeric_limits<float>::infinity();
-    for (const Candidate& c : cand_) max_logit = std::max(max_logit, c.logit);
+    float top = -kInf;
+    for (const Candidate& c : cand_) top = std::max(top, c.logit);
     double sum = 0.0;
     for (Candidate& c : cand_) {
-      c.p = std::exp(c.logit - max_logit);
+      c.p = std::exp(c.logit - top);
       sum += c.p;
     }
     for (Candidate& c : cand_) c.p = static_cast<float>(c.p / sum);
 
     if (use_top_p) {
-      // Smallest prefix (by probability) whose mass reaches top_p; at least one token.
-      // Sort the best 256 first; only a flat distribution needs the full sort.
-      size_t sorted = std::min<size_t>(cand_.size(), 256);
-      while (true) {
-        std::partial_sort(cand_.begin(), cand_.begin() + sorted, cand_.end(), better);
-        double cum = 0.0;
-        size_t keep = 0;
-        for (; keep < sorted; ++keep) {
-          cum += cand_[keep].p;
-          if (cum >= params_.top_p) {
-            ++keep;
-            break;
-          }
+      // The smallest set of best candidates whose mass reaches top_p (at least one), found by
+      // bisection with nth_element: expected O(n), no full sort. Invariants: cand_[0, lo) are
+      // the lo best and hold mass_lo < top_p; the hi best reach top_p (or hi is everything).
+      size_t lo = 0, hi = cand_.size();
+      double mass_lo = 0.0;
+      while (hi - lo > 1) {
+        const size_t mid = lo + (hi - lo) / 2;
+        std::nth_element(cand_.begin() + static_cast<std::ptrdiff_t>(lo),
+                         cand_.begin() + static_cast<std::ptrdiff_t>(mid),
+                         cand_.begin() + static_cast<std::ptrdiff_t>(hi), better);
+        double mass_mid = mass_lo;
+        for (size_t i = lo; i < mid; ++i) mass_mid += cand_[i].p;
+        if (mass_mid >= params_.top_p) {
+          hi = mid;
+        } else {
+          lo = mid;
+          mass_lo = mass_mid;
         }
-        if (cum >= params_.top_p || sorted == cand_.size()) {
-          cand_.resize(std::max<size_t>(keep, 1));
-          break;
-        }
-        sorted = cand_.size();  // a flat distribution: sort everything
       }
+      // Now hi == lo + 1: cand_[lo] is the next best, and with it the mass reaches top_p.
+      cand_.resize(lo + 1);
     }
 
     if (use_min_p) {
@@ -182,30 +198,50 @@ int32_t Sampler::sample(const float* logits, const std::vector<bool>* allowed) {
       for (size_t i = 0; i < cand_.size(); ++i) {
         if (cand_[i].p >= threshold) cand_[m++] = cand_[i];
       }
-      cand_.resize(std::max<size_t>(m, 1));  // the best one always passes (min_p <= 1)
+      cand_.resize(m);  // the best candidate always passes
     }
   }
 
-  // 6. Temperature and draw.
+  // 6. Temperature and the draw, over the kept candidates in id order (so the result does not
+  //    depend on how the selection steps above arranged them). Small sets are sorted by id;
+  //    large ones are scattered into the dense work_ buffer and scanned.
   const float inv_t = 1.0f / params_.temperature;
-  float max_logit = -std::numeric_limits<float>::infinity();
-  for (const Candidate& c : cand_) max_logit = std::max(max_logit, c.logit);
-  double total = 0.0;
-  for (Candidate& c : cand_) {
-    c.p = std::exp((c.logit - max_logit) * inv_t);  // <= 1, never NaN: logits are finite here
-    total += c.p;
+  float top = -kInf;
+  for (const Candidate& c : cand_) top = std::max(top, c.logit);
+  constexpr size_t kSortLimit = 4096;
+  if (cand_.size() <= kSortLimit) {
+    std::sort(cand_.begin(), cand_.end(),
+              [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+    double total = 0.0;
+    for (Candidate& c : cand_) {
+      c.p = std::exp((c.logit - top) * inv_t);  // <= 1, never NaN: logits are finite here
+      total += c.p;
+    }
+    const double target = uniform01(rng_) * total;
+    double cum = 0.0;
+    for (const Candidate& c : cand_) {
+      cum += c.p;
+      if (target < cum) return c.id;
+    }
+    for (auto it = cand_.rbegin(); it != cand_.rend(); ++it) {  // rounding at the very top
+      if (it->p > 0.0f) return it->id;
+    }
+    return cand_.front().id;
   }
+  std::fill(work_.begin(), work_.end(), 0.0f);
+  for (const Candidate& c : cand_) work_[static_cast<size_t>(c.id)] = std::exp((c.logit - top) * inv_t);
+  double total = 0.0;
+  for (float p : work_) total += p;
   const double target = uniform01(rng_) * total;
   double cum = 0.0;
-  for (const Candidate& c : cand_) {
-    cum += c.p;
-    if (target < cum) return c.id;
+  int32_t last = -1;
+  for (size_t i = 0; i < n_vocab; ++i) {
+    if (work_[i] == 0.0f) continue;
+    cum += work_[i];
+    last = static_cast<int32_t>(i);
+    if (target < cum) return last;
   }
-  // Rounding left the target at the very top: the last candidate with any mass.
-  for (auto it = cand_.rbegin(); it != cand_.rend(); ++it) {
-    if (it->p > 0.0f) return it->id;
-  }
-  return cand_.front().id;
+  return last;  // rounding at the very top; the best candidate has p == 1, so last >= 0
 }
 
 }  // namespace brisk

@@ -39,6 +39,7 @@ class Sampler {
   std::vector<int32_t> history_;
   struct Candidate { int32_t id; float logit; float p; };
   std::vector<Candidate> cand_;
+  std::vector<float> work_;  // [n_vocab] logits after mask, bias and penalties
 };
 
 }  // namespace brisk

@@ -28,6 +28,11 @@ class Tokenizer {
   virtual std::vector<int32_t> encode(std::string_view text, const EncodeOptions& opt = {}) const = 0;
   // Whole-sequence decode; ids out of range throw brisk::Error.
   virtual std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const = 0;
+  // As decode, but invalid UTF-8 (e.g. a character split across ids) is kept as raw bytes
+  // instead of being replaced by U+FFFD. The streaming decoder builds on this.
+  virtual std::string decode_bytes(const std::vector<int32_t>& ids, bool skip_special = false) const {
+    return decode(ids, skip_special);
+  }
 
   virtual int32_t vocab_size() const = 0;
   virtual std::string token_text(int32_t id) const = 0;  // the vocabulary entry as stored
@@ -50,8 +55,8 @@ class StreamDecoder {
  private:
   const Tokenizer& tok_;
   bool skip_special_;
-  std::vector<int32_t> ids_;
-  size_t emitted_bytes_ = 0;
+  std::vector<int32_t> ids_;  // window: context ids, then ids not yet fully emitted
+  size_t emitted_bytes_ = 0;  // bytes of decode_bytes(ids_) already returned
 };
 
 }  // namespace brisk

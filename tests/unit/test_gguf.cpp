@@ -169,6 +169,13 @@ TEST(GgufWriter, RejectsInconsistentTensors) {
   EXPECT_THROW(w.add_tensor("a", QuantType::F32, {4}, buf.data(), 16), Error);  // duplicate
   EXPECT_THROW(w.set_alignment(24), Error);
   EXPECT_THROW(w.add_tensor(std::string(64, 'n'), QuantType::F32, {4}, buf.data(), 16), Error);
+  gguf::Writer w2;
+  w2.set("big", make(ValueType::UINT8, uint64_t(256)));
+  EXPECT_THROW(w2.write(test::temp_path("big.gguf")), Error);
+  w2.set("big", make(ValueType::INT8, int64_t(-129)));
+  EXPECT_THROW(w2.write(test::temp_path("big.gguf")), Error);
+  w2.set("big", make(ValueType::UINT64, int64_t(-1)));
+  EXPECT_THROW(w2.write(test::temp_path("big.gguf")), Error);
   Array bad{.type = ValueType::INT32, .items = {Value::from_string("x")}};
   w.set("bad", Value{.type = ValueType::ARRAY, .data = bad});
   EXPECT_THROW(w.write(test::temp_path("bad.gguf")), Error);
@@ -250,6 +257,42 @@ TEST(GgufRealFiles, RewriteIsByteIdenticalToLlamaCppOutput) {
     EXPECT_EQ(first_diff, std::min(a.size(), b.size())) << "first difference at byte " << first_diff;
     std::filesystem::remove(out);
   }
+}
+
+}  // namespace
+}  // namespace brisk
+
+namespace brisk {
+namespace {
+
+TEST(GgufMappedFile, ModesAgreeAndErrorsNameThePath) {
+  const std::string path = test::temp_path("bytes.bin");
+  std::vector<uint8_t> bytes(10000);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 13);
+  test::write_all(path, bytes);
+  for (auto mode : {MappedFile::Mode::mmap, MappedFile::Mode::read}) {
+    const auto m = MappedFile::open(path, mode);
+    ASSERT_EQ(m->size(), bytes.size());
+    EXPECT_EQ(std::memcmp(m->data(), bytes.data(), bytes.size()), 0);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(m->data()) % 64, 0u);
+    EXPECT_EQ(m->path(), path);
+  }
+  const auto mem = MappedFile::from_memory(bytes.data(), 3, "mem");
+  EXPECT_EQ(mem->size(), 3u);
+  EXPECT_EQ(mem->data()[2], bytes[2]);
+  EXPECT_EQ(MappedFile::from_memory(nullptr, 0)->size(), 0u);
+  test::write_all(path, {});
+  EXPECT_EQ(MappedFile::open(path)->size(), 0u);
+  for (const std::string& bad : {path + ".missing", ::testing::TempDir()}) {
+    try {
+      MappedFile::open(bad);
+      ADD_FAILURE() << "opened " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(gguf::File::open(path), Error);  // empty file
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -83,6 +83,13 @@ TEST(GgufCorrupt, SmallFileIsValid) {
   ASSERT_EQ(f.tensors().size(), 2u);
   EXPECT_EQ(f.tensors()[1].n_bytes, 68u);
   EXPECT_EQ(f.get_string_array("tokenizer.ggml.tokens").size(), 3u);
+  // Version 2 has the same layout (64-bit counts) and must read the same.
+  auto v2 = b;
+  v2[4] = 2;
+  const auto f2 = parse(v2);
+  EXPECT_EQ(f2.version(), 2u);
+  EXPECT_EQ(f2.tensors().size(), 2u);
+  EXPECT_EQ(f2.tensors()[1].data, f2.bytes()->data() + f2.data_offset() + 32);
 }
 
 TEST(GgufCorrupt, EveryTruncationOfSmallFileFails) {
@@ -120,12 +127,12 @@ TEST(GgufCorrupt, TruncatedRealFilesFail) {
       ASSERT_LE(needed, full.size());
     }
     std::vector<uint64_t> cuts;
-    // Every byte of the first 4 KiB and the last 48 bytes of the header, 40 samples between
+    // Every byte of the first 4 KiB and the last 4 bytes of the header, 4 samples between
     // (a cut deep in a vocabulary costs a near-full parse, so those are sampled).
     for (uint64_t n = 0; n < std::min<uint64_t>(header_bytes, 4096); ++n) cuts.push_back(n);
-    for (uint64_t n = header_bytes > 48 ? header_bytes - 48 : 0; n < header_bytes; ++n)
+    for (uint64_t n = header_bytes > 4 ? header_bytes - 4 : 0; n < header_bytes; ++n)
       cuts.push_back(n);
-    for (int i = 0; i < 40 && header_bytes > 0; ++i) cuts.push_back(rng() % header_bytes);
+    for (int i = 0; i < 4 && header_bytes > 0; ++i) cuts.push_back(rng() % header_bytes);
     if (!f.tensors().empty())
       for (int i = 0; i < 20; ++i) cuts.push_back(f.data_offset() + rng() % (needed - f.data_offset()));
     for (uint64_t n : cuts) {
@@ -208,6 +215,13 @@ TEST(GgufCorrupt, AbsurdFieldsAreRejectedWithOffsets) {
       {"bad array type",
        [&](Bytes& x) { head(x, 3, 0, 1); x.str("k").put<uint32_t>(9).put<uint32_t>(77).put<uint64_t>(0); },
        "invalid array element type 77"},
+      {"too many values",
+       [&](Bytes& x) {
+         head(x, 3, 0, 1);
+         x.str("k").put<uint32_t>(9).put<uint32_t>(0).put<uint64_t>(9000000);
+         x.b.resize(x.b.size() + 9000000);
+       },
+       "offset 41: more than 8388608 metadata values"},
       {"deep nesting",
        [&](Bytes& x) {
          head(x, 3, 0, 1);
@@ -226,7 +240,7 @@ TEST(GgufCorrupt, AbsurdFieldsAreRejectedWithOffsets) {
        "offset 38: duplicate metadata key 'k'"},
       {"alignment 3",
        [&](Bytes& x) { head(x, 3, 0, 1); x.str("general.alignment").put<uint32_t>(4).put<uint32_t>(3); },
-       "general.alignment must be a power-of-two"},
+       "offset 53: general.alignment must be a power-of-two"},
       {"alignment 0",
        [&](Bytes& x) { head(x, 3, 0, 1); x.str("general.alignment").put<uint32_t>(4).put<uint32_t>(0); },
        "general.alignment"},

@@ -262,3 +262,29 @@ TEST(QuantIqGrids, CodebooksStrictlyIncreasing) {
 
 }  // namespace
 }  // namespace brisk
+
+namespace brisk {
+namespace {
+
+// Non-finite input (a diverged activation, a corrupt checkpoint) must not reach an undefined
+// float -> int conversion in any reference quantizer; under the asan preset UBSan checks this.
+TEST(QuantQuantize, NonFiniteInputStaysDefined) {
+  for (QuantType t : kAllFormats) {
+    const auto& f = format_traits(t);
+    if (!f.quantize_row_ref) continue;
+    const auto& info = quant_type_info(t);
+    const int64_t n = 512;
+    std::vector<float> x = gaussian(size_t(n), 3);
+    x[5] = std::nanf("");
+    x[40] = INFINITY;
+    x[300] = -INFINITY;
+    std::vector<uint8_t> q(size_t(n / info.block_size) * info.type_size);
+    f.quantize_row_ref(x.data(), q.data(), n);
+    std::vector<float> y(static_cast<size_t>(n));
+    f.dequantize_row(q.data(), y.data(), n);
+    SUCCEED() << info.name;
+  }
+}
+
+}  // namespace
+}  // namespace brisk

@@ -1,0 +1,164 @@
+// The op interface every model forward is written against. A Backend owns device memory
+// (activation arenas, KV caches, uploaded weights) and runs ops on it; the CPU backend runs
+// them on a thread pool, a CUDA backend would enqueue them on a stream. Ops take parameter
+// structs (designated initializers) of plain views: no allocation and no host decision
+// happens inside an op, so that a decode step can later be captured as one CUDA graph.
+//
+// Layouts (all row-major, innermost dimension last in the comments):
+//   Mat      float32 activations [rows, cols], row r at data + r * stride
+//   Weight   a 2-D weight in its stored format: [n_out, n_in], one row per output feature
+//            (GGUF ne = {n_in, n_out}); rows are row_bytes apart
+//   KvView   one layer's K or V cache: [n_seq, capacity, width] in F32 / F16 / Q8_0
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "quant/types.h"
+
+namespace brisk {
+
+struct Mat {
+  float* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t stride = 0;  // floats between rows (>= cols); 0 means cols
+  float* row(int64_t r) const { return data + r * (stride ? stride : cols); }
+  int64_t row_stride() const { return stride ? stride : cols; }
+};
+
+struct Weight {
+  QuantType type = QuantType::F32;
+  int64_t n_in = 0;    // elements per row (GGUF ne[0])
+  int64_t n_out = 0;   // rows (GGUF ne[1])
+  size_t row_bytes = 0;
+  const void* data = nullptr;
+  bool empty() const { return data == nullptr; }
+  const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + size_t(r) * row_bytes; }
+};
+
+struct KvView {
+  QuantType type = QuantType::F16;
+  void* data = nullptr;
+  int64_t width = 0;        // n_head_kv * head_dim elements per position
+  size_t row_bytes = 0;     // bytes per position
+  int64_t capacity = 0;     // positions per sequence
+  int64_t n_seq = 0;
+  uint8_t* row(int64_t seq, int64_t pos) const {
+    return static_cast<uint8_t*>(data) + (size_t(seq) * size_t(capacity) + size_t(pos)) * row_bytes;
+  }
+};
+
+// Rotary embedding frequencies resolved at load time (scaling already applied):
+// theta_i(pos) = pos * inv_freq[i], i in [0, n_rot/2); outputs scaled by attn_factor.
+struct RopeTable {
+  int32_t n_rot = 0;               // rotated dims per head (<= head_dim: partial rotary)
+  std::vector<float> inv_freq;     // [n_rot / 2]
+  float attn_factor = 1.0f;        // YaRN magnitude scale of cos/sin
+  bool neox = false;               // pairs (i, i + n_rot/2) instead of (2i, 2i+1)
+};
+
+struct MatmulArgs {
+  Mat out;              // [n_tok, w.n_out]
+  Mat x;                // [n_tok, w.n_in]
+  Weight w;             // [n_out, n_in]
+  const float* bias = nullptr;  // [n_out] or nullptr
+};
+
+struct RmsNormArgs {
+  Mat out;                        // [rows, cols] (may alias x)
+  Mat x;                          // [rows, cols]; normalized in groups of `group` columns
+  const float* weight = nullptr;  // [group] or nullptr
+  int64_t group = 0;              // 0: cols (whole row); head_dim for per-head q/k norm
+  float eps = 1e-6f;
+};
+
+struct RopeArgs {
+  Mat x;                          // [n_tok, n_head * head_dim], rotated in place
+  const int32_t* pos = nullptr;   // [n_tok]
+  int32_t n_head = 0;
+  int32_t head_dim = 0;
+  const RopeTable* table = nullptr;
+};
+
+struct KvStoreArgs {
+  Mat k;                          // [n_tok, width]
+  Mat v;                          // [n_tok, width]
+  KvView k_cache;
+  KvView v_cache;
+  const int32_t* seq = nullptr;   // [n_tok]
+  const int32_t* pos = nullptr;   // [n_tok]
+};
+
+struct AttentionArgs {
+  Mat out;                        // [n_tok, n_head * head_dim]
+  Mat q;                          // [n_tok, n_head * head_dim] (rope applied)
+  KvView k_cache;                 // [n_seq, capacity, n_head_kv * head_dim]
+  KvView v_cache;
+  const int32_t* seq = nullptr;   // [n_tok]
+  const int32_t* pos = nullptr;   // [n_tok]: attends to positions [max(0, pos-window+1), pos]
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;          // n_head % n_head_kv == 0 (GQA)
+  int32_t head_dim = 0;
+  float scale = 1.0f;             // usually 1/sqrt(head_dim)
+  int32_t window = 0;             // sliding window in positions; 0: full causal
+  float softcap = 0.0f;           // tanh soft-capping of scores; 0: off
+};
+
+enum class Activation { silu, gelu_tanh };
+
+struct GatedActArgs {
+  Mat out;    // [rows, cols] = act(gate) * up
+  Mat gate;   // [rows, cols]
+  Mat up;     // [rows, cols]
+  Activation act = Activation::silu;
+};
+
+struct AddArgs {
+  Mat out;    // [rows, cols] = a + b (may alias a or b)
+  Mat a;
+  Mat b;
+};
+
+struct EmbeddingArgs {
+  Mat out;                        // [n_tok, w.n_in]
+  Weight table;                   // [n_vocab, n_embd] in any format
+  const int32_t* ids = nullptr;   // [n_tok], each in [0, n_vocab) (checked by the caller)
+  float scale = 1.0f;             // multiplies the rows (Gemma: sqrt(n_embd))
+};
+
+struct GetRowsArgs {
+  Mat out;                        // [n, cols]
+  Mat x;                          // [rows, cols]
+  const int32_t* rows = nullptr;  // [n]
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual int n_threads() const = 0;
+
+  // Device memory, zero-initialized, 64-byte aligned; lives as long as the backend.
+  virtual void* alloc(size_t bytes) = 0;
+  virtual void free(void* p) = 0;
+
+  virtual void matmul(const MatmulArgs& a) = 0;
+  virtual void rms_norm(const RmsNormArgs& a) = 0;
+  virtual void rope(const RopeArgs& a) = 0;
+  virtual void kv_store(const KvStoreArgs& a) = 0;
+  virtual void attention(const AttentionArgs& a) = 0;
+  virtual void gated_act(const GatedActArgs& a) = 0;
+  virtual void add(const AddArgs& a) = 0;
+  virtual void embedding(const EmbeddingArgs& a) = 0;
+  virtual void get_rows(const GetRowsArgs& a) = 0;
+  // Waits for queued work (no-op on the CPU).
+  virtual void synchronize() {}
+};
+
+// The CPU backend with n_threads workers (<= 0: all cores).
+std::unique_ptr<Backend> make_cpu_backend(int n_threads);
+
+}  // namespace brisk

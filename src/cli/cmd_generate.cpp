@@ -1,0 +1,219 @@
+// `brisk generate`: load a model (GGUF file or HF folder), run a prompt and stream the
+// generated text; timing on stderr. Also the hidden `brisk make-random-model` that writes a
+// random-weight GGUF of a known shape for speed measurements.
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "hub/resolve.h"
+#include "models/random_model.h"
+#include "runtime/engine_api.h"
+#include "runtime/generate.h"
+#include "text/jinja/template.h"
+
+namespace {
+
+using brisk::fail;
+
+struct Args {
+  std::string model, prompt, prompt_ids, dump_logits, quant, kv_type = "f16", token;
+  bool have_prompt = false, show_ids = false, raw = false;
+  int32_t n_predict = 128, n_ctx = 4096, threads = 0, n_batch = 512;
+  brisk::SamplerParams sampling;
+  std::vector<std::string> stops;
+};
+
+int32_t parse_int(const std::string& flag, const std::string& v) {
+  try {
+    size_t used = 0;
+    const long long x = std::stoll(v, &used);
+    if (used != v.size() || x < INT32_MIN || x > INT32_MAX) throw std::invalid_argument(v);
+    return int32_t(x);
+  } catch (const std::exception&) {
+    fail(flag, ": '", v, "' is not an integer");
+  }
+}
+
+float parse_float(const std::string& flag, const std::string& v) {
+  try {
+    size_t used = 0;
+    const float x = std::stof(v, &used);
+    if (used != v.size()) throw std::invalid_argument(v);
+    return x;
+  } catch (const std::exception&) {
+    fail(flag, ": '", v, "' is not a number");
+  }
+}
+
+std::vector<int32_t> parse_ids(const std::string& s) {
+  std::vector<int32_t> ids;
+  std::string item;
+  std::stringstream ss(s);
+  while (std::getline(ss, item, ',')) {
+    while (!item.empty() && item.front() == ' ') item.erase(0, 1);
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (!item.empty()) ids.push_back(parse_int("--prompt-ids", item));
+  }
+  BRISK_CHECK(!ids.empty(), "--prompt-ids: no ids in '", s, "'");
+  return ids;
+}
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: brisk generate --model PATH|org/name[:QUANT] (--prompt TEXT | --prompt-ids 1,2,3) [-n N]\n"
+               "  [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
+               "  [--presence-penalty P] [--frequency-penalty F] [--seed S] [--stop STR]...\n"
+               "  [--show-ids] [--dump-logits FILE] [--raw] [--quant q8_0|q4_0|q4_k]\n"
+               "  [--ctx N] [--batch N] [-t N] [--kv-type f16|f32|q8_0] [--token HF_TOKEN]\n");
+}
+
+Args parse(const std::vector<std::string>& argv) {
+  Args a;
+  a.sampling.temperature = 0.0f;  // greedy unless asked
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& f = argv[i];
+    auto value = [&]() -> const std::string& {
+      BRISK_CHECK(i + 1 < argv.size(), f, " needs a value");
+      return argv[++i];
+    };
+    if (f == "--model" || f == "-m") a.model = value();
+    else if (f == "--prompt" || f == "-p") { a.prompt = value(); a.have_prompt = true; }
+    else if (f == "--prompt-ids") a.prompt_ids = value();
+    else if (f == "-n" || f == "--n-predict") a.n_predict = parse_int(f, value());
+    else if (f == "--temp") a.sampling.temperature = parse_float(f, value());
+    else if (f == "--top-k") a.sampling.top_k = parse_int(f, value());
+    else if (f == "--top-p") a.sampling.top_p = parse_float(f, value());
+    else if (f == "--min-p") a.sampling.min_p = parse_float(f, value());
+    else if (f == "--repeat-penalty") a.sampling.repeat_penalty = parse_float(f, value());
+    else if (f == "--presence-penalty") a.sampling.presence_penalty = parse_float(f, value());
+    else if (f == "--frequency-penalty") a.sampling.frequency_penalty = parse_float(f, value());
+    else if (f == "--seed") a.sampling.seed = uint64_t(std::stoull(value()));
+    else if (f == "--stop") a.stops.push_back(value());
+    else if (f == "--show-ids") a.show_ids = true;
+    else if (f == "--dump-logits") a.dump_logits = value();
+    else if (f == "--raw") a.raw = true;
+    else if (f == "--quant") a.quant = value();
+    else if (f == "--ctx" || f == "-c") a.n_ctx = parse_int(f, value());
+    else if (f == "--batch" || f == "-b") a.n_batch = parse_int(f, value());
+    else if (f == "-t" || f == "--threads") a.threads = parse_int(f, value());
+    else if (f == "--kv-type") a.kv_type = value();
+    else if (f == "--token") a.token = value();
+    else if (f == "-h" || f == "--help") { usage(); std::exit(0); }
+    else fail("generate: unknown argument '", f, "' (see brisk generate --help)");
+  }
+  BRISK_CHECK(!a.model.empty(), "generate: --model is required");
+  BRISK_CHECK(a.have_prompt != !a.prompt_ids.empty(), "generate: give exactly one of --prompt and --prompt-ids");
+  BRISK_CHECK(a.n_predict >= 0, "-n must not be negative");
+  BRISK_CHECK(a.n_ctx > 0 && a.n_batch > 0, "--ctx and --batch must be positive");
+  return a;
+}
+
+brisk::QuantType parse_kv_type(const std::string& s) {
+  if (s == "f16") return brisk::QuantType::F16;
+  if (s == "f32") return brisk::QuantType::F32;
+  if (s == "q8_0") return brisk::QuantType::Q8_0;
+  fail("--kv-type '", s, "': use f16, f32 or q8_0");
+}
+
+int cmd_generate(const std::vector<std::string>& argv) {
+  const Args a = parse(argv);
+  // A local path is used as is; a Hub reference (org/name[:QUANT]) resolves to the cache.
+  brisk::HubOptions hub;
+  hub.token = a.token;
+  const std::string path = brisk::hub_resolve_model(a.model, hub);
+  auto model = brisk::Model::load({.path = path, .quant = a.quant, .n_threads = a.threads});
+  const brisk::Tokenizer* tok = model->tokenizer();
+  std::vector<int32_t> prompt;
+  if (a.have_prompt) {
+    BRISK_CHECK(tok != nullptr, a.model, " has no tokenizer files: use --prompt-ids");
+    if (!a.raw && !model->chat_template().empty()) {
+      // One user turn in the model's chat template, rendered as transformers does
+      // (trim_blocks, lstrip_blocks); the template supplies BOS and the special tokens.
+      const auto tmpl = brisk::jinja::Template::parse(
+          model->chat_template(), {.trim_blocks = true, .lstrip_blocks = true, .name = "chat_template"});
+      nlohmann::ordered_json globals = {
+          {"messages", {{{"role", "user"}, {"content", a.prompt}}}},
+          {"add_generation_prompt", true},
+          {"bos_token", model->bos_text()},
+          {"eos_token", model->eos_text()},
+      };
+      prompt = tok->encode(tmpl.render(globals), {.add_special = false, .parse_special = true});
+    } else {
+      prompt = tok->encode(a.prompt, {.add_special = true, .parse_special = true});
+    }
+    BRISK_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
+  } else {
+    prompt = parse_ids(a.prompt_ids);
+  }
+  auto ctx = brisk::Context::create(model, {.n_ctx = a.n_ctx, .n_seq_max = 1, .n_batch = a.n_batch,
+                                            .kv_type = parse_kv_type(a.kv_type), .n_threads = a.threads});
+  brisk::GenerateParams gp{.max_tokens = a.n_predict, .sampling = a.sampling, .stop_strings = a.stops};
+  brisk::GenerateCallbacks cb;
+  cb.on_text = [](std::string_view text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  };
+  if (!a.dump_logits.empty()) {
+    cb.on_prompt_logits = [&](const float* logits, int32_t n) {
+      std::ofstream out(a.dump_logits, std::ios::binary);
+      BRISK_CHECK(out.good(), "--dump-logits: cannot write ", a.dump_logits);
+      out.write(reinterpret_cast<const char*>(logits), std::streamsize(sizeof(float) * size_t(n)));
+      BRISK_CHECK(out.good(), "--dump-logits: write to ", a.dump_logits, " failed");
+    };
+  }
+  const brisk::GenerateResult r = brisk::generate(*ctx, tok, prompt, gp, cb);
+  if (!r.text.empty() && r.text.back() != '\n') std::printf("\n");
+  if (a.show_ids || !tok) {
+    std::printf("ids:");
+    for (int32_t id : r.tokens) std::printf(" %d", id);
+    std::printf("\n");
+  }
+  std::fflush(stdout);
+  const brisk::ModelInfo& info = model->info();
+  const double decode_tps = r.decode_seconds > 0 ? r.n_decoded / r.decode_seconds : 0.0;
+  std::fprintf(stderr,
+               "prompt: %d tokens in %.3f s (%.2f tok/s); decode: %d tokens in %.3f s (%.2f tok/s, "
+               "%.2f GB/s of weights at %.1f MB/token); threads %d; stop: %s\n",
+               r.n_prompt, r.prompt_seconds, r.prompt_seconds > 0 ? r.n_prompt / r.prompt_seconds : 0.0,
+               r.n_decoded, r.decode_seconds, decode_tps, decode_tps * double(info.weight_bytes) / 1e9,
+               double(info.weight_bytes) / 1e6, ctx->options().n_threads, brisk::stop_reason_name(r.stop));
+  return 0;
+}
+
+int cmd_make_random_model(const std::vector<std::string>& argv) {
+  std::string shape = "tiny", out, type = "f32", arch;
+  uint64_t seed = 1;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& f = argv[i];
+    BRISK_CHECK(i + 1 < argv.size(), f, " needs a value");
+    const std::string& v = argv[++i];
+    if (f == "--shape") shape = v;
+    else if (f == "--out") out = v;
+    else if (f == "--type") type = v;
+    else if (f == "--arch") arch = v;
+    else if (f == "--seed") seed = uint64_t(std::stoull(v));
+    else fail("make-random-model: unknown argument '", f, "'");
+  }
+  BRISK_CHECK(!out.empty(), "make-random-model: --out FILE is required");
+  brisk::RandomModelParams p = brisk::random_model_preset(shape);
+  const auto t = brisk::quant_type_from_name(type);
+  BRISK_CHECK(t.has_value(), "make-random-model: unknown --type '", type, "'");
+  p.type = *t;
+  p.seed = seed;
+  if (!arch.empty()) p.arch = arch;
+  brisk::random_model_write(p, out);
+  std::fprintf(stderr, "wrote %s (%s, %s)\n", out.c_str(), shape.c_str(), type.c_str());
+  return 0;
+}
+
+}  // namespace
+
+BRISK_COMMAND("generate", "generate text from a prompt with a GGUF or Hugging Face model", cmd_generate);
+BRISK_COMMAND("make-random-model", "write a random-weight GGUF of a known shape (--shape tiny|qwen2.5-0.5b --type q8_0 --out F)",
+              cmd_make_random_model);

@@ -1,0 +1,92 @@
+// Causal attention over the KV cache with grouped-query heads, an optional sliding window and
+// optional score soft-capping, computed flash-style: one pass over the cached positions with
+// an online softmax (running max m, running sum l, rescaled accumulator), so no [n_tok, n_ctx]
+// score matrix is materialized and long contexts cost O(head_dim) memory per (token, head).
+//
+// Layout: q/out [n_tok, n_head * head_dim]; K/V cache [n_seq, capacity, n_head_kv * head_dim]
+// in F32, F16 or Q8_0 (head_dim is then a multiple of 32, so a head's slice is whole blocks).
+// Query head h reads KV head h / (n_head / n_head_kv). Token t attends positions
+// [max(0, pos[t] - window + 1), pos[t]] of sequence seq[t]; its own K/V must be stored first.
+// Work is split over (token, head) pairs.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/error.h"
+#include "kernels/cpu/ops.h"
+
+namespace brisk::cpu {
+
+namespace {
+
+// Bytes from the start of a cache row to element `offset` (a multiple of the block size).
+size_t segment_offset(const KvView& v, int64_t offset) {
+  const QuantTypeInfo& info = quant_type_info(v.type);
+  return size_t(offset / info.block_size) * info.type_size;
+}
+
+const float* load_segment(const KvView& v, int64_t seq, int64_t pos, size_t byte_off, int64_t n,
+                          float* buf) {
+  const uint8_t* src = v.row(seq, pos) + byte_off;
+  if (v.type == QuantType::F32) return reinterpret_cast<const float*>(src);
+  row_to_f32(v.type, src, buf, n);
+  return buf;
+}
+
+}  // namespace
+
+void kv_store_rows(const KvStoreArgs& a, int ith, int nth) {
+  int64_t begin, end;
+  split_range(a.k.rows, ith, nth, &begin, &end);
+  for (int64_t t = begin; t < end; ++t) {
+    row_from_f32(a.k_cache.type, a.k.row(t), a.k_cache.row(a.seq[t], a.pos[t]), a.k_cache.width);
+    row_from_f32(a.v_cache.type, a.v.row(t), a.v_cache.row(a.seq[t], a.pos[t]), a.v_cache.width);
+  }
+}
+
+int64_t attention_scratch_floats(int32_t head_dim) { return 3 * int64_t(head_dim); }
+
+void attention_rows(const AttentionArgs& a, float* scratch, int ith, int nth) {
+  const int32_t hd = a.head_dim;
+  const int32_t group = a.n_head / a.n_head_kv;
+  float* kbuf = scratch;
+  float* vbuf = scratch + hd;
+  float* acc = scratch + 2 * hd;
+  int64_t begin, end;
+  split_range(a.q.rows * a.n_head, ith, nth, &begin, &end);
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t t = item / a.n_head;
+    const int32_t h = int32_t(item % a.n_head);
+    const int32_t kvh = h / group;
+    const float* q = a.q.row(t) + int64_t(h) * hd;
+    const int64_t s = a.seq[t], p = a.pos[t];
+    const int64_t start = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+    const size_t k_off = segment_offset(a.k_cache, int64_t(kvh) * hd);
+    const size_t v_off = segment_offset(a.v_cache, int64_t(kvh) * hd);
+    float m = -std::numeric_limits<float>::infinity();
+    float l = 0.0f;
+    std::memset(acc, 0, sizeof(float) * size_t(hd));
+    for (int64_t j = start; j <= p; ++j) {
+      const float* k = load_segment(a.k_cache, s, j, k_off, hd, kbuf);
+      float score = 0.0f;
+      for (int32_t i = 0; i < hd; ++i) score += q[i] * k[i];
+      score *= a.scale;
+      if (a.softcap > 0.0f) score = a.softcap * std::tanh(score / a.softcap);
+      const float* v = load_segment(a.v_cache, s, j, v_off, hd, vbuf);
+      if (score > m) {
+        const float corr = std::exp(m - score);  // 0 on the first position
+        l *= corr;
+        for (int32_t i = 0; i < hd; ++i) acc[i] *= corr;
+        m = score;
+      }
+      const float w = std::exp(score - m);
+      l += w;
+      for (int32_t i = 0; i < hd; ++i) acc[i] += w * v[i];
+    }
+    float* out = a.out.row(t) + int64_t(h) * hd;
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    for (int32_t i = 0; i < hd; ++i) out[i] = acc[i] * inv;
+  }
+}
+
+}  // namespace brisk::cpu

@@ -1,0 +1,179 @@
+// Kernel selection (ISA x format, with kill switches) and the row loops of the decode GEMV.
+#include "kernels/cpu/dot.h"
+
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "core/flags.h"
+#include "kernels/cpu/dot_isa.h"
+#include "quant/types.h"
+
+namespace brisk::kernels {
+namespace {
+
+// The per-format kill switch of a weight format's SIMD kernels (nullptr: none).
+bool Flags::*format_kill_switch(QuantType t) {
+  switch (t) {
+    case QuantType::F32: return &Flags::no_simd_dot_f32;
+    case QuantType::F16: return &Flags::no_simd_dot_f16;
+    case QuantType::BF16: return &Flags::no_simd_dot_bf16;
+    case QuantType::Q8_0: return &Flags::no_simd_dot_q8_0;
+    case QuantType::Q4_0: return &Flags::no_simd_dot_q4_0;
+    case QuantType::Q4_1: return &Flags::no_simd_dot_q4_1;
+    case QuantType::Q5_0: return &Flags::no_simd_dot_q5_0;
+    case QuantType::Q5_1: return &Flags::no_simd_dot_q5_1;
+    case QuantType::Q4_K: return &Flags::no_simd_dot_q4_k;
+    case QuantType::Q5_K: return &Flags::no_simd_dot_q5_k;
+    case QuantType::Q6_K: return &Flags::no_simd_dot_q6_k;
+    case QuantType::IQ4_NL: return &Flags::no_simd_dot_iq4_nl;
+    case QuantType::IQ4_XS: return &Flags::no_simd_dot_iq4_xs;
+    case QuantType::MXFP4: return &Flags::no_simd_dot_mxfp4;
+    case QuantType::Q2_K: return &Flags::no_simd_dot_q2_k;
+    case QuantType::Q3_K: return &Flags::no_simd_dot_q3_k;
+    case QuantType::TQ2_0: return &Flags::no_simd_dot_tq2_0;
+    case QuantType::TQ1_0: return &Flags::no_simd_dot_tq1_0;
+    case QuantType::IQ2_XXS: return &Flags::no_simd_dot_iq2_xxs;
+    case QuantType::IQ2_XS: return &Flags::no_simd_dot_iq2_xs;
+    case QuantType::IQ2_S: return &Flags::no_simd_dot_iq2_s;
+    case QuantType::IQ3_XXS: return &Flags::no_simd_dot_iq3_xxs;
+    case QuantType::IQ3_S: return &Flags::no_simd_dot_iq3_s;
+    case QuantType::IQ1_S: return &Flags::no_simd_dot_iq1_s;
+    case QuantType::IQ1_M: return &Flags::no_simd_dot_iq1_m;
+    default: return nullptr;
+  }
+}
+
+bool isa_usable(Isa isa, const CpuFeatures& cf) {
+  switch (isa) {
+    case Isa::scalar: return true;
+    case Isa::avx2: return cf.avx2;
+    case Isa::avx512: return cf.avx512 && cf.avx512_vnni;
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return "scalar";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+  }
+  return "?";
+}
+
+VecDotFn vec_dot_variant(QuantType t, Isa isa) {
+  if (!isa_usable(isa, cpu_features_detected())) return nullptr;
+  switch (isa) {
+    case Isa::scalar: return format_traits(t).vec_dot;
+    case Isa::avx2: return avx2::vec_dot_kernel(t);
+    case Isa::avx512: return avx512::vec_dot_kernel(t);
+  }
+  return nullptr;
+}
+
+QuantizeRowFn quantize_activation_variant(QuantType t, Isa isa) {
+  if (!isa_usable(isa, cpu_features_detected())) return nullptr;
+  switch (isa) {
+    case Isa::scalar: return format_traits(t).quantize_row_ref;
+    case Isa::avx2: return avx2::quantize_kernel(t);
+    case Isa::avx512: return avx512::quantize_kernel(t);
+  }
+  return nullptr;
+}
+
+namespace {
+// The ISA whose kernel select_vec_dot() returns for this format (scalar: the reference).
+Isa selected_dot_isa(QuantType t) {
+  const Flags& fl = flags();
+  bool Flags::*kill = format_kill_switch(t);
+  if (!fl.no_simd && !(kill && fl.*kill)) {
+    const CpuFeatures cf = cpu_features();  // detected features masked by the kill switches
+    for (Isa isa : {Isa::avx512, Isa::avx2})
+      if (isa_usable(isa, cf) && vec_dot_variant(t, isa)) return isa;
+  }
+  return Isa::scalar;
+}
+}  // namespace
+
+VecDotFn select_vec_dot(QuantType t) {
+  const FormatTraits& f = format_traits(t);
+  BRISK_CHECK(f.vec_dot, "no dot product for weight format ", quant_type_info(t).name);
+  const Isa isa = selected_dot_isa(t);
+  return isa == Isa::scalar ? f.vec_dot : vec_dot_variant(t, isa);
+}
+
+QuantizeRowFn select_quantize_activation(QuantType t) {
+  const FormatTraits& f = format_traits(t);
+  BRISK_CHECK(f.quantize_row_ref, "format ", quant_type_info(t).name, " is not an activation format");
+  const Flags& fl = flags();
+  if (!fl.no_simd && !fl.no_simd_quantize_act) {
+    const CpuFeatures cf = cpu_features();
+    for (Isa isa : {Isa::avx512, Isa::avx2}) {
+      if (!isa_usable(isa, cf)) continue;
+      if (QuantizeRowFn fn = quantize_activation_variant(t, isa)) return fn;
+    }
+  }
+  return f.quantize_row_ref;
+}
+
+QuantType activation_type(QuantType weight_type) { return format_traits(weight_type).vec_dot_type; }
+
+size_t activation_row_bytes(QuantType weight_type, int64_t k) {
+  BRISK_CHECK(k >= 0, "negative row length ", k);
+  auto bytes = quant_row_bytes(activation_type(weight_type), uint64_t(k));
+  BRISK_CHECK(bytes, "row length ", k, " is not a multiple of the ",
+              quant_type_info(activation_type(weight_type)).name, " block size");
+  return size_t(*bytes);
+}
+
+namespace {
+void check_gemv_shape(QuantType wt, size_t row_bytes, int64_t n_rows, int64_t k) {
+  BRISK_CHECK(n_rows >= 0 && k >= 0, "gemv: negative shape (", n_rows, " x ", k, ")");
+  auto need = quant_row_bytes(wt, uint64_t(k));
+  BRISK_CHECK(need, "gemv: row length ", k, " is not a multiple of the ", quant_type_info(wt).name,
+              " block size");
+  BRISK_CHECK(row_bytes >= *need, "gemv: row stride ", row_bytes, " bytes is less than a ",
+              quant_type_info(wt).name, " row of ", k, " elements (", *need, " bytes)");
+  (void)activation_row_bytes(wt, k);
+}
+}  // namespace
+
+void gemv_rows(QuantType wt, const void* w, size_t row_bytes, int64_t n_rows, int64_t k,
+               const void* x_quant, float* y) {
+  check_gemv_shape(wt, row_bytes, n_rows, k);
+  const VecDotFn dot = select_vec_dot(wt);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  for (int64_t r = 0; r < n_rows; ++r) dot(k, &y[r], wb + size_t(r) * row_bytes, x_quant);
+}
+
+void gemv_rows_multi(const GemvMultiParams& p) {
+  check_gemv_shape(p.weight_type, p.row_bytes, p.n_rows, p.k);
+  BRISK_CHECK(p.n_tokens >= 1 && p.n_tokens <= 8, "gemv: ", p.n_tokens, " tokens (1..8 supported)");
+  BRISK_CHECK(p.n_tokens == 1 || p.x_stride >= activation_row_bytes(p.weight_type, p.k),
+              "gemv: activation stride ", p.x_stride, " is less than one quantized row");
+  BRISK_CHECK(p.n_tokens == 1 || p.y_stride >= p.n_rows, "gemv: output stride ", p.y_stride,
+              " is less than the ", p.n_rows, " rows");
+  const VecDotFn dot = select_vec_dot(p.weight_type);
+  const auto* wb = static_cast<const uint8_t*>(p.w);
+  const auto* xb = static_cast<const uint8_t*>(p.x_quant);
+  // A multi-token kernel of the same ISA decodes each weight block once for all tokens.
+  VecDotMultiFn multi = nullptr;
+  if (p.n_tokens > 1) {
+    const Isa isa = selected_dot_isa(p.weight_type);
+    if (isa == Isa::avx512) multi = avx512::vec_dot_multi_kernel(p.weight_type, p.n_tokens);
+    if (isa == Isa::avx2) multi = avx2::vec_dot_multi_kernel(p.weight_type, p.n_tokens);
+  }
+  if (multi) {
+    for (int64_t r = 0; r < p.n_rows; ++r)
+      multi(p.k, &p.y[r], size_t(p.y_stride), wb + size_t(r) * p.row_bytes, xb, p.x_stride);
+    return;
+  }
+  for (int64_t r = 0; r < p.n_rows; ++r) {
+    const uint8_t* row = wb + size_t(r) * p.row_bytes;
+    for (int t = 0; t < p.n_tokens; ++t)
+      dot(p.k, &p.y[t * p.y_stride + r], row, xb + size_t(t) * p.x_stride);
+  }
+}
+
+}  // namespace brisk::kernels

@@ -1,0 +1,72 @@
+// Matmul driver: out[t, o] = dot(W[o, :], x[t, :]) (+ bias[o]) for a weight in any stored
+// format. As in GGUF consumers, the activations are converted once per call to the weight
+// format's vec_dot_type (e.g. Q8_0 for Q8_0/Q4_0 weights, Q8_K for K-quants, F16 for F16) with
+// the best activation quantizer of this CPU; the dot products are the quant module's selected
+// kernels (kernels/cpu/dot.h: AVX-512 / AVX2 / scalar, with their kill switches), called
+// through gemv_rows_multi so that each weight row is read once for up to 8 tokens.
+//
+// Work split: output rows in tiles of 16, contiguous ranges of tiles per thread. Within a
+// thread, blocks of 64 rows are swept over all tokens in groups of 8, so prefill reuses a
+// block of weights from cache across the whole batch. Decode (1 token) is one GEMV per thread.
+#include <algorithm>
+
+#include "core/error.h"
+#include "kernels/cpu/dot.h"
+#include "kernels/cpu/ops.h"
+#include "quant/format.h"
+
+namespace brisk::cpu {
+
+namespace {
+constexpr int64_t kRowTile = 16;
+constexpr int64_t kRowBlock = 64;
+constexpr int kTokenGroup = 8;
+}  // namespace
+
+size_t matmul_act_row_bytes(QuantType weight_type, int64_t n_in) {
+  const QuantType vt = format_traits(weight_type).vec_dot_type;
+  const auto bytes = quant_row_bytes(vt, uint64_t(n_in));
+  BRISK_CHECK(bytes.has_value(), "matmul: row of ", n_in, " elements does not fit format ",
+              quant_type_info(vt).name);
+  return size_t(*bytes);
+}
+
+void matmul_quantize_rows(const MatmulArgs& a, void* act, int ith, int nth) {
+  const QuantType vt = format_traits(a.w.type).vec_dot_type;
+  if (vt == QuantType::F32) return;  // rows are used in place
+  const QuantizeRowFn quantize = kernels::select_quantize_activation(vt);
+  const size_t rb = matmul_act_row_bytes(a.w.type, a.w.n_in);
+  int64_t begin, end;
+  split_range(a.x.rows, ith, nth, &begin, &end);
+  for (int64_t t = begin; t < end; ++t) quantize(a.x.row(t), static_cast<uint8_t*>(act) + size_t(t) * rb, a.w.n_in);
+}
+
+void matmul_rows(const MatmulArgs& a, const void* act, int ith, int nth) {
+  const bool in_place = format_traits(a.w.type).vec_dot_type == QuantType::F32;
+  const size_t x_stride = in_place ? sizeof(float) * size_t(a.x.row_stride()) : matmul_act_row_bytes(a.w.type, a.w.n_in);
+  const uint8_t* x0 = in_place ? reinterpret_cast<const uint8_t*>(a.x.data) : static_cast<const uint8_t*>(act);
+  const int64_t n_tok = a.x.rows;
+  const int64_t n_tiles = (a.w.n_out + kRowTile - 1) / kRowTile;
+  int64_t tile_begin, tile_end;
+  split_range(n_tiles, ith, nth, &tile_begin, &tile_end);
+  const int64_t row_begin = tile_begin * kRowTile;
+  const int64_t row_end = std::min(a.w.n_out, tile_end * kRowTile);
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += kRowBlock) {
+    const int64_t r1 = std::min(row_end, r0 + kRowBlock);
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kTokenGroup) {
+      const int nt = int(std::min<int64_t>(kTokenGroup, n_tok - t0));
+      kernels::gemv_rows_multi({.weight_type = a.w.type, .w = a.w.row(r0), .row_bytes = a.w.row_bytes,
+                                .n_rows = r1 - r0, .k = a.w.n_in, .x_quant = x0 + size_t(t0) * x_stride,
+                                .x_stride = x_stride, .n_tokens = nt, .y = a.out.row(t0) + r0,
+                                .y_stride = a.out.row_stride()});
+      if (a.bias) {
+        for (int t = 0; t < nt; ++t) {
+          float* y = a.out.row(t0 + t);
+          for (int64_t r = r0; r < r1; ++r) y[r] += a.bias[r];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace brisk::cpu

@@ -1,0 +1,49 @@
+// CPU kernels of the Backend ops, each processing the share (ith of nth) of its rows so that
+// the CPU backend can run it on a thread pool. Scratch memory is passed in by the backend
+// (planned, never allocated inside a kernel). The scalar references these are tested against
+// are in kernels/cpu/ref.h.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace brisk::cpu {
+
+// [begin, end) of n items for part ith of nth.
+inline void split_range(int64_t n, int ith, int nth, int64_t* begin, int64_t* end) {
+  const int64_t per = (n + nth - 1) / nth;
+  *begin = per * ith < n ? per * ith : n;
+  *end = *begin + per < n ? *begin + per : n;
+}
+
+// Matmul: activations are first converted to the weight format's vec_dot_type
+// (matmul_quantize_rows, split over rows of x), then each part computes a block of output
+// features for every token (matmul_rows).
+size_t matmul_act_row_bytes(QuantType weight_type, int64_t n_in);
+void matmul_quantize_rows(const MatmulArgs& a, void* act, int ith, int nth);
+void matmul_rows(const MatmulArgs& a, const void* act, int ith, int nth);
+
+void rms_norm_rows(const RmsNormArgs& a, int ith, int nth);
+void rope_rows(const RopeArgs& a, int ith, int nth);
+void kv_store_rows(const KvStoreArgs& a, int ith, int nth);
+// scratch: at least attention_scratch_floats(head_dim) floats for this part.
+int64_t attention_scratch_floats(int32_t head_dim);
+void attention_rows(const AttentionArgs& a, float* scratch, int ith, int nth);
+// AVX2/FMA/F16C variant (attention_avx2.cpp); head_dim % 8 == 0. Callers check the CPU.
+void attention_rows_avx2(const AttentionArgs& a, float* scratch, int ith, int nth);
+void gated_act_rows(const GatedActArgs& a, int ith, int nth);
+void add_rows(const AddArgs& a, int ith, int nth);
+void embedding_rows(const EmbeddingArgs& a, int ith, int nth);
+void get_rows_rows(const GetRowsArgs& a, int ith, int nth);
+
+// Element conversions shared by the kernels (KV cache rows, embedding rows).
+// Converts n elements of `src` (in `type`) to float32.
+void row_to_f32(QuantType type, const void* src, float* dst, int64_t n);
+// Converts n float32 values into `type` (F32, F16, BF16 or a format with a reference quantizer).
+void row_from_f32(QuantType type, const float* src, void* dst, int64_t n);
+
+float silu(float x);
+float gelu_tanh(float x);
+
+}  // namespace brisk::cpu

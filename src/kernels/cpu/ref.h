@@ -1,0 +1,24 @@
+// Scalar reference implementations of every Backend op: single-threaded, written for clarity
+// (materialized softmax, dequantize-then-dot in double precision). Tests compare each backend
+// (CPU threads, CUDA) against these over shapes and formats; they are never on a hot path.
+#pragma once
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace brisk::ref {
+
+// The matmul reference models the activation conversion of the fast path: x is rounded
+// through the weight format's vec_dot_type before a double-precision dot with the
+// dequantized weight.
+void matmul(const MatmulArgs& a);
+void rms_norm(const RmsNormArgs& a);
+void rope(const RopeArgs& a);
+void kv_store(const KvStoreArgs& a);
+void attention(const AttentionArgs& a);
+void gated_act(const GatedActArgs& a);
+void add(const AddArgs& a);
+void embedding(const EmbeddingArgs& a);
+void softmax(float* x, int64_t n);
+
+}  // namespace brisk::ref

@@ -1,0 +1,120 @@
+#include "models/blocks.h"
+
+#include "core/error.h"
+
+namespace brisk {
+
+namespace {
+
+std::string blk(int il, const char* suffix) { return "blk." + std::to_string(il) + "." + suffix; }
+
+const float* load_vec(WeightStore& ws, const std::string& name, int64_t n, Need need) {
+  if (need == Need::none) return nullptr;
+  return need == Need::required ? ws.vector(name, n) : ws.vector_opt(name, n);
+}
+
+}  // namespace
+
+AttentionWeights attention_weights_load(WeightStore& ws, const ModelConfig& cfg, int il,
+                                        const AttentionLoadSpec& spec) {
+  AttentionWeights w;
+  w.wq = ws.matrix(blk(il, "attn_q.weight"), cfg.n_embd, cfg.q_width());
+  w.wk = ws.matrix(blk(il, "attn_k.weight"), cfg.n_embd, cfg.kv_width());
+  w.wv = ws.matrix(blk(il, "attn_v.weight"), cfg.n_embd, cfg.kv_width());
+  w.wo = ws.matrix(blk(il, "attn_output.weight"), cfg.q_width(), cfg.n_embd);
+  w.bq = load_vec(ws, blk(il, "attn_q.bias"), cfg.q_width(), spec.qkv_bias);
+  w.bk = load_vec(ws, blk(il, "attn_k.bias"), cfg.kv_width(), spec.qkv_bias);
+  w.bv = load_vec(ws, blk(il, "attn_v.bias"), cfg.kv_width(), spec.qkv_bias);
+  w.bo = load_vec(ws, blk(il, "attn_output.bias"), cfg.n_embd, spec.out_bias);
+  w.q_norm = load_vec(ws, blk(il, "attn_q_norm.weight"), cfg.head_dim, spec.qk_norm);
+  w.k_norm = load_vec(ws, blk(il, "attn_k_norm.weight"), cfg.head_dim, spec.qk_norm);
+  return w;
+}
+
+MlpWeights mlp_weights_load(const WeightStore& ws, const ModelConfig& cfg, int il) {
+  return MlpWeights{
+      .gate = ws.matrix(blk(il, "ffn_gate.weight"), cfg.n_embd, cfg.n_ff),
+      .up = ws.matrix(blk(il, "ffn_up.weight"), cfg.n_embd, cfg.n_ff),
+      .down = ws.matrix(blk(il, "ffn_down.weight"), cfg.n_ff, cfg.n_embd),
+  };
+}
+
+Mat embed_tokens(const Forward& f, const Weight& table, float scale) {
+  const Mat x = f.mat(f.arena.x, f.cfg.n_embd);
+  f.backend.embedding({.out = x, .table = table, .ids = f.batch.ids, .scale = scale});
+  f.tap_tensor("inp_embd", -1, x);
+  return x;
+}
+
+Mat norm(const Forward& f, const Mat& in, const float* w, const char* name, int il) {
+  const Mat h = f.mat(f.arena.h, in.cols);
+  f.backend.rms_norm({.out = h, .x = in, .weight = w, .eps = f.cfg.rms_eps});
+  f.tap_tensor(name, il, h);
+  return h;
+}
+
+Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
+                   const AttentionParams& p, int il) {
+  const ModelConfig& c = f.cfg;
+  Backend& be = f.backend;
+  const Mat q = f.mat(f.arena.q, c.q_width());     // [n_tok, n_head * head_dim]
+  const Mat k = f.mat(f.arena.k, c.kv_width());    // [n_tok, n_head_kv * head_dim]
+  const Mat v = f.mat(f.arena.v, c.kv_width());    // [n_tok, n_head_kv * head_dim]
+  be.matmul({.out = q, .x = in, .w = w.wq, .bias = w.bq});
+  be.matmul({.out = k, .x = in, .w = w.wk, .bias = w.bk});
+  be.matmul({.out = v, .x = in, .w = w.wv, .bias = w.bv});
+  if (w.q_norm) be.rms_norm({.out = q, .x = q, .weight = w.q_norm, .group = c.head_dim, .eps = c.rms_eps});
+  if (w.k_norm) be.rms_norm({.out = k, .x = k, .weight = w.k_norm, .group = c.head_dim, .eps = c.rms_eps});
+  be.rope({.x = q, .pos = f.batch.pos, .n_head = c.n_head, .head_dim = c.head_dim, .table = p.rope});
+  be.rope({.x = k, .pos = f.batch.pos, .n_head = c.n_head_kv, .head_dim = c.head_dim, .table = p.rope});
+  f.tap_tensor("Qcur", il, q);
+  f.tap_tensor("Kcur", il, k);
+  f.tap_tensor("Vcur", il, v);
+  const KvView& kc = f.k_cache[size_t(il)];
+  const KvView& vc = f.v_cache[size_t(il)];
+  be.kv_store({.k = k, .v = v, .k_cache = kc, .v_cache = vc, .seq = f.batch.seq, .pos = f.batch.pos});
+  const Mat a = f.mat(f.arena.attn, c.q_width());
+  be.attention({.out = a, .q = q, .k_cache = kc, .v_cache = vc, .seq = f.batch.seq, .pos = f.batch.pos,
+                .n_head = c.n_head, .n_head_kv = c.n_head_kv, .head_dim = c.head_dim,
+                .scale = c.attn_scale, .window = p.window, .softcap = p.softcap});
+  f.tap_tensor("kqv_out", il, a);
+  const Mat t = f.mat(f.arena.t, c.n_embd);
+  be.matmul({.out = t, .x = a, .w = w.wo, .bias = w.bo});
+  f.tap_tensor("attn_out", il, t);
+  return t;
+}
+
+Mat gated_mlp(const Forward& f, const Mat& in, const MlpWeights& w, int il) {
+  Backend& be = f.backend;
+  const Mat g = f.mat(f.arena.gate, f.cfg.n_ff);  // [n_tok, n_ff]
+  const Mat u = f.mat(f.arena.up, f.cfg.n_ff);    // [n_tok, n_ff]
+  be.matmul({.out = g, .x = in, .w = w.gate});
+  be.matmul({.out = u, .x = in, .w = w.up});
+  be.gated_act({.out = g, .gate = g, .up = u, .act = f.cfg.act});
+  f.tap_tensor("ffn_act", il, g);
+  const Mat t = f.mat(f.arena.t, f.cfg.n_embd);
+  be.matmul({.out = t, .x = g, .w = w.down});
+  f.tap_tensor("ffn_out", il, t);
+  return t;
+}
+
+void residual_add(const Forward& f, const Mat& x, const Mat& t, const char* name, int il) {
+  f.backend.add({.out = x, .a = x, .b = t});
+  f.tap_tensor(name, il, x);
+}
+
+void lm_head(const Forward& f, const Mat& x, const float* norm_w, const Weight& output) {
+  const int32_t n_out = f.batch.n_out;
+  if (n_out == 0) return;
+  BRISK_CHECK(n_out <= f.arena.n_logits_max, "lm_head: ", n_out, " logit rows exceed the planned ",
+              f.arena.n_logits_max);
+  const Mat o{.data = f.arena.out, .rows = n_out, .cols = f.cfg.n_embd};
+  f.backend.get_rows({.out = o, .x = x, .rows = f.batch.out_rows});
+  f.backend.rms_norm({.out = o, .x = o, .weight = norm_w, .eps = f.cfg.rms_eps});
+  f.tap_tensor("result_norm", -1, o);
+  const Mat logits{.data = f.arena.logits, .rows = n_out, .cols = f.cfg.n_vocab};
+  f.backend.matmul({.out = logits, .x = o, .w = output});
+  f.tap_tensor("result_output", -1, logits);
+}
+
+}  // namespace brisk

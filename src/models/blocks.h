@@ -1,0 +1,63 @@
+// Shared building blocks of decoder models, written once against the Backend ops: token
+// embedding, self-attention (projections, optional q/k/v bias, optional per-head q/k norm,
+// rope, KV store, causal/sliding attention, output projection), gated MLP (SwiGLU / GeGLU),
+// norms and the LM head. Architecture files compose these; detail lives here.
+#pragma once
+#include "models/forward.h"
+#include "models/weights.h"
+
+namespace brisk {
+
+struct AttentionWeights {
+  Weight wq;                       // [n_head * head_dim, n_embd]
+  Weight wk;                       // [n_head_kv * head_dim, n_embd]
+  Weight wv;                       // [n_head_kv * head_dim, n_embd]
+  Weight wo;                       // [n_embd, n_head * head_dim]
+  const float* bq = nullptr;       // [n_head * head_dim] (Qwen2)
+  const float* bk = nullptr;       // [n_head_kv * head_dim]
+  const float* bv = nullptr;       // [n_head_kv * head_dim]
+  const float* bo = nullptr;       // [n_embd]
+  const float* q_norm = nullptr;   // [head_dim] (Qwen3)
+  const float* k_norm = nullptr;   // [head_dim]
+};
+
+struct MlpWeights {
+  Weight gate;                     // [n_ff, n_embd]
+  Weight up;                       // [n_ff, n_embd]
+  Weight down;                     // [n_embd, n_ff]
+};
+
+enum class Need { none, optional, required };
+
+struct AttentionLoadSpec {
+  Need qkv_bias = Need::none;
+  Need out_bias = Need::none;
+  Need qk_norm = Need::none;
+};
+
+// Loads blk.<il>.attn_* for the config's shapes; tensors outside the spec are not read.
+AttentionWeights attention_weights_load(WeightStore& ws, const ModelConfig& cfg, int il,
+                                        const AttentionLoadSpec& spec);
+MlpWeights mlp_weights_load(const WeightStore& ws, const ModelConfig& cfg, int il);
+
+struct AttentionParams {
+  const RopeTable* rope = nullptr;
+  int32_t window = 0;              // sliding window of this layer; 0: full
+  float softcap = 0.0f;
+};
+
+// x := embedding(ids) * scale. Returns the residual stream [n_tok, n_embd].
+Mat embed_tokens(const Forward& f, const Weight& table, float scale = 1.0f);
+// h := rms_norm(in) * w. Returns h [n_tok, n_embd].
+Mat norm(const Forward& f, const Mat& in, const float* w, const char* name, int il);
+// t := self_attention(in). Returns t [n_tok, n_embd].
+Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
+                   const AttentionParams& p, int il);
+// t := down(act(gate(in)) * up(in)). Returns t [n_tok, n_embd].
+Mat gated_mlp(const Forward& f, const Mat& in, const MlpWeights& w, int il);
+// x := x + t (tapped as `name`).
+void residual_add(const Forward& f, const Mat& x, const Mat& t, const char* name, int il);
+// logits[i] := output(rms_norm(x[out_rows[i]]) * norm_w) for the rows that want logits.
+void lm_head(const Forward& f, const Mat& x, const float* norm_w, const Weight& output);
+
+}  // namespace brisk

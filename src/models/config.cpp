@@ -1,0 +1,220 @@
+// The declarative key table: each row names a ModelConfig field, the config.json key(s)
+// (dotted paths into nested objects, alternatives separated by '|', first present wins) and
+// the GGUF key ("{arch}" is replaced by general.architecture). A field absent from both keeps
+// its default; types are checked and a wrong type is an error naming the key.
+#include "models/config.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <variant>
+
+#include "core/error.h"
+#include "formats/gguf.h"
+
+namespace brisk {
+
+namespace {
+
+using Field = std::variant<int32_t ModelConfig::*, float ModelConfig::*, bool ModelConfig::*,
+                           std::string ModelConfig::*, int32_t RopeScaling::*, float RopeScaling::*,
+                           std::string RopeScaling::*>;
+
+struct KeyRow {
+  Field field;
+  const char* hf;    // "" when config.json has no such key
+  const char* gguf;  // "" when GGUF has no such key
+};
+
+const KeyRow kKeyTable[] = {
+    {&ModelConfig::n_vocab, "vocab_size|text_config.vocab_size", "{arch}.vocab_size"},
+    {&ModelConfig::n_embd, "hidden_size", "{arch}.embedding_length"},
+    {&ModelConfig::n_layer, "num_hidden_layers", "{arch}.block_count"},
+    {&ModelConfig::n_head, "num_attention_heads", "{arch}.attention.head_count"},
+    {&ModelConfig::n_head_kv, "num_key_value_heads", "{arch}.attention.head_count_kv"},
+    {&ModelConfig::head_dim, "head_dim", "{arch}.attention.key_length"},
+    {&ModelConfig::n_ff, "intermediate_size", "{arch}.feed_forward_length"},
+    {&ModelConfig::n_ctx_train, "max_position_embeddings", "{arch}.context_length"},
+    {&ModelConfig::rms_eps, "rms_norm_eps", "{arch}.attention.layer_norm_rms_epsilon"},
+    {&ModelConfig::rope_theta, "rope_parameters.rope_theta|rope_theta", "{arch}.rope.freq_base"},
+    {&ModelConfig::partial_rotary, "rope_parameters.partial_rotary_factor|partial_rotary_factor", ""},
+    {&ModelConfig::n_rot, "", "{arch}.rope.dimension_count"},
+    {&ModelConfig::sliding_window, "sliding_window", "{arch}.attention.sliding_window"},
+    {&ModelConfig::use_sliding_window, "use_sliding_window", ""},
+    {&ModelConfig::tie_embeddings, "tie_word_embeddings", ""},
+    {&ModelConfig::hidden_act, "hidden_act|hidden_activation", ""},
+    {&ModelConfig::name, "_name_or_path", "general.name"},
+    {&RopeScaling::type, "rope_parameters.rope_type|rope_scaling.rope_type|rope_scaling.type",
+     "{arch}.rope.scaling.type"},
+    {&RopeScaling::factor, "rope_parameters.factor|rope_scaling.factor", "{arch}.rope.scaling.factor"},
+    {&RopeScaling::original_ctx,
+     "rope_parameters.original_max_position_embeddings|rope_scaling.original_max_position_embeddings",
+     "{arch}.rope.scaling.original_context_length"},
+    {&RopeScaling::low_freq_factor, "rope_parameters.low_freq_factor|rope_scaling.low_freq_factor", ""},
+    {&RopeScaling::high_freq_factor, "rope_parameters.high_freq_factor|rope_scaling.high_freq_factor", ""},
+    {&RopeScaling::beta_fast, "rope_parameters.beta_fast|rope_scaling.beta_fast",
+     "{arch}.rope.scaling.yarn_beta_fast"},
+    {&RopeScaling::beta_slow, "rope_parameters.beta_slow|rope_scaling.beta_slow",
+     "{arch}.rope.scaling.yarn_beta_slow"},
+    {&RopeScaling::attention_factor, "rope_parameters.attention_factor|rope_scaling.attention_factor",
+     "{arch}.rope.scaling.attn_factor"},
+    {&RopeScaling::mscale, "rope_parameters.mscale|rope_scaling.mscale", ""},
+    {&RopeScaling::mscale_all_dim, "rope_parameters.mscale_all_dim|rope_scaling.mscale_all_dim", ""},
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t p = s.find(sep, start);
+    out.push_back(s.substr(start, p - start));
+    if (p == std::string::npos) return out;
+    start = p + 1;
+  }
+}
+
+const nlohmann::json* json_path(const nlohmann::json& j, const std::string& path) {
+  const nlohmann::json* cur = &j;
+  for (const std::string& part : split(path, '.')) {
+    if (!cur->is_object()) return nullptr;
+    auto it = cur->find(part);
+    if (it == cur->end()) return nullptr;
+    cur = &*it;
+  }
+  return cur->is_null() ? nullptr : cur;
+}
+
+int32_t to_i32(double v, const std::string& key) {
+  BRISK_CHECK(std::isfinite(v) && v == std::floor(v) && v >= -2147483648.0 && v <= 2147483647.0,
+              "config key '", key, "': ", v, " is not a 32-bit integer");
+  return int32_t(v);
+}
+
+float to_f32(double v, const std::string& key) {
+  BRISK_CHECK(std::isfinite(v) && std::fabs(v) <= 3.0e38, "config key '", key, "': ", v,
+              " is not a finite 32-bit float");
+  return float(v);
+}
+
+// Assigns a JSON value to the field; throws naming the key on a type mismatch.
+void assign_json(ModelConfig& c, const Field& field, const nlohmann::json& v, const std::string& key) {
+  std::visit(
+      [&](auto member) {
+        using M = decltype(member);
+        auto& target = [&]() -> auto& {
+          if constexpr (std::is_same_v<M, int32_t RopeScaling::*> || std::is_same_v<M, float RopeScaling::*> ||
+                        std::is_same_v<M, std::string RopeScaling::*>)
+            return c.rope_scaling.*member;
+          else
+            return c.*member;
+        }();
+        using T = std::remove_reference_t<decltype(target)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          BRISK_CHECK(v.is_string(), "config key '", key, "' must be a string");
+          target = v.get<std::string>();
+        } else if constexpr (std::is_same_v<T, bool>) {
+          BRISK_CHECK(v.is_boolean(), "config key '", key, "' must be a boolean");
+          target = v.get<bool>();
+        } else if constexpr (std::is_same_v<T, float>) {
+          BRISK_CHECK(v.is_number(), "config key '", key, "' must be a number");
+          target = to_f32(v.get<double>(), key);
+        } else {
+          BRISK_CHECK(v.is_number(), "config key '", key, "' must be an integer");
+          target = to_i32(v.get<double>(), key);
+        }
+      },
+      field);
+}
+
+void assign_gguf(ModelConfig& c, const Field& field, const gguf::File& f, const std::string& key) {
+  std::visit(
+      [&](auto member) {
+        using M = decltype(member);
+        auto& target = [&]() -> auto& {
+          if constexpr (std::is_same_v<M, int32_t RopeScaling::*> || std::is_same_v<M, float RopeScaling::*> ||
+                        std::is_same_v<M, std::string RopeScaling::*>)
+            return c.rope_scaling.*member;
+          else
+            return c.*member;
+        }();
+        using T = std::remove_reference_t<decltype(target)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          auto s = f.get_string(key);
+          BRISK_CHECK(s.has_value(), "GGUF key '", key, "' must be a string");
+          target = *s;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          auto b = f.get_bool(key);
+          BRISK_CHECK(b.has_value(), "GGUF key '", key, "' must be a boolean");
+          target = *b;
+        } else if constexpr (std::is_same_v<T, float>) {
+          auto d = f.get_float(key);
+          BRISK_CHECK(d.has_value(), "GGUF key '", key, "' must be a number");
+          target = to_f32(*d, key);
+        } else {
+          auto i = f.get_int(key);
+          BRISK_CHECK(i.has_value() && *i >= INT32_MIN && *i <= INT32_MAX, "GGUF key '", key,
+                      "' must be a 32-bit integer");
+          target = int32_t(*i);
+        }
+      },
+      field);
+}
+
+}  // namespace
+
+void config_fill_from_hf(ModelConfig& c, const nlohmann::json& j) {
+  BRISK_CHECK(j.is_object(), "config.json: top level is not an object");
+  for (const KeyRow& row : kKeyTable) {
+    if (!*row.hf) continue;
+    for (const std::string& key : split(row.hf, '|')) {
+      if (const nlohmann::json* v = json_path(j, key)) {
+        assign_json(c, row.field, *v, key);
+        break;
+      }
+    }
+  }
+}
+
+void config_fill_from_gguf(ModelConfig& c, const gguf::File& f) {
+  const std::string arch = f.architecture();
+  for (const KeyRow& row : kKeyTable) {
+    if (!*row.gguf) continue;
+    std::string key = row.gguf;
+    if (const size_t p = key.find("{arch}"); p != std::string::npos) key.replace(p, 6, arch);
+    if (f.find(key)) assign_gguf(c, row.field, f, key);
+  }
+}
+
+void ModelConfig::finalize() {
+  if (n_head_kv == 0) n_head_kv = n_head;
+  BRISK_CHECK(n_embd > 0 && n_layer > 0 && n_head > 0 && n_vocab > 0 && n_ff > 0,
+              "model config: hidden size, layers, heads, vocabulary and MLP size must be positive "
+              "(got n_embd=", n_embd, " n_layer=", n_layer, " n_head=", n_head, " n_vocab=", n_vocab,
+              " n_ff=", n_ff, ")");
+  BRISK_CHECK(n_head_kv > 0 && n_head % n_head_kv == 0, "model config: ", n_head,
+              " attention heads are not a multiple of ", n_head_kv, " KV heads");
+  if (head_dim == 0) {
+    BRISK_CHECK(n_embd % n_head == 0, "model config: hidden size ", n_embd,
+                " is not divisible by ", n_head, " heads and head_dim is not given");
+    head_dim = n_embd / n_head;
+  }
+  BRISK_CHECK(head_dim > 0 && head_dim <= 1024, "model config: head_dim ", head_dim, " out of range");
+  BRISK_CHECK(n_head <= 65536 && n_layer <= 65536, "model config: ", n_head, " heads / ", n_layer,
+              " layers out of range");
+  if (n_rot == 0) n_rot = int32_t(std::lround(head_dim * double(partial_rotary)));
+  n_rot -= n_rot % 2;
+  BRISK_CHECK(n_rot > 0 && n_rot <= head_dim, "model config: rotary dims ", n_rot,
+              " out of range for head_dim ", head_dim);
+  if (!use_sliding_window) sliding_window = 0;
+  BRISK_CHECK(sliding_window >= 0, "model config: negative sliding_window");
+  if (n_ctx_train <= 0) n_ctx_train = 4096;
+  if (hidden_act == "silu" || hidden_act == "swish") {
+    act = Activation::silu;
+  } else if (hidden_act == "gelu_pytorch_tanh" || hidden_act == "gelu_tanh") {
+    act = Activation::gelu_tanh;
+  } else {
+    fail("model config: unsupported hidden_act '", hidden_act, "'");
+  }
+  if (attn_scale == 0.0f) attn_scale = float(1.0 / std::sqrt(double(head_dim)));
+}
+
+}  // namespace brisk

@@ -1,0 +1,54 @@
+// The hyperparameters of a decoder model, filled from Hugging Face config.json keys or GGUF
+// metadata keys through one declarative table (config.cpp). Architecture files adjust it in
+// their sanitize step (e.g. Qwen2's use_sliding_window, defaults that differ per family).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "backend/backend.h"
+#include "models/rope_scaling.h"
+
+namespace brisk {
+
+namespace gguf { class File; }
+
+struct ModelConfig {
+  std::string arch;              // registry key: HF model_type or GGUF general.architecture
+  std::string name;
+  int32_t n_vocab = 0;
+  int32_t n_embd = 0;            // hidden size
+  int32_t n_layer = 0;
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;         // 0: n_head
+  int32_t head_dim = 0;          // 0: n_embd / n_head
+  int32_t n_ff = 0;              // MLP intermediate size
+  int32_t n_ctx_train = 0;
+  float rms_eps = 1e-6f;
+  float rope_theta = 10000.0f;
+  float partial_rotary = 1.0f;   // fraction of head_dim rotated (HF)
+  int32_t n_rot = 0;             // rotated dims (GGUF rope.dimension_count); 0: derived
+  RopeScaling rope_scaling;
+  bool rope_neox = true;         // rotation pairing, depends on the weights' source
+  int32_t sliding_window = 0;    // 0: none
+  bool use_sliding_window = true;  // Qwen2 flag: sliding_window is ignored when false
+  bool tie_embeddings = false;
+  Activation act = Activation::silu;
+  std::string hidden_act = "silu";
+  float attn_scale = 0.0f;       // 0: 1/sqrt(head_dim)
+
+  // Derived values filled by finalize() and checked for consistency.
+  void finalize();
+  int32_t q_width() const { return n_head * head_dim; }
+  int32_t kv_width() const { return n_head_kv * head_dim; }
+};
+
+// Fills the fields named in the key table from config.json (nested keys, alternatives; null
+// values are skipped).
+void config_fill_from_hf(ModelConfig& c, const nlohmann::json& j);
+// Fills the fields from GGUF metadata; `{arch}` in a key is general.architecture.
+void config_fill_from_gguf(ModelConfig& c, const gguf::File& f);
+
+}  // namespace brisk

@@ -1,0 +1,64 @@
+// What a model's forward works with: the backend, the batch, the activation arena planned for
+// the largest batch, this context's KV cache views, and the tap hook. Buffers are allocated
+// once per Context (ForwardArena); a forward only takes row-prefix views of them, so a step
+// allocates nothing and its sequence of ops depends only on the batch shape.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "models/config.h"
+
+namespace brisk {
+
+// Receives named intermediates: name as in llama.cpp's graph ("attn_norm", "Qcur", ...),
+// layer (-1 for model-level tensors) and the [rows, cols] float32 values.
+using TapFn = std::function<void(const std::string& name, int layer, const Mat& t)>;
+
+struct ForwardBatch {
+  int32_t n_tok = 0;
+  const int32_t* ids = nullptr;       // [n_tok]
+  const int32_t* pos = nullptr;       // [n_tok]
+  const int32_t* seq = nullptr;       // [n_tok]
+  int32_t n_out = 0;                  // tokens that want logits
+  const int32_t* out_rows = nullptr;  // [n_out] indices into the batch
+};
+
+// Activation buffers for up to n_max tokens, [n_max, width] each.
+struct ForwardArena {
+  int32_t n_max = 0;
+  float* x = nullptr;      // residual stream [n, n_embd]
+  float* h = nullptr;      // normed input of a block [n, n_embd]
+  float* t = nullptr;      // block output [n, n_embd]
+  float* q = nullptr;      // [n, n_head * head_dim]
+  float* k = nullptr;      // [n, n_head_kv * head_dim]
+  float* v = nullptr;      // [n, n_head_kv * head_dim]
+  float* attn = nullptr;   // attention result [n, n_head * head_dim]
+  float* gate = nullptr;   // [n, n_ff]
+  float* up = nullptr;     // [n, n_ff]
+  float* out = nullptr;    // rows needing logits [n, n_embd]
+  float* logits = nullptr; // [n_logits_max, n_vocab]
+  int32_t n_logits_max = 0;
+};
+
+struct Forward {
+  Backend& backend;
+  const ModelConfig& cfg;
+  const ForwardBatch& batch;
+  const ForwardArena& arena;
+  const std::vector<KvView>& k_cache;  // [n_layer]
+  const std::vector<KvView>& v_cache;  // [n_layer]
+  const TapFn* tap = nullptr;
+
+  Mat mat(float* data, int64_t cols) const { return Mat{.data = data, .rows = batch.n_tok, .cols = cols}; }
+  void tap_tensor(const char* name, int layer, const Mat& m) const {
+    if (tap && *tap) {
+      backend.synchronize();
+      (*tap)(name, layer, m);
+    }
+  }
+};
+
+}  // namespace brisk

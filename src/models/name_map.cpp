@@ -1,0 +1,53 @@
+#include "models/name_map.h"
+
+#include <cstring>
+#include <utility>
+
+namespace brisk {
+
+namespace {
+
+const std::pair<const char*, const char*> kGlobal[] = {
+    {"model.embed_tokens.weight", "token_embd.weight"},
+    {"model.norm.weight", "output_norm.weight"},
+    {"lm_head.weight", "output.weight"},
+};
+
+// Per-layer suffix after "model.layers.N." -> suffix after "blk.N.".
+const std::pair<const char*, const char*> kLayer[] = {
+    {"input_layernorm.weight", "attn_norm.weight"},
+    {"self_attn.q_proj.weight", "attn_q.weight"},
+    {"self_attn.k_proj.weight", "attn_k.weight"},
+    {"self_attn.v_proj.weight", "attn_v.weight"},
+    {"self_attn.o_proj.weight", "attn_output.weight"},
+    {"self_attn.q_proj.bias", "attn_q.bias"},
+    {"self_attn.k_proj.bias", "attn_k.bias"},
+    {"self_attn.v_proj.bias", "attn_v.bias"},
+    {"self_attn.o_proj.bias", "attn_output.bias"},
+    {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+    {"post_attention_layernorm.weight", "ffn_norm.weight"},
+    {"mlp.gate_proj.weight", "ffn_gate.weight"},
+    {"mlp.up_proj.weight", "ffn_up.weight"},
+    {"mlp.down_proj.weight", "ffn_down.weight"},
+};
+
+}  // namespace
+
+std::string hf_to_gguf_name(const std::string& hf) {
+  for (const auto& [from, to] : kGlobal)
+    if (hf == from) return to;
+  const std::string prefix = "model.layers.";
+  if (hf.compare(0, prefix.size(), prefix) != 0) return "";
+  size_t p = prefix.size();
+  size_t q = p;
+  while (q < hf.size() && hf[q] >= '0' && hf[q] <= '9') ++q;
+  if (q == p || q - p > 6 || q >= hf.size() || hf[q] != '.') return "";
+  const std::string layer = hf.substr(p, q - p);
+  const std::string rest = hf.substr(q + 1);
+  for (const auto& [from, to] : kLayer)
+    if (rest == from) return "blk." + layer + "." + to;
+  return "";
+}
+
+}  // namespace brisk

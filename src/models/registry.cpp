@@ -1,0 +1,32 @@
+#include "models/registry.h"
+
+namespace brisk {
+
+const std::vector<const ArchEntry*>& arch_registry() {
+  // Listed explicitly: libbrisk is a static library, so self-registering objects that nothing
+  // references would be dropped by the linker.
+  static const std::vector<const ArchEntry*> entries = {
+      &arch_llama(), &arch_mistral(), &arch_qwen2(), &arch_qwen3(),
+  };
+  return entries;
+}
+
+const ArchEntry* arch_find_hf(const std::vector<std::string>& architectures, const std::string& model_type) {
+  for (const std::string& a : architectures)
+    for (const ArchEntry* e : arch_registry())
+      for (const std::string& n : e->hf_architectures)
+        if (n == a) return e;
+  for (const ArchEntry* e : arch_registry())
+    for (const std::string& n : e->hf_model_types)
+      if (n == model_type) return e;
+  return nullptr;
+}
+
+const ArchEntry* arch_find_gguf(const std::string& name) {
+  for (const ArchEntry* e : arch_registry())
+    for (const std::string& n : e->gguf_names)
+      if (n == name) return e;
+  return nullptr;
+}
+
+}  // namespace brisk

@@ -1,0 +1,185 @@
+#include "models/weights.h"
+
+#include <cstring>
+
+#include "core/checked_math.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "formats/gguf.h"
+#include "formats/safetensors.h"
+#include "kernels/cpu/ops.h"
+#include "quant/format.h"
+
+namespace brisk {
+
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& ne) {
+  std::string s = "{";
+  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "}";
+}
+
+std::optional<QuantType> stored_type(safetensors::DType d) {
+  switch (d) {
+    case safetensors::DType::F32: return QuantType::F32;
+    case safetensors::DType::F16: return QuantType::F16;
+    case safetensors::DType::BF16: return QuantType::BF16;
+    default: return std::nullopt;
+  }
+}
+
+// Which quant type a matrix of rows n_in gets for a requested load-time type: the request when
+// the row is whole blocks, else a 32-element fallback (Q4_K -> Q4_0), else unchanged.
+std::optional<QuantType> quant_for_row(QuantType want, int64_t n_in) {
+  if (quant_row_bytes(want, uint64_t(n_in))) return want;
+  if (want == QuantType::Q4_K && quant_row_bytes(QuantType::Q4_0, uint64_t(n_in))) return QuantType::Q4_0;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::unique_ptr<WeightStore> WeightStore::from_gguf(std::shared_ptr<const gguf::File> file) {
+  auto ws = std::make_unique<WeightStore>();
+  ws->gguf_ = file;
+  for (const gguf::TensorInfo& t : file->tensors()) {
+    StoredTensor st;
+    st.name = t.name;
+    st.type = t.type;
+    for (uint64_t d : t.ne) {
+      BRISK_CHECK(d <= uint64_t(INT64_MAX), "GGUF tensor ", t.name, ": dimension too large");
+      st.ne.push_back(int64_t(d));
+    }
+    st.data = t.data;
+    st.n_bytes = size_t(t.n_bytes);
+    ws->tensors_[t.name] = std::move(st);
+  }
+  return ws;
+}
+
+std::unique_ptr<WeightStore> WeightStore::from_safetensors(
+    std::shared_ptr<const safetensors::Checkpoint> ckpt, std::string (*hf_to_gguf)(const std::string&),
+    std::optional<QuantType> quant) {
+  auto ws = std::make_unique<WeightStore>();
+  ws->st_ = ckpt;
+  for (const safetensors::TensorInfo& t : ckpt->tensors()) {
+    const std::string name = hf_to_gguf(t.name);
+    if (name.empty()) continue;
+    BRISK_CHECK(!ws->tensors_.count(name), "safetensors: tensors map to the same name ", name,
+                " (second: ", t.name, ")");
+    StoredTensor st;
+    st.name = name;
+    for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it) {
+      BRISK_CHECK(*it <= uint64_t(INT64_MAX), "safetensors tensor ", t.name, ": dimension too large");
+      st.ne.push_back(int64_t(*it));
+    }
+    if (st.ne.empty()) st.ne.push_back(1);
+    const auto type = stored_type(t.dtype);
+    const size_t elem = type ? (*type == QuantType::F32 ? 4 : 2) : 0;
+    const bool aligned = type && reinterpret_cast<uintptr_t>(t.data) % elem == 0;
+    const bool is_matrix = st.ne.size() == 2 && name.size() > 7 &&
+                           name.compare(name.size() - 7, 7, ".weight") == 0;
+    const auto qt = quant && is_matrix ? quant_for_row(*quant, st.ne[0]) : std::nullopt;
+    if (qt) {
+      // Quantize row by row from float32.
+      const std::vector<float> f = safetensors::to_f32(t);
+      const size_t rb = size_t(*quant_row_bytes(*qt, uint64_t(st.ne[0])));
+      std::vector<uint8_t> q(rb * size_t(st.ne[1]));
+      for (int64_t r = 0; r < st.ne[1]; ++r)
+        cpu::row_from_f32(*qt, f.data() + size_t(r) * size_t(st.ne[0]), q.data() + size_t(r) * rb, st.ne[0]);
+      st.type = *qt;
+      st.data = q.data();
+      st.n_bytes = q.size();
+      ws->owned_.push_back(std::move(q));
+    } else if (type && aligned) {
+      st.type = *type;
+      st.data = t.data;
+      st.n_bytes = size_t(t.n_bytes);
+    } else if (type) {  // unaligned in the file: copy
+      std::vector<uint8_t> copy(t.data, t.data + t.n_bytes);
+      st.type = *type;
+      st.data = copy.data();
+      st.n_bytes = copy.size();
+      ws->owned_.push_back(std::move(copy));
+    } else {
+      const std::vector<float> f = safetensors::to_f32(t);
+      std::vector<uint8_t> bytes(f.size() * sizeof(float));
+      std::memcpy(bytes.data(), f.data(), bytes.size());
+      st.type = QuantType::F32;
+      st.data = bytes.data();
+      st.n_bytes = bytes.size();
+      ws->owned_.push_back(std::move(bytes));
+    }
+    ws->tensors_[name] = std::move(st);
+  }
+  return ws;
+}
+
+const StoredTensor* WeightStore::find(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+Weight WeightStore::matrix_opt(const std::string& name, int64_t n_in, int64_t n_out) const {
+  const StoredTensor* t = find(name);
+  if (!t) return {};
+  std::vector<int64_t> ne = t->ne;
+  while (ne.size() > 2 && ne.back() == 1) ne.pop_back();
+  BRISK_CHECK(ne.size() == 2 && ne[0] == n_in && ne[1] == n_out, "tensor ", name, " has shape ",
+              shape_str(t->ne), ", expected {", n_in, ", ", n_out, "}");
+  const auto rb = quant_row_bytes(t->type, uint64_t(n_in));
+  BRISK_CHECK(rb.has_value(), "tensor ", name, ": rows of ", n_in, " elements are not whole ",
+              quant_type_info(t->type).name, " blocks");
+  const auto total = checked_mul<uint64_t>(*rb, uint64_t(n_out));
+  BRISK_CHECK(total && *total <= t->n_bytes, "tensor ", name, ": data is shorter than its shape");
+  return Weight{.type = t->type, .n_in = n_in, .n_out = n_out, .row_bytes = size_t(*rb), .data = t->data};
+}
+
+Weight WeightStore::matrix(const std::string& name, int64_t n_in, int64_t n_out) const {
+  Weight w = matrix_opt(name, n_in, n_out);
+  BRISK_CHECK(!w.empty(), "missing tensor ", name, " (expected shape {", n_in, ", ", n_out, "})");
+  return w;
+}
+
+const float* WeightStore::vector_opt(const std::string& name, int64_t n) {
+  if (auto it = vectors_.find(name); it != vectors_.end()) {
+    BRISK_CHECK(int64_t(it->second.size()) == n, "tensor ", name, " has ", it->second.size(),
+                " elements, expected ", n);
+    return it->second.data();
+  }
+  const StoredTensor* t = find(name);
+  if (!t) return nullptr;
+  int64_t count = 1;
+  for (int64_t d : t->ne) count *= d;
+  BRISK_CHECK(count == n, "tensor ", name, " has shape ", shape_str(t->ne), ", expected ", n, " elements");
+  const auto rb = quant_row_bytes(t->type, uint64_t(n));
+  BRISK_CHECK(rb && *rb <= t->n_bytes, "tensor ", name, ": data does not hold ", n, " elements");
+  std::vector<float> v(static_cast<size_t>(n));
+  cpu::row_to_f32(t->type, t->data, v.data(), n);
+  auto& stored = vectors_[name] = std::move(v);
+  return stored.data();
+}
+
+const float* WeightStore::vector(const std::string& name, int64_t n) {
+  const float* v = vector_opt(name, n);
+  BRISK_CHECK(v != nullptr, "missing tensor ", name, " (expected ", n, " elements)");
+  return v;
+}
+
+uint64_t WeightStore::total_bytes() const {
+  uint64_t n = 0;
+  for (const auto& [name, t] : tensors_) n += t.n_bytes;
+  return n;
+}
+
+uint64_t WeightStore::total_elements() const {
+  uint64_t n = 0;
+  for (const auto& [name, t] : tensors_) {
+    uint64_t c = 1;
+    for (int64_t d : t.ne) c *= uint64_t(d);
+    n += c;
+  }
+  return n;
+}
+
+}  // namespace brisk

@@ -1,0 +1,211 @@
+// The Context implementation: a backend (thread pool), the KV cache, the activation arena for
+// n_batch tokens, and decode(): validate the whole batch first (so an error leaves the state
+// unchanged), grow the KV cache if needed, then run the model's forward on chunks of at most
+// n_batch tokens and collect the logits that were asked for.
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "models/forward.h"
+#include "runtime/kv_cache.h"
+#include "runtime/loaded_model.h"
+
+namespace brisk {
+
+namespace {
+
+class ModelContext final : public Context {
+ public:
+  ModelContext(std::shared_ptr<const LoadedModel> model, const ContextOptions& options)
+      : model_(std::move(model)), opt_(options), cfg_(model_->config()) {
+    BRISK_CHECK(opt_.n_seq_max >= 1 && opt_.n_seq_max <= 1024, "n_seq_max ", opt_.n_seq_max,
+                " out of range [1, 1024]");
+    BRISK_CHECK(opt_.n_batch >= 1, "n_batch must be at least 1");
+    BRISK_CHECK(opt_.n_ctx >= 1, "n_ctx must be at least 1");
+    opt_.n_ctx = std::min(opt_.n_ctx, cfg_.n_ctx_train);
+    opt_.n_batch = std::min(opt_.n_batch, opt_.n_ctx * opt_.n_seq_max);
+    if (opt_.kv_type == QuantType::Q8_0)
+      BRISK_CHECK(cfg_.head_dim % 32 == 0, "q8_0 KV cache needs head_dim a multiple of 32, model has ",
+                  cfg_.head_dim);
+    backend_ = make_cpu_backend(opt_.n_threads);
+    opt_.n_threads = backend_->n_threads();
+    kv_ = std::make_unique<KvCache>(*backend_, KvCacheOptions{.n_layer = cfg_.n_layer, .width = cfg_.kv_width(),
+                                                              .n_seq = opt_.n_seq_max, .n_ctx = opt_.n_ctx,
+                                                              .type = opt_.kv_type});
+    plan_arena();
+  }
+
+  ~ModelContext() override {
+    for (void* p : arena_allocs_) backend_->free(p);
+    backend_->free(arena_.logits);
+  }
+
+  void decode(const std::vector<BatchToken>& batch) override {
+    validate(batch);
+    if (batch.empty()) return;
+    int32_t max_len = 0;
+    std::vector<int32_t> new_len(size_t(opt_.n_seq_max));
+    for (int32_t s = 0; s < opt_.n_seq_max; ++s) new_len[size_t(s)] = kv_->length(s);
+    for (const BatchToken& t : batch) new_len[size_t(t.seq)] = t.pos + 1;
+    for (int32_t n : new_len) max_len = std::max(max_len, n);
+    kv_->reserve(max_len);
+
+    int32_t n_want = 0;
+    for (const BatchToken& t : batch) n_want += t.want_logits ? 1 : 0;
+    if (n_want > 0) logits_.assign(size_t(n_want) * size_t(cfg_.n_vocab), 0.0f);
+    int32_t logits_done = 0;
+
+    for (size_t start = 0; start < batch.size(); start += size_t(opt_.n_batch)) {
+      const size_t end = std::min(batch.size(), start + size_t(opt_.n_batch));
+      const int32_t n = int32_t(end - start);
+      int32_t n_out = 0;
+      for (int32_t i = 0; i < n; ++i) {
+        const BatchToken& t = batch[start + size_t(i)];
+        ids_[size_t(i)] = t.token;
+        pos_[size_t(i)] = t.pos;
+        seq_[size_t(i)] = t.seq;
+        if (t.want_logits) out_rows_[size_t(n_out++)] = i;
+      }
+      ensure_logits_rows(n_out);
+      const ForwardBatch fb{.n_tok = n, .ids = ids_.data(), .pos = pos_.data(), .seq = seq_.data(),
+                            .n_out = n_out, .out_rows = out_rows_.data()};
+      const Forward f{.backend = *backend_, .cfg = cfg_, .batch = fb, .arena = arena_,
+                      .k_cache = kv_->k(), .v_cache = kv_->v(), .tap = tap_ ? &tap_fn_ : nullptr};
+      model_->arch().forward(f);
+      backend_->synchronize();
+      for (int32_t i = 0; i < n; ++i) {
+        const BatchToken& t = batch[start + size_t(i)];
+        kv_->set_length(t.seq, std::max(kv_->length(t.seq), t.pos + 1));
+      }
+      if (n_out > 0) {
+        std::memcpy(logits_.data() + size_t(logits_done) * size_t(cfg_.n_vocab), arena_.logits,
+                    sizeof(float) * size_t(n_out) * size_t(cfg_.n_vocab));
+        logits_done += n_out;
+      }
+    }
+    if (n_want > 0) n_logits_ = n_want;
+  }
+
+  const float* logits(int32_t i) const override {
+    BRISK_CHECK(i >= 0 && i < n_logits_, "logits(", i, "): the last batch with logits had ", n_logits_,
+                " such tokens");
+    return logits_.data() + size_t(i) * size_t(cfg_.n_vocab);
+  }
+
+  int32_t n_vocab() const override { return cfg_.n_vocab; }
+
+  int32_t seq_length(int32_t seq) const override {
+    check_seq(seq, "seq_length");
+    return kv_->length(seq);
+  }
+
+  void seq_truncate(int32_t seq, int32_t n_keep) override {
+    check_seq(seq, "seq_truncate");
+    BRISK_CHECK(n_keep >= 0, "seq_truncate: negative length ", n_keep);
+    kv_->set_length(seq, std::min(kv_->length(seq), n_keep));
+  }
+
+  void seq_copy(int32_t src, int32_t dst, int32_t n) override {
+    check_seq(src, "seq_copy");
+    check_seq(dst, "seq_copy");
+    kv_->copy(src, dst, n);
+  }
+
+  const ContextOptions& options() const override { return opt_; }
+
+  void set_tap(TapFn tap) override {
+    tap_ = std::move(tap);
+    tap_fn_ = [this](const std::string& name, int layer, const Mat& m) {
+      // Rows are compacted when the view has a stride.
+      if (m.row_stride() == m.cols) {
+        tap_(name, layer, m.data, m.rows, m.cols);
+        return;
+      }
+      std::vector<float> dense(size_t(m.rows * m.cols));
+      for (int64_t r = 0; r < m.rows; ++r)
+        std::memcpy(dense.data() + size_t(r * m.cols), m.row(r), sizeof(float) * size_t(m.cols));
+      tap_(name, layer, dense.data(), m.rows, m.cols);
+    };
+  }
+
+ private:
+  void check_seq(int32_t seq, const char* what) const {
+    BRISK_CHECK(seq >= 0 && seq < opt_.n_seq_max, what, ": sequence ", seq, " out of range [0, ",
+                opt_.n_seq_max, ")");
+  }
+
+  void validate(const std::vector<BatchToken>& batch) const {
+    std::vector<int32_t> next(size_t(opt_.n_seq_max));
+    for (int32_t s = 0; s < opt_.n_seq_max; ++s) next[size_t(s)] = kv_->length(s);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const BatchToken& t = batch[i];
+      BRISK_CHECK(t.token >= 0 && t.token < cfg_.n_vocab, "batch token ", i, ": id ", t.token,
+                  " out of range [0, ", cfg_.n_vocab, ")");
+      BRISK_CHECK(t.seq >= 0 && t.seq < opt_.n_seq_max, "batch token ", i, ": sequence ", t.seq,
+                  " out of range [0, ", opt_.n_seq_max, ")");
+      BRISK_CHECK(t.pos == next[size_t(t.seq)], "batch token ", i, ": position ", t.pos, " of sequence ",
+                  t.seq, " must be its next position ", next[size_t(t.seq)]);
+      BRISK_CHECK(t.pos < opt_.n_ctx, "batch token ", i, ": position ", t.pos,
+                  " exceeds the context size ", opt_.n_ctx);
+      ++next[size_t(t.seq)];
+    }
+  }
+
+  float* arena_alloc(int64_t cols) {
+    void* p = backend_->alloc(sizeof(float) * size_t(arena_.n_max) * size_t(cols));
+    arena_allocs_.push_back(p);
+    return static_cast<float*>(p);
+  }
+
+  void plan_arena() {
+    arena_.n_max = opt_.n_batch;
+    arena_.x = arena_alloc(cfg_.n_embd);
+    arena_.h = arena_alloc(cfg_.n_embd);
+    arena_.t = arena_alloc(cfg_.n_embd);
+    arena_.q = arena_alloc(cfg_.q_width());
+    arena_.k = arena_alloc(cfg_.kv_width());
+    arena_.v = arena_alloc(cfg_.kv_width());
+    arena_.attn = arena_alloc(cfg_.q_width());
+    arena_.gate = arena_alloc(cfg_.n_ff);
+    arena_.up = arena_alloc(cfg_.n_ff);
+    arena_.out = arena_alloc(cfg_.n_embd);
+    ids_.assign(size_t(arena_.n_max), 0);
+    pos_.assign(size_t(arena_.n_max), 0);
+    seq_.assign(size_t(arena_.n_max), 0);
+    out_rows_.assign(size_t(arena_.n_max), 0);
+    ensure_logits_rows(1);
+  }
+
+  // Logit rows grow on demand (a full prompt batch rarely wants them all); decode steps that
+  // stay within the planned rows allocate nothing.
+  void ensure_logits_rows(int32_t n) {
+    if (n <= arena_.n_logits_max) return;
+    backend_->free(arena_.logits);
+    arena_.logits = static_cast<float*>(backend_->alloc(sizeof(float) * size_t(n) * size_t(cfg_.n_vocab)));
+    arena_.n_logits_max = n;
+  }
+
+  std::shared_ptr<const LoadedModel> model_;
+  ContextOptions opt_;
+  const ModelConfig& cfg_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<KvCache> kv_;
+  ForwardArena arena_;
+  std::vector<void*> arena_allocs_;
+  std::vector<int32_t> ids_, pos_, seq_, out_rows_;
+  std::vector<float> logits_;  // [n_logits, n_vocab]
+  int32_t n_logits_ = 0;
+  TapFn tap_;
+  brisk::TapFn tap_fn_;
+};
+
+}  // namespace
+
+std::unique_ptr<Context> Context::create(std::shared_ptr<const Model> model, const ContextOptions& options) {
+  BRISK_CHECK(model != nullptr, "Context::create: no model");
+  auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
+  BRISK_CHECK(loaded != nullptr, "Context::create: model was not loaded by Model::load");
+  return std::make_unique<ModelContext>(std::move(loaded), options);
+}
+
+}  // namespace brisk

@@ -1,0 +1,165 @@
+// Constrained decoding: byte-level recognizers that say which continuations keep the output a
+// valid prefix, and a token mask built from them.
+//
+// JsonConstraint is a pushdown automaton over bytes for RFC 8259 JSON (strict: no trailing
+// commas, no leading zeros, strings valid UTF-8 without raw control bytes, \u escapes with
+// paired surrogates, so that every completed text parses with any conforming parser).
+// Its state is a small fixed-size value (the container stack is a bitset), so copying it is
+// cheap: the token mask copies it at every trie node it visits.
+//
+// ToolCallConstraint forces one tool call in a format's syntax:
+//   before_name NAME between_name_and_arguments {JSON object} after_arguments
+// with NAME one of the allowed names (tool_choice "required": all tools; named: one).
+//
+// TokenMask turns either constraint into a per-token allowed mask: a trie over the decoded
+// token texts is walked with the constraint's state, pruning a subtree at the first byte that
+// is rejected. Inside a JSON string (the common state) tokens made only of plain string bytes
+// are allowed without walking (a precomputed mask), and only the rest of the vocabulary is
+// walked.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "text/chat_output.h"
+
+namespace brisk {
+
+struct JsonConstraintOptions {
+  bool require_object = false;     // response_format json_object: the top level is an object
+  int32_t max_depth = 64;          // nesting limit, at most 256
+  int32_t max_whitespace_run = 0;  // > 0: at most this many whitespace bytes in a row outside
+                                   // strings (stops a model from emitting blank lines forever)
+};
+
+class JsonConstraint {
+ public:
+  explicit JsonConstraint(JsonConstraintOptions options = {});
+
+  bool accepts(std::string_view piece) const;  // would appending keep a valid JSON prefix
+  void advance(std::string_view piece);        // throws brisk::Error when !accepts(piece)
+  bool complete() const;                       // a whole JSON value has been read
+  void reset();
+  // Inside a string with no escape or UTF-8 sequence pending: every plain byte is accepted.
+  bool in_plain_string() const { return mode_ == Mode::kString; }
+  bool accepts_any_text() const { return false; }
+  JsonConstraint borrowed_copy() const { return *this; }  // for TokenMask (a plain copy)
+  bool step(uint8_t byte);  // one byte; on false the state is unusable (accepts() works on a copy)
+
+ private:
+  enum class Mode : uint8_t {
+    kValue, kArrayFirst, kObjectFirst, kObjectKey, kColon, kAfterValue,
+    kString, kEscape, kUnicode, kLowBackslash, kLowU, kUtf8,
+    kNumMinus, kNumZero, kNumInt, kNumDot, kNumFrac, kNumE, kNumESign, kNumExp,
+    kLiteral, kDone,
+  };
+  bool step_value_start(uint8_t byte);
+  void finish_value();
+  bool top_is_object() const { return (stack_[(depth_ - 1) / 64] >> ((depth_ - 1) % 64)) & 1; }
+  bool push(bool is_object);
+  bool whitespace(uint8_t byte);
+
+  JsonConstraintOptions options_;
+  Mode mode_ = Mode::kValue;
+  bool string_is_key_ = false;
+  bool after_high_surrogate_ = false;
+  uint8_t utf8_left_ = 0, utf8_lo_ = 0x80, utf8_hi_ = 0xBF;
+  uint8_t hex_left_ = 0;
+  uint8_t literal_ = 0, literal_pos_ = 0;
+  uint16_t hex_value_ = 0;
+  int32_t depth_ = 0;
+  int32_t whitespace_run_ = 0;
+  std::array<uint64_t, 4> stack_{};  // bit d: container at depth d+1 is an object
+};
+
+// How a format writes one tool call whose arguments are a JSON object.
+struct ToolCallSyntax {
+  std::string before_name;                // e.g. "<tool_call>\n{\"name\": \""
+  std::string between_name_and_arguments; // e.g. "\", \"arguments\": "
+  std::string after_arguments;            // e.g. "}\n</tool_call>"
+  // When set, any text is allowed first, up to and including this marker, then whitespace:
+  // the reasoning close when the prompt opened a reasoning block (e.g. "</think>").
+  std::string free_text_until = {};
+};
+
+// The forced-call syntax of a chat output format whose call arguments are a JSON object
+// (hermes, mistral, llama3, gemma, deepseek, gpt_oss); throws brisk::Error for the others.
+ToolCallSyntax tool_call_syntax(ChatFormat format);
+
+class ToolCallConstraint {
+ public:
+  // names: the allowed function names (non-empty; each non-empty).
+  ToolCallConstraint(ToolCallSyntax syntax, std::vector<std::string> names,
+                     JsonConstraintOptions arguments_options = {.require_object = true});
+  bool accepts(std::string_view piece) const;
+  void advance(std::string_view piece);  // throws brisk::Error when !accepts(piece)
+  bool complete() const { return phase_ == Phase::kDone; }
+  bool in_plain_string() const { return phase_ == Phase::kArguments && args_.in_plain_string(); }
+  // Before free_text_until has appeared every byte is accepted.
+  bool accepts_any_text() const { return phase_ == Phase::kFreeText; }
+  bool step(uint8_t byte);
+
+ private:
+  enum class Phase : uint8_t { kFreeText, kBefore, kName, kBetween, kArguments, kAfter, kDone };
+  struct Shared {
+    ToolCallSyntax syntax;
+    std::vector<std::string> names;
+  };
+  void enter_after();
+  friend class TokenMask;
+  // A copy for the mask walk: borrows the syntax from `this` (no reference count traffic).
+  ToolCallConstraint borrowed_copy() const;
+  ToolCallConstraint() = default;
+
+  std::shared_ptr<const Shared> owner_;  // null in borrowed copies
+  const Shared* shared_ = nullptr;
+  Phase phase_ = Phase::kBefore;
+  size_t pos_ = 0;           // position in the current literal
+  std::string tail_;         // kFreeText: the last bytes, to spot free_text_until
+  std::string name_;         // name bytes read so far
+  JsonConstraint args_;
+};
+
+// Allowed-token masks for a vocabulary. vocab[i] is the decoded text of token i (raw bytes;
+// may be a partial UTF-8 sequence). Empty texts are never allowed; `end_tokens` (EOS,
+// end-of-turn) are allowed exactly when the constraint is complete.
+class TokenMask {
+ public:
+  explicit TokenMask(const std::vector<std::string>& vocab, std::vector<int32_t> end_tokens = {});
+  int32_t n_vocab() const { return n_vocab_; }
+  // allowed: resized to n_vocab.
+  void compute(const JsonConstraint& constraint, std::vector<bool>& allowed) const;
+  void compute(const ToolCallConstraint& constraint, std::vector<bool>& allowed) const;
+
+ private:
+  struct Node {
+    uint32_t edge_begin = 0, edge_end = 0;    // into edges_
+    uint32_t token_begin = 0, token_end = 0;  // into tokens_
+  };
+  struct Edge {
+    uint8_t byte;
+    uint32_t child;
+  };
+  struct Trie {
+    std::vector<Node> nodes;  // nodes[0] is the root
+    std::vector<Edge> edges;
+    std::vector<int32_t> tokens;
+    void build(const std::vector<std::string>& vocab, const std::vector<int32_t>& ids);
+  };
+  template <class C>
+  void walk(const Trie& trie, const C& start, std::vector<bool>& allowed) const;
+  template <class C>
+  void compute_any(const C& constraint, std::vector<bool>& allowed) const;
+
+  int32_t n_vocab_ = 0;
+  Trie plain_;                      // tokens of plain string bytes only (complete UTF-8)
+  Trie rest_;                       // every other non-empty token
+  std::vector<bool> plain_mask_;    // [n_vocab] membership of plain_
+  std::vector<bool> nonempty_mask_; // [n_vocab] every non-empty token
+  std::vector<int32_t> end_tokens_;
+};
+
+}  // namespace brisk

@@ -1,0 +1,135 @@
+// Model::load: a GGUF file or a Hugging Face folder (config.json + safetensors, optionally
+// tokenizer files and a chat template) -> LoadedModel. The architecture is looked up in the
+// registry; config values come from the declarative key table; weights stay in their stored
+// format unless a load-time quant type is asked for (safetensors only).
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "formats/gguf.h"
+#include "formats/json_file.h"
+#include "formats/safetensors.h"
+#include "models/name_map.h"
+#include "runtime/loaded_model.h"
+#include "runtime/model_tokenizer.h"
+
+namespace brisk {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<QuantType> parse_quant(const std::string& q) {
+  if (q.empty()) return std::nullopt;
+  const auto t = quant_type_from_name(q);
+  BRISK_CHECK(t && (*t == QuantType::Q8_0 || *t == QuantType::Q4_0 || *t == QuantType::Q4_K ||
+                    *t == QuantType::F16 || *t == QuantType::BF16),
+              "--quant '", q, "' is not supported at load (use q8_0, q4_0, q4_k, f16 or bf16)");
+  return t;
+}
+
+std::string read_text_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  BRISK_CHECK(in.good(), "cannot read ", p.string());
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+void finish(LoadedModel& m, const ArchEntry& entry) {
+  ModelConfig& c = m.config_;
+  c.arch = entry.name;
+  if (c.n_vocab == 0) {
+    const StoredTensor* t = m.weights_->find("token_embd.weight");
+    BRISK_CHECK(t && t->ne.size() == 2, "model has no token_embd.weight to take the vocabulary size from");
+    c.n_vocab = int32_t(t->ne[1]);
+  }
+  if (entry.sanitize) entry.sanitize(c);
+  c.finalize();
+  m.arch_ = entry.build(c, *m.weights_);
+  ModelInfo& info = m.info_;
+  info.architecture = c.arch;
+  info.name = c.name;
+  info.n_vocab = c.n_vocab;
+  info.n_ctx_train = c.n_ctx_train;
+  info.n_layer = c.n_layer;
+  info.n_embd = c.n_embd;
+  info.n_params = m.weights_->total_elements();
+  // A decoded token reads every weight once, except the embedding table (one row) unless it
+  // doubles as the LM head.
+  uint64_t bytes = m.weights_->total_bytes();
+  const StoredTensor* emb = m.weights_->find("token_embd.weight");
+  const bool emb_is_head = c.tie_embeddings || !m.weights_->has("output.weight");
+  if (emb && !emb_is_head) bytes -= emb->n_bytes;
+  info.weight_bytes = bytes;
+}
+
+std::shared_ptr<Model> load_gguf(const ModelLoadOptions& o) {
+  BRISK_CHECK(o.quant.empty(), "--quant applies to safetensors checkpoints; ", o.path,
+              " is a GGUF file (already in its stored formats)");
+  auto file = std::make_shared<gguf::File>(
+      gguf::File::open(o.path, o.use_mmap ? MappedFile::Mode::mmap : MappedFile::Mode::read));
+  const std::string arch = file->architecture();
+  const ArchEntry* entry = arch_find_gguf(arch);
+  BRISK_CHECK(entry, o.path, ": unsupported GGUF architecture '", arch, "'");
+  auto m = std::make_shared<LoadedModel>();
+  m->config_.rope_neox = entry->gguf_rope_neox;
+  config_fill_from_gguf(m->config_, *file);
+  m->weights_ = WeightStore::from_gguf(file);
+  m->config_.tie_embeddings = !m->weights_->has("output.weight");
+  finish(*m, *entry);
+  m->tokenizer_ = tokenizer_load_gguf(*file);
+  if (auto t = file->get_string("tokenizer.chat_template")) m->chat_template_ = *t;
+  return m;
+}
+
+std::shared_ptr<Model> load_hf(const ModelLoadOptions& o) {
+  const fs::path dir(o.path);
+  const nlohmann::json cfg = read_json_file((dir / "config.json").string());
+  std::vector<std::string> architectures;
+  if (auto it = cfg.find("architectures"); it != cfg.end() && it->is_array())
+    for (const auto& a : *it)
+      if (a.is_string()) architectures.push_back(a.get<std::string>());
+  const std::string model_type = cfg.value("model_type", std::string());
+  const ArchEntry* entry = arch_find_hf(architectures, model_type);
+  BRISK_CHECK(entry, (dir / "config.json").string(), ": unsupported architecture (model_type '",
+              model_type, "')");
+  auto m = std::make_shared<LoadedModel>();
+  m->config_.rope_neox = true;  // transformers' rotate_half pairing
+  config_fill_from_hf(m->config_, cfg);
+  auto ckpt = std::make_shared<safetensors::Checkpoint>(
+      safetensors::Checkpoint::open(o.path, o.use_mmap ? MappedFile::Mode::mmap : MappedFile::Mode::read));
+  m->weights_ = WeightStore::from_safetensors(ckpt, &hf_to_gguf_name, parse_quant(o.quant));
+  finish(*m, *entry);
+  m->tokenizer_ = tokenizer_load_hf(o.path);
+  if (fs::exists(dir / "chat_template.jinja")) {
+    m->chat_template_ = read_text_file(dir / "chat_template.jinja");
+  } else if (fs::exists(dir / "tokenizer_config.json")) {
+    const nlohmann::json tc = read_json_file((dir / "tokenizer_config.json").string());
+    if (auto it = tc.find("chat_template"); it != tc.end() && it->is_string()) m->chat_template_ = *it;
+  }
+  return m;
+}
+
+}  // namespace
+
+std::string LoadedModel::bos_text() const {
+  if (!tokenizer_ || tokenizer_->bos_id() < 0) return "";
+  return tokenizer_->token_text(tokenizer_->bos_id());
+}
+
+std::string LoadedModel::eos_text() const {
+  if (!tokenizer_ || tokenizer_->eos_id() < 0) return "";
+  return tokenizer_->token_text(tokenizer_->eos_id());
+}
+
+std::shared_ptr<Model> Model::load(const ModelLoadOptions& o) {
+  BRISK_CHECK(!o.path.empty(), "no model path given");
+  BRISK_CHECK(fs::exists(o.path), "model path ", o.path, " does not exist");
+  if (fs::is_directory(o.path)) return load_hf(o);
+  return load_gguf(o);
+}
+
+}  // namespace brisk

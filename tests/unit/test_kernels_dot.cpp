@@ -1,0 +1,266 @@
+// SIMD dot-product kernels and activation quantizers against the scalar references, kernel
+// selection under the kill switches, and the GEMV row loops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/flags.h"
+#include "kernels/cpu/dot.h"
+#include "quant/format.h"
+#include "quant/types.h"
+
+namespace brisk::kernels {
+namespace {
+
+const std::vector<QuantType> kSimdFormats = {
+    QuantType::F32,  QuantType::F16,  QuantType::BF16, QuantType::Q8_0,   QuantType::Q4_0,
+    QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1, QuantType::IQ4_NL, QuantType::Q4_K,
+    QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_XS, QuantType::MXFP4, QuantType::Q2_K,
+    QuantType::Q3_K, QuantType::TQ2_0, QuantType::IQ2_XXS, QuantType::IQ2_XS, QuantType::IQ2_S,
+    QuantType::IQ3_XXS, QuantType::IQ3_S, QuantType::IQ1_S, QuantType::IQ1_M, QuantType::TQ1_0};
+
+std::vector<float> gaussian(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+size_t row_bytes(QuantType t, int64_t n) { return size_t(*quant_row_bytes(t, uint64_t(n))); }
+
+// Random raw blocks (every bit pattern of codes and scales), re-drawn per block until the block
+// dequantizes to finite, moderate values.
+std::vector<uint8_t> random_blocks(QuantType t, int64_t n, uint32_t seed) {
+  const auto& info = quant_type_info(t);
+  const auto& f = format_traits(t);
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> q(row_bytes(t, n));
+  std::vector<float> tmp(info.block_size);
+  for (size_t b = 0; b < q.size() / info.type_size; ++b) {
+    uint8_t* blk = q.data() + b * info.type_size;
+    for (int attempt = 0;; ++attempt) {
+      for (size_t k = 0; k < info.type_size; ++k) blk[k] = uint8_t(rng());
+      f.dequantize_row(blk, tmp.data(), info.block_size);
+      bool ok = true;
+      for (float v : tmp) ok &= std::isfinite(v) && std::fabs(v) < 1e3f;
+      if (ok) break;
+      if (attempt > 100000) throw Error("no finite random block");
+    }
+  }
+  return q;
+}
+
+std::vector<uint8_t> quantized(QuantType t, const std::vector<float>& x) {
+  std::vector<uint8_t> q(row_bytes(t, int64_t(x.size())));
+  format_traits(t).quantize_row_ref(x.data(), q.data(), int64_t(x.size()));
+  return q;
+}
+
+// sum |w_i * a_i| of the dequantized operands: the scale of the rounding error
+double magnitude(QuantType wt, const void* w, const void* a, int64_t n) {
+  std::vector<float> wf(static_cast<size_t>(n)), af(static_cast<size_t>(n));
+  format_traits(wt).dequantize_row(w, wf.data(), n);
+  format_traits(activation_type(wt)).dequantize_row(a, af.data(), n);
+  double m = 0;
+  for (int64_t i = 0; i < n; ++i) m += std::fabs(double(wf[size_t(i)]) * af[size_t(i)]);
+  return m;
+}
+
+std::vector<int64_t> lengths_for(QuantType t) {
+  const uint32_t bs = quant_type_info(t).block_size;
+  if (bs == 1) return {1, 7, 31, 32, 33, 64, 100, 257, 4096};
+  if (bs == 32) return {32, 64, 96, 224, 512, 4096};
+  return {256, 512, 768, 4096};
+}
+
+TEST(KernelsDot, SimdMatchesScalarReference) {
+  int compared = 0;
+  for (QuantType t : kSimdFormats) {
+    const auto& info = quant_type_info(t);
+    const QuantType at = activation_type(t);
+    const VecDotFn scalar = format_traits(t).vec_dot;
+    // integer kernels: only the float accumulation order differs from the scalar reference
+    const double rel = info.block_size == 1 ? 1e-5 : 4e-6;
+    for (Isa isa : {Isa::avx2, Isa::avx512}) {
+      const VecDotFn simd = vec_dot_variant(t, isa);
+      if (!simd) continue;
+      for (int64_t n : lengths_for(t)) {
+        for (int source = 0; source < 2; ++source) {
+          const uint32_t seed = uint32_t(n) * 31u + uint32_t(t);
+          std::vector<uint8_t> w = source == 0 && format_traits(t).quantize_row_ref
+                                       ? quantized(t, gaussian(size_t(n), seed))
+                                       : random_blocks(t, n, seed);
+          std::vector<uint8_t> a = quantized(at, gaussian(size_t(n), seed + 1));
+          float want = 0, got = 0;
+          scalar(n, &want, w.data(), a.data());
+          simd(n, &got, w.data(), a.data());
+          const double mag = magnitude(t, w.data(), a.data(), n);
+          EXPECT_NEAR(got, want, rel * mag + 1e-30)
+              << info.name << " " << isa_name(isa) << " n=" << n << " source=" << source;
+          ++compared;
+        }
+      }
+    }
+  }
+  if (compared == 0) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512";
+}
+
+// The AVX2 and AVX-512 (VNNI) integer kernels compute identical integer sums and the same float
+// accumulation, so they agree exactly.
+TEST(KernelsDot, Avx2AndAvx512IntegerKernelsAgreeExactly) {
+  bool any = false;
+  for (QuantType t : kSimdFormats) {
+    if (quant_type_info(t).block_size == 1) continue;  // float kernels differ in vector width
+    const VecDotFn k2 = vec_dot_variant(t, Isa::avx2), k5 = vec_dot_variant(t, Isa::avx512);
+    if (!k2 || !k5) continue;
+    any = true;
+    const int64_t n = 4096;
+    std::vector<uint8_t> w = random_blocks(t, n, 77);
+    std::vector<uint8_t> a = quantized(activation_type(t), gaussian(size_t(n), 78));
+    float r2 = 0, r5 = 0;
+    k2(n, &r2, w.data(), a.data());
+    k5(n, &r5, w.data(), a.data());
+    EXPECT_EQ(r2, r5) << quant_type_info(t).name;
+  }
+  if (!any) GTEST_SKIP() << "needs both AVX2 and AVX-512 VNNI";
+}
+
+// Inputs that land exactly on rounding ties (scale 1: max |x| = 127) plus random data.
+std::vector<float> quantizer_input(int64_t n, uint32_t seed) {
+  std::vector<float> x = gaussian(size_t(n), seed);
+  for (int64_t i = 0; i < 256 && i < n; ++i) x[size_t(i)] = float(i % 64) - 31.5f;
+  if (n >= 256) {
+    x[0] = 127.f;    // Q8_0/Q8_1 block 0 and the Q8_K block: scale exactly 1
+    x[32] = -127.f;  // Q8_0 block 1, negative extreme
+    x[64] = 127.f;
+    for (int64_t i = 256; i < 288 && i < n; ++i) x[size_t(i)] = 0.f;  // an all-zero block
+  }
+  return x;
+}
+
+TEST(KernelsDot, SimdActivationQuantizersAreBitExact) {
+  int compared = 0;
+  for (QuantType at : {QuantType::Q8_0, QuantType::Q8_1, QuantType::Q8_K}) {
+    for (Isa isa : {Isa::avx2, Isa::avx512}) {
+      const QuantizeRowFn simd = quantize_activation_variant(at, isa);
+      if (!simd) continue;
+      for (int64_t n : {int64_t(256), int64_t(1024), int64_t(4096)}) {
+        std::vector<float> x = quantizer_input(n, uint32_t(n));
+        std::vector<uint8_t> want(row_bytes(at, n)), got(row_bytes(at, n), 0xAA);
+        format_traits(at).quantize_row_ref(x.data(), want.data(), n);
+        simd(x.data(), got.data(), n);
+        EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size()), 0)
+            << quant_type_info(at).name << " " << isa_name(isa) << " n=" << n;
+        ++compared;
+      }
+    }
+  }
+  if (compared == 0) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512";
+}
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    setenv(name, value, 1);
+    flags_reload();
+  }
+  ~ScopedEnv() {
+    unsetenv(name_);
+    flags_reload();
+  }
+
+ private:
+  const char* name_;
+};
+
+TEST(KernelsDot, SelectionHonoursKillSwitches) {
+  const VecDotFn scalar = format_traits(QuantType::Q4_K).vec_dot;
+  const VecDotFn best = select_vec_dot(QuantType::Q4_K);
+  if (best == scalar) GTEST_SKIP() << "no SIMD kernel usable here (or SIMD switched off)";
+  {
+    ScopedEnv off("BRISK_NO_SIMD", "1");
+    EXPECT_EQ(select_vec_dot(QuantType::Q4_K), scalar);
+    EXPECT_EQ(select_quantize_activation(QuantType::Q8_K), format_traits(QuantType::Q8_K).quantize_row_ref);
+  }
+  {
+    ScopedEnv off("BRISK_NO_SIMD_DOT_Q4_K", "1");
+    EXPECT_EQ(select_vec_dot(QuantType::Q4_K), scalar);
+    EXPECT_NE(select_vec_dot(QuantType::Q6_K), format_traits(QuantType::Q6_K).vec_dot);
+  }
+  {
+    ScopedEnv off("BRISK_NO_SIMD_QUANTIZE_ACT", "1");
+    EXPECT_EQ(select_quantize_activation(QuantType::Q8_0), format_traits(QuantType::Q8_0).quantize_row_ref);
+  }
+  if (vec_dot_variant(QuantType::Q4_K, Isa::avx512) && vec_dot_variant(QuantType::Q4_K, Isa::avx2)) {
+    EXPECT_EQ(best, vec_dot_variant(QuantType::Q4_K, Isa::avx512));
+    ScopedEnv off("BRISK_NO_AVX512", "1");
+    EXPECT_EQ(select_vec_dot(QuantType::Q4_K), vec_dot_variant(QuantType::Q4_K, Isa::avx2));
+  }
+  EXPECT_EQ(select_vec_dot(QuantType::Q4_K), best);
+  // formats without a SIMD kernel (the Q8_1 x Q8_1 pairing) keep their scalar dot product
+  EXPECT_EQ(select_vec_dot(QuantType::Q8_1), format_traits(QuantType::Q8_1).vec_dot);
+}
+
+// gemv_rows_multi (including the multi-token kernels of Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) must give every
+// token exactly what gemv_rows gives it alone.
+TEST(KernelsGemv, RowsMatchSingleDotsAndMultiTokenIsBitIdentical) {
+  for (QuantType t : {QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::Q8_0, QuantType::Q4_0,
+                      QuantType::F16, QuantType::IQ2_XS})
+  for (int n_tokens : {2, 5, 8}) {
+    const int64_t k = quant_type_info(t).block_size == 256 ? 768 : 544, n_rows = 37;
+    const size_t rb = row_bytes(t, k) + 16;  // padded row stride
+    std::vector<uint8_t> w(rb * size_t(n_rows));
+    for (int64_t r = 0; r < n_rows; ++r) {
+      std::vector<uint8_t> row = random_blocks(t, k, uint32_t(r) + 1000);
+      std::memcpy(w.data() + size_t(r) * rb, row.data(), row.size());
+    }
+    const QuantType at = activation_type(t);
+    const size_t xb = activation_row_bytes(t, k);
+    std::vector<uint8_t> x(xb * size_t(n_tokens));
+    for (int tok = 0; tok < n_tokens; ++tok) {
+      std::vector<float> xf = gaussian(size_t(k), 500u + uint32_t(tok));
+      select_quantize_activation(at)(xf.data(), x.data() + size_t(tok) * xb, k);
+    }
+    std::vector<float> y1(size_t(n_rows) * n_tokens), ym(size_t(n_rows + 3) * n_tokens);
+    for (int tok = 0; tok < n_tokens; ++tok)
+      gemv_rows(t, w.data(), rb, n_rows, k, x.data() + size_t(tok) * xb, y1.data() + size_t(tok) * n_rows);
+    gemv_rows_multi({.weight_type = t, .w = w.data(), .row_bytes = rb, .n_rows = n_rows, .k = k,
+                     .x_quant = x.data(), .x_stride = xb, .n_tokens = n_tokens, .y = ym.data(),
+                     .y_stride = n_rows + 3});
+    const VecDotFn dot = select_vec_dot(t);
+    for (int tok = 0; tok < n_tokens; ++tok)
+      for (int64_t r = 0; r < n_rows; ++r) {
+        float want = 0;
+        dot(k, &want, w.data() + size_t(r) * rb, x.data() + size_t(tok) * xb);
+        const float single = y1[size_t(tok * n_rows + r)];
+        const float multi = ym[size_t(tok * (n_rows + 3) + r)];
+        EXPECT_EQ(single, want) << quant_type_info(t).name;
+        uint32_t b1, b2;
+        std::memcpy(&b1, &single, 4);
+        std::memcpy(&b2, &multi, 4);
+        EXPECT_EQ(b1, b2) << quant_type_info(t).name << " " << n_tokens << " tokens: token " << tok << " row " << r;
+      }
+  }
+}
+
+TEST(KernelsGemv, RejectsBadShapes) {
+  std::vector<uint8_t> w(1024), x(1024);
+  std::vector<float> y(8);
+  EXPECT_THROW(gemv_rows(QuantType::Q4_K, w.data(), 144, 1, 100, x.data(), y.data()), Error);
+  EXPECT_THROW(gemv_rows(QuantType::Q4_K, w.data(), 100, 1, 256, x.data(), y.data()), Error);
+  EXPECT_THROW(gemv_rows_multi({.weight_type = QuantType::Q8_0, .w = w.data(), .row_bytes = 34,
+                                .n_rows = 1, .k = 32, .x_quant = x.data(), .x_stride = 34,
+                                .n_tokens = 9, .y = y.data(), .y_stride = 1}),
+               Error);
+  EXPECT_THROW(select_quantize_activation(QuantType::Q2_K), Error);
+}
+
+}  // namespace
+}  // namespace brisk::kernels
