@@ -6,7 +6,9 @@
 
 #include "core/error.h"
 #include "formats/gguf.h"
+#include "text/jinja/strings.h"
 #include "text/jinja/template.h"
+#include "text/jinja/value.h"
 
 namespace brisk {
 
@@ -43,6 +45,41 @@ std::vector<std::pair<std::string, std::string>> variants_from_json(const nlohma
   return out;
 }
 
+// transformers' continue_final_message: keep the render up to the end of the last message's
+// text (its last text block when content is a list).
+std::string cut_after_final_message(const std::string& rendered, const ChatRenderInput& in,
+                                    const std::string& origin) {
+  BRISK_CHECK(!in.add_generation_prompt, origin,
+              ": continue_final_message and add_generation_prompt are mutually exclusive");
+  BRISK_CHECK(!in.messages.empty() && in.messages.back().is_object(), origin,
+              ": continue_final_message needs a final message");
+  const auto& last = in.messages.back();
+  const auto content = last.find("content");
+  std::string final_text;
+  bool found = false;
+  if (content != last.end() && content->is_string()) {
+    final_text = content->get<std::string>();
+    found = true;
+  } else if (content != last.end() && content->is_array()) {
+    for (auto it = content->rbegin(); it != content->rend(); ++it) {
+      if (it->is_object() && it->contains("text") && (*it)["text"].is_string()) {
+        final_text = (*it)["text"].get<std::string>();
+        found = true;
+        break;
+      }
+    }
+  }
+  BRISK_CHECK(found, origin, ": continue_final_message is set but the final message has no text to continue");
+  std::string stripped = jinja::pystr::strip(final_text, std::nullopt, true, true);
+  std::string lstripped = jinja::pystr::strip(final_text, std::nullopt, true, false);
+  size_t loc = rendered.rfind(stripped);
+  BRISK_CHECK(loc != std::string::npos, origin,
+              ": continue_final_message is set but the final message does not appear in the rendered chat");
+  // The template kept the message's trailing spacing (or it has none): cut after all of it.
+  if (rendered.compare(loc, lstripped.size(), final_text) == 0) return rendered.substr(0, loc + lstripped.size());
+  return rendered.substr(0, loc + stripped.size());
+}
+
 }  // namespace
 
 ChatRenderInput chat_render_input_from_json(const nlohmann::ordered_json& conv,
@@ -67,12 +104,15 @@ ChatRenderInput chat_render_input_from_json(const nlohmann::ordered_json& conv,
     } else if (key == "kwargs") {
       BRISK_CHECK(v.is_object(), where, ": \"kwargs\" must be an object");
       in.kwargs = v;
+    } else if (key == "continue_final_message") {
+      BRISK_CHECK(v.is_boolean(), where, ": \"continue_final_message\" must be true or false");
+      in.continue_final_message = v.get<bool>();
     } else if (key == "variant") {
       BRISK_CHECK(v.is_string(), where, ": \"variant\" must be a string");
       in.variant = v.get<std::string>();
     } else {
       fail(where, ": unknown key \"", key, "\" (expected messages, tools, add_generation_prompt, ",
-           "bos_token, eos_token, kwargs, variant)");
+           "bos_token, eos_token, kwargs, variant, continue_final_message)");
     }
   }
   return in;
@@ -193,16 +233,21 @@ std::string ChatTemplate::render(const ChatRenderInput& input) const {
     tmpl = it->second;
   }
   BRISK_CHECK(input.messages.is_array(), origin_, ": messages must be a list");
-  nlohmann::ordered_json globals = nlohmann::ordered_json::object();
-  globals["messages"] = input.messages;
-  globals["tools"] = input.tools;
-  globals["documents"] = nullptr;
-  globals["add_generation_prompt"] = input.add_generation_prompt;
-  if (input.bos_token) globals["bos_token"] = *input.bos_token;
-  if (input.eos_token) globals["eos_token"] = *input.eos_token;
+  // Globals in the order transformers passes them, converted once (no JSON copy).
+  using jinja::Value;
+  auto globals = std::make_shared<jinja::Dict>();
+  globals->set(Value("messages"), jinja::from_json(input.messages));
+  globals->set(Value("tools"), jinja::from_json(input.tools));
+  globals->set(Value("documents"), Value::none());
+  globals->set(Value("add_generation_prompt"), Value(input.add_generation_prompt));
+  if (input.bos_token) globals->set(Value("bos_token"), Value(*input.bos_token));
+  if (input.eos_token) globals->set(Value("eos_token"), Value(*input.eos_token));
   BRISK_CHECK(input.kwargs.is_object(), origin_, ": kwargs must be an object");
-  for (auto it = input.kwargs.begin(); it != input.kwargs.end(); ++it) globals[it.key()] = it.value();
-  return tmpl->render(globals);
+  for (auto it = input.kwargs.begin(); it != input.kwargs.end(); ++it)
+    globals->set(Value(it.key()), jinja::from_json(it.value()));
+  std::string text = tmpl->render_values(Value(std::move(globals)));
+  if (input.continue_final_message) text = cut_after_final_message(text, input, origin_);
+  return text;
 }
 
 }  // namespace brisk

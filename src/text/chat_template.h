@@ -33,11 +33,15 @@ struct ChatRenderInput {
   std::optional<std::string> eos_token;
   nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();  // e.g. enable_thinking
   std::string variant;  // "" = transformers' default choice
+  // Cut the render right after the last message's content (an assistant prefill to continue),
+  // as transformers' continue_final_message does.
+  bool continue_final_message = false;
 };
 
 // The conversation file format of `brisk template --input`:
 // {"messages": [...], "tools": [...], "add_generation_prompt": true, "bos_token": "...",
-//  "eos_token": "...", "kwargs": {...}}. `where` names the source in errors.
+//  "eos_token": "...", "kwargs": {...}} (+ optional "variant", "continue_final_message").
+// `where` names the source in errors.
 ChatRenderInput chat_render_input_from_json(const nlohmann::ordered_json& conv,
                                             const std::string& where);
 

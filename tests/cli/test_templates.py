@@ -73,13 +73,21 @@ def main():
         total = passed = both_raise = 0
         failures = []
         for label, args, source in templates:
+            try:
+                compiled = render_oracle.compile_template(source)
+            except Exception as e:  # a syntax error in Jinja2: every render must fail
+                compiled = None
+                compile_error = f"{type(e).__name__}: {e}"
             for conv_path in conversations:
                 with open(conv_path, encoding="utf-8") as f:
                     conv = json.load(f)
-                try:
-                    expected, oracle_error = render_oracle.render(source, conv), None
-                except Exception as e:  # the template raised in Jinja2
-                    expected, oracle_error = None, f"{type(e).__name__}: {e}"
+                if compiled is None:
+                    expected, oracle_error = None, compile_error
+                else:
+                    try:
+                        expected, oracle_error = render_oracle.render(compiled, conv), None
+                    except Exception as e:  # the template raised in Jinja2
+                        expected, oracle_error = None, f"{type(e).__name__}: {e}"
                 r = subprocess.run([brisk, "template", *args, "--input", conv_path], capture_output=True)
                 total += 1
                 case = f"{label} x {os.path.basename(conv_path)}"

@@ -54,19 +54,48 @@ def make_environment():
     return env
 
 
+def compile_template(template_source):
+    return make_environment().from_string(template_source)
+
+
 def render(template_source, conv):
     """Renders like transformers: messages, tools, documents, add_generation_prompt, then the
-    special tokens and extra keyword arguments."""
-    template = make_environment().from_string(template_source)
+    special tokens and extra keyword arguments. `template_source` may be a compiled template."""
+    template = template_source
+    if isinstance(template_source, str):
+        template = compile_template(template_source)
     kwargs = {}
     for key in ("bos_token", "eos_token"):
         if key in conv:
             kwargs[key] = conv[key]
     kwargs.update(conv.get("kwargs", {}))
-    return template.render(messages=conv.get("messages", []), tools=conv.get("tools"),
-                           documents=None,
-                           add_generation_prompt=conv.get("add_generation_prompt", False),
-                           **kwargs)
+    rendered = template.render(messages=conv.get("messages", []), tools=conv.get("tools"),
+                               documents=None,
+                               add_generation_prompt=conv.get("add_generation_prompt", False),
+                               **kwargs)
+    if conv.get("continue_final_message"):
+        rendered = continue_final_message(rendered, conv)
+    return rendered
+
+
+def continue_final_message(rendered, conv):
+    """transformers' apply_chat_template(continue_final_message=True) post-processing."""
+    if conv.get("add_generation_prompt"):
+        raise ValueError("continue_final_message and add_generation_prompt are not compatible")
+    final_message = conv["messages"][-1]["content"]
+    if isinstance(final_message, (list, tuple)):
+        for block in reversed(final_message):
+            if "text" in block:
+                final_message = block["text"]
+                break
+        else:
+            raise ValueError("no text to continue in the final message")
+    if final_message.strip() not in rendered:
+        raise ValueError("the final message does not appear in the rendered chat")
+    loc = rendered.rindex(final_message.strip())
+    if rendered[loc: loc + len(final_message.lstrip())] == final_message:
+        return rendered[: loc + len(final_message.lstrip())]
+    return rendered[: loc + len(final_message.strip())]
 
 
 def main():

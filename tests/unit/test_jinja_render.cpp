@@ -129,10 +129,30 @@ TEST(JinjaLimits, HostileTemplatesFailInsteadOfHanging) {
   EXPECT_NE(error_of("{{ " + std::string(1000, '(') + "1" + std::string(1000, ')') + " }}").find("nested too deeply"),
             std::string::npos);
   EXPECT_NE(error_of("{{ 9223372036854775807 + 1 }}").find("integer overflow"), std::string::npos);
-  // Doubling a string: stopped by the size limit.
-  EXPECT_NE(error_of("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}")
-                .find("exceeds the limit"),
+  // Left-deep chains are built by loops: their depth is bounded separately.
+  std::string chain = "{{ 1";
+  for (int i = 0; i < 100000; ++i) chain += " + 1";
+  EXPECT_NE(error_of(chain + " }}").find("expression nested too deeply"), std::string::npos);
+  std::string attrs = "{{ x";
+  for (int i = 0; i < 100000; ++i) attrs += ".a";
+  EXPECT_NE(error_of(attrs + " }}").find("expression nested too deeply"), std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace(l=[]) %}{% for i in range(600) %}{% set ns.l = [ns.l] %}{% endfor %}")
+                .find("value nested too deeply"),
             std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace() %}{% set ns.self = ns %}{{ ns }}").find("contains itself"),
+            std::string::npos);
+}
+
+TEST(JinjaLimits, StringSizeLimitStopsDoubling) {
+  auto t = brisk::jinja::Template::parse(
+      "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+      {.limits = {.max_output_bytes = 1 << 20}});
+  try {
+    t.render(nlohmann::ordered_json::object());
+    FAIL() << "expected the size limit to stop the render";
+  } catch (const brisk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeds the limit of 1048576"), std::string::npos) << e.what();
+  }
 }
 
 TEST(JinjaLimits, WorkLimitStopsNestedLoops) {

@@ -11,6 +11,18 @@
 
 namespace brisk::jinja {
 
+class Interpreter;
+using FilterFn = Value (*)(Interpreter&, const Value& input, CallArgs& args);
+using TestFn = bool (*)(Interpreter&, const Value& input, CallArgs& args);
+
+// Operators, resolved at parse time.
+enum class Op : uint8_t {
+  none, add, sub, mul, div, floordiv, mod, pow, concat, and_, or_,  // binary
+  not_, neg, pos,                                                    // unary
+  eq, ne, lt, le, gt, ge, in, not_in,                                // comparisons
+};
+const char* op_symbol(Op op);
+
 struct Expr;
 struct Stmt;
 using ExprPtr = std::unique_ptr<Expr>;
@@ -30,8 +42,8 @@ struct Expr {
     call,        // a(items..., kwargs...)
     filter,      // a|name(items..., kwargs...); a is null in a {% filter %} block chain head
     test,        // a is [not] name(items..., kwargs...)
-    unary,       // name in {"not", "-", "+"} applied to a
-    binary,      // a name b; name in {+ - * / // % ** ~ and or}
+    unary,       // op (not_, neg, pos) applied to a
+    binary,      // a op b
     compare,     // a ops[0] items[0] ops[1] items[1] ...
     cond,        // b if a else c (c may be null)
     block_value, // the rendered body of a filter block / set block (internal)
@@ -43,8 +55,12 @@ struct Expr {
   ExprPtr a, b, c;
   std::vector<ExprPtr> items;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
-  std::vector<std::string> ops;
+  std::vector<Op> ops;
+  Op op = Op::none;
   bool negated = false;
+  uint32_t depth = 1;  // height of this subtree (bounded by the parser)
+  FilterFn filter_fn = nullptr;  // filter: the builtin, or null when unknown (fails if reached)
+  TestFn test_fn = nullptr;      // test: likewise
 };
 
 struct MacroParam {

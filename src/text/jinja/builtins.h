@@ -5,14 +5,12 @@
 #include <string>
 #include <string_view>
 
+#include "text/jinja/ast.h"
 #include "text/jinja/value.h"
 
 namespace brisk::jinja {
 
 class Interpreter;
-
-using FilterFn = Value (*)(Interpreter&, const Value& input, CallArgs& args);
-using TestFn = bool (*)(Interpreter&, const Value& input, CallArgs& args);
 
 FilterFn find_filter(std::string_view name);  // null when unknown
 TestFn find_test(std::string_view name);      // null when unknown
@@ -25,8 +23,8 @@ std::optional<Value> find_method(const Value& self, const std::string& name);
 // Global functions: range, dict, namespace, joiner, cycler, raise_exception, strftime_now.
 const Value* find_global_function(std::string_view name);
 
-// Operators. `op` is one of + - * / // % ** ~.
-Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Value& b);
+// Arithmetic and concatenation operators (add ... concat).
+Value binary_op(Interpreter& in, Op op, const Value& a, const Value& b);
 bool contains(const Value& container, const Value& item);  // Python `item in container`
 Value slice_value(const Value& v, const Value& start, const Value& stop, const Value& step);
 

@@ -303,7 +303,7 @@ Value f_sum(Interpreter& in, const Value& v, CallArgs& a) {
   ArgReader r(a, "sum", {"attribute", "start"});
   const Value* attribute = r.get(0);
   Value total = r.get_or(1, Value(int64_t(0)));
-  for (auto& item : iterate(v)) total = binary_op(in, "+", total, attribute_getter(in, item, attribute));
+  for (auto& item : iterate(v)) total = binary_op(in, Op::add, total, attribute_getter(in, item, attribute));
   return total;
 }
 
@@ -502,7 +502,7 @@ Value f_round(Interpreter&, const Value& v, CallArgs& a) {
       double scale = std::pow(10.0, double(-precision));
       return Value(std::nearbyint(d / scale) * scale);
     }
-    char buf[512];
+    char buf[1024];  // up to 309 integer digits + 300 decimals
     std::snprintf(buf, sizeof(buf), "%.*f", int(precision), d);
     return Value(std::strtod(buf, nullptr));
   }

@@ -32,7 +32,11 @@ Value g_range(Interpreter& in, CallArgs& a) {
     default: fail("range expected 1 to 3 arguments, got ", a.positional.size());
   }
   if (step == 0) fail("range() arg 3 must not be zero");
+  // Number of items, computed before building anything (in 128 bits: no overflow).
+  __int128 span = step > 0 ? (__int128(stop) - start + step - 1) / step : (__int128(start) - stop - step - 1) / -step;
+  if (span > kMaxRange) fail("range() too large (more than ", kMaxRange, " items)");
   std::vector<Value> out;
+  out.reserve(span > 0 ? size_t(span) : 0);
   for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
     if (int64_t(out.size()) >= kMaxRange) fail("range() too large (more than ", kMaxRange, " items)");
     out.emplace_back(i);

@@ -359,7 +359,7 @@ Value Interpreter::lookup(const std::string& name) const {
   }
   if (const Value* v = globals_.as_dict()->find(std::string_view(name))) return *v;
   if (const Value* v = find_global_function(name)) return *v;
-  return Value::undefined(str_cat("'", name, "' is undefined"));
+  return Value::undefined("'" + name + "' is undefined");
 }
 
 // ---- expressions --------------------------------------------------------------------------
@@ -398,7 +398,7 @@ Value loop_attribute(const LoopState& l, const std::string& name, Missing&& miss
 Value Interpreter::getattr(const Value& obj, const std::string& name) {
   if (obj.is_undefined()) fail(undefined_message(obj));
   auto missing = [&]() {
-    return Value::undefined(str_cat("'", object_name(obj), "' has no attribute '", name, "'"));
+    return Value::undefined("'" + object_name(obj) + "' has no attribute '" + name + "'");
   };
   if (!name.empty() && name[0] == '_') return missing();
   switch (obj.kind()) {
@@ -502,18 +502,18 @@ Value Interpreter::eval_call(const Expr& e) {
 }
 
 Value Interpreter::eval_binary(const Expr& e) {
-  if (e.name == "and") {
+  if (e.op == Op::and_) {
     Value l = eval(*e.a);
     return l.truthy() ? eval(*e.b) : l;
   }
-  if (e.name == "or") {
+  if (e.op == Op::or_) {
     Value l = eval(*e.a);
     return l.truthy() ? l : eval(*e.b);
   }
   Value l = eval(*e.a);
   Value r = eval(*e.b);
   pos_ = e.pos;
-  return binary_op(*this, e.name, l, r);
+  return binary_op(*this, e.op, l, r);
 }
 
 Value Interpreter::eval_compare(const Expr& e) {
@@ -521,19 +521,19 @@ Value Interpreter::eval_compare(const Expr& e) {
   for (size_t i = 0; i < e.ops.size(); ++i) {
     Value right = eval(*e.items[i]);
     pos_ = e.pos;
-    const std::string& op = e.ops[i];
+    const Op op = e.ops[i];
     bool r;
-    if (op == "==") r = values_equal(left, right);
-    else if (op == "!=") r = !values_equal(left, right);
-    else if (op == "in") r = contains(right, left);
-    else if (op == "not in") r = !contains(right, left);
+    if (op == Op::eq) r = values_equal(left, right);
+    else if (op == Op::ne) r = !values_equal(left, right);
+    else if (op == Op::in) r = contains(right, left);
+    else if (op == Op::not_in) r = !contains(right, left);
     else {
       if (left.is_undefined()) fail(undefined_message(left));
       if (right.is_undefined()) fail(undefined_message(right));
       int c = values_compare(left, right);
-      if (op == "<") r = c < 0;
-      else if (op == "<=") r = c <= 0;
-      else if (op == ">") r = c > 0;
+      if (op == Op::lt) r = c < 0;
+      else if (op == Op::le) r = c <= 0;
+      else if (op == Op::gt) r = c > 0;
       else r = c >= 0;
     }
     if (!r) return Value(false);
@@ -590,28 +590,30 @@ Value Interpreter::eval(const Expr& e) {
       CallArgs args = eval_args(e);
       pos_ = e.pos;
       step();
-      return apply_filter(e.name, input, args);
+      if (!e.filter_fn) fail("no filter named '", e.name, "'");
+      return e.filter_fn(*this, input, args);
     }
     case Expr::Kind::test: {
       Value input = eval(*e.a);
       CallArgs args = eval_args(e);
       pos_ = e.pos;
-      bool r = apply_test(e.name, input, args);
+      if (!e.test_fn) fail("no test named '", e.name, "'");
+      bool r = e.test_fn(*this, input, args);
       return Value(e.negated ? !r : r);
     }
     case Expr::Kind::unary: {
       Value v = eval(*e.a);
       pos_ = e.pos;
-      if (e.name == "not") return Value(!v.truthy());
+      if (e.op == Op::not_) return Value(!v.truthy());
       if (v.is_undefined()) fail(undefined_message(v));
-      if (v.is_float()) return Value(e.name == "-" ? -v.as_float() : v.as_float());
+      if (v.is_float()) return Value(e.op == Op::neg ? -v.as_float() : v.as_float());
       if (v.is_int() || v.is_bool()) {
         int64_t x = v.int_value();
-        if (e.name == "+") return Value(x);
+        if (e.op == Op::pos) return Value(x);
         if (x == INT64_MIN) fail("integer overflow");
         return Value(-x);
       }
-      fail("bad operand type for unary ", e.name, ": '", v.type_name(), "'");
+      fail("bad operand type for unary ", op_symbol(e.op), ": '", v.type_name(), "'");
     }
     case Expr::Kind::binary: return eval_binary(e);
     case Expr::Kind::compare: return eval_compare(e);

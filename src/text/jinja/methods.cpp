@@ -172,6 +172,40 @@ Value s_isupper(Interpreter& in, const Value& s, CallArgs& a) {
   return Value(in.apply_test("upper", s, none));
 }
 
+Value s_istitle(Interpreter&, const Value& s, CallArgs& a) {
+  ArgReader(a, "istitle", {});
+  bool cased = false, prev_cased = false;
+  for (char32_t c : unicode::decode(s.as_string())) {
+    bool upper_or_title = unicode::is_upper(c) || (unicode::is_cased(c) && !unicode::is_lower(c));
+    if (upper_or_title) {
+      if (prev_cased) return Value(false);
+      prev_cased = cased = true;
+    } else if (unicode::is_lower(c)) {
+      if (!prev_cased) return Value(false);
+      prev_cased = cased = true;
+    } else {
+      prev_cased = false;
+    }
+  }
+  return Value(cased);
+}
+
+Value s_casefold(Interpreter&, const Value& s, CallArgs& a) {
+  ArgReader(a, "casefold", {});
+  return Value(unicode::lower(s.as_string()));
+}
+
+Value s_zfill(Interpreter& in, const Value& s, CallArgs& a) {
+  ArgReader r(a, "zfill", {"width"});
+  int64_t width = opt_int(r.get(0)).value_or(0);
+  const std::string& t = s.as_string();
+  int64_t len = int64_t(unicode::length(t));
+  if (width <= len) return s;
+  in.charge(uint64_t(width));
+  size_t sign = (!t.empty() && (t[0] == '+' || t[0] == '-')) ? 1 : 0;
+  return Value(t.substr(0, sign) + std::string(size_t(width - len), '0') + t.substr(sign));
+}
+
 Value s_removeprefix(Interpreter&, const Value& s, CallArgs& a) {
   ArgReader r(a, "removeprefix", {"prefix"});
   const std::string& p = req_str(r.get(0), "removeprefix");
@@ -295,6 +329,7 @@ const std::unordered_map<std::string_view, MethodFn>& string_methods() {
       {"islower", s_islower}, {"isupper", s_isupper}, {"removeprefix", s_removeprefix},
       {"removesuffix", s_removesuffix}, {"ljust", s_ljust}, {"rjust", s_rjust},
       {"center", s_center}, {"partition", s_partition_l}, {"rpartition", s_partition_r},
+      {"istitle", s_istitle}, {"casefold", s_casefold}, {"zfill", s_zfill},
   };
   return t;
 }

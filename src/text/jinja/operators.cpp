@@ -14,10 +14,10 @@ namespace brisk::jinja {
 
 namespace {
 
-[[noreturn]] void unsupported(const std::string& op, const Value& a, const Value& b) {
+[[noreturn]] void unsupported(Op op, const Value& a, const Value& b) {
   if (a.is_undefined()) fail(a.undefined_hint().empty() ? "value is undefined" : a.undefined_hint());
   if (b.is_undefined()) fail(b.undefined_hint().empty() ? "value is undefined" : b.undefined_hint());
-  fail("unsupported operand type(s) for ", op, ": '", a.type_name(), "' and '", b.type_name(), "'");
+  fail("unsupported operand type(s) for ", op_symbol(op), ": '", a.type_name(), "' and '", b.type_name(), "'");
 }
 
 bool is_int_like(const Value& v) { return v.is_int() || v.is_bool(); }
@@ -62,8 +62,8 @@ bool is_plain_list(const Value& v) { return v.is_list() && !v.as_list()->generat
 
 }  // namespace
 
-Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Value& b) {
-  if (op == "~") {
+Value binary_op(Interpreter& in, Op op, const Value& a, const Value& b) {
+  if (op == Op::concat) {
     if (a.is_string() && b.is_string()) in.charge(a.as_string().size() + b.as_string().size());
     std::string s;
     a.append_str(s);
@@ -73,7 +73,7 @@ Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Va
   }
   bool numbers = a.is_number() && b.is_number();
   bool ints = is_int_like(a) && is_int_like(b);
-  if (op == "+") {
+  if (op == Op::add) {
     if (ints) return Value(checked_op('+', a.int_value(), b.int_value()));
     if (numbers) return Value(a.number_value() + b.number_value());
     if (a.is_string() && b.is_string()) {
@@ -99,24 +99,24 @@ Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Va
       fail("can only concatenate str (not \"", b.type_name(), "\") to str");
     unsupported(op, a, b);
   }
-  if (op == "-") {
+  if (op == Op::sub) {
     if (ints) return Value(checked_op('-', a.int_value(), b.int_value()));
     if (numbers) return Value(a.number_value() - b.number_value());
     unsupported(op, a, b);
   }
-  if (op == "*") {
+  if (op == Op::mul) {
     if (ints) return Value(checked_op('*', a.int_value(), b.int_value()));
     if (numbers) return Value(a.number_value() * b.number_value());
     if ((a.is_string() || is_plain_list(a)) && is_int_like(b)) return repeat(in, a, b.int_value());
     if ((b.is_string() || is_plain_list(b)) && is_int_like(a)) return repeat(in, b, a.int_value());
     unsupported(op, a, b);
   }
-  if (op == "/") {
+  if (op == Op::div) {
     if (!numbers) unsupported(op, a, b);
     if (b.number_value() == 0) fail("division by zero");
     return Value(a.number_value() / b.number_value());
   }
-  if (op == "//") {
+  if (op == Op::floordiv) {
     if (!numbers) unsupported(op, a, b);
     if (ints) {
       int64_t x = a.int_value(), y = b.int_value();
@@ -129,7 +129,7 @@ Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Va
     if (b.number_value() == 0) fail("float floor division by zero");
     return Value(std::floor(a.number_value() / b.number_value()));
   }
-  if (op == "%") {
+  if (op == Op::mod) {
     if (a.is_string()) return Value(percent_format(in, a.as_string(), b));
     if (!numbers) unsupported(op, a, b);
     if (ints) {
@@ -143,7 +143,7 @@ Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Va
     if (b.number_value() == 0) fail("float modulo");
     return Value(py_fmod(a.number_value(), b.number_value()));
   }
-  if (op == "**") {
+  if (op == Op::pow) {
     if (!numbers) unsupported(op, a, b);
     if (ints && b.int_value() >= 0) {
       int64_t base = a.int_value(), e = b.int_value(), r = 1;
@@ -158,7 +158,7 @@ Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Va
       fail("0.0 cannot be raised to a negative power");
     return Value(std::pow(a.number_value(), b.number_value()));
   }
-  fail("unknown operator ", op);
+  fail("unknown operator ", op_symbol(op));
 }
 
 bool contains(const Value& container, const Value& item) {

@@ -4,12 +4,14 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "text/jinja/builtins.h"
 
 namespace brisk::jinja {
 
 namespace {
 
-constexpr int kMaxNesting = 200;  // expression / statement nesting, bounds the C++ stack
+constexpr int kMaxNesting = 200;          // statement / bracket nesting, bounds the C++ stack
+constexpr uint32_t kMaxExprDepth = 400;  // depth of one expression tree
 
 class Parser {
  public:
@@ -89,6 +91,24 @@ class Parser {
     auto e = std::make_unique<Expr>();
     e->kind = kind;
     e->pos = at.pos;
+    return e;
+  }
+
+  // Records the depth of a finished node. Left-deep chains (1 + 1 + ..., x.a.a...) are built
+  // by loops, not recursion, so this is what bounds the evaluator's (and destructor's) stack.
+  ExprPtr seal(ExprPtr e) {
+    uint32_t d = 0;
+    auto see = [&d](const ExprPtr& c) {
+      if (c) d = std::max(d, c->depth);
+    };
+    see(e->a);
+    see(e->b);
+    see(e->c);
+    for (const auto& x : e->items) see(x);
+    for (const auto& kv : e->kwargs) see(kv.second);
+    e->depth = d + 1;
+    if (e->depth > kMaxExprDepth)
+      fail(name_, ":", e->pos.line, ":", e->pos.column, ": syntax error: expression nested too deeply");
     return e;
   }
 
@@ -381,7 +401,7 @@ class Parser {
     }
     auto t = make(Expr::Kind::tuple, start);
     t->items = std::move(items);
-    return t;
+    return seal(std::move(t));
   }
 
   bool tuple_ends(bool for_iter) const {
@@ -402,17 +422,31 @@ class Parser {
       e->a = parse_or();
       e->b = std::move(expr);
       if (skip_name("else")) e->c = parse_expression(true);
-      expr = std::move(e);
+      expr = seal(std::move(e));
     }
     return expr;
   }
 
+  static Op binary_op_of(const std::string& t) {
+    if (t == "+") return Op::add;
+    if (t == "-") return Op::sub;
+    if (t == "*") return Op::mul;
+    if (t == "/") return Op::div;
+    if (t == "//") return Op::floordiv;
+    if (t == "%") return Op::mod;
+    if (t == "**") return Op::pow;
+    if (t == "~") return Op::concat;
+    if (t == "and") return Op::and_;
+    return Op::or_;
+  }
+
   ExprPtr binary(const std::string& op, const Token& at, ExprPtr l, ExprPtr r) {
     auto e = make(Expr::Kind::binary, at);
+    e->op = binary_op_of(op);
     e->name = op;
     e->a = std::move(l);
     e->b = std::move(r);
-    return e;
+    return seal(std::move(e));
   }
 
   ExprPtr parse_or() {
@@ -438,9 +472,9 @@ class Parser {
       DepthGuard guard(*this);
       const Token& at = next();
       auto e = make(Expr::Kind::unary, at);
-      e->name = "not";
+      e->op = Op::not_;
       e->a = parse_not();
-      return e;
+      return seal(std::move(e));
     }
     return parse_compare();
   }
@@ -450,21 +484,21 @@ class Parser {
     ExprPtr first = parse_math1();
     ExprPtr cmp;
     while (true) {
-      std::string op;
-      if (cur().kind == TokenKind::op &&
-          (cur().text == "==" || cur().text == "!=" || cur().text == "<" || cur().text == "<=" ||
-           cur().text == ">" || cur().text == ">=")) {
-        op = next().text;
-      } else if (is_name("in")) {
+      Op op;
+      if (is_op("==")) op = Op::eq;
+      else if (is_op("!=")) op = Op::ne;
+      else if (is_op("<")) op = Op::lt;
+      else if (is_op("<=")) op = Op::le;
+      else if (is_op(">")) op = Op::gt;
+      else if (is_op(">=")) op = Op::ge;
+      else if (is_name("in")) op = Op::in;
+      else if (is_name("not") && peek().kind == TokenKind::name && peek().text == "in") {
         next();
-        op = "in";
-      } else if (is_name("not") && peek().kind == TokenKind::name && peek().text == "in") {
-        next();
-        next();
-        op = "not in";
+        op = Op::not_in;
       } else {
         break;
       }
+      next();
       if (!cmp) {
         cmp = make(Expr::Kind::compare, start);
         cmp->a = std::move(first);
@@ -472,7 +506,7 @@ class Parser {
       cmp->ops.push_back(op);
       cmp->items.push_back(parse_math1());
     }
-    return cmp ? std::move(cmp) : std::move(first);
+    return cmp ? seal(std::move(cmp)) : std::move(first);
   }
 
   ExprPtr parse_math1() {
@@ -517,8 +551,9 @@ class Parser {
     if (is_op("-") || is_op("+")) {
       const Token& at = next();
       node = make(Expr::Kind::unary, at);
-      node->name = at.text;
+      node->op = at.text == "-" ? Op::neg : Op::pos;
       node->a = parse_unary(false);
+      node = seal(std::move(node));
     } else {
       node = parse_primary();
     }
@@ -580,7 +615,7 @@ class Parser {
             e->items.push_back(parse_expression(true));
           }
           next();
-          return e;
+          return seal(std::move(e));
         }
         if (t.text == "{") {
           next();
@@ -593,7 +628,7 @@ class Parser {
             e->items.push_back(parse_expression(true));
           }
           next();
-          return e;
+          return seal(std::move(e));
         }
         break;
       default: break;
@@ -615,13 +650,13 @@ class Parser {
           auto e = make(Expr::Kind::attr, at);
           e->name = next().text;
           e->a = std::move(node);
-          node = std::move(e);
+          node = seal(std::move(e));
         } else if (cur().kind == TokenKind::integer) {
           auto e = make(Expr::Kind::item, at);
           e->a = std::move(node);
           e->b = literal(cur(), Value(int64_t(std::strtoll(cur().text.c_str(), nullptr, 10))));
           next();
-          node = std::move(e);
+          node = seal(std::move(e));
         } else {
           error(cur(), str_cat("expected name or number, got ", describe(cur())));
         }
@@ -655,12 +690,12 @@ class Parser {
       auto e = make(Expr::Kind::item, at);
       e->a = std::move(node);
       e->b = std::move(parts[0]);
-      return e;
+      return seal(std::move(e));
     }
     auto e = make(Expr::Kind::slice, at);
     e->a = std::move(node);
     e->items = std::move(parts);
-    return e;
+    return seal(std::move(e));
   }
 
   // Arguments "(a, b, k=v)" into e->items / e->kwargs.
@@ -688,7 +723,7 @@ class Parser {
     auto e = make(Expr::Kind::call, cur());
     e->a = std::move(node);
     parse_call_args(*e);
-    return e;
+    return seal(std::move(e));
   }
 
   ExprPtr parse_filter_expr(ExprPtr node) {
@@ -711,11 +746,13 @@ class Parser {
     e->name = expect_name();
     while (is_op(".")) {
       next();
-      e->name += "." + expect_name();
+      e->name += '.';
+      e->name += expect_name();
     }
     e->a = std::move(node);
+    e->filter_fn = find_filter(e->name);
     if (is_op("(")) parse_call_args(*e);
-    return e;
+    return seal(std::move(e));
   }
 
   ExprPtr parse_test(ExprPtr node) {
@@ -725,9 +762,11 @@ class Parser {
     e->name = expect_name();
     while (is_op(".")) {
       next();
-      e->name += "." + expect_name();
+      e->name += '.';
+      e->name += expect_name();
     }
     e->a = std::move(node);
+    e->test_fn = find_test(e->name);
     const Token& t = cur();
     if (is_op("(")) {
       parse_call_args(*e);
@@ -739,11 +778,37 @@ class Parser {
       ExprPtr arg = parse_primary();
       e->items.push_back(parse_postfix(std::move(arg)));
     }
-    return e;
+    return seal(std::move(e));
   }
 };
 
 }  // namespace
+
+const char* op_symbol(Op op) {
+  switch (op) {
+    case Op::add: case Op::pos: return "+";
+    case Op::sub: case Op::neg: return "-";
+    case Op::mul: return "*";
+    case Op::div: return "/";
+    case Op::floordiv: return "//";
+    case Op::mod: return "%";
+    case Op::pow: return "**";
+    case Op::concat: return "~";
+    case Op::and_: return "and";
+    case Op::or_: return "or";
+    case Op::not_: return "not";
+    case Op::eq: return "==";
+    case Op::ne: return "!=";
+    case Op::lt: return "<";
+    case Op::le: return "<=";
+    case Op::gt: return ">";
+    case Op::ge: return ">=";
+    case Op::in: return "in";
+    case Op::not_in: return "not in";
+    case Op::none: break;
+  }
+  return "?";
+}
 
 Body parse_tokens(const std::vector<Token>& tokens, const std::string& template_name) {
   return Parser(tokens, template_name).parse_all();

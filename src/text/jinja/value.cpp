@@ -1,5 +1,6 @@
 #include "text/jinja/value.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -23,6 +24,9 @@ const Value* Dict::find(const Value& key) const {
 }
 
 void Dict::set(Value key, Value value) {
+  uint32_t d = nesting_depth(value) + 1;
+  if (d > kMaxNesting) fail("value nested too deeply (more than ", kMaxNesting, " levels)");
+  depth_ = std::max(depth_, d);
   if (key.is_string()) {
     auto [it, inserted] = string_index_.emplace(key.as_string(), items_.size());
     if (!inserted) {
@@ -43,8 +47,30 @@ void Dict::set(Value key, Value value) {
 
 // ---- Value ------------------------------------------------------------------------------
 
+uint32_t nesting_depth(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::list: return v.as_list()->depth;
+    case Value::Kind::dict: return v.as_dict()->depth();
+    case Value::Kind::ns: return v.as_namespace()->attrs.depth();
+    default: return 0;
+  }
+}
+
+namespace {
+
+uint32_t items_depth(const std::vector<Value>& items) {
+  uint32_t d = 0;
+  for (const auto& v : items)
+    if (v.kind() >= Value::Kind::list) d = std::max(d, nesting_depth(v));
+  if (d + 1 > kMaxNesting) fail("value nested too deeply (more than ", kMaxNesting, " levels)");
+  return d + 1;
+}
+
+}  // namespace
+
 Value Value::list(std::vector<Value> items, bool is_tuple) {
   auto l = std::make_shared<List>();
+  l->depth = items_depth(items);
   l->items = std::move(items);
   l->is_tuple = is_tuple;
   return Value(std::move(l));
@@ -52,6 +78,7 @@ Value Value::list(std::vector<Value> items, bool is_tuple) {
 
 Value Value::generator(std::vector<Value> items) {
   auto l = std::make_shared<List>();
+  l->depth = items_depth(items);
   l->items = std::move(items);
   l->generator = true;
   return Value(std::move(l));
@@ -95,7 +122,22 @@ namespace {
 
 void append_repr(std::string& out, const Value& v);
 
+// Printing recursion; also stops cycles through namespaces (ns.self = ns).
+struct PrintDepth {
+  static inline thread_local uint32_t depth = 0;
+  PrintDepth() {
+    if (++depth > kMaxNesting + 8) {
+      depth = 0;
+      fail("value nested too deeply to print (or contains itself)");
+    }
+  }
+  ~PrintDepth() {
+    if (depth > 0) --depth;
+  }
+};
+
 void append_items(std::string& out, const Value& v) {
+  PrintDepth guard;
   const auto& l = *v.as_list();
   if (l.generator) {
     out += "<generator object>";
@@ -111,6 +153,7 @@ void append_items(std::string& out, const Value& v) {
 }
 
 void append_dict(std::string& out, const Dict& d) {
+  PrintDepth guard;
   out += '{';
   bool first = true;
   for (const auto& [k, val] : d.items()) {

@@ -26,8 +26,14 @@ namespace brisk::jinja {
 class Value;
 class Interpreter;
 
+// Containers record how deeply they nest (a scalar is 0, [] is 1, [[]] is 2); building one
+// deeper than kMaxNesting fails, which keeps printing, comparing and freeing values from
+// exhausting the stack.
+constexpr uint32_t kMaxNesting = 512;
+
 struct List {
   std::vector<Value> items;
+  uint32_t depth = 1;
   bool is_tuple = false;
   bool generator = false;
   size_t consumed = 0;  // generator: items before this index were already iterated
@@ -41,11 +47,13 @@ class Dict {
   const Value* find(std::string_view key) const;
   void set(Value key, Value value);  // replaces in place when the key exists
   size_t size() const { return items_.size(); }
+  uint32_t depth() const { return depth_; }
   const std::vector<std::pair<Value, Value>>& items() const { return items_; }
 
  private:
   std::vector<std::pair<Value, Value>> items_;
   std::unordered_map<std::string, size_t> string_index_;
+  uint32_t depth_ = 1;
 };
 
 struct Namespace {
@@ -166,6 +174,8 @@ class Value {
       v_;
   bool safe_ = false;
 };
+
+uint32_t nesting_depth(const Value& v);  // 0 for scalars
 
 // Python ==, and ordering for <, <=, >, >= (throws brisk::Error on types Python cannot order).
 bool values_equal(const Value& a, const Value& b);
