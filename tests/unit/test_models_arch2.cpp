@@ -71,6 +71,23 @@ TEST(Gemma3, LayerTypesSwitchWindowAndRopeBase) {
   for (const auto& d : {all_sliding, one_full, one_full_own_theta}) fs::remove_all(d);
 }
 
+TEST(Gemma3, SoftCappingSettingsApply) {
+  REQUIRE_MODEL("gemma3");
+  const auto plain = patched_copy("gemma3", nlohmann::json::object(), "plain");
+  const auto final_cap = patched_copy("gemma3", {{"final_logit_softcapping", 0.5}}, "final_cap");
+  const auto attn_cap = patched_copy("gemma3", {{"attn_logit_softcapping", 0.05}}, "attn_cap");
+  const std::vector<float> base = last_logits(plain, 20);
+  const std::vector<float> capped = last_logits(final_cap, 20);
+  float peak = 0.0f;
+  for (size_t i = 0; i < base.size(); ++i) {
+    EXPECT_NEAR(capped[i], 0.5f * std::tanh(base[i] / 0.5f), 1e-5f) << "token " << i;
+    peak = std::max(peak, std::fabs(base[i]));
+  }
+  EXPECT_GT(peak, 0.5f);  // the cap is active on some logits
+  EXPECT_GT(max_diff(base, last_logits(attn_cap, 20)), 1e-3f);
+  for (const auto& d : {plain, final_cap, attn_cap}) fs::remove_all(d);
+}
+
 TEST(ModelLoadArch2, BadSettingsAreErrorsNamingThem) {
   REQUIRE_MODEL("gemma3");
   REQUIRE_MODEL("qwen3_moe");
