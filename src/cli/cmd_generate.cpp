@@ -22,7 +22,7 @@ namespace {
 using brisk::fail;
 
 struct Args {
-  std::string model, prompt, prompt_ids, dump_logits, quant, kv_type = "f16";
+  std::string model, prompt, prompt_ids, dump_logits, quant, kv_type = "f16", token;
   bool have_prompt = false, show_ids = false, raw = false;
   int32_t n_predict = 128, n_ctx = 4096, threads = 0, n_batch = 512;
   brisk::SamplerParams sampling;
@@ -46,11 +46,10 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 
 void usage() {
   std::fprintf(stderr,
-               "usage: brisk generate --model PATH|HUB_REF (--prompt TEXT | --prompt-ids 1,2,3) [-n N]\n"
+               "usage: brisk generate --model PATH|org/name[:QUANT] (--prompt TEXT | --prompt-ids 1,2,3) [-n N]\n"
                "%s"
                "  [--stop STR]... [--show-ids] [--dump-logits FILE] [--raw] [--quant q8_0|q4_0|q4_k]\n"
-               "  [--ctx N] [--batch N] [-t N] [--kv-type f16|f32|q8_0]\n"
-               "The model is a path or a Hub reference (org/name:QUANT, ...; see docs/hub.md).\n",
+               "  [--ctx N] [--batch N] [-t N] [--kv-type f16|f32|q8_0] [--token HF_TOKEN]\n",
                brisk::cli::kSamplingFlagsUsage);
 }
 
@@ -77,6 +76,7 @@ Args parse(const std::vector<std::string>& argv) {
     else if (f == "--batch" || f == "-b") a.n_batch = parse_int(f, value());
     else if (f == "-t" || f == "--threads") a.threads = parse_int(f, value());
     else if (f == "--kv-type") a.kv_type = value();
+    else if (f == "--token") a.token = value();
     else if (f == "-h" || f == "--help") { usage(); std::exit(0); }
     else fail("generate: unknown argument '", f, "' (see brisk generate --help)");
   }
@@ -96,7 +96,10 @@ brisk::QuantType parse_kv_type(const std::string& s) {
 
 int cmd_generate(const std::vector<std::string>& argv) {
   const Args a = parse(argv);
-  const std::string path = brisk::hub_resolve_model(a.model, {});
+  // A local path is used as is; a Hub reference (org/name[:QUANT]) resolves to the cache.
+  brisk::HubOptions hub;
+  hub.token = a.token;
+  const std::string path = brisk::hub_resolve_model(a.model, hub);
   auto model = brisk::Model::load({.path = path, .quant = a.quant, .n_threads = a.threads});
   const brisk::Tokenizer* tok = model->tokenizer();
   std::vector<int32_t> prompt;

@@ -46,8 +46,8 @@ class JsonConstraint {
   // Inside a string with no escape or UTF-8 sequence pending: every plain byte is accepted.
   bool in_plain_string() const { return mode_ == Mode::kString; }
   bool accepts_any_text() const { return false; }
-  JsonConstraint borrowed_copy() const { return *this; }
-  bool step(uint8_t byte);  // one byte; false (state unchanged meaning undefined) when rejected
+  JsonConstraint borrowed_copy() const { return *this; }  // for TokenMask (a plain copy)
+  bool step(uint8_t byte);  // one byte; on false the state is unusable (accepts() works on a copy)
 
  private:
   enum class Mode : uint8_t {

@@ -258,7 +258,7 @@ void ChatOutputParser::stream_call(ChatOutputDelta& delta, ToolBodyKind kind,
                                    std::string_view body) {
   if (!options_.stream_tool_calls) return;
   PartialToolCall p;
-  tool_call_partial(kind, body, p);  // has_name / has_arguments stay valid when it says false
+  tool_call_partial(kind, body, p, options_.tools);  // fields stay valid when it says false
   const size_t index = result_.tool_calls.size();
   if (p.has_name && !call_announced_) {
     ToolCallDelta& d = delta_entry(delta, index);
@@ -270,6 +270,11 @@ void ChatOutputParser::stream_call(ChatOutputDelta& delta, ToolBodyKind kind,
     streamed_args_.clear();
     args_scanner_ = {};
     args_scanned_ = 0;
+  }
+  if (call_announced_ && p.arguments_prefix.size() > streamed_args_.size() &&
+      p.arguments_prefix.compare(0, streamed_args_.size(), streamed_args_) == 0) {
+    delta_entry(delta, index).arguments.append(p.arguments_prefix, streamed_args_.size());
+    streamed_args_ = p.arguments_prefix;
   }
   if (call_announced_ && p.has_arguments) {
     // Until the object closes, every byte after its '{' belongs to it. The scanner has read

@@ -58,8 +58,8 @@ struct ChatOutputOptions {
   // untyped values of XML-style calls are read (a "string" parameter stays a string).
   nlohmann::json tools = {};
   // Report a call's name as soon as it is known and its arguments as they arrive (forms with
-  // verbatim JSON arguments: hermes, llama3/gemma bare JSON, mistral N[ARGS], gpt_oss); other
-  // forms, and false here, report each call whole when it closes.
+  // verbatim JSON arguments: hermes, llama3/gemma bare JSON, mistral N[ARGS], gpt_oss; qwen_xml
+  // one parameter at a time); other forms, and false here, report each call when it closes.
   bool stream_tool_calls = true;
 };
 

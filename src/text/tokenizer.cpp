@@ -25,7 +25,8 @@ std::string StreamDecoder::push(int32_t id) {
     emitted_bytes_ = text.size() - hold;
   }
   if (hold == 0) {
-    // Shrink the window to the last id that the decoder sees.
+    // Shrink the window to the last id that the decoder sees; when every id is skipped, the
+    // next one starts the decoded text, as in a whole-sequence decode.
     size_t keep = ids_.size();
     for (size_t k = ids_.size(); k-- > 0;) {
       if (!(skip_special_ && tok_.is_special(ids_[k]))) {
@@ -33,12 +34,17 @@ std::string StreamDecoder::push(int32_t id) {
         break;
       }
     }
-    if (keep > 0 && keep < ids_.size()) {
+    if (keep == ids_.size()) {
+      ids_.clear();
+      emitted_bytes_ = 0;
+    } else if (keep > 0) {
       ids_.erase(ids_.begin(), ids_.begin() + static_cast<std::ptrdiff_t>(keep));
       emitted_bytes_ = tok_.decode_bytes(ids_, skip_special_).size();
     }
   }
-  return out;
+  // Bytes that can no longer form a character (a broken sequence from the model) come out
+  // as U+FFFD, so the output is always valid UTF-8.
+  return text::utf8_is_valid(out) ? out : text::utf8_sanitize(out);
 }
 
 std::string StreamDecoder::flush() {

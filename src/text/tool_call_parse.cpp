@@ -2,6 +2,7 @@
 // (ordered_json) and are re-serialized compactly.
 #include "text/tool_call_parse.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <optional>
@@ -420,6 +421,16 @@ std::string schema_type(const nlohmann::json& tools, const std::string& fn, cons
   return "";
 }
 
+// A parameter value: a string when the schema says so (or when it is no JSON), else JSON.
+ojson qwen_xml_value(const nlohmann::json& tools, const std::string& fn, const std::string& param,
+                     std::string_view v) {
+  const std::string type = schema_type(tools, fn, param);
+  std::optional<ojson> parsed;
+  if (type != "string") parsed = parse_json(trim(v));
+  if (parsed && (type.empty() ? !parsed->is_string() : true)) return std::move(*parsed);
+  return ojson(std::string(v));
+}
+
 bool parse_qwen_xml(std::string_view body, const nlohmann::json& tools, ParsedToolCall& out) {
   constexpr std::string_view kFn = "<function=", kFnEnd = "</function>";
   constexpr std::string_view kParam = "<parameter=", kParamEnd = "</parameter>";
@@ -459,14 +470,7 @@ bool parse_qwen_xml(std::string_view body, const nlohmann::json& tools, ParsedTo
     std::string_view v = body.substr(i, end - i);
     if (starts_with(v, "\n")) v.remove_prefix(1);
     if (!v.empty() && v.back() == '\n') v.remove_suffix(1);
-    const std::string type = schema_type(tools, out.name, pname);
-    std::optional<ojson> parsed;
-    if (type != "string") parsed = parse_json(trim(v));
-    if (parsed && (type.empty() ? !parsed->is_string() : true)) {
-      args[pname] = std::move(*parsed);
-    } else {
-      args[pname] = std::string(v);
-    }
+    args[pname] = qwen_xml_value(tools, out.name, pname, v);
     i = next;
   }
   if (!trim(body.substr(i)).empty()) return false;
@@ -646,11 +650,60 @@ bool partial_json_call(std::string_view body, PartialToolCall& out) {
   return true;
 }
 
+// Name, then "{" and each parameter closed by </parameter> as the final serialization writes
+// it. Stops (keeping what it has) at anything the strict form does not expect.
+bool partial_qwen_xml(std::string_view body, const nlohmann::json& tools, PartialToolCall& out) {
+  constexpr std::string_view kFn = "<function=", kFnEnd = "</function>";
+  constexpr std::string_view kParam = "<parameter=", kParamEnd = "</parameter>";
+  PartialCursor c(body);
+  const auto r = c.expect(kFn);
+  if (r != PartialCursor::kMatch) return r == PartialCursor::kNeedMore;
+  size_t i = c.pos();
+  const size_t gt = body.find('>', i);
+  if (gt == std::string_view::npos) return true;
+  const std::string_view name = trim(body.substr(i, gt - i));
+  if (!valid_name(name)) return false;
+  out.has_name = true;
+  out.name.assign(name);
+  std::string prefix = "{";
+  std::vector<std::string> seen;
+  i = gt + 1;
+  while (true) {
+    while (i < body.size() && std::isspace(static_cast<unsigned char>(body[i]))) ++i;
+    if (!starts_with(body.substr(i), kParam)) break;
+    const size_t pgt = body.find('>', i + kParam.size());
+    if (pgt == std::string_view::npos) break;
+    const std::string pname(trim(body.substr(i + kParam.size(), pgt - i - kParam.size())));
+    if (pname.empty() || std::find(seen.begin(), seen.end(), pname) != seen.end()) break;
+    const size_t end = body.find(kParamEnd, pgt + 1);
+    if (end == std::string_view::npos) break;
+    const std::string_view raw = body.substr(pgt + 1, end - pgt - 1);
+    if (raw.find(kParam) != std::string_view::npos || raw.find(kFnEnd) != std::string_view::npos) {
+      break;  // the lenient reading would end this value early: leave it to the final parse
+    }
+    std::string_view v = raw;
+    if (starts_with(v, "\n")) v.remove_prefix(1);
+    if (!v.empty() && v.back() == '\n') v.remove_suffix(1);
+    if (!seen.empty()) prefix += ",";
+    prefix += ojson(pname).dump(-1, ' ', false, ojson::error_handler_t::replace);
+    prefix += ":";
+    prefix += qwen_xml_value(tools, out.name, pname, v)
+                  .dump(-1, ' ', false, ojson::error_handler_t::replace);
+    seen.push_back(pname);
+    i = end + kParamEnd.size();
+  }
+  out.arguments_prefix = std::move(prefix);
+  return true;
+}
+
 }  // namespace
 
-bool tool_call_partial(ToolBodyKind kind, std::string_view body, PartialToolCall& out) {
+bool tool_call_partial(ToolBodyKind kind, std::string_view body, PartialToolCall& out,
+                       const nlohmann::json& tools) {
   out = PartialToolCall{};
   switch (kind) {
+    case ToolBodyKind::kQwenXml:
+      return partial_qwen_xml(body, tools, out);
     case ToolBodyKind::kHermesJson:
     case ToolBodyKind::kBareJson:
       return partial_json_call(body, out);

@@ -30,7 +30,7 @@ enum class ToolBodyKind {
 
 // What is already certain about a call body that is still streaming, for the forms whose
 // arguments are one verbatim JSON object (kHermesJson, kBareJson with "name" first, kMistral
-// N[ARGS]{...}, kGptOss). Returns false when the body does not have that shape (the call is
+// N[ARGS]{...}, kGptOss), and for kQwenXml (name, then each closed parameter). Returns false when the body does not have that shape (the call is
 // then only reported whole). For these forms tool_call_parse_body returns the arguments
 // verbatim, so the streamed fragments add up to the final arguments.
 struct PartialToolCall {
@@ -39,8 +39,11 @@ struct PartialToolCall {
   std::string id;               // Mistral [CALL_ID]
   bool has_arguments = false;
   size_t arguments_begin = 0;   // offset of the arguments' '{' in the body
+  // kQwenXml: the start of the final (re-serialized) arguments, one closed parameter at a time.
+  std::string arguments_prefix;
 };
-bool tool_call_partial(ToolBodyKind kind, std::string_view body, PartialToolCall& out);
+bool tool_call_partial(ToolBodyKind kind, std::string_view body, PartialToolCall& out,
+                       const nlohmann::json& tools = nlohmann::json());
 
 // `tools` (optional OpenAI tools array) gives parameter types for kQwenXml values.
 bool tool_call_parse_body(ToolBodyKind kind, std::string_view body, const nlohmann::json& tools,

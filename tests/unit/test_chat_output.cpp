@@ -240,6 +240,33 @@ TEST(ChatOutput, StreamsCallNameThenArgumentFragments) {
   }
 }
 
+TEST(ChatOutput, StreamsXmlCallParameterByParameter) {
+  const std::string text =
+      "<think>\nplan\n</think>\n\n<tool_call>\n<function=write_file>\n<parameter=path>\na.txt\n"
+      "</parameter>\n<parameter=text>\nline 1\nline \"2\"\n</parameter>\n<parameter=n>\n3\n"
+      "</parameter>\n</function>\n</tool_call>";
+  ChatOutputParser p({.format = ChatFormat::kQwenXml});
+  std::string args;
+  std::vector<size_t> fragment_at;
+  size_t name_at = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    for (const ToolCallDelta& t : p.feed(text.substr(i, 1)).tool_calls) {
+      if (!t.name.empty()) name_at = i;
+      if (!t.arguments.empty()) fragment_at.push_back(i);
+      args += t.arguments;
+    }
+  }
+  for (const ToolCallDelta& t : p.finish().tool_calls) args += t.arguments;
+  ASSERT_EQ(p.result().tool_calls.size(), 1u);
+  EXPECT_EQ(args, p.result().tool_calls[0].arguments);
+  EXPECT_EQ(json::parse(args), json::parse(R"({"path":"a.txt","text":"line 1\nline \"2\"","n":3})"));
+  EXPECT_EQ(name_at, text.find("<function=write_file>") + 20);  // at its '>'
+  // "{" with the name, one fragment per closed parameter, "}" when the call closes.
+  ASSERT_EQ(fragment_at.size(), 5u);
+  EXPECT_EQ(fragment_at[0], name_at);
+  EXPECT_EQ(fragment_at[1], text.find("</parameter>") + 11);
+}
+
 TEST(ChatOutput, CallIdsAreStableAndDistinct) {
   const std::string text =
       "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"b\"}</tool_call>";

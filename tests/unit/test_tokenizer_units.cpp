@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <thread>
 #include <nlohmann/json.hpp>
 
@@ -110,6 +111,9 @@ TEST(TokenizerUnits, BpeByteFallbackAndUnknown) {
   EXPECT_EQ(dec.push(2 + 0x99), "\xF0\x9F\xA6\x99");
   EXPECT_EQ(dec.push(2 + 0xF0), "");
   EXPECT_EQ(dec.flush(), "\xEF\xBF\xBD");
+  // A sequence broken by a later token is replaced, never emitted as raw bytes.
+  EXPECT_EQ(dec.push(2 + 0xE4), "");
+  EXPECT_EQ(dec.push(1), "\xEF\xBF\xBD" "a");
 
   // Without byte fallback, unknown characters become <unk>; fuse_unk joins runs.
   auto u = load(bpe_json({{"<unk>", 0}, {"a", 1}}, json::array(), {{"unk_token", "<unk>"}, {"fuse_unk", true}}));
@@ -378,4 +382,45 @@ TEST(TokenizerUnits, ConcurrentEncodeMatchesSerial) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(mismatches.load(), 0);
+}
+
+// Random bytes (often invalid UTF-8) and random ids: encode/decode never fail or crash, the
+// streaming decoder's output is always valid UTF-8, and ids are always in range.
+TEST(TokenizerUnits, RandomInputIsHandled) {
+  std::vector<std::string> paths = {shared_data() + "/models/qwen3/hf",
+                                    shared_data() + "/vocab/ggml-vocab-llama-spm.gguf",
+                                    shared_data() + "/vocab/ggml-vocab-bert-bge.gguf"};
+  std::mt19937 rng(7);
+  int loaded = 0;
+  for (const auto& path : paths) {
+    if (!fs::exists(path)) continue;
+    ++loaded;
+    const auto tok = path.size() > 5 && path.substr(path.size() - 5) == ".gguf"
+                         ? Tokenizer::from_gguf(brisk::gguf::File::open(path))
+                         : Tokenizer::from_hf_dir(path);
+    for (int iter = 0; iter < 200; ++iter) {
+      std::string s(rng() % 64, '\0');
+      for (auto& c : s) c = static_cast<char>(rng() % 4 == 0 ? rng() % 256 : 32 + rng() % 96);
+      for (bool add : {false, true})
+        for (bool parse : {false, true}) {
+          const auto ids = tok->encode(s, {.add_special = add, .parse_special = parse});
+          for (int32_t id : ids) ASSERT_TRUE(id >= 0 && id < tok->vocab_size()) << path;
+          EXPECT_TRUE(brisk::text::utf8_is_valid(tok->decode(ids))) << path;
+        }
+      std::vector<int32_t> ids(rng() % 16);
+      for (auto& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(tok->vocab_size()));
+      const std::string whole = tok->decode(ids);
+      EXPECT_TRUE(brisk::text::utf8_is_valid(whole)) << path;
+      brisk::StreamDecoder dec(*tok);
+      std::string streamed;
+      for (int32_t id : ids) {
+        const std::string part = dec.push(id);
+        EXPECT_TRUE(brisk::text::utf8_is_valid(part)) << path;
+        streamed += part;
+      }
+      streamed += dec.flush();
+      EXPECT_TRUE(brisk::text::utf8_is_valid(streamed)) << path;
+    }
+  }
+  if (loaded == 0) GTEST_SKIP() << "no shared tokenizers found under " << shared_data();
 }
