@@ -50,10 +50,10 @@ class RawMode {
     raw.c_lflag &= ~tcflag_t(ECHO | ICANON | IEXTEN | ISIG);
     raw.c_cc[VMIN] = 1;
     raw.c_cc[VTIME] = 0;
-    ok_ = tcsetattr(fd_, TCSAFLUSH, &raw) == 0;
+    ok_ = tcsetattr(fd_, TCSADRAIN, &raw) == 0;
   }
   ~RawMode() {
-    if (ok_) tcsetattr(fd_, TCSAFLUSH, &saved_);
+    if (ok_) tcsetattr(fd_, TCSADRAIN, &saved_);
   }
   RawMode(const RawMode&) = delete;
   RawMode& operator=(const RawMode&) = delete;
