@@ -81,11 +81,20 @@ TEST_F(ChatSessionTest, ClearEmptiesCacheAndKeepsSystem) {
 TEST_F(ChatSessionTest, EditedHistoryFallsBackToCommonPrefix) {
   auto ctx = context();
   ChatSession chat(model_, *ctx, tmpl());
-  chat.reply("Hello", params(6));
-  // Changing the system message changes the very start: everything is prefilled again.
+  const ChatTurn t1 = chat.reply("Hello", params(6));
+  // A system message inserted in front changes the start of the text: the sequence is cut
+  // back to the tokens both renderings share (here at most the opening special token).
   chat.set_system("New rules.");
   const ChatTurn t = chat.reply("Again", params(4));
-  EXPECT_EQ(t.stats.n_prompt_new, t.stats.n_prompt);
+  const EncodeOptions enc{.add_special = false, .parse_special = true};
+  const auto before = model_->tokenizer()->encode(t1.prompt_text, enc);
+  const auto after = model_->tokenizer()->encode(t.prompt_text, enc);
+  size_t common = 0;
+  while (common < before.size() && common < after.size() && before[common] == after[common]) ++common;
+  EXPECT_LT(common, before.size());
+  EXPECT_EQ(t.stats.n_prompt, int32_t(after.size()));
+  EXPECT_EQ(t.stats.n_prompt_new, int32_t(after.size() - common));
+  EXPECT_EQ(ctx->seq_length(0), t.stats.n_ctx_used);
 }
 
 TEST_F(ChatSessionTest, BadInputIsRejectedAndStateKept) {
