@@ -20,7 +20,7 @@ namespace {
 using brisk::fail;
 
 struct Args {
-  std::string model, prompt, prompt_ids, dump_logits, quant, kv_type = "f16";
+  std::string model, prompt, prompt_ids, dump_logits, quant, kv_type = "f16", device = "cpu";
   bool have_prompt = false, show_ids = false, raw = false;
   int32_t n_predict = 128, n_ctx = 4096, threads = 0, n_batch = 512;
   brisk::SamplerParams sampling;
@@ -68,7 +68,7 @@ void usage() {
                "  [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
                "  [--presence-penalty P] [--frequency-penalty F] [--seed S] [--stop STR]...\n"
                "  [--show-ids] [--dump-logits FILE] [--raw] [--quant q8_0|q4_0|q4_k]\n"
-               "  [--ctx N] [--batch N] [-t N] [--kv-type f16|f32|q8_0]\n");
+               "  [--ctx N] [--batch N] [-t N] [--kv-type f16|f32|q8_0] [--device auto|cpu|cuda|cuda:N]\n");
 }
 
 Args parse(const std::vector<std::string>& argv) {
@@ -101,6 +101,7 @@ Args parse(const std::vector<std::string>& argv) {
     else if (f == "--batch" || f == "-b") a.n_batch = parse_int(f, value());
     else if (f == "-t" || f == "--threads") a.threads = parse_int(f, value());
     else if (f == "--kv-type") a.kv_type = value();
+    else if (f == "--device") a.device = value();
     else if (f == "-h" || f == "--help") { usage(); std::exit(0); }
     else fail("generate: unknown argument '", f, "' (see brisk generate --help)");
   }
@@ -145,7 +146,8 @@ int cmd_generate(const std::vector<std::string>& argv) {
     prompt = parse_ids(a.prompt_ids);
   }
   auto ctx = brisk::Context::create(model, {.n_ctx = a.n_ctx, .n_seq_max = 1, .n_batch = a.n_batch,
-                                            .kv_type = parse_kv_type(a.kv_type), .n_threads = a.threads});
+                                            .kv_type = parse_kv_type(a.kv_type), .n_threads = a.threads,
+                                            .device = a.device});
   brisk::GenerateParams gp{.max_tokens = a.n_predict, .sampling = a.sampling, .stop_strings = a.stops};
   brisk::GenerateCallbacks cb;
   cb.on_text = [](std::string_view text) {
