@@ -129,8 +129,19 @@ struct Fmt<DevFormat::q8_0> {
   BRISK_HD static void load8(const uint8_t* row, int64_t c, float* o) {
     const uint8_t* b = row + 34 * (c >> 2);
     const float d = half_bits_to_f32(ld_u16(b));
+#if defined(__CUDA_ARCH__)
+    // Blocks are 2-byte aligned: four 16-bit loads instead of eight byte loads.
+    const uint16_t* q16 = reinterpret_cast<const uint16_t*>(b + 2 + 8 * (c & 3));
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const uint16_t u = q16[k];
+      o[2 * k] = d * float(int8_t(u & 0xff));
+      o[2 * k + 1] = d * float(int8_t(u >> 8));
+    }
+#else
     const int8_t* q = reinterpret_cast<const int8_t*>(b + 2 + 8 * (c & 3));
     for (int k = 0; k < 8; ++k) o[k] = d * float(q[k]);
+#endif
   }
 };
 
