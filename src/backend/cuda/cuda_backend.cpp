@@ -5,7 +5,8 @@
 //     their stored format; formats without a device kernel are dequantized once to BF16);
 //   - per-batch int arrays are copied to a device buffer per host address, only when their
 //     contents changed since the last copy (stream order keeps earlier kernels correct).
-// Pointers inside this backend's allocations are used as they are. Every CUDA call and
+// Pointers inside this backend's allocations are used as they are. Host constants must
+// outlive the backend (model weights do: a Context holds its Model). Every CUDA call and
 // launch is checked; a failure is a brisk::Error naming the op and the CUDA error.
 #include "backend/cuda/cuda_backend.h"
 
@@ -23,6 +24,7 @@
 #include "core/log.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/kernels.h"
+#include "quant/format.h"
 #include "quant/types.h"
 
 namespace brisk {
@@ -91,6 +93,13 @@ class CudaBackend final : public Backend {
     MatmulArgs d = a;
     d.w = device_weight(a.w, "matmul");
     d.bias = a.bias ? device_floats(a.bias, a.w.n_out, "matmul bias") : nullptr;
+    // Activations go through the (original) weight format's vec_dot_type, as on the CPU.
+    const cuda::ActRound round = cuda::act_round_for(format_traits(a.w.type).vec_dot_type);
+    if (round != cuda::ActRound::none && a.x.rows > 0) {
+      float* xr = act_scratch(size_t(a.x.rows) * size_t(a.w.n_in));
+      cuda_check(cuda::launch_round_activations(round, xr, a.x, stream_), "matmul", "activation rounding launch");
+      d.x = Mat{.data = xr, .rows = a.x.rows, .cols = a.w.n_in};
+    }
     cuda_check(cuda::launch_matmul(d, stream_), "matmul", "kernel launch");
   }
 
@@ -185,7 +194,22 @@ class CudaBackend final : public Backend {
     void* dev = nullptr;
     size_t bytes = 0;
     Weight w;  // the device view (type may differ from the host one after conversion)
+    QuantType host_type = QuantType::F32;
   };
+
+  float* act_scratch(size_t floats) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (floats > act_floats_) {
+      if (act_) {
+        cuda_check(cudaStreamSynchronize(stream_), "matmul", "cudaStreamSynchronize");
+        cuda_check(cudaFree(act_), "matmul", "cudaFree");
+        allocs_.erase(reinterpret_cast<uintptr_t>(act_));
+      }
+      act_ = static_cast<float*>(raw_alloc(sizeof(float) * floats, "matmul"));
+      act_floats_ = floats;
+    }
+    return act_;
+  }
 
   void* raw_alloc(size_t bytes, const char* op) {
     void* p = nullptr;
@@ -233,7 +257,8 @@ class CudaBackend final : public Backend {
     auto it = weights_.find(w.data);
     if (it != weights_.end()) {
       const Weight& c = it->second.w;
-      BRISK_CHECK(c.n_in == w.n_in && c.n_out == w.n_out, op, ": weight at a cached address changed shape");
+      BRISK_CHECK(c.n_in == w.n_in && c.n_out == w.n_out && it->second.host_type == w.type, op,
+                  ": weight at a cached host address changed shape or format (host weights must outlive the backend)");
       return c;
     }
     Weight d = w;
@@ -257,7 +282,7 @@ class CudaBackend final : public Backend {
     void* dev = raw_alloc(bytes, op);
     cuda_check(cudaMemcpy(dev, src, bytes, cudaMemcpyHostToDevice), op, "weight upload");
     d.data = dev;
-    weights_[w.data] = Uploaded{.dev = dev, .bytes = bytes, .w = d};
+    weights_[w.data] = Uploaded{.dev = dev, .bytes = bytes, .w = d, .host_type = w.type};
     return d;
   }
 
@@ -273,7 +298,7 @@ class CudaBackend final : public Backend {
     const size_t bytes = sizeof(float) * size_t(n);
     void* dev = raw_alloc(bytes, op);
     cuda_check(cudaMemcpy(dev, p, bytes, cudaMemcpyHostToDevice), op, "upload");
-    weights_[p] = Uploaded{.dev = dev, .bytes = bytes, .w = {}};
+    weights_[p] = Uploaded{.dev = dev, .bytes = bytes, .w = {}, .host_type = QuantType::F32};
     return static_cast<const float*>(dev);
   }
 
@@ -311,6 +336,8 @@ class CudaBackend final : public Backend {
   std::unordered_map<const void*, Uploaded> weights_;
   std::unordered_map<const void*, Staged> staged_;
   std::set<int> warned_;
+  float* act_ = nullptr;  // rounded activations [rows, n_in] of the matmul in flight
+  size_t act_floats_ = 0;
 };
 
 }  // namespace

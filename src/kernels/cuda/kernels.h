@@ -12,6 +12,13 @@ namespace brisk::cuda {
 // True for the weight formats the matmul and embedding kernels decode directly.
 bool weight_format_on_device(QuantType t);
 
+// How activations are rounded before a matmul, as the CPU backend does: through the weight
+// format's vec_dot_type (Q8_0 for Q8_0/Q4_0 weights, Q8_K for K-quants, F16 for F16, ...).
+enum class ActRound { none, f16, bf16, q8_0, q8_k };
+ActRound act_round_for(QuantType vec_dot_type);
+// dst [x.rows, x.cols] (dense) = x rounded through `kind`; x.cols a multiple of its block.
+cudaError_t launch_round_activations(ActRound kind, float* dst, const Mat& x, cudaStream_t stream);
+
 cudaError_t launch_matmul(const MatmulArgs& a, cudaStream_t stream);
 cudaError_t launch_embedding(const EmbeddingArgs& a, cudaStream_t stream);
 cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream);
