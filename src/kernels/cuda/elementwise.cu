@@ -13,7 +13,8 @@ struct View2 {  // [rows, cols] with a row stride, as Mat
 };
 
 __device__ __forceinline__ float act_fn(float g, bool gelu) {
-  if (!gelu) return g / (1.0f + expf(-g));
+  // exp in double rounded to float is the correctly rounded expf the CPU's libm gives.
+  if (!gelu) return __fdiv_rn(g, __fadd_rn(1.0f, float(exp(-double(g)))));
   return 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g)));
 }
 
@@ -21,7 +22,7 @@ __global__ void gated_act_kernel(View2 out, View2 gate, View2 up, int64_t rows, 
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= rows * cols) return;
   const int64_t r = i / cols, c = i % cols;
-  out.p[r * out.s + c] = act_fn(gate.p[r * gate.s + c], gelu) * up.p[r * up.s + c];
+  out.p[r * out.s + c] = __fmul_rn(act_fn(gate.p[r * gate.s + c], gelu), up.p[r * up.s + c]);
 }
 
 __global__ void add_kernel(View2 out, View2 a, View2 b, int64_t rows, int64_t cols) {

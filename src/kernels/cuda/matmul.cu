@@ -1,6 +1,7 @@
 // Matmul for decode-sized batches: out[t, r] = dot(W[r, :], x[t, :]) + bias[r].
-// One warp per weight row; lanes walk the row in groups of 8 elements (Fmt<F>::load8), so a
-// weight row is read once, coalesced, for up to kMaxTok tokens accumulated in registers.
+// One warp per weight row; lanes walk the row in groups of 8 elements (Fmt<F>::load8), four
+// groups per lane in flight, so a weight row is read once, coalesced, for up to kMaxTok
+// tokens accumulated in registers.
 // Larger batches run as several launches of kMaxTok tokens (weights re-read per launch).
 #include "kernels/cuda/dequant.cuh"
 #include "kernels/cuda/kernels.h"
@@ -11,6 +12,7 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kMaxTok = 8;
+constexpr int kUnroll = 4;
 
 template <DevFormat F, int NT>
 __global__ void gemv_kernel(float* out, int64_t out_stride, const float* x, int64_t x_stride,
@@ -24,7 +26,26 @@ __global__ void gemv_kernel(float* out, int64_t out_stride, const float* x, int6
 #pragma unroll
   for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
   const int64_t n_chunks = n_in / 8;
-  for (int64_t c = lane; c < n_chunks; c += 32) {
+  // Four groups in flight per lane (all loads issued before the math) keep enough bytes
+  // moving per SM to approach the memory bandwidth; the tail goes one group at a time.
+  int64_t c = lane;
+  for (; c + 32 * (kUnroll - 1) < n_chunks; c += 32 * kUnroll) {
+    float wv[kUnroll][8];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) Fmt<F>::load8(row, c + 32 * u, wv[u]);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const float* xp = x + t * x_stride + 8 * (c + 32 * u);
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 8; ++k) s = fmaf(wv[u][k], xp[k], s);
+        acc[t] += s;
+      }
+    }
+  }
+  for (; c < n_chunks; c += 32) {
     float wv[8];
     Fmt<F>::load8(row, c, wv);
 #pragma unroll

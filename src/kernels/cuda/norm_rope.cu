@@ -14,16 +14,20 @@ __global__ void rms_norm_kernel(float* out, int64_t out_stride, const float* x, 
   const int64_t r = blockIdx.x / n_groups, g = blockIdx.x % n_groups;
   const float* xr = x + r * x_stride + g * group;
   float* orow = out + r * out_stride + g * group;
-  float ss = 0.0f;
-  for (int64_t i = threadIdx.x; i < group; i += blockDim.x) ss = fmaf(xr[i], xr[i], ss);
-  __shared__ float part[kNormThreads / 32];
+  // Double accumulation and uncontracted float products, as the CPU backend computes them.
+  double ss = 0.0;
+  for (int64_t i = threadIdx.x; i < group; i += blockDim.x) ss += double(xr[i]) * double(xr[i]);
+  __shared__ double part[kNormThreads / 32];
   for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
   if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
   __syncthreads();
-  float total = 0.0f;
+  double total = 0.0;
   for (int w = 0; w < kNormThreads / 32; ++w) total += part[w];
-  const float inv = rsqrtf(total / float(group) + eps);
-  for (int64_t i = threadIdx.x; i < group; i += blockDim.x) orow[i] = xr[i] * inv * (weight ? weight[i] : 1.0f);
+  const float inv = float(1.0 / sqrt(total / double(group) + double(eps)));
+  for (int64_t i = threadIdx.x; i < group; i += blockDim.x) {
+    const float y = __fmul_rn(xr[i], inv);
+    orow[i] = weight ? __fmul_rn(y, weight[i]) : y;
+  }
 }
 
 // One thread per (token, head, rotated pair).
@@ -39,10 +43,10 @@ __global__ void rope_kernel(float* x, int64_t stride, int64_t n_tok, int n_head,
   const double theta = double(pos[t]) * double(inv_freq[i]);
   double sd, cd;
   sincos(theta, &sd, &cd);
-  const float c = float(cd) * attn_factor, s = float(sd) * attn_factor;
+  const float c = __fmul_rn(float(cd), attn_factor), s = __fmul_rn(float(sd), attn_factor);
   const float a = v[d0], b = v[d1];
-  v[d0] = a * c - b * s;
-  v[d1] = b * c + a * s;
+  v[d0] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+  v[d1] = __fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c));
 }
 
 }  // namespace
