@@ -181,9 +181,16 @@ class Backend {
   virtual void softcap(const SoftcapArgs& a) = 0;
   // Waits for queued work (no-op on the CPU).
   virtual void synchronize() {}
+  // Copies bytes between host memory and this backend's memory, in either direction (or
+  // within either); returns once dst holds the data.
+  virtual void copy(void* dst, const void* src, size_t bytes);
 };
 
 // The CPU backend with n_threads workers (<= 0: all cores).
 std::unique_ptr<Backend> make_cpu_backend(int n_threads);
+
+// By name: "cpu", "cuda" (device 0), "cuda:N", or "auto" (CUDA device 0 when one is usable,
+// else the CPU). Throws brisk::Error for an unknown name or an unavailable device.
+std::unique_ptr<Backend> make_backend(const std::string& device, int n_threads);
 
 }  // namespace brisk

@@ -22,7 +22,7 @@ namespace {
 using brisk::fail;
 
 struct Args {
-  std::string model, prompt, prompt_ids, dump_logits, quant, kv_type = "f16", token;
+  std::string model, prompt, prompt_ids, dump_logits, quant, kv_type = "f16", token, device = "cpu";
   bool have_prompt = false, show_ids = false, raw = false;
   int32_t n_predict = 128, n_ctx = 4096, threads = 0, n_batch = 512;
   brisk::SamplerParams sampling;
@@ -49,7 +49,8 @@ void usage() {
                "usage: brisk generate --model PATH|org/name[:QUANT] (--prompt TEXT | --prompt-ids 1,2,3) [-n N]\n"
                "%s"
                "  [--stop STR]... [--show-ids] [--dump-logits FILE] [--raw] [--quant q8_0|q4_0|q4_k]\n"
-               "  [--ctx N] [--batch N] [-t N] [--kv-type f16|f32|q8_0] [--token HF_TOKEN]\n",
+               "  [--ctx N] [--batch N] [-t N] [--kv-type f16|f32|q8_0] [--token HF_TOKEN]\n"
+               "  [--device cpu|auto|cuda|cuda:N]\n",
                brisk::cli::kSamplingFlagsUsage);
 }
 
@@ -77,6 +78,7 @@ Args parse(const std::vector<std::string>& argv) {
     else if (f == "-t" || f == "--threads") a.threads = parse_int(f, value());
     else if (f == "--kv-type") a.kv_type = value();
     else if (f == "--token") a.token = value();
+    else if (f == "--device") a.device = value();
     else if (f == "-h" || f == "--help") { usage(); std::exit(0); }
     else fail("generate: unknown argument '", f, "' (see brisk generate --help)");
   }
@@ -125,7 +127,8 @@ int cmd_generate(const std::vector<std::string>& argv) {
     prompt = parse_ids(a.prompt_ids);
   }
   auto ctx = brisk::Context::create(model, {.n_ctx = a.n_ctx, .n_seq_max = 1, .n_batch = a.n_batch,
-                                            .kv_type = parse_kv_type(a.kv_type), .n_threads = a.threads});
+                                            .kv_type = parse_kv_type(a.kv_type), .n_threads = a.threads,
+                                            .device = a.device});
   brisk::GenerateParams gp{.max_tokens = a.n_predict, .sampling = a.sampling, .stop_strings = a.stops};
   brisk::GenerateCallbacks cb;
   cb.on_text = [](std::string_view text) {
