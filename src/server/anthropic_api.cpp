@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "server/chat_request.h"
+#include "server/client_probe.h"
 #include "server/json_fields.h"
 #include "server/route_util.h"
 #include "server/sse.h"
@@ -190,7 +191,7 @@ void messages(ServerState& state, const httplib::Request& req, httplib::Response
   const std::string name = *model_name;
 
   if (!stream) {
-    auto results = collect_choices(*job, kStallTimeout);
+    auto results = collect_choices(*job, kStallTimeout, client_disconnect_probe(req.remote_addr, req.remote_port, req.local_port));
     ChoiceResult& r = results.at(0);
     if (r.finish_reason == "error") throw HttpError(500, str_cat("generation failed: ", r.result.error));
     json content = json::array();

@@ -1,5 +1,7 @@
 #include "server/generation.h"
 
+#include <algorithm>
+
 #include <limits>
 
 #include "core/error.h"
@@ -166,11 +168,22 @@ std::unique_ptr<GenerationJob> start_generation(LoadedModel& model, GenerationSp
   return job;
 }
 
-std::vector<ChoiceResult> collect_choices(GenerationJob& job, std::chrono::milliseconds timeout) {
+std::vector<ChoiceResult> collect_choices(GenerationJob& job, std::chrono::milliseconds timeout,
+                                          const std::function<bool()>& client_gone) {
   std::vector<ChoiceResult> out(size_t(job.n));
   ChoiceEvent ev;
+  const auto slice = std::chrono::milliseconds(100);
   while (job.ended < job.n) {
-    if (!job.next(ev, timeout)) {
+    // Wait in slices so that a client that went away is noticed within ~100 ms.
+    bool got = false;
+    for (auto waited = std::chrono::milliseconds(0); waited < timeout && !got; waited += slice) {
+      got = job.next(ev, std::min(slice, timeout - waited));
+      if (!got && client_gone && client_gone()) {
+        job.cancel();
+        throw HttpError(499, "client disconnected before the answer was complete");
+      }
+    }
+    if (!got) {
       job.cancel();
       throw HttpError(500, "generation stalled");
     }

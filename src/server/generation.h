@@ -104,8 +104,11 @@ struct ChoiceResult {
   std::string stop_sequence;
   GenerationResult result;
 };
-// Waits for every choice to end (at most `timeout` without any event in between).
-std::vector<ChoiceResult> collect_choices(GenerationJob& job, std::chrono::milliseconds timeout);
+// Waits for every choice to end (at most `timeout` without any event in between). When
+// `client_gone` reports the client disconnected, the job is cancelled (its sequences freed)
+// and HttpError 499 is thrown (nobody is left to read the answer).
+std::vector<ChoiceResult> collect_choices(GenerationJob& job, std::chrono::milliseconds timeout,
+                                          const std::function<bool()>& client_gone = {});
 
 // The completion budget of a request: `requested` (or all the room left when absent) checked
 // against the context and the server's ceiling. Throws HttpError 400 naming the sizes.

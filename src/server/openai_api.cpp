@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "server/chat_request.h"
+#include "server/client_probe.h"
 #include "server/json_fields.h"
 #include "server/route_util.h"
 #include "server/sse.h"
@@ -200,7 +201,7 @@ void chat_completions(ServerState& state, const httplib::Request& req, httplib::
   const std::string name = model->name;
 
   if (!stream) {
-    auto results = collect_choices(*job, kStallTimeout);
+    auto results = collect_choices(*job, kStallTimeout, client_disconnect_probe(req.remote_addr, req.remote_port, req.local_port));
     json choices = json::array();
     for (size_t i = 0; i < results.size(); ++i) {
       auto& r = results[i];
@@ -344,7 +345,7 @@ void completions(ServerState& state, const httplib::Request& req, httplib::Respo
     return {{"tokens", tokens}, {"token_logprobs", lp}, {"top_logprobs", top}};
   };
   if (!stream) {
-    auto results = collect_choices(*job, kStallTimeout);
+    auto results = collect_choices(*job, kStallTimeout, client_disconnect_probe(req.remote_addr, req.remote_port, req.local_port));
     json choices = json::array();
     for (size_t i = 0; i < results.size(); ++i) {
       choices.push_back({{"index", i},

@@ -169,6 +169,38 @@ try:
     _, m = request("GET", "/metrics")
     active = [l for l in m.split("\n") if l.startswith("brisk_active_sequences")]
     check(active and active[0].endswith(" 0"), f"slot freed after disconnect: {active}")
+    # Disconnect while a non-streamed answer is being generated: the generation is cancelled.
+    def cancelled_count():
+        _, m = request("GET", "/metrics")
+        for l in m.split("\n"):
+            if l.startswith('brisk_generations_total{reason="cancelled"}'):
+                return int(float(l.split()[-1]))
+        return 0
+    cancelled_before = cancelled_count()
+    sock = socket.create_connection(("127.0.0.1", PORT))
+    body = json.dumps({"model": "qwen3", "messages": user, "max_tokens": 500, "ignore_eos": True})
+    sock.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
+                  f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
+    busy = False
+    for _ in range(100):
+        _, m = request("GET", "/metrics")
+        active = [l for l in m.split("\n") if l.startswith("brisk_active_sequences")]
+        if active and not active[0].endswith(" 0"):
+            busy = True
+            break
+        time.sleep(0.05)
+    sock.close()
+    freed = False
+    for _ in range(60):
+        time.sleep(0.1)
+        _, m = request("GET", "/metrics")
+        active = [l for l in m.split("\n") if l.startswith("brisk_active_sequences")]
+        if active and active[0].endswith(" 0"):
+            freed = True
+            break
+    cancelled = cancelled_count() - cancelled_before
+    check(busy and freed and cancelled == 1,
+          f"non-streamed generation cancelled after disconnect (busy={busy}, freed={freed}, cancelled={cancelled})")
     st, r = chat(user, 4)
     check(st == 200, "still serving after bad input")
 
