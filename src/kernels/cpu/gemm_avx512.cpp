@@ -1,0 +1,135 @@
+// AVX-512 VNNI tile kernels of the prefill GEMM (see gemm.h).
+//
+// One zmm holds two consecutive 32-element blocks (lanes 0-7: block b, lanes 8-15: block b+1).
+// vpdpbusd multiplies unsigned by signed bytes, so one operand is made unsigned:
+//   Q8_0 x Q8_0: u = x + 128 (x ^ 0x80), s = w;  sum(x*w) = dpbusd(u, w) - 128 * sum(w)
+//                (the row's 128*sum(w) is computed once per weight block and shared by 4 tokens)
+//   Q4_0 x Q8_0: u = q (the 4-bit codes 0..15), s = x;  sum((q-8)*x) = dpbusd(q, x) - 8 * sum(x)
+//                (the token's 8*sum(x) is computed once per activation block, shared by 4 rows)
+// Each lane's int32 sum is exact; it is scaled by d_w * d_x of its block and accumulated in
+// float: acc[r][t] (16 zmm) += float(isum) * (d_w[r] * d_x[t]). An odd last block runs with the
+// upper half zero.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "kernels/cpu/gemm_isa.h"
+#include "quant/blocks.h"
+
+namespace brisk::kernels::avx512 {
+namespace {
+
+using quant::BlockQ4_0;
+using quant::BlockQ8_0;
+
+constexpr int R = int(kGemmTileRows);
+constexpr int T = int(kGemmTileTokens);
+constexpr int64_t kRowBlock = 64;    // rows whose weights stay in L2 while all tokens pass
+constexpr int64_t kTokenBlock = 64;  // tokens whose activations stay in L2 for a row block
+
+inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
+inline __m512 scale_pair(float a, float b) {
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(a)), _mm256_set1_ps(b), 1);
+}
+
+// Two Q8_0 blocks' 64 quants (b and b + 1; the upper half zero when !two).
+inline __m512i load_q8_pair(const BlockQ8_0* blk, bool two) {
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[0].qs));
+  if (!two) return _mm512_zextsi256_si512(lo);
+  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[1].qs));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+inline __m512 scale_q8_pair(const BlockQ8_0* blk, bool two) {
+  return scale_pair(h2f(blk[0].d), two ? h2f(blk[1].d) : 0.f);
+}
+
+// Two Q4_0 blocks' 64 codes in element order (each 128-bit lane: 16 low or 16 high nibbles).
+inline __m512i load_q4_pair(const BlockQ4_0* blk, bool two) {
+  const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[0].qs));
+  const __m128i q1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[1].qs)) : _mm_setzero_si128();
+  const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(q0, q0)), _mm256_set_m128i(q1, q1), 1);
+  const __m512i shifted = _mm512_srlv_epi64(v, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
+  return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
+}
+inline __m512 scale_q4_pair(const BlockQ4_0* blk, bool two) {
+  return scale_pair(h2f(blk[0].d), two ? h2f(blk[1].d) : 0.f);
+}
+
+// One tile: rows r0..r0+R x tokens t0..t0+T.
+template <bool kQ4>
+void tile(const GemmParams& p, int64_t r0, int64_t t0) {
+  using WBlock = std::conditional_t<kQ4, BlockQ4_0, BlockQ8_0>;
+  const auto* wb = static_cast<const uint8_t*>(p.w);
+  const auto* xb = static_cast<const uint8_t*>(p.x_quant);
+  const WBlock* w[R];
+  const BlockQ8_0* x[T];
+  for (int r = 0; r < R; ++r) w[r] = reinterpret_cast<const WBlock*>(wb + size_t(r0 + r) * p.row_bytes);
+  for (int t = 0; t < T; ++t) x[t] = reinterpret_cast<const BlockQ8_0*>(xb + size_t(t0 + t) * p.x_stride);
+  const int64_t nb = p.k / 32;
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  const __m512i zero = _mm512_setzero_si512();
+  for (int64_t b = 0; b < nb; b += 2) {
+    const bool two = b + 1 < nb;
+    __m512i wv[R], wbias[R];
+    __m512 ws[R];
+    for (int r = 0; r < R; ++r) {
+      if constexpr (kQ4) {
+        wv[r] = load_q4_pair(w[r] + b, two);
+        ws[r] = scale_q4_pair(w[r] + b, two);
+      } else {
+        wv[r] = load_q8_pair(w[r] + b, two);
+        ws[r] = scale_q8_pair(w[r] + b, two);
+        wbias[r] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(char(0x80)), wv[r]));
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      __m512i xv = load_q8_pair(x[t] + b, two);
+      const __m512 xs = scale_q8_pair(x[t] + b, two);
+      if constexpr (kQ4) {
+        const __m512i xbias = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(8), xv));
+        for (int r = 0; r < R; ++r) {
+          const __m512i s = _mm512_dpbusd_epi32(xbias, wv[r], xv);
+          acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ws[r], xs), acc[r][t]);
+        }
+      } else {
+        xv = _mm512_xor_si512(xv, _mm512_set1_epi8(char(0x80)));
+        for (int r = 0; r < R; ++r) {
+          const __m512i s = _mm512_dpbusd_epi32(wbias[r], xv, wv[r]);
+          acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ws[r], xs), acc[r][t]);
+        }
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t)
+    for (int r = 0; r < R; ++r) p.y[(t0 + t) * p.y_stride + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+template <bool kQ4>
+void gemm_tiles(const GemmParams& p) {
+  for (int64_t rb = 0; rb < p.n_rows; rb += kRowBlock) {
+    const int64_t re = std::min(p.n_rows, rb + kRowBlock);
+    for (int64_t tb = 0; tb < p.n_tokens; tb += kTokenBlock) {
+      const int64_t te = std::min(p.n_tokens, tb + kTokenBlock);
+      for (int64_t r = rb; r < re; r += R)
+        for (int64_t t = tb; t < te; t += T) tile<kQ4>(p, r, t);
+    }
+  }
+}
+
+}  // namespace
+
+GemmTileFn gemm_kernel(QuantType t) {
+  switch (t) {
+    case QuantType::Q8_0: return gemm_tiles<false>;
+    case QuantType::Q4_0: return gemm_tiles<true>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace brisk::kernels::avx512
