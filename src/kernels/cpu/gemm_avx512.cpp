@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/cpu/gemm_isa.h"
 #include "quant/blocks.h"
@@ -32,8 +33,11 @@ constexpr int64_t kTokenBlock = 64;  // tokens whose activations stay in L2 for 
 
 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 
-inline __m512 scale_pair(float a, float b) {
-  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(a)), _mm256_set1_ps(b), 1);
+// Scales of two consecutive blocks (p[0], p[1]) spread over the two 256-bit halves.
+inline __m512 expand_pair(const float* p) {
+  const __m128 v = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v));
 }
 
 // Two Q8_0 blocks' 64 quants (b and b + 1; the upper half zero when !two).
@@ -42,9 +46,6 @@ inline __m512i load_q8_pair(const BlockQ8_0* blk, bool two) {
   if (!two) return _mm512_zextsi256_si512(lo);
   const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[1].qs));
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
-inline __m512 scale_q8_pair(const BlockQ8_0* blk, bool two) {
-  return scale_pair(h2f(blk[0].d), two ? h2f(blk[1].d) : 0.f);
 }
 
 // Two Q4_0 blocks' 64 codes in element order (each 128-bit lane: 16 low or 16 high nibbles).
@@ -55,13 +56,23 @@ inline __m512i load_q4_pair(const BlockQ4_0* blk, bool two) {
   const __m512i shifted = _mm512_srlv_epi64(v, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
   return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
 }
-inline __m512 scale_q4_pair(const BlockQ4_0* blk, bool two) {
-  return scale_pair(h2f(blk[0].d), two ? h2f(blk[1].d) : 0.f);
+
+// Block scales of n rows as floats, nb_pad (even) per row, zero past nb:
+//   out: (n, nb_pad) floats
+template <class Block>
+void row_scales(const uint8_t* base, size_t stride, int64_t n, int64_t nb, int64_t nb_pad, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const auto* blk = reinterpret_cast<const Block*>(base + size_t(i) * stride);
+    float* o = out + i * nb_pad;
+    for (int64_t b = 0; b < nb; ++b) o[b] = h2f(blk[b].d);
+    for (int64_t b = nb; b < nb_pad; ++b) o[b] = 0.f;
+  }
 }
 
-// One tile: rows r0..r0+R x tokens t0..t0+T.
+// One tile: rows r0..r0+R x tokens t0..t0+T. wsc: (R, nb_pad) weight scales of these rows;
+// xsc: (n_tokens, nb_pad) activation scales of all tokens.
 template <bool kQ4>
-void tile(const GemmParams& p, int64_t r0, int64_t t0) {
+void tile(const GemmParams& p, int64_t r0, int64_t t0, const float* wsc, const float* xsc, int64_t nb_pad) {
   using WBlock = std::conditional_t<kQ4, BlockQ4_0, BlockQ8_0>;
   const auto* wb = static_cast<const uint8_t*>(p.w);
   const auto* xb = static_cast<const uint8_t*>(p.x_quant);
@@ -69,6 +80,7 @@ void tile(const GemmParams& p, int64_t r0, int64_t t0) {
   const BlockQ8_0* x[T];
   for (int r = 0; r < R; ++r) w[r] = reinterpret_cast<const WBlock*>(wb + size_t(r0 + r) * p.row_bytes);
   for (int t = 0; t < T; ++t) x[t] = reinterpret_cast<const BlockQ8_0*>(xb + size_t(t0 + t) * p.x_stride);
+  const float* xs_t = xsc + t0 * nb_pad;
   const int64_t nb = p.k / 32;
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r)
@@ -79,18 +91,17 @@ void tile(const GemmParams& p, int64_t r0, int64_t t0) {
     __m512i wv[R], wbias[R];
     __m512 ws[R];
     for (int r = 0; r < R; ++r) {
+      ws[r] = expand_pair(wsc + r * nb_pad + b);
       if constexpr (kQ4) {
         wv[r] = load_q4_pair(w[r] + b, two);
-        ws[r] = scale_q4_pair(w[r] + b, two);
       } else {
         wv[r] = load_q8_pair(w[r] + b, two);
-        ws[r] = scale_q8_pair(w[r] + b, two);
         wbias[r] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(char(0x80)), wv[r]));
       }
     }
     for (int t = 0; t < T; ++t) {
       __m512i xv = load_q8_pair(x[t] + b, two);
-      const __m512 xs = scale_q8_pair(x[t] + b, two);
+      const __m512 xs = expand_pair(xs_t + t * nb_pad + b);
       if constexpr (kQ4) {
         const __m512i xbias = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(8), xv));
         for (int r = 0; r < R; ++r) {
@@ -112,12 +123,25 @@ void tile(const GemmParams& p, int64_t r0, int64_t t0) {
 
 template <bool kQ4>
 void gemm_tiles(const GemmParams& p) {
+  using WBlock = std::conditional_t<kQ4, BlockQ4_0, BlockQ8_0>;
+  const int64_t nb = p.k / 32;
+  const int64_t nb_pad = nb + (nb & 1);
+  // Block scales converted to float once: all tokens' per call, a row tile's per token block.
+  // Reused per thread (grown, never shrunk): n_tokens * k / 8 + 4 * k / 8 bytes.
+  thread_local std::vector<float> scales;
+  scales.resize(size_t((p.n_tokens + R) * nb_pad));
+  float* xsc = scales.data();
+  float* wsc = xsc + p.n_tokens * nb_pad;
+  row_scales<BlockQ8_0>(static_cast<const uint8_t*>(p.x_quant), p.x_stride, p.n_tokens, nb, nb_pad, xsc);
+  const auto* wb = static_cast<const uint8_t*>(p.w);
   for (int64_t rb = 0; rb < p.n_rows; rb += kRowBlock) {
     const int64_t re = std::min(p.n_rows, rb + kRowBlock);
     for (int64_t tb = 0; tb < p.n_tokens; tb += kTokenBlock) {
       const int64_t te = std::min(p.n_tokens, tb + kTokenBlock);
-      for (int64_t r = rb; r < re; r += R)
-        for (int64_t t = tb; t < te; t += T) tile<kQ4>(p, r, t);
+      for (int64_t r = rb; r < re; r += R) {
+        row_scales<WBlock>(wb + size_t(r) * p.row_bytes, p.row_bytes, R, nb, nb_pad, wsc);
+        for (int64_t t = tb; t < te; t += T) tile<kQ4>(p, r, t, wsc, xsc, nb_pad);
+      }
     }
   }
 }
