@@ -18,7 +18,7 @@
 namespace brisk::kernels {
 namespace {
 
-const std::vector<QuantType> kGemmFormats = {QuantType::Q8_0, QuantType::Q4_0};
+const std::vector<QuantType> kGemmFormats = {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_K};
 
 // Random valid blocks for a matrix of n_rows rows of k elements, row stride row_bytes.
 std::vector<uint8_t> random_matrix(QuantType t, int64_t n_rows, int64_t k, size_t stride, uint32_t seed) {
@@ -79,6 +79,13 @@ void check_shape(QuantType wt, const Shape& s, uint32_t seed) {
 TEST(KernelsGemm, MatchesReferenceDotOnRandomShapes) {
   for (QuantType wt : kGemmFormats) {
     if (!gemm_available(wt)) GTEST_SKIP() << "no GEMM kernel on this CPU (needs AVX-512 VNNI)";
+    const int64_t bs = int64_t(quant_type_info(wt).block_size);
+    if (bs == 256) {  // K-quants: k in whole super-blocks
+      const std::vector<Shape> kshapes = {{4, 256, 4}, {13, 512, 9}, {37, 768, 21}, {67, 4096, 67}, {5, 256, 131}};
+      uint32_t kseed = 3;
+      for (const Shape& s : kshapes) check_shape(wt, s, kseed += 5);
+      continue;
+    }
     const std::vector<Shape> shapes = {{4, 64, 4},    {4, 32, 9},    {13, 96, 9},   {37, 256, 10},
                                        {64, 416, 13}, {130, 128, 17}, {67, 4096, 67}, {5, 1024, 131},
                                        {3, 64, 20},   {8, 32, 3}};
@@ -92,7 +99,8 @@ TEST(KernelsGemm, RandomShapesSweep) {
   for (QuantType wt : kGemmFormats) {
     if (!gemm_available(wt)) GTEST_SKIP() << "no GEMM kernel on this CPU (needs AVX-512 VNNI)";
     for (int i = 0; i < 12; ++i) {
-      const Shape s{1 + int64_t(rng() % 70), 32 * (1 + int64_t(rng() % 20)), 9 + int64_t(rng() % 60)};
+      const int64_t bs = int64_t(quant_type_info(wt).block_size);
+      const Shape s{1 + int64_t(rng() % 70), bs * (1 + int64_t(rng() % (bs == 256 ? 6 : 20))), 9 + int64_t(rng() % 60)};
       check_shape(wt, s, 100 + uint32_t(i));
     }
   }

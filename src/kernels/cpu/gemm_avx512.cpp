@@ -24,6 +24,8 @@ namespace brisk::kernels::avx512 {
 namespace {
 
 using quant::BlockQ4_0;
+using quant::BlockQ4_K;
+using quant::BlockQ8_K;
 using quant::BlockQ8_0;
 
 constexpr int R = int(kGemmTileRows);
@@ -146,12 +148,127 @@ void gemm_tiles(const GemmParams& p) {
   }
 }
 
+// ---- Q4_K x Q8_K ----
+// Super-blocks of 256: 8 sub-blocks of 32 with a 6-bit scale sc_j and min m_j each:
+//   dot = dx * sum_j (d * sc_j) * sum_i(q_i * x_i)  -  dx * sum_j (dmin * m_j) * sum_i(x_i)
+// A zmm covers sub-blocks 2c and 2c + 1 (the low and high nibbles of 32 code bytes, next to 64
+// contiguous activation bytes); q is 0..15, so vpdpbusd takes it as the unsigned operand
+// directly. The min term uses the activation's bsums: one 8-lane fnmadd per super-block.
+constexpr int64_t kQK = 256;
+
+// Per row: (nsb, 8) floats d * sc_j and (nsb, 8) floats dmin * m_j.
+void q4k_row_scales(const BlockQ4_K* blk, int64_t nsb, float* sc_out, float* min_out) {
+  for (int64_t s = 0; s < nsb; ++s) {
+    const float d = h2f(blk[s].d), dmin = h2f(blk[s].dmin);
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, mn;
+      quant::kquant_scale_min(j, blk[s].scales, &sc, &mn);
+      sc_out[s * 8 + j] = d * float(sc);
+      min_out[s * 8 + j] = dmin * float(mn);
+    }
+  }
+}
+
+// Per token: (nsb) floats dx and (nsb, 8) floats dx * (sum of the sub-block's 32 activations).
+void q8k_token_scales(const BlockQ8_K* blk, int64_t nsb, float* d_out, float* sum_out) {
+  for (int64_t s = 0; s < nsb; ++s) {
+    d_out[s] = blk[s].d;
+    for (int j = 0; j < 8; ++j)
+      sum_out[s * 8 + j] = blk[s].d * float(int(blk[s].bsums[2 * j]) + int(blk[s].bsums[2 * j + 1]));
+  }
+}
+
+inline __m512i load_q4k_chunk(const uint8_t* qs) {
+  const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
+  const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(q), q, 1);
+  return _mm512_and_si512(_mm512_srlv_epi64(v, _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0)), _mm512_set1_epi8(0x0F));
+}
+
+struct Q4kScratch {
+  const float* wsc;   // (R, nsb, 8) d * sc_j of the tile's rows
+  const float* wmin;  // (R, nsb, 8) dmin * m_j
+  const float* xd;    // (n_tokens, nsb) dx
+  const float* xsum;  // (n_tokens, nsb, 8) dx * sub-block sums
+};
+
+void tile_q4k(const GemmParams& p, int64_t r0, int64_t t0, const Q4kScratch& sc) {
+  const int64_t nsb = p.k / kQK;
+  const auto* wb = static_cast<const uint8_t*>(p.w);
+  const auto* xb = static_cast<const uint8_t*>(p.x_quant);
+  const BlockQ4_K* w[R];
+  const BlockQ8_K* x[T];
+  for (int r = 0; r < R; ++r) w[r] = reinterpret_cast<const BlockQ4_K*>(wb + size_t(r0 + r) * p.row_bytes);
+  for (int t = 0; t < T; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(xb + size_t(t0 + t) * p.x_stride);
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  const __m512i zero = _mm512_setzero_si512();
+  for (int64_t s = 0; s < nsb; ++s) {
+    {
+      __m512 wm[R];
+      for (int r = 0; r < R; ++r) wm[r] = _mm512_maskz_loadu_ps(0xFF, sc.wmin + (r * nsb + s) * 8);
+      for (int t = 0; t < T; ++t) {
+        const __m512 xm = _mm512_maskz_loadu_ps(0xFF, sc.xsum + ((t0 + t) * nsb + s) * 8);
+        for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fnmadd_ps(wm[r], xm, acc[r][t]);
+      }
+    }
+    for (int c = 0; c < 4; ++c) {
+      __m512i wv[R];
+      __m512 ws[R];
+      for (int r = 0; r < R; ++r) {
+        wv[r] = load_q4k_chunk(w[r][s].qs + 32 * c);
+        ws[r] = expand_pair(sc.wsc + (r * nsb + s) * 8 + 2 * c);
+      }
+      for (int t = 0; t < T; ++t) {
+        const __m512i xv = _mm512_loadu_si512(x[t][s].qs + 64 * c);
+        const __m512 xs = _mm512_set1_ps(sc.xd[(t0 + t) * nsb + s]);
+        for (int r = 0; r < R; ++r) {
+          const __m512i v = _mm512_dpbusd_epi32(zero, wv[r], xv);
+          acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_mul_ps(ws[r], xs), acc[r][t]);
+        }
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t)
+    for (int r = 0; r < R; ++r) p.y[(t0 + t) * p.y_stride + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+void gemm_tiles_q4k(const GemmParams& p) {
+  const int64_t nsb = p.k / kQK;
+  // Reused per thread (grown, never shrunk): n_tokens * 9 + R * 16 floats per super-block.
+  thread_local std::vector<float> scratch;
+  scratch.resize(size_t((p.n_tokens * 9 + R * 16) * nsb));
+  float* xd = scratch.data();
+  float* xsum = xd + p.n_tokens * nsb;
+  float* wsc = xsum + p.n_tokens * nsb * 8;
+  float* wmin = wsc + R * nsb * 8;
+  const auto* xb = static_cast<const uint8_t*>(p.x_quant);
+  for (int64_t t = 0; t < p.n_tokens; ++t)
+    q8k_token_scales(reinterpret_cast<const BlockQ8_K*>(xb + size_t(t) * p.x_stride), nsb, xd + t * nsb,
+                     xsum + t * nsb * 8);
+  const Q4kScratch sc{.wsc = wsc, .wmin = wmin, .xd = xd, .xsum = xsum};
+  const auto* wb = static_cast<const uint8_t*>(p.w);
+  for (int64_t rb = 0; rb < p.n_rows; rb += kRowBlock) {
+    const int64_t re = std::min(p.n_rows, rb + kRowBlock);
+    for (int64_t tb = 0; tb < p.n_tokens; tb += kTokenBlock) {
+      const int64_t te = std::min(p.n_tokens, tb + kTokenBlock);
+      for (int64_t r = rb; r < re; r += R) {
+        for (int i = 0; i < R; ++i)
+          q4k_row_scales(reinterpret_cast<const BlockQ4_K*>(wb + size_t(r + i) * p.row_bytes), nsb,
+                         wsc + i * nsb * 8, wmin + i * nsb * 8);
+        for (int64_t t = tb; t < te; t += T) tile_q4k(p, r, t, sc);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 GemmTileFn gemm_kernel(QuantType t) {
   switch (t) {
     case QuantType::Q8_0: return gemm_tiles<false>;
     case QuantType::Q4_0: return gemm_tiles<true>;
+    case QuantType::Q4_K: return gemm_tiles_q4k;
     default: return nullptr;
   }
 }
