@@ -57,6 +57,10 @@ Problem& problem(QuantType t, int64_t n_out, int64_t n_in) {
 
 void run(benchmark::State& st, QuantType t, bool gemm) {
   const int64_t n_out = st.range(0), n_in = st.range(1);
+  if (n_in % int64_t(brisk::quant_type_info(t).block_size) != 0) {
+    st.SkipWithError("row length is not a whole number of blocks");
+    return;
+  }
   if (gemm && !gemm_available(t)) {
     st.SkipWithError("no GEMM kernel on this CPU");
     return;
