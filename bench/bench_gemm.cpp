@@ -98,5 +98,7 @@ BENCHMARK_CAPTURE(run, prefill_gemm_q4_0, QuantType::Q4_0, true)->Apply(shapes);
 BENCHMARK_CAPTURE(run, prefill_gemv8_q4_0, QuantType::Q4_0, false)->Apply(shapes);
 BENCHMARK_CAPTURE(run, prefill_gemm_q4_k, QuantType::Q4_K, true)->Apply(shapes);
 BENCHMARK_CAPTURE(run, prefill_gemv8_q4_k, QuantType::Q4_K, false)->Apply(shapes);
+BENCHMARK_CAPTURE(run, prefill_gemm_q6_k, QuantType::Q6_K, true)->Apply(shapes);
+BENCHMARK_CAPTURE(run, prefill_gemv8_q6_k, QuantType::Q6_K, false)->Apply(shapes);
 
 }  // namespace

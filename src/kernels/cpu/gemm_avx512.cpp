@@ -25,6 +25,7 @@ namespace {
 
 using quant::BlockQ4_0;
 using quant::BlockQ4_K;
+using quant::BlockQ6_K;
 using quant::BlockQ8_K;
 using quant::BlockQ8_0;
 
@@ -262,6 +263,124 @@ void gemm_tiles_q4k(const GemmParams& p) {
   }
 }
 
+// ---- Q6_K x Q8_K ----
+// Super-blocks of 256: 16 sub-blocks of 16 with an int8 scale sc_j; codes q = 0..63 stand for
+// q - 32:
+//   dot = dx * sum_j (d * sc_j) * sum_i(q_i * x_i)  -  32 * dx * sum_j (d * sc_j) * bsum_j(x)
+// A zmm covers 64 elements (4 sub-blocks): its codes are 4 bits of ql and 2 bits of qh, and
+// the activation bytes are contiguous. The correction is one 16-lane fnmadd per super-block.
+// Per row: (nsb, 16) floats d * sc_j.
+void q6k_row_scales(const BlockQ6_K* blk, int64_t nsb, float* sc_out) {
+  for (int64_t s = 0; s < nsb; ++s) {
+    const float d = h2f(blk[s].d);
+    for (int j = 0; j < 16; ++j) sc_out[s * 16 + j] = d * float(blk[s].scales[j]);
+  }
+}
+
+// Per token: (nsb) floats dx and (nsb, 16) floats 32 * dx * bsum_j.
+void q8k_token_bsums(const BlockQ8_K* blk, int64_t nsb, float* d_out, float* sum_out) {
+  for (int64_t s = 0; s < nsb; ++s) {
+    d_out[s] = blk[s].d;
+    for (int j = 0; j < 16; ++j) sum_out[s * 16 + j] = 32.f * blk[s].d * float(blk[s].bsums[j]);
+  }
+}
+
+// Scales of four consecutive sub-blocks of 16 (p[0..3]), each over 4 lanes.
+inline __m512 expand_quad(const float* p) {
+  const __m512i idx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_loadu_ps(p)));
+}
+
+// Codes of elements 64c .. 64c + 63 of a Q6_K super-block.
+inline __m512i load_q6k_chunk(const BlockQ6_K& b, int c) {
+  const int n = c / 2;
+  const bool high = c & 1;
+  __m512i lo = _mm512_loadu_si512(b.ql + 64 * n);
+  if (high) lo = _mm512_srli_epi16(lo, 4);
+  lo = _mm512_and_si512(lo, _mm512_set1_epi8(0x0F));
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * n));
+  const __m512i hz = _mm512_inserti64x4(_mm512_castsi256_si512(h), h, 1);
+  const __m512i shift = high ? _mm512_set_epi64(6, 6, 6, 6, 4, 4, 4, 4) : _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0);
+  const __m512i hb = _mm512_and_si512(_mm512_srlv_epi64(hz, shift), _mm512_set1_epi8(3));
+  return _mm512_or_si512(lo, _mm512_slli_epi16(hb, 4));
+}
+
+struct Q6kScratch {
+  const float* wsc;   // (R, nsb, 16) d * sc_j of the tile's rows
+  const float* xd;    // (n_tokens, nsb) dx
+  const float* xsum;  // (n_tokens, nsb, 16) 32 * dx * bsum_j
+};
+
+void tile_q6k(const GemmParams& p, int64_t r0, int64_t t0, const Q6kScratch& sc) {
+  const int64_t nsb = p.k / kQK;
+  const auto* wb = static_cast<const uint8_t*>(p.w);
+  const auto* xb = static_cast<const uint8_t*>(p.x_quant);
+  const BlockQ6_K* w[R];
+  const BlockQ8_K* x[T];
+  for (int r = 0; r < R; ++r) w[r] = reinterpret_cast<const BlockQ6_K*>(wb + size_t(r0 + r) * p.row_bytes);
+  for (int t = 0; t < T; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(xb + size_t(t0 + t) * p.x_stride);
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  const __m512i zero = _mm512_setzero_si512();
+  for (int64_t s = 0; s < nsb; ++s) {
+    {
+      __m512 wm[R];
+      for (int r = 0; r < R; ++r) wm[r] = _mm512_loadu_ps(sc.wsc + (r * nsb + s) * 16);
+      for (int t = 0; t < T; ++t) {
+        const __m512 xm = _mm512_loadu_ps(sc.xsum + ((t0 + t) * nsb + s) * 16);
+        for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fnmadd_ps(wm[r], xm, acc[r][t]);
+      }
+    }
+    for (int c = 0; c < 4; ++c) {
+      __m512i wv[R];
+      __m512 ws[R];
+      for (int r = 0; r < R; ++r) {
+        wv[r] = load_q6k_chunk(w[r][s], c);
+        ws[r] = expand_quad(sc.wsc + (r * nsb + s) * 16 + 4 * c);
+      }
+      for (int t = 0; t < T; ++t) {
+        const __m512i xv = _mm512_loadu_si512(x[t][s].qs + 64 * c);
+        const __m512 xs = _mm512_set1_ps(sc.xd[(t0 + t) * nsb + s]);
+        for (int r = 0; r < R; ++r) {
+          const __m512i v = _mm512_dpbusd_epi32(zero, wv[r], xv);
+          acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_mul_ps(ws[r], xs), acc[r][t]);
+        }
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t)
+    for (int r = 0; r < R; ++r) p.y[(t0 + t) * p.y_stride + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+void gemm_tiles_q6k(const GemmParams& p) {
+  const int64_t nsb = p.k / kQK;
+  // Reused per thread (grown, never shrunk): n_tokens * 17 + R * 16 floats per super-block.
+  thread_local std::vector<float> scratch;
+  scratch.resize(size_t((p.n_tokens * 17 + R * 16) * nsb));
+  float* xd = scratch.data();
+  float* xsum = xd + p.n_tokens * nsb;
+  float* wsc = xsum + p.n_tokens * nsb * 16;
+  const auto* xb = static_cast<const uint8_t*>(p.x_quant);
+  for (int64_t t = 0; t < p.n_tokens; ++t)
+    q8k_token_bsums(reinterpret_cast<const BlockQ8_K*>(xb + size_t(t) * p.x_stride), nsb, xd + t * nsb,
+                    xsum + t * nsb * 16);
+  const Q6kScratch sc{.wsc = wsc, .xd = xd, .xsum = xsum};
+  const auto* wb = static_cast<const uint8_t*>(p.w);
+  for (int64_t rb = 0; rb < p.n_rows; rb += kRowBlock) {
+    const int64_t re = std::min(p.n_rows, rb + kRowBlock);
+    for (int64_t tb = 0; tb < p.n_tokens; tb += kTokenBlock) {
+      const int64_t te = std::min(p.n_tokens, tb + kTokenBlock);
+      for (int64_t r = rb; r < re; r += R) {
+        for (int i = 0; i < R; ++i)
+          q6k_row_scales(reinterpret_cast<const BlockQ6_K*>(wb + size_t(r + i) * p.row_bytes), nsb,
+                         wsc + i * nsb * 16);
+        for (int64_t t = tb; t < te; t += T) tile_q6k(p, r, t, sc);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 GemmTileFn gemm_kernel(QuantType t) {
@@ -269,6 +388,7 @@ GemmTileFn gemm_kernel(QuantType t) {
     case QuantType::Q8_0: return gemm_tiles<false>;
     case QuantType::Q4_0: return gemm_tiles<true>;
     case QuantType::Q4_K: return gemm_tiles_q4k;
+    case QuantType::Q6_K: return gemm_tiles_q6k;
     default: return nullptr;
   }
 }
