@@ -98,6 +98,8 @@ BENCHMARK_CAPTURE(run, prefill_gemm_q4_0, QuantType::Q4_0, true)->Apply(shapes);
 BENCHMARK_CAPTURE(run, prefill_gemv8_q4_0, QuantType::Q4_0, false)->Apply(shapes);
 BENCHMARK_CAPTURE(run, prefill_gemm_q4_k, QuantType::Q4_K, true)->Apply(shapes);
 BENCHMARK_CAPTURE(run, prefill_gemv8_q4_k, QuantType::Q4_K, false)->Apply(shapes);
+BENCHMARK_CAPTURE(run, prefill_gemm_q5_k, QuantType::Q5_K, true)->Apply(shapes);
+BENCHMARK_CAPTURE(run, prefill_gemv8_q5_k, QuantType::Q5_K, false)->Apply(shapes);
 BENCHMARK_CAPTURE(run, prefill_gemm_q6_k, QuantType::Q6_K, true)->Apply(shapes);
 BENCHMARK_CAPTURE(run, prefill_gemv8_q6_k, QuantType::Q6_K, false)->Apply(shapes);
 

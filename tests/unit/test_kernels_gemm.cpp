@@ -18,7 +18,7 @@
 namespace brisk::kernels {
 namespace {
 
-const std::vector<QuantType> kGemmFormats = {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_K, QuantType::Q6_K};
+const std::vector<QuantType> kGemmFormats = {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K};
 
 // Random valid blocks for a matrix of n_rows rows of k elements, row stride row_bytes.
 std::vector<uint8_t> random_matrix(QuantType t, int64_t n_rows, int64_t k, size_t stride, uint32_t seed) {

@@ -1,5 +1,5 @@
 // Prefill GEMM on the CPU: Y[t, r] = dot(W[r, :], X[t, :]) for many tokens at once (n_tok > 8),
-// for the weight formats with an integer tile kernel (Q8_0 and Q4_0 with Q8_0 activations, Q4_K and Q6_K with Q8_K, on
+// for the weight formats with an integer tile kernel (Q8_0 and Q4_0 with Q8_0 activations, Q4_K, Q5_K and Q6_K with Q8_K, on
 // AVX-512 VNNI). The activations are the same quantized rows the GEMV path uses (quantized once
 // per matmul); the weights are read in place in their stored block layout, so nothing is
 // repacked and the GEMV path keeps using the same bytes.

@@ -25,6 +25,7 @@ namespace {
 
 using quant::BlockQ4_0;
 using quant::BlockQ4_K;
+using quant::BlockQ5_K;
 using quant::BlockQ6_K;
 using quant::BlockQ8_K;
 using quant::BlockQ8_0;
@@ -149,16 +150,18 @@ void gemm_tiles(const GemmParams& p) {
   }
 }
 
-// ---- Q4_K x Q8_K ----
+// ---- Q4_K and Q5_K x Q8_K ----
 // Super-blocks of 256: 8 sub-blocks of 32 with a 6-bit scale sc_j and min m_j each:
 //   dot = dx * sum_j (d * sc_j) * sum_i(q_i * x_i)  -  dx * sum_j (dmin * m_j) * sum_i(x_i)
 // A zmm covers sub-blocks 2c and 2c + 1 (the low and high nibbles of 32 code bytes, next to 64
 // contiguous activation bytes); q is 0..15, so vpdpbusd takes it as the unsigned operand
 // directly. The min term uses the activation's bsums: one 8-lane fnmadd per super-block.
+// Q5_K is the same with a fifth bit per code from qh (codes 0..31).
 constexpr int64_t kQK = 256;
 
 // Per row: (nsb, 8) floats d * sc_j and (nsb, 8) floats dmin * m_j.
-void q4k_row_scales(const BlockQ4_K* blk, int64_t nsb, float* sc_out, float* min_out) {
+template <class Block>
+void q4k_row_scales(const Block* blk, int64_t nsb, float* sc_out, float* min_out) {
   for (int64_t s = 0; s < nsb; ++s) {
     const float d = h2f(blk[s].d), dmin = h2f(blk[s].dmin);
     for (int j = 0; j < 8; ++j) {
@@ -184,6 +187,16 @@ inline __m512i load_q4k_chunk(const uint8_t* qs) {
   const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(q), q, 1);
   return _mm512_and_si512(_mm512_srlv_epi64(v, _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0)), _mm512_set1_epi8(0x0F));
 }
+// Codes of elements 64c .. 64c + 63 (sub-blocks 2c, 2c + 1).
+inline __m512i load_kchunk(const BlockQ4_K& b, int c) { return load_q4k_chunk(b.qs + 32 * c); }
+inline __m512i load_kchunk(const BlockQ5_K& b, int c) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+  const __m512i hz = _mm512_inserti64x4(_mm512_castsi256_si512(h), h, 1);
+  const int64_t s0 = 2 * c, s1 = 2 * c + 1;
+  const __m512i hb = _mm512_and_si512(_mm512_srlv_epi64(hz, _mm512_set_epi64(s1, s1, s1, s1, s0, s0, s0, s0)),
+                                      _mm512_set1_epi8(1));
+  return _mm512_or_si512(load_q4k_chunk(b.qs + 32 * c), _mm512_slli_epi16(hb, 4));
+}
 
 struct Q4kScratch {
   const float* wsc;   // (R, nsb, 8) d * sc_j of the tile's rows
@@ -192,13 +205,14 @@ struct Q4kScratch {
   const float* xsum;  // (n_tokens, nsb, 8) dx * sub-block sums
 };
 
+template <class Block>
 void tile_q4k(const GemmParams& p, int64_t r0, int64_t t0, const Q4kScratch& sc) {
   const int64_t nsb = p.k / kQK;
   const auto* wb = static_cast<const uint8_t*>(p.w);
   const auto* xb = static_cast<const uint8_t*>(p.x_quant);
-  const BlockQ4_K* w[R];
+  const Block* w[R];
   const BlockQ8_K* x[T];
-  for (int r = 0; r < R; ++r) w[r] = reinterpret_cast<const BlockQ4_K*>(wb + size_t(r0 + r) * p.row_bytes);
+  for (int r = 0; r < R; ++r) w[r] = reinterpret_cast<const Block*>(wb + size_t(r0 + r) * p.row_bytes);
   for (int t = 0; t < T; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(xb + size_t(t0 + t) * p.x_stride);
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r)
@@ -217,7 +231,7 @@ void tile_q4k(const GemmParams& p, int64_t r0, int64_t t0, const Q4kScratch& sc)
       __m512i wv[R];
       __m512 ws[R];
       for (int r = 0; r < R; ++r) {
-        wv[r] = load_q4k_chunk(w[r][s].qs + 32 * c);
+        wv[r] = load_kchunk(w[r][s], c);
         ws[r] = expand_pair(sc.wsc + (r * nsb + s) * 8 + 2 * c);
       }
       for (int t = 0; t < T; ++t) {
@@ -234,6 +248,7 @@ void tile_q4k(const GemmParams& p, int64_t r0, int64_t t0, const Q4kScratch& sc)
     for (int r = 0; r < R; ++r) p.y[(t0 + t) * p.y_stride + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
 }
 
+template <class Block>
 void gemm_tiles_q4k(const GemmParams& p) {
   const int64_t nsb = p.k / kQK;
   // Reused per thread (grown, never shrunk): n_tokens * 9 + R * 16 floats per super-block.
@@ -255,9 +270,9 @@ void gemm_tiles_q4k(const GemmParams& p) {
       const int64_t te = std::min(p.n_tokens, tb + kTokenBlock);
       for (int64_t r = rb; r < re; r += R) {
         for (int i = 0; i < R; ++i)
-          q4k_row_scales(reinterpret_cast<const BlockQ4_K*>(wb + size_t(r + i) * p.row_bytes), nsb,
+          q4k_row_scales(reinterpret_cast<const Block*>(wb + size_t(r + i) * p.row_bytes), nsb,
                          wsc + i * nsb * 8, wmin + i * nsb * 8);
-        for (int64_t t = tb; t < te; t += T) tile_q4k(p, r, t, sc);
+        for (int64_t t = tb; t < te; t += T) tile_q4k<Block>(p, r, t, sc);
       }
     }
   }
@@ -387,7 +402,8 @@ GemmTileFn gemm_kernel(QuantType t) {
   switch (t) {
     case QuantType::Q8_0: return gemm_tiles<false>;
     case QuantType::Q4_0: return gemm_tiles<true>;
-    case QuantType::Q4_K: return gemm_tiles_q4k;
+    case QuantType::Q4_K: return gemm_tiles_q4k<BlockQ4_K>;
+    case QuantType::Q5_K: return gemm_tiles_q4k<BlockQ5_K>;
     case QuantType::Q6_K: return gemm_tiles_q6k;
     default: return nullptr;
   }
