@@ -34,6 +34,7 @@ constexpr int R = int(kGemmTileRows);
 constexpr int T = int(kGemmTileTokens);
 constexpr int64_t kRowBlock = 64;    // rows whose weights stay in L2 while all tokens pass
 constexpr int64_t kTokenBlock = 64;  // tokens whose activations stay in L2 for a row block
+static_assert(kRowBlock % R == 0 && kTokenBlock % T == 0, "cache blocks are whole tiles");
 
 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 
