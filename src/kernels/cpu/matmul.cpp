@@ -8,10 +8,13 @@
 // Work split: output rows in tiles of 16, contiguous ranges of tiles per thread. Within a
 // thread, blocks of 64 rows are swept over all tokens in groups of 8, so prefill reuses a
 // block of weights from cache across the whole batch. Decode (1 token) is one GEMV per thread.
+// Prefill (more than 8 tokens) of a format with a GEMM tile kernel (kernels/cpu/gemm.h) runs the
+// thread's rows through gemm_rows instead (BRISK_NO_GEMM: the GEMV path above).
 #include <algorithm>
 
 #include "core/error.h"
 #include "kernels/cpu/dot.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/ops.h"
 #include "quant/format.h"
 
@@ -51,6 +54,19 @@ void matmul_rows(const MatmulArgs& a, const void* act, int ith, int nth) {
   split_range(n_tiles, ith, nth, &tile_begin, &tile_end);
   const int64_t row_begin = tile_begin * kRowTile;
   const int64_t row_end = std::min(a.w.n_out, tile_end * kRowTile);
+  if (row_begin >= row_end) return;
+  if (!in_place && n_tok >= kernels::kGemmMinTokens && kernels::gemm_available(a.w.type)) {
+    kernels::gemm_rows({.weight_type = a.w.type, .w = a.w.row(row_begin), .row_bytes = a.w.row_bytes,
+                        .n_rows = row_end - row_begin, .k = a.w.n_in, .x_quant = x0, .x_stride = x_stride,
+                        .n_tokens = n_tok, .y = a.out.row(0) + row_begin, .y_stride = a.out.row_stride()});
+    if (a.bias) {
+      for (int64_t t = 0; t < n_tok; ++t) {
+        float* y = a.out.row(t);
+        for (int64_t r = row_begin; r < row_end; ++r) y[r] += a.bias[r];
+      }
+    }
+    return;
+  }
   for (int64_t r0 = row_begin; r0 < row_end; r0 += kRowBlock) {
     const int64_t r1 = std::min(row_end, r0 + kRowBlock);
     for (int64_t t0 = 0; t0 < n_tok; t0 += kTokenGroup) {
