@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "hub/resolve.h"
 #include "runtime/engine_api.h"
 #include "runtime/generate.h"
 #include "text/jinja/template.h"
@@ -18,7 +19,7 @@ namespace {
 using brisk::fail;
 
 struct Args {
-  std::string model, prompt, prompt_ids, dump_logits, quant, kv_type = "f16";
+  std::string model, prompt, prompt_ids, dump_logits, quant, kv_type = "f16", token;
   bool have_prompt = false, show_ids = false, raw = false;
   int32_t n_predict = 128, n_ctx = 4096, threads = 0, n_batch = 512;
   brisk::SamplerParams sampling;
@@ -62,11 +63,11 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 
 void usage() {
   std::fprintf(stderr,
-               "usage: brisk generate --model PATH (--prompt TEXT | --prompt-ids 1,2,3) [-n N]\n"
+               "usage: brisk generate --model PATH|org/name[:QUANT] (--prompt TEXT | --prompt-ids 1,2,3) [-n N]\n"
                "  [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
                "  [--presence-penalty P] [--frequency-penalty F] [--seed S] [--stop STR]...\n"
                "  [--show-ids] [--dump-logits FILE] [--raw] [--quant q8_0|q4_0|q4_k]\n"
-               "  [--ctx N] [--batch N] [-t N] [--kv-type f16|f32|q8_0]\n");
+               "  [--ctx N] [--batch N] [-t N] [--kv-type f16|f32|q8_0] [--token HF_TOKEN]\n");
 }
 
 Args parse(const std::vector<std::string>& argv) {
@@ -99,6 +100,7 @@ Args parse(const std::vector<std::string>& argv) {
     else if (f == "--batch" || f == "-b") a.n_batch = parse_int(f, value());
     else if (f == "-t" || f == "--threads") a.threads = parse_int(f, value());
     else if (f == "--kv-type") a.kv_type = value();
+    else if (f == "--token") a.token = value();
     else if (f == "-h" || f == "--help") { usage(); std::exit(0); }
     else fail("generate: unknown argument '", f, "' (see brisk generate --help)");
   }
@@ -118,7 +120,11 @@ brisk::QuantType parse_kv_type(const std::string& s) {
 
 int cmd_generate(const std::vector<std::string>& argv) {
   const Args a = parse(argv);
-  auto model = brisk::Model::load({.path = a.model, .quant = a.quant, .n_threads = a.threads});
+  // A local path is used as is; a Hub reference (org/name[:QUANT]) resolves to the cache.
+  brisk::HubOptions hub;
+  hub.token = a.token;
+  const std::string path = brisk::hub_resolve_model(a.model, hub);
+  auto model = brisk::Model::load({.path = path, .quant = a.quant, .n_threads = a.threads});
   const brisk::Tokenizer* tok = model->tokenizer();
   std::vector<int32_t> prompt;
   if (a.have_prompt) {

@@ -2,6 +2,8 @@
 
 #include "core/flags.h"
 
+#include <cstdint>
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <csetjmp>

@@ -1,3 +1,9 @@
+// Protocol: a run publishes its task and opens a join state; every thread (the caller
+// included) that gets in claims part indices from a shared counter until none are left, so
+// each part runs exactly once on whichever thread is running. The caller then closes the run
+// and waits only for workers that joined it. A worker that the OS has not scheduled in time
+// simply misses the run: on an oversubscribed machine (2 cores shared by many processes) the
+// caller never waits for a thread that is not running.
 #include "core/thread_pool.h"
 
 #include <algorithm>
@@ -9,6 +15,7 @@ namespace {
 // enough to catch the next op of a forward, short enough not to starve other processes when
 // the machine is oversubscribed.
 constexpr int kSpinIterations = 1 << 12;
+constexpr uint32_t kClosed = 1u << 31;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -25,7 +32,7 @@ int ThreadPool::default_threads() {
 ThreadPool::ThreadPool(int n_threads) {
   n_threads_ = n_threads > 0 ? n_threads : default_threads();
   workers_.reserve(size_t(n_threads_ - 1));
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -38,17 +45,28 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_part(int ith) {
-  if (ith >= active_) return;
-  try {
-    (*task_)(ith, active_);
-  } catch (...) {
-    std::lock_guard<std::mutex> lock(error_mutex_);
-    if (!error_) error_ = std::current_exception();
+void ThreadPool::claim_parts() {
+  for (;;) {
+    const int part = next_part_.fetch_add(1, std::memory_order_acq_rel);
+    if (part >= active_) return;
+    try {
+      (*task_)(part, active_);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
   }
 }
 
-void ThreadPool::worker(int ith) {
+bool ThreadPool::try_join() {
+  uint32_t s = state_.load(std::memory_order_acquire);
+  while (!(s & kClosed)) {
+    if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) return true;
+  }
+  return false;
+}
+
+void ThreadPool::worker() {
   uint64_t seen = 0;
   for (;;) {
     // Spin first: the next op of a forward usually arrives within microseconds.
@@ -64,8 +82,9 @@ void ThreadPool::worker(int ith) {
     }
     seen = gen;
     if (stop_.load()) return;
-    run_part(ith);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    if (!try_join()) continue;  // that run is over
+    claim_parts();
+    state_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -78,14 +97,17 @@ void ThreadPool::run(const Task& fn, int max_parts) {
   task_ = &fn;
   active_ = parts;
   error_ = nullptr;
-  pending_.store(n_threads_ - 1, std::memory_order_release);
+  next_part_.store(0, std::memory_order_relaxed);
+  state_.store(0, std::memory_order_release);  // open, nobody joined
   {
     std::lock_guard<std::mutex> lock(mutex_);
     generation_.fetch_add(1, std::memory_order_acq_rel);
   }
   wake_.notify_all();
-  run_part(0);
-  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+  claim_parts();
+  // Close the run; wait for the workers inside it to finish their parts.
+  state_.fetch_or(kClosed, std::memory_order_acq_rel);
+  for (int spin = 0; state_.load(std::memory_order_acquire) != kClosed; ++spin) {
     if (spin < kSpinIterations) cpu_relax();
     else std::this_thread::yield();
   }
@@ -105,7 +127,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     const int64_t begin = std::min<int64_t>(n, per * ith);
     const int64_t end = std::min<int64_t>(n, begin + per);
     if (begin < end) fn(begin, end);
-  });
+  }, nth);
 }
 
 }  // namespace brisk

@@ -89,6 +89,12 @@ int32_t to_i32(double v, const std::string& key) {
   return int32_t(v);
 }
 
+float to_f32(double v, const std::string& key) {
+  BRISK_CHECK(std::isfinite(v) && std::fabs(v) <= 3.0e38, "config key '", key, "': ", v,
+              " is not a finite 32-bit float");
+  return float(v);
+}
+
 // Assigns a JSON value to the field; throws naming the key on a type mismatch.
 void assign_json(ModelConfig& c, const Field& field, const nlohmann::json& v, const std::string& key) {
   std::visit(
@@ -110,7 +116,7 @@ void assign_json(ModelConfig& c, const Field& field, const nlohmann::json& v, co
           target = v.get<bool>();
         } else if constexpr (std::is_same_v<T, float>) {
           BRISK_CHECK(v.is_number(), "config key '", key, "' must be a number");
-          target = v.get<float>();
+          target = to_f32(v.get<double>(), key);
         } else {
           BRISK_CHECK(v.is_number(), "config key '", key, "' must be an integer");
           target = to_i32(v.get<double>(), key);
@@ -142,7 +148,7 @@ void assign_gguf(ModelConfig& c, const Field& field, const gguf::File& f, const 
         } else if constexpr (std::is_same_v<T, float>) {
           auto d = f.get_float(key);
           BRISK_CHECK(d.has_value(), "GGUF key '", key, "' must be a number");
-          target = float(*d);
+          target = to_f32(*d, key);
         } else {
           auto i = f.get_int(key);
           BRISK_CHECK(i.has_value() && *i >= INT32_MIN && *i <= INT32_MAX, "GGUF key '", key,
@@ -192,6 +198,8 @@ void ModelConfig::finalize() {
     head_dim = n_embd / n_head;
   }
   BRISK_CHECK(head_dim > 0 && head_dim <= 1024, "model config: head_dim ", head_dim, " out of range");
+  BRISK_CHECK(n_head <= 65536 && n_layer <= 65536, "model config: ", n_head, " heads / ", n_layer,
+              " layers out of range");
   if (n_rot == 0) n_rot = int32_t(std::lround(head_dim * double(partial_rotary)));
   n_rot -= n_rot % 2;
   BRISK_CHECK(n_rot > 0 && n_rot <= head_dim, "model config: rotary dims ", n_rot,

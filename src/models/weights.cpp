@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "formats/gguf.h"
@@ -129,7 +130,8 @@ Weight WeightStore::matrix_opt(const std::string& name, int64_t n_in, int64_t n_
   const auto rb = quant_row_bytes(t->type, uint64_t(n_in));
   BRISK_CHECK(rb.has_value(), "tensor ", name, ": rows of ", n_in, " elements are not whole ",
               quant_type_info(t->type).name, " blocks");
-  BRISK_CHECK(*rb * uint64_t(n_out) <= t->n_bytes, "tensor ", name, ": data is shorter than its shape");
+  const auto total = checked_mul<uint64_t>(*rb, uint64_t(n_out));
+  BRISK_CHECK(total && *total <= t->n_bytes, "tensor ", name, ": data is shorter than its shape");
   return Weight{.type = t->type, .n_in = n_in, .n_out = n_out, .row_bytes = size_t(*rb), .data = t->data};
 }
 

@@ -26,6 +26,8 @@ struct GenerateParams {
 
 enum class StopReason { max_tokens, end_of_generation, stop_string, context_full, callback };
 
+// After generate() the sequence holds the prompt and every generated token except the last
+// one (which was sampled but not yet run); a caller continuing the conversation feeds it first.
 struct GenerateResult {
   std::vector<int32_t> tokens;     // generated ids (including an end-of-generation id)
   std::string text;                // streamed text (up to a stop string, which is excluded)

@@ -2,17 +2,13 @@
 
 #include <filesystem>
 
-#include "core/log.h"
 #include "formats/gguf.h"
 
 namespace brisk {
 
 std::unique_ptr<Tokenizer> tokenizer_load_gguf(const gguf::File& file) {
   if (!file.find("tokenizer.ggml.model")) return nullptr;
-  // GGUF vocabularies are read by the tokenizer module once it supports them; until then a
-  // GGUF model runs from --prompt-ids.
-  log_info("tokenizer: GGUF vocabularies are not supported by this build; use --prompt-ids");
-  return nullptr;
+  return Tokenizer::from_gguf(file);
 }
 
 std::unique_ptr<Tokenizer> tokenizer_load_hf(const std::string& dir) {

@@ -208,9 +208,13 @@ TEST(KernelsDot, SelectionHonoursKillSwitches) {
   EXPECT_EQ(select_vec_dot(QuantType::Q8_1), format_traits(QuantType::Q8_1).vec_dot);
 }
 
+// gemv_rows_multi (including the multi-token kernels of Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) must give every
+// token exactly what gemv_rows gives it alone.
 TEST(KernelsGemv, RowsMatchSingleDotsAndMultiTokenIsBitIdentical) {
-  for (QuantType t : {QuantType::Q4_K, QuantType::Q8_0, QuantType::F16, QuantType::IQ2_XS}) {
-    const int64_t k = 512, n_rows = 37;
+  for (QuantType t : {QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::Q8_0, QuantType::Q4_0,
+                      QuantType::F16, QuantType::IQ2_XS})
+  for (int n_tokens : {2, 5, 8}) {
+    const int64_t k = quant_type_info(t).block_size == 256 ? 768 : 544, n_rows = 37;
     const size_t rb = row_bytes(t, k) + 16;  // padded row stride
     std::vector<uint8_t> w(rb * size_t(n_rows));
     for (int64_t r = 0; r < n_rows; ++r) {
@@ -219,8 +223,7 @@ TEST(KernelsGemv, RowsMatchSingleDotsAndMultiTokenIsBitIdentical) {
     }
     const QuantType at = activation_type(t);
     const size_t xb = activation_row_bytes(t, k);
-    const int n_tokens = 5;
-    std::vector<uint8_t> x(xb * n_tokens);
+    std::vector<uint8_t> x(xb * size_t(n_tokens));
     for (int tok = 0; tok < n_tokens; ++tok) {
       std::vector<float> xf = gaussian(size_t(k), 500u + uint32_t(tok));
       select_quantize_activation(at)(xf.data(), x.data() + size_t(tok) * xb, k);
@@ -242,7 +245,7 @@ TEST(KernelsGemv, RowsMatchSingleDotsAndMultiTokenIsBitIdentical) {
         uint32_t b1, b2;
         std::memcpy(&b1, &single, 4);
         std::memcpy(&b2, &multi, 4);
-        EXPECT_EQ(b1, b2) << quant_type_info(t).name << " token " << tok << " row " << r;
+        EXPECT_EQ(b1, b2) << quant_type_info(t).name << " " << n_tokens << " tokens: token " << tok << " row " << r;
       }
   }
 }

@@ -7,10 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/flags.h"
+#include "formats/gguf.h"
 #include "formats/json_file.h"
+#include "models/random_model.h"
 #include "runtime/engine_api.h"
 
 namespace brisk {
@@ -280,6 +284,126 @@ TEST(ModelContext, SequenceCopyTruncateAndValidation) {
   EXPECT_EQ(ctx->seq_length(1), 10);
   EXPECT_EQ(ctx->seq_length(0), n);
   EXPECT_THROW(ctx->logits(1), Error);
+}
+
+TEST(ModelContext, KvCacheGrowthKeepsContents) {
+  REQUIRE_MODEL("qwen2");
+  const Ref ref = load_ref("qwen2");
+  auto model = Model::load({.path = model_dir("qwen2") + "/hf"});
+  std::vector<int32_t> ids;
+  while (ids.size() < 300) ids.insert(ids.end(), ref.input_ids.begin(), ref.input_ids.end());
+  ids.resize(300);
+  auto one = Context::create(model, {.n_ctx = 1024, .n_batch = 512, .kv_type = QuantType::F32, .n_threads = 1});
+  auto grown = Context::create(model, {.n_ctx = 1024, .n_batch = 512, .kv_type = QuantType::F32, .n_threads = 1});
+  one->decode(prompt_batch(ids, 0, 0, false));
+  // 250 positions fit the initial capacity (256); the next 50 force a grow-and-copy.
+  grown->decode(prompt_batch(std::vector<int32_t>(ids.begin(), ids.begin() + 250), 0, 0, false));
+  grown->decode(prompt_batch(std::vector<int32_t>(ids.begin() + 250, ids.end()), 0, 250, false));
+  for (int32_t i = 0; i < one->n_vocab(); ++i) ASSERT_NEAR(one->logits(0)[i], grown->logits(0)[i], 1e-5f);
+  // The context is capped at n_ctx.
+  auto small = Context::create(model, {.n_ctx = 16, .n_batch = 8, .kv_type = QuantType::F32, .n_threads = 1});
+  EXPECT_THROW(small->decode(prompt_batch(std::vector<int32_t>(ids.begin(), ids.begin() + 17), 0, 0, false)), Error);
+  EXPECT_EQ(small->seq_length(0), 0);
+}
+
+TEST(ModelContext, ReferenceOpsKillSwitchGivesSameLogits) {
+  REQUIRE_MODEL("qwen3");
+  const Ref ref = load_ref("qwen3");
+  // Float weights: with quantized activations, float-rounding differences between the kernels
+  // and the references can flip an activation's Q8_0 rounding and show up as ~1e-3.
+  auto model = Model::load({.path = model_dir("qwen3") + "/hf"});
+  auto fast = make_ctx(model);
+  fast->decode(prompt_batch(ref.input_ids, 0, 0, false));
+  setenv("BRISK_REF_OPS", "1", 1);
+  flags_reload();
+  auto slow = make_ctx(model);
+  unsetenv("BRISK_REF_OPS");
+  flags_reload();
+  slow->decode(prompt_batch(ref.input_ids, 0, 0, false));
+  for (int32_t i = 0; i < fast->n_vocab(); ++i) ASSERT_NEAR(fast->logits(0)[i], slow->logits(0)[i], 1e-4f);
+}
+
+TEST(ModelLoad, LoadTimeQuantTypes) {
+  REQUIRE_MODEL("qwen2");
+  const Ref ref = load_ref("qwen2");
+  for (const char* q : {"q4_0", "q4_k", "f16", "bf16"}) {
+    auto model = Model::load({.path = model_dir("qwen2") + "/hf", .quant = q});
+    EXPECT_LT(model->info().weight_bytes, Model::load({.path = model_dir("qwen2") + "/hf"})->info().weight_bytes) << q;
+    auto ctx = make_ctx(model);
+    ctx->decode(prompt_batch(ref.input_ids, 0, 0, false));
+    float err = 0.0f;
+    for (int32_t i = 0; i < ctx->n_vocab(); ++i) err = std::max(err, std::fabs(ctx->logits(0)[i] - ref.last_logits[size_t(i)]));
+    const bool four_bit = q[0] == 'q';
+    EXPECT_LT(err, four_bit ? 1.5f : 0.05f) << q;
+    const auto top = topk(ctx->logits(0), ctx->n_vocab(), four_bit ? 10 : 1);
+    EXPECT_NE(std::find(top.begin(), top.end(), ref.top5[0]), top.end()) << q;
+  }
+}
+
+TEST(ModelLoad, RandomGgufRunsWithoutSharedData) {
+  const std::string path = ::testing::TempDir() + "/brisk_random_tiny.gguf";
+  for (const char* arch : {"llama", "qwen2", "qwen3"}) {
+    RandomModelParams p = random_model_preset("tiny");
+    p.arch = arch;
+    p.type = QuantType::Q8_0;
+    p.tie_embeddings = std::string(arch) != "llama";
+    random_model_write(p, path);
+    auto model = Model::load({.path = path});
+    EXPECT_EQ(model->info().architecture, arch);
+    EXPECT_EQ(model->tokenizer(), nullptr);
+    auto ctx = make_ctx(model, QuantType::F16, 4);
+    ctx->decode(prompt_batch({1, 2, 3, 4, 5, 6, 7, 8, 9}, 0, 0, true));
+    for (int32_t i = 0; i < 9; ++i)
+      for (int32_t v = 0; v < ctx->n_vocab(); ++v) ASSERT_TRUE(std::isfinite(ctx->logits(i)[v]));
+  }
+  // Metadata that disagrees with the tensors is an error naming the tensor.
+  {
+    const gguf::File good = gguf::File::open(path);
+    gguf::Writer w;
+    for (const auto& [key, value] : good.metadata()) w.set(key, value);
+    w.set("qwen3.embedding_length", gguf::Value::from_u32(128));
+    for (const auto& t : good.tensors()) w.add_tensor(t.name, t.type, t.ne, t.data, t.n_bytes);
+    const std::string bad = ::testing::TempDir() + "/brisk_random_bad.gguf";
+    w.write(bad);
+    try {
+      Model::load({.path = bad});
+      ADD_FAILURE() << "mismatched metadata accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("token_embd.weight"), std::string::npos) << e.what();
+    }
+    std::remove(bad.c_str());
+  }
+  std::remove(path.c_str());
+}
+
+TEST(ModelLoad, BadConfigValuesAreErrorsNamingTheKey) {
+  REQUIRE_MODEL("llama");
+  const nlohmann::json good = read_json_file(model_dir("llama") + "/hf/config.json");
+  const fs::path dir = fs::path(::testing::TempDir()) / "brisk_bad_config";
+  fs::create_directories(dir);
+  fs::remove(dir / "model.safetensors");
+  fs::create_symlink(model_dir("llama") + "/hf/model.safetensors", dir / "model.safetensors");
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {{{"num_attention_heads", "four"}}, "num_attention_heads"},
+      {{{"rms_norm_eps", 1e300}}, "rms_norm_eps"},
+      {{{"num_hidden_layers", 2.5}}, "num_hidden_layers"},
+      {{{"hidden_act", "relu"}}, "hidden_act"},
+      {{{"num_key_value_heads", 3}}, "KV heads"},
+      {{{"hidden_size", 128}}, "token_embd.weight"},
+      {{{"rope_parameters", {{"rope_type", "dynamic"}, {"rope_theta", 10000.0}}}}, "dynamic"},
+  };
+  for (const auto& [patch, needle] : cases) {
+    nlohmann::json cfg = good;
+    cfg.merge_patch(patch);
+    std::ofstream(dir / "config.json") << cfg.dump();
+    try {
+      Model::load({.path = dir.string()});
+      ADD_FAILURE() << "accepted " << patch.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+  fs::remove_all(dir);
 }
 
 TEST(ModelLoad, ErrorsNameThePath) {

@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "core/flags.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/ref.h"
@@ -48,6 +49,20 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
       for (auto& h : hits) EXPECT_EQ(h.load(), 20);
     }
   }
+}
+
+TEST(ThreadPool, EveryPartRunsExactlyOnceOverManyRuns) {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> hits(3);
+  for (int rep = 0; rep < 20000; ++rep) {
+    pool.run([&](int ith, int nth) {
+      ASSERT_EQ(nth, rep % 2 ? 2 : 3);
+      hits[size_t(ith)]++;
+    }, rep % 2 ? 2 : 3);
+  }
+  EXPECT_EQ(hits[0].load(), 20000);
+  EXPECT_EQ(hits[1].load(), 20000);
+  EXPECT_EQ(hits[2].load(), 10000);
 }
 
 TEST(ThreadPool, RethrowsWorkerException) {
@@ -93,7 +108,7 @@ TEST_P(MatmulFormats, MatchesReferenceOverShapes) {
   const int64_t block = quant_type_info(type).block_size;
   for (int threads : {1, 2, 3}) {
     auto be = make_cpu_backend(threads);
-    for (int64_t n_in : {block * 2 >= 256 ? block * 2 : 256, block * 4 >= 512 ? block * 4 : 512}) {
+    for (int64_t n_in : {block, block * 3, block * 5, block * 2 >= 256 ? block * 2 : 256, block * 4 >= 512 ? block * 4 : 512}) {
       for (int64_t n_out : {1, 7, 40}) {
         for (int64_t n_tok : {1, 3, 9}) {
           bool ok = true;
@@ -270,7 +285,13 @@ struct AttnCase {
   float softcap;
 };
 
-TEST(Ops, AttentionMatchesReferenceWithGqaWindowsAndCacheTypes) {
+class AttentionKernels : public ::testing::TestWithParam<bool> {};
+
+// Both kernels (scalar: BRISK_NO_SIMD=1; AVX2 where the CPU has it) against the reference.
+TEST_P(AttentionKernels, MatchReferenceWithGqaWindowsAndCacheTypes) {
+  const bool scalar = GetParam();
+  if (scalar) setenv("BRISK_NO_SIMD", "1", 1);
+  flags_reload();
   const std::vector<AttnCase> cases = {
       {QuantType::F32, 4, 2, 16, 0, 0.0f}, {QuantType::F32, 4, 4, 32, 0, 0.0f},
       {QuantType::F16, 4, 1, 32, 0, 0.0f}, {QuantType::F16, 2, 2, 64, 5, 0.0f},
@@ -304,7 +325,7 @@ TEST(Ops, AttentionMatchesReferenceWithGqaWindowsAndCacheTypes) {
       be->attention(a);
       a.out = mat(want, n, qw);
       ref::attention(a);
-      EXPECT_LT(max_abs_diff(got, want), 2e-5f) << quant_type_info(c.kv).name << " heads " << c.n_head << "/"
+      EXPECT_LT(max_abs_diff(got, want), 2e-5f) << (scalar ? "scalar " : "simd ") << quant_type_info(c.kv).name << " heads " << c.n_head << "/"
                                                 << c.n_head_kv << " window " << c.window;
       // The first position of each sequence attends only to itself: output == its V head.
       for (int32_t h = 0; h < c.n_head; ++h) {
@@ -316,7 +337,12 @@ TEST(Ops, AttentionMatchesReferenceWithGqaWindowsAndCacheTypes) {
       }
     }
   }
+  unsetenv("BRISK_NO_SIMD");
+  flags_reload();
 }
+
+INSTANTIATE_TEST_SUITE_P(Ops, AttentionKernels, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "scalar" : "simd"; });
 
 TEST(Ops, GatedActivationsAddEmbeddingGetRows) {
   auto be = make_cpu_backend(2);

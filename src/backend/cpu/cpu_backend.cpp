@@ -1,4 +1,5 @@
-// The CPU backend: host memory and the kernels of kernels/cpu/ run on a ThreadPool. Each op
+// The CPU backend: host memory and the kernels of kernels/cpu/ run on a ThreadPool
+// (BRISK_REF_OPS=1 runs the scalar references of kernels/cpu/ref.h instead). Each op
 // checks its shapes (cheap, and a mismatch is a bug in a model file, reported by name), then
 // hands every worker its share of rows. Scratch space (quantized activations, attention
 // accumulators) grows to the largest request and is then reused, so steady-state decode
@@ -10,7 +11,10 @@
 #include <unordered_set>
 
 #include "backend/backend.h"
+#include "core/cpu_features.h"
 #include "core/error.h"
+#include "core/flags.h"
+#include "kernels/cpu/ref.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/ops.h"
 
@@ -32,7 +36,8 @@ void check_mat(const Mat& m, int64_t rows, int64_t cols, const char* op, const c
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int n_threads) : pool_(n_threads) {}
+  explicit CpuBackend(int n_threads)
+      : pool_(n_threads), ref_(flags().ref_ops), avx2_(cpu_features().avx2 && !flags().no_simd) {}
   ~CpuBackend() override {
     for (void* p : allocations_) std::free(p);
   }
@@ -59,6 +64,7 @@ class CpuBackend final : public Backend {
   void matmul(const MatmulArgs& a) override {
     check_mat(a.x, a.x.rows, a.w.n_in, "matmul", "x");
     check_mat(a.out, a.x.rows, a.w.n_out, "matmul", "out");
+    if (ref_) return ref::matmul(a);
     const size_t rb = cpu::matmul_act_row_bytes(a.w.type, a.w.n_in);
     void* act = scratch(act_scratch_, rb * size_t(a.x.rows));
     pool_.run([&](int ith, int nth) { cpu::matmul_quantize_rows(a, act, ith, nth); },
@@ -72,6 +78,7 @@ class CpuBackend final : public Backend {
     BRISK_CHECK(group > 0 && a.x.cols % group == 0, "rms_norm: ", a.x.cols,
                 " columns are not a multiple of group ", group);
     check_mat(a.out, a.x.rows, a.x.cols, "rms_norm", "out");
+    if (ref_) return ref::rms_norm(a);
     pool_.run([&](int ith, int nth) { cpu::rms_norm_rows(a, ith, nth); },
               parts_for(double(a.x.rows) * double(a.x.cols) * 4.0));
   }
@@ -81,6 +88,7 @@ class CpuBackend final : public Backend {
                     a.table->inv_freq.size() == size_t(a.table->n_rot / 2) && a.table->n_rot <= 1024,
                 "rope: bad rotary table for head_dim ", a.head_dim);
     check_mat(a.x, a.x.rows, int64_t(a.n_head) * a.head_dim, "rope", "x");
+    if (ref_) return ref::rope(a);
     pool_.run([&](int ith, int nth) { cpu::rope_rows(a, ith, nth); },
               parts_for(double(a.x.rows) * double(a.x.cols) * 8.0));
   }
@@ -88,6 +96,7 @@ class CpuBackend final : public Backend {
   void kv_store(const KvStoreArgs& a) override {
     check_mat(a.k, a.k.rows, a.k_cache.width, "kv_store", "k");
     check_mat(a.v, a.k.rows, a.v_cache.width, "kv_store", "v");
+    if (ref_) return ref::kv_store(a);
     pool_.run([&](int ith, int nth) { cpu::kv_store_rows(a, ith, nth); },
               parts_for(double(a.k.rows) * double(a.k.cols) * 8.0));
   }
@@ -100,17 +109,24 @@ class CpuBackend final : public Backend {
     BRISK_CHECK(a.k_cache.width == int64_t(a.n_head_kv) * a.head_dim &&
                     a.v_cache.width == a.k_cache.width,
                 "attention: KV cache width does not match the heads");
+    if (ref_) return ref::attention(a);
     const int64_t per = cpu::attention_scratch_floats(a.head_dim);
     float* buf = static_cast<float*>(scratch(attn_scratch_, sizeof(float) * size_t(per * pool_.size())));
     double work = 0.0;  // (token, head, position) triples times head_dim
     for (int64_t t = 0; t < a.q.rows; ++t) work += double(a.pos[t] + 1);
     work *= double(a.n_head) * double(a.head_dim) * 2.0;
-    pool_.run([&](int ith, int nth) { cpu::attention_rows(a, buf + per * ith, ith, nth); }, parts_for(work));
+    // AVX2 kernel unless BRISK_NO_SIMD / BRISK_NO_AVX2 (cpu_features() applies the switches).
+    const bool simd = avx2_ && a.head_dim % 8 == 0;
+    pool_.run([&](int ith, int nth) {
+      if (simd) cpu::attention_rows_avx2(a, buf + per * ith, ith, nth);
+      else cpu::attention_rows(a, buf + per * ith, ith, nth);
+    }, parts_for(work));
   }
 
   void gated_act(const GatedActArgs& a) override {
     check_mat(a.up, a.gate.rows, a.gate.cols, "gated_act", "up");
     check_mat(a.out, a.gate.rows, a.gate.cols, "gated_act", "out");
+    if (ref_) return ref::gated_act(a);
     pool_.run([&](int ith, int nth) { cpu::gated_act_rows(a, ith, nth); },
               parts_for(double(a.gate.rows) * double(a.gate.cols) * 16.0));
   }
@@ -118,11 +134,13 @@ class CpuBackend final : public Backend {
   void add(const AddArgs& a) override {
     check_mat(a.b, a.a.rows, a.a.cols, "add", "b");
     check_mat(a.out, a.a.rows, a.a.cols, "add", "out");
+    if (ref_) return ref::add(a);
     pool_.run([&](int ith, int nth) { cpu::add_rows(a, ith, nth); }, parts_for(double(a.a.rows) * double(a.a.cols)));
   }
 
   void embedding(const EmbeddingArgs& a) override {
     check_mat(a.out, a.out.rows, a.table.n_in, "embedding", "out");
+    if (ref_) return ref::embedding(a);
     pool_.run([&](int ith, int nth) { cpu::embedding_rows(a, ith, nth); },
               parts_for(double(a.out.rows) * double(a.table.n_in) * 4.0));
   }
@@ -139,6 +157,8 @@ class CpuBackend final : public Backend {
   }
 
   ThreadPool pool_;
+  const bool ref_;   // BRISK_REF_OPS: scalar references instead of the kernels
+  const bool avx2_;  // AVX2 attention kernel allowed
   std::mutex mutex_;
   std::unordered_set<void*> allocations_;
   std::vector<uint8_t> act_scratch_;

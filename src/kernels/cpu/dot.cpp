@@ -82,19 +82,25 @@ QuantizeRowFn quantize_activation_variant(QuantType t, Isa isa) {
   return nullptr;
 }
 
-VecDotFn select_vec_dot(QuantType t) {
-  const FormatTraits& f = format_traits(t);
-  BRISK_CHECK(f.vec_dot, "no dot product for weight format ", quant_type_info(t).name);
+namespace {
+// The ISA whose kernel select_vec_dot() returns for this format (scalar: the reference).
+Isa selected_dot_isa(QuantType t) {
   const Flags& fl = flags();
   bool Flags::*kill = format_kill_switch(t);
   if (!fl.no_simd && !(kill && fl.*kill)) {
     const CpuFeatures cf = cpu_features();  // detected features masked by the kill switches
-    for (Isa isa : {Isa::avx512, Isa::avx2}) {
-      if (!isa_usable(isa, cf)) continue;
-      if (VecDotFn fn = vec_dot_variant(t, isa)) return fn;
-    }
+    for (Isa isa : {Isa::avx512, Isa::avx2})
+      if (isa_usable(isa, cf) && vec_dot_variant(t, isa)) return isa;
   }
-  return f.vec_dot;
+  return Isa::scalar;
+}
+}  // namespace
+
+VecDotFn select_vec_dot(QuantType t) {
+  const FormatTraits& f = format_traits(t);
+  BRISK_CHECK(f.vec_dot, "no dot product for weight format ", quant_type_info(t).name);
+  const Isa isa = selected_dot_isa(t);
+  return isa == Isa::scalar ? f.vec_dot : vec_dot_variant(t, isa);
 }
 
 QuantizeRowFn select_quantize_activation(QuantType t) {
@@ -151,6 +157,18 @@ void gemv_rows_multi(const GemvMultiParams& p) {
   const VecDotFn dot = select_vec_dot(p.weight_type);
   const auto* wb = static_cast<const uint8_t*>(p.w);
   const auto* xb = static_cast<const uint8_t*>(p.x_quant);
+  // A multi-token kernel of the same ISA decodes each weight block once for all tokens.
+  VecDotMultiFn multi = nullptr;
+  if (p.n_tokens > 1) {
+    const Isa isa = selected_dot_isa(p.weight_type);
+    if (isa == Isa::avx512) multi = avx512::vec_dot_multi_kernel(p.weight_type, p.n_tokens);
+    if (isa == Isa::avx2) multi = avx2::vec_dot_multi_kernel(p.weight_type, p.n_tokens);
+  }
+  if (multi) {
+    for (int64_t r = 0; r < p.n_rows; ++r)
+      multi(p.k, &p.y[r], size_t(p.y_stride), wb + size_t(r) * p.row_bytes, xb, p.x_stride);
+    return;
+  }
   for (int64_t r = 0; r < p.n_rows; ++r) {
     const uint8_t* row = wb + size_t(r) * p.row_bytes;
     for (int t = 0; t < p.n_tokens; ++t)

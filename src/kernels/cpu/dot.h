@@ -43,8 +43,9 @@ void gemv_rows(QuantType wt, const void* w, size_t row_bytes, int64_t n_rows, in
                const void* x_quant, float* y);
 
 // Several tokens at once (1..8): y[t * y_stride + r] = dot(W[r, :], x_t), x_t at
-// x_quant + t * x_stride bytes. Each weight row is read once from memory for all tokens (it
-// stays in L1 between them); every result is bit-identical to gemv_rows() on that token alone.
+// x_quant + t * x_stride bytes. Each weight row is read once from memory for all tokens; for
+// Q8_0, Q4_0, Q4_K, Q5_K and Q6_K the SIMD kernels also decode each weight block once for all tokens.
+// Every result is bit-identical to gemv_rows() on that token alone.
 struct GemvMultiParams {
   QuantType weight_type;
   const void* w;         // (n_rows, row_bytes)

@@ -30,6 +30,8 @@ void kv_store_rows(const KvStoreArgs& a, int ith, int nth);
 // scratch: at least attention_scratch_floats(head_dim) floats for this part.
 int64_t attention_scratch_floats(int32_t head_dim);
 void attention_rows(const AttentionArgs& a, float* scratch, int ith, int nth);
+// AVX2/FMA/F16C variant (attention_avx2.cpp); head_dim % 8 == 0. Callers check the CPU.
+void attention_rows_avx2(const AttentionArgs& a, float* scratch, int ith, int nth);
 void gated_act_rows(const GatedActArgs& a, int ith, int nth);
 void add_rows(const AddArgs& a, int ith, int nth);
 void embedding_rows(const EmbeddingArgs& a, int ith, int nth);
