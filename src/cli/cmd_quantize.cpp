@@ -1,4 +1,4 @@
-// `brisk quantize IN OUT TYPE [-t N]`: rewrites a GGUF with the tensor types of one of
+// `brisk quantize IN OUT TYPE [-t N]`: rewrites a GGUF (or converts a Hugging Face folder) with the tensor types of one of
 // llama.cpp's recipes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, F16,
 // BF16), keeping all metadata and the tokenizer. Prints the type counts and sizes.
 #include <chrono>
@@ -29,7 +29,7 @@ int cmd_quantize(const std::vector<std::string>& argv) {
       }
       BRISK_CHECK(threads >= 0 && threads <= 1024, "quantize: ", a, " out of range");
     } else if (a == "-h" || a == "--help") {
-      std::printf("usage: brisk quantize IN.gguf OUT.gguf TYPE [-t N]\nTYPE: %s\n",
+      std::printf("usage: brisk quantize IN(.gguf|HF folder) OUT.gguf TYPE [-t N]\nTYPE: %s\n",
                   brisk::quant_recipe_names().c_str());
       return 0;
     } else if (!a.empty() && a[0] == '-') {
@@ -38,12 +38,9 @@ int cmd_quantize(const std::vector<std::string>& argv) {
       pos.push_back(a);
     }
   }
-  BRISK_CHECK(pos.size() == 3, "usage: brisk quantize IN.gguf OUT.gguf TYPE [-t N]");
+  BRISK_CHECK(pos.size() == 3, "usage: brisk quantize IN(.gguf|HF folder) OUT.gguf TYPE [-t N]");
   const auto recipe = brisk::quant_recipe_from_name(pos[2]);
   BRISK_CHECK(recipe.has_value(), "quantize: unknown TYPE '", pos[2], "' (known: ", brisk::quant_recipe_names(), ")");
-  BRISK_CHECK(!std::filesystem::is_directory(pos[0]),
-              "quantize: '", pos[0], "' is a folder; only GGUF input is supported (load the folder with "
-              "`brisk generate --quant` instead)");
   const auto t0 = std::chrono::steady_clock::now();
   const auto r = brisk::quantize_gguf({.in = pos[0], .out = pos[1], .recipe = *recipe, .n_threads = threads});
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -43,7 +43,7 @@ BandwidthResult measure_read_bandwidth(const BandwidthParams& params) {
     b = std::min(n_words, chunk * size_t(ith));
     e = std::min(n_words, b + chunk);
   };
-  // First touch by the thread that later reads the part (places pages where they are read).
+  // Touch every page once so that the timed passes read resident memory.
   pool.run([&](int ith, int) {
     size_t b, e;
     part(ith, b, e);

@@ -1,16 +1,33 @@
 #include "quantize/quantize_gguf.h"
 
+#include <filesystem>
 #include <memory>
 #include <vector>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "formats/gguf.h"
+#include "quantize/hf_to_gguf.h"
 #include "quantize/quantize_rows.h"
 
 namespace brisk {
 
 QuantizeReport quantize_gguf(const QuantizeParams& params) {
+  if (std::filesystem::is_directory(params.in)) {
+    // A Hugging Face folder: convert to a float32 GGUF beside the output, then quantize it.
+    const std::string tmp = params.out + ".f32.tmp";
+    hf_to_gguf_f32(params.in, tmp);
+    QuantizeParams p = params;
+    p.in = tmp;
+    try {
+      const QuantizeReport r = quantize_gguf(p);
+      std::filesystem::remove(tmp);
+      return r;
+    } catch (...) {
+      std::filesystem::remove(tmp);
+      throw;
+    }
+  }
   const auto in = gguf::File::open(params.in, MappedFile::Mode::mmap);
   std::vector<RecipeTensor> list;
   for (const auto& t : in.tensors()) list.push_back({.name = t.name, .ne = t.ne});
