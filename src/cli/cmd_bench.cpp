@@ -93,10 +93,10 @@ class Runner {
     opts_ = {.n_ctx = need, .n_seq_max = 1, .n_batch = a.n_batch, .n_threads = a.threads};
   }
 
-  // Fresh context with `depth` tokens already decoded (untimed).
-  std::unique_ptr<brisk::Context> fresh() {
+  // Fresh context with `depth` tokens already decoded (untimed; none for the warm-up).
+  std::unique_ptr<brisk::Context> fresh(bool with_depth = true) {
     auto ctx = brisk::Context::create(model_, opts_);
-    feed(*ctx, a_.depth, false);
+    if (with_depth) feed(*ctx, a_.depth, false);
     return ctx;
   }
 
@@ -159,7 +159,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
 
   Runner run(model, a);
   {  // warm-up: first touch of weights and scratch buffers
-    auto ctx = run.fresh();
+    auto ctx = run.fresh(false);
     run.feed(*ctx, std::min(a.n_prompt > 0 ? a.n_prompt : 1, 32), true);
     run.feed(*ctx, 1, true);
   }
