@@ -1,6 +1,5 @@
 // `brisk generate`: load a model (GGUF file or HF folder), run a prompt and stream the
-// generated text; timing on stderr. Also the hidden `brisk make-random-model` that writes a
-// random-weight GGUF of a known shape for speed measurements.
+// generated text; timing on stderr.
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -12,7 +11,6 @@
 #include "cli/sampling_flags.h"
 #include "core/error.h"
 #include "hub/resolve.h"
-#include "models/random_model.h"
 #include "runtime/engine_api.h"
 #include "runtime/generate.h"
 #include "text/jinja/template.h"
@@ -163,34 +161,6 @@ int cmd_generate(const std::vector<std::string>& argv) {
   return 0;
 }
 
-int cmd_make_random_model(const std::vector<std::string>& argv) {
-  std::string shape = "tiny", out, type = "f32", arch;
-  uint64_t seed = 1;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& f = argv[i];
-    BRISK_CHECK(i + 1 < argv.size(), f, " needs a value");
-    const std::string& v = argv[++i];
-    if (f == "--shape") shape = v;
-    else if (f == "--out") out = v;
-    else if (f == "--type") type = v;
-    else if (f == "--arch") arch = v;
-    else if (f == "--seed") seed = uint64_t(std::stoull(v));
-    else fail("make-random-model: unknown argument '", f, "'");
-  }
-  BRISK_CHECK(!out.empty(), "make-random-model: --out FILE is required");
-  brisk::RandomModelParams p = brisk::random_model_preset(shape);
-  const auto t = brisk::quant_type_from_name(type);
-  BRISK_CHECK(t.has_value(), "make-random-model: unknown --type '", type, "'");
-  p.type = *t;
-  p.seed = seed;
-  if (!arch.empty()) p.arch = arch;
-  brisk::random_model_write(p, out);
-  std::fprintf(stderr, "wrote %s (%s, %s)\n", out.c_str(), shape.c_str(), type.c_str());
-  return 0;
-}
-
 }  // namespace
 
 BRISK_COMMAND("generate", "generate text from a prompt with a GGUF or Hugging Face model", cmd_generate);
-BRISK_COMMAND("make-random-model", "write a random-weight GGUF of a known shape (--shape tiny|qwen2.5-0.5b --type q8_0 --out F)",
-              cmd_make_random_model);

@@ -5,8 +5,11 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "formats/gguf.h"
-#include "kernels/cpu/ops.h"
+#include "quant/format.h"
+#include "quantize/recipe.h"
+#include "quantize/tokenizer_to_gguf.h"
 
 namespace brisk {
 
@@ -22,41 +25,109 @@ struct Rng {  // xorshift64*: fast and reproducible
   }
 };
 
+uint64_t mix(uint64_t a, uint64_t b) {  // splitmix64 of a combination: independent row streams
+  uint64_t z = a * 0x9E3779B97F4A7C15ULL + b + 0x632BE59BD9B4E019ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return (z ^ (z >> 31)) | 1;
+}
+
+struct Planned {
+  std::string name;
+  std::vector<uint64_t> ne;  // [n_in] or [n_in, n_out]
+  float base = 0, spread = 0;  // vectors: base + spread * U(-1, 1)
+};
+
 class Builder {
  public:
-  explicit Builder(uint64_t seed) : rng_{seed * 0x9E3779B97F4A7C15ULL + 1} {}
+  Builder(uint64_t seed, int n_threads) : seed_(seed), pool_(n_threads) {}
 
-  void matrix(gguf::Writer& w, const std::string& name, int64_t n_in, int64_t n_out, QuantType type) {
+  // Writes every planned tensor; matrices take their type from `type_of`.
+  template <class TypeOf>
+  void emit(gguf::Writer& w, const std::vector<Planned>& plan, TypeOf type_of) {
+    for (size_t k = 0; k < plan.size(); ++k) {
+      const Planned& t = plan[k];
+      if (t.ne.size() == 1) vector(w, t, k);
+      else matrix(w, t, k, type_of(t));
+    }
+  }
+
+ private:
+  void matrix(gguf::Writer& w, const Planned& t, size_t k, QuantType type) {
+    const int64_t n_in = int64_t(t.ne[0]), n_out = int64_t(t.ne[1]);
     auto rb = quant_row_bytes(type, uint64_t(n_in));
     if (!rb) {  // rows that are not whole blocks stay F32
       type = QuantType::F32;
       rb = uint64_t(n_in) * 4;
     }
+    const auto quantize = format_traits(type).quantize_row_ref;
+    BRISK_CHECK(quantize != nullptr, "random model: no reference quantizer for ", quant_type_info(type).name);
     auto& data = store(size_t(*rb) * size_t(n_out));
     const float a = std::sqrt(3.0f / float(n_in));
-    std::vector<float> row(static_cast<size_t>(n_in));
-    for (int64_t r = 0; r < n_out; ++r) {
-      for (float& x : row) x = a * rng_.uniform();
-      cpu::row_from_f32(type, row.data(), data.data() + size_t(r) * size_t(*rb), n_in);
-    }
-    w.add_tensor(name, type, {uint64_t(n_in), uint64_t(n_out)}, data.data(), data.size());
+    pool_.parallel_for(n_out, [&](int64_t r0, int64_t r1) {
+      std::vector<float> row(static_cast<size_t>(n_in));
+      for (int64_t r = r0; r < r1; ++r) {
+        Rng rng{mix(mix(seed_, k), uint64_t(r))};
+        for (float& x : row) x = a * rng.uniform();
+        quantize(row.data(), data.data() + size_t(r) * size_t(*rb), n_in);
+      }
+    });
+    w.add_tensor(t.name, type, t.ne, data.data(), data.size());
   }
 
-  void vector(gguf::Writer& w, const std::string& name, int64_t n, float base, float spread) {
-    auto& data = store(size_t(n) * 4);
+  void vector(gguf::Writer& w, const Planned& t, size_t k) {
+    const size_t n = size_t(t.ne[0]);
+    auto& data = store(n * 4);
     auto* f = reinterpret_cast<float*>(data.data());
-    for (int64_t i = 0; i < n; ++i) f[i] = base + spread * rng_.uniform();
-    w.add_tensor(name, QuantType::F32, {uint64_t(n)}, data.data(), data.size());
+    Rng rng{mix(seed_, k)};
+    for (size_t i = 0; i < n; ++i) f[i] = t.base + t.spread * rng.uniform();
+    w.add_tensor(t.name, QuantType::F32, t.ne, data.data(), data.size());
   }
 
- private:
   std::vector<uint8_t>& store(size_t n) {
     buffers_.push_back(std::make_unique<std::vector<uint8_t>>(n));
     return *buffers_.back();
   }
-  Rng rng_;
+  uint64_t seed_;
+  ThreadPool pool_;
   std::vector<std::unique_ptr<std::vector<uint8_t>>> buffers_;
 };
+
+std::vector<Planned> plan_tensors(const RandomModelParams& p) {
+  std::vector<Planned> v;
+  auto mat = [&](std::string name, int64_t n_in, int64_t n_out) {
+    v.push_back({.name = std::move(name), .ne = {uint64_t(n_in), uint64_t(n_out)}});
+  };
+  auto vec = [&](std::string name, int64_t n, float base, float spread) {
+    v.push_back({.name = std::move(name), .ne = {uint64_t(n)}, .base = base, .spread = spread});
+  };
+  const int64_t q_width = int64_t(p.n_head) * p.head_dim, kv_width = int64_t(p.n_head_kv) * p.head_dim;
+  mat("token_embd.weight", p.n_embd, p.n_vocab);
+  vec("output_norm.weight", p.n_embd, 1.0f, 0.0f);
+  if (!p.tie_embeddings) mat("output.weight", p.n_embd, p.n_vocab);
+  for (int32_t il = 0; il < p.n_layer; ++il) {
+    const std::string blk = "blk." + std::to_string(il) + ".";
+    vec(blk + "attn_norm.weight", p.n_embd, 1.0f, 0.0f);
+    mat(blk + "attn_q.weight", p.n_embd, q_width);
+    mat(blk + "attn_k.weight", p.n_embd, kv_width);
+    mat(blk + "attn_v.weight", p.n_embd, kv_width);
+    if (p.arch == "qwen2") {
+      vec(blk + "attn_q.bias", q_width, 0.0f, 0.1f);
+      vec(blk + "attn_k.bias", kv_width, 0.0f, 0.1f);
+      vec(blk + "attn_v.bias", kv_width, 0.0f, 0.1f);
+    }
+    if (p.arch == "qwen3") {
+      vec(blk + "attn_q_norm.weight", p.head_dim, 1.0f, 0.0f);
+      vec(blk + "attn_k_norm.weight", p.head_dim, 1.0f, 0.0f);
+    }
+    mat(blk + "attn_output.weight", q_width, p.n_embd);
+    vec(blk + "ffn_norm.weight", p.n_embd, 1.0f, 0.0f);
+    mat(blk + "ffn_gate.weight", p.n_embd, p.n_ff);
+    mat(blk + "ffn_up.weight", p.n_embd, p.n_ff);
+    mat(blk + "ffn_down.weight", p.n_ff, p.n_embd);
+  }
+  return v;
+}
 
 }  // namespace
 
@@ -66,7 +137,28 @@ RandomModelParams random_model_preset(const std::string& name) {
     return {.arch = "qwen2", .n_vocab = 151936, .n_embd = 896, .n_layer = 24, .n_head = 14, .n_head_kv = 2,
             .head_dim = 64, .n_ff = 4864, .n_ctx_train = 32768, .rope_theta = 1000000.0f,
             .tie_embeddings = true};
-  fail("unknown model shape '", name, "' (known: tiny, qwen2.5-0.5b)");
+  if (name == "qwen3-0.6b")
+    return {.arch = "qwen3", .n_vocab = 151936, .n_embd = 1024, .n_layer = 28, .n_head = 16, .n_head_kv = 8,
+            .head_dim = 128, .n_ff = 3072, .n_ctx_train = 40960, .rope_theta = 1000000.0f,
+            .tie_embeddings = true};
+  if (name == "qwen3-1.7b")
+    return {.arch = "qwen3", .n_vocab = 151936, .n_embd = 2048, .n_layer = 28, .n_head = 16, .n_head_kv = 8,
+            .head_dim = 128, .n_ff = 6144, .n_ctx_train = 40960, .rope_theta = 1000000.0f,
+            .tie_embeddings = true};
+  if (name == "qwen3-8b")
+    return {.arch = "qwen3", .n_vocab = 151936, .n_embd = 4096, .n_layer = 36, .n_head = 32, .n_head_kv = 8,
+            .head_dim = 128, .n_ff = 12288, .n_ctx_train = 40960, .rope_theta = 1000000.0f,
+            .tie_embeddings = false};
+  if (name == "llama-3.2-1b")
+    return {.arch = "llama", .n_vocab = 128256, .n_embd = 2048, .n_layer = 16, .n_head = 32, .n_head_kv = 8,
+            .head_dim = 64, .n_ff = 8192, .n_ctx_train = 131072, .rope_theta = 500000.0f,
+            .tie_embeddings = true};
+  if (name == "llama-3.1-8b")
+    return {.arch = "llama", .n_vocab = 128256, .n_embd = 4096, .n_layer = 32, .n_head = 32, .n_head_kv = 8,
+            .head_dim = 128, .n_ff = 14336, .n_ctx_train = 131072, .rope_theta = 500000.0f,
+            .tie_embeddings = false};
+  fail("unknown model shape '", name,
+       "' (known: tiny, qwen2.5-0.5b, qwen3-0.6b, qwen3-1.7b, qwen3-8b, llama-3.2-1b, llama-3.1-8b)");
 }
 
 void random_model_write(const RandomModelParams& p, const std::string& path) {
@@ -88,32 +180,23 @@ void random_model_write(const RandomModelParams& p, const std::string& path) {
   w.set(a + ".attention.layer_norm_rms_epsilon", gguf::Value::from_f32(1e-6f));
   w.set(a + ".vocab_size", gguf::Value::from_u32(uint32_t(p.n_vocab)));
 
-  Builder b(p.seed);
-  const int64_t q_width = int64_t(p.n_head) * p.head_dim, kv_width = int64_t(p.n_head_kv) * p.head_dim;
-  b.matrix(w, "token_embd.weight", p.n_embd, p.n_vocab, p.type);
-  b.vector(w, "output_norm.weight", p.n_embd, 1.0f, 0.0f);
-  if (!p.tie_embeddings) b.matrix(w, "output.weight", p.n_embd, p.n_vocab, p.type);
-  for (int32_t il = 0; il < p.n_layer; ++il) {
-    const std::string blk = "blk." + std::to_string(il) + ".";
-    b.vector(w, blk + "attn_norm.weight", p.n_embd, 1.0f, 0.0f);
-    b.matrix(w, blk + "attn_q.weight", p.n_embd, q_width, p.type);
-    b.matrix(w, blk + "attn_k.weight", p.n_embd, kv_width, p.type);
-    b.matrix(w, blk + "attn_v.weight", p.n_embd, kv_width, p.type);
-    if (a == "qwen2") {
-      b.vector(w, blk + "attn_q.bias", q_width, 0.0f, 0.1f);
-      b.vector(w, blk + "attn_k.bias", kv_width, 0.0f, 0.1f);
-      b.vector(w, blk + "attn_v.bias", kv_width, 0.0f, 0.1f);
-    }
-    if (a == "qwen3") {
-      b.vector(w, blk + "attn_q_norm.weight", p.head_dim, 1.0f, 0.0f);
-      b.vector(w, blk + "attn_k_norm.weight", p.head_dim, 1.0f, 0.0f);
-    }
-    b.matrix(w, blk + "attn_output.weight", q_width, p.n_embd, p.type);
-    b.vector(w, blk + "ffn_norm.weight", p.n_embd, 1.0f, 0.0f);
-    b.matrix(w, blk + "ffn_gate.weight", p.n_embd, p.n_ff, p.type);
-    b.matrix(w, blk + "ffn_up.weight", p.n_embd, p.n_ff, p.type);
-    b.matrix(w, blk + "ffn_down.weight", p.n_ff, p.n_embd, p.type);
+  const std::vector<Planned> plan = plan_tensors(p);
+  std::optional<RecipeChooser> chooser;
+  if (!p.recipe.empty()) {
+    const auto recipe = quant_recipe_from_name(p.recipe);
+    BRISK_CHECK(recipe.has_value(), "random model: unknown recipe '", p.recipe, "' (known: ", quant_recipe_names(), ")");
+    std::vector<RecipeTensor> list;
+    for (const auto& t : plan) list.push_back({.name = t.name, .ne = t.ne});
+    chooser.emplace(*recipe, list);
+    w.set("general.file_type", gguf::Value::from_u32(recipe->ftype));
+    w.set("general.quantization_version", gguf::Value::from_u32(2));
   }
+  if (!p.tokenizer_dir.empty()) {
+    const std::string pre = !p.tokenizer_pre.empty() ? p.tokenizer_pre : a == "llama" ? "llama-bpe" : "qwen2";
+    tokenizer_to_gguf({.folder = p.tokenizer_dir, .pre = pre, .n_vocab = p.n_vocab}, w);
+  }
+  Builder b(p.seed, p.n_threads);
+  b.emit(w, plan, [&](const Planned& t) { return chooser ? chooser->choose(t.name, QuantType::F32) : p.type; });
   w.write(path);
 }
 

@@ -1,7 +1,10 @@
 // Writes a GGUF of a Llama-family architecture with random weights: for speed measurements at
 // real sizes (e.g. the Qwen2.5-0.5B shape) and for tests that need a model without shared
 // fixtures. Weights are uniform with std 1/sqrt(n_in), norms are 1, biases small; matrices
-// are stored in `type` (quantized with the reference quantizer), vectors in F32.
+// are stored in `type` (quantized with the reference quantizer), or with the per-tensor types
+// of a llama.cpp recipe (`recipe`, e.g. "Q4_K_M"), vectors in F32. A real tokenizer can be
+// embedded from a tokenizer.json folder. Rows are generated in parallel; each row's values
+// depend only on the seed, the tensor and the row, so files are reproducible.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -24,9 +27,14 @@ struct RandomModelParams {
   bool tie_embeddings = true;
   QuantType type = QuantType::F32;
   uint64_t seed = 1;
+  std::string recipe{};          // "": every matrix in `type`; else a recipe name ("Q4_K_M")
+  std::string tokenizer_dir{};   // "": no tokenizer; else a folder with tokenizer.json
+  std::string tokenizer_pre{};   // tokenizer.ggml.pre ("" picks by arch: qwen2 / llama-bpe)
+  int32_t n_threads = 0;         // 0: all cores
 };
 
-// Known shapes by name: "tiny", "qwen2.5-0.5b". Throws for an unknown name.
+// Known shapes by name: "tiny", "qwen2.5-0.5b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-8b",
+// "llama-3.2-1b", "llama-3.1-8b" (the published configs). Throws for an unknown name.
 RandomModelParams random_model_preset(const std::string& name);
 void random_model_write(const RandomModelParams& p, const std::string& path);
 

@@ -1,0 +1,73 @@
+#include "core/bandwidth.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+
+namespace brisk {
+namespace {
+
+// Sums 64-bit words with 8 independent accumulators so that the loads, not the adds, bound it.
+uint64_t sum_words(const uint64_t* p, size_t n) {
+  uint64_t a[8] = {};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) a[k] += p[i + size_t(k)];
+  for (; i < n; ++i) a[0] += p[i];
+  uint64_t s = 0;
+  for (uint64_t v : a) s += v;
+  return s;
+}
+
+}  // namespace
+
+BandwidthResult measure_read_bandwidth(const BandwidthParams& params) {
+  BRISK_CHECK(params.n_threads >= 1 && params.reps >= 1 && params.buffer_bytes >= (uint64_t(1) << 20),
+              "bandwidth probe: bad parameters");
+  const size_t n_words = size_t(params.buffer_bytes / 8);
+  struct Free {
+    void operator()(uint64_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint64_t, Free> buf(static_cast<uint64_t*>(std::aligned_alloc(64, n_words * 8)));
+  BRISK_CHECK(buf != nullptr, "bandwidth probe: cannot allocate ", params.buffer_bytes, " bytes");
+  ThreadPool pool(params.n_threads);
+  const int nth = pool.size();
+  std::vector<uint64_t> sink(size_t(nth) * 8, 0);  // one cache line per thread
+  auto part = [&](int ith, size_t& b, size_t& e) {
+    const size_t chunk = (n_words + size_t(nth) - 1) / size_t(nth);
+    b = std::min(n_words, chunk * size_t(ith));
+    e = std::min(n_words, b + chunk);
+  };
+  // Touch every page once so that the timed passes read resident memory.
+  pool.run([&](int ith, int) {
+    size_t b, e;
+    part(ith, b, e);
+    for (size_t i = b; i < e; ++i) buf.get()[i] = i * 0x9E3779B97F4A7C15ULL;
+  });
+  BandwidthResult r{.n_threads = nth, .buffer_bytes = uint64_t(n_words) * 8};
+  double total = 0;
+  for (int rep = 0; rep < params.reps; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.run([&](int ith, int) {
+      size_t b, e;
+      part(ith, b, e);
+      sink[size_t(ith) * 8] += sum_words(buf.get() + b, e - b);
+    });
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double bps = double(r.buffer_bytes) / s;
+    total += bps;
+    if (bps > r.bytes_per_s) r.bytes_per_s = bps;
+  }
+  r.mean_bytes_per_s = total / params.reps;
+  volatile uint64_t keep = 0;
+  for (uint64_t v : sink) keep = keep + v;
+  (void)keep;
+  return r;
+}
+
+}  // namespace brisk

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""System test of `brisk bench`: the JSON report of a short run on a fixture model has the
+tests asked for, positive speeds, the bytes per token of the model, a measured bandwidth and
+the fraction computed from them; the table names pp and tg; bad arguments are errors."""
+import json
+import os
+import subprocess
+import sys
+
+BIN = os.environ.get("BRISK_BIN", "")
+DATA = os.environ.get("BRISK_SHARED_DATA", "")
+
+
+def run(*args):
+    return subprocess.run([BIN, "bench", *args], capture_output=True, text=True)
+
+
+def main():
+    model = os.path.join(DATA, "models", "qwen3", "model-q8_0.gguf")
+    if not BIN or not os.path.exists(model):
+        print("skip: needs BRISK_BIN and $BRISK_SHARED_DATA/models/qwen3/model-q8_0.gguf")
+        return 77
+    failures = []
+    p = run("-m", model, "-p", "16", "-n", "4", "-r", "2", "-t", "2", "--depth", "8", "--json", "--bw-mib", "16")
+    if p.returncode != 0:
+        print("FAIL: bench --json:", p.stderr)
+        return 1
+    j = json.loads(p.stdout)
+    names = [t["test"] for t in j["tests"]]
+    if names != ["pp16 @ d8", "tg4 @ d8"]:
+        failures.append("tests %r" % names)
+    for t in j["tests"]:
+        if len(t["samples"]) != 2 or not all(s > 0 for s in t["samples"]) or t["tokens_per_s"] <= 0 or t["sd"] < 0:
+            failures.append("bad samples %r" % t)
+    if j["weight_bytes_per_token"] <= 0 or j["read_bandwidth_bytes_per_s"] <= 0:
+        failures.append("bytes/token %r, bandwidth %r" % (j["weight_bytes_per_token"], j["read_bandwidth_bytes_per_s"]))
+    tg = j["tests"][1]["tokens_per_s"]
+    expect = tg * j["weight_bytes_per_token"] / j["read_bandwidth_bytes_per_s"]
+    if abs(j["decode_bandwidth_fraction"] - expect) > 1e-9 * max(1.0, expect):
+        failures.append("fraction %r, expected %r" % (j["decode_bandwidth_fraction"], expect))
+    if j["threads"] != 2 or j["mmap"] is not False or j["depth"] != 8:
+        failures.append("echoed options %r" % {k: j[k] for k in ("threads", "mmap", "depth")})
+
+    p = run("-m", model, "-p", "8", "-n", "2", "-r", "1", "--mmap", "--bw-mib", "16")
+    if p.returncode != 0 or "| pp8 |" not in p.stdout or "| tg2 |" not in p.stdout:
+        failures.append("table output: %r %r" % (p.stdout, p.stderr))
+    for bad in (["-m", model, "-r", "0"], ["-m", model, "-p", "x"], ["-p", "8"], ["-m", model, "--bogus"],
+                ["-m", os.path.join(DATA, "missing.gguf"), "--bw-mib", "16"]):
+        p = run(*bad)
+        if p.returncode == 0 or not p.stderr.strip():
+            failures.append("accepted %r" % bad)
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
