@@ -135,6 +135,29 @@ struct GetRowsArgs {
   const int32_t* rows = nullptr;  // [n]
 };
 
+// Mixture-of-experts SwiGLU / GeGLU MLP. Per token: p = softmax(logits), the n_used largest
+// (ties: lower expert id first), renormalized to sum 1 when norm_topk; then
+//   out = sum_k p_k * down_e(act(gate_e(x)) * up_e(x))   over the chosen experts e.
+// Routing happens inside the op on the device's own data (no host decision a GPU would
+// sync on); the CPU backend gathers the tokens of each expert and runs them as one matmul.
+struct MoeArgs {
+  Mat out;                        // [n_tok, n_embd] (must not alias x)
+  Mat x;                          // [n_tok, n_embd]
+  Mat logits;                     // [n_tok, n_expert] router logits
+  const Weight* gate = nullptr;   // [n_expert] views, each [n_ff_exp, n_embd]
+  const Weight* up = nullptr;     // [n_expert] views, each [n_ff_exp, n_embd]
+  const Weight* down = nullptr;   // [n_expert] views, each [n_embd, n_ff_exp]
+  int32_t n_expert = 0;
+  int32_t n_used = 0;             // top-k, 1 <= n_used <= n_expert
+  bool norm_topk = true;
+  Activation act = Activation::silu;
+};
+
+struct SoftcapArgs {
+  Mat x;                          // [rows, cols] := cap * tanh(x / cap), in place
+  float cap = 0.0f;               // > 0
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -154,11 +177,20 @@ class Backend {
   virtual void add(const AddArgs& a) = 0;
   virtual void embedding(const EmbeddingArgs& a) = 0;
   virtual void get_rows(const GetRowsArgs& a) = 0;
+  virtual void moe(const MoeArgs& a) = 0;
+  virtual void softcap(const SoftcapArgs& a) = 0;
   // Waits for queued work (no-op on the CPU).
   virtual void synchronize() {}
+  // Copies bytes between host memory and this backend's memory, in either direction (or
+  // within either); returns once dst holds the data.
+  virtual void copy(void* dst, const void* src, size_t bytes);
 };
 
 // The CPU backend with n_threads workers (<= 0: all cores).
 std::unique_ptr<Backend> make_cpu_backend(int n_threads);
+
+// By name: "cpu", "cuda" (device 0), "cuda:N", or "auto" (CUDA device 0 when one is usable,
+// else the CPU). Throws brisk::Error for an unknown name or an unavailable device.
+std::unique_ptr<Backend> make_backend(const std::string& device, int n_threads);
 
 }  // namespace brisk

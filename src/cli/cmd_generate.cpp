@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "cli/sampling_flags.h"
 #include "core/error.h"
 #include "hub/resolve.h"
 #include "models/random_model.h"
@@ -21,34 +22,14 @@ namespace {
 using brisk::fail;
 
 struct Args {
-  std::string model, prompt, prompt_ids, dump_logits, quant, kv_type = "f16", token;
+  std::string model, prompt, prompt_ids, dump_logits, quant, kv_type = "f16", token, device = "cpu";
   bool have_prompt = false, show_ids = false, raw = false;
   int32_t n_predict = 128, n_ctx = 4096, threads = 0, n_batch = 512;
   brisk::SamplerParams sampling;
   std::vector<std::string> stops;
 };
 
-int32_t parse_int(const std::string& flag, const std::string& v) {
-  try {
-    size_t used = 0;
-    const long long x = std::stoll(v, &used);
-    if (used != v.size() || x < INT32_MIN || x > INT32_MAX) throw std::invalid_argument(v);
-    return int32_t(x);
-  } catch (const std::exception&) {
-    fail(flag, ": '", v, "' is not an integer");
-  }
-}
-
-float parse_float(const std::string& flag, const std::string& v) {
-  try {
-    size_t used = 0;
-    const float x = std::stof(v, &used);
-    if (used != v.size()) throw std::invalid_argument(v);
-    return x;
-  } catch (const std::exception&) {
-    fail(flag, ": '", v, "' is not a number");
-  }
-}
+int32_t parse_int(const std::string& flag, const std::string& v) { return brisk::cli::parse_int_flag(flag, v); }
 
 std::vector<int32_t> parse_ids(const std::string& s) {
   std::vector<int32_t> ids;
@@ -66,10 +47,11 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 void usage() {
   std::fprintf(stderr,
                "usage: brisk generate --model PATH|org/name[:QUANT] (--prompt TEXT | --prompt-ids 1,2,3) [-n N]\n"
-               "  [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
-               "  [--presence-penalty P] [--frequency-penalty F] [--seed S] [--stop STR]...\n"
-               "  [--show-ids] [--dump-logits FILE] [--raw] [--quant q8_0|q4_0|q4_k]\n"
-               "  [--ctx N] [--batch N] [-t N] [--kv-type f16|f32|q8_0] [--token HF_TOKEN]\n");
+               "%s"
+               "  [--stop STR]... [--show-ids] [--dump-logits FILE] [--raw] [--quant q8_0|q4_0|q4_k]\n"
+               "  [--ctx N] [--batch N] [-t N] [--kv-type f16|f32|q8_0] [--token HF_TOKEN]\n"
+               "  [--device cpu|auto|cuda|cuda:N]\n",
+               brisk::cli::kSamplingFlagsUsage);
 }
 
 Args parse(const std::vector<std::string>& argv) {
@@ -81,18 +63,11 @@ Args parse(const std::vector<std::string>& argv) {
       BRISK_CHECK(i + 1 < argv.size(), f, " needs a value");
       return argv[++i];
     };
+    if (brisk::cli::parse_sampling_flag(argv, i, a.sampling)) continue;
     if (f == "--model" || f == "-m") a.model = value();
     else if (f == "--prompt" || f == "-p") { a.prompt = value(); a.have_prompt = true; }
     else if (f == "--prompt-ids") a.prompt_ids = value();
     else if (f == "-n" || f == "--n-predict") a.n_predict = parse_int(f, value());
-    else if (f == "--temp") a.sampling.temperature = parse_float(f, value());
-    else if (f == "--top-k") a.sampling.top_k = parse_int(f, value());
-    else if (f == "--top-p") a.sampling.top_p = parse_float(f, value());
-    else if (f == "--min-p") a.sampling.min_p = parse_float(f, value());
-    else if (f == "--repeat-penalty") a.sampling.repeat_penalty = parse_float(f, value());
-    else if (f == "--presence-penalty") a.sampling.presence_penalty = parse_float(f, value());
-    else if (f == "--frequency-penalty") a.sampling.frequency_penalty = parse_float(f, value());
-    else if (f == "--seed") a.sampling.seed = uint64_t(std::stoull(value()));
     else if (f == "--stop") a.stops.push_back(value());
     else if (f == "--show-ids") a.show_ids = true;
     else if (f == "--dump-logits") a.dump_logits = value();
@@ -103,6 +78,7 @@ Args parse(const std::vector<std::string>& argv) {
     else if (f == "-t" || f == "--threads") a.threads = parse_int(f, value());
     else if (f == "--kv-type") a.kv_type = value();
     else if (f == "--token") a.token = value();
+    else if (f == "--device") a.device = value();
     else if (f == "-h" || f == "--help") { usage(); std::exit(0); }
     else fail("generate: unknown argument '", f, "' (see brisk generate --help)");
   }
@@ -151,7 +127,8 @@ int cmd_generate(const std::vector<std::string>& argv) {
     prompt = parse_ids(a.prompt_ids);
   }
   auto ctx = brisk::Context::create(model, {.n_ctx = a.n_ctx, .n_seq_max = 1, .n_batch = a.n_batch,
-                                            .kv_type = parse_kv_type(a.kv_type), .n_threads = a.threads});
+                                            .kv_type = parse_kv_type(a.kv_type), .n_threads = a.threads,
+                                            .device = a.device});
   brisk::GenerateParams gp{.max_tokens = a.n_predict, .sampling = a.sampling, .stop_strings = a.stops};
   brisk::GenerateCallbacks cb;
   cb.on_text = [](std::string_view text) {

@@ -17,7 +17,7 @@ namespace {
 
 using Field = std::variant<int32_t ModelConfig::*, float ModelConfig::*, bool ModelConfig::*,
                            std::string ModelConfig::*, int32_t RopeScaling::*, float RopeScaling::*,
-                           std::string RopeScaling::*>;
+                           std::string RopeScaling::*, std::vector<std::string> ModelConfig::*>;
 
 struct KeyRow {
   Field field;
@@ -35,7 +35,19 @@ const KeyRow kKeyTable[] = {
     {&ModelConfig::n_ff, "intermediate_size", "{arch}.feed_forward_length"},
     {&ModelConfig::n_ctx_train, "max_position_embeddings", "{arch}.context_length"},
     {&ModelConfig::rms_eps, "rms_norm_eps", "{arch}.attention.layer_norm_rms_epsilon"},
-    {&ModelConfig::rope_theta, "rope_parameters.rope_theta|rope_theta", "{arch}.rope.freq_base"},
+    {&ModelConfig::rope_theta,
+     "rope_parameters.rope_theta|rope_parameters.full_attention.rope_theta|rope_theta", "{arch}.rope.freq_base"},
+    {&ModelConfig::rope_theta_swa, "rope_parameters.sliding_attention.rope_theta|rope_local_base_freq",
+     "{arch}.rope.freq_base_swa"},
+    {&ModelConfig::swa_pattern, "sliding_window_pattern|_sliding_window_pattern", ""},
+    {&ModelConfig::layer_types, "layer_types", ""},
+    {&ModelConfig::query_pre_attn_scalar, "query_pre_attn_scalar", ""},
+    {&ModelConfig::attn_softcap, "attn_logit_softcapping", "{arch}.attn_logit_softcapping"},
+    {&ModelConfig::final_softcap, "final_logit_softcapping", "{arch}.final_logit_softcapping"},
+    {&ModelConfig::n_expert, "num_experts|num_local_experts", "{arch}.expert_count"},
+    {&ModelConfig::n_expert_used, "num_experts_per_tok", "{arch}.expert_used_count"},
+    {&ModelConfig::n_ff_exp, "moe_intermediate_size", "{arch}.expert_feed_forward_length"},
+    {&ModelConfig::norm_topk_prob, "norm_topk_prob", "{arch}.expert_weights_norm"},
     {&ModelConfig::partial_rotary, "rope_parameters.partial_rotary_factor|partial_rotary_factor", ""},
     {&ModelConfig::n_rot, "", "{arch}.rope.dimension_count"},
     {&ModelConfig::sliding_window, "sliding_window", "{arch}.attention.sliding_window"},
@@ -43,9 +55,11 @@ const KeyRow kKeyTable[] = {
     {&ModelConfig::tie_embeddings, "tie_word_embeddings", ""},
     {&ModelConfig::hidden_act, "hidden_act|hidden_activation", ""},
     {&ModelConfig::name, "_name_or_path", "general.name"},
-    {&RopeScaling::type, "rope_parameters.rope_type|rope_scaling.rope_type|rope_scaling.type",
+    {&RopeScaling::type,
+     "rope_parameters.rope_type|rope_parameters.full_attention.rope_type|rope_scaling.rope_type|rope_scaling.type",
      "{arch}.rope.scaling.type"},
-    {&RopeScaling::factor, "rope_parameters.factor|rope_scaling.factor", "{arch}.rope.scaling.factor"},
+    {&RopeScaling::factor, "rope_parameters.factor|rope_parameters.full_attention.factor|rope_scaling.factor",
+     "{arch}.rope.scaling.factor"},
     {&RopeScaling::original_ctx,
      "rope_parameters.original_max_position_embeddings|rope_scaling.original_max_position_embeddings",
      "{arch}.rope.scaling.original_context_length"},
@@ -108,7 +122,14 @@ void assign_json(ModelConfig& c, const Field& field, const nlohmann::json& v, co
             return c.*member;
         }();
         using T = std::remove_reference_t<decltype(target)>;
-        if constexpr (std::is_same_v<T, std::string>) {
+        if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          BRISK_CHECK(v.is_array() && v.size() <= 65536, "config key '", key, "' must be an array of strings");
+          target.clear();
+          for (const nlohmann::json& e : v) {
+            BRISK_CHECK(e.is_string(), "config key '", key, "' must be an array of strings");
+            target.push_back(e.get<std::string>());
+          }
+        } else if constexpr (std::is_same_v<T, std::string>) {
           BRISK_CHECK(v.is_string(), "config key '", key, "' must be a string");
           target = v.get<std::string>();
         } else if constexpr (std::is_same_v<T, bool>) {
@@ -137,7 +158,9 @@ void assign_gguf(ModelConfig& c, const Field& field, const gguf::File& f, const 
             return c.*member;
         }();
         using T = std::remove_reference_t<decltype(target)>;
-        if constexpr (std::is_same_v<T, std::string>) {
+        if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          fail("GGUF key '", key, "': string arrays are not read into the model config");
+        } else if constexpr (std::is_same_v<T, std::string>) {
           auto s = f.get_string(key);
           BRISK_CHECK(s.has_value(), "GGUF key '", key, "' must be a string");
           target = *s;
@@ -213,6 +236,19 @@ void ModelConfig::finalize() {
     act = Activation::gelu_tanh;
   } else {
     fail("model config: unsupported hidden_act '", hidden_act, "'");
+  }
+  BRISK_CHECK(layer_types.empty() || int32_t(layer_types.size()) == n_layer, "model config: layer_types lists ",
+              layer_types.size(), " layers, the model has ", n_layer);
+  for (const std::string& t : layer_types)
+    BRISK_CHECK(t == "sliding_attention" || t == "full_attention", "model config: unknown layer type '", t, "'");
+  BRISK_CHECK(swa_pattern >= 0 && rope_theta_swa >= 0.0f && attn_softcap >= 0.0f && final_softcap >= 0.0f &&
+                  query_pre_attn_scalar >= 0.0f,
+              "model config: negative sliding_window_pattern, rope_theta_swa, soft-cap or query_pre_attn_scalar");
+  BRISK_CHECK(n_expert >= 0 && n_expert <= 4096, "model config: expert count ", n_expert, " out of range");
+  if (n_expert > 0) {
+    BRISK_CHECK(n_expert_used > 0 && n_expert_used <= n_expert, "model config: ", n_expert_used,
+                " experts per token out of range for ", n_expert, " experts");
+    BRISK_CHECK(n_ff_exp > 0, "model config: MoE model without a positive expert intermediate size");
   }
   if (attn_scale == 0.0f) attn_scale = float(1.0 / std::sqrt(double(head_dim)));
 }

@@ -38,6 +38,21 @@ struct ModelConfig {
   Activation act = Activation::silu;
   std::string hidden_act = "silu";
   float attn_scale = 0.0f;       // 0: 1/sqrt(head_dim)
+  // Where the weights were read from (set by the loader): checkpoint quirks differ, e.g.
+  // llama.cpp's converter already folds Gemma's (1 + w) into its RMSNorm weights.
+  bool from_gguf = false;
+  // Gemma family.
+  float rope_theta_swa = 0.0f;   // rope base of sliding-window layers; 0: rope_theta
+  int32_t swa_pattern = 0;       // every swa_pattern-th layer is full attention; 0: unset
+  std::vector<std::string> layer_types;  // HF "sliding_attention" / "full_attention" per layer
+  float query_pre_attn_scalar = 0.0f;    // attention scale 1/sqrt(this); 0: unset
+  float attn_softcap = 0.0f;     // tanh soft-capping of attention scores; 0: off
+  float final_softcap = 0.0f;    // tanh soft-capping of the output logits; 0: off
+  // Mixture of experts (Qwen3-MoE).
+  int32_t n_expert = 0;          // experts per MoE layer; 0: dense
+  int32_t n_expert_used = 0;     // experts chosen per token (top-k)
+  int32_t n_ff_exp = 0;          // intermediate size of one expert
+  bool norm_topk_prob = true;    // renormalize the chosen experts' probabilities to sum 1
 
   // Derived values filled by finalize() and checked for consistency.
   void finalize();

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "models/moe.h"
+
 namespace brisk {
 
 RopeTable model_rope_table(const ModelConfig& cfg, WeightStore& ws) {
@@ -27,6 +29,8 @@ struct DenseLayer {
   AttentionWeights attn;
   const float* ffn_norm = nullptr;   // [n_embd]
   MlpWeights mlp;
+  bool sparse = false;               // MoE MLP instead of mlp
+  MoeWeights moe;
 };
 
 class DenseDecoder final : public ArchModel {
@@ -43,7 +47,9 @@ class DenseDecoder final : public ArchModel {
       L.attn_norm = ws.vector(p + "attn_norm.weight", cfg.n_embd);
       L.attn = attention_weights_load(ws, cfg, il, spec.attention);
       L.ffn_norm = ws.vector(p + "ffn_norm.weight", cfg.n_embd);
-      L.mlp = mlp_weights_load(ws, cfg, il);
+      L.sparse = spec.moe && moe_layer_present(ws, il);
+      if (L.sparse) L.moe = moe_weights_load(ws, cfg, il);
+      else L.mlp = mlp_weights_load(ws, cfg, il);
     }
   }
 
@@ -56,7 +62,7 @@ class DenseDecoder final : public ArchModel {
       Mat t = self_attention(f, h, L.attn, attn, il);
       residual_add(f, x, t, "ffn_inp", il);
       h = norm(f, x, L.ffn_norm, "ffn_norm", il);
-      t = gated_mlp(f, h, L.mlp, il);
+      t = L.sparse ? moe_mlp(f, h, L.moe, il) : gated_mlp(f, h, L.mlp, il);
       residual_add(f, x, t, "l_out", il);
     }
     lm_head(f, x, output_norm_, output_);

@@ -14,6 +14,9 @@ namespace brisk {
 
 struct DenseSpec {
   AttentionLoadSpec attention;
+  // Layers whose checkpoint has a router (blk.N.ffn_gate_inp) get the MoE MLP (models/moe.h)
+  // instead of the dense one.
+  bool moe = false;
 };
 
 std::unique_ptr<ArchModel> dense_decoder_build(const ModelConfig& cfg, WeightStore& ws, const DenseSpec& spec);

@@ -30,7 +30,23 @@ const std::pair<const char*, const char*> kLayer[] = {
     {"mlp.gate_proj.weight", "ffn_gate.weight"},
     {"mlp.up_proj.weight", "ffn_up.weight"},
     {"mlp.down_proj.weight", "ffn_down.weight"},
+    {"mlp.gate.weight", "ffn_gate_inp.weight"},  // MoE router
 };
+
+// MoE experts: "mlp.experts.E.gate_proj.weight" -> "ffn_gate_exps.E.weight", the per-expert
+// slice of GGUF's 3-D blk.N.ffn_gate_exps.weight (models/moe.cpp reads either layout).
+std::string expert_name(const std::string& rest) {
+  const std::string prefix = "mlp.experts.";
+  if (rest.compare(0, prefix.size(), prefix) != 0) return "";
+  size_t p = prefix.size(), q = p;
+  while (q < rest.size() && rest[q] >= '0' && rest[q] <= '9') ++q;
+  if (q == p || q - p > 6 || q >= rest.size() || rest[q] != '.') return "";
+  const std::string e = rest.substr(p, q - p);
+  const std::string proj = rest.substr(q + 1);
+  for (const char* k : {"gate", "up", "down"})
+    if (proj == std::string(k) + "_proj.weight") return std::string("ffn_") + k + "_exps." + e + ".weight";
+  return "";
+}
 
 }  // namespace
 
@@ -47,6 +63,7 @@ std::string hf_to_gguf_name(const std::string& hf) {
   const std::string rest = hf.substr(q + 1);
   for (const auto& [from, to] : kLayer)
     if (rest == from) return "blk." + layer + "." + to;
+  if (std::string e = expert_name(rest); !e.empty()) return "blk." + layer + "." + e;
   return "";
 }
 

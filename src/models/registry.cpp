@@ -6,7 +6,7 @@ const std::vector<const ArchEntry*>& arch_registry() {
   // Listed explicitly: libbrisk is a static library, so self-registering objects that nothing
   // references would be dropped by the linker.
   static const std::vector<const ArchEntry*> entries = {
-      &arch_llama(), &arch_mistral(), &arch_qwen2(), &arch_qwen3(),
+      &arch_llama(), &arch_mistral(), &arch_qwen2(), &arch_qwen3(), &arch_qwen3moe(), &arch_gemma3(),
   };
   return entries;
 }

@@ -28,6 +28,8 @@ struct ArchEntry {
   // GGUF rope pairing: llama.cpp's converter permutes the q/k rows of the Llama family so
   // that GGUF uses adjacent pairs (neox = false); Qwen keeps the HF half-split layout.
   bool gguf_rope_neox = true;
+  // Hugging Face parameter name -> GGUF tensor name ("" drops it); nullptr: hf_to_gguf_name.
+  std::string (*hf_name_map)(const std::string& hf) = nullptr;
   // Checkpoint quirks and family defaults applied to the config before finalize().
   void (*sanitize)(ModelConfig& cfg) = nullptr;
   std::unique_ptr<ArchModel> (*build)(const ModelConfig& cfg, WeightStore& ws) = nullptr;
@@ -43,5 +45,7 @@ const ArchEntry& arch_llama();
 const ArchEntry& arch_mistral();
 const ArchEntry& arch_qwen2();
 const ArchEntry& arch_qwen3();
+const ArchEntry& arch_qwen3moe();
+const ArchEntry& arch_gemma3();
 
 }  // namespace brisk

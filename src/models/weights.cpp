@@ -77,8 +77,11 @@ std::unique_ptr<WeightStore> WeightStore::from_safetensors(
     const auto type = stored_type(t.dtype);
     const size_t elem = type ? (*type == QuantType::F32 ? 4 : 2) : 0;
     const bool aligned = type && reinterpret_cast<uintptr_t>(t.data) % elem == 0;
+    // MoE routers (ffn_gate_inp) stay in their stored format, as llama.cpp keeps them: a
+    // rounding error there flips expert choices.
     const bool is_matrix = st.ne.size() == 2 && name.size() > 7 &&
-                           name.compare(name.size() - 7, 7, ".weight") == 0;
+                           name.compare(name.size() - 7, 7, ".weight") == 0 &&
+                           name.find("ffn_gate_inp.") == std::string::npos;
     const auto qt = quant && is_matrix ? quant_for_row(*quant, st.ne[0]) : std::nullopt;
     if (qt) {
       // Quantize row by row from float32.

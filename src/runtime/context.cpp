@@ -27,7 +27,7 @@ class ModelContext final : public Context {
     if (opt_.kv_type == QuantType::Q8_0)
       BRISK_CHECK(cfg_.head_dim % 32 == 0, "q8_0 KV cache needs head_dim a multiple of 32, model has ",
                   cfg_.head_dim);
-    backend_ = make_cpu_backend(opt_.n_threads);
+    backend_ = make_backend(opt_.device, opt_.n_threads);
     opt_.n_threads = backend_->n_threads();
     kv_ = std::make_unique<KvCache>(*backend_, KvCacheOptions{.n_layer = cfg_.n_layer, .width = cfg_.kv_width(),
                                                               .n_seq = opt_.n_seq_max, .n_ctx = opt_.n_ctx,
@@ -78,8 +78,8 @@ class ModelContext final : public Context {
         kv_->set_length(t.seq, std::max(kv_->length(t.seq), t.pos + 1));
       }
       if (n_out > 0) {
-        std::memcpy(logits_.data() + size_t(logits_done) * size_t(cfg_.n_vocab), arena_.logits,
-                    sizeof(float) * size_t(n_out) * size_t(cfg_.n_vocab));
+        backend_->copy(logits_.data() + size_t(logits_done) * size_t(cfg_.n_vocab), arena_.logits,
+                       sizeof(float) * size_t(n_out) * size_t(cfg_.n_vocab));
         logits_done += n_out;
       }
     }
@@ -116,14 +116,14 @@ class ModelContext final : public Context {
   void set_tap(TapFn tap) override {
     tap_ = std::move(tap);
     tap_fn_ = [this](const std::string& name, int layer, const Mat& m) {
-      // Rows are compacted when the view has a stride.
-      if (m.row_stride() == m.cols) {
+      // Rows are compacted (and brought to host memory) through the backend.
+      if (m.row_stride() == m.cols && backend_->name() == "cpu") {
         tap_(name, layer, m.data, m.rows, m.cols);
         return;
       }
       std::vector<float> dense(size_t(m.rows * m.cols));
       for (int64_t r = 0; r < m.rows; ++r)
-        std::memcpy(dense.data() + size_t(r * m.cols), m.row(r), sizeof(float) * size_t(m.cols));
+        backend_->copy(dense.data() + size_t(r * m.cols), m.row(r), sizeof(float) * size_t(m.cols));
       tap_(name, layer, dense.data(), m.rows, m.cols);
     };
   }

@@ -51,6 +51,7 @@ struct ContextOptions {
   int32_t n_batch = 512;           // max tokens per forward (larger batches are chunked)
   QuantType kv_type = QuantType::F16;  // F16 (default), F32 or Q8_0
   int32_t n_threads = 0;           // 0: all cores
+  std::string device = "cpu";      // cpu | cuda | cuda:N | auto (see make_backend)
 };
 
 struct BatchToken {

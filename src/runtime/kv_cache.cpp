@@ -37,13 +37,13 @@ void KvCache::allocate(int32_t capacity) {
       dst->push_back(view);
     }
   }
-  // Copy what the old buffers hold (host memory on the CPU backend).
+  // Copy what the old buffers hold (through the backend: host or device memory).
   for (size_t il = 0; il < k_.size(); ++il) {
     for (int32_t s = 0; s < opt_.n_seq; ++s) {
       const size_t n = size_t(len_[size_t(s)]) * row_bytes_;
       if (n == 0) continue;
-      std::memcpy(nk[il].row(s, 0), k_[il].row(s, 0), n);
-      std::memcpy(nv[il].row(s, 0), v_[il].row(s, 0), n);
+      backend_.copy(nk[il].row(s, 0), k_[il].row(s, 0), n);
+      backend_.copy(nv[il].row(s, 0), v_[il].row(s, 0), n);
     }
     backend_.free(k_[il].data);
     backend_.free(v_[il].data);
@@ -66,8 +66,8 @@ void KvCache::copy(int32_t src, int32_t dst, int32_t n) {
               " holds ", len_[size_t(src)]);
   if (src != dst && n > 0) {
     for (size_t il = 0; il < k_.size(); ++il) {
-      std::memmove(k_[il].row(dst, 0), k_[il].row(src, 0), size_t(n) * row_bytes_);
-      std::memmove(v_[il].row(dst, 0), v_[il].row(src, 0), size_t(n) * row_bytes_);
+      backend_.copy(k_[il].row(dst, 0), k_[il].row(src, 0), size_t(n) * row_bytes_);
+      backend_.copy(v_[il].row(dst, 0), v_[il].row(src, 0), size_t(n) * row_bytes_);
     }
   }
   len_[size_t(dst)] = n;

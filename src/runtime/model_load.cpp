@@ -76,6 +76,7 @@ std::shared_ptr<Model> load_gguf(const ModelLoadOptions& o) {
   BRISK_CHECK(entry, o.path, ": unsupported GGUF architecture '", arch, "'");
   auto m = std::make_shared<LoadedModel>();
   m->config_.rope_neox = entry->gguf_rope_neox;
+  m->config_.from_gguf = true;
   config_fill_from_gguf(m->config_, *file);
   m->weights_ = WeightStore::from_gguf(file);
   m->config_.tie_embeddings = !m->weights_->has("output.weight");
@@ -101,7 +102,8 @@ std::shared_ptr<Model> load_hf(const ModelLoadOptions& o) {
   config_fill_from_hf(m->config_, cfg);
   auto ckpt = std::make_shared<safetensors::Checkpoint>(
       safetensors::Checkpoint::open(o.path, o.use_mmap ? MappedFile::Mode::mmap : MappedFile::Mode::read));
-  m->weights_ = WeightStore::from_safetensors(ckpt, &hf_to_gguf_name, parse_quant(o.quant));
+  m->weights_ = WeightStore::from_safetensors(ckpt, entry->hf_name_map ? entry->hf_name_map : &hf_to_gguf_name,
+                                              parse_quant(o.quant));
   finish(*m, *entry);
   m->tokenizer_ = tokenizer_load_hf(o.path);
   if (fs::exists(dir / "chat_template.jinja")) {

@@ -154,7 +154,10 @@ void check_quantized(const std::string& arch, const ModelLoadOptions& quant_opts
     fctx->decode({{.token = ref.greedy[i], .pos = pos, .seq = 0, .want_logits = true}});
     qctx->decode({{.token = ref.greedy[i], .pos = pos, .seq = 0, .want_logits = true}});
   }
-  EXPECT_GT(n_checked, 16) << "too few steps had a margin above the quantization error";
+  // The toy MoE fixture's continuation alternates between near-tied tokens, and a flipped expert
+  // choice makes its quantization error larger: a quarter of the steps must be clear there.
+  const int32_t min_checked = arch == "qwen3_moe" ? 8 : 16;
+  EXPECT_GT(n_checked, min_checked) << "too few steps had a margin above the quantization error";
 }
 
 class ModelRef : public ::testing::TestWithParam<std::string> {};
@@ -179,7 +182,7 @@ TEST_P(ModelRef, LoadTimeQ8_0FollowsReference) {
   check_quantized(GetParam(), {.path = model_dir(GetParam()) + "/hf", .quant = "q8_0"});
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ModelRef, ::testing::Values("llama", "mistral", "qwen2", "qwen3"),
+INSTANTIATE_TEST_SUITE_P(Models, ModelRef, ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma3", "qwen3_moe"),
                          [](const auto& info) { return info.param; });
 
 // The project's own fixtures (tools/make_fixtures): rope scaling variants, tied/untied, GQA/MHA,

@@ -5,6 +5,7 @@
 // accumulators) grows to the largest request and is then reused, so steady-state decode
 // steps allocate nothing.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -150,6 +151,73 @@ class CpuBackend final : public Backend {
     pool_.run([&](int ith, int nth) { cpu::get_rows_rows(a, ith, nth); }, parts_for(double(a.out.rows) * double(a.x.cols)));
   }
 
+  // Routes every token, then runs each expert once over the tokens that chose it (gathered
+  // rows, ordinary matmuls on scratch) and scatters the weighted results into out.
+  void moe(const MoeArgs& a) override {
+    const int64_t n_tok = a.x.rows;
+    BRISK_CHECK(a.gate && a.up && a.down && a.n_expert > 0 && a.n_used > 0 && a.n_used <= a.n_expert,
+                "moe: ", a.n_used, " of ", a.n_expert, " experts, or expert weights missing");
+    check_mat(a.logits, n_tok, a.n_expert, "moe", "logits");
+    check_mat(a.out, n_tok, a.x.cols, "moe", "out");
+    BRISK_CHECK(a.out.data != a.x.data, "moe: out must not alias x");
+    const int64_t n_ff = a.gate[0].n_out;
+    for (int32_t e = 0; e < a.n_expert; ++e) {
+      BRISK_CHECK(a.gate[e].n_in == a.x.cols && a.up[e].n_in == a.x.cols && a.gate[e].n_out == n_ff &&
+                      a.up[e].n_out == n_ff && a.down[e].n_in == n_ff && a.down[e].n_out == a.x.cols,
+                  "moe: expert ", e, " weights do not match [", n_ff, ", ", a.x.cols, "]");
+    }
+    if (ref_) return ref::moe(a);
+    const size_t nk = size_t(n_tok) * size_t(a.n_used);
+    auto* ids = static_cast<int32_t*>(scratch(moe_ids_, nk * sizeof(int32_t)));
+    auto* wts = static_cast<float*>(scratch(moe_w_, nk * sizeof(float)));
+    pool_.run([&](int ith, int nth) { cpu::moe_route_rows(a, ids, wts, ith, nth); },
+              parts_for(double(n_tok) * double(a.n_expert) * double(a.n_used) * 4.0));
+    // Scratch: gathered x [n_tok, n_embd], gate/up [n_tok, n_ff], expert out [n_tok, n_embd],
+    // and the (token, weight) list of the expert.
+    const size_t fl = sizeof(float);
+    auto* xs = static_cast<float*>(scratch(moe_x_, size_t(n_tok) * size_t(a.x.cols) * fl));
+    auto* gs = static_cast<float*>(scratch(moe_g_, size_t(n_tok) * size_t(n_ff) * fl));
+    auto* us = static_cast<float*>(scratch(moe_u_, size_t(n_tok) * size_t(n_ff) * fl));
+    auto* ds = static_cast<float*>(scratch(moe_d_, size_t(n_tok) * size_t(a.x.cols) * fl));
+    auto* tok = static_cast<int32_t*>(scratch(moe_tok_, size_t(n_tok) * sizeof(int32_t)));
+    auto* tw = static_cast<float*>(scratch(moe_tw_, size_t(n_tok) * fl));
+    for (int64_t t = 0; t < n_tok; ++t) std::fill(a.out.row(t), a.out.row(t) + a.x.cols, 0.0f);
+    for (int32_t e = 0; e < a.n_expert; ++e) {
+      int64_t m = 0;
+      for (int64_t t = 0; t < n_tok; ++t) {
+        for (int32_t k = 0; k < a.n_used; ++k) {
+          if (ids[size_t(t) * size_t(a.n_used) + size_t(k)] != e) continue;
+          tok[m] = int32_t(t);
+          tw[m] = wts[size_t(t) * size_t(a.n_used) + size_t(k)];
+          std::copy(a.x.row(t), a.x.row(t) + a.x.cols, xs + m * a.x.cols);
+          ++m;
+        }
+      }
+      if (m == 0) continue;
+      const Mat xm{.data = xs, .rows = m, .cols = a.x.cols};
+      const Mat gm{.data = gs, .rows = m, .cols = n_ff};
+      const Mat um{.data = us, .rows = m, .cols = n_ff};
+      const Mat dm{.data = ds, .rows = m, .cols = a.x.cols};
+      matmul({.out = gm, .x = xm, .w = a.gate[e]});
+      matmul({.out = um, .x = xm, .w = a.up[e]});
+      gated_act({.out = gm, .gate = gm, .up = um, .act = a.act});
+      matmul({.out = dm, .x = gm, .w = a.down[e]});
+      for (int64_t j = 0; j < m; ++j) {
+        float* o = a.out.row(tok[j]);
+        const float* d = dm.row(j);
+        for (int64_t i = 0; i < a.x.cols; ++i) o[i] += tw[j] * d[i];
+      }
+    }
+  }
+
+  void softcap(const SoftcapArgs& a) override {
+    BRISK_CHECK(a.cap > 0.0f && std::isfinite(a.cap), "softcap: cap ", a.cap, " must be positive");
+    check_mat(a.x, a.x.rows, a.x.cols, "softcap", "x");
+    if (ref_) return ref::softcap(a);
+    pool_.run([&](int ith, int nth) { cpu::softcap_rows(a, ith, nth); },
+              parts_for(double(a.x.rows) * double(a.x.cols) * 16.0));
+  }
+
  private:
   static void* scratch(std::vector<uint8_t>& buf, size_t bytes) {
     if (buf.size() < bytes) buf.resize(bytes);
@@ -163,6 +231,7 @@ class CpuBackend final : public Backend {
   std::unordered_set<void*> allocations_;
   std::vector<uint8_t> act_scratch_;
   std::vector<uint8_t> attn_scratch_;
+  std::vector<uint8_t> moe_ids_, moe_w_, moe_x_, moe_g_, moe_u_, moe_d_, moe_tok_, moe_tw_;
 };
 
 }  // namespace

@@ -36,6 +36,10 @@ void gated_act_rows(const GatedActArgs& a, int ith, int nth);
 void add_rows(const AddArgs& a, int ith, int nth);
 void embedding_rows(const EmbeddingArgs& a, int ith, int nth);
 void get_rows_rows(const GetRowsArgs& a, int ith, int nth);
+// MoE routing (kernels/cpu/moe.cpp): for each token of the share, the chosen experts
+// ids[t * n_used + k] and their weights w[t * n_used + k], in descending probability.
+void moe_route_rows(const MoeArgs& a, int32_t* ids, float* w, int ith, int nth);
+void softcap_rows(const SoftcapArgs& a, int ith, int nth);
 
 // Element conversions shared by the kernels (KV cache rows, embedding rows).
 // Converts n elements of `src` (in `type`) to float32.

@@ -20,5 +20,7 @@ void gated_act(const GatedActArgs& a);
 void add(const AddArgs& a);
 void embedding(const EmbeddingArgs& a);
 void softmax(float* x, int64_t n);
+void moe(const MoeArgs& a);
+void softcap(const SoftcapArgs& a);
 
 }  // namespace brisk::ref

@@ -1,0 +1,162 @@
+// Decode benchmark of the CUDA backend (see cuda_bench.h). Weight matrices are filled from a
+// pool of 256 host-quantized random rows (the values do not matter for timing, the bytes
+// do: every layer has its own device copy), so the setup costs seconds, not a GGUF write.
+#include "backend/cuda/cuda_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "backend/cuda/cuda_backend.h"
+#include "core/error.h"
+#include "kernels/cpu/ops.h"
+
+namespace brisk {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+class WeightMaker {
+ public:
+  WeightMaker(Backend& be, QuantType t) : be_(be), type_(t) {}
+
+  Weight make(int64_t n_out, int64_t n_in) {
+    const size_t rb = size_t(quant_row_bytes(type_, uint64_t(n_in)).value());
+    std::vector<uint8_t>& pool = pool_for(n_in, rb);
+    auto* dev = static_cast<uint8_t*>(be_.alloc(rb * size_t(n_out)));
+    for (int64_t r = 0; r < n_out; r += kPoolRows) {
+      const int64_t n = std::min<int64_t>(kPoolRows, n_out - r);
+      be_.copy(dev + size_t(r) * rb, pool.data(), size_t(n) * rb);
+    }
+    bytes_ += double(rb) * double(n_out);
+    return Weight{.type = type_, .n_in = n_in, .n_out = n_out, .row_bytes = rb, .data = dev};
+  }
+  double bytes() const { return bytes_; }
+
+ private:
+  static constexpr int64_t kPoolRows = 256;
+  std::vector<uint8_t>& pool_for(int64_t n_in, size_t rb) {
+    auto& pool = pools_[n_in];
+    if (!pool.empty()) return pool;
+    pool.resize(rb * size_t(kPoolRows));
+    std::mt19937 rng(static_cast<uint32_t>(n_in));
+    std::normal_distribution<float> d(0.0f, 1.0f / std::sqrt(float(n_in)));
+    std::vector<float> row(static_cast<size_t>(n_in));
+    for (int64_t r = 0; r < kPoolRows; ++r) {
+      for (float& v : row) v = d(rng);
+      cpu::row_from_f32(type_, row.data(), pool.data() + size_t(r) * rb, n_in);
+    }
+    return pool;
+  }
+  Backend& be_;
+  QuantType type_;
+  std::map<int64_t, std::vector<uint8_t>> pools_;
+  double bytes_ = 0.0;
+};
+
+struct Layer {
+  Weight wq, wk, wv, wo, gate, up, down;
+  KvView k, v;
+};
+
+}  // namespace
+
+CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
+  BRISK_CHECK(p.n_head % p.n_head_kv == 0 && p.steps > 0 && p.n_past >= 0, "cuda bench: bad parameters");
+  auto be = make_cuda_backend(p.device);
+  CudaBenchResult res;
+
+  // Copy bandwidth: 2 GiB device to device, best of 5.
+  {
+    const size_t bytes = size_t(2) << 30;
+    void* a = be->alloc(bytes);
+    void* b = be->alloc(bytes);
+    double best = 1e30;
+    for (int i = 0; i < 5; ++i) {
+      const auto t0 = Clock::now();
+      be->copy(b, a, bytes);
+      best = std::min(best, seconds_since(t0));
+    }
+    res.copy_gbps = 2.0 * double(bytes) / best / 1e9;
+    be->free(a);
+    be->free(b);
+  }
+
+  const int64_t q_w = int64_t(p.n_head) * p.head_dim, kv_w = int64_t(p.n_head_kv) * p.head_dim;
+  const int64_t cap = p.n_past + p.steps + 8;
+  WeightMaker wm(*be, p.type);
+  std::vector<Layer> layers(static_cast<size_t>(p.n_layer));
+  for (Layer& l : layers) {
+    l.wq = wm.make(q_w, p.n_embd);
+    l.wk = wm.make(kv_w, p.n_embd);
+    l.wv = wm.make(kv_w, p.n_embd);
+    l.wo = wm.make(p.n_embd, q_w);
+    l.gate = wm.make(p.n_ff, p.n_embd);
+    l.up = wm.make(p.n_ff, p.n_embd);
+    l.down = wm.make(p.n_embd, p.n_ff);
+    const size_t rb = size_t(kv_w) * 2;
+    l.k = KvView{.type = QuantType::F16, .data = be->alloc(rb * size_t(cap)), .width = kv_w, .row_bytes = rb,
+                 .capacity = cap, .n_seq = 1};
+    l.v = l.k;
+    l.v.data = be->alloc(rb * size_t(cap));
+  }
+  const Weight output = wm.make(p.n_vocab, p.n_embd);  // also the embedding table (one row read)
+  std::vector<float> ones(size_t(std::max<int64_t>(p.n_embd, p.head_dim)), 1.0f);
+  RopeTable rope{.n_rot = p.head_dim, .inv_freq = {}};
+  for (int i = 0; i < p.head_dim / 2; ++i) rope.inv_freq.push_back(std::pow(500000.0f, -2.0f * float(i) / float(p.head_dim)));
+
+  auto buf = [&](int64_t cols) { return Mat{.data = static_cast<float*>(be->alloc(sizeof(float) * size_t(cols))), .rows = 1, .cols = cols}; };
+  const Mat x = buf(p.n_embd), h = buf(p.n_embd), t = buf(p.n_embd), q = buf(q_w), k = buf(kv_w), v = buf(kv_w),
+            attn = buf(q_w), gate = buf(p.n_ff), up = buf(p.n_ff), logits = buf(p.n_vocab);
+  int32_t id = 1, seq = 0, pos = 0;
+  const float scale = 1.0f / std::sqrt(float(p.head_dim));
+
+  auto step = [&]() {
+    be->embedding({.out = x, .table = output, .ids = &id});
+    for (const Layer& l : layers) {
+      be->rms_norm({.out = h, .x = x, .weight = ones.data()});
+      be->matmul({.out = q, .x = h, .w = l.wq});
+      be->matmul({.out = k, .x = h, .w = l.wk});
+      be->matmul({.out = v, .x = h, .w = l.wv});
+      be->rope({.x = q, .pos = &pos, .n_head = p.n_head, .head_dim = p.head_dim, .table = &rope});
+      be->rope({.x = k, .pos = &pos, .n_head = p.n_head_kv, .head_dim = p.head_dim, .table = &rope});
+      be->kv_store({.k = k, .v = v, .k_cache = l.k, .v_cache = l.v, .seq = &seq, .pos = &pos});
+      be->attention({.out = attn, .q = q, .k_cache = l.k, .v_cache = l.v, .seq = &seq, .pos = &pos,
+                     .n_head = p.n_head, .n_head_kv = p.n_head_kv, .head_dim = p.head_dim, .scale = scale});
+      be->matmul({.out = t, .x = attn, .w = l.wo});
+      be->add({.out = x, .a = x, .b = t});
+      be->rms_norm({.out = h, .x = x, .weight = ones.data()});
+      be->matmul({.out = gate, .x = h, .w = l.gate});
+      be->matmul({.out = up, .x = h, .w = l.up});
+      be->gated_act({.out = gate, .gate = gate, .up = up});
+      be->matmul({.out = t, .x = gate, .w = l.down});
+      be->add({.out = x, .a = x, .b = t});
+    }
+    be->rms_norm({.out = h, .x = x, .weight = ones.data()});
+    be->matmul({.out = logits, .x = h, .w = output});
+  };
+
+  pos = p.n_past;
+  for (int i = 0; i < 2; ++i) step();  // warm-up: uploads of the small constants
+  be->synchronize();
+  const auto t0 = Clock::now();
+  for (int i = 0; i < p.steps; ++i) {
+    pos = p.n_past + i;
+    step();
+  }
+  be->synchronize();
+  const double secs = seconds_since(t0);
+  res.tok_per_s = double(p.steps) / secs;
+  const double kv_bytes = 2.0 * double(p.n_layer) * double(p.n_past + p.steps / 2) * double(kv_w) * 2.0;
+  res.bytes_per_token = wm.bytes() + kv_bytes;
+  res.achieved_gbps = res.bytes_per_token * res.tok_per_s / 1e9;
+  return res;
+}
+
+}  // namespace brisk

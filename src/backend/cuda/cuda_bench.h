@@ -1,0 +1,36 @@
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "quant/types.h"
+
+namespace brisk {
+
+// A decode-step benchmark of the CUDA backend at a real model shape (default: Llama-3.1-8B)
+// with random weights made directly in device memory: the op sequence of the dense decoder's
+// forward for one token, timed over `steps` steps, next to the device-to-device copy
+// bandwidth measured in the same run.
+struct CudaBenchParams {
+  QuantType type = QuantType::Q8_0;
+  int32_t n_layer = 32;
+  int32_t n_embd = 4096;
+  int32_t n_head = 32;
+  int32_t n_head_kv = 8;
+  int32_t head_dim = 128;
+  int32_t n_ff = 14336;
+  int32_t n_vocab = 128256;
+  int32_t n_past = 512;     // positions already in the KV cache (F16)
+  int32_t steps = 64;
+  int device = 0;
+};
+
+struct CudaBenchResult {
+  double tok_per_s = 0.0;
+  double bytes_per_token = 0.0;   // weights read (+ KV cache read) per decoded token
+  double achieved_gbps = 0.0;     // bytes_per_token * tok_per_s
+  double copy_gbps = 0.0;         // device-to-device copy (read + write bytes per second)
+};
+
+CudaBenchResult cuda_decode_bench(const CudaBenchParams& p);
+
+}  // namespace brisk

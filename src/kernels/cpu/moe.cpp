@@ -1,0 +1,53 @@
+// Mixture-of-experts routing and logit soft-capping. Routing: softmax over the router logits
+// of a token, the n_used most probable experts (ties: lower id first), optionally renormalized.
+// The expert MLPs themselves run as ordinary matmuls over each expert's gathered tokens
+// (backend/cpu/cpu_backend.cpp).
+#include <cmath>
+
+#include "kernels/cpu/ops.h"
+
+namespace brisk::cpu {
+
+void moe_route_rows(const MoeArgs& a, int32_t* ids, float* w, int ith, int nth) {
+  int64_t begin = 0, end = 0;
+  split_range(a.logits.rows, ith, nth, &begin, &end);
+  const int32_t ne = a.n_expert;
+  const int32_t k = a.n_used;
+  for (int64_t t = begin; t < end; ++t) {
+    const float* l = a.logits.row(t);  // [n_expert]
+    float mx = l[0];
+    for (int32_t e = 1; e < ne; ++e) mx = std::max(mx, l[e]);
+    double sum = 0.0;
+    for (int32_t e = 0; e < ne; ++e) sum += std::exp(double(l[e]) - double(mx));
+    int32_t* ti = ids + t * k;
+    float* tw = w + t * k;
+    // Selection by repeated scan: k and n_expert are small (<= a few hundred).
+    double chosen = 0.0;
+    for (int32_t j = 0; j < k; ++j) {
+      int32_t best = -1;
+      for (int32_t e = 0; e < ne; ++e) {
+        bool taken = false;
+        for (int32_t q = 0; q < j; ++q) taken = taken || ti[q] == e;
+        if (!taken && (best < 0 || l[e] > l[best])) best = e;
+      }
+      ti[j] = best;
+      const double p = std::exp(double(l[best]) - double(mx)) / sum;
+      tw[j] = float(p);
+      chosen += p;
+    }
+    if (a.norm_topk)
+      for (int32_t j = 0; j < k; ++j) tw[j] = float(double(tw[j]) / chosen);
+  }
+}
+
+void softcap_rows(const SoftcapArgs& a, int ith, int nth) {
+  int64_t begin = 0, end = 0;
+  split_range(a.x.rows, ith, nth, &begin, &end);
+  const float inv = 1.0f / a.cap;
+  for (int64_t r = begin; r < end; ++r) {
+    float* x = a.x.row(r);
+    for (int64_t i = 0; i < a.x.cols; ++i) x[i] = a.cap * std::tanh(x[i] * inv);
+  }
+}
+
+}  // namespace brisk::cpu

@@ -1,0 +1,117 @@
+// Element-wise ops: gated activation, add, soft-capping, row gather, and the KV cache store (F32 / F16).
+#include <cuda_fp16.h>
+
+#include "kernels/cuda/kernels.h"
+
+namespace brisk::cuda {
+
+namespace {
+
+struct View2 {  // [rows, cols] with a row stride, as Mat
+  float* p;
+  int64_t s;
+};
+
+__device__ __forceinline__ float act_fn(float g, bool gelu) {
+  // exp in double rounded to float is the correctly rounded expf the CPU's libm gives.
+  if (!gelu) return __fdiv_rn(g, __fadd_rn(1.0f, float(exp(-double(g)))));
+  return 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g)));
+}
+
+__global__ void gated_act_kernel(View2 out, View2 gate, View2 up, int64_t rows, int64_t cols, bool gelu) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows * cols) return;
+  const int64_t r = i / cols, c = i % cols;
+  out.p[r * out.s + c] = __fmul_rn(act_fn(gate.p[r * gate.s + c], gelu), up.p[r * up.s + c]);
+}
+
+__global__ void add_kernel(View2 out, View2 a, View2 b, int64_t rows, int64_t cols) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows * cols) return;
+  const int64_t r = i / cols, c = i % cols;
+  out.p[r * out.s + c] = a.p[r * a.s + c] + b.p[r * b.s + c];
+}
+
+__global__ void softcap_kernel(View2 x, int64_t rows, int64_t cols, float cap) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows * cols) return;
+  const int64_t r = i / cols, c = i % cols;
+  float& v = x.p[r * x.s + c];
+  v = cap * tanhf(v / cap);
+}
+
+__global__ void get_rows_kernel(View2 out, View2 x, const int32_t* rows, int64_t n, int64_t cols) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n * cols) return;
+  const int64_t r = i / cols, c = i % cols;
+  out.p[r * out.s + c] = x.p[int64_t(rows[r]) * x.s + c];
+}
+
+template <bool F16>
+__global__ void kv_store_kernel(View2 k, View2 v, uint8_t* kc, uint8_t* vc, size_t k_row_bytes, size_t v_row_bytes,
+                                int64_t capacity, int64_t n_tok, int64_t width, const int32_t* seq,
+                                const int32_t* pos) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n_tok * width) return;
+  const int64_t t = i / width, c = i % width;
+  const size_t slot = size_t(seq[t]) * size_t(capacity) + size_t(pos[t]);
+  if (F16) {
+    reinterpret_cast<__half*>(kc + slot * k_row_bytes)[c] = __float2half_rn(k.p[t * k.s + c]);
+    reinterpret_cast<__half*>(vc + slot * v_row_bytes)[c] = __float2half_rn(v.p[t * v.s + c]);
+  } else {
+    reinterpret_cast<float*>(kc + slot * k_row_bytes)[c] = k.p[t * k.s + c];
+    reinterpret_cast<float*>(vc + slot * v_row_bytes)[c] = v.p[t * v.s + c];
+  }
+}
+
+View2 view(const Mat& m) { return View2{m.data, m.row_stride()}; }
+unsigned blocks_for(int64_t n) { return unsigned((n + 255) / 256); }
+
+}  // namespace
+
+cudaError_t launch_gated_act(const GatedActArgs& a, cudaStream_t s) {
+  const int64_t n = a.gate.rows * a.gate.cols;
+  if (n == 0) return cudaSuccess;
+  gated_act_kernel<<<blocks_for(n), 256, 0, s>>>(view(a.out), view(a.gate), view(a.up), a.gate.rows, a.gate.cols,
+                                                 a.act == Activation::gelu_tanh);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_add(const AddArgs& a, cudaStream_t s) {
+  const int64_t n = a.a.rows * a.a.cols;
+  if (n == 0) return cudaSuccess;
+  add_kernel<<<blocks_for(n), 256, 0, s>>>(view(a.out), view(a.a), view(a.b), a.a.rows, a.a.cols);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_softcap(const SoftcapArgs& a, cudaStream_t s) {
+  const int64_t n = a.x.rows * a.x.cols;
+  if (n == 0) return cudaSuccess;
+  softcap_kernel<<<blocks_for(n), 256, 0, s>>>(view(a.x), a.x.rows, a.x.cols, a.cap);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_get_rows(const GetRowsArgs& a, cudaStream_t s) {
+  const int64_t n = a.out.rows * a.x.cols;
+  if (n == 0) return cudaSuccess;
+  get_rows_kernel<<<blocks_for(n), 256, 0, s>>>(view(a.out), view(a.x), a.rows, a.out.rows, a.x.cols);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_kv_store(const KvStoreArgs& a, cudaStream_t s) {
+  const int64_t n = a.k.rows * a.k_cache.width;
+  if (n == 0) return cudaSuccess;
+  auto* kc = static_cast<uint8_t*>(a.k_cache.data);
+  auto* vc = static_cast<uint8_t*>(a.v_cache.data);
+  if (a.k_cache.type == QuantType::F16)
+    kv_store_kernel<true><<<blocks_for(n), 256, 0, s>>>(view(a.k), view(a.v), kc, vc, a.k_cache.row_bytes,
+                                                        a.v_cache.row_bytes, a.k_cache.capacity, a.k.rows,
+                                                        a.k_cache.width, a.seq, a.pos);
+  else
+    kv_store_kernel<false><<<blocks_for(n), 256, 0, s>>>(view(a.k), view(a.v), kc, vc, a.k_cache.row_bytes,
+                                                         a.v_cache.row_bytes, a.k_cache.capacity, a.k.rows,
+                                                         a.k_cache.width, a.seq, a.pos);
+  return cudaGetLastError();
+}
+
+}  // namespace brisk::cuda

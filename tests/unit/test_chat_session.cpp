@@ -1,0 +1,115 @@
+// ChatSession on the tiny qwen3 fixture (greedy): the KV cache is reused across turns (only
+// the new turn is prefilled) and reusing it changes nothing: a session that answers turn 2
+// after turn 1 gives the same answer as a fresh session given the whole conversation.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "runtime/chat_session.h"
+
+namespace brisk {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string fixture_path() { return std::string(BRISK_SHARED_DATA) + "/models/qwen3/model-f32.gguf"; }
+
+class ChatSessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(fixture_path()))
+      GTEST_SKIP() << "shared model fixture " << fixture_path() << " is missing";
+    model_ = Model::load({.path = fixture_path(), .n_threads = 1});
+  }
+  std::unique_ptr<Context> context() const {
+    return Context::create(model_, {.n_ctx = 1024, .n_seq_max = 1, .n_threads = 1});
+  }
+  ChatTemplate tmpl() const { return ChatTemplate(model_->chat_template()); }
+  static GenerateParams params(int32_t n) {
+    GenerateParams p{.max_tokens = n};
+    p.sampling.temperature = 0.0f;
+    return p;
+  }
+  std::shared_ptr<Model> model_;
+};
+
+TEST_F(ChatSessionTest, SecondTurnPrefillsOnlyItsOwnTokens) {
+  auto ctx = context();
+  ChatSession chat(model_, *ctx, tmpl());
+  const ChatTurn t1 = chat.reply("Hello there", params(12));
+  EXPECT_EQ(t1.stats.n_prompt, t1.stats.n_prompt_new);
+  EXPECT_EQ(ctx->seq_length(0), t1.stats.n_ctx_used);
+  EXPECT_EQ(size_t(ctx->seq_length(0)), chat.cached_tokens().size());
+  ASSERT_EQ(chat.messages().size(), 2u);
+  EXPECT_EQ(chat.messages()[1]["content"], t1.answer);
+
+  const ChatTurn t2 = chat.reply("And then?", params(12));
+  const std::string held = t1.prompt_text + t1.answer;
+  ASSERT_EQ(t2.prompt_text.compare(0, held.size(), held), 0);
+  const auto glue = model_->tokenizer()->encode(t2.prompt_text.substr(held.size()),
+                                                {.add_special = false, .parse_special = true});
+  EXPECT_EQ(t2.stats.n_prompt_new, int32_t(glue.size()));
+  EXPECT_LT(t2.stats.n_prompt_new, t2.stats.n_prompt);
+
+  // The same conversation from scratch gives the same answer.
+  auto ctx2 = context();
+  ChatSession fresh(model_, *ctx2, tmpl());
+  json first_turn = chat.messages();
+  first_turn.erase(first_turn.end() - 2, first_turn.end());
+  fresh.set_messages(first_turn, "test");
+  const ChatTurn f2 = fresh.reply("And then?", params(12));
+  EXPECT_EQ(f2.stats.n_prompt_new, f2.stats.n_prompt);
+  EXPECT_EQ(f2.answer, t2.answer);
+}
+
+TEST_F(ChatSessionTest, ClearEmptiesCacheAndKeepsSystem) {
+  auto ctx = context();
+  ChatSession chat(model_, *ctx, tmpl());
+  chat.set_system("Be brief.");
+  chat.reply("Hi", params(4));
+  chat.clear();
+  EXPECT_EQ(ctx->seq_length(0), 0);
+  ASSERT_EQ(chat.messages().size(), 1u);
+  EXPECT_EQ(chat.messages()[0]["role"], "system");
+  const ChatTurn t = chat.reply("Hi", params(4));
+  EXPECT_EQ(t.stats.n_prompt, t.stats.n_prompt_new);
+  chat.set_system("");
+  EXPECT_EQ(chat.messages()[0]["role"], "user");
+}
+
+TEST_F(ChatSessionTest, EditedHistoryFallsBackToCommonPrefix) {
+  auto ctx = context();
+  ChatSession chat(model_, *ctx, tmpl());
+  const ChatTurn t1 = chat.reply("Hello", params(6));
+  // A system message inserted in front changes the start of the text: the sequence is cut
+  // back to the tokens both renderings share (here at most the opening special token).
+  chat.set_system("New rules.");
+  const ChatTurn t = chat.reply("Again", params(4));
+  const EncodeOptions enc{.add_special = false, .parse_special = true};
+  const auto before = model_->tokenizer()->encode(t1.prompt_text, enc);
+  const auto after = model_->tokenizer()->encode(t.prompt_text, enc);
+  size_t common = 0;
+  while (common < before.size() && common < after.size() && before[common] == after[common]) ++common;
+  EXPECT_LT(common, before.size());
+  EXPECT_EQ(t.stats.n_prompt, int32_t(after.size()));
+  EXPECT_EQ(t.stats.n_prompt_new, int32_t(after.size() - common));
+  EXPECT_EQ(ctx->seq_length(0), t.stats.n_ctx_used);
+}
+
+TEST_F(ChatSessionTest, BadInputIsRejectedAndStateKept) {
+  auto ctx = context();
+  ChatSession chat(model_, *ctx, tmpl());
+  EXPECT_THROW(chat.set_messages(json::object(), "x"), Error);
+  EXPECT_THROW(chat.set_messages(json::array({{{"role", 1}, {"content", "a"}}}), "x"), Error);
+  EXPECT_THROW(chat.set_messages(json::array({{{"role", "user"}}}), "x"), Error);
+  EXPECT_TRUE(chat.messages().empty());
+  // A message longer than the context is refused and not kept.
+  std::string huge;
+  for (int i = 0; i < 3000; ++i) huge += "word ";
+  EXPECT_THROW(chat.reply(huge, params(4)), Error);
+  EXPECT_TRUE(chat.messages().empty());
+}
+
+}  // namespace
+}  // namespace brisk

@@ -1,0 +1,298 @@
+// CUDA backend ops against the scalar references (kernels/cpu/ref.*) on random inputs over
+// several shapes. Skips when the build has no CUDA backend or the machine has no GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/ref.h"
+#ifdef BRISK_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_devices.h"
+#include "kernels/cuda/kernels.h"
+#endif
+
+namespace brisk {
+namespace {
+
+#ifndef BRISK_HAVE_CUDA
+TEST(CudaBackend, Ops) { GTEST_SKIP() << "CUDA backend not built"; }
+#else
+
+std::unique_ptr<Backend> cuda_or_null() {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) return nullptr;
+  return make_cuda_backend(0);
+}
+
+#define REQUIRE_GPU(be) \
+  auto be = cuda_or_null(); \
+  if (!be) GTEST_SKIP() << "no CUDA device"
+
+std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// A host [rows, cols] matrix and its device copy.
+struct DevMat {
+  Backend& be;
+  std::vector<float> host;
+  Mat dev;
+  DevMat(Backend& b, int64_t rows, int64_t cols, std::vector<float> init = {}) : be(b) {
+    host = init.empty() ? std::vector<float>(size_t(rows * cols)) : std::move(init);
+    dev = Mat{.data = static_cast<float*>(be.alloc(sizeof(float) * host.size())), .rows = rows, .cols = cols};
+    be.copy(dev.data, host.data(), sizeof(float) * host.size());
+  }
+  Mat hmat() { return Mat{.data = host.data(), .rows = dev.rows, .cols = dev.cols}; }
+  std::vector<float> fetch() {
+    std::vector<float> out(host.size());
+    be.copy(out.data(), dev.data, sizeof(float) * out.size());
+    return out;
+  }
+};
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, float atol, float rtol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], atol + rtol * std::fabs(want[i])) << what << " at " << i;
+}
+
+struct QuantWeight {
+  std::vector<uint8_t> bytes;
+  Weight w;
+};
+
+QuantWeight make_weight(QuantType t, int64_t n_out, int64_t n_in, uint32_t seed) {
+  const std::vector<float> f = randn(size_t(n_out * n_in), seed);
+  QuantWeight q;
+  const size_t rb = size_t(quant_row_bytes(t, uint64_t(n_in)).value());
+  q.bytes.resize(rb * size_t(n_out));
+  for (int64_t r = 0; r < n_out; ++r) cpu::row_from_f32(t, f.data() + r * n_in, q.bytes.data() + size_t(r) * rb, n_in);
+  q.w = Weight{.type = t, .n_in = n_in, .n_out = n_out, .row_bytes = rb, .data = q.bytes.data()};
+  return q;
+}
+
+class CudaMatmul : public ::testing::TestWithParam<QuantType> {};
+
+TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
+  REQUIRE_GPU(be);
+  const QuantType t = GetParam();
+  struct Shape { int64_t n_tok, n_in, n_out; bool bias; };
+  std::vector<QuantWeight> keep;  // alive as long as the backend, like model weights
+  for (const Shape s : {Shape{1, 256, 64, false}, Shape{3, 512, 33, true}, Shape{9, 256, 130, false},
+                        Shape{17, 768, 7, true}}) {
+    const std::string what = str_cat(quant_type_info(t).name, " [", s.n_tok, "x", s.n_in, "] x [", s.n_out, "]");
+    keep.push_back(make_weight(t, s.n_out, s.n_in, uint32_t(s.n_in + s.n_out)));
+    const QuantWeight& q = keep.back();
+    DevMat x(*be, s.n_tok, s.n_in, randn(size_t(s.n_tok * s.n_in), 11));
+    DevMat out(*be, s.n_tok, s.n_out);
+    std::vector<float> bias = randn(size_t(s.n_out), 12);
+    be->matmul({.out = out.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
+    const std::vector<float> got = out.fetch();
+    // The reference rounds activations through the weight's vec_dot_type, as the backend
+    // does, then takes a double-precision dot; the tolerance scales with sum |w x|.
+    DevMat ref_out(*be, s.n_tok, s.n_out);
+    ref::matmul({.out = ref_out.hmat(), .x = x.hmat(), .w = q.w, .bias = s.bias ? bias.data() : nullptr});
+    std::vector<float> wrow(static_cast<size_t>(s.n_in));
+    for (int64_t r = 0; r < s.n_out; ++r) {
+      cpu::row_to_f32(t, q.w.row(r), wrow.data(), s.n_in);
+      for (int64_t tk = 0; tk < s.n_tok; ++tk) {
+        double mag = 0.0;
+        for (int64_t i = 0; i < s.n_in; ++i) mag += std::fabs(double(wrow[size_t(i)]) * x.host[size_t(tk * s.n_in + i)]);
+        // Formats converted to BF16 at upload carry its rounding (2^-8 relative per weight).
+        const double tol = (cuda::weight_format_on_device(t) ? 2e-5 : 8e-3) * mag + 1e-5;
+        const size_t i = size_t(tk * s.n_out + r);
+        ASSERT_NEAR(got[i], ref_out.host[i], tol) << what << " token " << tk << " row " << r;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, CudaMatmul,
+                         ::testing::Values(QuantType::F32, QuantType::F16, QuantType::BF16, QuantType::Q8_0,
+                                           QuantType::Q4_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_K),
+                         [](const auto& info) { return std::string(quant_type_info(info.param).name); });
+
+TEST(CudaBackend, RmsNorm) {
+  REQUIRE_GPU(be);
+  for (const int64_t group : {int64_t(0), int64_t(64)}) {
+    for (const bool with_w : {false, true}) {
+      DevMat x(*be, 5, 256, randn(5 * 256, 3, 2.0f));
+      DevMat out(*be, 5, 256);
+      const std::vector<float> w = randn(size_t(group ? group : 256), 4);
+      be->rms_norm({.out = out.dev, .x = x.dev, .weight = with_w ? w.data() : nullptr, .group = group, .eps = 1e-5f});
+      DevMat want(*be, 5, 256);
+      ref::rms_norm({.out = want.hmat(), .x = x.hmat(), .weight = with_w ? w.data() : nullptr, .group = group, .eps = 1e-5f});
+      expect_close(out.fetch(), want.host, 1e-5f, 1e-5f, str_cat("rms_norm group ", group));
+    }
+  }
+  // In place (out aliases x), as the model's q/k norms run.
+  DevMat x(*be, 2, 128, randn(256, 5));
+  DevMat want(*be, 2, 128);
+  ref::rms_norm({.out = want.hmat(), .x = x.hmat(), .group = 32});
+  be->rms_norm({.out = x.dev, .x = x.dev, .group = 32});
+  expect_close(x.fetch(), want.host, 1e-5f, 1e-5f, "rms_norm in place");
+}
+
+TEST(CudaBackend, Rope) {
+  REQUIRE_GPU(be);
+  for (const bool neox : {false, true}) {
+    for (const int32_t n_rot : {64, 32}) {
+      RopeTable tab{.n_rot = n_rot, .inv_freq = {}, .attn_factor = neox ? 0.9f : 1.0f, .neox = neox};
+      for (int i = 0; i < n_rot / 2; ++i) tab.inv_freq.push_back(std::pow(10000.0f, -2.0f * float(i) / float(n_rot)));
+      const int32_t n_head = 3, hd = 64;
+      const std::vector<int32_t> pos = {0, 1, 17, 4095, 300};
+      DevMat x(*be, 5, n_head * hd, randn(size_t(5 * n_head * hd), 6));
+      DevMat want(*be, 5, n_head * hd, x.host);
+      be->rope({.x = x.dev, .pos = pos.data(), .n_head = n_head, .head_dim = hd, .table = &tab});
+      ref::rope({.x = want.hmat(), .pos = pos.data(), .n_head = n_head, .head_dim = hd, .table = &tab});
+      expect_close(x.fetch(), want.host, 2e-5f, 1e-5f, str_cat("rope neox=", neox, " n_rot=", n_rot));
+    }
+  }
+}
+
+struct Cache {
+  KvView k, v;
+  std::vector<uint8_t> hk, hv;  // host copies
+};
+
+Cache make_cache(Backend& be, QuantType t, int64_t n_seq, int64_t cap, int64_t width, uint32_t seed) {
+  Cache c;
+  const size_t rb = size_t(quant_row_bytes(t, uint64_t(width)).value());
+  const size_t bytes = rb * size_t(n_seq * cap);
+  c.k = KvView{.type = t, .data = be.alloc(bytes), .width = width, .row_bytes = rb, .capacity = cap, .n_seq = n_seq};
+  c.v = c.k;
+  c.v.data = be.alloc(bytes);
+  c.hk.resize(bytes);
+  c.hv.resize(bytes);
+  const std::vector<float> fk = randn(size_t(n_seq * cap * width), seed), fv = randn(size_t(n_seq * cap * width), seed + 1);
+  for (int64_t r = 0; r < n_seq * cap; ++r) {
+    cpu::row_from_f32(t, fk.data() + r * width, c.hk.data() + size_t(r) * rb, width);
+    cpu::row_from_f32(t, fv.data() + r * width, c.hv.data() + size_t(r) * rb, width);
+  }
+  be.copy(c.k.data, c.hk.data(), bytes);
+  be.copy(c.v.data, c.hv.data(), bytes);
+  return c;
+}
+
+TEST(CudaBackend, KvStore) {
+  REQUIRE_GPU(be);
+  for (const QuantType t : {QuantType::F16, QuantType::F32}) {
+    Cache c = make_cache(*be, t, 2, 16, 96, 7);
+    DevMat k(*be, 3, 96, randn(3 * 96, 8)), v(*be, 3, 96, randn(3 * 96, 9));
+    const std::vector<int32_t> seq = {0, 1, 1}, pos = {5, 0, 15};
+    be->kv_store({.k = k.dev, .v = v.dev, .k_cache = c.k, .v_cache = c.v, .seq = seq.data(), .pos = pos.data()});
+    KvView hk = c.k, hv = c.v;
+    hk.data = c.hk.data();
+    hv.data = c.hv.data();
+    ref::kv_store({.k = k.hmat(), .v = v.hmat(), .k_cache = hk, .v_cache = hv, .seq = seq.data(), .pos = pos.data()});
+    std::vector<uint8_t> gk(c.hk.size()), gv(c.hv.size());
+    be->copy(gk.data(), c.k.data, gk.size());
+    be->copy(gv.data(), c.v.data, gv.size());
+    EXPECT_EQ(gk, c.hk) << quant_type_info(t).name;
+    EXPECT_EQ(gv, c.hv) << quant_type_info(t).name;
+  }
+}
+
+TEST(CudaBackend, Attention) {
+  REQUIRE_GPU(be);
+  struct Case { int32_t n_head, n_head_kv, hd, window; float softcap; QuantType kv; bool prefill; };
+  for (const Case cs : {Case{8, 2, 64, 0, 0.0f, QuantType::F16, false}, Case{8, 2, 64, 0, 0.0f, QuantType::F16, true},
+                        Case{4, 4, 128, 50, 0.0f, QuantType::F32, true}, Case{6, 2, 256, 0, 20.0f, QuantType::F16, false},
+                        Case{4, 1, 32, 7, 30.0f, QuantType::F16, true}}) {
+    const int64_t cap = 300, width = int64_t(cs.n_head_kv) * cs.hd;
+    Cache c = make_cache(*be, cs.kv, 2, cap, width, 21);
+    std::vector<int32_t> seq, pos;
+    if (cs.prefill) {
+      for (int32_t i = 0; i < 20; ++i) { seq.push_back(0); pos.push_back(i); }
+      for (int32_t i = 150; i < 160; ++i) { seq.push_back(1); pos.push_back(i); }
+    } else {
+      seq = {1, 0};
+      pos = {299, 128};
+    }
+    const int64_t n = int64_t(seq.size()), qw = int64_t(cs.n_head) * cs.hd;
+    DevMat q(*be, n, qw, randn(size_t(n * qw), 22)), out(*be, n, qw), want(*be, n, qw);
+    const float scale = 1.0f / std::sqrt(float(cs.hd));
+    AttentionArgs a{.out = out.dev, .q = q.dev, .k_cache = c.k, .v_cache = c.v, .seq = seq.data(), .pos = pos.data(),
+                    .n_head = cs.n_head, .n_head_kv = cs.n_head_kv, .head_dim = cs.hd, .scale = scale,
+                    .window = cs.window, .softcap = cs.softcap};
+    be->attention(a);
+    AttentionArgs h = a;
+    h.out = want.hmat();
+    h.q = q.hmat();
+    h.k_cache.data = c.hk.data();
+    h.v_cache.data = c.hv.data();
+    ref::attention(h);
+    expect_close(out.fetch(), want.host, 2e-5f, 1e-4f,
+                 str_cat("attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " window ", cs.window,
+                         " softcap ", cs.softcap, cs.prefill ? " prefill" : " decode"));
+  }
+}
+
+TEST(CudaBackend, Elementwise) {
+  REQUIRE_GPU(be);
+  for (const Activation act : {Activation::silu, Activation::gelu_tanh}) {
+    DevMat g(*be, 3, 300, randn(900, 31, 3.0f)), u(*be, 3, 300, randn(900, 32)), out(*be, 3, 300), want(*be, 3, 300);
+    be->gated_act({.out = out.dev, .gate = g.dev, .up = u.dev, .act = act});
+    ref::gated_act({.out = want.hmat(), .gate = g.hmat(), .up = u.hmat(), .act = act});
+    expect_close(out.fetch(), want.host, 1e-6f, 1e-5f, "gated_act");
+  }
+  DevMat a(*be, 4, 100, randn(400, 33)), b(*be, 4, 100, randn(400, 34)), want(*be, 4, 100);
+  ref::add({.out = want.hmat(), .a = a.hmat(), .b = b.hmat()});
+  be->add({.out = a.dev, .a = a.dev, .b = b.dev});
+  expect_close(a.fetch(), want.host, 0.0f, 0.0f, "add in place");
+
+  DevMat x(*be, 6, 40, randn(240, 35)), rows_out(*be, 3, 40);
+  const std::vector<int32_t> rows = {5, 0, 5};
+  be->get_rows({.out = rows_out.dev, .x = x.dev, .rows = rows.data()});
+  std::vector<float> expect;
+  for (int32_t r : rows) expect.insert(expect.end(), x.host.begin() + r * 40, x.host.begin() + (r + 1) * 40);
+  expect_close(rows_out.fetch(), expect, 0.0f, 0.0f, "get_rows");
+}
+
+TEST(CudaBackend, Embedding) {
+  REQUIRE_GPU(be);
+  std::vector<QuantWeight> tables;  // alive as long as the backend, like model weights
+  for (const QuantType t : {QuantType::F32, QuantType::Q8_0, QuantType::Q6_K, QuantType::Q5_K}) {
+    tables.push_back(make_weight(t, 50, 256, 41));
+    const QuantWeight& tab = tables.back();
+    const std::vector<int32_t> ids = {49, 0, 7, 7};
+    DevMat out(*be, 4, 256), want(*be, 4, 256);
+    be->embedding({.out = out.dev, .table = tab.w, .ids = ids.data(), .scale = 1.5f});
+    ref::embedding({.out = want.hmat(), .table = tab.w, .ids = ids.data(), .scale = 1.5f});
+    const float rtol = cuda::weight_format_on_device(t) ? 1e-6f : 8e-3f;
+    expect_close(out.fetch(), want.host, 1e-6f, rtol, str_cat("embedding ", quant_type_info(t).name));
+  }
+}
+
+TEST(CudaBackend, ErrorsNameTheOp) {
+  REQUIRE_GPU(be);
+  QuantWeight q = make_weight(QuantType::F32, 8, 64, 1);
+  DevMat x(*be, 1, 32), out(*be, 1, 8);
+  EXPECT_THROW(be->matmul({.out = out.dev, .x = x.dev, .w = q.w}), Error);
+  Cache c = make_cache(*be, QuantType::Q8_0, 1, 4, 64, 2);
+  DevMat k(*be, 1, 64), v(*be, 1, 64);
+  const std::vector<int32_t> zero = {0};
+  try {
+    be->kv_store({.k = k.dev, .v = v.dev, .k_cache = c.k, .v_cache = c.v, .seq = zero.data(), .pos = zero.data()});
+    FAIL() << "q8_0 KV cache accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("kv_store"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(make_backend("cuda:99", 1), Error);
+  EXPECT_THROW(make_backend("tpu", 1), Error);
+}
+
+#endif
+
+}  // namespace
+}  // namespace brisk

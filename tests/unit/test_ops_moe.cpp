@@ -1,0 +1,138 @@
+// The mixture-of-experts and soft-cap ops: CPU backend against the scalar references over
+// weight formats, activations and top-k settings, and the routing against hand-computed values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/ref.h"
+#include "quant/types.h"
+
+namespace brisk {
+namespace {
+
+std::vector<float> randn(size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// n_expert stacked [n_out, n_in] matrices in `type` (like GGUF's 3-D expert tensors).
+struct Experts {
+  std::vector<uint8_t> bytes;
+  std::vector<Weight> views;
+};
+
+Experts make_experts(QuantType type, int64_t n_in, int64_t n_out, int32_t n_expert, uint32_t seed) {
+  const size_t rb = size_t(quant_row_bytes(type, uint64_t(n_in)).value());
+  Experts e;
+  e.bytes.resize(rb * size_t(n_out) * size_t(n_expert));
+  const std::vector<float> f = randn(size_t(n_in * n_out * n_expert), seed, 0.2f);
+  for (int64_t r = 0; r < n_out * n_expert; ++r)
+    cpu::row_from_f32(type, f.data() + r * n_in, e.bytes.data() + size_t(r) * rb, n_in);
+  for (int32_t i = 0; i < n_expert; ++i)
+    e.views.push_back(Weight{.type = type, .n_in = n_in, .n_out = n_out, .row_bytes = rb,
+                             .data = e.bytes.data() + rb * size_t(n_out) * size_t(i)});
+  return e;
+}
+
+TEST(OpsMoe, MatchesReferenceOverFormatsAndTopK) {
+  auto be = make_cpu_backend(2);
+  const int64_t n_tok = 9, n_embd = 64, n_ff = 32;
+  const int32_t n_expert = 6;
+  std::vector<float> x = randn(size_t(n_tok * n_embd), 1, 1.0f);
+  std::vector<float> logits = randn(size_t(n_tok * n_expert), 2, 2.0f);
+  for (QuantType type : {QuantType::F32, QuantType::Q8_0}) {
+    const Experts gate = make_experts(type, n_embd, n_ff, n_expert, 3);
+    const Experts up = make_experts(type, n_embd, n_ff, n_expert, 4);
+    const Experts down = make_experts(type, n_ff, n_embd, n_expert, 5);
+    for (int32_t k : {1, 2, 6}) {
+      for (bool norm : {false, true}) {
+        for (Activation act : {Activation::silu, Activation::gelu_tanh}) {
+          std::vector<float> got(x.size(), 7.0f), want(x.size());
+          MoeArgs a{.out = {.data = got.data(), .rows = n_tok, .cols = n_embd},
+                    .x = {.data = x.data(), .rows = n_tok, .cols = n_embd},
+                    .logits = {.data = logits.data(), .rows = n_tok, .cols = n_expert},
+                    .gate = gate.views.data(), .up = up.views.data(), .down = down.views.data(),
+                    .n_expert = n_expert, .n_used = k, .norm_topk = norm, .act = act};
+          be->moe(a);
+          a.out.data = want.data();
+          ref::moe(a);
+          float err = 0.0f, mag = 0.0f;
+          for (size_t i = 0; i < got.size(); ++i) {
+            err = std::max(err, std::fabs(got[i] - want[i]));
+            mag = std::max(mag, std::fabs(want[i]));
+          }
+          EXPECT_GT(mag, 1e-3f);
+          // Q8_0: the activations are rounded to Q8_0 blocks, where a last-bit difference of the
+          // gate output may move one rounding step.
+          const float tol = type == QuantType::F32 ? 1e-4f : 1e-2f * mag;
+          EXPECT_LT(err, tol) << quant_type_info(type).name << " k=" << k << " norm=" << norm;
+        }
+      }
+    }
+  }
+}
+
+TEST(OpsMoe, RoutingPicksTopKAndRenormalizes) {
+  // Probabilities 1/8, 2/8, 4/8, 1/8 (logits ln 1, ln 2, ln 4, ln 1): top-2 = experts 2, 1.
+  std::vector<float> l = {0.0f, std::log(2.0f), std::log(4.0f), 0.0f};
+  MoeArgs a{.out = {}, .x = {}, .logits = {.data = l.data(), .rows = 1, .cols = 4}, .n_expert = 4, .n_used = 2, .norm_topk = false};
+  int32_t ids[2];
+  float w[2];
+  cpu::moe_route_rows(a, ids, w, 0, 1);
+  EXPECT_EQ(ids[0], 2);
+  EXPECT_EQ(ids[1], 1);
+  EXPECT_NEAR(w[0], 0.5f, 1e-6f);
+  EXPECT_NEAR(w[1], 0.25f, 1e-6f);
+  a.norm_topk = true;
+  cpu::moe_route_rows(a, ids, w, 0, 1);
+  EXPECT_NEAR(w[0], 2.0f / 3.0f, 1e-6f);
+  EXPECT_NEAR(w[1], 1.0f / 3.0f, 1e-6f);
+  // Ties go to the lower expert id.
+  std::vector<float> tie = {1.0f, 3.0f, 3.0f, 3.0f};
+  a.logits.data = tie.data();
+  cpu::moe_route_rows(a, ids, w, 0, 1);
+  EXPECT_EQ(ids[0], 1);
+  EXPECT_EQ(ids[1], 2);
+}
+
+TEST(OpsMoe, BadArgumentsAreErrors) {
+  auto be = make_cpu_backend(1);
+  std::vector<float> x(64), out(64), l(4);
+  const Experts g = make_experts(QuantType::F32, 64, 8, 4, 1), d = make_experts(QuantType::F32, 8, 64, 4, 2);
+  MoeArgs a{.out = {.data = out.data(), .rows = 1, .cols = 64}, .x = {.data = x.data(), .rows = 1, .cols = 64},
+            .logits = {.data = l.data(), .rows = 1, .cols = 4}, .gate = g.views.data(), .up = g.views.data(),
+            .down = d.views.data(), .n_expert = 4, .n_used = 5};
+  EXPECT_THROW(be->moe(a), Error);
+  a.n_used = 2;
+  a.down = g.views.data();  // wrong shape
+  EXPECT_THROW(be->moe(a), Error);
+  a.down = d.views.data();
+  a.out = a.x;  // aliasing
+  EXPECT_THROW(be->moe(a), Error);
+}
+
+TEST(OpsSoftcap, MatchesReferenceAndFormula) {
+  auto be = make_cpu_backend(2);
+  std::vector<float> x = randn(5 * 33, 9, 40.0f), want = x;
+  const float cap = 30.0f;
+  be->softcap({.x = {.data = x.data(), .rows = 5, .cols = 33}, .cap = cap});
+  ref::softcap({.x = {.data = want.data(), .rows = 5, .cols = 33}, .cap = cap});
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_NEAR(x[i], want[i], 1e-4f);
+    EXPECT_LE(std::fabs(x[i]), cap);
+  }
+  std::vector<float> one = {30.0f};
+  be->softcap({.x = {.data = one.data(), .rows = 1, .cols = 1}, .cap = cap});
+  EXPECT_NEAR(one[0], 30.0f * std::tanh(1.0f), 1e-5f);
+  EXPECT_THROW(be->softcap({.x = {.data = one.data(), .rows = 1, .cols = 1}, .cap = 0.0f}), Error);
+}
+
+}  // namespace
+}  // namespace brisk
