@@ -20,8 +20,26 @@ for bin in build/fuzz/fuzz/fuzz_*; do
                  [[ $(stat -c %s "$f") -lt 2000000 ]] && cp -f "$f" "$corpus/"; done ;;
     fuzz_safetensors) for f in "$shared"/models/*/hf/model.safetensors; do
                  cp -f "$f" "$corpus/$(basename "$(dirname "$(dirname "$f")")").safetensors"; done ;;
+    fuzz_tokenizer_json) for f in "$shared"/models/*/hf/tokenizer.json; do
+                 n=${f#"$shared"/}; cp -f "$f" "$corpus/${n//\//_}"; done ;;
+    fuzz_jinja) for f in "$shared"/templates/*.jinja "$shared"/models/*/hf/chat_template.jinja; do
+                 n=${f#"$shared"/}; cp -f "$f" "$corpus/${n//\//_}"; done ;;
+  esac
+  chmod -R u+w "$corpus"
+  # Inputs stay near the size of real ones: binary model files are large, text parsers' are not.
+  case $name in
+    fuzz_gguf|fuzz_safetensors) max_len=4000000 ;;
+    fuzz_tokenizer_json) max_len=262144 ;;
+    *) max_len=65536 ;;
   esac
   echo "fuzz: $name for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
-  "$bin" -max_total_time="$secs" -rss_limit_mb=4096 -max_len=4000000 "$corpus" 2>&1 | tail -3
+  log=build/fuzz/corpus/$name.log
+  if ! "$bin" -max_total_time="$secs" -timeout=30 -rss_limit_mb=4096 -max_len="$max_len" \
+       -artifact_prefix=build/fuzz/"$name"- "$corpus" >"$log" 2>&1; then
+    tail -60 "$log"
+    echo "fuzz: $name failed; the input is saved as build/fuzz/$name-*" >&2
+    exit 1
+  fi
+  tail -2 "$log"
 done
 echo "fuzz: smoke run finished without a crash"

@@ -5,7 +5,9 @@
 // GCC 12's AVX-512 headers build some intrinsics from _mm*_undefined_*() values and trip its
 // own (maybe-)uninitialized warnings; they are false positives inside the system header.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #define BRISK_DOT_NS avx512
 #define BRISK_DOT_VNNI 1
 #include "kernels/cpu/dot_x86.inc"

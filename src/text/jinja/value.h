@@ -46,7 +46,7 @@ class Dict {
   const Value* find(const Value& key) const;
   const Value* find(std::string_view key) const;
   void set(Value key, Value value);  // replaces in place when the key exists
-  size_t size() const { return items_.size(); }
+  size_t size() const;  // defined below Value (the pair needs a complete Value)
   uint32_t depth() const { return depth_; }
   const std::vector<std::pair<Value, Value>>& items() const { return items_; }
 
@@ -174,6 +174,8 @@ class Value {
       v_;
   bool safe_ = false;
 };
+
+inline size_t Dict::size() const { return items_.size(); }
 
 uint32_t nesting_depth(const Value& v);  // 0 for scalars
 
