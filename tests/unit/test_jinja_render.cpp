@@ -188,3 +188,33 @@ TEST(JinjaTemplate, GlobalsMustBeAnObject) {
 }
 
 }  // namespace
+
+TEST(JinjaRender, MacroClosuresAreFreedAfterRender) {
+  // A macro is stored in the frame it closes over (so that it can recurse): a reference cycle
+  // that the interpreter breaks when the render ends. The frame also holds `kept`, a list shared
+  // with the globals; afterwards nothing but the globals may own that list.
+  using namespace brisk::jinja;
+  auto t = Template::parse(
+      "{% set kept = items %}{% macro m(n) %}{{ n }}{% if n > 0 %}{{ m(n - 1) }}{% endif %}{% endmacro %}"
+      "{% call m(1) %}{% endcall %}{{ m(2) }}{{ kept|length }}");
+  const Value globals = from_json(nlohmann::ordered_json::parse(R"({"items": [1, 2]})"));
+  const ListPtr& items = globals.as_dict()->find(std::string_view("items"))->as_list();
+  const long before = items.use_count();
+  EXPECT_EQ(t.render_values(globals), "102102");
+  EXPECT_EQ(items.use_count(), before);
+}
+
+TEST(JinjaRender, SelfReferencingNamespacesAreFreedAfterRender) {
+  // namespace() is mutable, so it can come to hold itself; the interpreter empties the
+  // namespaces it made when the render ends. `kept` (a list shared with the globals) is
+  // stored in such a namespace: afterwards nothing but the globals may own it.
+  using namespace brisk::jinja;
+  auto t = Template::parse(
+      "{% set ns = namespace(kept=items) %}{% set ns.self = ns %}{% set ns.l = [ns] %}"
+      "{{ ns.self.self.kept|length }}");
+  const Value globals = from_json(nlohmann::ordered_json::parse(R"({"items": [1, 2]})"));
+  const ListPtr& items = globals.as_dict()->find(std::string_view("items"))->as_list();
+  const long before = items.use_count();
+  EXPECT_EQ(t.render_values(globals), "2");
+  EXPECT_EQ(items.use_count(), before);
+}

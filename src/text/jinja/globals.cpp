@@ -66,8 +66,9 @@ Value g_dict(Interpreter&, CallArgs& a) {
   return Value(std::move(d));
 }
 
-Value g_namespace(Interpreter&, CallArgs& a) {
+Value g_namespace(Interpreter& in, CallArgs& a) {
   auto ns = std::make_shared<Namespace>();
+  in.track(ns);
   if (a.positional.size() > 1) fail("namespace() takes at most one positional argument");
   if (a.positional.size() == 1) {
     if (!a.positional[0].is_dict()) fail("namespace() positional argument must be a mapping");

@@ -55,6 +55,14 @@ Interpreter::Interpreter(const Value& globals, const std::string& template_name,
   frame_ = std::make_shared<Frame>();
 }
 
+Interpreter::~Interpreter() {
+  for (const FramePtr& f : closures_) {
+    f->vars.clear();
+    f->parent.reset();
+  }
+  for (const NamespacePtr& ns : namespaces_) ns->attrs = Dict();
+}
+
 void Interpreter::render(const Body& body, std::string& out) {
   try {
     exec_body(body, out);
@@ -120,6 +128,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, std::string& out) {
       c->kind = Callable::Kind::macro;
       c->name = "caller";
       FramePtr closure = frame_;
+      closures_.push_back(closure);
       const Stmt* stmt = &s;
       c->fn = [this, stmt, closure](Interpreter&, CallArgs& a) {
         return call_macro(*stmt, closure, a, Value(), true);
@@ -302,6 +311,7 @@ Value Interpreter::make_macro(const Stmt& s, FramePtr closure, const Stmt*, Valu
   c->kind = Callable::Kind::macro;
   c->name = s.text;
   const Stmt* stmt = &s;
+  closures_.push_back(closure);
   c->fn = [this, stmt, closure](Interpreter&, CallArgs& a) {
     return call_macro(*stmt, closure, a, Value(), false);
   };

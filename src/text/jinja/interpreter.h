@@ -38,6 +38,9 @@ class ArgReader {
 class Interpreter {
  public:
   Interpreter(const Value& globals, const std::string& template_name, const RenderLimits& limits);
+  ~Interpreter();  // breaks the frame <-> macro reference cycles (see closures_)
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
 
   void render(const Body& body, std::string& out);
 
@@ -48,6 +51,9 @@ class Interpreter {
   Value getattr(const Value& obj, const std::string& name);
   Value getitem(const Value& obj, const Value& key);
   void charge(uint64_t bytes);  // counts work for a string of this size; throws when over
+  // namespace() objects are the mutable values: one can come to hold itself (ns.self = ns,
+  // ns.l = [ns]). The interpreter keeps them and empties them when it is destroyed.
+  void track(NamespacePtr ns) { namespaces_.push_back(std::move(ns)); }
   void step();
 
  private:
@@ -64,6 +70,11 @@ class Interpreter {
   uint64_t steps_ = 0;
   uint32_t call_depth_ = 0;
   FramePtr frame_;
+  // Frames that macros (and call-block callers) close over. A macro is stored in the frame it
+  // closes over (so that it can call itself), a shared_ptr cycle; the destructor clears these
+  // frames' variables so that they are freed.
+  std::vector<FramePtr> closures_;
+  std::vector<NamespacePtr> namespaces_;  // see track()
   std::vector<Value> block_values_;  // input of a filter-block / set-block filter chain
   SourcePos pos_;                    // where the operation being evaluated is
 
