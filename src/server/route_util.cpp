@@ -39,10 +39,13 @@ std::string random_id(const char* prefix) {
   static std::atomic<uint64_t> counter{0};
   thread_local std::mt19937_64 rng{std::random_device{}() ^
                                    uint64_t(std::chrono::steady_clock::now().time_since_epoch().count())};
+  // 24 hex digits: 16 from (random ^ counter), 8 more from a second draw.
   const uint64_t a = rng() ^ counter.fetch_add(1);
+  const uint64_t b = rng();
   static const char* hex = "0123456789abcdef";
   std::string out = prefix;
-  for (int i = 0; i < 24; ++i) out += hex[(i < 16 ? a >> (4 * i) : rng() >> (4 * i)) & 15];
+  for (int i = 0; i < 16; ++i) out += hex[(a >> (4 * i)) & 15];
+  for (int i = 0; i < 8; ++i) out += hex[(b >> (4 * i)) & 15];
   return out;
 }
 
