@@ -10,7 +10,9 @@
 // float: acc[r][t] (16 zmm) += float(isum) * (d_w[r] * d_x[t]). An odd last block runs with the
 // upper half zero.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
