@@ -1,15 +1,17 @@
 // Prefill GEMM (kernels/cpu/gemm.h) against the scalar per-row dot product on random shapes:
-// token counts and row counts that are not multiples of the 4 x 4 tile, odd block counts, row
+// token counts and row counts that are not multiples of the 4-row x 16-token tiles, odd block counts, row
 // and output strides wider than the data; plus the kill switches and shape errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "core/error.h"
 #include "core/flags.h"
+#include "core/fp16.h"
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/gemm.h"
 #include "quant/format.h"
@@ -18,7 +20,9 @@
 namespace brisk::kernels {
 namespace {
 
-const std::vector<QuantType> kGemmFormats = {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K};
+const std::vector<QuantType> kGemmFormats = {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q5_0,   QuantType::Q4_1,
+                                             QuantType::Q5_1, QuantType::Q4_K, QuantType::Q5_K,   QuantType::Q6_K,
+                                             QuantType::IQ4_NL, QuantType::IQ4_XS};
 
 // Random valid blocks for a matrix of n_rows rows of k elements, row stride row_bytes.
 std::vector<uint8_t> random_matrix(QuantType t, int64_t n_rows, int64_t k, size_t stride, uint32_t seed) {
@@ -28,8 +32,21 @@ std::vector<uint8_t> random_matrix(QuantType t, int64_t n_rows, int64_t k, size_
   std::vector<float> row(static_cast<size_t>(k));
   for (int64_t r = 0; r < n_rows; ++r) {
     const float s = 0.01f + 2.f * float(rng() % 1000) / 1000.f;  // rows of different magnitude
-    for (auto& v : row) v = s * g(rng);
-    format_traits(t).quantize_row_ref(row.data(), m.data() + size_t(r) * stride, k);
+    uint8_t* dst = m.data() + size_t(r) * stride;
+    if (format_traits(t).quantize_row_ref) {
+      for (auto& v : row) v = s * g(rng);
+      format_traits(t).quantize_row_ref(row.data(), dst, k);
+      continue;
+    }
+    // No reference quantizer (IQ4_NL, IQ4_XS): random codes and scale bits, and a random
+    // finite fp16 d at the start of every block (both formats store d first).
+    const QuantTypeInfo& info = quant_type_info(t);
+    const size_t row_len = *quant_row_bytes(t, uint64_t(k));
+    for (size_t i = 0; i < row_len; ++i) dst[i] = uint8_t(rng());
+    for (size_t b = 0; b < row_len; b += info.type_size) {
+      const uint16_t d = f32_to_fp16(s * 0.01f * (1.f + float(rng() % 100) / 100.f));
+      std::memcpy(dst + b, &d, 2);
+    }
   }
   return m;
 }

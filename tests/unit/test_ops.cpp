@@ -285,32 +285,36 @@ struct AttnCase {
   float softcap;
 };
 
-class AttentionKernels : public ::testing::TestWithParam<bool> {};
+// Which kernel runs: the environment switch that selects it (none: the best for this CPU).
+class AttentionKernels : public ::testing::TestWithParam<const char*> {};
 
-// Both kernels (scalar: BRISK_NO_SIMD=1; AVX2 where the CPU has it) against the reference.
+// Every kernel (scalar: BRISK_NO_SIMD=1; AVX2: BRISK_NO_AVX512=1; AVX-512 where the CPU has
+// them) against the reference, over several tiles of 16 positions.
 TEST_P(AttentionKernels, MatchReferenceWithGqaWindowsAndCacheTypes) {
-  const bool scalar = GetParam();
-  if (scalar) setenv("BRISK_NO_SIMD", "1", 1);
+  const char* env = GetParam();
+  if (*env) setenv(env, "1", 1);
   flags_reload();
   const std::vector<AttnCase> cases = {
       {QuantType::F32, 4, 2, 16, 0, 0.0f}, {QuantType::F32, 4, 4, 32, 0, 0.0f},
       {QuantType::F16, 4, 1, 32, 0, 0.0f}, {QuantType::F16, 2, 2, 64, 5, 0.0f},
       {QuantType::Q8_0, 4, 2, 32, 0, 0.0f}, {QuantType::Q8_0, 8, 2, 64, 3, 0.0f},
-      {QuantType::F32, 4, 2, 16, 0, 2.0f},
+      {QuantType::F32, 4, 2, 16, 0, 2.0f}, {QuantType::F16, 7, 1, 64, 0, 0.0f},
+      {QuantType::F16, 14, 2, 128, 20, 0.0f}, {QuantType::F16, 4, 2, 256, 0, 30.0f},
+      {QuantType::Q8_0, 6, 3, 128, 0, 0.0f},
   };
   for (int threads : {1, 2}) {
     auto be = make_cpu_backend(threads);
     for (const AttnCase& c : cases) {
       const int64_t width = int64_t(c.n_head_kv) * c.head_dim;
-      const int64_t cap = 16, n_seq = 2;
+      const int64_t cap = 40, n_seq = 2;
       const size_t rb = size_t(quant_row_bytes(c.kv, uint64_t(width)).value());
       std::vector<uint8_t> kbuf(rb * size_t(cap * n_seq)), vbuf(kbuf.size());
       const KvView kc{.type = c.kv, .data = kbuf.data(), .width = width, .row_bytes = rb, .capacity = cap, .n_seq = n_seq};
       KvView vc = kc;
       vc.data = vbuf.data();
-      // Sequence 0 holds 12 positions, sequence 1 holds 7; the batch queries a mix.
+      // Sequence 0 holds 37 positions, sequence 1 holds 7; the batch queries a mix.
       std::vector<int32_t> seq, pos;
-      for (int32_t p = 0; p < 12; ++p) { seq.push_back(0); pos.push_back(p); }
+      for (int32_t p = 0; p < 37; ++p) { seq.push_back(0); pos.push_back(p); }
       for (int32_t p = 0; p < 7; ++p) { seq.push_back(1); pos.push_back(p); }
       const int64_t n = int64_t(seq.size());
       std::vector<float> k = random_vec(size_t(n * width), 11), v = random_vec(size_t(n * width), 12);
@@ -325,7 +329,7 @@ TEST_P(AttentionKernels, MatchReferenceWithGqaWindowsAndCacheTypes) {
       be->attention(a);
       a.out = mat(want, n, qw);
       ref::attention(a);
-      EXPECT_LT(max_abs_diff(got, want), 2e-5f) << (scalar ? "scalar " : "simd ") << quant_type_info(c.kv).name << " heads " << c.n_head << "/"
+      EXPECT_LT(max_abs_diff(got, want), 2e-5f) << (*env ? env : "best") << " " << quant_type_info(c.kv).name << " heads " << c.n_head << "/"
                                                 << c.n_head_kv << " window " << c.window;
       // The first position of each sequence attends only to itself: output == its V head.
       for (int32_t h = 0; h < c.n_head; ++h) {
@@ -337,12 +341,15 @@ TEST_P(AttentionKernels, MatchReferenceWithGqaWindowsAndCacheTypes) {
       }
     }
   }
-  unsetenv("BRISK_NO_SIMD");
+  if (*env) unsetenv(env);
   flags_reload();
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, AttentionKernels, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "scalar" : "simd"; });
+INSTANTIATE_TEST_SUITE_P(Ops, AttentionKernels, ::testing::Values("", "BRISK_NO_AVX512", "BRISK_NO_SIMD"),
+                         [](const auto& info) {
+                           const std::string e = info.param;
+                           return e.empty() ? std::string("best") : e == "BRISK_NO_AVX512" ? "no_avx512" : "no_simd";
+                         });
 
 TEST(Ops, GatedActivationsAddEmbeddingGetRows) {
   auto be = make_cpu_backend(2);
@@ -355,6 +362,13 @@ TEST(Ops, GatedActivationsAddEmbeddingGetRows) {
     a.out = mat(want, rows, cols);
     ref::gated_act(a);
     EXPECT_LT(max_abs_diff(got, want), 1e-5f);
+    // Gates far into the tails (exp under- and overflow), relative to the output's size.
+    std::vector<float> big = random_vec(size_t(rows * cols), 23, 120.0f), one(big.size(), 1.0f);
+    a = {.out = mat(got, rows, cols), .gate = mat(big, rows, cols), .up = mat(one, rows, cols), .act = act};
+    be->gated_act(a);
+    a.out = mat(want, rows, cols);
+    ref::gated_act(a);
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f * (1.0f + std::fabs(want[i])));
   }
   EXPECT_NEAR(cpu::silu(1.0f), 0.7310585786f, 1e-6f);
   EXPECT_NEAR(cpu::gelu_tanh(1.0f), 0.8411919906f, 1e-6f);

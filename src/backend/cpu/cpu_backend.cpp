@@ -38,7 +38,10 @@ void check_mat(const Mat& m, int64_t rows, int64_t cols, const char* op, const c
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int n_threads)
-      : pool_(n_threads), ref_(flags().ref_ops), avx2_(cpu_features().avx2 && !flags().no_simd) {}
+      : pool_(n_threads),
+        ref_(flags().ref_ops),
+        avx2_(cpu_features().avx2 && !flags().no_simd),
+        avx512_(cpu_features().avx512 && !flags().no_simd) {}
   ~CpuBackend() override {
     for (void* p : allocations_) std::free(p);
   }
@@ -68,9 +71,11 @@ class CpuBackend final : public Backend {
     if (ref_) return ref::matmul(a);
     const size_t rb = cpu::matmul_act_row_bytes(a.w.type, a.w.n_in);
     void* act = scratch(act_scratch_, rb * size_t(a.x.rows));
-    pool_.run([&](int ith, int nth) { cpu::matmul_quantize_rows(a, act, ith, nth); },
+    const size_t packed_bytes = cpu::matmul_packed_bytes(a);
+    void* packed = packed_bytes ? scratch(packed_scratch_, packed_bytes) : nullptr;
+    pool_.run([&](int ith, int nth) { cpu::matmul_quantize_rows(a, act, packed, ith, nth); },
               parts_for(double(a.x.rows) * double(a.w.n_in) * 4.0));
-    pool_.run([&](int ith, int nth) { cpu::matmul_rows(a, act, ith, nth); },
+    pool_.run([&](int ith, int nth) { cpu::matmul_rows(a, act, packed, ith, nth); },
               parts_for(double(a.x.rows) * double(a.w.n_in) * double(a.w.n_out)));
   }
 
@@ -111,15 +116,19 @@ class CpuBackend final : public Backend {
                     a.v_cache.width == a.k_cache.width,
                 "attention: KV cache width does not match the heads");
     if (ref_) return ref::attention(a);
-    const int64_t per = cpu::attention_scratch_floats(a.head_dim);
+    // AVX-512 kernel, else AVX2, unless BRISK_NO_SIMD / BRISK_NO_AVX512 / BRISK_NO_AVX2
+    // (cpu_features() applies the switches).
+    const bool use512 = avx512_ && a.head_dim % 16 == 0;
+    const bool use256 = avx2_ && a.head_dim % 8 == 0;
+    const int64_t per = use512 ? cpu::attention_avx512_scratch_floats(a.n_head / a.n_head_kv, a.head_dim)
+                               : cpu::attention_scratch_floats(a.head_dim);
     float* buf = static_cast<float*>(scratch(attn_scratch_, sizeof(float) * size_t(per * pool_.size())));
     double work = 0.0;  // (token, head, position) triples times head_dim
     for (int64_t t = 0; t < a.q.rows; ++t) work += double(a.pos[t] + 1);
     work *= double(a.n_head) * double(a.head_dim) * 2.0;
-    // AVX2 kernel unless BRISK_NO_SIMD / BRISK_NO_AVX2 (cpu_features() applies the switches).
-    const bool simd = avx2_ && a.head_dim % 8 == 0;
     pool_.run([&](int ith, int nth) {
-      if (simd) cpu::attention_rows_avx2(a, buf + per * ith, ith, nth);
+      if (use512) cpu::attention_rows_avx512(a, buf + per * ith, ith, nth);
+      else if (use256) cpu::attention_rows_avx2(a, buf + per * ith, ith, nth);
       else cpu::attention_rows(a, buf + per * ith, ith, nth);
     }, parts_for(work));
   }
@@ -128,7 +137,10 @@ class CpuBackend final : public Backend {
     check_mat(a.up, a.gate.rows, a.gate.cols, "gated_act", "up");
     check_mat(a.out, a.gate.rows, a.gate.cols, "gated_act", "out");
     if (ref_) return ref::gated_act(a);
-    pool_.run([&](int ith, int nth) { cpu::gated_act_rows(a, ith, nth); },
+    pool_.run([&](int ith, int nth) {
+      if (avx512_) cpu::gated_act_rows_avx512(a, ith, nth);
+      else cpu::gated_act_rows(a, ith, nth);
+    },
               parts_for(double(a.gate.rows) * double(a.gate.cols) * 16.0));
   }
 
@@ -226,10 +238,12 @@ class CpuBackend final : public Backend {
 
   ThreadPool pool_;
   const bool ref_;   // BRISK_REF_OPS: scalar references instead of the kernels
-  const bool avx2_;  // AVX2 attention kernel allowed
+  const bool avx2_;    // AVX2 attention kernel allowed
+  const bool avx512_;  // AVX-512 attention kernel allowed
   std::mutex mutex_;
   std::unordered_set<void*> allocations_;
   std::vector<uint8_t> act_scratch_;
+  std::vector<uint8_t> packed_scratch_;
   std::vector<uint8_t> attn_scratch_;
   std::vector<uint8_t> moe_ids_, moe_w_, moe_x_, moe_g_, moe_u_, moe_d_, moe_tok_, moe_tw_;
 };

@@ -1,4 +1,4 @@
-// GEMM dispatch (kill switches, shape checks) and the remainder handling around the tile kernels.
+// GEMM dispatch: kill switches and shape checks around the ISA kernels.
 #include "kernels/cpu/gemm.h"
 
 #include <algorithm>
@@ -43,28 +43,22 @@ void gemm_rows(const GemmParams& p) {
               " is less than the ", p.n_rows, " rows");
   if (p.n_rows == 0 || p.n_tokens == 0) return;
 
-  const int64_t rows_tiled = p.n_rows - p.n_rows % kGemmTileRows;
-  const int64_t toks_tiled = p.n_tokens - p.n_tokens % kGemmTileTokens;
-  if (rows_tiled > 0 && toks_tiled > 0) {
-    GemmParams q = p;
-    q.n_rows = rows_tiled;
-    q.n_tokens = toks_tiled;
-    fn(q);
-  }
-  const auto* wb = static_cast<const uint8_t*>(p.w);
-  const auto* xb = static_cast<const uint8_t*>(p.x_quant);
-  // Leftover tokens for the tiled rows, then leftover rows for all tokens.
-  auto gemv = [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; t += 8) {
-      const int nt = int(std::min<int64_t>(8, t1 - t));
-      gemv_rows_multi({.weight_type = p.weight_type, .w = wb + size_t(r0) * p.row_bytes,
-                       .row_bytes = p.row_bytes, .n_rows = r1 - r0, .k = p.k,
-                       .x_quant = xb + size_t(t) * p.x_stride, .x_stride = p.x_stride, .n_tokens = nt,
-                       .y = p.y + t * p.y_stride + r0, .y_stride = p.y_stride});
-    }
-  };
-  if (rows_tiled > 0 && toks_tiled < p.n_tokens) gemv(0, rows_tiled, toks_tiled, p.n_tokens);
-  if (rows_tiled < p.n_rows) gemv(rows_tiled, p.n_rows, 0, p.n_tokens);
+  fn(p);
+}
+
+size_t gemm_packed_bytes(QuantType weight_type, int64_t k, int64_t n_tokens) {
+  BRISK_CHECK(selected_kernel(weight_type), "gemm: no GEMM kernel for weight format ",
+              quant_type_info(weight_type).name);
+  return avx512::packed_bytes(weight_type, k, n_tokens);
+}
+
+void gemm_pack_tokens(const GemmParams& p, void* packed, int64_t group_begin, int64_t group_end) {
+  BRISK_CHECK(selected_kernel(p.weight_type), "gemm: no GEMM kernel for weight format ",
+              quant_type_info(p.weight_type).name);
+  const int64_t n_groups = (p.n_tokens + kGemmGroup - 1) / kGemmGroup;
+  BRISK_CHECK(group_begin >= 0 && group_begin <= group_end && group_end <= n_groups, "gemm: token groups [",
+              group_begin, ", ", group_end, ") outside the ", n_groups, " groups");
+  avx512::pack_tokens(p, packed, group_begin, group_end);
 }
 
 }  // namespace brisk::kernels

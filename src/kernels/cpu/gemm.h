@@ -1,15 +1,13 @@
 // Prefill GEMM on the CPU: Y[t, r] = dot(W[r, :], X[t, :]) for many tokens at once (n_tok > 8),
-// for the weight formats with an integer tile kernel (Q8_0 and Q4_0 with Q8_0 activations, Q4_K, Q5_K and Q6_K with Q8_K, on
-// AVX-512 VNNI). The activations are the same quantized rows the GEMV path uses (quantized once
-// per matmul); the weights are read in place in their stored block layout, so nothing is
-// repacked and the GEMV path keeps using the same bytes.
+// on AVX-512 VNNI, for Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL (activations Q8_0 / Q8_1) and Q4_K,
+// Q5_K, Q6_K, IQ4_XS (activations Q8_K). The activations are the same quantized rows the GEMV
+// path uses (quantized once per matmul); the stored weights are unpacked a few rows at a time
+// into unsigned codes and per-block scales (gemm_pack.h), so one integer tile kernel serves
+// every format and the decode GEMV keeps reading the same bytes (gemm_avx512.cpp).
 //
-// Tiles of 4 rows x 4 tokens are accumulated in 16 zmm registers (two 32-element blocks per
-// vpdpbusd), rows and tokens are swept in cache blocks of 64 x 64. Rows and tokens left over
-// from the tiles run through gemv_rows_multi. Results agree with the per-row dot product to
-// float rounding (the integer block sums are exact; only the order of the float additions of
-// the scaled block sums differs). Kill switch: BRISK_NO_GEMM (and the format's
-// BRISK_NO_SIMD_DOT_<FORMAT>, BRISK_NO_AVX512, BRISK_NO_SIMD).
+// Results agree with the per-row dot product to float rounding (the integer block sums are
+// exact; only the order of the float additions of the scaled block sums differs). Kill switch:
+// BRISK_NO_GEMM (and the format's BRISK_NO_SIMD_DOT_<FORMAT>, BRISK_NO_AVX512, BRISK_NO_SIMD).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +27,7 @@ struct GemmParams {
   int64_t n_tokens;
   float* y;             // (n_tokens, y_stride) floats; y[t * y_stride + r]
   int64_t y_stride;
+  const void* x_packed = nullptr;  // optional: gemm_pack_tokens output for these activations
 };
 
 // True when gemm_rows has a tile kernel for this weight format on this CPU and no kill switch
@@ -38,6 +37,13 @@ bool gemm_available(QuantType weight_type);
 // Any shape (tile remainders go through gemv_rows_multi). Throws brisk::Error on bad shapes or
 // when !gemm_available(weight_type).
 void gemm_rows(const GemmParams& p);
+
+// Optional two-phase use, so that threads splitting the rows share one repacking of the
+// activations: size a buffer with gemm_packed_bytes, fill it with gemm_pack_tokens for every
+// group of kGemmGroup tokens (any split of the groups over threads), pass it as x_packed.
+constexpr int64_t kGemmGroup = 16;
+size_t gemm_packed_bytes(QuantType weight_type, int64_t k, int64_t n_tokens);
+void gemm_pack_tokens(const GemmParams& p, void* packed, int64_t group_begin, int64_t group_end);
 
 // Token count above which matmul uses the GEMM.
 constexpr int64_t kGemmMinTokens = 9;

@@ -1,15 +1,14 @@
-// Internal: the per-ISA GEMM tile kernels (gemm_avx512.cpp). A tile kernel covers rows
-// [0, n_rows - n_rows % kGemmTileRows) x tokens [0, n_tokens - n_tokens % kGemmTileTokens); the
-// caller (gemm.cpp) handles the rest. Only call when cpu_features() reports the ISA.
+// Internal: the per-ISA GEMM kernels (gemm_avx512.cpp). A kernel covers the whole GemmParams
+// (every row and token). Only call when cpu_features() reports the ISA.
 #pragma once
 #include "kernels/cpu/gemm.h"
 
 namespace brisk::kernels {
-constexpr int64_t kGemmTileRows = 4;
-constexpr int64_t kGemmTileTokens = 4;
 using GemmTileFn = void (*)(const GemmParams& p);
 }  // namespace brisk::kernels
 
 namespace brisk::kernels::avx512 {
 GemmTileFn gemm_kernel(QuantType weight_type);  // nullptr: no kernel for this format
+size_t packed_bytes(QuantType weight_type, int64_t k, int64_t n_tokens);
+void pack_tokens(const GemmParams& p, void* packed, int64_t group_begin, int64_t group_end);
 }  // namespace brisk::kernels::avx512

@@ -8,8 +8,9 @@
 // Work split: output rows in tiles of 16, contiguous ranges of tiles per thread. Within a
 // thread, blocks of 64 rows are swept over all tokens in groups of 8, so prefill reuses a
 // block of weights from cache across the whole batch. Decode (1 token) is one GEMV per thread.
-// Prefill (more than 8 tokens) of a format with a GEMM tile kernel (kernels/cpu/gemm.h) runs the
-// thread's rows through gemm_rows instead (BRISK_NO_GEMM: the GEMV path above).
+// Prefill (more than 8 tokens) of a format with a GEMM kernel (kernels/cpu/gemm.h) runs the
+// thread's rows through gemm_rows instead, on activations quantized and repacked once for all
+// threads (BRISK_NO_GEMM: the GEMV path above).
 #include <algorithm>
 
 #include "core/error.h"
@@ -34,17 +35,47 @@ size_t matmul_act_row_bytes(QuantType weight_type, int64_t n_in) {
   return size_t(*bytes);
 }
 
-void matmul_quantize_rows(const MatmulArgs& a, void* act, int ith, int nth) {
+namespace {
+bool uses_gemm(const MatmulArgs& a) {
+  return format_traits(a.w.type).vec_dot_type != QuantType::F32 && a.x.rows >= kernels::kGemmMinTokens &&
+         kernels::gemm_available(a.w.type);
+}
+
+kernels::GemmParams gemm_params(const MatmulArgs& a, const void* act, int64_t row_begin, int64_t row_end) {
+  return {.weight_type = a.w.type, .w = a.w.row(row_begin), .row_bytes = a.w.row_bytes,
+          .n_rows = row_end - row_begin, .k = a.w.n_in, .x_quant = act,
+          .x_stride = matmul_act_row_bytes(a.w.type, a.w.n_in), .n_tokens = a.x.rows,
+          .y = a.out.row(0) + row_begin, .y_stride = a.out.row_stride()};
+}
+}  // namespace
+
+size_t matmul_packed_bytes(const MatmulArgs& a) {
+  return uses_gemm(a) ? kernels::gemm_packed_bytes(a.w.type, a.w.n_in, a.x.rows) : 0;
+}
+
+void matmul_quantize_rows(const MatmulArgs& a, void* act, void* packed, int ith, int nth) {
   const QuantType vt = format_traits(a.w.type).vec_dot_type;
   if (vt == QuantType::F32) return;  // rows are used in place
   const QuantizeRowFn quantize = kernels::select_quantize_activation(vt);
   const size_t rb = matmul_act_row_bytes(a.w.type, a.w.n_in);
+  auto quantize_range = [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t)
+      quantize(a.x.row(t), static_cast<uint8_t*>(act) + size_t(t) * rb, a.w.n_in);
+  };
   int64_t begin, end;
-  split_range(a.x.rows, ith, nth, &begin, &end);
-  for (int64_t t = begin; t < end; ++t) quantize(a.x.row(t), static_cast<uint8_t*>(act) + size_t(t) * rb, a.w.n_in);
+  if (!packed) {
+    split_range(a.x.rows, ith, nth, &begin, &end);
+    quantize_range(begin, end);
+    return;
+  }
+  // Whole groups of tokens per thread: each thread packs the rows it quantized itself.
+  const int64_t n_groups = (a.x.rows + kernels::kGemmGroup - 1) / kernels::kGemmGroup;
+  split_range(n_groups, ith, nth, &begin, &end);
+  quantize_range(begin * kernels::kGemmGroup, std::min(a.x.rows, end * kernels::kGemmGroup));
+  kernels::gemm_pack_tokens(gemm_params(a, act, 0, 0), packed, begin, end);
 }
 
-void matmul_rows(const MatmulArgs& a, const void* act, int ith, int nth) {
+void matmul_rows(const MatmulArgs& a, const void* act, const void* packed, int ith, int nth) {
   const bool in_place = format_traits(a.w.type).vec_dot_type == QuantType::F32;
   const size_t x_stride = in_place ? sizeof(float) * size_t(a.x.row_stride()) : matmul_act_row_bytes(a.w.type, a.w.n_in);
   const uint8_t* x0 = in_place ? reinterpret_cast<const uint8_t*>(a.x.data) : static_cast<const uint8_t*>(act);
@@ -55,10 +86,10 @@ void matmul_rows(const MatmulArgs& a, const void* act, int ith, int nth) {
   const int64_t row_begin = tile_begin * kRowTile;
   const int64_t row_end = std::min(a.w.n_out, tile_end * kRowTile);
   if (row_begin >= row_end) return;
-  if (!in_place && n_tok >= kernels::kGemmMinTokens && kernels::gemm_available(a.w.type)) {
-    kernels::gemm_rows({.weight_type = a.w.type, .w = a.w.row(row_begin), .row_bytes = a.w.row_bytes,
-                        .n_rows = row_end - row_begin, .k = a.w.n_in, .x_quant = x0, .x_stride = x_stride,
-                        .n_tokens = n_tok, .y = a.out.row(0) + row_begin, .y_stride = a.out.row_stride()});
+  if (!in_place && uses_gemm(a)) {
+    kernels::GemmParams gp = gemm_params(a, x0, row_begin, row_end);
+    gp.x_packed = packed;
+    kernels::gemm_rows(gp);
     if (a.bias) {
       for (int64_t t = 0; t < n_tok; ++t) {
         float* y = a.out.row(t);

@@ -18,11 +18,13 @@ inline void split_range(int64_t n, int ith, int nth, int64_t* begin, int64_t* en
 }
 
 // Matmul: activations are first converted to the weight format's vec_dot_type
-// (matmul_quantize_rows, split over rows of x), then each part computes a block of output
-// features for every token (matmul_rows).
+// (matmul_quantize_rows, split over rows of x; when the prefill GEMM will run, also repacked
+// for it into `packed`, split over groups of 16 tokens), then each part computes a block of
+// output features for every token (matmul_rows).
 size_t matmul_act_row_bytes(QuantType weight_type, int64_t n_in);
-void matmul_quantize_rows(const MatmulArgs& a, void* act, int ith, int nth);
-void matmul_rows(const MatmulArgs& a, const void* act, int ith, int nth);
+size_t matmul_packed_bytes(const MatmulArgs& a);  // 0: this matmul does not use the GEMM
+void matmul_quantize_rows(const MatmulArgs& a, void* act, void* packed, int ith, int nth);
+void matmul_rows(const MatmulArgs& a, const void* act, const void* packed, int ith, int nth);
 
 void rms_norm_rows(const RmsNormArgs& a, int ith, int nth);
 void rope_rows(const RopeArgs& a, int ith, int nth);
@@ -32,7 +34,13 @@ int64_t attention_scratch_floats(int32_t head_dim);
 void attention_rows(const AttentionArgs& a, float* scratch, int ith, int nth);
 // AVX2/FMA/F16C variant (attention_avx2.cpp); head_dim % 8 == 0. Callers check the CPU.
 void attention_rows_avx2(const AttentionArgs& a, float* scratch, int ith, int nth);
+// AVX-512 variant (attention_avx512.cpp): work split over (token, KV head) pairs, positions in
+// tiles of 16; head_dim % 16 == 0. scratch: attention_avx512_scratch_floats(n_head / n_head_kv,
+// head_dim) floats for this part. Callers check the CPU.
+int64_t attention_avx512_scratch_floats(int32_t group, int32_t head_dim);
+void attention_rows_avx512(const AttentionArgs& a, float* scratch, int ith, int nth);
 void gated_act_rows(const GatedActArgs& a, int ith, int nth);
+void gated_act_rows_avx512(const GatedActArgs& a, int ith, int nth);  // elementwise_avx512.cpp
 void add_rows(const AddArgs& a, int ith, int nth);
 void embedding_rows(const EmbeddingArgs& a, int ith, int nth);
 void get_rows_rows(const GetRowsArgs& a, int ith, int nth);
