@@ -11,12 +11,12 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/large_alloc.h"
 
 namespace brisk {
 namespace {
 
-// Heap copies are page-aligned so that tensor data keeps any GGUF alignment up to 4096.
-constexpr size_t kAlign = 4096;
+
 
 // Owns an fd for the duration of open().
 struct Fd {
@@ -26,11 +26,10 @@ struct Fd {
   }
 };
 
+// Heap copies are at least page-aligned (tensor data keeps any GGUF alignment up to 4096), and
+// large ones sit on huge pages (core/large_alloc.h).
 void* aligned_buffer(size_t size, const std::string& what) {
-  // aligned_alloc needs a size that is a multiple of the alignment (and > 0).
-  const size_t rounded = size == 0 ? kAlign : (size + kAlign - 1) / kAlign * kAlign;
-  BRISK_CHECK(rounded >= size, what, ": file too large (", size, " bytes)");
-  void* p = std::aligned_alloc(kAlign, rounded);
+  void* p = large_alloc(size);
   BRISK_CHECK(p, what, ": cannot allocate ", size, " bytes");
   return p;
 }
@@ -85,7 +84,7 @@ std::shared_ptr<const MappedFile> MappedFile::from_memory(const void* data, size
 
 MappedFile::~MappedFile() {
   if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_);
-  std::free(owned_);
+  large_free(owned_);
 }
 
 }  // namespace brisk

@@ -14,6 +14,7 @@
 #include "backend/backend.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
+#include "core/large_alloc.h"
 #include "core/flags.h"
 #include "kernels/cpu/ref.h"
 #include "core/thread_pool.h"
@@ -43,17 +44,17 @@ class CpuBackend final : public Backend {
         avx2_(cpu_features().avx2 && !flags().no_simd),
         avx512_(cpu_features().avx512 && !flags().no_simd) {}
   ~CpuBackend() override {
-    for (void* p : allocations_) std::free(p);
+    for (void* p : allocations_) large_free(p);
   }
 
   std::string name() const override { return "cpu"; }
   int n_threads() const override { return pool_.size(); }
 
   void* alloc(size_t bytes) override {
-    const size_t rounded = (bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    // KV caches and activation arenas: huge pages when large (core/large_alloc.h).
+    void* p = large_alloc(bytes);
     BRISK_CHECK(p != nullptr, "cpu backend: out of memory allocating ", bytes, " bytes");
-    std::memset(p, 0, rounded == 0 ? 64 : rounded);
+    std::memset(p, 0, bytes);
     std::lock_guard<std::mutex> lock(mutex_);
     allocations_.insert(p);
     return p;
@@ -62,7 +63,7 @@ class CpuBackend final : public Backend {
   void free(void* p) override {
     if (!p) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (allocations_.erase(p)) std::free(p);
+    if (allocations_.erase(p)) large_free(p);
   }
 
   void matmul(const MatmulArgs& a) override {

@@ -1,6 +1,8 @@
 // Kernel selection (ISA x format, with kill switches) and the row loops of the decode GEMV.
 #include "kernels/cpu/dot.h"
 
+#include <algorithm>
+
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/flags.h"
@@ -128,6 +130,8 @@ size_t activation_row_bytes(QuantType weight_type, int64_t k) {
 }
 
 namespace {
+constexpr size_t kRowPrefetchBytes = 2048;
+
 void check_gemv_shape(QuantType wt, size_t row_bytes, int64_t n_rows, int64_t k) {
   BRISK_CHECK(n_rows >= 0 && k >= 0, "gemv: negative shape (", n_rows, " x ", k, ")");
   auto need = quant_row_bytes(wt, uint64_t(k));
@@ -164,12 +168,24 @@ void gemv_rows_multi(const GemvMultiParams& p) {
     if (isa == Isa::avx512) multi = avx512::vec_dot_multi_kernel(p.weight_type, p.n_tokens);
     if (isa == Isa::avx2) multi = avx2::vec_dot_multi_kernel(p.weight_type, p.n_tokens);
   }
+  // Software prefetch kRowPrefetchBytes ahead of the row being computed, one line at a time,
+  // so that DRAM requests are in flight while a row is decoded (the hardware prefetchers of
+  // these machines alone left half the bandwidth unused on a streaming GEMV).
+  const uint8_t* const w_end = wb + size_t(p.n_rows) * p.row_bytes;
+  const uint8_t* pf = wb;
+  auto prefetch_through = [&](const uint8_t* row_end) {
+    const uint8_t* target = std::min(w_end, row_end + kRowPrefetchBytes);
+    for (; pf < target; pf += 64) __builtin_prefetch(pf, 0, 3);
+  };
   if (multi) {
-    for (int64_t r = 0; r < p.n_rows; ++r)
+    for (int64_t r = 0; r < p.n_rows; ++r) {
+      prefetch_through(wb + size_t(r + 1) * p.row_bytes);
       multi(p.k, &p.y[r], size_t(p.y_stride), wb + size_t(r) * p.row_bytes, xb, p.x_stride);
+    }
     return;
   }
   for (int64_t r = 0; r < p.n_rows; ++r) {
+    prefetch_through(wb + size_t(r + 1) * p.row_bytes);
     const uint8_t* row = wb + size_t(r) * p.row_bytes;
     for (int t = 0; t < p.n_tokens; ++t)
       dot(p.k, &p.y[t * p.y_stride + r], row, xb + size_t(t) * p.x_stride);
