@@ -117,7 +117,7 @@ const QuantType kAll[] = {
     QuantType::IQ3_S, QuantType::IQ1_S,  QuantType::IQ1_M,  QuantType::TQ1_0,  QuantType::TQ2_0};
 
 int register_all() {
-  for (QuantType t : {QuantType::F16, QuantType::BF16, QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_K,
+  for (QuantType t : {QuantType::F16, QuantType::BF16, QuantType::Q8_0, QuantType::Q4_0, QuantType::Q5_0, QuantType::Q4_K,
                       QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_XS})
     benchmark::RegisterBenchmark(
         (std::string("gemv_dram_4096x4096/") + std::string(brisk::quant_type_info(t).name)).c_str(),

@@ -132,6 +132,11 @@ size_t activation_row_bytes(QuantType weight_type, int64_t k) {
 namespace {
 constexpr size_t kRowPrefetchBytes = 2048;
 
+// True when the selected kernel of this format is the AVX-512 build's 512-bit one.
+bool isa_is_avx512_wide(QuantType t) {
+  return selected_dot_isa(t) == Isa::avx512 && avx512::wide_q32_kernel(t) != nullptr;
+}
+
 void check_gemv_shape(QuantType wt, size_t row_bytes, int64_t n_rows, int64_t k) {
   BRISK_CHECK(n_rows >= 0 && k >= 0, "gemv: negative shape (", n_rows, " x ", k, ")");
   auto need = quant_row_bytes(wt, uint64_t(k));
@@ -145,10 +150,8 @@ void check_gemv_shape(QuantType wt, size_t row_bytes, int64_t n_rows, int64_t k)
 
 void gemv_rows(QuantType wt, const void* w, size_t row_bytes, int64_t n_rows, int64_t k,
                const void* x_quant, float* y) {
-  check_gemv_shape(wt, row_bytes, n_rows, k);
-  const VecDotFn dot = select_vec_dot(wt);
-  const auto* wb = static_cast<const uint8_t*>(w);
-  for (int64_t r = 0; r < n_rows; ++r) dot(k, &y[r], wb + size_t(r) * row_bytes, x_quant);
+  gemv_rows_multi({.weight_type = wt, .w = w, .row_bytes = row_bytes, .n_rows = n_rows, .k = k, .x_quant = x_quant,
+                   .x_stride = 0, .n_tokens = 1, .y = y, .y_stride = n_rows});
 }
 
 void gemv_rows_multi(const GemvMultiParams& p) {
@@ -168,6 +171,8 @@ void gemv_rows_multi(const GemvMultiParams& p) {
     if (isa == Isa::avx512) multi = avx512::vec_dot_multi_kernel(p.weight_type, p.n_tokens);
     if (isa == Isa::avx2) multi = avx2::vec_dot_multi_kernel(p.weight_type, p.n_tokens);
   }
+  // 512-bit kernels with the activations prepared once for all rows (Q8_0, Q4_0, Q5_0).
+  if (isa_is_avx512_wide(p.weight_type) && avx512::wide_q32_gemv(p, kRowPrefetchBytes)) return;
   // Software prefetch kRowPrefetchBytes ahead of the row being computed, one line at a time,
   // so that DRAM requests are in flight while a row is decoded (the hardware prefetchers of
   // these machines alone left half the bandwidth unused on a streaming GEMV).

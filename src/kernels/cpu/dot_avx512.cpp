@@ -48,7 +48,10 @@ VecDotFn vec_dot_kernel(QuantType t) {
     case QuantType::F32: return dot_wide<float, load_f32x16, f32_id>;
     case QuantType::F16: return dot_wide<uint16_t, load_f16x16, fp16_to_f32>;
     case QuantType::BF16: return dot_wide<uint16_t, load_bf16x16, bf16_to_f32>;
-    default: return kernel_256(t);
+    default: {
+      if (VecDotFn f = wide_q32_kernel(t)) return f;  // dot_q32_avx512.cpp
+      return kernel_256(t);
+    }
   }
 }
 

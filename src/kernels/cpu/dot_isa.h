@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 
+#include "kernels/cpu/dot.h"
 #include "quant/format.h"
 
 namespace brisk::kernels {
@@ -23,4 +24,11 @@ namespace brisk::kernels::avx512 {  // AVX-512 F/BW/VL + VNNI
 VecDotFn vec_dot_kernel(QuantType weight_type);
 VecDotMultiFn vec_dot_multi_kernel(QuantType weight_type, int n_tokens);  // n_tokens in 2..8
 QuantizeRowFn quantize_kernel(QuantType activation_type);
+// 512-bit kernels of Q8_0 / Q4_0 / Q5_0 (dot_q32_avx512.cpp), which take precedence over the
+// 256-bit ones of dot_x86.inc; the multi-token kernel covers n_tokens 1..8.
+VecDotFn wide_q32_kernel(QuantType weight_type);
+VecDotMultiFn wide_q32_multi_kernel(QuantType weight_type, int n_tokens);
+// Whole GEMV (gemv_rows_multi) with the activations prepared once for all rows; false when the
+// format or token count has no such kernel. Bit-identical to the two functions above.
+bool wide_q32_gemv(const GemvMultiParams& p, size_t prefetch_bytes);
 }  // namespace brisk::kernels::avx512

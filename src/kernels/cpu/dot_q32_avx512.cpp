@@ -1,0 +1,292 @@
+// AVX-512 decode dot products for the 32-element block formats with Q8_0 activations (Q8_0,
+// Q4_0, Q5_0), for 1..8 tokens at once with bit-identical results per token.
+//
+// The 256-bit kernels of dot_x86.inc spend most of their time on per-block work (two fp16
+// scales converted and multiplied, a broadcast and an FMA per 32 elements, sign fix-ups).
+// Here the activation row is first prepared once (per GEMV call, shared by all rows):
+//   x      per pair of blocks, 64 bytes in the order the weight codes come out of their
+//          packing (Q8_0: block b then b + 1; Q4_0/Q5_0: low halves of b, b + 1, then high halves)
+//   corr   per pair, 16 int32 lanes = -offset * (sum of the 4 activation bytes of that lane)
+//   dx     per group of 16 blocks, 16 float scales in the reduction's lane order
+// and the weights are taken 16 blocks at a time as unsigned codes (Q8_0: q + 128, Q4_0: q,
+// Q5_0: q | high bit << 4), so that one vpdpbusd started from corr gives exact int32 lane sums
+// of (code - offset) * x. The 8 pair vectors are reduced to one vector of 16 block sums by a
+// transpose-and-add tree, the 16 weight scales are gathered in the same lane order, and
+// acc += float(block sums) * (d_w * d_x) is one FMA per 16 blocks. A last group of fewer than
+// 16 blocks runs the same code with the missing blocks zero.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/dot.h"
+#include "kernels/cpu/dot_isa.h"
+#include "quant/blocks.h"
+
+namespace brisk::kernels::avx512 {
+namespace {
+
+using quant::BlockQ4_0;
+using quant::BlockQ5_0;
+using quant::BlockQ8_0;
+
+// Lane l of the reduced vector holds block kBlockOfLane[l] of the group (see reduce16).
+alignas(64) constexpr int32_t kBlockOfLane[16] = {0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
+
+constexpr int kGroup = 16;  // blocks per group
+constexpr int kPairs = 8;
+
+// Prepared activation of one token: per group, 8 x (64 bytes x + 64 bytes corr) + 16 floats dx.
+constexpr size_t kGroupBytes = kPairs * 128 + kGroup * sizeof(float);
+
+struct Prepared {
+  const uint8_t* base;  // (n_groups, kGroupBytes)
+  const __m512i* x(int64_t g, int j) const { return reinterpret_cast<const __m512i*>(base + g * kGroupBytes + 128 * j); }
+  const __m512i* corr(int64_t g, int j) const {
+    return reinterpret_cast<const __m512i*>(base + g * kGroupBytes + 128 * j + 64);
+  }
+  const float* dx(int64_t g) const { return reinterpret_cast<const float*>(base + g * kGroupBytes + kPairs * 128); }
+};
+
+// kSplit: codes come as (low halves of b, b + 1, high halves of b, b + 1), else (b, b + 1).
+struct FmtQ8_0 {
+  using Block = BlockQ8_0;
+  static constexpr bool kSplit = false;
+  static constexpr int kOffset = 128;
+  static __m512i codes(const Block* x, int64_t b, bool two) {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+    const __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b + 1].qs)) : _mm256_setzero_si256();
+    return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_set1_epi8(char(0x80)));
+  }
+};
+
+inline __m512i split_nibbles_pair(const uint8_t* qa, const uint8_t* qb, bool two) {
+  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qa));
+  const __m128i b = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(qb)) : _mm_setzero_si128();
+  const __m256i v = _mm256_set_m128i(b, a);
+  const __m256i m = _mm256_set1_epi8(0x0F);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m)),
+                            _mm256_and_si256(_mm256_srli_epi16(v, 4), m), 1);
+}
+
+struct FmtQ4_0 {
+  using Block = BlockQ4_0;
+  static constexpr bool kSplit = true;
+  static constexpr int kOffset = 8;
+  static __m512i codes(const Block* x, int64_t b, bool two) { return split_nibbles_pair(x[b].qs, x[b + 1].qs, two); }
+};
+
+struct FmtQ5_0 {
+  using Block = BlockQ5_0;
+  static constexpr bool kSplit = true;
+  static constexpr int kOffset = 16;
+  static __m512i codes(const Block* x, int64_t b, bool two) {
+    uint32_t h0, h1 = 0;
+    std::memcpy(&h0, x[b].qh, 4);
+    if (two) std::memcpy(&h1, x[b + 1].qh, 4);
+    // Byte order of the codes: b[0..15], b+1[0..15], b[16..31], b+1[16..31].
+    const __mmask64 high = __mmask64(h0 & 0xFFFF) | (__mmask64(h1 & 0xFFFF) << 16) | (__mmask64(h0 >> 16) << 32) |
+                           (__mmask64(h1 >> 16) << 48);
+    return _mm512_or_si512(split_nibbles_pair(x[b].qs, x[b + 1].qs, two),
+                           _mm512_maskz_mov_epi8(high, _mm512_set1_epi8(0x10)));
+  }
+};
+
+// Writes the prepared activation of one Q8_0 row of nb blocks for format Fmt (layout above).
+template <class Fmt>
+void prepare(const BlockQ8_0* y, int64_t nb, uint8_t* out) {
+  const int64_t n_groups = (nb + kGroup - 1) / kGroup;
+  std::memset(out, 0, size_t(n_groups) * kGroupBytes);
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t g = b / kGroup;
+    const int ib = int(b % kGroup), j = ib / 2, half = ib % 2;
+    uint8_t* gx = out + g * kGroupBytes + 128 * j;
+    if constexpr (Fmt::kSplit) {
+      std::memcpy(gx + 16 * half, y[b].qs, 16);
+      std::memcpy(gx + 32 + 16 * half, y[b].qs + 16, 16);
+    } else {
+      std::memcpy(gx + 32 * half, y[b].qs, 32);
+    }
+    float* dx = reinterpret_cast<float*>(out + g * kGroupBytes + kPairs * 128);
+    for (int l = 0; l < kGroup; ++l)
+      if (kBlockOfLane[l] == ib) dx[l] = _cvtsh_ss(y[b].d);
+  }
+  for (int64_t g = 0; g < n_groups; ++g)
+    for (int j = 0; j < kPairs; ++j) {
+      uint8_t* gx = out + g * kGroupBytes + 128 * j;
+      auto* corr = reinterpret_cast<int32_t*>(gx + 64);
+      for (int l = 0; l < 16; ++l) {
+        int32_t sum = 0;
+        for (int i = 0; i < 4; ++i) sum += int8_t(gx[4 * l + i]);
+        corr[l] = -Fmt::kOffset * sum;
+      }
+    }
+}
+
+// 8 vectors of 2 blocks x 8 int32 partial sums -> 16 block sums, lane l = block kBlockOfLane[l].
+// Block b of a pair covers 128-bit lanes {0, 1} (natural) or {0, 2} (split), b + 1 the others.
+template <bool kSplit>
+inline __m512i reduce16(const __m512i* p) {
+  __m512i r[4], s[2], t[2];
+  for (int m = 0; m < 4; ++m)  // per 128-bit lane: (a0+a2, b0+b2, a1+a3, b1+b3)
+    r[m] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2 * m], p[2 * m + 1]), _mm512_unpackhi_epi32(p[2 * m], p[2 * m + 1]));
+  for (int n = 0; n < 2; ++n)  // per 128-bit lane L: the L-lane sums of p[4n..4n+3]
+    s[n] = _mm512_add_epi32(_mm512_unpacklo_epi64(r[2 * n], r[2 * n + 1]), _mm512_unpackhi_epi64(r[2 * n], r[2 * n + 1]));
+  if constexpr (kSplit) {
+    for (int n = 0; n < 2; ++n)  // lane 0: L0 + L2 (blocks b), lane 1: L1 + L3 (blocks b + 1)
+      t[n] = _mm512_add_epi32(s[n], _mm512_shuffle_i32x4(s[n], s[n], 0x4E));
+    return _mm512_shuffle_i32x4(t[0], t[1], 0x44);  // (t0.L0, t0.L1, t1.L0, t1.L1)
+  } else {
+    for (int n = 0; n < 2; ++n)  // lane 0: L0 + L1 (blocks b), lane 2: L2 + L3 (blocks b + 1)
+      t[n] = _mm512_add_epi32(s[n], _mm512_shuffle_i32x4(s[n], s[n], 0xB1));
+    return _mm512_shuffle_i32x4(t[0], t[1], 0x88);  // (t0.L0, t0.L2, t1.L0, t1.L2)
+  }
+}
+
+// 16 fp16 scales (the first field of blocks of `stride` bytes) in kBlockOfLane order; lanes
+// past the valid blocks are 0.
+inline __m512 gather_scales(const void* first_block, int stride, __mmask16 valid) {
+  const __m512i idx = _mm512_mullo_epi32(_mm512_load_si512(kBlockOfLane), _mm512_set1_epi32(stride));
+  const __m512i raw = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, idx, first_block, 1);
+  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));
+}
+
+inline __mmask16 valid_lanes(int nv) {
+  __mmask16 m = 0;
+  for (int l = 0; l < kGroup; ++l)
+    if (kBlockOfLane[l] < nv) m = __mmask16(m | (1u << l));
+  return m;
+}
+
+// out[t * out_stride] = dot(row w, token t) for NT prepared tokens.
+template <int NT, class Fmt>
+void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
+  using Block = typename Fmt::Block;
+  const auto* x = static_cast<const Block*>(w);
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t g0 = 0, g = 0; g0 < nb; g0 += kGroup, ++g) {
+    const int nv = int(nb - g0 < kGroup ? nb - g0 : kGroup);
+    __m512i u[kPairs];
+    for (int j = 0; j < kPairs; ++j)
+      u[j] = 2 * j < nv ? Fmt::codes(x, g0 + 2 * j, 2 * j + 1 < nv) : _mm512_setzero_si512();
+    const __m512 dw = gather_scales(&x[g0], int(sizeof(Block)), nv == kGroup ? __mmask16(0xFFFF) : valid_lanes(nv));
+    for (int t = 0; t < NT; ++t) {
+      __m512i part[kPairs];
+      for (int j = 0; j < kPairs; ++j)
+        part[j] = _mm512_dpbusd_epi32(_mm512_load_si512(xp[t].corr(g, j)), u[j], _mm512_load_si512(xp[t].x(g, j)));
+      const __m512 s = _mm512_mul_ps(dw, _mm512_load_ps(xp[t].dx(g)));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(reduce16<Fmt::kSplit>(part)), s, acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[size_t(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
+}
+
+// Prepared activations of nt tokens, in a reused per-thread buffer (64-byte aligned).
+template <class Fmt>
+void prepare_tokens(int64_t nb, const void* a, size_t a_stride, int nt, Prepared* xp) {
+  struct alignas(64) Line {
+    uint8_t bytes[64];
+  };
+  thread_local std::vector<Line> buf;
+  const size_t per = ((nb + kGroup - 1) / kGroup) * kGroupBytes;  // a multiple of 64
+  buf.resize((per * size_t(nt) + 63) / 64);
+  for (int t = 0; t < nt; ++t) {
+    uint8_t* dst = buf.data()->bytes + per * size_t(t);
+    prepare<Fmt>(reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + size_t(t) * a_stride), nb, dst);
+    xp[t].base = dst;
+  }
+}
+
+template <int NT, class Fmt>
+void dot_multi(int64_t n, float* out, size_t out_stride, const void* w, const void* a, size_t a_stride) {
+  Prepared xp[NT];
+  prepare_tokens<Fmt>(n / 32, a, a_stride, NT, xp);
+  row_dot<NT, Fmt>(n / 32, w, xp, out, out_stride);
+}
+
+template <class Fmt>
+void dot_one(int64_t n, float* out, const void* w, const void* a) {
+  dot_multi<1, Fmt>(n, out, 1, w, a, 0);
+}
+
+template <class Fmt>
+VecDotMultiFn pick(int nt) {
+  switch (nt) {
+    case 1: return dot_multi<1, Fmt>;
+    case 2: return dot_multi<2, Fmt>;
+    case 3: return dot_multi<3, Fmt>;
+    case 4: return dot_multi<4, Fmt>;
+    case 5: return dot_multi<5, Fmt>;
+    case 6: return dot_multi<6, Fmt>;
+    case 7: return dot_multi<7, Fmt>;
+    case 8: return dot_multi<8, Fmt>;
+    default: return nullptr;
+  }
+}
+
+// Rows of a GEMV with the activations prepared once for all rows; prefetch as gemv_rows_multi.
+template <int NT, class Fmt>
+void gemv_prepared(const GemvMultiParams& p, size_t prefetch_bytes) {
+  Prepared xp[NT];
+  prepare_tokens<Fmt>(p.k / 32, p.x_quant, p.x_stride, NT, xp);
+  const auto* wb = static_cast<const uint8_t*>(p.w);
+  const uint8_t* const w_end = wb + size_t(p.n_rows) * p.row_bytes;
+  const uint8_t* pf = wb;
+  for (int64_t r = 0; r < p.n_rows; ++r) {
+    const uint8_t* target = std::min(w_end, wb + size_t(r + 1) * p.row_bytes + prefetch_bytes);
+    for (; pf < target; pf += 64) _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T0);
+    row_dot<NT, Fmt>(p.k / 32, wb + size_t(r) * p.row_bytes, xp, p.y + r, size_t(p.y_stride));
+  }
+}
+
+template <class Fmt>
+bool gemv_pick(const GemvMultiParams& p, size_t prefetch_bytes) {
+  switch (p.n_tokens) {
+    case 1: gemv_prepared<1, Fmt>(p, prefetch_bytes); return true;
+    case 2: gemv_prepared<2, Fmt>(p, prefetch_bytes); return true;
+    case 3: gemv_prepared<3, Fmt>(p, prefetch_bytes); return true;
+    case 4: gemv_prepared<4, Fmt>(p, prefetch_bytes); return true;
+    case 5: gemv_prepared<5, Fmt>(p, prefetch_bytes); return true;
+    case 6: gemv_prepared<6, Fmt>(p, prefetch_bytes); return true;
+    case 7: gemv_prepared<7, Fmt>(p, prefetch_bytes); return true;
+    case 8: gemv_prepared<8, Fmt>(p, prefetch_bytes); return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+VecDotFn wide_q32_kernel(QuantType t) {
+  switch (t) {
+    case QuantType::Q8_0: return dot_one<FmtQ8_0>;
+    case QuantType::Q4_0: return dot_one<FmtQ4_0>;
+    case QuantType::Q5_0: return dot_one<FmtQ5_0>;
+    default: return nullptr;
+  }
+}
+
+VecDotMultiFn wide_q32_multi_kernel(QuantType t, int nt) {
+  switch (t) {
+    case QuantType::Q8_0: return pick<FmtQ8_0>(nt);
+    case QuantType::Q4_0: return pick<FmtQ4_0>(nt);
+    case QuantType::Q5_0: return pick<FmtQ5_0>(nt);
+    default: return nullptr;
+  }
+}
+
+bool wide_q32_gemv(const GemvMultiParams& p, size_t prefetch_bytes) {
+  switch (p.weight_type) {
+    case QuantType::Q8_0: return gemv_pick<FmtQ8_0>(p, prefetch_bytes);
+    case QuantType::Q4_0: return gemv_pick<FmtQ4_0>(p, prefetch_bytes);
+    case QuantType::Q5_0: return gemv_pick<FmtQ5_0>(p, prefetch_bytes);
+    default: return false;
+  }
+}
+
+}  // namespace brisk::kernels::avx512
