@@ -100,32 +100,38 @@ struct FmtQ5_0 {
 // Writes the prepared activation of one Q8_0 row of nb blocks for format Fmt (layout above).
 template <class Fmt>
 void prepare(const BlockQ8_0* y, int64_t nb, uint8_t* out) {
+  static_assert(Fmt::kOffset == 8 || Fmt::kOffset == 16 || Fmt::kOffset == 128, "offset is a power of two");
+  constexpr int kShift = Fmt::kOffset == 8 ? 3 : Fmt::kOffset == 16 ? 4 : 7;
   const int64_t n_groups = (nb + kGroup - 1) / kGroup;
-  std::memset(out, 0, size_t(n_groups) * kGroupBytes);
-  for (int64_t b = 0; b < nb; ++b) {
-    const int64_t g = b / kGroup;
-    const int ib = int(b % kGroup), j = ib / 2, half = ib % 2;
-    uint8_t* gx = out + g * kGroupBytes + 128 * j;
-    if constexpr (Fmt::kSplit) {
-      std::memcpy(gx + 16 * half, y[b].qs, 16);
-      std::memcpy(gx + 32 + 16 * half, y[b].qs + 16, 16);
-    } else {
-      std::memcpy(gx + 32 * half, y[b].qs, 32);
-    }
-    float* dx = reinterpret_cast<float*>(out + g * kGroupBytes + kPairs * 128);
-    for (int l = 0; l < kGroup; ++l)
-      if (kBlockOfLane[l] == ib) dx[l] = _cvtsh_ss(y[b].d);
-  }
-  for (int64_t g = 0; g < n_groups; ++g)
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const int64_t b0 = g * kGroup;
+    const int nv = int(nb - b0 < kGroup ? nb - b0 : kGroup);
+    uint8_t* go = out + g * kGroupBytes;
     for (int j = 0; j < kPairs; ++j) {
-      uint8_t* gx = out + g * kGroupBytes + 128 * j;
-      auto* corr = reinterpret_cast<int32_t*>(gx + 64);
-      for (int l = 0; l < 16; ++l) {
-        int32_t sum = 0;
-        for (int i = 0; i < 4; ++i) sum += int8_t(gx[4 * l + i]);
-        corr[l] = -Fmt::kOffset * sum;
+      uint8_t* gx = go + 128 * j;
+      __m512i xv = _mm512_setzero_si512();
+      const int64_t b = b0 + 2 * j;
+      if (2 * j < nv) {
+        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b].qs));
+        const __m256i hi = 2 * j + 1 < nv ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b + 1].qs))
+                                          : _mm256_setzero_si256();
+        if constexpr (Fmt::kSplit) {  // (b low 16, b+1 low 16, b high 16, b+1 high 16)
+          const __m256i first = _mm256_permute2x128_si256(lo, hi, 0x20);
+          const __m256i second = _mm256_permute2x128_si256(lo, hi, 0x31);
+          xv = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
+        } else {
+          xv = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+        }
       }
+      _mm512_store_si512(gx, xv);
+      // -offset * (sum of each lane's 4 bytes)
+      const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xv);
+      _mm512_store_si512(gx + 64, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, kShift)));
     }
+    float* dx = reinterpret_cast<float*>(go + kPairs * 128);
+    for (int l = 0; l < kGroup; ++l) dx[l] = kBlockOfLane[l] < nv ? _cvtsh_ss(y[b0 + kBlockOfLane[l]].d) : 0.0f;
+  }
 }
 
 // 8 vectors of 2 blocks x 8 int32 partial sums -> 16 block sums, lane l = block kBlockOfLane[l].
