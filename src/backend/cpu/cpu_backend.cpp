@@ -119,7 +119,7 @@ class CpuBackend final : public Backend {
     if (ref_) return ref::attention(a);
     // AVX-512 kernel, else AVX2, unless BRISK_NO_SIMD / BRISK_NO_AVX512 / BRISK_NO_AVX2
     // (cpu_features() applies the switches).
-    const bool use512 = avx512_ && a.head_dim % 16 == 0;
+    const bool use512 = avx512_ && cpu::attention_avx512_supports(a.head_dim, a.n_head / a.n_head_kv);
     const bool use256 = avx2_ && a.head_dim % 8 == 0;
     const int64_t per = use512 ? cpu::attention_avx512_scratch_floats(a.n_head / a.n_head_kv, a.head_dim)
                                : cpu::attention_scratch_floats(a.head_dim);

@@ -2,14 +2,17 @@
 // window, soft-capping; the scalar kernel in kernels/cpu/ref.h is the reference).
 //
 // Work items are (token, KV head) pairs: the query heads of one GQA group share every K/V row,
-// which is loaded (and converted from F16 / dequantized from Q8_0) once per tile for all of
-// them. Positions are taken in tiles of 16, flash-attention style:
-//   kt, vt:  (16, head_dim) floats of the tile's K and V rows
-//   scores:  16 lanes = q_h · k_j for the tile's positions j (one partial vector per position,
-//            reduced 16 at a time by a transpose-and-add tree), times scale, soft-capped
-//   m, l:    running max and sum per head; acc (head_dim) rescaled by exp(m_old - m_new) once
-//            per tile, then acc += p_j * v_j for the tile's positions (p = exp(scores - m_new))
-// exp is vectorized (simd_math_avx512.h). Needs head_dim % 16 == 0 (the caller checks).
+// which is loaded (and converted from F16 / dequantized from Q8_0) once for all of them. Per
+// item, in three passes over its positions (a two-pass softmax, no running rescale):
+//   1. scores  (group, n_pos) floats: q_h · k_j * scale (soft-capped), 16 positions at a time,
+//              one partial vector per position reduced 16 at a time by a transpose-and-add
+//              tree; the running max per head
+//   2. weights p = exp(score - max) in place (vectorized exp), and their sum per head
+//   3. output  acc_h = sum_j p_hj * v_j: per 16-float chunk of the head, the group's heads keep
+//              one accumulator each and share every V load, so the FMA chains are independent
+//              (the online-softmax form had one long dependent chain per head and tile)
+// Scores live in a per-thread buffer of group * n_pos floats. Needs head_dim 64, 128 or 256 and
+// a group of at most 16 heads (attention_avx512_supports; the caller checks).
 // GCC 12's AVX-512 headers trip its own (maybe-)uninitialized warnings (false positives).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #if !defined(__clang__)
@@ -21,6 +24,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/simd_math_avx512.h"
@@ -57,74 +61,124 @@ void load_tile(const KvView& v, int64_t seq, int64_t j0, int n, size_t byte_off,
 }  // namespace
 
 int64_t attention_avx512_scratch_floats(int32_t group, int32_t head_dim) {
-  return int64_t(2 * kTile + group) * head_dim + 2 * group;
+  return int64_t(kTile + group) * head_dim;
+}
+
+namespace {
+
+// Chunk c (16 floats) of a V row stored as F16 or F32.
+inline __m512 v_chunk(bool f16, const uint8_t* row, int c) {
+  if (f16)
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(reinterpret_cast<const uint16_t*>(row) + 16 * c)));
+  return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + 16 * c);
+}
+
+// Item (token t, KV head kvh) with head_dim = NC * 16.
+template <int NC>
+void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, float* kt, float* acc) {
+  constexpr int32_t hd = NC * 16;
+  const int32_t group = a.n_head / a.n_head_kv;
+  thread_local std::vector<float> score_buf;
+  const int64_t s = a.seq[t], p = a.pos[t];
+  const int64_t start = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+  const int64_t n_pos = p + 1 - start;
+  const int64_t n_pad = (n_pos + kTile - 1) / kTile * kTile;
+  const size_t k_off = segment_offset(a.k_cache, int64_t(kvh) * hd);
+  const size_t v_off = segment_offset(a.v_cache, int64_t(kvh) * hd);
+  if (score_buf.size() < size_t(group * n_pad)) score_buf.resize(size_t(group * n_pad));
+  float* sc = score_buf.data();  // (group, n_pad)
+  const float* q0 = a.q.row(t) + int64_t(kvh * group) * hd;
+
+  // 1. scores and running max per head
+  float mx[16];
+  for (int32_t g = 0; g < group; ++g) mx[g] = -std::numeric_limits<float>::infinity();
+  for (int64_t j0 = 0; j0 < n_pos; j0 += kTile) {
+    const int n = int(std::min<int64_t>(kTile, n_pos - j0));
+    const __mmask16 valid = __mmask16((1u << n) - 1u);
+    load_tile(a.k_cache, s, start + j0, n, k_off, hd, kt);
+    for (int32_t g = 0; g < group; ++g) {
+      const float* q = q0 + int64_t(g) * hd;
+      __m512 qv[NC];
+      for (int c = 0; c < NC; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
+      __m512 part[kTile];
+      for (int j = 0; j < kTile; ++j) {
+        __m512 d = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kt + j * hd));
+        for (int c = 1; c < NC; ++c) d = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(kt + j * hd + 16 * c), d);
+        part[j] = d;
+      }
+      __m512 v = _mm512_mul_ps(avx512::hsum16x16(part), _mm512_set1_ps(a.scale));
+      if (a.softcap > 0.0f) {
+        alignas(64) float tmp[kTile];
+        _mm512_store_ps(tmp, v);
+        for (int j = 0; j < kTile; ++j) tmp[j] = a.softcap * std::tanh(tmp[j] / a.softcap);
+        v = _mm512_load_ps(tmp);
+      }
+      _mm512_storeu_ps(sc + g * n_pad + j0, v);
+      mx[g] = std::max(mx[g], _mm512_mask_reduce_max_ps(valid, v));
+    }
+  }
+  // 2. weights and their sums (positions past n_pos get weight 0)
+  float sum[16];
+  for (int32_t g = 0; g < group; ++g) {
+    float* row = sc + g * n_pad;
+    const __m512 m = _mm512_set1_ps(mx[g]);
+    __m512 tot = _mm512_setzero_ps();
+    for (int64_t j0 = 0; j0 < n_pos; j0 += kTile) {
+      const int n = int(std::min<int64_t>(kTile, n_pos - j0));
+      const __mmask16 valid = __mmask16((1u << n) - 1u);
+      const __m512 w = _mm512_maskz_mov_ps(valid, avx512::exp512(_mm512_sub_ps(_mm512_loadu_ps(row + j0), m)));
+      _mm512_storeu_ps(row + j0, w);
+      tot = _mm512_add_ps(tot, w);
+    }
+    sum[g] = _mm512_reduce_add_ps(tot);
+  }
+  // 3. acc_h = sum_j w_hj * v_j: per position, every chunk of v_j is loaded once for all heads.
+  // V rows are read as F16 / F32 in place; other cache types are converted to F32 first.
+  const bool v_f16 = a.v_cache.type == QuantType::F16;
+  const bool v_direct = v_f16 || a.v_cache.type == QuantType::F32;
+  thread_local std::vector<float> v_conv;
+  if (!v_direct) {
+    if (v_conv.size() < size_t(n_pos * hd)) v_conv.resize(size_t(n_pos * hd));
+    for (int64_t j = 0; j < n_pos; ++j) row_to_f32(a.v_cache.type, a.v_cache.row(s, start + j) + v_off, v_conv.data() + j * hd, hd);
+  }
+  auto v_row = [&](int64_t j) -> const uint8_t* {
+    return v_direct ? a.v_cache.row(s, start + j) + v_off : reinterpret_cast<const uint8_t*>(v_conv.data() + j * hd);
+  };
+  for (int c = 0; c < NC; ++c) {
+    __m512 ac[16];
+    for (int32_t g = 0; g < group; ++g) ac[g] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n_pos; ++j) {
+      const __m512 vj = v_chunk(v_f16, v_row(j), c);
+      for (int32_t g = 0; g < group; ++g) ac[g] = _mm512_fmadd_ps(_mm512_set1_ps(sc[g * n_pad + j]), vj, ac[g]);
+    }
+    for (int32_t g = 0; g < group; ++g) _mm512_storeu_ps(acc + g * hd + 16 * c, ac[g]);
+  }
+  for (int32_t g = 0; g < group; ++g) {
+    float* out = a.out.row(t) + int64_t(kvh * group + g) * hd;
+    const float inv = sum[g] > 0.0f ? 1.0f / sum[g] : 0.0f;
+    for (int32_t i = 0; i < hd; ++i) out[i] = acc[g * hd + i] * inv;
+  }
+}
+
+}  // namespace
+
+bool attention_avx512_supports(int32_t head_dim, int32_t group) {
+  return (head_dim == 64 || head_dim == 128 || head_dim == 256) && group >= 1 && group <= 16;
 }
 
 void attention_rows_avx512(const AttentionArgs& a, float* scratch, int ith, int nth) {
   const int32_t hd = a.head_dim;
-  const int32_t group = a.n_head / a.n_head_kv;
-  const int32_t nc = hd / 16;  // zmm chunks per head
-  float* kt = scratch;
-  float* vt = kt + kTile * hd;
-  float* acc = vt + kTile * hd;  // (group, hd)
-  float* m = acc + group * hd;   // (group)
-  float* l = m + group;          // (group)
+  float* kt = scratch;          // (kTile, hd)
+  float* acc = kt + kTile * hd;  // (group, hd)
   int64_t begin, end;
   split_range(a.q.rows * a.n_head_kv, ith, nth, &begin, &end);
   for (int64_t item = begin; item < end; ++item) {
     const int64_t t = item / a.n_head_kv;
     const int32_t kvh = int32_t(item % a.n_head_kv);
-    const int64_t s = a.seq[t], p = a.pos[t];
-    const int64_t start = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
-    const size_t k_off = segment_offset(a.k_cache, int64_t(kvh) * hd);
-    const size_t v_off = segment_offset(a.v_cache, int64_t(kvh) * hd);
-    for (int32_t g = 0; g < group; ++g) {
-      m[g] = -std::numeric_limits<float>::infinity();
-      l[g] = 0.0f;
-    }
-    std::memset(acc, 0, sizeof(float) * size_t(group) * size_t(hd));
-    for (int64_t j0 = start; j0 <= p; j0 += kTile) {
-      const int n = int(std::min<int64_t>(kTile, p + 1 - j0));
-      const __mmask16 valid = __mmask16((1u << n) - 1u);
-      load_tile(a.k_cache, s, j0, n, k_off, hd, kt);
-      load_tile(a.v_cache, s, j0, n, v_off, hd, vt);
-      for (int32_t g = 0; g < group; ++g) {
-        const float* q = a.q.row(t) + int64_t(kvh * group + g) * hd;
-        __m512 part[kTile];
-        for (int j = 0; j < kTile; ++j) {
-          __m512 d = _mm512_setzero_ps();
-          for (int32_t c = 0; c < nc; ++c)
-            d = _mm512_fmadd_ps(_mm512_loadu_ps(q + 16 * c), _mm512_loadu_ps(kt + j * hd + 16 * c), d);
-          part[j] = d;
-        }
-        __m512 sc = _mm512_mul_ps(avx512::hsum16x16(part), _mm512_set1_ps(a.scale));
-        if (a.softcap > 0.0f) {
-          alignas(64) float tmp[kTile];
-          _mm512_store_ps(tmp, sc);
-          for (int j = 0; j < kTile; ++j) tmp[j] = a.softcap * std::tanh(tmp[j] / a.softcap);
-          sc = _mm512_load_ps(tmp);
-        }
-        const float tile_max = _mm512_mask_reduce_max_ps(valid, sc);
-        const float m_new = std::max(m[g], tile_max);
-        const __m512 pw = _mm512_maskz_mov_ps(valid, avx512::exp512(_mm512_sub_ps(sc, _mm512_set1_ps(m_new))));
-        const float corr = std::exp(m[g] - m_new);  // 0 on the first tile (m = -inf)
-        l[g] = l[g] * corr + _mm512_reduce_add_ps(pw);
-        m[g] = m_new;
-        alignas(64) float w[kTile];
-        _mm512_store_ps(w, pw);
-        float* ag = acc + g * hd;
-        const __m512 cv = _mm512_set1_ps(corr);
-        for (int32_t c = 0; c < nc; ++c) {
-          __m512 x = _mm512_mul_ps(_mm512_loadu_ps(ag + 16 * c), cv);
-          for (int j = 0; j < n; ++j) x = _mm512_fmadd_ps(_mm512_set1_ps(w[j]), _mm512_loadu_ps(vt + j * hd + 16 * c), x);
-          _mm512_storeu_ps(ag + 16 * c, x);
-        }
-      }
-    }
-    for (int32_t g = 0; g < group; ++g) {
-      float* out = a.out.row(t) + int64_t(kvh * group + g) * hd;
-      const float inv = l[g] > 0.0f ? 1.0f / l[g] : 0.0f;
-      for (int32_t i = 0; i < hd; ++i) out[i] = acc[g * hd + i] * inv;
+    switch (hd) {
+      case 64: attention_item<4>(a, t, kvh, kt, acc); break;
+      case 128: attention_item<8>(a, t, kvh, kt, acc); break;
+      default: attention_item<16>(a, t, kvh, kt, acc); break;
     }
   }
 }

@@ -35,8 +35,9 @@ void attention_rows(const AttentionArgs& a, float* scratch, int ith, int nth);
 // AVX2/FMA/F16C variant (attention_avx2.cpp); head_dim % 8 == 0. Callers check the CPU.
 void attention_rows_avx2(const AttentionArgs& a, float* scratch, int ith, int nth);
 // AVX-512 variant (attention_avx512.cpp): work split over (token, KV head) pairs, positions in
-// tiles of 16; head_dim % 16 == 0. scratch: attention_avx512_scratch_floats(n_head / n_head_kv,
+// tiles of 16; only where attention_avx512_supports(head_dim, n_head / n_head_kv). scratch: attention_avx512_scratch_floats(n_head / n_head_kv,
 // head_dim) floats for this part. Callers check the CPU.
+bool attention_avx512_supports(int32_t head_dim, int32_t group);
 int64_t attention_avx512_scratch_floats(int32_t group, int32_t head_dim);
 void attention_rows_avx512(const AttentionArgs& a, float* scratch, int ith, int nth);
 void gated_act_rows(const GatedActArgs& a, int ith, int nth);

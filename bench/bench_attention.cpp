@@ -1,0 +1,50 @@
+// Decode attention microbenchmark: one query token over a KV cache of `positions` F16 rows
+// (Qwen2.5-0.5B heads: 14 query heads, 2 KV heads, head_dim 64), through the CPU backend's
+// attention op (AVX-512 kernel where available) with 1 and 2 threads. Reports the KV bytes
+// read per second.
+//   build/release/bench/brisk_microbench --benchmark_filter=attention
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/fp16.h"
+
+namespace {
+
+void run_attention(benchmark::State& st) {
+  const int64_t positions = st.range(0);
+  const int threads = int(st.range(1));
+  const int32_t n_head = 14, n_head_kv = 2, hd = 64;
+  const int64_t width = int64_t(n_head_kv) * hd;
+  std::vector<uint16_t> k(size_t(positions * width)), v(k.size());
+  std::mt19937 rng(1);
+  std::normal_distribution<float> g(0.f, 1.f);
+  for (auto& x : k) x = brisk::f32_to_fp16(g(rng));
+  for (auto& x : v) x = brisk::f32_to_fp16(g(rng));
+  std::vector<float> q(size_t(n_head * hd)), out(q.size());
+  for (auto& x : q) x = g(rng);
+  auto be = brisk::make_cpu_backend(threads);
+  const brisk::KvView kc{.type = brisk::QuantType::F16, .data = k.data(), .width = width,
+                         .row_bytes = size_t(width) * 2, .capacity = positions, .n_seq = 1};
+  brisk::KvView vc = kc;
+  vc.data = v.data();
+  const int32_t seq = 0, pos = int32_t(positions - 1);
+  const brisk::AttentionArgs a{.out = {.data = out.data(), .rows = 1, .cols = n_head * hd},
+                               .q = {.data = q.data(), .rows = 1, .cols = n_head * hd},
+                               .k_cache = kc, .v_cache = vc, .seq = &seq, .pos = &pos,
+                               .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd,
+                               .scale = 1.0f / std::sqrt(float(hd))};
+  for (auto _ : st) {
+    be->attention(a);
+    benchmark::DoNotOptimize(out.data());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * positions * width * 2 * 2);
+}
+
+BENCHMARK(run_attention)->Name("attention_decode")->Args({4096, 1})->Args({4096, 2})->Args({512, 2})
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
