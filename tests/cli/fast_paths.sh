@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Greedy output of the fixture models is the same text with every fast path on and with each
+# kill switch set: the prompt (80 tokens) runs through the prefill GEMM and the attention
+# tiles, the continuation through the decode GEMV, for F32 and Q8_0 weights.
+set -euo pipefail
+BIN=${BRISK_BIN:?BRISK_BIN not set}
+D=${BRISK_SHARED_DATA:-}
+[[ -n "$D" && -d "$D/models" ]] || { echo "fast_paths.sh: no shared fixture models, skipped"; exit 77; }
+switches=(BRISK_NO_GEMM BRISK_NO_AVX512 BRISK_NO_AVX2 BRISK_NO_SIMD BRISK_NO_HUGEPAGES BRISK_NO_SIMD_QUANTIZE_ACT
+          BRISK_NO_SIMD_DOT_Q8_0 BRISK_REF_OPS)
+checked=0
+for arch in llama mistral qwen2 qwen3 gemma3 qwen3_moe; do
+  for file in model-q8_0.gguf model-f32.gguf; do
+    m="$D/models/$arch/$file"
+    [[ -f $m ]] || continue
+    ids=$(python3 -c "import json;print(','.join(map(str,json.load(open('$D/models/$arch/ref.json'))['input_ids'])))")
+    base=$("$BIN" generate --model "$m" --prompt-ids "$ids" -n 12 --show-ids -t 2 2>/dev/null | tail -n 1)
+    [[ $base =~ ^ids:( [0-9]+){12}$ ]] || { echo "$arch $file: bad output '$base'"; exit 1; }
+    for s in "${switches[@]}"; do
+      got=$(env "$s=1" "$BIN" generate --model "$m" --prompt-ids "$ids" -n 12 --show-ids -t 2 2>/dev/null | tail -n 1)
+      [[ "$got" == "$base" ]] || { echo "$arch $file with $s=1: '$got' differs from '$base'"; exit 1; }
+    done
+    checked=$((checked + 1))
+  done
+done
+[[ $checked -gt 0 ]] || { echo "fast_paths.sh: no fixture model found, skipped"; exit 77; }
+echo "fast_paths.sh: $checked models x ${#switches[@]} switches: ok"
