@@ -1,6 +1,8 @@
-// Element-wise ops: gated activation, add, soft-capping, row gather, and the KV cache store (F32 / F16).
+// Element-wise ops: gated activation (optionally fused with the quantization of its output for
+// the next matmul), add, soft-capping, row gather, and the KV cache store (F32 / F16).
 #include <cuda_fp16.h>
 
+#include "kernels/cuda/act_quant.cuh"
 #include "kernels/cuda/kernels.h"
 
 namespace brisk::cuda {
@@ -64,6 +66,25 @@ __global__ void kv_store_kernel(View2 k, View2 v, uint8_t* kc, uint8_t* vc, size
   }
 }
 
+// One warp per activation block of kBlock elements: out = act(gate) * up as gated_act_kernel,
+// then the block quantized for the next matmul (act_quant.cuh).
+template <int kBlock>
+__global__ void gated_act_quant_kernel(View2 out, View2 gate, View2 up, int64_t cols, bool gelu, int8_t* q, float* d) {
+  constexpr int kPer = kBlock / 32;
+  const int64_t r = blockIdx.y;
+  const int64_t b = int64_t(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5);
+  if (b * kBlock >= cols) return;
+  const int lane = threadIdx.x & 31;
+  float v[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int64_t c = b * kBlock + k * 32 + lane;
+    v[k] = __fmul_rn(act_fn(gate.p[r * gate.s + c], gelu), up.p[r * up.s + c]);
+    out.p[r * out.s + c] = v[k];
+  }
+  quant_block_warp<kBlock>(v, q + r * cols + b * kBlock, d + r * (cols / kBlock) + b, nullptr);
+}
+
 View2 view(const Mat& m) { return View2{m.data, m.row_stride()}; }
 unsigned blocks_for(int64_t n) { return unsigned((n + 255) / 256); }
 
@@ -74,6 +95,24 @@ cudaError_t launch_gated_act(const GatedActArgs& a, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
   gated_act_kernel<<<blocks_for(n), 256, 0, s>>>(view(a.out), view(a.gate), view(a.up), a.gate.rows, a.gate.cols,
                                                  a.act == Activation::gelu_tanh);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_gated_act_quant(const GatedActArgs& a, ActRound kind, const QuantAct& q, cudaStream_t s) {
+  const int64_t cols = a.gate.cols;
+  if (a.gate.rows == 0) return cudaSuccess;
+  auto* qq = const_cast<int8_t*>(q.q);
+  auto* dd = const_cast<float*>(q.d);
+  const bool gelu = a.act == Activation::gelu_tanh;
+  if (kind == ActRound::q8_0 && cols % 32 == 0) {
+    gated_act_quant_kernel<32><<<dim3(unsigned((cols / 32 + 3) / 4), unsigned(a.gate.rows)), 128, 0, s>>>(
+        view(a.out), view(a.gate), view(a.up), cols, gelu, qq, dd);
+  } else if (kind == ActRound::q8_k && cols % 256 == 0) {
+    gated_act_quant_kernel<256><<<dim3(unsigned((cols / 256 + 3) / 4), unsigned(a.gate.rows)), 128, 0, s>>>(
+        view(a.out), view(a.gate), view(a.up), cols, gelu, qq, dd);
+  } else {
+    return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 

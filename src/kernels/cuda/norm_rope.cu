@@ -1,5 +1,7 @@
-// RMS norm (per row or per head group) and rotary embedding (normal / NeoX pairing, partial
+// RMS norm (per row or per head group; over whole rows optionally fused with the quantization
+// of its output for the next matmul) and rotary embedding (normal / NeoX pairing, partial
 // rotation of the first n_rot dims of each head).
+#include "kernels/cuda/act_quant.cuh"
 #include "kernels/cuda/kernels.h"
 
 namespace brisk::cuda {
@@ -8,9 +10,13 @@ namespace {
 
 constexpr int kNormThreads = 256;
 
-// One block per (row, group): out = x / sqrt(mean(x^2) + eps) * weight.
+// One block per (row, group): out = x / sqrt(mean(x^2) + eps) * weight. With kQuantBlock > 0
+// (whole-row groups only) the block then quantizes its output row for the next matmul, one
+// warp per activation block (act_quant.cuh).
+template <int kQuantBlock>
 __global__ void rms_norm_kernel(float* out, int64_t out_stride, const float* x, int64_t x_stride,
-                                const float* weight, int64_t group, int64_t n_groups, float eps) {
+                                const float* weight, int64_t group, int64_t n_groups, float eps, int8_t* q,
+                                float* qd) {
   const int64_t r = blockIdx.x / n_groups, g = blockIdx.x % n_groups;
   const float* xr = x + r * x_stride + g * group;
   float* orow = out + r * out_stride + g * group;
@@ -27,6 +33,17 @@ __global__ void rms_norm_kernel(float* out, int64_t out_stride, const float* x, 
   for (int64_t i = threadIdx.x; i < group; i += blockDim.x) {
     const float y = __fmul_rn(xr[i], inv);
     orow[i] = weight ? __fmul_rn(y, weight[i]) : y;
+  }
+  if constexpr (kQuantBlock > 0) {
+    __syncthreads();  // the row is written (global writes of the block are visible after it)
+    constexpr int kPer = kQuantBlock / 32;
+    const int lane = threadIdx.x & 31;
+    for (int64_t b = threadIdx.x >> 5; b * kQuantBlock < group; b += kNormThreads / 32) {
+      float v[kPer];
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) v[k] = orow[b * kQuantBlock + k * 32 + lane];
+      quant_block_warp<kQuantBlock>(v, q + r * group + b * kQuantBlock, qd + r * (group / kQuantBlock) + b, nullptr);
+    }
   }
 }
 
@@ -56,8 +73,25 @@ cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t s) {
   const int64_t n_groups = a.x.cols / group;
   const int64_t blocks = a.x.rows * n_groups;
   if (blocks == 0) return cudaSuccess;
-  rms_norm_kernel<<<unsigned(blocks), kNormThreads, 0, s>>>(a.out.data, a.out.row_stride(), a.x.data,
-                                                            a.x.row_stride(), a.weight, group, n_groups, a.eps);
+  rms_norm_kernel<0><<<unsigned(blocks), kNormThreads, 0, s>>>(a.out.data, a.out.row_stride(), a.x.data,
+                                                               a.x.row_stride(), a.weight, group, n_groups, a.eps,
+                                                               nullptr, nullptr);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_rms_norm_quant(const RmsNormArgs& a, ActRound kind, const QuantAct& q, cudaStream_t s) {
+  const int64_t cols = a.x.cols;
+  if ((a.group > 0 && a.group != cols) || a.x.rows == 0) return a.x.rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
+  auto* qq = const_cast<int8_t*>(q.q);
+  auto* dd = const_cast<float*>(q.d);
+  if (kind == ActRound::q8_0 && cols % 32 == 0)
+    rms_norm_kernel<32><<<unsigned(a.x.rows), kNormThreads, 0, s>>>(a.out.data, a.out.row_stride(), a.x.data,
+                                                                    a.x.row_stride(), a.weight, cols, 1, a.eps, qq, dd);
+  else if (kind == ActRound::q8_k && cols % 256 == 0)
+    rms_norm_kernel<256><<<unsigned(a.x.rows), kNormThreads, 0, s>>>(a.out.data, a.out.row_stride(), a.x.data,
+                                                                     a.x.row_stride(), a.weight, cols, 1, a.eps, qq, dd);
+  else
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
