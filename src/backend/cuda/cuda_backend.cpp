@@ -256,14 +256,21 @@ class CudaBackend final : public Backend {
         xq = cuda::QuantAct{.q = reinterpret_cast<int8_t*>(buf), .d = reinterpret_cast<float*>(buf + q_bytes)};
         k.add(buf);
         // Quantize inside the producer of x when it is the launch queued last.
-        const bool fuse = in_step_ && !step_eager_ && producer_.kind != 0 && producer_.index + 1 == launches_.size() &&
-                          same_mat(producer_.out, a.x);
+        const bool fuse = in_step_ && !step_eager_ && producer_.kind >= 1 && producer_.kind <= 3 &&
+                          producer_.index + 1 == launches_.size() && same_mat(producer_.out, a.x);
         if (fuse && producer_.kind == 1) {
           const RmsNormArgs pn = producer_.norm;
           launches_[producer_.index] = [pn, round, xq](cudaStream_t s) {
             return cuda::launch_rms_norm_quant(pn, round, xq, s);
           };
           k.add(uint64_t(101));
+        } else if (fuse && producer_.kind == 3) {
+          const RmsNormArgs pn = producer_.norm;
+          const AddArgs pa = producer_.add;
+          launches_[producer_.index] = [pa, pn, round, xq](cudaStream_t s) {
+            return cuda::launch_add_rms_norm(&pa, pn, round, &xq, s);
+          };
+          k.add(uint64_t(106));
         } else if (fuse && producer_.kind == 2) {
           const GatedActArgs pg = producer_.gated;
           launches_[producer_.index] = [pg, round, xq](cudaStream_t s) {
@@ -333,10 +340,24 @@ class CudaBackend final : public Backend {
     key_.add(d.weight);
     key_.add(uint64_t(d.group));
     key_.add(d.eps);
+    const bool deferred = in_step_ && !step_eager_;
+    // The residual add queued just before, producing x: one launch for both.
+    const bool after_add = deferred && group == a.x.cols && producer_.kind == 4 &&
+                           producer_.index + 1 == launches_.size() && same_mat(producer_.add.out, a.x);
+    const Producer prev = producer_;
     forget_quant();
+    if (after_add) {
+      const AddArgs pa = prev.add;
+      launches_[prev.index] = [pa, d](cudaStream_t s) {
+        return cuda::launch_add_rms_norm(&pa, d, cuda::ActRound::none, nullptr, s);
+      };
+      key_.add(uint64_t(105));
+      producer_ = Producer{.kind = 3, .norm = d, .gated = {}, .add = pa, .index = prev.index, .out = d.out};
+      return;
+    }
     enqueue("rms_norm", [d](cudaStream_t s) { return cuda::launch_rms_norm(d, s); });
-    if (in_step_ && !step_eager_ && group == a.x.cols)
-      producer_ = Producer{.kind = 1, .norm = d, .gated = {}, .index = launches_.size() - 1, .out = d.out};
+    if (deferred && group == a.x.cols)
+      producer_ = Producer{.kind = 1, .norm = d, .gated = {}, .add = {}, .index = launches_.size() - 1, .out = d.out};
   }
 
   void rope(const RopeArgs& a) override {
@@ -361,12 +382,34 @@ class CudaBackend final : public Backend {
     // The table is read on the host at launch: keep a copy of its scalars.
     const RopeTable table{.n_rot = a.table->n_rot, .inv_freq = {}, .attn_factor = a.table->attn_factor,
                           .neox = a.table->neox};
+    const bool deferred = in_step_ && !step_eager_;
+    const Producer prev = producer_;
     forget_quant();
+    // The rope of q queued just before with the same positions and table: one launch for both.
+    if (deferred && prev.kind == 5 && prev.index + 1 == launches_.size() && prev.rope.pos == d.pos &&
+        prev.rope_inv == inv && prev.rope.head_dim == d.head_dim && prev.rope.x.rows == d.x.rows &&
+        prev.rope_table.n_rot == table.n_rot && prev.rope_table.attn_factor == table.attn_factor &&
+        prev.rope_table.neox == table.neox && !overlaps(prev.rope.x, d.x)) {
+      const RopeArgs rq = prev.rope;
+      launches_[prev.index] = [rq, d, inv, table](cudaStream_t s) {
+        RopeArgs q2 = rq, k2 = d;
+        q2.table = &table;
+        k2.table = &table;
+        return cuda::launch_rope_qk_store(&q2, k2, nullptr, inv, s);
+      };
+      key_.add(uint64_t(107));
+      producer_ = Producer{.kind = 6, .norm = {}, .gated = {}, .add = {}, .index = prev.index, .out = d.x,
+                           .rope = d, .rope_q = rq, .rope_inv = inv, .rope_table = table};
+      return;
+    }
     enqueue("rope", [d, inv, table](cudaStream_t s) {
       RopeArgs r = d;
       r.table = &table;
       return cuda::launch_rope(r, inv, s);
     });
+    if (deferred)
+      producer_ = Producer{.kind = 5, .norm = {}, .gated = {}, .add = {}, .index = launches_.size() - 1, .out = d.x,
+                           .rope = d, .rope_q = {}, .rope_inv = inv, .rope_table = table};
   }
 
   void kv_store(const KvStoreArgs& a) override {
@@ -387,7 +430,25 @@ class CudaBackend final : public Backend {
     key_.add(d.v_cache);
     key_.add(d.seq);
     key_.add(d.pos);
+    const Producer prev = producer_;
     forget_quant();
+    // The rope of k (and q) queued just before, on these positions: one launch for all.
+    if (in_step_ && !step_eager_ && (prev.kind == 5 || prev.kind == 6) && prev.index + 1 == launches_.size() &&
+        same_mat(prev.rope.x, d.k) && prev.rope.pos == d.pos &&
+        int64_t(prev.rope.n_head) * prev.rope.head_dim == d.k_cache.width && !overlaps(d.v, d.k)) {
+      const bool has_q = prev.kind == 6;
+      const RopeArgs rq = prev.rope_q, rk = prev.rope;
+      const float* inv = prev.rope_inv;
+      const RopeTable table = prev.rope_table;
+      launches_[prev.index] = [has_q, rq, rk, inv, table, d](cudaStream_t s) {
+        RopeArgs q2 = rq, k2 = rk;
+        q2.table = &table;
+        k2.table = &table;
+        return cuda::launch_rope_qk_store(has_q ? &q2 : nullptr, k2, &d, inv, s);
+      };
+      key_.add(uint64_t(108));
+      return;
+    }
     enqueue("kv_store", [d](cudaStream_t s) { return cuda::launch_kv_store(d, s); });
   }
 
@@ -437,7 +498,7 @@ class CudaBackend final : public Backend {
     forget_quant();
     enqueue("gated_act", [a](cudaStream_t s) { return cuda::launch_gated_act(a, s); });
     if (in_step_ && !step_eager_)
-      producer_ = Producer{.kind = 2, .norm = {}, .gated = a, .index = launches_.size() - 1, .out = a.out};
+      producer_ = Producer{.kind = 2, .norm = {}, .gated = a, .add = {}, .index = launches_.size() - 1, .out = a.out};
   }
 
   void add(const AddArgs& a) override {
@@ -449,6 +510,8 @@ class CudaBackend final : public Backend {
     key_.add(a.b);
     forget_quant();
     enqueue("add", [a](cudaStream_t s) { return cuda::launch_add(a, s); });
+    if (in_step_ && !step_eager_)
+      producer_ = Producer{.kind = 4, .norm = {}, .gated = {}, .add = a, .index = launches_.size() - 1, .out = a.out};
   }
 
   void softcap(const SoftcapArgs& a) override {
@@ -529,14 +592,23 @@ class CudaBackend final : public Backend {
     Mat xr;
     bool valid = false;
   };
-  // The launch queued last when it is an RMS norm over whole rows (1) or a gated activation
-  // (2): a matmul on its output replaces it by the fused op + quantization launch.
+  // The launch queued last when it is an RMS norm over whole rows (1), a gated activation (2)
+  // or a residual add + whole-row RMS norm (3): a matmul on its output replaces it by the fused
+  // op + quantization launch. A residual add (4) queued last is fused with a following
+  // whole-row RMS norm of its output (giving 3).
+  // A rope queued last (5), or the ropes of q and k in one launch (6), is fused with a
+  // following KV store of its k.
   struct Producer {
     int kind = 0;
     RmsNormArgs norm;
     GatedActArgs gated;
+    AddArgs add;
     size_t index = 0;
     Mat out;
+    RopeArgs rope;    // kinds 5, 6: the (k) rope, device positions
+    RopeArgs rope_q;  // kind 6: the q rope
+    const float* rope_inv = nullptr;
+    RopeTable rope_table;
   };
 
   // Runs the launch now, or queues it when a step is being collected for a graph.

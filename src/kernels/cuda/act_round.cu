@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/act_quant.cuh"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace brisk::cuda {
 
@@ -18,6 +19,7 @@ namespace {
 template <int kBlock>
 __global__ void round_q8_kernel(float* dst, int8_t* qdst, float* ddst, const float* x, int64_t x_stride,
                                 int64_t n_in) {
+  BRISK_PDL_ENTER();
   constexpr int kPer = kBlock / 32;
   const int64_t r = blockIdx.y;
   const int64_t b = int64_t(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5);
@@ -35,6 +37,7 @@ __global__ void round_q8_kernel(float* dst, int8_t* qdst, float* ddst, const flo
 
 template <bool kBf16>
 __global__ void round_half_kernel(float* dst, const float* x, int64_t x_stride, int64_t n_in) {
+  BRISK_PDL_ENTER();
   const int64_t r = blockIdx.y;
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n_in) return;
@@ -60,19 +63,19 @@ cudaError_t launch_round_activations(ActRound kind, float* dst, const Mat& x, cu
   switch (kind) {
     case ActRound::q8_0: {
       const int64_t blocks = x.cols / 32;
-      round_q8_kernel<32><<<dim3(unsigned((blocks + 3) / 4), unsigned(x.rows)), 128, 0, s>>>(dst, nullptr, nullptr, x.data, xs, x.cols);
+      launch_kernel(round_q8_kernel<32>, dim3(unsigned((blocks + 3) / 4), unsigned(x.rows)), 128, 0, s, dst, nullptr, nullptr, x.data, xs, x.cols);
       break;
     }
     case ActRound::q8_k: {
       const int64_t blocks = x.cols / 256;
-      round_q8_kernel<256><<<dim3(unsigned((blocks + 3) / 4), unsigned(x.rows)), 128, 0, s>>>(dst, nullptr, nullptr, x.data, xs, x.cols);
+      launch_kernel(round_q8_kernel<256>, dim3(unsigned((blocks + 3) / 4), unsigned(x.rows)), 128, 0, s, dst, nullptr, nullptr, x.data, xs, x.cols);
       break;
     }
     case ActRound::f16:
-      round_half_kernel<false><<<dim3(unsigned((x.cols + 255) / 256), unsigned(x.rows)), 256, 0, s>>>(dst, x.data, xs, x.cols);
+      launch_kernel(round_half_kernel<false>, dim3(unsigned((x.cols + 255) / 256), unsigned(x.rows)), 256, 0, s, dst, x.data, xs, x.cols);
       break;
     case ActRound::bf16:
-      round_half_kernel<true><<<dim3(unsigned((x.cols + 255) / 256), unsigned(x.rows)), 256, 0, s>>>(dst, x.data, xs, x.cols);
+      launch_kernel(round_half_kernel<true>, dim3(unsigned((x.cols + 255) / 256), unsigned(x.rows)), 256, 0, s, dst, x.data, xs, x.cols);
       break;
     default:
       break;
@@ -87,10 +90,10 @@ cudaError_t launch_quantize_activations(ActRound kind, const QuantAct& dst, cons
   auto* d = const_cast<float*>(dst.d);
   if (kind == ActRound::q8_0) {
     const int64_t blocks = x.cols / 32;
-    round_q8_kernel<32><<<dim3(unsigned((blocks + 3) / 4), unsigned(x.rows)), 128, 0, s>>>(nullptr, q, d, x.data, xs, x.cols);
+    launch_kernel(round_q8_kernel<32>, dim3(unsigned((blocks + 3) / 4), unsigned(x.rows)), 128, 0, s, nullptr, q, d, x.data, xs, x.cols);
   } else if (kind == ActRound::q8_k) {
     const int64_t blocks = x.cols / 256;
-    round_q8_kernel<256><<<dim3(unsigned((blocks + 3) / 4), unsigned(x.rows)), 128, 0, s>>>(nullptr, q, d, x.data, xs, x.cols);
+    launch_kernel(round_q8_kernel<256>, dim3(unsigned((blocks + 3) / 4), unsigned(x.rows)), 128, 0, s, nullptr, q, d, x.data, xs, x.cols);
   } else {
     return cudaErrorInvalidValue;
   }

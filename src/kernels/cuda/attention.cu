@@ -4,8 +4,8 @@
 // up to kMaxG query heads that share one KV head (GQA: K and V rows are loaded once for all of
 // them) and one of n_split equal chunks of [lo, p], computed from the positions in device
 // memory, so the launch does not depend on the KV length (a CUDA graph replays it).
-// Per tile of kTile positions: one warp per position scores it for every head of the block
-// (q . k * scale, optional tanh softcap), a warp per head folds the tile into its running
+// Per tile of kTile positions: one thread per (position, head) scores it (q . k * scale,
+// optional tanh softcap), a warp per head folds the tile into its running
 // max / sum (online softmax), then each thread adds p * v for its head dims. With one split
 // the block writes the output; otherwise it writes (max, sum, unnormalized output) and a
 // combine kernel merges the splits. Cache rows are F32 or F16. Exponentials use the accurate
@@ -14,6 +14,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace brisk::cuda {
 
@@ -21,16 +22,43 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
-constexpr int kTile = 64;
+constexpr int kTile = 128;  // positions per tile: one per thread when scoring
 constexpr int kMaxG = 8;
 constexpr int kMaxHeadDim = 512;
 constexpr int kDims = kMaxHeadDim / kThreads;  // head dims per thread
 constexpr int kMaxSplit = 64;
+constexpr int kMinChunk = 32;  // positions of the cache capacity per split, at least
+static_assert(kTile % 32 == 0 && kTile <= kThreads, "softmax lanes and output threads cover a tile");
 
 template <bool F16>
 __device__ __forceinline__ float kv_at(const uint8_t* row, int64_t i) {
   if (F16) return __half2float(reinterpret_cast<const __half*>(row)[i]);
   return reinterpret_cast<const float*>(row)[i];
+}
+
+// K rows in 16-byte pieces (i and the row's column offset multiples of 8): an F16 piece is 8
+// elements; an F32 row takes two pieces per 8 elements, the second one read in unpack8.
+template <bool F16>
+__device__ __forceinline__ uint4 load16(const uint8_t* row, int64_t i, int) {
+  if (F16) return *reinterpret_cast<const uint4*>(reinterpret_cast<const __half*>(row) + i);
+  return *reinterpret_cast<const uint4*>(reinterpret_cast<const float*>(row) + i);
+}
+template <bool F16>
+__device__ __forceinline__ void unpack8(const uint4 (&raw)[16], int e, const uint8_t* row, int64_t i, float* o) {
+  const uint4 u = raw[e];
+  if (F16) {
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[k]));
+      o[2 * k] = f.x;
+      o[2 * k + 1] = f.y;
+    }
+  } else {
+    const float4 b = *reinterpret_cast<const float4*>(reinterpret_cast<const float*>(row) + i + 4);
+    o[0] = __uint_as_float(u.x); o[1] = __uint_as_float(u.y); o[2] = __uint_as_float(u.z); o[3] = __uint_as_float(u.w);
+    o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;
+  }
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -49,6 +77,7 @@ struct Geometry {
 
 template <bool F16>
 __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Geometry geo, float* part) {
+  BRISK_PDL_ENTER();
   const int split = blockIdx.x;
   const int kvh = blockIdx.y / geo.n_hg, hg = blockIdx.y % geo.n_hg;
   const int64_t t = blockIdx.z;
@@ -63,7 +92,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
   const int64_t j_begin = lo + split * chunk;
   const int64_t j_end = j_begin + chunk < p + 1 ? j_begin + chunk : p + 1;  // may be empty
 
-  __shared__ float q[kMaxG][kMaxHeadDim];
+  __shared__ __align__(16) float q[kMaxG][kMaxHeadDim + 4];  // padded: heads in other banks
   __shared__ float sc[kMaxG][kTile];
   __shared__ float alpha[kMaxG];
   __shared__ float m_fin[kMaxG], l_fin[kMaxG];
@@ -75,6 +104,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
   const uint8_t* kbase = static_cast<const uint8_t*>(a.k_cache.data) + kv_off * a.k_cache.row_bytes;
   const uint8_t* vbase = static_cast<const uint8_t*>(a.v_cache.data) + kv_off * a.v_cache.row_bytes;
   const int64_t col = int64_t(kvh) * hd;
+  // 16-byte K loads need 16-byte aligned rows and columns.
+  const bool vec = hd % 8 == 0 && a.k_cache.row_bytes % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(a.k_cache.data) % 16 == 0;
 
   float acc[kMaxG][kDims];
 #pragma unroll
@@ -85,48 +117,72 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
 
   for (int64_t j0 = j_begin; j0 < j_end; j0 += kTile) {
     const int n_j = int(j_end - j0 < kTile ? j_end - j0 : kTile);
-    // Scores: one warp per position, lanes over head dims.
-    for (int jj = warp; jj < kTile; jj += kWarps) {
-      float dot[kMaxG];
-#pragma unroll
-      for (int g = 0; g < kMaxG; ++g) dot[g] = 0.0f;
+    // Scores: one thread per (position, head) item, G consecutive threads sharing a K row
+    // (16-byte loads when head_dim allows) against their query head in shared memory.
+    for (int it = threadIdx.x; it < kTile * G; it += kThreads) {
+      const int jj = it / G, g = it % G;
+      float x = -INFINITY;
       if (jj < n_j) {
         const uint8_t* krow = kbase + size_t(j0 + jj) * a.k_cache.row_bytes;
-        for (int d = lane; d < hd; d += 32) {
-          const float kv = kv_at<F16>(krow, col + d);
+        const float* qg = q[g];
+        float dot = 0.0f;
+        if (vec) {
+          // Chunks of 128 dims: all 16-byte loads of a chunk issued before its math.
+          for (int d0 = 0; d0 < hd; d0 += 128) {
+            uint4 raw[16];
 #pragma unroll
-          for (int g = 0; g < kMaxG; ++g)
-            if (g < G) dot[g] = fmaf(q[g][d], kv, dot[g]);
-        }
-      }
+            for (int e = 0; e < 16; ++e)
+              if (d0 + 8 * e < hd) raw[e] = load16<F16>(krow, col + d0 + 8 * e, 2 * e);
 #pragma unroll
-      for (int g = 0; g < kMaxG; ++g) {
-        if (g >= G) break;
-        const float v = warp_sum(dot[g]);
-        if (lane == 0) {
-          float x = -INFINITY;
-          if (jj < n_j) {
-            x = v * a.scale;
-            if (a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
+            for (int e = 0; e < 16; ++e) {
+              if (d0 + 8 * e >= hd) break;
+              float kv[8];
+              unpack8<F16>(raw, e, krow, col + d0 + 8 * e, kv);
+              const float4 qa = *reinterpret_cast<const float4*>(qg + d0 + 8 * e);
+              const float4 qb = *reinterpret_cast<const float4*>(qg + d0 + 8 * e + 4);
+              dot = fmaf(qa.x, kv[0], dot);
+              dot = fmaf(qa.y, kv[1], dot);
+              dot = fmaf(qa.z, kv[2], dot);
+              dot = fmaf(qa.w, kv[3], dot);
+              dot = fmaf(qb.x, kv[4], dot);
+              dot = fmaf(qb.y, kv[5], dot);
+              dot = fmaf(qb.z, kv[6], dot);
+              dot = fmaf(qb.w, kv[7], dot);
+            }
           }
-          sc[g][jj] = x;
+        } else {
+          for (int d = 0; d < hd; ++d) dot = fmaf(qg[d], kv_at<F16>(krow, col + d), dot);
         }
+        x = dot * a.scale;
+        if (a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
       }
+      sc[g][jj] = x;
     }
     __syncthreads();
-    // Online softmax: a warp per head.
+    // Online softmax: a warp per head, kTile / 32 scores per lane.
 #pragma unroll
     for (int gi = 0; gi < 2; ++gi) {
       const int g = warp + kWarps * gi;
       if (g < G) {
-        const float v0 = sc[g][lane], v1 = sc[g][lane + 32];
-        const float m_new = fmaxf(m_reg[gi], warp_max(fmaxf(v0, v1)));
+        constexpr int kPer = kTile / 32;
+        float v[kPer];
+        float mx = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) {
+          v[i] = sc[g][lane + 32 * i];
+          mx = fmaxf(mx, v[i]);
+        }
+        const float m_new = fmaxf(m_reg[gi], warp_max(mx));
         const float al = expf(m_reg[gi] - m_new);  // 0 on the first tile (m = -inf)
-        const float e0 = expf(v0 - m_new), e1 = expf(v1 - m_new);
-        l_reg[gi] = l_reg[gi] * al + warp_sum(e0 + e1);
+        float sum = 0.0f;
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) {
+          v[i] = expf(v[i] - m_new);
+          sum += v[i];
+          sc[g][lane + 32 * i] = v[i];
+        }
+        l_reg[gi] = l_reg[gi] * al + warp_sum(sum);
         m_reg[gi] = m_new;
-        sc[g][lane] = e0;
-        sc[g][lane + 32] = e1;
         if (lane == 0) alpha[g] = al;
       }
     }
@@ -139,6 +195,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
 #pragma unroll
         for (int g = 0; g < kMaxG; ++g)
           if (g < G) acc[g][k] *= alpha[g];
+#pragma unroll 16
         for (int jj = 0; jj < n_j; ++jj) {
           const float v = kv_at<F16>(vbase + size_t(j0 + jj) * a.v_cache.row_bytes, col + d);
 #pragma unroll
@@ -187,6 +244,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
 
 // One block per (head, token): out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s.
 __global__ void combine_kernel(AttentionArgs a, int n_split, const float* part) {
+  BRISK_PDL_ENTER();
   const int h = blockIdx.x;
   const int64_t t = blockIdx.y;
   const int hd = a.head_dim;
@@ -212,6 +270,7 @@ __global__ void combine_kernel(AttentionArgs a, int n_split, const float* part) 
   float* orow = a.out.data + t * out_stride + int64_t(h) * hd;
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
     float v = 0.0f;
+#pragma unroll 16
     for (int i = 0; i < n_split; ++i) v = fmaf(w[i], pr[i * (hd + 2) + 2 + d], v);
     orow[d] = v * inv_l;
   }
@@ -228,15 +287,16 @@ int sm_count() {
   return n;
 }
 
-// Splits: enough blocks for two per multiprocessor, chunks of at least 64 positions of the
+// Splits: enough blocks for two per multiprocessor, chunks of at least kMinChunk positions of the
 // cache capacity (the actual length is only known on the device), at most kMaxSplit.
 Geometry geometry(const AttentionArgs& a) {
   const int group = a.n_head / a.n_head_kv;
   Geometry g{.n_split = 1, .n_hg = (group + kMaxG - 1) / kMaxG};
   const int64_t base = a.q.rows * int64_t(a.n_head_kv) * g.n_hg;
   const int64_t want = base > 0 ? (2 * int64_t(sm_count()) + base - 1) / base : 1;
-  int64_t by_len = (a.k_cache.capacity + 63) / 64;
-  if (a.window > 0 && (int64_t(a.window) + 63) / 64 < by_len) by_len = (int64_t(a.window) + 63) / 64;
+  int64_t by_len = (a.k_cache.capacity + kMinChunk - 1) / kMinChunk;
+  if (a.window > 0 && (int64_t(a.window) + kMinChunk - 1) / kMinChunk < by_len)
+    by_len = (int64_t(a.window) + kMinChunk - 1) / kMinChunk;
   int64_t n = want < by_len ? want : by_len;
   g.n_split = int(n < 1 ? 1 : n > kMaxSplit ? kMaxSplit : n);
   return g;
@@ -256,10 +316,10 @@ cudaError_t launch_attention(const AttentionArgs& a, float* scratch, cudaStream_
   if (g.n_split > 1 && scratch == nullptr) return cudaErrorInvalidValue;
   const dim3 grid(unsigned(g.n_split), unsigned(a.n_head_kv * g.n_hg), unsigned(a.q.rows));
   if (a.k_cache.type == QuantType::F16)
-    attention_kernel<true><<<grid, kThreads, 0, s>>>(a, g, scratch);
+    launch_kernel(attention_kernel<true>, grid, kThreads, 0, s, a, g, scratch);
   else
-    attention_kernel<false><<<grid, kThreads, 0, s>>>(a, g, scratch);
-  if (g.n_split > 1) combine_kernel<<<dim3(unsigned(a.n_head), unsigned(a.q.rows)), 128, 0, s>>>(a, g.n_split, scratch);
+    launch_kernel(attention_kernel<false>, grid, kThreads, 0, s, a, g, scratch);
+  if (g.n_split > 1) launch_kernel(combine_kernel, dim3(unsigned(a.n_head), unsigned(a.q.rows)), 128, 0, s, a, g.n_split, scratch);
   return cudaGetLastError();
 }
 

@@ -45,6 +45,11 @@ cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream);
 // inv_freq: device [table.n_rot / 2]
 cudaError_t launch_rope(const RopeArgs& a, const float* inv_freq, cudaStream_t stream);
 cudaError_t launch_kv_store(const KvStoreArgs& a, cudaStream_t stream);
+// Rotary embedding of q (optional) and k, and the KV cache store of k (after rotation) and v
+// (optional), in one launch; q, k and store share positions, head_dim and rotary table
+// (k.table); store->k must be k.x. Results equal launch_rope + launch_rope + launch_kv_store.
+cudaError_t launch_rope_qk_store(const RopeArgs* q, const RopeArgs& k, const KvStoreArgs* store, const float* inv_freq,
+                                 cudaStream_t stream);
 // Floats of scratch launch_attention needs for its split partial results (0: none); a
 // function of the shapes and the cache capacity only, not of the positions.
 size_t attention_scratch_floats(const AttentionArgs& a);
@@ -54,6 +59,10 @@ cudaError_t launch_gated_act(const GatedActArgs& a, cudaStream_t stream);
 // rows only), then its output quantized through `kind` (q8_0 / q8_k) into q, exactly as
 // launch_quantize_activations would.
 cudaError_t launch_rms_norm_quant(const RmsNormArgs& a, ActRound kind, const QuantAct& q, cudaStream_t stream);
+// The residual add before a whole-row RMS norm in the same launch: add->out = add->a + add->b
+// (a.x must be add->out), then the norm of it, quantized into *q too when q is not null.
+cudaError_t launch_add_rms_norm(const AddArgs* add, const RmsNormArgs& a, ActRound kind, const QuantAct* q,
+                                cudaStream_t stream);
 cudaError_t launch_gated_act_quant(const GatedActArgs& a, ActRound kind, const QuantAct& q, cudaStream_t stream);
 cudaError_t launch_add(const AddArgs& a, cudaStream_t stream);
 cudaError_t launch_softcap(const SoftcapArgs& a, cudaStream_t stream);

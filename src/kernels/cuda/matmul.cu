@@ -1,7 +1,8 @@
 // Matmul for decode-sized batches: out[t, r] = dot(W[r, :], x[t, :]) + bias[r], on weights in
 // the device layout (dequant.cuh).
-//   - One warp per weight row, kRowsPerBlock rows per block. A lane owns whole "units" of the
-//     row (a Q8_0 / Q4_0 block, a quarter Q4_K block, half a Q6_K block, or 16 bytes of
+//   - kLanes lanes per weight row (32 for Q8_0 / 16-bit formats, fewer for the shorter rows of
+//     Q4_0 / Q4_K / Q6_K, so each lane has enough loads in flight), up to kMaxWarps warps per
+//     block. A lane owns whole "units" of the row (a Q8_0 / Q4_0 block, a quarter Q4_K block, half a Q6_K block, or 16 bytes of
 //     F32/F16/BF16) and issues the 128-bit loads of kUnroll units before any math, so each
 //     weight byte is read once, coalesced, and enough bytes are in flight to reach the memory
 //     bandwidth; the up to kMaxTok tokens of the launch are accumulated in registers.
@@ -19,12 +20,13 @@
 
 #include "kernels/cuda/dequant.cuh"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace brisk::cuda {
 
 namespace {
 
-constexpr int kRowsPerBlock = 8;
+constexpr int kMaxWarps = 8;
 constexpr int kMaxTok = 8;
 
 struct RowRef {
@@ -70,6 +72,7 @@ struct Unit;
 // Q8_0: a unit is one block of 32 (32 bytes of quants, one fp16 scale).
 template <>
 struct Unit<DevFormat::q8_0> {
+  static constexpr int kLanes = 32;
   static constexpr int kUnroll = 4;
   static constexpr bool kInt = true;
   struct Raw { uint4 a, b; float d; };
@@ -91,6 +94,7 @@ struct Unit<DevFormat::q8_0> {
 // taken out of the integer sum: sum((q - 8) x) = sum(q x) - 8 sum(x).
 template <>
 struct Unit<DevFormat::q4_0> {
+  static constexpr int kLanes = 16;
   static constexpr int kUnroll = 8;
   static constexpr bool kInt = true;
   struct Raw { uint4 a; float d; };
@@ -114,6 +118,7 @@ struct Unit<DevFormat::q4_0> {
 // the four lanes of a block load alike. Integer sums are combined over the 4 lanes.
 template <>
 struct Unit<DevFormat::q4_k> {
+  static constexpr int kLanes = 16;
   static constexpr int kUnroll = 4;
   static constexpr bool kInt = true;
   struct Raw { uint4 h, a, b; };
@@ -164,6 +169,7 @@ struct Unit<DevFormat::q4_k> {
 // of ql, 32 of qh, 8 scales). Integer sums are combined over the 2 lanes of a block.
 template <>
 struct Unit<DevFormat::q6_k> {
+  static constexpr int kLanes = 16;
   static constexpr int kUnroll = 2;
   static constexpr bool kInt = true;
   struct Raw { uint4 l[4], hq[2]; uint2 sc; float d; };
@@ -215,6 +221,7 @@ struct Unit<DevFormat::q6_k> {
 // Float formats: a unit is 16 bytes of weights (8 F16/BF16 or 4 F32 elements).
 template <DevFormat F>
 struct FloatUnit {
+  static constexpr int kLanes = 32;
   static constexpr int kUnroll = 8;
   static constexpr bool kInt = false;
   static constexpr int kElems = F == DevFormat::f32 ? 4 : 8;
@@ -258,32 +265,38 @@ template <> struct Unit<DevFormat::f16> : FloatUnit<DevFormat::f16> {};
 template <> struct Unit<DevFormat::bf16> : FloatUnit<DevFormat::bf16> {};
 
 template <DevFormat F, int NT>
-__global__ void __launch_bounds__(32 * kRowsPerBlock) gemv_kernel(float* out, int64_t out_stride, XRef x,
-                                                                   const uint8_t* w, DevLayout L, int64_t n_out,
-                                                                   const float* bias) {
+__global__ void __launch_bounds__(32 * kMaxWarps) gemv_kernel(float* out, int64_t out_stride, XRef x, const uint8_t* w,
+                                                              DevLayout L, int64_t n_out, const float* bias) {
+  BRISK_PDL_ENTER();
   using U = Unit<F>;
-  const int lane = threadIdx.x & 31;
-  const int64_t r = int64_t(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
-  if (r >= n_out) return;  // whole warps leave together
-  const RowRef row{.qs = w + size_t(r) * L.qs_row, .sc = w + L.sc_offset + size_t(r) * L.sc_row};
+  constexpr int kLanes = U::kLanes;         // lanes per row
+  constexpr int kRowsPerWarp = 32 / kLanes;
+  const int lane = threadIdx.x & 31, sl = lane % kLanes;
+  const int64_t r0 = (int64_t(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5)) * kRowsPerWarp;
+  if (r0 >= n_out) return;  // whole warps leave together
+  const int64_t r = r0 + lane / kLanes;
+  const bool row_ok = r < n_out;
+  const int64_t rr = row_ok ? r : n_out - 1;  // lanes of a missing row read a real one, store nothing
+  const RowRef row{.qs = w + size_t(rr) * L.qs_row, .sc = w + L.sc_offset + size_t(rr) * L.sc_row};
   float acc[NT];
 #pragma unroll
   for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
   const int64_t n_units = U::count(x.n_in);
   // Warp-uniform trip count: lanes past the end load nothing and add nothing, but still take
   // part in the shuffles of the K-quant dots.
-  for (int64_t base = 0; base < n_units; base += 32 * U::kUnroll) {
+  constexpr int64_t kStep = int64_t(kLanes) * U::kUnroll;
+  for (int64_t base = 0; base < n_units; base += kStep) {
     typename U::Raw raw[U::kUnroll];
 #pragma unroll
     for (int k = 0; k < U::kUnroll; ++k) {
-      const int64_t u = base + 32 * k + lane;
+      const int64_t u = base + kLanes * k + sl;
       if (u < n_units) U::load(row, u, raw[k]);
     }
 #pragma unroll
     for (int k = 0; k < U::kUnroll; ++k) {
-      const int64_t u0 = base + 32 * k;
+      const int64_t u0 = base + kLanes * k;
       if (u0 >= n_units) break;  // uniform
-      const int64_t u = u0 + lane;
+      const int64_t u = u0 + sl;
       const bool ok = u < n_units;
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
@@ -301,14 +314,25 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock) gemv_kernel(float* out, in
 #pragma unroll
   for (int t = 0; t < NT; ++t) {
     float v = acc[t];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = kLanes / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     acc[t] = v;
   }
-  if (lane == 0) {
+  if (sl == 0 && row_ok) {
     const float b = bias ? bias[r] : 0.0f;
 #pragma unroll
     for (int t = 0; t < NT; ++t) out[t * out_stride + r] = acc[t] + b;
   }
+}
+
+int sm_count() {
+  static int n = [] {
+    int dev = 0, c = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      c = 132;
+    cudaGetLastError();
+    return c > 0 ? c : 132;
+  }();
+  return n;
 }
 
 DevFormat dev_format(QuantType t) {
@@ -323,9 +347,15 @@ DevFormat dev_format(QuantType t) {
   }
 }
 
+// Warps per block: kMaxWarps, halved while that leaves fewer than two blocks per multiprocessor
+// (small matrices spread over more multiprocessors).
 template <DevFormat F>
 void launch_gemv(const MatmulArgs& a, const QuantAct* xq, int64_t t0, int nt, cudaStream_t s) {
-  const dim3 grid(unsigned((a.w.n_out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kRowsPerBlock);
+  constexpr int kRowsPerWarp = 32 / Unit<F>::kLanes;
+  int warps = kMaxWarps;
+  while (warps > 1 && (a.w.n_out + warps * kRowsPerWarp - 1) / (warps * kRowsPerWarp) < 2 * sm_count()) warps /= 2;
+  const int64_t rows_per_block = int64_t(warps) * kRowsPerWarp;
+  const dim3 grid(unsigned((a.w.n_out + rows_per_block - 1) / rows_per_block)), block(32 * warps);
   float* out = a.out.row(t0);
   const DevLayout L = dev_layout(F, a.w.n_in, a.w.n_out);
   XRef x{.q = nullptr, .d = nullptr, .f = nullptr, .n_in = a.w.n_in, .x_stride = a.x.row_stride()};
@@ -339,7 +369,7 @@ void launch_gemv(const MatmulArgs& a, const QuantAct* xq, int64_t t0, int nt, cu
   const int64_t os = a.out.row_stride();
   const auto* w = static_cast<const uint8_t*>(a.w.data);
 #define BRISK_GEMV_CASE(N) \
-  case N: gemv_kernel<F, N><<<grid, block, 0, s>>>(out, os, x, w, L, a.w.n_out, a.bias); break;
+  case N: launch_kernel(gemv_kernel<F, N>, grid, block, 0, s, out, os, x, w, L, a.w.n_out, a.bias); break;
   switch (nt) {
     BRISK_GEMV_CASE(1) BRISK_GEMV_CASE(2) BRISK_GEMV_CASE(3) BRISK_GEMV_CASE(4)
     BRISK_GEMV_CASE(5) BRISK_GEMV_CASE(6) BRISK_GEMV_CASE(7) BRISK_GEMV_CASE(8)
@@ -364,6 +394,7 @@ cudaError_t matmul_fmt(const MatmulArgs& a, const QuantAct* xq, cudaStream_t s) 
 template <DevFormat F>
 __global__ void embedding_kernel(float* out, int64_t out_stride, const uint8_t* table, DevLayout L, int64_t n_in,
                                  const int32_t* ids, float scale) {
+  BRISK_PDL_ENTER();
   const int64_t t = blockIdx.y;
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= n_in / 8) return;
@@ -380,7 +411,7 @@ cudaError_t embedding_fmt(const EmbeddingArgs& a, cudaStream_t s) {
   if (a.out.rows == 0) return cudaSuccess;
   const int64_t chunks = a.table.n_in / 8;
   const dim3 grid(unsigned((chunks + 127) / 128), unsigned(a.out.rows));
-  embedding_kernel<F><<<grid, 128, 0, s>>>(a.out.data, a.out.row_stride(), static_cast<const uint8_t*>(a.table.data),
+  launch_kernel(embedding_kernel<F>, grid, 128, 0, s, a.out.data, a.out.row_stride(), static_cast<const uint8_t*>(a.table.data),
                                            dev_layout(F, a.table.n_in, a.table.n_out), a.table.n_in, a.ids, a.scale);
   return cudaGetLastError();
 }
@@ -389,6 +420,7 @@ cudaError_t embedding_fmt(const EmbeddingArgs& a, cudaStream_t s) {
 template <DevFormat F>
 __global__ void repack_kernel(const uint8_t* stored, size_t stored_row_bytes, uint8_t* dst, DevLayout L,
                               int64_t n_out, int64_t blocks_per_row) {
+  BRISK_PDL_ENTER();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n_out * blocks_per_row) return;
   repack_block_at<F>(stored, stored_row_bytes, dst, L, i / blocks_per_row, i % blocks_per_row);
@@ -426,9 +458,9 @@ cudaError_t launch_repack_weight(QuantType t, const void* stored, size_t stored_
   const auto* src = static_cast<const uint8_t*>(stored);
   auto* d = static_cast<uint8_t*>(dst);
   switch (f) {
-    case DevFormat::q8_0: repack_kernel<DevFormat::q8_0><<<grid, 256, 0, s>>>(src, stored_row_bytes, d, L, n_out, bpr); break;
-    case DevFormat::q4_0: repack_kernel<DevFormat::q4_0><<<grid, 256, 0, s>>>(src, stored_row_bytes, d, L, n_out, bpr); break;
-    case DevFormat::q6_k: repack_kernel<DevFormat::q6_k><<<grid, 256, 0, s>>>(src, stored_row_bytes, d, L, n_out, bpr); break;
+    case DevFormat::q8_0: launch_kernel(repack_kernel<DevFormat::q8_0>, grid, 256, 0, s, src, stored_row_bytes, d, L, n_out, bpr); break;
+    case DevFormat::q4_0: launch_kernel(repack_kernel<DevFormat::q4_0>, grid, 256, 0, s, src, stored_row_bytes, d, L, n_out, bpr); break;
+    case DevFormat::q6_k: launch_kernel(repack_kernel<DevFormat::q6_k>, grid, 256, 0, s, src, stored_row_bytes, d, L, n_out, bpr); break;
     default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
