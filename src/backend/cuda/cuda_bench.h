@@ -16,8 +16,8 @@ struct CudaBenchParams {
   // ffn_down of the layers i < n/8, i >= 7n/8 and every third in between. `type` is ignored.
   bool q4_k_m = false;
   bool graphs = true;       // run each step as a CUDA graph (false: launch by launch)
-  bool matmul_only = false; // only the matmuls of the step (their activation quantization
-                            // included): the GEMV's own share of the time
+  bool matmul_only = false; // only the matmuls of the step, grouped by input so that the
+                            // activations are quantized twice per step: the GEMV's own time
   int32_t n_layer = 32;
   int32_t n_embd = 4096;
   int32_t n_head = 32;
