@@ -158,6 +158,16 @@ struct SoftcapArgs {
   float cap = 0.0f;               // > 0
 };
 
+// The per-step inputs of one forward (a decode step or a prefill chunk), see begin_step.
+struct StepInputs {
+  int32_t n_tok = 0;
+  const int32_t* ids = nullptr;       // [n_tok]
+  const int32_t* pos = nullptr;       // [n_tok]
+  const int32_t* seq = nullptr;       // [n_tok]
+  int32_t n_out = 0;
+  const int32_t* out_rows = nullptr;  // [n_out]
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -184,6 +194,19 @@ class Backend {
   // Copies bytes between host memory and this backend's memory, in either direction (or
   // within either); returns once dst holds the data.
   virtual void copy(void* dst, const void* src, size_t bytes);
+
+  // Bracket the ops of one forward. The arrays of `in` stay unchanged until end_step; a
+  // device backend copies them once to fixed device buffers (ops given these host arrays
+  // use those) and may queue the ops' launches and run them as one graph at end_step. copy()
+  // and synchronize() inside a step first run what is queued. Defaults: nothing.
+  virtual void begin_step(const StepInputs& in) { (void)in; }
+  virtual void end_step() {}
+  // Free and total bytes of the device memory; false for host memory (the CPU backend).
+  virtual bool memory_info(size_t* free_bytes, size_t* total_bytes) const {
+    (void)free_bytes;
+    (void)total_bytes;
+    return false;
+  }
 };
 
 // The CPU backend with n_threads workers (<= 0: all cores).

@@ -1,5 +1,6 @@
-// `brisk cuda-bench`: decode tok/s of the CUDA backend at the Llama-3.1-8B shape with random
-// device weights, next to the copy bandwidth of the same run (see backend/cuda/cuda_bench.h).
+// `brisk cuda-bench`: decode tok/s of the CUDA backend at a real model shape with random device
+// weights, with and without CUDA graphs, next to the copy bandwidth of the same run (see
+// backend/cuda/cuda_bench.h).
 #include <cstdio>
 
 #include "cli/command.h"
@@ -13,14 +14,30 @@ namespace {
 int cmd_cuda_bench(const std::vector<std::string>& argv) {
 #ifdef BRISK_HAVE_CUDA
   brisk::CudaBenchParams p;
+  std::string shape = "llama-3.1-8b", type_name = "q8_0", graphs = "both";
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& f = argv[i];
     BRISK_CHECK(i + 1 < argv.size(), "cuda-bench: ", f, " needs a value");
     const std::string& v = argv[++i];
     if (f == "--type") {
-      const auto t = brisk::quant_type_from_name(v);
-      BRISK_CHECK(t.has_value(), "cuda-bench: unknown --type '", v, "'");
-      p.type = *t;
+      type_name = v;
+      if (v == "q4_k_m") {
+        p.q4_k_m = true;
+      } else {
+        const auto t = brisk::quant_type_from_name(v);
+        BRISK_CHECK(t.has_value(), "cuda-bench: unknown --type '", v, "'");
+        p.type = *t;
+      }
+    } else if (f == "--shape") {
+      shape = v;
+      BRISK_CHECK(brisk::cuda_bench_shape(v, p), "cuda-bench: unknown --shape '", v,
+                  "' (llama-3.1-8b or qwen2.5-0.5b)");
+    } else if (f == "--graphs") {
+      BRISK_CHECK(v == "on" || v == "off" || v == "both", "cuda-bench: --graphs on|off|both");
+      graphs = v;
+    } else if (f == "--gemv-only") {
+      BRISK_CHECK(v == "yes" || v == "no", "cuda-bench: --gemv-only yes|no");
+      p.matmul_only = v == "yes";
     } else if (f == "--layers") {
       p.n_layer = std::stoi(v);
     } else if (f == "--steps") {
@@ -28,17 +45,27 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
     } else if (f == "--past") {
       p.n_past = std::stoi(v);
     } else {
-      brisk::fail("cuda-bench: unknown argument '", f, "' (--type q8_0|bf16 --layers N --steps N --past N)");
+      brisk::fail("cuda-bench: unknown argument '", f,
+                  "' (--type q8_0|bf16|q4_k_m|... --shape llama-3.1-8b|qwen2.5-0.5b --graphs on|off|both "
+                  "--gemv-only yes|no "
+                  "--layers N --steps N --past N)");
     }
   }
   BRISK_CHECK(p.n_layer > 0 && p.n_layer <= 256 && p.steps > 0 && p.steps <= 100000 && p.n_past >= 0 &&
                   p.n_past <= 131072,
               "cuda-bench: --layers, --steps or --past out of range");
-  const brisk::CudaBenchResult r = brisk::cuda_decode_bench(p);
-  std::printf("cuda-bench %s llama-3.1-8b shape (%d layers, %d past): %.1f tok/s, %.2f GB/token, %.0f GB/s "
-              "= %.1f%% of copy bandwidth %.0f GB/s\n",
-              std::string(brisk::quant_type_info(p.type).name).c_str(), p.n_layer, p.n_past, r.tok_per_s,
-              r.bytes_per_token / 1e9, r.achieved_gbps, 100.0 * r.achieved_gbps / r.copy_gbps, r.copy_gbps);
+  for (const bool g : {true, false}) {
+    if ((g && graphs == "off") || (!g && graphs == "on")) continue;
+    p.graphs = g;
+    const brisk::CudaBenchResult r = brisk::cuda_decode_bench(p);
+    std::printf("cuda-bench %s %s (%d layers, %d past, graphs %s%s): %.1f tok/s, %.3f ms/token, %.2f GB/token, "
+                "%.0f GB/s = %.1f%% of copy bandwidth %.0f GB/s\n",
+                type_name.c_str(), shape.c_str(), p.n_layer, p.n_past, g ? "on" : "off",
+                p.matmul_only ? ", matmuls only" : "", r.tok_per_s,
+                1e3 / r.tok_per_s, r.bytes_per_token / 1e9, r.achieved_gbps, 100.0 * r.achieved_gbps / r.copy_gbps,
+                r.copy_gbps);
+    std::fflush(stdout);
+  }
   return 0;
 #else
   (void)argv;
@@ -48,5 +75,7 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-BRISK_COMMAND("cuda-bench", "decode benchmark of the CUDA backend at the Llama-3.1-8B shape (--type q8_0|bf16)",
+BRISK_COMMAND("cuda-bench",
+              "decode benchmark of the CUDA backend at a real model shape (--type q8_0|bf16|q4_k_m, "
+              "--shape llama-3.1-8b|qwen2.5-0.5b)",
               cmd_cuda_bench);

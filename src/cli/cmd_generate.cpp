@@ -20,7 +20,7 @@ namespace {
 using brisk::fail;
 
 struct Args {
-  std::string model, prompt, prompt_ids, dump_logits, quant, kv_type = "f16", token, device = "cpu";
+  std::string model, prompt, prompt_ids, dump_logits, quant, kv_type = "f16", token, device = "auto";
   bool have_prompt = false, show_ids = false, raw = false;
   int32_t n_predict = 128, n_ctx = 4096, threads = 0, n_batch = 512;
   brisk::SamplerParams sampling;
@@ -48,7 +48,7 @@ void usage() {
                "%s"
                "  [--stop STR]... [--show-ids] [--dump-logits FILE] [--raw] [--quant q8_0|q4_0|q4_k]\n"
                "  [--ctx N] [--batch N] [-t N] [--kv-type f16|f32|q8_0] [--token HF_TOKEN]\n"
-               "  [--device cpu|auto|cuda|cuda:N]\n",
+               "  [--device auto|cpu|cuda|cuda:N] (default auto: the GPU when one is usable)\n",
                brisk::cli::kSamplingFlagsUsage);
 }
 

@@ -3,9 +3,11 @@
 // unchanged), grow the KV cache if needed, then run the model's forward on chunks of at most
 // n_batch tokens and collect the logits that were asked for.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "models/forward.h"
 #include "runtime/kv_cache.h"
 #include "runtime/loaded_model.h"
@@ -29,6 +31,7 @@ class ModelContext final : public Context {
                   cfg_.head_dim);
     backend_ = make_backend(opt_.device, opt_.n_threads);
     opt_.n_threads = backend_->n_threads();
+    plan_device_memory();
     kv_ = std::make_unique<KvCache>(*backend_, KvCacheOptions{.n_layer = cfg_.n_layer, .width = cfg_.kv_width(),
                                                               .n_seq = opt_.n_seq_max, .n_ctx = opt_.n_ctx,
                                                               .type = opt_.kv_type});
@@ -71,7 +74,10 @@ class ModelContext final : public Context {
                             .n_out = n_out, .out_rows = out_rows_.data()};
       const Forward f{.backend = *backend_, .cfg = cfg_, .batch = fb, .arena = arena_,
                       .k_cache = kv_->k(), .v_cache = kv_->v(), .tap = tap_ ? &tap_fn_ : nullptr};
+      backend_->begin_step({.n_tok = n, .ids = ids_.data(), .pos = pos_.data(), .seq = seq_.data(), .n_out = n_out,
+                            .out_rows = out_rows_.data()});
       model_->arch().forward(f);
+      backend_->end_step();
       backend_->synchronize();
       for (int32_t i = 0; i < n; ++i) {
         const BatchToken& t = batch[start + size_t(i)];
@@ -149,6 +155,35 @@ class ModelContext final : public Context {
                   " exceeds the context size ", opt_.n_ctx);
       ++next[size_t(t.seq)];
     }
+  }
+
+  // On a device backend: weights + KV cache at n_ctx + activations against the free device
+  // memory, printed before anything is allocated or uploaded; refuses when it does not fit.
+  void plan_device_memory() {
+    size_t free_b = 0, total_b = 0;
+    if (!backend_->memory_info(&free_b, &total_b)) return;
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    const double weights = double(model_->weights_->total_bytes());
+    const double kv_elem = opt_.kv_type == QuantType::F32 ? 4.0 : opt_.kv_type == QuantType::Q8_0 ? 34.0 / 32.0 : 2.0;
+    const double kv = 2.0 * cfg_.n_layer * double(opt_.n_seq_max) * double(opt_.n_ctx) * cfg_.kv_width() * kv_elem;
+    const double rows = double(opt_.n_batch);
+    const double widest = double(std::max({cfg_.n_ff, cfg_.n_embd, cfg_.q_width()}));
+    // Arena + logits rows + the matmul's activation scratch + a reserve for the runtime.
+    const double act = 4.0 * rows * (4.0 * cfg_.n_embd + 2.0 * cfg_.q_width() + 2.0 * cfg_.kv_width() + 2.0 * cfg_.n_ff) +
+                       4.0 * rows * cfg_.n_vocab + 5.0 * rows * widest + 256.0 * 1024 * 1024;
+    const double need = weights + kv + act;
+    const std::string plan =
+        str_cat(backend_->name(), " memory plan: weights ", fmt_gib(weights / gib), " GiB + KV cache ", fmt_gib(kv / gib),
+                " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq) + activations ", fmt_gib(act / gib), " = ",
+                fmt_gib(need / gib), " GiB; free ", fmt_gib(double(free_b) / gib), " of ", fmt_gib(double(total_b) / gib),
+                " GiB");
+    BRISK_CHECK(need <= double(free_b), plan, ": does not fit (lower --ctx, use a smaller quant, or --device cpu)");
+    if (log_level() <= LogLevel::warn) log_write(LogLevel::info, plan);
+  }
+  static std::string fmt_gib(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.2f", v);
+    return b;
   }
 
   float* arena_alloc(int64_t cols) {

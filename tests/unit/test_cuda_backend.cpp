@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -88,8 +89,9 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
   const QuantType t = GetParam();
   struct Shape { int64_t n_tok, n_in, n_out; bool bias; };
   std::vector<QuantWeight> keep;  // alive as long as the backend, like model weights
+  // Wide rows take several unrolled passes per lane (some lanes past the end).
   for (const Shape s : {Shape{1, 256, 64, false}, Shape{3, 512, 33, true}, Shape{9, 256, 130, false},
-                        Shape{17, 768, 7, true}}) {
+                        Shape{17, 768, 7, true}, Shape{1, 5120, 24, true}, Shape{5, 12288, 9, false}}) {
     const std::string what = str_cat(quant_type_info(t).name, " [", s.n_tok, "x", s.n_in, "] x [", s.n_out, "]");
     keep.push_back(make_weight(t, s.n_out, s.n_in, uint32_t(s.n_in + s.n_out)));
     const QuantWeight& q = keep.back();
@@ -208,7 +210,8 @@ TEST(CudaBackend, Attention) {
   struct Case { int32_t n_head, n_head_kv, hd, window; float softcap; QuantType kv; bool prefill; };
   for (const Case cs : {Case{8, 2, 64, 0, 0.0f, QuantType::F16, false}, Case{8, 2, 64, 0, 0.0f, QuantType::F16, true},
                         Case{4, 4, 128, 50, 0.0f, QuantType::F32, true}, Case{6, 2, 256, 0, 20.0f, QuantType::F16, false},
-                        Case{4, 1, 32, 7, 30.0f, QuantType::F16, true}}) {
+                        Case{4, 1, 32, 7, 30.0f, QuantType::F16, true}, Case{16, 1, 64, 0, 0.0f, QuantType::F16, false},
+                        Case{12, 1, 80, 0, 0.0f, QuantType::F32, true}}) {
     const int64_t cap = 300, width = int64_t(cs.n_head_kv) * cs.hd;
     Cache c = make_cache(*be, cs.kv, 2, cap, width, 21);
     std::vector<int32_t> seq, pos;
@@ -272,6 +275,76 @@ TEST(CudaBackend, Embedding) {
     const float rtol = cuda::weight_format_on_device(t) ? 1e-6f : 8e-3f;
     expect_close(out.fetch(), want.host, 1e-6f, rtol, str_cat("embedding ", quant_type_info(t).name));
   }
+}
+
+// Decode-like steps (embedding, norm, K-quant / Q8_0 / BF16 matmuls, rope, KV store, split
+// attention) with and without CUDA graphs: bit-identical outputs at every step, and the graph
+// backend really replays its captured step.
+std::vector<std::vector<float>> run_steps(Backend& be, int n_steps, std::vector<QuantWeight>& keep) {
+  const int64_t n_embd = 256, n_head = 4, n_head_kv = 2, hd = 64, vocab = 40, cap = 200;
+  keep.push_back(make_weight(QuantType::Q8_0, vocab, n_embd, 51));
+  keep.push_back(make_weight(QuantType::Q4_K, n_head * hd, n_embd, 52));
+  keep.push_back(make_weight(QuantType::Q6_K, n_head_kv * hd, n_embd, 53));
+  keep.push_back(make_weight(QuantType::Q4_0, n_head_kv * hd, n_embd, 54));
+  keep.push_back(make_weight(QuantType::BF16, n_embd, n_head * hd, 55));
+  const size_t b = keep.size();
+  const Weight emb = keep[b - 5].w, wq = keep[b - 4].w, wk = keep[b - 3].w, wv = keep[b - 2].w, wo = keep[b - 1].w;
+  auto mat = [&](int64_t cols) {
+    return Mat{.data = static_cast<float*>(be.alloc(sizeof(float) * size_t(cols))), .rows = 1, .cols = cols};
+  };
+  const Mat x = mat(n_embd), h = mat(n_embd), q = mat(n_head * hd), k = mat(n_head_kv * hd), v = mat(n_head_kv * hd),
+            att = mat(n_head * hd), o = mat(n_embd);
+  const size_t rb = size_t(n_head_kv * hd) * 2;
+  KvView kc{.type = QuantType::F16, .data = be.alloc(rb * cap), .width = n_head_kv * hd, .row_bytes = rb,
+            .capacity = cap, .n_seq = 1};
+  KvView vc = kc;
+  vc.data = be.alloc(rb * cap);
+  static const std::vector<float> norm_w(size_t(n_embd), 1.25f);
+  static RopeTable rope{.n_rot = int32_t(hd), .inv_freq = {}};
+  if (rope.inv_freq.empty())
+    for (int i = 0; i < hd / 2; ++i) rope.inv_freq.push_back(std::pow(10000.0f, -2.0f * float(i) / float(hd)));
+  int32_t id = 0, pos = 0, seq = 0, row = 0;
+  std::vector<std::vector<float>> outs;
+  for (int step = 0; step < n_steps; ++step) {
+    id = (step * 7 + 3) % int32_t(vocab);
+    pos = step;
+    be.begin_step({.n_tok = 1, .ids = &id, .pos = &pos, .seq = &seq, .n_out = 1, .out_rows = &row});
+    be.embedding({.out = x, .table = emb, .ids = &id});
+    be.rms_norm({.out = h, .x = x, .weight = norm_w.data()});
+    be.matmul({.out = q, .x = h, .w = wq});
+    be.matmul({.out = k, .x = h, .w = wk});
+    be.matmul({.out = v, .x = h, .w = wv});
+    be.rope({.x = q, .pos = &pos, .n_head = int32_t(n_head), .head_dim = int32_t(hd), .table = &rope});
+    be.rope({.x = k, .pos = &pos, .n_head = int32_t(n_head_kv), .head_dim = int32_t(hd), .table = &rope});
+    be.kv_store({.k = k, .v = v, .k_cache = kc, .v_cache = vc, .seq = &seq, .pos = &pos});
+    be.attention({.out = att, .q = q, .k_cache = kc, .v_cache = vc, .seq = &seq, .pos = &pos, .n_head = int32_t(n_head),
+                  .n_head_kv = int32_t(n_head_kv), .head_dim = int32_t(hd), .scale = 0.125f});
+    be.matmul({.out = o, .x = att, .w = wo});
+    be.add({.out = o, .a = o, .b = x});
+    be.end_step();
+    std::vector<float> got(static_cast<size_t>(n_embd));
+    be.copy(got.data(), o.data, sizeof(float) * got.size());
+    outs.push_back(std::move(got));
+  }
+  return outs;
+}
+
+TEST(CudaBackend, GraphStepsMatchEagerBitExact) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  std::vector<QuantWeight> keep;
+  auto graphs = make_cuda_backend(0, true);
+  auto eager = make_cuda_backend(0, false);
+  const auto a = run_steps(*graphs, 8, keep);
+  const auto b = run_steps(*eager, 8, keep);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(std::memcmp(a[i].data(), b[i].data(), sizeof(float) * a[i].size()), 0) << "step " << i;
+    EXPECT_TRUE(std::isfinite(a[i][0])) << "step " << i;
+  }
+  for (size_t i = 1; i < a.size(); ++i) EXPECT_NE(a[i], a[0]) << "step " << i << " repeats step 0";
+  EXPECT_GE(cuda_graph_replays(*graphs), 5u);  // step 1 eager, 2 captured, 3..8 replayed
+  EXPECT_EQ(cuda_graph_replays(*eager), 0u);
 }
 
 TEST(CudaBackend, ErrorsNameTheOp) {

@@ -1,5 +1,5 @@
-// The CUDA kernels' weight decoding (kernels/cuda/dequant.cuh) runs on the host too: check
-// every device format against the reference dequantizer on random rows, without a GPU.
+// The CUDA weight device layout and its decoding (kernels/cuda/dequant.cuh) run on the host
+// too: check every device format against the reference dequantizer on random rows, without a GPU.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -12,27 +12,47 @@
 namespace brisk {
 namespace {
 
+using cuda::Dev;
 using cuda::DevFormat;
-using cuda::Fmt;
 
+// Three rows of 512 random values: stored rows -> device layout (repacked where the layout
+// differs) -> Dev<F>::load8, against the reference dequantizer of the stored rows.
 template <DevFormat F>
 void check_format(QuantType t, uint64_t seed) {
-  const int64_t n = 512;
+  const int64_t n = 512, rows = 3;
   std::mt19937 rng(static_cast<uint32_t>(seed));
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> src(static_cast<size_t>(n));
+  std::vector<float> src(static_cast<size_t>(n * rows));
   for (float& v : src) v = dist(rng);
   src[7] = 9.0f;  // an outlier so that scales differ between blocks
   const size_t rb = size_t(quant_row_bytes(t, uint64_t(n)).value());
-  std::vector<uint8_t> row(rb);
-  cpu::row_from_f32(t, src.data(), row.data(), n);
+  std::vector<uint8_t> stored(rb * size_t(rows));
+  for (int64_t r = 0; r < rows; ++r) cpu::row_from_f32(t, src.data() + r * n, stored.data() + size_t(r) * rb, n);
+  const cuda::DevLayout L = cuda::dev_layout(F, n, rows);
+  ASSERT_EQ(L.qs_row % 16, 0u);
+  ASSERT_EQ(L.sc_offset % 16, 0u);
+  std::vector<uint8_t> dev(L.bytes, 0xAB);
+  if constexpr (F == DevFormat::q8_0 || F == DevFormat::q4_0 || F == DevFormat::q6_k) {
+    ASSERT_TRUE(L.repacked);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t b = 0; b < n / L.block; ++b) cuda::repack_block_at<F>(stored.data(), rb, dev.data(), L, r, b);
+  } else {
+    ASSERT_FALSE(L.repacked);
+    ASSERT_EQ(L.bytes, stored.size());
+    dev = stored;
+  }
   std::vector<float> want(static_cast<size_t>(n));
-  cpu::row_to_f32(t, row.data(), want.data(), n);
-  for (int64_t c = 0; c < n / 8; ++c) {
-    float got[8];
-    Fmt<F>::load8(row.data(), c, got);
-    for (int k = 0; k < 8; ++k)
-      ASSERT_FLOAT_EQ(got[k], want[size_t(8 * c + k)]) << quant_type_info(t).name << " element " << 8 * c + k;
+  for (int64_t r = 0; r < rows; ++r) {
+    cpu::row_to_f32(t, stored.data() + size_t(r) * rb, want.data(), n);
+    const uint8_t* qs = dev.data() + size_t(r) * L.qs_row;
+    const uint8_t* sc = dev.data() + L.sc_offset + size_t(r) * L.sc_row;
+    for (int64_t c = 0; c < n / 8; ++c) {
+      float got[8];
+      Dev<F>::load8(qs, sc, c, got);
+      for (int k = 0; k < 8; ++k)
+        ASSERT_FLOAT_EQ(got[k], want[size_t(8 * c + k)])
+            << quant_type_info(t).name << " row " << r << " element " << 8 * c + k;
+    }
   }
 }
 

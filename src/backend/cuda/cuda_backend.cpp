@@ -1,10 +1,19 @@
 // The CUDA backend: device memory from cudaMalloc (never managed memory), one stream, and the
 // kernels of kernels/cuda/. The op interface hands it host pointers for model constants
 // (weights, norm weights, biases, rotary tables) and for the per-batch ids/pos/seq arrays:
-//   - constants are uploaded once, on first use, and cached by host address (weights stay in
-//     their stored format; formats without a device kernel are dequantized once to BF16);
-//   - per-batch int arrays are copied to a device buffer per host address, only when their
-//     contents changed since the last copy (stream order keeps earlier kernels correct).
+//   - constants are uploaded once, on first use, and cached by host address (weights in the
+//     device layout of kernels/cuda/dequant.cuh, repacked on the device; formats without a
+//     device kernel are dequantized once to BF16); a weight already in device memory in a
+//     repacked format gets a repacked copy, cached by its address until it is freed;
+//   - between begin_step and end_step the step's ids / pos / seq / output rows live in fixed
+//     device buffers (copied once at begin_step); ops resolve those host arrays to them;
+//   - other per-batch int arrays are copied to a device buffer per host address, only when
+//     their contents changed since the last copy.
+// Within a step, ops run their host checks and uploads at once and queue their launches; at
+// end_step the queue runs as a CUDA graph (cuda_graphs.h: captured the second time the same
+// launch sequence, the same pointers and shapes, is seen; replayed after), or launch by
+// launch with BRISK_NO_CUDA_GRAPHS, for batches over kGraphMaxTokens tokens, or once a copy()
+// or synchronize() inside the step forced the queue out.
 // Pointers inside this backend's allocations are used as they are. Host constants must
 // outlive the backend (model weights do: a Context holds its Model). Every CUDA call and
 // launch is checked; a failure is a brisk::Error naming the op and the CUDA error.
@@ -12,6 +21,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -19,7 +29,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/cuda/cuda_graphs.h"
 #include "core/error.h"
+#include "core/flags.h"
 #include "core/fp16.h"
 #include "core/log.h"
 #include "kernels/cpu/ops.h"
@@ -30,6 +42,9 @@
 namespace brisk {
 
 namespace {
+
+constexpr int32_t kGraphMaxTokens = 8;  // steps of at most this many tokens run as graphs
+constexpr size_t kMaxGraphs = 16;
 
 void cuda_check(cudaError_t e, const char* op, const char* what) {
   if (e != cudaSuccess) {
@@ -43,49 +58,172 @@ void check_mat(const Mat& m, int64_t rows, int64_t cols, const char* op, const c
               op, ": ", what, " is [", m.rows, ", ", m.cols, "], expected [", rows, ", ", cols, "]");
 }
 
+// The launch key of a step: every op appends its kind and every argument a kernel sees.
+struct Key {
+  std::vector<uint64_t> w;
+  void add(uint64_t v) { w.push_back(v); }
+  void add(const void* p) { w.push_back(uint64_t(reinterpret_cast<uintptr_t>(p))); }
+  void add(float f) {
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    w.push_back(b);
+  }
+  void add(const Mat& m) {
+    add(m.data);
+    add(uint64_t(m.rows));
+    add(uint64_t(m.cols));
+    add(uint64_t(m.row_stride()));
+  }
+  void add(const Weight& x) {
+    add(uint64_t(x.type));
+    add(uint64_t(x.n_in));
+    add(uint64_t(x.n_out));
+    add(uint64_t(x.row_bytes));
+    add(x.data);
+  }
+  void add(const KvView& v) {
+    add(uint64_t(v.type));
+    add(v.data);
+    add(uint64_t(v.width));
+    add(uint64_t(v.row_bytes));
+    add(uint64_t(v.capacity));
+    add(uint64_t(v.n_seq));
+  }
+};
+
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device) : device_(device) {
+  CudaBackend(int device, bool graphs) : device_(device), graphs_(graphs && !flags().no_cuda_graphs) {
     int count = 0;
     cuda_check(cudaGetDeviceCount(&count), "init", "cudaGetDeviceCount");
     BRISK_CHECK(device >= 0 && device < count, "cuda backend: device ", device, " out of range (", count,
                 " CUDA devices)");
     cuda_check(cudaSetDevice(device), "init", "cudaSetDevice");
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "init", "cudaStreamCreate");
+    cuda_check(cudaEventCreateWithFlags(&step_copied_, cudaEventDisableTiming), "init", "cudaEventCreate");
   }
 
   ~CudaBackend() override {
     cudaSetDevice(device_);
     cudaStreamSynchronize(stream_);
+    graphs_cache_.clear();
     for (auto& [p, n] : allocs_) cudaFree(reinterpret_cast<void*>(p));
+    for (void* p : retired_) cudaFree(p);
+    if (step_host_) cudaFreeHost(step_host_);
+    cudaEventDestroy(step_copied_);
     cudaStreamDestroy(stream_);
   }
 
   std::string name() const override { return str_cat("cuda:", device_); }
   int n_threads() const override { return 1; }
 
+  uint64_t graph_replays() const { return graphs_cache_.replays(); }
+
+  bool memory_info(size_t* free_bytes, size_t* total_bytes) const override {
+    cudaSetDevice(device_);
+    const cudaError_t e = cudaMemGetInfo(free_bytes, total_bytes);
+    if (e != cudaSuccess) cudaGetLastError();
+    return e == cudaSuccess;
+  }
+
   void* alloc(size_t bytes) override {
+    forget_quant();
     std::lock_guard<std::mutex> lock(mutex_);
     return raw_alloc(bytes, "alloc");
   }
 
   void free(void* p) override {
     if (!p) return;
+    flush("free");
+    forget_quant();
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = allocs_.find(reinterpret_cast<uintptr_t>(p));
     if (it == allocs_.end()) return;
     cuda_check(cudaStreamSynchronize(stream_), "free", "cudaStreamSynchronize");
+    // A repacked copy of a weight that lived here goes with it.
+    auto w = weights_.find(p);
+    if (w != weights_.end()) {
+      release(w->second.dev, "free");
+      weights_.erase(w);
+    }
+    graphs_cache_.clear();  // graphs may point into the freed memory
     cuda_check(cudaFree(p), "free", "cudaFree");
     allocs_.erase(it);
   }
 
   void copy(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0) return;
+    flush("copy");
+    forget_quant();
     cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "copy", "cudaMemcpyAsync");
     cuda_check(cudaStreamSynchronize(stream_), "copy", "cudaStreamSynchronize");
   }
 
-  void synchronize() override { cuda_check(cudaStreamSynchronize(stream_), "synchronize", "cudaStreamSynchronize"); }
+  void synchronize() override {
+    flush("synchronize");
+    cuda_check(cudaStreamSynchronize(stream_), "synchronize", "cudaStreamSynchronize");
+  }
+
+  void begin_step(const StepInputs& in) override {
+    if (in_step_) {  // the previous step ended in an error: drop what it queued
+      launches_.clear();
+      names_.clear();
+      in_step_ = false;
+      free_retired();
+    }
+    BRISK_CHECK(in.n_tok >= 0 && in.n_out >= 0 && in.n_out <= in.n_tok, "cuda backend: bad step inputs");
+    std::lock_guard<std::mutex> lock(mutex_);
+    const int64_t n = std::max<int64_t>(in.n_tok, 1);
+    if (n > step_cap_) {
+      cuda_check(cudaStreamSynchronize(stream_), "begin_step", "cudaStreamSynchronize");
+      if (step_dev_) {
+        cuda_check(cudaFree(step_dev_), "begin_step", "cudaFree");
+        allocs_.erase(reinterpret_cast<uintptr_t>(step_dev_));
+      }
+      if (step_host_) cuda_check(cudaFreeHost(step_host_), "begin_step", "cudaFreeHost");
+      step_cap_ = std::max<int64_t>(n, 64);
+      step_dev_ = static_cast<int32_t*>(raw_alloc(sizeof(int32_t) * 4 * size_t(step_cap_), "begin_step"));
+      cuda_check(cudaMallocHost(reinterpret_cast<void**>(&step_host_), sizeof(int32_t) * 4 * size_t(step_cap_)),
+                 "begin_step", "cudaMallocHost");
+    }
+    // The pinned buffer is reused: wait for the previous step's copy out of it.
+    cuda_check(cudaEventSynchronize(step_copied_), "begin_step", "cudaEventSynchronize");
+    const int32_t* src[4] = {in.ids, in.pos, in.seq, in.out_rows};
+    const int64_t cnt[4] = {in.n_tok, in.n_tok, in.n_tok, in.n_out};
+    step_map_.clear();
+    for (int k = 0; k < 4; ++k) {
+      int32_t* h = step_host_ + k * step_cap_;
+      if (src[k] && cnt[k] > 0) {
+        std::memcpy(h, src[k], sizeof(int32_t) * size_t(cnt[k]));
+        step_map_.push_back({src[k], step_dev_ + k * step_cap_, cnt[k]});
+      }
+    }
+    cuda_check(cudaMemcpyAsync(step_dev_, step_host_, sizeof(int32_t) * 4 * size_t(step_cap_), cudaMemcpyHostToDevice,
+                               stream_),
+               "begin_step", "cudaMemcpyAsync");
+    cuda_check(cudaEventRecord(step_copied_, stream_), "begin_step", "cudaEventRecord");
+    in_step_ = true;
+    step_eager_ = !graphs_ || in.n_tok > kGraphMaxTokens;
+    forget_quant();
+    key_.w.clear();
+    key_.add(uint64_t(in.n_tok));
+    key_.add(uint64_t(in.n_out));
+  }
+
+  void end_step() override {
+    BRISK_CHECK(in_step_, "cuda backend: end_step without begin_step");
+    in_step_ = false;
+    step_map_.clear();
+    forget_quant();
+    if (!launches_.empty()) {
+      const char* what = "launch";
+      const cudaError_t e = graphs_cache_.run(key_.w, launches_, names_, stream_, &what);
+      launches_.clear();
+      names_.clear();
+      cuda_check(e, "end_step", what);
+    }
+    free_retired();
+  }
 
   void matmul(const MatmulArgs& a) override {
     check_mat(a.x, a.x.rows, a.w.n_in, "matmul", "x");
@@ -93,14 +231,100 @@ class CudaBackend final : public Backend {
     MatmulArgs d = a;
     d.w = device_weight(a.w, "matmul");
     d.bias = a.bias ? device_floats(a.bias, a.w.n_out, "matmul bias") : nullptr;
-    // Activations go through the (original) weight format's vec_dot_type, as on the CPU.
+    if (a.x.rows == 0) return;
+    // Activations go through the (original) weight format's vec_dot_type, as on the CPU:
+    // quantized to int8 for the dp4a kernels, else rounded to floats.
     const cuda::ActRound round = cuda::act_round_for(format_traits(a.w.type).vec_dot_type);
-    if (round != cuda::ActRound::none && a.x.rows > 0) {
-      float* xr = act_scratch(size_t(a.x.rows) * size_t(a.w.n_in));
-      cuda_check(cuda::launch_round_activations(round, xr, a.x, stream_), "matmul", "activation rounding launch");
-      d.x = Mat{.data = xr, .rows = a.x.rows, .cols = a.w.n_in};
+    const size_t n = size_t(a.x.rows) * size_t(a.w.n_in);
+    Key& k = key_;
+    k.add(uint64_t(1));
+    k.add(d.out);
+    k.add(d.x);
+    k.add(d.w);
+    k.add(d.bias);
+    k.add(uint64_t(round));
+    if (cuda::weight_takes_quantized_act(d.w.type)) {
+      BRISK_CHECK(round == cuda::ActRound::q8_0 || round == cuda::ActRound::q8_k, "matmul: ",
+                  quant_type_info(a.w.type).name, " weights need Q8 activations");
+      cuda::QuantAct xq;
+      if (qstate_.valid && qstate_.kind == round && same_mat(qstate_.x, a.x)) {
+        xq = qstate_.q;  // the previous matmul's input, unchanged since
+        k.add(uint64_t(100));
+      } else {
+        const size_t q_bytes = (n + 255) / 256 * 256;
+        auto* buf = static_cast<uint8_t*>(scratch(qact_, q_bytes + sizeof(float) * (n / 32 + 1), "matmul"));
+        xq = cuda::QuantAct{.q = reinterpret_cast<int8_t*>(buf), .d = reinterpret_cast<float*>(buf + q_bytes)};
+        k.add(buf);
+        // Quantize inside the producer of x when it is the launch queued last.
+        const bool fuse = in_step_ && !step_eager_ && producer_.kind >= 1 && producer_.kind <= 3 &&
+                          producer_.index + 1 == launches_.size() && same_mat(producer_.out, a.x);
+        if (fuse && producer_.kind == 1) {
+          const RmsNormArgs pn = producer_.norm;
+          launches_[producer_.index] = [pn, round, xq](cudaStream_t s) {
+            return cuda::launch_rms_norm_quant(pn, round, xq, s);
+          };
+          k.add(uint64_t(101));
+        } else if (fuse && producer_.kind == 3) {
+          const RmsNormArgs pn = producer_.norm;
+          const AddArgs pa = producer_.add;
+          launches_[producer_.index] = [pa, pn, round, xq](cudaStream_t s) {
+            return cuda::launch_add_rms_norm(&pa, pn, round, &xq, s);
+          };
+          k.add(uint64_t(106));
+        } else if (fuse && producer_.kind == 2) {
+          const GatedActArgs pg = producer_.gated;
+          launches_[producer_.index] = [pg, round, xq](cudaStream_t s) {
+            return cuda::launch_gated_act_quant(pg, round, xq, s);
+          };
+          k.add(uint64_t(102));
+        } else {
+          enqueue("matmul (activation quantization)", [d, xq, round](cudaStream_t s) {
+            return cuda::launch_quantize_activations(round, xq, d.x, s);
+          });
+          k.add(uint64_t(103));
+        }
+        qstate_ = QuantState{.x = a.x, .kind = round, .q = xq, .valid = true};
+      }
+      producer_.kind = 0;
+      enqueue("matmul", [d, xq](cudaStream_t s) { return cuda::launch_matmul(d, &xq, s); });
+      if (overlaps(a.out, qstate_.x)) qstate_.valid = false;
+      if (overlaps(a.out, fstate_.x)) fstate_.valid = false;
+      return;
     }
-    cuda_check(cuda::launch_matmul(d, stream_), "matmul", "kernel launch");
+    if (round != cuda::ActRound::none) {
+      MatmulArgs dr = d;
+      if (fstate_.valid && fstate_.kind == round && same_mat(fstate_.x, a.x)) {
+        dr.x = fstate_.xr;  // the previous matmul's rounded input, unchanged since
+        k.add(uint64_t(104));
+      } else {
+        auto* xr = static_cast<float*>(scratch(act_, sizeof(float) * n, "matmul"));
+        dr.x = Mat{.data = xr, .rows = a.x.rows, .cols = a.w.n_in};
+        k.add(xr);
+        enqueue("matmul (activation rounding)", [d, dr, round](cudaStream_t s) {
+          return cuda::launch_round_activations(round, dr.x.data, d.x, s);
+        });
+        fstate_ = RoundState{.x = a.x, .kind = round, .xr = dr.x, .valid = true};
+      }
+      enqueue("matmul", [dr](cudaStream_t s) { return cuda::launch_matmul(dr, nullptr, s); });
+    } else if (reinterpret_cast<uintptr_t>(a.x.data) % 16 != 0 || a.x.row_stride() % 4 != 0) {
+      // The float kernel loads activations 16 bytes at a time: make them a dense copy.
+      fstate_.valid = false;  // act_ is overwritten
+      auto* xc = static_cast<float*>(scratch(act_, sizeof(float) * n, "matmul"));
+      MatmulArgs dc = d;
+      dc.x = Mat{.data = xc, .rows = a.x.rows, .cols = a.w.n_in};
+      k.add(xc);
+      enqueue("matmul", [d, dc](cudaStream_t s) {
+        const cudaError_t e =
+            cudaMemcpy2DAsync(dc.x.data, sizeof(float) * size_t(dc.x.cols), d.x.data, sizeof(float) * size_t(d.x.row_stride()),
+                              sizeof(float) * size_t(dc.x.cols), size_t(dc.x.rows), cudaMemcpyDeviceToDevice, s);
+        return e != cudaSuccess ? e : cuda::launch_matmul(dc, nullptr, s);
+      });
+    } else {
+      enqueue("matmul", [d](cudaStream_t s) { return cuda::launch_matmul(d, nullptr, s); });
+    }
+    producer_.kind = 0;
+    if (overlaps(a.out, qstate_.x)) qstate_.valid = false;
+    if (overlaps(a.out, fstate_.x)) fstate_.valid = false;
   }
 
   void rms_norm(const RmsNormArgs& a) override {
@@ -110,7 +334,30 @@ class CudaBackend final : public Backend {
     check_mat(a.out, a.x.rows, a.x.cols, "rms_norm", "out");
     RmsNormArgs d = a;
     d.weight = a.weight ? device_floats(a.weight, group, "rms_norm weight") : nullptr;
-    cuda_check(cuda::launch_rms_norm(d, stream_), "rms_norm", "kernel launch");
+    key_.add(uint64_t(2));
+    key_.add(d.out);
+    key_.add(d.x);
+    key_.add(d.weight);
+    key_.add(uint64_t(d.group));
+    key_.add(d.eps);
+    const bool deferred = in_step_ && !step_eager_;
+    // The residual add queued just before, producing x: one launch for both.
+    const bool after_add = deferred && group == a.x.cols && producer_.kind == 4 &&
+                           producer_.index + 1 == launches_.size() && same_mat(producer_.add.out, a.x);
+    const Producer prev = producer_;
+    forget_quant();
+    if (after_add) {
+      const AddArgs pa = prev.add;
+      launches_[prev.index] = [pa, d](cudaStream_t s) {
+        return cuda::launch_add_rms_norm(&pa, d, cuda::ActRound::none, nullptr, s);
+      };
+      key_.add(uint64_t(105));
+      producer_ = Producer{.kind = 3, .norm = d, .gated = {}, .add = pa, .index = prev.index, .out = d.out};
+      return;
+    }
+    enqueue("rms_norm", [d](cudaStream_t s) { return cuda::launch_rms_norm(d, s); });
+    if (deferred && group == a.x.cols)
+      producer_ = Producer{.kind = 1, .norm = d, .gated = {}, .add = {}, .index = launches_.size() - 1, .out = d.out};
   }
 
   void rope(const RopeArgs& a) override {
@@ -123,7 +370,46 @@ class CudaBackend final : public Backend {
                            : nullptr;
     RopeArgs d = a;
     d.pos = stage(a.pos, a.x.rows, "rope pos");
-    cuda_check(cuda::launch_rope(d, inv, stream_), "rope", "kernel launch");
+    key_.add(uint64_t(3));
+    key_.add(d.x);
+    key_.add(d.pos);
+    key_.add(uint64_t(d.n_head));
+    key_.add(uint64_t(d.head_dim));
+    key_.add(inv);
+    key_.add(uint64_t(a.table->n_rot));
+    key_.add(a.table->attn_factor);
+    key_.add(uint64_t(a.table->neox));
+    // The table is read on the host at launch: keep a copy of its scalars.
+    const RopeTable table{.n_rot = a.table->n_rot, .inv_freq = {}, .attn_factor = a.table->attn_factor,
+                          .neox = a.table->neox};
+    const bool deferred = in_step_ && !step_eager_;
+    const Producer prev = producer_;
+    forget_quant();
+    // The rope of q queued just before with the same positions and table: one launch for both.
+    if (deferred && prev.kind == 5 && prev.index + 1 == launches_.size() && prev.rope.pos == d.pos &&
+        prev.rope_inv == inv && prev.rope.head_dim == d.head_dim && prev.rope.x.rows == d.x.rows &&
+        prev.rope_table.n_rot == table.n_rot && prev.rope_table.attn_factor == table.attn_factor &&
+        prev.rope_table.neox == table.neox && !overlaps(prev.rope.x, d.x)) {
+      const RopeArgs rq = prev.rope;
+      launches_[prev.index] = [rq, d, inv, table](cudaStream_t s) {
+        RopeArgs q2 = rq, k2 = d;
+        q2.table = &table;
+        k2.table = &table;
+        return cuda::launch_rope_qk_store(&q2, k2, nullptr, inv, s);
+      };
+      key_.add(uint64_t(107));
+      producer_ = Producer{.kind = 6, .norm = {}, .gated = {}, .add = {}, .index = prev.index, .out = d.x,
+                           .rope = d, .rope_q = rq, .rope_inv = inv, .rope_table = table};
+      return;
+    }
+    enqueue("rope", [d, inv, table](cudaStream_t s) {
+      RopeArgs r = d;
+      r.table = &table;
+      return cuda::launch_rope(r, inv, s);
+    });
+    if (deferred)
+      producer_ = Producer{.kind = 5, .norm = {}, .gated = {}, .add = {}, .index = launches_.size() - 1, .out = d.x,
+                           .rope = d, .rope_q = {}, .rope_inv = inv, .rope_table = table};
   }
 
   void kv_store(const KvStoreArgs& a) override {
@@ -137,7 +423,33 @@ class CudaBackend final : public Backend {
     KvStoreArgs d = a;
     d.seq = stage(a.seq, a.k.rows, "kv_store seq");
     d.pos = stage(a.pos, a.k.rows, "kv_store pos");
-    cuda_check(cuda::launch_kv_store(d, stream_), "kv_store", "kernel launch");
+    key_.add(uint64_t(4));
+    key_.add(d.k);
+    key_.add(d.v);
+    key_.add(d.k_cache);
+    key_.add(d.v_cache);
+    key_.add(d.seq);
+    key_.add(d.pos);
+    const Producer prev = producer_;
+    forget_quant();
+    // The rope of k (and q) queued just before, on these positions: one launch for all.
+    if (in_step_ && !step_eager_ && (prev.kind == 5 || prev.kind == 6) && prev.index + 1 == launches_.size() &&
+        same_mat(prev.rope.x, d.k) && prev.rope.pos == d.pos &&
+        int64_t(prev.rope.n_head) * prev.rope.head_dim == d.k_cache.width && !overlaps(d.v, d.k)) {
+      const bool has_q = prev.kind == 6;
+      const RopeArgs rq = prev.rope_q, rk = prev.rope;
+      const float* inv = prev.rope_inv;
+      const RopeTable table = prev.rope_table;
+      launches_[prev.index] = [has_q, rq, rk, inv, table, d](cudaStream_t s) {
+        RopeArgs q2 = rq, k2 = rk;
+        q2.table = &table;
+        k2.table = &table;
+        return cuda::launch_rope_qk_store(has_q ? &q2 : nullptr, k2, &d, inv, s);
+      };
+      key_.add(uint64_t(108));
+      return;
+    }
+    enqueue("kv_store", [d](cudaStream_t s) { return cuda::launch_kv_store(d, s); });
   }
 
   void attention(const AttentionArgs& a) override {
@@ -145,6 +457,7 @@ class CudaBackend final : public Backend {
                 " heads are not a multiple of ", a.n_head_kv, " KV heads");
     BRISK_CHECK(a.head_dim > 0 && a.head_dim <= 512, "attention: head_dim ", a.head_dim,
                 " outside [1, 512] on CUDA");
+    BRISK_CHECK(a.q.rows <= 65535, "attention: ", a.q.rows, " tokens in one call (at most 65535 on CUDA)");
     check_mat(a.q, a.q.rows, int64_t(a.n_head) * a.head_dim, "attention", "q");
     check_mat(a.out, a.q.rows, int64_t(a.n_head) * a.head_dim, "attention", "out");
     BRISK_CHECK(a.k_cache.width == int64_t(a.n_head_kv) * a.head_dim && a.v_cache.width == a.k_cache.width,
@@ -154,24 +467,60 @@ class CudaBackend final : public Backend {
     AttentionArgs d = a;
     d.seq = stage(a.seq, a.q.rows, "attention seq");
     d.pos = stage(a.pos, a.q.rows, "attention pos");
-    cuda_check(cuda::launch_attention(d, stream_), "attention", "kernel launch");
+    const size_t sf = cuda::attention_scratch_floats(d);
+    float* part = sf ? static_cast<float*>(scratch(attn_, sizeof(float) * sf, "attention")) : nullptr;
+    key_.add(uint64_t(5));
+    key_.add(d.out);
+    key_.add(d.q);
+    key_.add(d.k_cache);
+    key_.add(d.v_cache);
+    key_.add(d.seq);
+    key_.add(d.pos);
+    key_.add(uint64_t(d.n_head));
+    key_.add(uint64_t(d.n_head_kv));
+    key_.add(uint64_t(d.head_dim));
+    key_.add(d.scale);
+    key_.add(uint64_t(d.window));
+    key_.add(d.softcap);
+    key_.add(part);
+    forget_quant();
+    enqueue("attention", [d, part](cudaStream_t s) { return cuda::launch_attention(d, part, s); });
   }
 
   void gated_act(const GatedActArgs& a) override {
     check_mat(a.up, a.gate.rows, a.gate.cols, "gated_act", "up");
     check_mat(a.out, a.gate.rows, a.gate.cols, "gated_act", "out");
-    cuda_check(cuda::launch_gated_act(a, stream_), "gated_act", "kernel launch");
+    key_.add(uint64_t(6));
+    key_.add(a.out);
+    key_.add(a.gate);
+    key_.add(a.up);
+    key_.add(uint64_t(a.act));
+    forget_quant();
+    enqueue("gated_act", [a](cudaStream_t s) { return cuda::launch_gated_act(a, s); });
+    if (in_step_ && !step_eager_)
+      producer_ = Producer{.kind = 2, .norm = {}, .gated = a, .add = {}, .index = launches_.size() - 1, .out = a.out};
   }
 
   void add(const AddArgs& a) override {
     check_mat(a.b, a.a.rows, a.a.cols, "add", "b");
     check_mat(a.out, a.a.rows, a.a.cols, "add", "out");
-    cuda_check(cuda::launch_add(a, stream_), "add", "kernel launch");
+    key_.add(uint64_t(7));
+    key_.add(a.out);
+    key_.add(a.a);
+    key_.add(a.b);
+    forget_quant();
+    enqueue("add", [a](cudaStream_t s) { return cuda::launch_add(a, s); });
+    if (in_step_ && !step_eager_)
+      producer_ = Producer{.kind = 4, .norm = {}, .gated = {}, .add = a, .index = launches_.size() - 1, .out = a.out};
   }
 
   void softcap(const SoftcapArgs& a) override {
     BRISK_CHECK(a.cap > 0.0f, "softcap: cap must be > 0");
-    cuda_check(cuda::launch_softcap(a, stream_), "softcap", "kernel launch");
+    key_.add(uint64_t(8));
+    key_.add(a.x);
+    key_.add(a.cap);
+    forget_quant();
+    enqueue("softcap", [a](cudaStream_t s) { return cuda::launch_softcap(a, s); });
   }
 
   // Mixture-of-experts layers are not implemented on CUDA yet: the model loader reports it
@@ -185,14 +534,25 @@ class CudaBackend final : public Backend {
     EmbeddingArgs d = a;
     d.table = device_weight(a.table, "embedding");
     d.ids = stage(a.ids, a.out.rows, "embedding ids");
-    cuda_check(cuda::launch_embedding(d, stream_), "embedding", "kernel launch");
+    key_.add(uint64_t(9));
+    key_.add(d.out);
+    key_.add(d.table);
+    key_.add(d.ids);
+    key_.add(d.scale);
+    forget_quant();
+    enqueue("embedding", [d](cudaStream_t s) { return cuda::launch_embedding(d, s); });
   }
 
   void get_rows(const GetRowsArgs& a) override {
     check_mat(a.out, a.out.rows, a.x.cols, "get_rows", "out");
     GetRowsArgs d = a;
     d.rows = stage(a.rows, a.out.rows, "get_rows rows");
-    cuda_check(cuda::launch_get_rows(d, stream_), "get_rows", "kernel launch");
+    key_.add(uint64_t(10));
+    key_.add(d.out);
+    key_.add(d.x);
+    key_.add(d.rows);
+    forget_quant();
+    enqueue("get_rows", [d](cudaStream_t s) { return cuda::launch_get_rows(d, s); });
   }
 
  private:
@@ -207,19 +567,115 @@ class CudaBackend final : public Backend {
     Weight w;  // the device view (type may differ from the host one after conversion)
     QuantType host_type = QuantType::F32;
   };
+  struct StepArray {
+    const int32_t* host;
+    int32_t* dev;
+    int64_t n;
+  };
+  struct Scratch {
+    void* p = nullptr;
+    size_t bytes = 0;
+  };
+  // The latest quantized matmul input, valid while nothing may have written x since (any op
+  // but a matmul not writing x, copies, allocations end it): a following matmul on the same
+  // x reuses it (q / k / v, gate / up).
+  struct QuantState {
+    Mat x;
+    cuda::ActRound kind = cuda::ActRound::none;
+    cuda::QuantAct q;
+    bool valid = false;
+  };
+  // The same for activations rounded to floats (F16 / BF16 / other formats' weights in BF16).
+  struct RoundState {
+    Mat x;
+    cuda::ActRound kind = cuda::ActRound::none;
+    Mat xr;
+    bool valid = false;
+  };
+  // The launch queued last when it is an RMS norm over whole rows (1), a gated activation (2)
+  // or a residual add + whole-row RMS norm (3): a matmul on its output replaces it by the fused
+  // op + quantization launch. A residual add (4) queued last is fused with a following
+  // whole-row RMS norm of its output (giving 3).
+  // A rope queued last (5), or the ropes of q and k in one launch (6), is fused with a
+  // following KV store of its k.
+  struct Producer {
+    int kind = 0;
+    RmsNormArgs norm;
+    GatedActArgs gated;
+    AddArgs add;
+    size_t index = 0;
+    Mat out;
+    RopeArgs rope;    // kinds 5, 6: the (k) rope, device positions
+    RopeArgs rope_q;  // kind 6: the q rope
+    const float* rope_inv = nullptr;
+    RopeTable rope_table;
+  };
 
-  float* act_scratch(size_t floats) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (floats > act_floats_) {
-      if (act_) {
-        cuda_check(cudaStreamSynchronize(stream_), "matmul", "cudaStreamSynchronize");
-        cuda_check(cudaFree(act_), "matmul", "cudaFree");
-        allocs_.erase(reinterpret_cast<uintptr_t>(act_));
-      }
-      act_ = static_cast<float*>(raw_alloc(sizeof(float) * floats, "matmul"));
-      act_floats_ = floats;
+  // Runs the launch now, or queues it when a step is being collected for a graph.
+  void enqueue(const char* op, cuda::Launch fn) {
+    if (in_step_ && !step_eager_) {
+      launches_.push_back(std::move(fn));
+      names_.push_back(op);
+      return;
     }
-    return act_;
+    key_.w.clear();
+    cuda_check(fn(stream_), op, "kernel launch");
+  }
+
+  // Runs the queued launches of the step now (the rest of the step runs launch by launch).
+  void flush(const char* op) {
+    if (!in_step_ || step_eager_) return;
+    step_eager_ = true;
+    for (size_t i = 0; i < launches_.size(); ++i) cuda_check(launches_[i](stream_), op, names_[i]);
+    launches_.clear();
+    names_.clear();
+    producer_.kind = 0;
+  }
+
+  static bool same_mat(const Mat& a, const Mat& b) {
+    return a.data == b.data && a.rows == b.rows && a.cols == b.cols && a.row_stride() == b.row_stride();
+  }
+  static bool overlaps(const Mat& a, const Mat& b) {
+    if (!a.data || !b.data || a.rows == 0 || b.rows == 0) return false;
+    const float* a_end = a.data + (a.rows - 1) * a.row_stride() + a.cols;
+    const float* b_end = b.data + (b.rows - 1) * b.row_stride() + b.cols;
+    return a.data < b_end && b.data < a_end;
+  }
+  void forget_quant() {
+    qstate_.valid = false;
+    fstate_.valid = false;
+    producer_.kind = 0;
+  }
+
+  // A device buffer that only grows; an outgrown one is freed once the launches queued with
+  // it have run (end of step).
+  void* scratch(Scratch& s, size_t bytes, const char* op) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (bytes <= s.bytes) return s.p;
+    if (s.p) release(s.p, op);
+    s.bytes = std::max(bytes, s.bytes * 3 / 2);
+    s.p = raw_alloc(s.bytes, op);
+    return s.p;
+  }
+
+  // Frees device memory of this backend now, or at the end of the step when launches are queued.
+  void release(void* p, const char* op) {
+    allocs_.erase(reinterpret_cast<uintptr_t>(p));
+    cuda_check(cudaStreamSynchronize(stream_), op, "cudaStreamSynchronize");
+    graphs_cache_.clear();  // graphs may point into it
+    if (in_step_) {
+      retired_.push_back(p);
+      return;
+    }
+    cuda_check(cudaStreamSynchronize(stream_), op, "cudaStreamSynchronize");
+    cuda_check(cudaFree(p), op, "cudaFree");
+  }
+
+  void free_retired() {
+    if (retired_.empty()) return;
+    cuda_check(cudaStreamSynchronize(stream_), "end_step", "cudaStreamSynchronize");
+    for (void* p : retired_) cuda_check(cudaFree(p), "end_step", "cudaFree");
+    retired_.clear();
   }
 
   void* raw_alloc(size_t bytes, const char* op) {
@@ -252,7 +708,8 @@ class CudaBackend final : public Backend {
                 ": KV cache row_bytes ", v.row_bytes, " does not match width ", v.width);
   }
 
-  // Device view of a weight: used as is when already in device memory, else uploaded once.
+  // Device view of a weight in the device layout: used as is when already in device memory in
+  // a layout that is the stored one, else uploaded / repacked once and cached by address.
   Weight device_weight(const Weight& w, const char* op) {
     BRISK_CHECK(w.data != nullptr && w.n_in > 0 && w.n_out > 0, op, ": empty weight");
     const auto rb = quant_row_bytes(w.type, uint64_t(w.n_in));
@@ -260,17 +717,19 @@ class CudaBackend final : public Backend {
                 " elements has ", w.row_bytes, " bytes");
     BRISK_CHECK(w.n_in % 8 == 0, op, ": weight rows of ", w.n_in, " elements (need a multiple of 8 on CUDA)");
     std::lock_guard<std::mutex> lock(mutex_);
-    if (is_device(w.data)) {
-      BRISK_CHECK(cuda::weight_format_on_device(w.type), op, ": ", quant_type_info(w.type).name,
-                  " weights have no CUDA kernel");
-      return w;
-    }
     auto it = weights_.find(w.data);
     if (it != weights_.end()) {
       const Weight& c = it->second.w;
       BRISK_CHECK(c.n_in == w.n_in && c.n_out == w.n_out && it->second.host_type == w.type, op,
-                  ": weight at a cached host address changed shape or format (host weights must outlive the backend)");
+                  ": weight at a cached address changed shape or format (host weights must outlive the backend)");
       return c;
+    }
+    const bool on_device = is_device(w.data);
+    if (on_device) {
+      BRISK_CHECK(cuda::weight_format_on_device(w.type), op, ": ", quant_type_info(w.type).name,
+                  " weights have no CUDA kernel");
+      BRISK_CHECK(is_device(w.row(w.n_out - 1) + w.row_bytes - 1), op, ": device weight extends past its allocation");
+      if (!cuda::weight_repacked(w.type)) return w;
     }
     Weight d = w;
     std::vector<uint16_t> converted;
@@ -289,9 +748,25 @@ class CudaBackend final : public Backend {
       d.row_bytes = size_t(w.n_in) * 2;
       src = converted.data();
     }
-    const size_t bytes = d.row_bytes * size_t(d.n_out);
+    const size_t stored_bytes = d.row_bytes * size_t(d.n_out);
+    const size_t bytes = cuda::device_weight_bytes(d.type, d.n_in, d.n_out);
     void* dev = raw_alloc(bytes, op);
-    cuda_check(cudaMemcpy(dev, src, bytes, cudaMemcpyHostToDevice), op, "weight upload");
+    if (cuda::weight_repacked(d.type)) {
+      void* tmp = nullptr;
+      const void* stored = src;
+      if (!on_device) {
+        cuda_check(cudaMalloc(&tmp, stored_bytes), op, "cudaMalloc (weight staging)");
+        cuda_check(cudaMemcpy(tmp, src, stored_bytes, cudaMemcpyHostToDevice), op, "weight upload");
+        stored = tmp;
+      }
+      const cudaError_t e = cuda::launch_repack_weight(d.type, stored, d.row_bytes, dev, d.n_in, d.n_out, stream_);
+      const cudaError_t e2 = cudaStreamSynchronize(stream_);
+      if (tmp) cudaFree(tmp);
+      cuda_check(e, op, "weight repack launch");
+      cuda_check(e2, op, "weight repack");
+    } else {
+      cuda_check(cudaMemcpy(dev, src, bytes, cudaMemcpyHostToDevice), op, "weight upload");
+    }
     d.data = dev;
     weights_[w.data] = Uploaded{.dev = dev, .bytes = bytes, .w = d, .host_type = w.type};
     return d;
@@ -313,25 +788,32 @@ class CudaBackend final : public Backend {
     return static_cast<const float*>(dev);
   }
 
-  // Device copy of a per-batch int array (copied only when its contents changed).
+  // Device copy of a per-batch int array: the step's fixed buffer when it is one of the
+  // step's arrays, else a buffer per host address copied only when its contents changed.
   const int32_t* stage(const int32_t* p, int64_t n, const char* op) {
     BRISK_CHECK(p != nullptr || n == 0, op, ": missing array");
     if (n == 0) return p;
+    for (const StepArray& s : step_map_) {
+      if (s.host != p) continue;
+      BRISK_CHECK(n <= s.n, op, ": ", n, " entries asked of a step array of ", s.n);
+      return s.dev;
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     if (is_device(p)) return p;
     Staged& s = staged_[p];
+    if (s.cap >= n && int64_t(s.last.size()) == n &&
+        std::memcmp(s.last.data(), p, sizeof(int32_t) * size_t(n)) == 0)
+      return s.dev;
+    // The buffer changes: queued launches that read it must run first.
+    mutex_.unlock();
+    flush(op);
+    mutex_.lock();
     if (s.cap < n) {
-      if (s.dev) {
-        cuda_check(cudaStreamSynchronize(stream_), op, "cudaStreamSynchronize");
-        cuda_check(cudaFree(s.dev), op, "cudaFree");
-        allocs_.erase(reinterpret_cast<uintptr_t>(s.dev));
-      }
+      if (s.dev) release(s.dev, op);
       const int64_t cap = n < 64 ? 64 : n;
       s.dev = static_cast<int32_t*>(raw_alloc(sizeof(int32_t) * size_t(cap), op));
       s.cap = cap;
-      s.last.clear();
     }
-    if (int64_t(s.last.size()) == n && std::memcmp(s.last.data(), p, sizeof(int32_t) * size_t(n)) == 0) return s.dev;
     s.last.assign(p, p + n);
     cuda_check(cudaMemcpyAsync(s.dev, s.last.data(), sizeof(int32_t) * size_t(n), cudaMemcpyHostToDevice, stream_),
                op, "cudaMemcpyAsync");
@@ -341,18 +823,45 @@ class CudaBackend final : public Backend {
   }
 
   int device_;
+  bool graphs_;
   cudaStream_t stream_ = nullptr;
   std::mutex mutex_;
   std::map<uintptr_t, size_t> allocs_;  // device base -> bytes
   std::unordered_map<const void*, Uploaded> weights_;
   std::unordered_map<const void*, Staged> staged_;
   std::set<int> warned_;
-  float* act_ = nullptr;  // rounded activations [rows, n_in] of the matmul in flight
-  size_t act_floats_ = 0;
+  Scratch act_;   // rounded / copied float activations of the matmul in flight
+  Scratch qact_;  // quantized activations (qstate_)
+  Scratch attn_;  // split partial results of attention
+  std::vector<void*> retired_;
+
+  QuantState qstate_;
+  RoundState fstate_;
+  Producer producer_;
+
+  // The step being collected.
+  bool in_step_ = false;
+  bool step_eager_ = true;
+  Key key_;
+  std::vector<cuda::Launch> launches_;
+  std::vector<const char*> names_;
+  std::vector<StepArray> step_map_;
+  int32_t* step_dev_ = nullptr;   // [4, step_cap_]: ids, pos, seq, output rows
+  int32_t* step_host_ = nullptr;  // pinned staging of the same
+  int64_t step_cap_ = 0;
+  cudaEvent_t step_copied_ = nullptr;
+  cuda::GraphCache graphs_cache_{kMaxGraphs};
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<CudaBackend>(device); }
+std::unique_ptr<Backend> make_cuda_backend(int device, bool graphs) {
+  return std::make_unique<CudaBackend>(device, graphs);
+}
+
+uint64_t cuda_graph_replays(const Backend& be) {
+  const auto* c = dynamic_cast<const CudaBackend*>(&be);
+  return c ? c->graph_replays() : 0;
+}
 
 }  // namespace brisk

@@ -69,7 +69,7 @@ struct Layer {
 
 CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
   BRISK_CHECK(p.n_head % p.n_head_kv == 0 && p.steps > 0 && p.n_past >= 0, "cuda bench: bad parameters");
-  auto be = make_cuda_backend(p.device);
+  auto be = make_cuda_backend(p.device, p.graphs);
   CudaBenchResult res;
 
   // Copy bandwidth: 2 GiB device to device, best of 5.
@@ -90,23 +90,28 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
 
   const int64_t q_w = int64_t(p.n_head) * p.head_dim, kv_w = int64_t(p.n_head_kv) * p.head_dim;
   const int64_t cap = p.n_past + p.steps + 8;
-  WeightMaker wm(*be, p.type);
+  WeightMaker wm(*be, p.q4_k_m ? QuantType::Q4_K : p.type);
+  WeightMaker wm6(*be, QuantType::Q6_K);
   std::vector<Layer> layers(static_cast<size_t>(p.n_layer));
-  for (Layer& l : layers) {
+  for (int i = 0; i < p.n_layer; ++i) {
+    Layer& l = layers[size_t(i)];
+    const int n = p.n_layer;
+    const bool more_bits = i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+    WeightMaker& vd = p.q4_k_m && more_bits ? wm6 : wm;
     l.wq = wm.make(q_w, p.n_embd);
     l.wk = wm.make(kv_w, p.n_embd);
-    l.wv = wm.make(kv_w, p.n_embd);
+    l.wv = vd.make(kv_w, p.n_embd);
     l.wo = wm.make(p.n_embd, q_w);
     l.gate = wm.make(p.n_ff, p.n_embd);
     l.up = wm.make(p.n_ff, p.n_embd);
-    l.down = wm.make(p.n_embd, p.n_ff);
+    l.down = vd.make(p.n_embd, p.n_ff);
     const size_t rb = size_t(kv_w) * 2;
     l.k = KvView{.type = QuantType::F16, .data = be->alloc(rb * size_t(cap)), .width = kv_w, .row_bytes = rb,
                  .capacity = cap, .n_seq = 1};
     l.v = l.k;
     l.v.data = be->alloc(rb * size_t(cap));
   }
-  const Weight output = wm.make(p.n_vocab, p.n_embd);  // also the embedding table (one row read)
+  const Weight output = (p.q4_k_m ? wm6 : wm).make(p.n_vocab, p.n_embd);  // also the embedding table (one row read)
   std::vector<float> ones(size_t(std::max<int64_t>(p.n_embd, p.head_dim)), 1.0f);
   RopeTable rope{.n_rot = p.head_dim, .inv_freq = {}};
   for (int i = 0; i < p.head_dim / 2; ++i) rope.inv_freq.push_back(std::pow(500000.0f, -2.0f * float(i) / float(p.head_dim)));
@@ -117,7 +122,27 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
   int32_t id = 1, seq = 0, pos = 0;
   const float scale = 1.0f / std::sqrt(float(p.head_dim));
 
+  int32_t out_row = 0;
+  // The decode step. With matmul_only: the same matmuls, grouped by input (all those reading
+  // h, then all reading the gate activations) so that the activations are quantized twice per
+  // step instead of per matmul: the time is the GEMV's own.
   auto step = [&]() {
+    be->begin_step({.n_tok = 1, .ids = &id, .pos = &pos, .seq = &seq, .n_out = 1, .out_rows = &out_row});
+    if (p.matmul_only) {
+      const Mat& xo = q_w == p.n_embd ? h : attn;
+      for (const Layer& l : layers) {
+        be->matmul({.out = q, .x = h, .w = l.wq});
+        be->matmul({.out = k, .x = h, .w = l.wk});
+        be->matmul({.out = v, .x = h, .w = l.wv});
+        be->matmul({.out = t, .x = xo, .w = l.wo});
+        be->matmul({.out = gate, .x = h, .w = l.gate});
+        be->matmul({.out = up, .x = h, .w = l.up});
+      }
+      be->matmul({.out = logits, .x = h, .w = output});
+      for (const Layer& l : layers) be->matmul({.out = t, .x = up, .w = l.down});
+      be->end_step();
+      return;
+    }
     be->embedding({.out = x, .table = output, .ids = &id});
     for (const Layer& l : layers) {
       be->rms_norm({.out = h, .x = x, .weight = ones.data()});
@@ -140,10 +165,11 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
     }
     be->rms_norm({.out = h, .x = x, .weight = ones.data()});
     be->matmul({.out = logits, .x = h, .w = output});
+    be->end_step();
   };
 
   pos = p.n_past;
-  for (int i = 0; i < 2; ++i) step();  // warm-up: uploads of the small constants
+  for (int i = 0; i < 3; ++i) step();  // warm-up: uploads of the small constants, graph capture
   be->synchronize();
   const auto t0 = Clock::now();
   for (int i = 0; i < p.steps; ++i) {
@@ -153,10 +179,25 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
   be->synchronize();
   const double secs = seconds_since(t0);
   res.tok_per_s = double(p.steps) / secs;
-  const double kv_bytes = 2.0 * double(p.n_layer) * double(p.n_past + p.steps / 2) * double(kv_w) * 2.0;
-  res.bytes_per_token = wm.bytes() + kv_bytes;
+  const double kv_bytes = p.matmul_only ? 0.0 : 2.0 * double(p.n_layer) * double(p.n_past + p.steps / 2) * double(kv_w) * 2.0;
+  res.bytes_per_token = wm.bytes() + wm6.bytes() + kv_bytes;
   res.achieved_gbps = res.bytes_per_token * res.tok_per_s / 1e9;
   return res;
+}
+
+bool cuda_bench_shape(const std::string& name, CudaBenchParams& p) {
+  if (name == "llama-3.1-8b") {
+    const CudaBenchParams d;
+    p.n_layer = d.n_layer; p.n_embd = d.n_embd; p.n_head = d.n_head; p.n_head_kv = d.n_head_kv;
+    p.head_dim = d.head_dim; p.n_ff = d.n_ff; p.n_vocab = d.n_vocab;
+    return true;
+  }
+  if (name == "qwen2.5-0.5b") {
+    p.n_layer = 24; p.n_embd = 896; p.n_head = 14; p.n_head_kv = 2; p.head_dim = 64; p.n_ff = 4864;
+    p.n_vocab = 151936;
+    return true;
+  }
+  return false;
 }
 
 }  // namespace brisk

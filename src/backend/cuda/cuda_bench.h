@@ -8,10 +8,16 @@ namespace brisk {
 
 // A decode-step benchmark of the CUDA backend at a real model shape (default: Llama-3.1-8B)
 // with random weights made directly in device memory: the op sequence of the dense decoder's
-// forward for one token, timed over `steps` steps, next to the device-to-device copy
-// bandwidth measured in the same run.
+// forward for one token (per-step inputs through begin_step / end_step, as the Context does),
+// timed over `steps` steps, next to the device-to-device copy bandwidth measured in the same run.
 struct CudaBenchParams {
   QuantType type = QuantType::Q8_0;
+  // Q4_K_M as llama.cpp mixes it: Q4_K weights, but Q6_K for the output and for attn_v and
+  // ffn_down of the layers i < n/8, i >= 7n/8 and every third in between. `type` is ignored.
+  bool q4_k_m = false;
+  bool graphs = true;       // run each step as a CUDA graph (false: launch by launch)
+  bool matmul_only = false; // only the matmuls of the step, grouped by input so that the
+                            // activations are quantized twice per step: the GEMV's own time
   int32_t n_layer = 32;
   int32_t n_embd = 4096;
   int32_t n_head = 32;
@@ -30,6 +36,9 @@ struct CudaBenchResult {
   double achieved_gbps = 0.0;     // bytes_per_token * tok_per_s
   double copy_gbps = 0.0;         // device-to-device copy (read + write bytes per second)
 };
+
+// Named shapes: "llama-3.1-8b" (the defaults) and "qwen2.5-0.5b"; false for an unknown name.
+bool cuda_bench_shape(const std::string& name, CudaBenchParams& p);
 
 CudaBenchResult cuda_decode_bench(const CudaBenchParams& p);
 

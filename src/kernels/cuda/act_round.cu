@@ -1,70 +1,43 @@
 // Rounds matmul activations through the weight format's activation type (quantize, then
-// dequantize to float) with the CPU reference quantizers' exact rules, so that CUDA and CPU
-// matmuls see the same inputs:
-//   Q8_0 (blocks of 32): d = amax / 127, q = roundf(x / d) clamped to [-128, 127], x' = fp16(d) q
-//   Q8_K (blocks of 256): mx = the element of largest |x| (first), s = -127 / mx,
-//                          q = min(127, rint(s x)), x' = (1 / s) q
-//   F16 / BF16: round to nearest even.
+// dequantize to float) with the CPU reference quantizers' exact rules (act_quant.cuh), so
+// that CUDA and CPU matmuls see the same inputs; F16 / BF16: round to nearest even.
+// launch_quantize_activations keeps the Q8_0 / Q8_K result as int8 quants [rows, n_in] and
+// float scales [rows, n_in / block] (fp16(d) for Q8_0, 1 / s for Q8_K) for the dp4a GEMV.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "kernels/cuda/act_quant.cuh"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace brisk::cuda {
 
 namespace {
 
 // One warp per 32-element block (Q8_0) or per 256-element block (Q8_K, 8 elements a lane).
+// With qdst: the quants and scales; else the rounded floats to dst.
 template <int kBlock>
-__global__ void round_q8_kernel(float* dst, const float* x, int64_t x_stride, int64_t n_in) {
+__global__ void round_q8_kernel(float* dst, int8_t* qdst, float* ddst, const float* x, int64_t x_stride,
+                                int64_t n_in) {
+  BRISK_PDL_ENTER();
   constexpr int kPer = kBlock / 32;
   const int64_t r = blockIdx.y;
   const int64_t b = int64_t(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5);
   if (b * kBlock >= n_in) return;
   const int lane = threadIdx.x & 31;
   const float* xb = x + r * x_stride + b * kBlock;
-  float* ob = dst + r * n_in + b * kBlock;
   float v[kPer];
-  float amax = 0.0f;
-  int idx = 1 << 30;
-  for (int k = 0; k < kPer; ++k) {
-    const int j = k * 32 + lane;
-    v[k] = xb[j];
-    const float ax = fabsf(v[k]);
-    if (ax > amax) { amax = ax; idx = j; }
-  }
-  for (int o = 16; o > 0; o >>= 1) {
-    const float oa = __shfl_xor_sync(0xffffffffu, amax, o);
-    const int oi = __shfl_xor_sync(0xffffffffu, idx, o);
-    if (oa > amax || (oa == amax && oi < idx)) { amax = oa; idx = oi; }
-  }
-  if (kBlock == 32) {
-    const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
-    const float dh = __half2float(__float2half_rn(d));
-    for (int k = 0; k < kPer; ++k) {
-      float q = roundf(v[k] * id);
-      if (q != q) q = 0.0f;
-      q = fminf(fmaxf(q, -128.0f), 127.0f);
-      ob[k * 32 + lane] = dh * q;
-    }
-  } else {
-    if (amax == 0.0f) {
-      for (int k = 0; k < kPer; ++k) ob[k * 32 + lane] = 0.0f;
-      return;
-    }
-    const float mx = xb[idx];
-    const float iscale = -127.f / mx;
-    const float d = 1.f / iscale;
-    for (int k = 0; k < kPer; ++k) {
-      const float q = fminf(127.0f, rintf(iscale * v[k]));
-      ob[k * 32 + lane] = d * q;
-    }
-  }
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) v[k] = xb[k * 32 + lane];
+  if (qdst)
+    quant_block_warp<kBlock>(v, qdst + r * n_in + b * kBlock, ddst + r * (n_in / kBlock) + b, nullptr);
+  else
+    quant_block_warp<kBlock>(v, nullptr, nullptr, dst + r * n_in + b * kBlock);
 }
 
 template <bool kBf16>
 __global__ void round_half_kernel(float* dst, const float* x, int64_t x_stride, int64_t n_in) {
+  BRISK_PDL_ENTER();
   const int64_t r = blockIdx.y;
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n_in) return;
@@ -90,22 +63,39 @@ cudaError_t launch_round_activations(ActRound kind, float* dst, const Mat& x, cu
   switch (kind) {
     case ActRound::q8_0: {
       const int64_t blocks = x.cols / 32;
-      round_q8_kernel<32><<<dim3(unsigned((blocks + 3) / 4), unsigned(x.rows)), 128, 0, s>>>(dst, x.data, xs, x.cols);
+      launch_kernel(round_q8_kernel<32>, dim3(unsigned((blocks + 3) / 4), unsigned(x.rows)), 128, 0, s, dst, nullptr, nullptr, x.data, xs, x.cols);
       break;
     }
     case ActRound::q8_k: {
       const int64_t blocks = x.cols / 256;
-      round_q8_kernel<256><<<dim3(unsigned((blocks + 3) / 4), unsigned(x.rows)), 128, 0, s>>>(dst, x.data, xs, x.cols);
+      launch_kernel(round_q8_kernel<256>, dim3(unsigned((blocks + 3) / 4), unsigned(x.rows)), 128, 0, s, dst, nullptr, nullptr, x.data, xs, x.cols);
       break;
     }
     case ActRound::f16:
-      round_half_kernel<false><<<dim3(unsigned((x.cols + 255) / 256), unsigned(x.rows)), 256, 0, s>>>(dst, x.data, xs, x.cols);
+      launch_kernel(round_half_kernel<false>, dim3(unsigned((x.cols + 255) / 256), unsigned(x.rows)), 256, 0, s, dst, x.data, xs, x.cols);
       break;
     case ActRound::bf16:
-      round_half_kernel<true><<<dim3(unsigned((x.cols + 255) / 256), unsigned(x.rows)), 256, 0, s>>>(dst, x.data, xs, x.cols);
+      launch_kernel(round_half_kernel<true>, dim3(unsigned((x.cols + 255) / 256), unsigned(x.rows)), 256, 0, s, dst, x.data, xs, x.cols);
       break;
     default:
       break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_quantize_activations(ActRound kind, const QuantAct& dst, const Mat& x, cudaStream_t s) {
+  if (x.rows == 0) return cudaSuccess;
+  const int64_t xs = x.row_stride();
+  auto* q = const_cast<int8_t*>(dst.q);
+  auto* d = const_cast<float*>(dst.d);
+  if (kind == ActRound::q8_0) {
+    const int64_t blocks = x.cols / 32;
+    launch_kernel(round_q8_kernel<32>, dim3(unsigned((blocks + 3) / 4), unsigned(x.rows)), 128, 0, s, nullptr, q, d, x.data, xs, x.cols);
+  } else if (kind == ActRound::q8_k) {
+    const int64_t blocks = x.cols / 256;
+    launch_kernel(round_q8_kernel<256>, dim3(unsigned((blocks + 3) / 4), unsigned(x.rows)), 128, 0, s, nullptr, q, d, x.data, xs, x.cols);
+  } else {
+    return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
 }

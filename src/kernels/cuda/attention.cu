@@ -1,20 +1,34 @@
-// Attention over the KV cache for decode and prefill: one block per (token, head). Positions
-// [lo, pos] of the token's sequence (lo = pos - window + 1 with a sliding window, else 0) are
-// visited in tiles of kTile: each thread scores one position (q . k * scale, optional tanh
-// softcap), then the tile is folded into a running max / sum / output (online softmax), each
-// thread owning head dims tid, tid + kTile, ... of the output. GQA: head h reads KV head
-// h / (n_head / n_head_kv). Cache rows are F32 or F16.
+// Attention over the KV cache, split over KV positions (flash-decoding), for decode and prefill.
+// Token t with position p (sequence s) attends to positions [lo, p] (lo = p - window + 1 with
+// a sliding window, else 0). The grid is (split, KV head x head group, token): a block takes
+// up to kMaxG query heads that share one KV head (GQA: K and V rows are loaded once for all of
+// them) and one of n_split equal chunks of [lo, p], computed from the positions in device
+// memory, so the launch does not depend on the KV length (a CUDA graph replays it).
+// Per tile of kTile positions: one thread per (position, head) scores it (q . k * scale,
+// optional tanh softcap), a warp per head folds the tile into its running
+// max / sum (online softmax), then each thread adds p * v for its head dims. With one split
+// the block writes the output; otherwise it writes (max, sum, unnormalized output) and a
+// combine kernel merges the splits. Cache rows are F32 or F16. Exponentials use the accurate
+// expf, as the CPU does: the fast __expf is off by ~1e-5 relative for the wide score ranges
+// of QK-normed models (Qwen3), enough to flip a later Q8_0 activation rounding.
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace brisk::cuda {
 
 namespace {
 
-constexpr int kTile = 128;
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kTile = 128;  // positions per tile: one per thread when scoring
+constexpr int kMaxG = 8;
 constexpr int kMaxHeadDim = 512;
-constexpr int kMaxDimsPerThread = kMaxHeadDim / kTile;
+constexpr int kDims = kMaxHeadDim / kThreads;  // head dims per thread
+constexpr int kMaxSplit = 64;
+constexpr int kMinChunk = 32;  // positions of the cache capacity per split, at least
+static_assert(kTile % 32 == 0 && kTile <= kThreads, "softmax lanes and output threads cover a tile");
 
 template <bool F16>
 __device__ __forceinline__ float kv_at(const uint8_t* row, int64_t i) {
@@ -22,85 +36,290 @@ __device__ __forceinline__ float kv_at(const uint8_t* row, int64_t i) {
   return reinterpret_cast<const float*>(row)[i];
 }
 
-__device__ float block_reduce(float v, bool is_max, float* red) {
-  for (int o = 16; o > 0; o >>= 1) {
-    const float u = __shfl_xor_sync(0xffffffffu, v, o);
-    v = is_max ? fmaxf(v, u) : v + u;
+// K rows in 16-byte pieces (i and the row's column offset multiples of 8): an F16 piece is 8
+// elements; an F32 row takes two pieces per 8 elements, the second one read in unpack8.
+template <bool F16>
+__device__ __forceinline__ uint4 load16(const uint8_t* row, int64_t i, int) {
+  if (F16) return *reinterpret_cast<const uint4*>(reinterpret_cast<const __half*>(row) + i);
+  return *reinterpret_cast<const uint4*>(reinterpret_cast<const float*>(row) + i);
+}
+template <bool F16>
+__device__ __forceinline__ void unpack8(const uint4 (&raw)[16], int e, const uint8_t* row, int64_t i, float* o) {
+  const uint4 u = raw[e];
+  if (F16) {
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[k]));
+      o[2 * k] = f.x;
+      o[2 * k + 1] = f.y;
+    }
+  } else {
+    const float4 b = *reinterpret_cast<const float4*>(reinterpret_cast<const float*>(row) + i + 4);
+    o[0] = __uint_as_float(u.x); o[1] = __uint_as_float(u.y); o[2] = __uint_as_float(u.z); o[3] = __uint_as_float(u.w);
+    o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;
   }
-  __syncthreads();
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
-  __syncthreads();
-  float r = red[0];
-  for (int w = 1; w < kTile / 32; ++w) r = is_max ? fmaxf(r, red[w]) : r + red[w];
-  return r;
 }
 
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+struct Geometry {
+  int n_split;
+  int n_hg;  // head groups of up to kMaxG query heads per KV head
+};
+
 template <bool F16>
-__global__ void attention_kernel(AttentionArgs a) {
-  const int64_t t = blockIdx.x / a.n_head;
-  const int h = int(blockIdx.x % a.n_head);
-  const int hd = a.head_dim, group = a.n_head / a.n_head_kv, kvh = h / group;
+__global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Geometry geo, float* part) {
+  BRISK_PDL_ENTER();
+  const int split = blockIdx.x;
+  const int kvh = blockIdx.y / geo.n_hg, hg = blockIdx.y % geo.n_hg;
+  const int64_t t = blockIdx.z;
+  const int group = a.n_head / a.n_head_kv;
+  const int h0 = kvh * group + hg * kMaxG;
+  const int G = min(kMaxG, group - hg * kMaxG);
+  const int hd = a.head_dim;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t s = a.seq[t], p = a.pos[t];
   const int64_t lo = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+  const int64_t chunk = (p - lo + 1 + geo.n_split - 1) / geo.n_split;
+  const int64_t j_begin = lo + split * chunk;
+  const int64_t j_end = j_begin + chunk < p + 1 ? j_begin + chunk : p + 1;  // may be empty
 
-  __shared__ float q[kMaxHeadDim];
-  __shared__ float prob[kTile];
-  __shared__ float red[kTile / 32];
-  const float* qrow = a.q.data + t * (a.q.stride ? a.q.stride : a.q.cols) + int64_t(h) * hd;
-  for (int i = threadIdx.x; i < hd; i += kTile) q[i] = qrow[i];
+  __shared__ __align__(16) float q[kMaxG][kMaxHeadDim + 4];  // padded: heads in other banks
+  __shared__ float sc[kMaxG][kTile];
+  __shared__ float alpha[kMaxG];
+  __shared__ float m_fin[kMaxG], l_fin[kMaxG];
+  const int64_t q_stride = a.q.stride ? a.q.stride : a.q.cols;
+  for (int i = threadIdx.x; i < G * hd; i += kThreads) q[i / hd][i % hd] = a.q.data[t * q_stride + int64_t(h0) * hd + i];
   __syncthreads();
 
-  const uint8_t* kbase = static_cast<const uint8_t*>(a.k_cache.data) + size_t(s) * size_t(a.k_cache.capacity) * a.k_cache.row_bytes;
-  const uint8_t* vbase = static_cast<const uint8_t*>(a.v_cache.data) + size_t(s) * size_t(a.v_cache.capacity) * a.v_cache.row_bytes;
-  float acc[kMaxDimsPerThread] = {};
-  float m = -INFINITY, l = 0.0f;
-  for (int64_t j0 = lo; j0 <= p; j0 += kTile) {
-    const int64_t j = j0 + threadIdx.x;
-    float sc = -INFINITY;
-    if (j <= p) {
-      const uint8_t* krow = kbase + size_t(j) * a.k_cache.row_bytes;
-      const int64_t off = int64_t(kvh) * hd;
-      float dot = 0.0f;
-      for (int i = 0; i < hd; ++i) dot = fmaf(q[i], kv_at<F16>(krow, off + i), dot);
-      sc = dot * a.scale;
-      if (a.softcap > 0.0f) sc = a.softcap * tanhf(sc / a.softcap);
+  const size_t kv_off = size_t(s) * size_t(a.k_cache.capacity);
+  const uint8_t* kbase = static_cast<const uint8_t*>(a.k_cache.data) + kv_off * a.k_cache.row_bytes;
+  const uint8_t* vbase = static_cast<const uint8_t*>(a.v_cache.data) + kv_off * a.v_cache.row_bytes;
+  const int64_t col = int64_t(kvh) * hd;
+  // 16-byte K loads need 16-byte aligned rows and columns.
+  const bool vec = hd % 8 == 0 && a.k_cache.row_bytes % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(a.k_cache.data) % 16 == 0;
+
+  float acc[kMaxG][kDims];
+#pragma unroll
+  for (int g = 0; g < kMaxG; ++g)
+#pragma unroll
+    for (int k = 0; k < kDims; ++k) acc[g][k] = 0.0f;
+  float m_reg[2] = {-INFINITY, -INFINITY}, l_reg[2] = {0.0f, 0.0f};  // heads warp, warp + kWarps
+
+  for (int64_t j0 = j_begin; j0 < j_end; j0 += kTile) {
+    const int n_j = int(j_end - j0 < kTile ? j_end - j0 : kTile);
+    // Scores: one thread per (position, head) item, G consecutive threads sharing a K row
+    // (16-byte loads when head_dim allows) against their query head in shared memory.
+    for (int it = threadIdx.x; it < kTile * G; it += kThreads) {
+      const int jj = it / G, g = it % G;
+      float x = -INFINITY;
+      if (jj < n_j) {
+        const uint8_t* krow = kbase + size_t(j0 + jj) * a.k_cache.row_bytes;
+        const float* qg = q[g];
+        float dot = 0.0f;
+        if (vec) {
+          // Chunks of 128 dims: all 16-byte loads of a chunk issued before its math.
+          for (int d0 = 0; d0 < hd; d0 += 128) {
+            uint4 raw[16];
+#pragma unroll
+            for (int e = 0; e < 16; ++e)
+              if (d0 + 8 * e < hd) raw[e] = load16<F16>(krow, col + d0 + 8 * e, 2 * e);
+#pragma unroll
+            for (int e = 0; e < 16; ++e) {
+              if (d0 + 8 * e >= hd) break;
+              float kv[8];
+              unpack8<F16>(raw, e, krow, col + d0 + 8 * e, kv);
+              const float4 qa = *reinterpret_cast<const float4*>(qg + d0 + 8 * e);
+              const float4 qb = *reinterpret_cast<const float4*>(qg + d0 + 8 * e + 4);
+              dot = fmaf(qa.x, kv[0], dot);
+              dot = fmaf(qa.y, kv[1], dot);
+              dot = fmaf(qa.z, kv[2], dot);
+              dot = fmaf(qa.w, kv[3], dot);
+              dot = fmaf(qb.x, kv[4], dot);
+              dot = fmaf(qb.y, kv[5], dot);
+              dot = fmaf(qb.z, kv[6], dot);
+              dot = fmaf(qb.w, kv[7], dot);
+            }
+          }
+        } else {
+          for (int d = 0; d < hd; ++d) dot = fmaf(qg[d], kv_at<F16>(krow, col + d), dot);
+        }
+        x = dot * a.scale;
+        if (a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
+      }
+      sc[g][jj] = x;
     }
-    const float m_new = fmaxf(m, block_reduce(sc, true, red));
-    const float e = j <= p ? __expf(sc - m_new) : 0.0f;
-    const float alpha = __expf(m - m_new);  // 0 on the first tile (m = -inf)
-    l = l * alpha + block_reduce(e, false, red);
-    m = m_new;
-    prob[threadIdx.x] = e;
     __syncthreads();
-    const int n_j = int(p - j0 + 1 < kTile ? p - j0 + 1 : kTile);
-    for (int k = 0; k < kMaxDimsPerThread; ++k) {
-      const int d = threadIdx.x + k * kTile;
-      if (d >= hd) break;
-      float v = acc[k] * alpha;
-      for (int jj = 0; jj < n_j; ++jj)
-        v = fmaf(prob[jj], kv_at<F16>(vbase + size_t(j0 + jj) * a.v_cache.row_bytes, int64_t(kvh) * hd + d), v);
-      acc[k] = v;
+    // Online softmax: a warp per head, kTile / 32 scores per lane.
+#pragma unroll
+    for (int gi = 0; gi < 2; ++gi) {
+      const int g = warp + kWarps * gi;
+      if (g < G) {
+        constexpr int kPer = kTile / 32;
+        float v[kPer];
+        float mx = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) {
+          v[i] = sc[g][lane + 32 * i];
+          mx = fmaxf(mx, v[i]);
+        }
+        const float m_new = fmaxf(m_reg[gi], warp_max(mx));
+        const float al = expf(m_reg[gi] - m_new);  // 0 on the first tile (m = -inf)
+        float sum = 0.0f;
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) {
+          v[i] = expf(v[i] - m_new);
+          sum += v[i];
+          sc[g][lane + 32 * i] = v[i];
+        }
+        l_reg[gi] = l_reg[gi] * al + warp_sum(sum);
+        m_reg[gi] = m_new;
+        if (lane == 0) alpha[g] = al;
+      }
+    }
+    __syncthreads();
+    // Output: each thread owns head dims tid, tid + kThreads, ... of every head.
+#pragma unroll
+    for (int k = 0; k < kDims; ++k) {
+      const int d = threadIdx.x + k * kThreads;
+      if (d < hd) {
+#pragma unroll
+        for (int g = 0; g < kMaxG; ++g)
+          if (g < G) acc[g][k] *= alpha[g];
+#pragma unroll 16
+        for (int jj = 0; jj < n_j; ++jj) {
+          const float v = kv_at<F16>(vbase + size_t(j0 + jj) * a.v_cache.row_bytes, col + d);
+#pragma unroll
+          for (int g = 0; g < kMaxG; ++g)
+            if (g < G) acc[g][k] = fmaf(sc[g][jj], v, acc[g][k]);
+        }
+      }
     }
     __syncthreads();
   }
-  float* orow = a.out.data + t * (a.out.stride ? a.out.stride : a.out.cols) + int64_t(h) * hd;
-  for (int k = 0; k < kMaxDimsPerThread; ++k) {
-    const int d = threadIdx.x + k * kTile;
-    if (d >= hd) break;
-    orow[d] = acc[k] / l;
+#pragma unroll
+  for (int gi = 0; gi < 2; ++gi) {
+    const int g = warp + kWarps * gi;
+    if (g < G && lane == 0) {
+      m_fin[g] = m_reg[gi];
+      l_fin[g] = l_reg[gi];
+    }
   }
+  __syncthreads();
+  const int64_t out_stride = a.out.stride ? a.out.stride : a.out.cols;
+#pragma unroll
+  for (int g = 0; g < kMaxG; ++g) {
+    if (g >= G) break;
+    const int h = h0 + g;
+    if (geo.n_split == 1) {
+      float* orow = a.out.data + t * out_stride + int64_t(h) * hd;
+#pragma unroll
+      for (int k = 0; k < kDims; ++k) {
+        const int d = threadIdx.x + k * kThreads;
+        if (d < hd) orow[d] = acc[g][k] / l_fin[g];
+      }
+    } else {
+      float* pr = part + ((t * a.n_head + h) * geo.n_split + split) * (hd + 2);
+      if (threadIdx.x == 0) {
+        pr[0] = m_fin[g];
+        pr[1] = l_fin[g];
+      }
+#pragma unroll
+      for (int k = 0; k < kDims; ++k) {
+        const int d = threadIdx.x + k * kThreads;
+        if (d < hd) pr[2 + d] = acc[g][k];
+      }
+    }
+  }
+}
+
+// One block per (head, token): out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s.
+__global__ void combine_kernel(AttentionArgs a, int n_split, const float* part) {
+  BRISK_PDL_ENTER();
+  const int h = blockIdx.x;
+  const int64_t t = blockIdx.y;
+  const int hd = a.head_dim;
+  const float* pr = part + (t * a.n_head + h) * n_split * (hd + 2);
+  __shared__ float w[kMaxSplit];
+  __shared__ float inv_l;
+  if (threadIdx.x < 32) {
+    float mx = -INFINITY;
+    for (int i = threadIdx.x; i < n_split; i += 32) mx = fmaxf(mx, pr[i * (hd + 2)]);
+    mx = warp_max(mx);
+    float l = 0.0f;
+    for (int i = threadIdx.x; i < n_split; i += 32) {
+      const float m = pr[i * (hd + 2)];
+      const float e = m == -INFINITY ? 0.0f : expf(m - mx);
+      w[i] = e;
+      l += e * pr[i * (hd + 2) + 1];
+    }
+    l = warp_sum(l);
+    if (threadIdx.x == 0) inv_l = 1.0f / l;
+  }
+  __syncthreads();
+  const int64_t out_stride = a.out.stride ? a.out.stride : a.out.cols;
+  float* orow = a.out.data + t * out_stride + int64_t(h) * hd;
+  for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+    float v = 0.0f;
+#pragma unroll 16
+    for (int i = 0; i < n_split; ++i) v = fmaf(w[i], pr[i * (hd + 2) + 2 + d], v);
+    orow[d] = v * inv_l;
+  }
+}
+
+int sm_count() {
+  static int n = [] {
+    int dev = 0, c = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      c = 132;
+    cudaGetLastError();
+    return c > 0 ? c : 132;
+  }();
+  return n;
+}
+
+// Splits: enough blocks for two per multiprocessor, chunks of at least kMinChunk positions of the
+// cache capacity (the actual length is only known on the device), at most kMaxSplit.
+Geometry geometry(const AttentionArgs& a) {
+  const int group = a.n_head / a.n_head_kv;
+  Geometry g{.n_split = 1, .n_hg = (group + kMaxG - 1) / kMaxG};
+  const int64_t base = a.q.rows * int64_t(a.n_head_kv) * g.n_hg;
+  const int64_t want = base > 0 ? (2 * int64_t(sm_count()) + base - 1) / base : 1;
+  int64_t by_len = (a.k_cache.capacity + kMinChunk - 1) / kMinChunk;
+  if (a.window > 0 && (int64_t(a.window) + kMinChunk - 1) / kMinChunk < by_len)
+    by_len = (int64_t(a.window) + kMinChunk - 1) / kMinChunk;
+  int64_t n = want < by_len ? want : by_len;
+  g.n_split = int(n < 1 ? 1 : n > kMaxSplit ? kMaxSplit : n);
+  return g;
 }
 
 }  // namespace
 
-cudaError_t launch_attention(const AttentionArgs& a, cudaStream_t s) {
-  if (a.head_dim > kMaxHeadDim) return cudaErrorInvalidValue;
-  const int64_t blocks = a.q.rows * a.n_head;
-  if (blocks == 0) return cudaSuccess;
+size_t attention_scratch_floats(const AttentionArgs& a) {
+  const Geometry g = geometry(a);
+  return g.n_split == 1 ? 0 : size_t(a.q.rows) * size_t(a.n_head) * size_t(g.n_split) * size_t(a.head_dim + 2);
+}
+
+cudaError_t launch_attention(const AttentionArgs& a, float* scratch, cudaStream_t s) {
+  if (a.head_dim > kMaxHeadDim || a.q.rows > 65535) return cudaErrorInvalidValue;
+  if (a.q.rows == 0) return cudaSuccess;
+  const Geometry g = geometry(a);
+  if (g.n_split > 1 && scratch == nullptr) return cudaErrorInvalidValue;
+  const dim3 grid(unsigned(g.n_split), unsigned(a.n_head_kv * g.n_hg), unsigned(a.q.rows));
   if (a.k_cache.type == QuantType::F16)
-    attention_kernel<true><<<unsigned(blocks), kTile, 0, s>>>(a);
+    launch_kernel(attention_kernel<true>, grid, kThreads, 0, s, a, g, scratch);
   else
-    attention_kernel<false><<<unsigned(blocks), kTile, 0, s>>>(a);
+    launch_kernel(attention_kernel<false>, grid, kThreads, 0, s, a, g, scratch);
+  if (g.n_split > 1) launch_kernel(combine_kernel, dim3(unsigned(a.n_head), unsigned(a.q.rows)), 128, 0, s, a, g.n_split, scratch);
   return cudaGetLastError();
 }
 

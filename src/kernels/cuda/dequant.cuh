@@ -1,8 +1,17 @@
-// Weight decoding shared by the CUDA kernels: load8<T>(row, c, out) writes elements
-// [8c, 8c + 8) of one stored weight row as floats. Every block format used on the device
-// (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K) splits into aligned groups of 8 that share one
-// scale, so a warp lane decodes one group per step. The functions are __host__ __device__ so
-// that the CPU unit tests check them against the reference dequantizers without a GPU.
+// The device layout of weights and its decoding, shared by the CUDA kernels. A weight
+// [n_out, n_in] is uploaded as up to two planes so that every row of quants starts 16-byte
+// aligned and the GEMV reads it with 128-bit loads:
+//   F32, F16, BF16, Q4_K   one plane: the stored rows unchanged (Q4_K blocks are 144 = 9*16 bytes)
+//   Q8_0                   quants int8 [n_out, n_in], then fp16 scales [n_out, n_in / 32]
+//   Q4_0                   nibbles [n_out, n_in / 2] (each block's 16 bytes as stored), then
+//                          fp16 scales [n_out, n_in / 32]
+//   Q6_K                   208-byte blocks (ql[128], qh[64], scales[16]) [n_out, n_in / 256],
+//                          then fp16 d [n_out, n_in / 256]
+// The scale plane starts at the first multiple of 256 bytes after the quants plane.
+// Dev<F>::repack_block turns one stored block into its two parts; Dev<F>::load8(qs_row,
+// sc_row, c, out) writes elements [8c, 8c + 8) of a device row as floats (embedding). All are
+// __host__ __device__ so that the CPU unit tests check them against the reference
+// dequantizers without a GPU.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -69,92 +78,95 @@ BRISK_HD void q4k_scale_min(int j, const uint8_t* q, int& sc, int& m) {
   }
 }
 
+// Device-layout geometry of one weight.
+struct DevLayout {
+  size_t qs_row = 0;     // bytes per row of the quants plane
+  size_t sc_row = 0;     // bytes per row of the scale plane (0: none)
+  size_t sc_offset = 0;  // byte offset of the scale plane
+  size_t bytes = 0;      // whole device buffer
+  int64_t block = 1;     // elements per stored block
+  size_t stored_block_bytes = 0;
+  bool repacked = false;  // differs from the stored rows
+};
+
+BRISK_HD DevLayout dev_layout(DevFormat f, int64_t n_in, int64_t n_out) {
+  DevLayout L;
+  switch (f) {
+    case DevFormat::f32: L.qs_row = size_t(n_in) * 4; L.block = 1; L.stored_block_bytes = 4; break;
+    case DevFormat::f16:
+    case DevFormat::bf16: L.qs_row = size_t(n_in) * 2; L.block = 1; L.stored_block_bytes = 2; break;
+    case DevFormat::q4_k: L.qs_row = size_t(n_in / 256) * 144; L.block = 256; L.stored_block_bytes = 144; break;
+    case DevFormat::q8_0:
+      L.qs_row = size_t(n_in); L.sc_row = size_t(n_in / 32) * 2; L.block = 32; L.stored_block_bytes = 34;
+      break;
+    case DevFormat::q4_0:
+      L.qs_row = size_t(n_in / 2); L.sc_row = size_t(n_in / 32) * 2; L.block = 32; L.stored_block_bytes = 18;
+      break;
+    case DevFormat::q6_k:
+      L.qs_row = size_t(n_in / 256) * 208; L.sc_row = size_t(n_in / 256) * 2; L.block = 256;
+      L.stored_block_bytes = 210;
+      break;
+  }
+  L.repacked = L.sc_row != 0;
+  const size_t qs_bytes = L.qs_row * size_t(n_out);
+  L.sc_offset = L.sc_row ? (qs_bytes + 255) / 256 * 256 : qs_bytes;
+  L.bytes = L.sc_offset + L.sc_row * size_t(n_out);
+  return L;
+}
+
 template <DevFormat F>
-struct Fmt;
+struct Dev;
 
 template <>
-struct Fmt<DevFormat::f32> {
-  static constexpr int kBlock = 8, kBytes = 32;
-  BRISK_HD static void load8(const uint8_t* row, int64_t c, float* o) {
+struct Dev<DevFormat::f32> {
+  BRISK_HD static void load8(const uint8_t* row, const uint8_t*, int64_t c, float* o) {
     const float* p = reinterpret_cast<const float*>(row) + 8 * c;
-#if defined(__CUDA_ARCH__)
-    const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
-    o[0] = a.x; o[1] = a.y; o[2] = a.z; o[3] = a.w; o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;
-#else
     for (int k = 0; k < 8; ++k) o[k] = p[k];
-#endif
   }
 };
 
 template <>
-struct Fmt<DevFormat::f16> {
-  static constexpr int kBlock = 8, kBytes = 16;
-  BRISK_HD static void load8(const uint8_t* row, int64_t c, float* o) {
-    const uint8_t* p = row + 16 * c;
-#if defined(__CUDA_ARCH__)
-    const uint4 u = *reinterpret_cast<const uint4*>(p);
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-    for (int k = 0; k < 4; ++k) {
-      o[2 * k] = half_bits_to_f32(uint16_t(w[k] & 0xffffu));
-      o[2 * k + 1] = half_bits_to_f32(uint16_t(w[k] >> 16));
-    }
-#else
-    for (int k = 0; k < 8; ++k) o[k] = half_bits_to_f32(ld_u16(p + 2 * k));
-#endif
+struct Dev<DevFormat::f16> {
+  BRISK_HD static void load8(const uint8_t* row, const uint8_t*, int64_t c, float* o) {
+    for (int k = 0; k < 8; ++k) o[k] = half_bits_to_f32(ld_u16(row + 16 * c + 2 * k));
   }
 };
 
 template <>
-struct Fmt<DevFormat::bf16> {
-  static constexpr int kBlock = 8, kBytes = 16;
-  BRISK_HD static void load8(const uint8_t* row, int64_t c, float* o) {
-    const uint8_t* p = row + 16 * c;
-#if defined(__CUDA_ARCH__)
-    const uint4 u = *reinterpret_cast<const uint4*>(p);
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-    for (int k = 0; k < 4; ++k) {
-      o[2 * k] = __uint_as_float(w[k] << 16);
-      o[2 * k + 1] = __uint_as_float(w[k] & 0xffff0000u);
-    }
-#else
-    for (int k = 0; k < 8; ++k) o[k] = bf16_bits_to_f32(ld_u16(p + 2 * k));
-#endif
+struct Dev<DevFormat::bf16> {
+  BRISK_HD static void load8(const uint8_t* row, const uint8_t*, int64_t c, float* o) {
+    for (int k = 0; k < 8; ++k) o[k] = bf16_bits_to_f32(ld_u16(row + 16 * c + 2 * k));
   }
 };
 
-// Q8_0: 32 elements in 34 bytes: fp16 scale d, int8 q[32]; x = d * q.
+// Q8_0 stored: 34 bytes per 32 elements: fp16 d, int8 q[32]; x = d * q.
 template <>
-struct Fmt<DevFormat::q8_0> {
-  static constexpr int kBlock = 32, kBytes = 34;
-  BRISK_HD static void load8(const uint8_t* row, int64_t c, float* o) {
-    const uint8_t* b = row + 34 * (c >> 2);
-    const float d = half_bits_to_f32(ld_u16(b));
-#if defined(__CUDA_ARCH__)
-    // Blocks are 2-byte aligned: four 16-bit loads instead of eight byte loads.
-    const uint16_t* q16 = reinterpret_cast<const uint16_t*>(b + 2 + 8 * (c & 3));
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const uint16_t u = q16[k];
-      o[2 * k] = d * float(int8_t(u & 0xff));
-      o[2 * k + 1] = d * float(int8_t(u >> 8));
-    }
-#else
-    const int8_t* q = reinterpret_cast<const int8_t*>(b + 2 + 8 * (c & 3));
+struct Dev<DevFormat::q8_0> {
+  BRISK_HD static void repack_block(const uint8_t* src, uint8_t* qs, uint8_t* sc) {
+    sc[0] = src[0];
+    sc[1] = src[1];
+    for (int k = 0; k < 32; ++k) qs[k] = src[2 + k];
+  }
+  BRISK_HD static void load8(const uint8_t* row, const uint8_t* sc, int64_t c, float* o) {
+    const float d = half_bits_to_f32(ld_u16(sc + 2 * (c >> 2)));
+    const int8_t* q = reinterpret_cast<const int8_t*>(row) + 8 * c;
     for (int k = 0; k < 8; ++k) o[k] = d * float(q[k]);
-#endif
   }
 };
 
-// Q4_0: 32 elements in 18 bytes: fp16 scale d, 16 bytes of nibbles; element j < 16 is the low
-// nibble of byte j, element j >= 16 the high nibble of byte j - 16; x = d * (nibble - 8).
+// Q4_0 stored: 18 bytes per 32 elements: fp16 d, 16 bytes of nibbles; element j < 16 is the
+// low nibble of byte j, element j >= 16 the high nibble of byte j - 16; x = d * (nibble - 8).
 template <>
-struct Fmt<DevFormat::q4_0> {
-  static constexpr int kBlock = 32, kBytes = 18;
-  BRISK_HD static void load8(const uint8_t* row, int64_t c, float* o) {
-    const uint8_t* b = row + 18 * (c >> 2);
-    const float d = half_bits_to_f32(ld_u16(b));
+struct Dev<DevFormat::q4_0> {
+  BRISK_HD static void repack_block(const uint8_t* src, uint8_t* qs, uint8_t* sc) {
+    sc[0] = src[0];
+    sc[1] = src[1];
+    for (int k = 0; k < 16; ++k) qs[k] = src[2 + k];
+  }
+  BRISK_HD static void load8(const uint8_t* row, const uint8_t* sc, int64_t c, float* o) {
+    const float d = half_bits_to_f32(ld_u16(sc + 2 * (c >> 2)));
     const int sub = int(c & 3);
-    const uint8_t* q = b + 2 + 8 * (sub & 1);
+    const uint8_t* q = row + 16 * (c >> 2) + 8 * (sub & 1);
     const int shift = sub >= 2 ? 4 : 0;
     for (int k = 0; k < 8; ++k) o[k] = d * float(int((q[k] >> shift) & 0xF) - 8);
   }
@@ -163,11 +175,10 @@ struct Fmt<DevFormat::q4_0> {
 // Q4_K: 256 elements in 144 bytes: fp16 d, fp16 dmin, 12 bytes of packed 6-bit scales/mins
 // for 8 sub-blocks of 32, 128 bytes of nibbles. Group j of 64 elements uses bytes
 // qs[32j, 32j+32): low nibbles are sub-block 2j, high nibbles sub-block 2j+1;
-// x = d * sc * nibble - dmin * m.
+// x = d * sc * nibble - dmin * m. Kept as stored on the device.
 template <>
-struct Fmt<DevFormat::q4_k> {
-  static constexpr int kBlock = 256, kBytes = 144;
-  BRISK_HD static void load8(const uint8_t* row, int64_t c, float* o) {
+struct Dev<DevFormat::q4_k> {
+  BRISK_HD static void load8(const uint8_t* row, const uint8_t*, int64_t c, float* o) {
     const uint8_t* b = row + 144 * (c >> 5);
     const int e = int(c & 31) * 8;  // element within the block
     const int j = e / 64, within = e % 64, high = within >= 32 ? 1 : 0, l0 = within % 32;
@@ -181,21 +192,26 @@ struct Fmt<DevFormat::q4_k> {
   }
 };
 
-// Q6_K: 256 elements in 210 bytes: ql[128] (low 4 bits), qh[64] (high 2 bits), int8
-// scales[16], fp16 d. Half h (128 elements) uses ql[64h..], qh[32h..], scales[8h..]; its
-// quarter t element l (< 32) is ql[l + 32 (t & 1)] (low nibble for t < 2, else high) with
-// bits 2t..2t+1 of qh[l], scale scales[l / 16 + 2t]; x = d * scale * (q - 32).
+// Q6_K stored: 256 elements in 210 bytes: ql[128] (low 4 bits), qh[64] (high 2 bits), int8
+// scales[16], fp16 d; on the device the first 208 bytes stay together and d moves to the
+// scale plane. Half h (128 elements) uses ql[64h..], qh[32h..], scales[8h..]; its quarter t
+// element l (< 32) is ql[l + 32 (t & 1)] (low nibble for t < 2, else high) with bits
+// 2t..2t+1 of qh[l], scale scales[l / 16 + 2t]; x = d * scale * (q - 32).
 template <>
-struct Fmt<DevFormat::q6_k> {
-  static constexpr int kBlock = 256, kBytes = 210;
-  BRISK_HD static void load8(const uint8_t* row, int64_t c, float* o) {
-    const uint8_t* b = row + 210 * (c >> 5);
+struct Dev<DevFormat::q6_k> {
+  BRISK_HD static void repack_block(const uint8_t* src, uint8_t* qs, uint8_t* sc) {
+    for (int k = 0; k < 208; ++k) qs[k] = src[k];
+    sc[0] = src[208];
+    sc[1] = src[209];
+  }
+  BRISK_HD static void load8(const uint8_t* row, const uint8_t* scp, int64_t c, float* o) {
+    const uint8_t* b = row + 208 * (c >> 5);
     const int e = int(c & 31) * 8;
     const int h = e / 128, r = e % 128, t = r / 32, l0 = r % 32;
     const uint8_t* ql = b + 64 * h + 32 * (t & 1) + l0;
     const uint8_t* qh = b + 128 + 32 * h + l0;
     const int8_t sc = static_cast<int8_t>(b[192 + 8 * h + l0 / 16 + 2 * t]);
-    const float d = half_bits_to_f32(ld_u16(b + 208)) * float(sc);
+    const float d = half_bits_to_f32(ld_u16(scp + 2 * (c >> 5))) * float(sc);
     const int lshift = t >= 2 ? 4 : 0, hshift = 2 * t;
     for (int k = 0; k < 8; ++k) {
       const int q = int((ql[k] >> lshift) & 0xF) | (int((qh[k] >> hshift) & 3) << 4);
@@ -203,5 +219,14 @@ struct Fmt<DevFormat::q6_k> {
     }
   }
 };
+
+// Repacks stored block `b` of row `r` into the device buffer `dst` of layout L.
+template <DevFormat F>
+BRISK_HD void repack_block_at(const uint8_t* stored, size_t stored_row_bytes, uint8_t* dst, const DevLayout& L,
+                              int64_t r, int64_t b) {
+  constexpr int64_t kQsBytes = F == DevFormat::q8_0 ? 32 : F == DevFormat::q4_0 ? 16 : 208;
+  Dev<F>::repack_block(stored + size_t(r) * stored_row_bytes + size_t(b) * L.stored_block_bytes,
+                       dst + size_t(r) * L.qs_row + size_t(b * kQsBytes), dst + L.sc_offset + size_t(r) * L.sc_row + size_t(2 * b));
+}
 
 }  // namespace brisk::cuda

@@ -1,7 +1,10 @@
-// Element-wise ops: gated activation, add, soft-capping, row gather, and the KV cache store (F32 / F16).
+// Element-wise ops: gated activation (optionally fused with the quantization of its output for
+// the next matmul), add, soft-capping, row gather, and the KV cache store (F32 / F16).
 #include <cuda_fp16.h>
 
+#include "kernels/cuda/act_quant.cuh"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace brisk::cuda {
 
@@ -19,6 +22,7 @@ __device__ __forceinline__ float act_fn(float g, bool gelu) {
 }
 
 __global__ void gated_act_kernel(View2 out, View2 gate, View2 up, int64_t rows, int64_t cols, bool gelu) {
+  BRISK_PDL_ENTER();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= rows * cols) return;
   const int64_t r = i / cols, c = i % cols;
@@ -26,6 +30,7 @@ __global__ void gated_act_kernel(View2 out, View2 gate, View2 up, int64_t rows, 
 }
 
 __global__ void add_kernel(View2 out, View2 a, View2 b, int64_t rows, int64_t cols) {
+  BRISK_PDL_ENTER();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= rows * cols) return;
   const int64_t r = i / cols, c = i % cols;
@@ -33,6 +38,7 @@ __global__ void add_kernel(View2 out, View2 a, View2 b, int64_t rows, int64_t co
 }
 
 __global__ void softcap_kernel(View2 x, int64_t rows, int64_t cols, float cap) {
+  BRISK_PDL_ENTER();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= rows * cols) return;
   const int64_t r = i / cols, c = i % cols;
@@ -41,6 +47,7 @@ __global__ void softcap_kernel(View2 x, int64_t rows, int64_t cols, float cap) {
 }
 
 __global__ void get_rows_kernel(View2 out, View2 x, const int32_t* rows, int64_t n, int64_t cols) {
+  BRISK_PDL_ENTER();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * cols) return;
   const int64_t r = i / cols, c = i % cols;
@@ -51,6 +58,7 @@ template <bool F16>
 __global__ void kv_store_kernel(View2 k, View2 v, uint8_t* kc, uint8_t* vc, size_t k_row_bytes, size_t v_row_bytes,
                                 int64_t capacity, int64_t n_tok, int64_t width, const int32_t* seq,
                                 const int32_t* pos) {
+  BRISK_PDL_ENTER();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n_tok * width) return;
   const int64_t t = i / width, c = i % width;
@@ -64,6 +72,26 @@ __global__ void kv_store_kernel(View2 k, View2 v, uint8_t* kc, uint8_t* vc, size
   }
 }
 
+// One warp per activation block of kBlock elements: out = act(gate) * up as gated_act_kernel,
+// then the block quantized for the next matmul (act_quant.cuh).
+template <int kBlock>
+__global__ void gated_act_quant_kernel(View2 out, View2 gate, View2 up, int64_t cols, bool gelu, int8_t* q, float* d) {
+  BRISK_PDL_ENTER();
+  constexpr int kPer = kBlock / 32;
+  const int64_t r = blockIdx.y;
+  const int64_t b = int64_t(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5);
+  if (b * kBlock >= cols) return;
+  const int lane = threadIdx.x & 31;
+  float v[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int64_t c = b * kBlock + k * 32 + lane;
+    v[k] = __fmul_rn(act_fn(gate.p[r * gate.s + c], gelu), up.p[r * up.s + c]);
+    out.p[r * out.s + c] = v[k];
+  }
+  quant_block_warp<kBlock>(v, q + r * cols + b * kBlock, d + r * (cols / kBlock) + b, nullptr);
+}
+
 View2 view(const Mat& m) { return View2{m.data, m.row_stride()}; }
 unsigned blocks_for(int64_t n) { return unsigned((n + 255) / 256); }
 
@@ -72,29 +100,47 @@ unsigned blocks_for(int64_t n) { return unsigned((n + 255) / 256); }
 cudaError_t launch_gated_act(const GatedActArgs& a, cudaStream_t s) {
   const int64_t n = a.gate.rows * a.gate.cols;
   if (n == 0) return cudaSuccess;
-  gated_act_kernel<<<blocks_for(n), 256, 0, s>>>(view(a.out), view(a.gate), view(a.up), a.gate.rows, a.gate.cols,
+  launch_kernel(gated_act_kernel, blocks_for(n), 256, 0, s, view(a.out), view(a.gate), view(a.up), a.gate.rows, a.gate.cols,
                                                  a.act == Activation::gelu_tanh);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_gated_act_quant(const GatedActArgs& a, ActRound kind, const QuantAct& q, cudaStream_t s) {
+  const int64_t cols = a.gate.cols;
+  if (a.gate.rows == 0) return cudaSuccess;
+  auto* qq = const_cast<int8_t*>(q.q);
+  auto* dd = const_cast<float*>(q.d);
+  const bool gelu = a.act == Activation::gelu_tanh;
+  if (kind == ActRound::q8_0 && cols % 32 == 0) {
+    launch_kernel(gated_act_quant_kernel<32>, dim3(unsigned((cols / 32 + 3) / 4), unsigned(a.gate.rows)), 128, 0, s, 
+        view(a.out), view(a.gate), view(a.up), cols, gelu, qq, dd);
+  } else if (kind == ActRound::q8_k && cols % 256 == 0) {
+    launch_kernel(gated_act_quant_kernel<256>, dim3(unsigned((cols / 256 + 3) / 4), unsigned(a.gate.rows)), 128, 0, s, 
+        view(a.out), view(a.gate), view(a.up), cols, gelu, qq, dd);
+  } else {
+    return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 
 cudaError_t launch_add(const AddArgs& a, cudaStream_t s) {
   const int64_t n = a.a.rows * a.a.cols;
   if (n == 0) return cudaSuccess;
-  add_kernel<<<blocks_for(n), 256, 0, s>>>(view(a.out), view(a.a), view(a.b), a.a.rows, a.a.cols);
+  launch_kernel(add_kernel, blocks_for(n), 256, 0, s, view(a.out), view(a.a), view(a.b), a.a.rows, a.a.cols);
   return cudaGetLastError();
 }
 
 cudaError_t launch_softcap(const SoftcapArgs& a, cudaStream_t s) {
   const int64_t n = a.x.rows * a.x.cols;
   if (n == 0) return cudaSuccess;
-  softcap_kernel<<<blocks_for(n), 256, 0, s>>>(view(a.x), a.x.rows, a.x.cols, a.cap);
+  launch_kernel(softcap_kernel, blocks_for(n), 256, 0, s, view(a.x), a.x.rows, a.x.cols, a.cap);
   return cudaGetLastError();
 }
 
 cudaError_t launch_get_rows(const GetRowsArgs& a, cudaStream_t s) {
   const int64_t n = a.out.rows * a.x.cols;
   if (n == 0) return cudaSuccess;
-  get_rows_kernel<<<blocks_for(n), 256, 0, s>>>(view(a.out), view(a.x), a.rows, a.out.rows, a.x.cols);
+  launch_kernel(get_rows_kernel, blocks_for(n), 256, 0, s, view(a.out), view(a.x), a.rows, a.out.rows, a.x.cols);
   return cudaGetLastError();
 }
 
@@ -104,11 +150,11 @@ cudaError_t launch_kv_store(const KvStoreArgs& a, cudaStream_t s) {
   auto* kc = static_cast<uint8_t*>(a.k_cache.data);
   auto* vc = static_cast<uint8_t*>(a.v_cache.data);
   if (a.k_cache.type == QuantType::F16)
-    kv_store_kernel<true><<<blocks_for(n), 256, 0, s>>>(view(a.k), view(a.v), kc, vc, a.k_cache.row_bytes,
+    launch_kernel(kv_store_kernel<true>, blocks_for(n), 256, 0, s, view(a.k), view(a.v), kc, vc, a.k_cache.row_bytes,
                                                         a.v_cache.row_bytes, a.k_cache.capacity, a.k.rows,
                                                         a.k_cache.width, a.seq, a.pos);
   else
-    kv_store_kernel<false><<<blocks_for(n), 256, 0, s>>>(view(a.k), view(a.v), kc, vc, a.k_cache.row_bytes,
+    launch_kernel(kv_store_kernel<false>, blocks_for(n), 256, 0, s, view(a.k), view(a.v), kc, vc, a.k_cache.row_bytes,
                                                          a.v_cache.row_bytes, a.k_cache.capacity, a.k.rows,
                                                          a.k_cache.width, a.seq, a.pos);
   return cudaGetLastError();

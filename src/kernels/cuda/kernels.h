@@ -1,6 +1,7 @@
 // Launchers of the CUDA kernels, one op family per .cu file. Every pointer inside the
 // argument structs (including Weight::data, bias, norm weights, ids/pos/seq) must already be
-// device memory; the backend (backend/cuda/cuda_backend.cpp) uploads and checks them. Each
+// device memory (weights in the device layout of dequant.cuh); the backend
+// (backend/cuda/cuda_backend.cpp) uploads and checks them. Each
 // launcher enqueues on `stream` and returns the launch status (cudaGetLastError).
 #pragma once
 #include <cuda_runtime.h>
@@ -11,6 +12,21 @@ namespace brisk::cuda {
 
 // True for the weight formats the matmul and embedding kernels decode directly.
 bool weight_format_on_device(QuantType t);
+// True for the formats whose matmul takes activations quantized to int8 (Q8_0, Q4_0, Q4_K,
+// Q6_K); the others take float activations.
+bool weight_takes_quantized_act(QuantType t);
+// Bytes of a weight in the device layout (dequant.cuh), and whether that layout differs from
+// the stored rows (then launch_repack_weight converts stored rows, already on the device).
+size_t device_weight_bytes(QuantType t, int64_t n_in, int64_t n_out);
+bool weight_repacked(QuantType t);
+cudaError_t launch_repack_weight(QuantType t, const void* stored, size_t stored_row_bytes, void* dst, int64_t n_in,
+                                 int64_t n_out, cudaStream_t stream);
+
+// Activations quantized for the dp4a matmul: q [rows, n_in] int8 (dense), d [rows, n_in / block].
+struct QuantAct {
+  const int8_t* q = nullptr;
+  const float* d = nullptr;
+};
 
 // How activations are rounded before a matmul, as the CPU backend does: through the weight
 // format's vec_dot_type (Q8_0 for Q8_0/Q4_0 weights, Q8_K for K-quants, F16 for F16, ...).
@@ -18,15 +34,36 @@ enum class ActRound { none, f16, bf16, q8_0, q8_k };
 ActRound act_round_for(QuantType vec_dot_type);
 // dst [x.rows, x.cols] (dense) = x rounded through `kind`; x.cols a multiple of its block.
 cudaError_t launch_round_activations(ActRound kind, float* dst, const Mat& x, cudaStream_t stream);
+// dst = x quantized through `kind` (q8_0 or q8_k only).
+cudaError_t launch_quantize_activations(ActRound kind, const QuantAct& dst, const Mat& x, cudaStream_t stream);
 
-cudaError_t launch_matmul(const MatmulArgs& a, cudaStream_t stream);
+// Weights in the device layout; xq: quantized activations when weight_takes_quantized_act,
+// else nullptr and a.x holds the (rounded) float activations.
+cudaError_t launch_matmul(const MatmulArgs& a, const QuantAct* xq, cudaStream_t stream);
 cudaError_t launch_embedding(const EmbeddingArgs& a, cudaStream_t stream);
 cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream);
 // inv_freq: device [table.n_rot / 2]
 cudaError_t launch_rope(const RopeArgs& a, const float* inv_freq, cudaStream_t stream);
 cudaError_t launch_kv_store(const KvStoreArgs& a, cudaStream_t stream);
-cudaError_t launch_attention(const AttentionArgs& a, cudaStream_t stream);
+// Rotary embedding of q (optional) and k, and the KV cache store of k (after rotation) and v
+// (optional), in one launch; q, k and store share positions, head_dim and rotary table
+// (k.table); store->k must be k.x. Results equal launch_rope + launch_rope + launch_kv_store.
+cudaError_t launch_rope_qk_store(const RopeArgs* q, const RopeArgs& k, const KvStoreArgs* store, const float* inv_freq,
+                                 cudaStream_t stream);
+// Floats of scratch launch_attention needs for its split partial results (0: none); a
+// function of the shapes and the cache capacity only, not of the positions.
+size_t attention_scratch_floats(const AttentionArgs& a);
+cudaError_t launch_attention(const AttentionArgs& a, float* scratch, cudaStream_t stream);
 cudaError_t launch_gated_act(const GatedActArgs& a, cudaStream_t stream);
+// Fused producers of a matmul's quantized activations: the op as above (RMS norm over whole
+// rows only), then its output quantized through `kind` (q8_0 / q8_k) into q, exactly as
+// launch_quantize_activations would.
+cudaError_t launch_rms_norm_quant(const RmsNormArgs& a, ActRound kind, const QuantAct& q, cudaStream_t stream);
+// The residual add before a whole-row RMS norm in the same launch: add->out = add->a + add->b
+// (a.x must be add->out), then the norm of it, quantized into *q too when q is not null.
+cudaError_t launch_add_rms_norm(const AddArgs* add, const RmsNormArgs& a, ActRound kind, const QuantAct* q,
+                                cudaStream_t stream);
+cudaError_t launch_gated_act_quant(const GatedActArgs& a, ActRound kind, const QuantAct& q, cudaStream_t stream);
 cudaError_t launch_add(const AddArgs& a, cudaStream_t stream);
 cudaError_t launch_softcap(const SoftcapArgs& a, cudaStream_t stream);
 cudaError_t launch_get_rows(const GetRowsArgs& a, cudaStream_t stream);

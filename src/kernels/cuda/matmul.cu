@@ -1,84 +1,375 @@
-// Matmul for decode-sized batches: out[t, r] = dot(W[r, :], x[t, :]) + bias[r].
-// One warp per weight row; lanes walk the row in groups of 8 elements (Fmt<F>::load8), four
-// groups per lane in flight, so a weight row is read once, coalesced, for up to kMaxTok
-// tokens accumulated in registers.
-// Larger batches run as several launches of kMaxTok tokens (weights re-read per launch).
+// Matmul for decode-sized batches: out[t, r] = dot(W[r, :], x[t, :]) + bias[r], on weights in
+// the device layout (dequant.cuh).
+//   - kLanes lanes per weight row (32 for Q8_0 / 16-bit formats, fewer for the shorter rows of
+//     Q4_0 / Q4_K / Q6_K, so each lane has enough loads in flight), up to kMaxWarps warps per
+//     block. A lane owns whole "units" of the row (a Q8_0 / Q4_0 block, a quarter Q4_K block, half a Q6_K block, or 16 bytes of
+//     F32/F16/BF16) and issues the 128-bit loads of kUnroll units before any math, so each
+//     weight byte is read once, coalesced, and enough bytes are in flight to reach the memory
+//     bandwidth; the up to kMaxTok tokens of the launch are accumulated in registers.
+//   - Quantized weights meet activations already quantized to the format's vec_dot_type
+//     (Q8_0 blocks of 32 or Q8_K blocks of 256, int8 + float scale, act_round.cu): the
+//     products are __dp4a integer sums per block, then scaled exactly as the CPU's vec_dot
+//     does (float(isum) * (d_w * d_x)); lanes that share a K-quant block add their integer
+//     partials with warp shuffles first, so each block's integer sum is the CPU's.
+//   - F32 / F16 / BF16 weights take float activations (already rounded through F16 / BF16)
+//     and float FMAs.
+// The per-lane partial sums are reduced with warp shuffles. Larger batches run as several
+// launches of kMaxTok tokens (weights re-read per launch).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "kernels/cuda/dequant.cuh"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace brisk::cuda {
 
 namespace {
 
-constexpr int kWarps = 4;
+constexpr int kMaxWarps = 8;
 constexpr int kMaxTok = 8;
-constexpr int kUnroll = 4;
+
+struct RowRef {
+  const uint8_t* qs;  // this row's quants
+  const uint8_t* sc;  // this row's scales (repacked formats)
+};
+
+struct XRef {
+  const int8_t* q;   // [NT, n_in] quantized activations
+  const float* d;    // [NT, n_in / block] their scales
+  const float* f;    // [NT, x_stride] float activations
+  int64_t n_in;
+  int64_t x_stride;
+};
+
+__device__ __forceinline__ uint4 ld_stream(const void* p) { return __ldcs(reinterpret_cast<const uint4*>(p)); }
+__device__ __forceinline__ int4 ld_x(const int8_t* p) { return *reinterpret_cast<const int4*>(p); }
+
+__device__ __forceinline__ int dot16(const uint4 w, const int4 x, int s) {
+  s = __dp4a(int(w.x), x.x, s);
+  s = __dp4a(int(w.y), x.y, s);
+  s = __dp4a(int(w.z), x.z, s);
+  return __dp4a(int(w.w), x.w, s);
+}
+__device__ __forceinline__ int sum16(const int4 x, int s) {
+  constexpr int kOnes = 0x01010101;
+  s = __dp4a(kOnes, x.x, s);
+  s = __dp4a(kOnes, x.y, s);
+  s = __dp4a(kOnes, x.z, s);
+  return __dp4a(kOnes, x.w, s);
+}
+__device__ __forceinline__ uint4 nib(const uint4 w, int shift) {
+  constexpr uint32_t m = 0x0f0f0f0fu;
+  return make_uint4((w.x >> shift) & m, (w.y >> shift) & m, (w.z >> shift) & m, (w.w >> shift) & m);
+}
+__device__ __forceinline__ float half_at(const uint8_t* p, int64_t i) {
+  return __half2float(reinterpret_cast<const __half*>(p)[i]);
+}
+
+template <DevFormat F>
+struct Unit;
+
+// Q8_0: a unit is one block of 32 (32 bytes of quants, one fp16 scale).
+template <>
+struct Unit<DevFormat::q8_0> {
+  static constexpr int kLanes = 32;
+  static constexpr int kUnroll = 4;
+  static constexpr bool kInt = true;
+  struct Raw { uint4 a, b; float d; };
+  static __device__ int64_t count(int64_t n_in) { return n_in / 32; }
+  static __device__ void load(const RowRef& w, int64_t u, Raw& r) {
+    r.a = ld_stream(w.qs + 32 * u);
+    r.b = ld_stream(w.qs + 32 * u + 16);
+    r.d = half_at(w.sc, u);
+  }
+  static __device__ float dot(const Raw& r, const XRef& x, int t, int64_t u) {
+    const int8_t* xq = x.q + t * x.n_in + 32 * u;
+    int s = dot16(r.a, ld_x(xq), 0);
+    s = dot16(r.b, ld_x(xq + 16), s);
+    return float(s) * __fmul_rn(r.d, x.d[t * (x.n_in / 32) + u]);
+  }
+};
+
+// Q4_0: a unit is one block of 32 (16 bytes of nibbles, one fp16 scale); the offset of 8 is
+// taken out of the integer sum: sum((q - 8) x) = sum(q x) - 8 sum(x).
+template <>
+struct Unit<DevFormat::q4_0> {
+  static constexpr int kLanes = 16;
+  static constexpr int kUnroll = 8;
+  static constexpr bool kInt = true;
+  struct Raw { uint4 a; float d; };
+  static __device__ int64_t count(int64_t n_in) { return n_in / 32; }
+  static __device__ void load(const RowRef& w, int64_t u, Raw& r) {
+    r.a = ld_stream(w.qs + 16 * u);
+    r.d = half_at(w.sc, u);
+  }
+  static __device__ float dot(const Raw& r, const XRef& x, int t, int64_t u) {
+    const int8_t* xq = x.q + t * x.n_in + 32 * u;
+    const int4 x0 = ld_x(xq), x1 = ld_x(xq + 16);
+    int s = dot16(nib(r.a, 0), x0, 0);
+    s = dot16(nib(r.a, 4), x1, s);
+    s -= 8 * sum16(x1, sum16(x0, 0));
+    return float(s) * __fmul_rn(r.d, x.d[t * (x.n_in / 32) + u]);
+  }
+};
+
+// Q4_K (stored blocks): a unit is a quarter block j (64 elements: 32 bytes of nibbles, low
+// nibbles sub-block 2j, high 2j+1) plus the 16-byte block header (d, dmin, scales), which
+// the four lanes of a block load alike. Integer sums are combined over the 4 lanes.
+template <>
+struct Unit<DevFormat::q4_k> {
+  static constexpr int kLanes = 16;
+  static constexpr int kUnroll = 4;
+  static constexpr bool kInt = true;
+  struct Raw { uint4 h, a, b; };
+  static __device__ int64_t count(int64_t n_in) { return n_in / 64; }
+  static __device__ void load(const RowRef& w, int64_t u, Raw& r) {
+    const uint8_t* blk = w.qs + 144 * (u >> 2);
+    r.h = ld_stream(blk);
+    r.a = ld_stream(blk + 16 + 32 * (u & 3));
+    r.b = ld_stream(blk + 32 + 32 * (u & 3));
+  }
+  static __device__ float dot(const Raw& r, const XRef& x, int t, int64_t u) {
+    const int j = int(u & 3);
+    const int8_t* xq = x.q + t * x.n_in + 64 * u;
+    const int4 x0 = ld_x(xq), x1 = ld_x(xq + 16), x2 = ld_x(xq + 32), x3 = ld_x(xq + 48);
+    const int s_lo = dot16(nib(r.b, 0), x1, dot16(nib(r.a, 0), x0, 0));
+    const int s_hi = dot16(nib(r.b, 4), x3, dot16(nib(r.a, 4), x2, 0));
+    const int b_lo = sum16(x1, sum16(x0, 0)), b_hi = sum16(x3, sum16(x2, 0));
+    // Scale / min bytes q[0..11] of the header are words h.y, h.z, h.w (no local array).
+    auto qb = [&](int i) -> int {
+      const uint32_t wd = i < 4 ? r.h.y : i < 8 ? r.h.z : r.h.w;
+      return int((wd >> (8 * (i & 3))) & 0xffu);
+    };
+    auto scale_min = [&](int jj, int& sc, int& m) {
+      if (jj < 4) {
+        sc = qb(jj) & 63;
+        m = qb(jj + 4) & 63;
+      } else {
+        sc = (qb(jj + 4) & 0xF) | ((qb(jj - 4) >> 6) << 4);
+        m = (qb(jj + 4) >> 4) | ((qb(jj) >> 6) << 4);
+      }
+    };
+    int sc_lo, m_lo, sc_hi, m_hi;
+    scale_min(2 * j, sc_lo, m_lo);
+    scale_min(2 * j + 1, sc_hi, m_hi);
+    int isum = sc_lo * s_lo + sc_hi * s_hi, msum = m_lo * b_lo + m_hi * b_hi;
+    isum += __shfl_xor_sync(0xffffffffu, isum, 1);
+    msum += __shfl_xor_sync(0xffffffffu, msum, 1);
+    isum += __shfl_xor_sync(0xffffffffu, isum, 2);
+    msum += __shfl_xor_sync(0xffffffffu, msum, 2);
+    if (j != 0) return 0.0f;
+    const float xd = x.d[t * (x.n_in / 256) + (u >> 2)];
+    const float d = half_bits_to_f32(uint16_t(r.h.x & 0xffffu)), dmin = half_bits_to_f32(uint16_t(r.h.x >> 16));
+    return __fsub_rn(__fmul_rn(__fmul_rn(d, xd), float(isum)), __fmul_rn(__fmul_rn(dmin, xd), float(msum)));
+  }
+};
+
+// Q6_K (device blocks of 208 bytes + fp16 d): a unit is half a block (128 elements: 64 bytes
+// of ql, 32 of qh, 8 scales). Integer sums are combined over the 2 lanes of a block.
+template <>
+struct Unit<DevFormat::q6_k> {
+  static constexpr int kLanes = 16;
+  static constexpr int kUnroll = 2;
+  static constexpr bool kInt = true;
+  struct Raw { uint4 l[4], hq[2]; uint2 sc; float d; };
+  static __device__ int64_t count(int64_t n_in) { return n_in / 128; }
+  static __device__ void load(const RowRef& w, int64_t u, Raw& r) {
+    const uint8_t* blk = w.qs + 208 * (u >> 1);
+    const int h = int(u & 1);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) r.l[k] = ld_stream(blk + 64 * h + 16 * k);
+    r.hq[0] = ld_stream(blk + 128 + 32 * h);
+    r.hq[1] = ld_stream(blk + 144 + 32 * h);
+    r.sc = __ldcs(reinterpret_cast<const uint2*>(blk + 192 + 8 * h));
+    r.d = half_at(w.sc, u >> 1);
+  }
+  static __device__ float dot(const Raw& r, const XRef& x, int t, int64_t u) {
+    const int4* xq = reinterpret_cast<const int4*>(x.q + t * x.n_in + 128 * u);
+    int4 xv4[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) xv4[k] = xq[k];
+    const int* X = reinterpret_cast<const int*>(xv4);               // x words [32]
+    const uint32_t* L = reinterpret_cast<const uint32_t*>(r.l);   // ql words [16]
+    const uint32_t* H = reinterpret_cast<const uint32_t*>(r.hq);  // qh words [8]
+    const int8_t* S = reinterpret_cast<const int8_t*>(&r.sc);     // scales [8]
+    int isum = 0;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {        // quarter: elements 32q .. 32q + 31 of the half
+#pragma unroll
+      for (int g = 0; g < 2; ++g) {      // 16-element group with its own scale
+        int s = 0, bx = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {    // 4 elements l = 16g + 4k ..
+          const int wi = 4 * g + k;
+          const uint32_t lo = (L[8 * (q & 1) + wi] >> (4 * (q >> 1))) & 0x0f0f0f0fu;
+          const uint32_t hi = ((H[wi] >> (2 * q)) & 0x03030303u) << 4;
+          const int xv = X[8 * q + wi];
+          s = __dp4a(int(lo | hi), xv, s);
+          bx = __dp4a(0x01010101, xv, bx);
+        }
+        isum += int(S[g + 2 * q]) * (s - 32 * bx);
+      }
+    }
+    isum += __shfl_xor_sync(0xffffffffu, isum, 1);
+    if (u & 1) return 0.0f;
+    const float xd = x.d[t * (x.n_in / 256) + (u >> 1)];
+    return __fmul_rn(__fmul_rn(r.d, xd), float(isum));
+  }
+};
+
+// Float formats: a unit is 16 bytes of weights (8 F16/BF16 or 4 F32 elements).
+template <DevFormat F>
+struct FloatUnit {
+  static constexpr int kLanes = 32;
+  static constexpr int kUnroll = 8;
+  static constexpr bool kInt = false;
+  static constexpr int kElems = F == DevFormat::f32 ? 4 : 8;
+  struct Raw { uint4 a; };
+  static __device__ int64_t count(int64_t n_in) { return n_in / kElems; }
+  static __device__ void load(const RowRef& w, int64_t u, Raw& r) { r.a = ld_stream(w.qs + 16 * u); }
+  static __device__ float dot(const Raw& r, const XRef& x, int t, int64_t u) {
+    const float* xp = x.f + t * x.x_stride + kElems * u;
+    const float4 x0 = *reinterpret_cast<const float4*>(xp);
+    if constexpr (F == DevFormat::f32) {
+      float s = __uint_as_float(r.a.x) * x0.x;
+      s = fmaf(__uint_as_float(r.a.y), x0.y, s);
+      s = fmaf(__uint_as_float(r.a.z), x0.z, s);
+      return fmaf(__uint_as_float(r.a.w), x0.w, s);
+    } else {
+      const float4 x1 = *reinterpret_cast<const float4*>(xp + 4);
+      const uint32_t w[4] = {r.a.x, r.a.y, r.a.z, r.a.w};
+      const float xs[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+      float s = 0.0f;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        float lo, hi;
+        if constexpr (F == DevFormat::bf16) {
+          lo = __uint_as_float(w[k] << 16);
+          hi = __uint_as_float(w[k] & 0xffff0000u);
+        } else {
+          const __half2 h = *reinterpret_cast<const __half2*>(&w[k]);
+          const float2 f = __half22float2(h);
+          lo = f.x;
+          hi = f.y;
+        }
+        s = fmaf(lo, xs[2 * k], s);
+        s = fmaf(hi, xs[2 * k + 1], s);
+      }
+      return s;
+    }
+  }
+};
+template <> struct Unit<DevFormat::f32> : FloatUnit<DevFormat::f32> {};
+template <> struct Unit<DevFormat::f16> : FloatUnit<DevFormat::f16> {};
+template <> struct Unit<DevFormat::bf16> : FloatUnit<DevFormat::bf16> {};
 
 template <DevFormat F, int NT>
-__global__ void gemv_kernel(float* out, int64_t out_stride, const float* x, int64_t x_stride,
-                            const uint8_t* w, size_t row_bytes, int64_t n_in, int64_t n_out,
-                            const float* bias) {
-  const int lane = threadIdx.x & 31;
-  const int64_t r = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
-  if (r >= n_out) return;
-  const uint8_t* row = w + size_t(r) * row_bytes;
+__global__ void __launch_bounds__(32 * kMaxWarps) gemv_kernel(float* out, int64_t out_stride, XRef x, const uint8_t* w,
+                                                              DevLayout L, int64_t n_out, const float* bias) {
+  BRISK_PDL_ENTER();
+  using U = Unit<F>;
+  constexpr int kLanes = U::kLanes;         // lanes per row
+  constexpr int kRowsPerWarp = 32 / kLanes;
+  const int lane = threadIdx.x & 31, sl = lane % kLanes;
+  const int64_t r0 = (int64_t(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5)) * kRowsPerWarp;
+  if (r0 >= n_out) return;  // whole warps leave together
+  const int64_t r = r0 + lane / kLanes;
+  const bool row_ok = r < n_out;
+  const int64_t rr = row_ok ? r : n_out - 1;  // lanes of a missing row read a real one, store nothing
+  const RowRef row{.qs = w + size_t(rr) * L.qs_row, .sc = w + L.sc_offset + size_t(rr) * L.sc_row};
   float acc[NT];
 #pragma unroll
   for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
-  const int64_t n_chunks = n_in / 8;
-  // Four groups in flight per lane (all loads issued before the math) keep enough bytes
-  // moving per SM to approach the memory bandwidth; the tail goes one group at a time.
-  int64_t c = lane;
-  for (; c + 32 * (kUnroll - 1) < n_chunks; c += 32 * kUnroll) {
-    float wv[kUnroll][8];
+  const int64_t n_units = U::count(x.n_in);
+  // Warp-uniform trip count: lanes past the end load nothing and add nothing, but still take
+  // part in the shuffles of the K-quant dots.
+  constexpr int64_t kStep = int64_t(kLanes) * U::kUnroll;
+  for (int64_t base = 0; base < n_units; base += kStep) {
+    typename U::Raw raw[U::kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) Fmt<F>::load8(row, c + 32 * u, wv[u]);
+    for (int k = 0; k < U::kUnroll; ++k) {
+      const int64_t u = base + kLanes * k + sl;
+      if (u < n_units) U::load(row, u, raw[k]);
+    }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int k = 0; k < U::kUnroll; ++k) {
+      const int64_t u0 = base + kLanes * k;
+      if (u0 >= n_units) break;  // uniform
+      const int64_t u = u0 + sl;
+      const bool ok = u < n_units;
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
-        const float* xp = x + t * x_stride + 8 * (c + 32 * u);
-        float s = 0.0f;
-#pragma unroll
-        for (int k = 0; k < 8; ++k) s = fmaf(wv[u][k], xp[k], s);
-        acc[t] += s;
+        if constexpr (U::kInt) {
+          // Every lane calls dot (shuffles; a block's lanes are all in range or all out), lanes
+          // past the end read the activations of unit u0 and drop the result.
+          const float v = U::dot(raw[k], x, t, ok ? u : u0);
+          if (ok) acc[t] += v;
+        } else {
+          if (ok) acc[t] += U::dot(raw[k], x, t, u);
+        }
       }
-    }
-  }
-  for (; c < n_chunks; c += 32) {
-    float wv[8];
-    Fmt<F>::load8(row, c, wv);
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      const float* xp = x + t * x_stride + 8 * c;
-      float s = 0.0f;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) s = fmaf(wv[k], xp[k], s);
-      acc[t] += s;
     }
   }
 #pragma unroll
   for (int t = 0; t < NT; ++t) {
     float v = acc[t];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = kLanes / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     acc[t] = v;
   }
-  if (lane == 0) {
+  if (sl == 0 && row_ok) {
     const float b = bias ? bias[r] : 0.0f;
 #pragma unroll
     for (int t = 0; t < NT; ++t) out[t * out_stride + r] = acc[t] + b;
   }
 }
 
+int sm_count() {
+  static int n = [] {
+    int dev = 0, c = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      c = 132;
+    cudaGetLastError();
+    return c > 0 ? c : 132;
+  }();
+  return n;
+}
+
+DevFormat dev_format(QuantType t) {
+  switch (t) {
+    case QuantType::F16: return DevFormat::f16;
+    case QuantType::BF16: return DevFormat::bf16;
+    case QuantType::Q8_0: return DevFormat::q8_0;
+    case QuantType::Q4_0: return DevFormat::q4_0;
+    case QuantType::Q4_K: return DevFormat::q4_k;
+    case QuantType::Q6_K: return DevFormat::q6_k;
+    default: return DevFormat::f32;
+  }
+}
+
+// Warps per block: kMaxWarps, halved while that leaves fewer than two blocks per multiprocessor
+// (small matrices spread over more multiprocessors).
 template <DevFormat F>
-void launch_gemv(const MatmulArgs& a, int64_t t0, int nt, cudaStream_t s) {
-  const dim3 grid(unsigned((a.w.n_out + kWarps - 1) / kWarps)), block(32 * kWarps);
+void launch_gemv(const MatmulArgs& a, const QuantAct* xq, int64_t t0, int nt, cudaStream_t s) {
+  constexpr int kRowsPerWarp = 32 / Unit<F>::kLanes;
+  int warps = kMaxWarps;
+  while (warps > 1 && (a.w.n_out + warps * kRowsPerWarp - 1) / (warps * kRowsPerWarp) < 2 * sm_count()) warps /= 2;
+  const int64_t rows_per_block = int64_t(warps) * kRowsPerWarp;
+  const dim3 grid(unsigned((a.w.n_out + rows_per_block - 1) / rows_per_block)), block(32 * warps);
   float* out = a.out.row(t0);
-  const float* x = a.x.row(t0);
-  const int64_t os = a.out.row_stride(), xs = a.x.row_stride();
+  const DevLayout L = dev_layout(F, a.w.n_in, a.w.n_out);
+  XRef x{.q = nullptr, .d = nullptr, .f = nullptr, .n_in = a.w.n_in, .x_stride = a.x.row_stride()};
+  if (xq) {
+    const int64_t blk = F == DevFormat::q8_0 || F == DevFormat::q4_0 ? 32 : 256;
+    x.q = xq->q + t0 * a.w.n_in;
+    x.d = xq->d + t0 * (a.w.n_in / blk);
+  } else {
+    x.f = a.x.row(t0);
+  }
+  const int64_t os = a.out.row_stride();
   const auto* w = static_cast<const uint8_t*>(a.w.data);
 #define BRISK_GEMV_CASE(N) \
-  case N: gemv_kernel<F, N><<<grid, block, 0, s>>>(out, os, x, xs, w, a.w.row_bytes, a.w.n_in, a.w.n_out, a.bias); break;
+  case N: launch_kernel(gemv_kernel<F, N>, grid, block, 0, s, out, os, x, w, L, a.w.n_out, a.bias); break;
   switch (nt) {
     BRISK_GEMV_CASE(1) BRISK_GEMV_CASE(2) BRISK_GEMV_CASE(3) BRISK_GEMV_CASE(4)
     BRISK_GEMV_CASE(5) BRISK_GEMV_CASE(6) BRISK_GEMV_CASE(7) BRISK_GEMV_CASE(8)
@@ -88,10 +379,11 @@ void launch_gemv(const MatmulArgs& a, int64_t t0, int nt, cudaStream_t s) {
 }
 
 template <DevFormat F>
-cudaError_t matmul_fmt(const MatmulArgs& a, cudaStream_t s) {
+cudaError_t matmul_fmt(const MatmulArgs& a, const QuantAct* xq, cudaStream_t s) {
+  if (Unit<F>::kInt != (xq != nullptr)) return cudaErrorInvalidValue;
   for (int64_t t0 = 0; t0 < a.x.rows; t0 += kMaxTok) {
     const int nt = int(a.x.rows - t0 < kMaxTok ? a.x.rows - t0 : kMaxTok);
-    launch_gemv<F>(a, t0, nt, s);
+    launch_gemv<F>(a, xq, t0, nt, s);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
@@ -100,13 +392,15 @@ cudaError_t matmul_fmt(const MatmulArgs& a, cudaStream_t s) {
 
 // Embedding: out[t, :] = table[ids[t], :] * scale; one thread per group of 8 elements.
 template <DevFormat F>
-__global__ void embedding_kernel(float* out, int64_t out_stride, const uint8_t* table, size_t row_bytes,
-                                 int64_t n_in, const int32_t* ids, float scale) {
+__global__ void embedding_kernel(float* out, int64_t out_stride, const uint8_t* table, DevLayout L, int64_t n_in,
+                                 const int32_t* ids, float scale) {
+  BRISK_PDL_ENTER();
   const int64_t t = blockIdx.y;
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= n_in / 8) return;
   float v[8];
-  Fmt<F>::load8(table + size_t(ids[t]) * row_bytes, c, v);
+  const size_t r = size_t(ids[t]);
+  Dev<F>::load8(table + r * L.qs_row, table + L.sc_offset + r * L.sc_row, c, v);
   float* o = out + t * out_stride + 8 * c;
 #pragma unroll
   for (int k = 0; k < 8; ++k) o[k] = v[k] * scale;
@@ -117,9 +411,19 @@ cudaError_t embedding_fmt(const EmbeddingArgs& a, cudaStream_t s) {
   if (a.out.rows == 0) return cudaSuccess;
   const int64_t chunks = a.table.n_in / 8;
   const dim3 grid(unsigned((chunks + 127) / 128), unsigned(a.out.rows));
-  embedding_kernel<F><<<grid, 128, 0, s>>>(a.out.data, a.out.row_stride(), static_cast<const uint8_t*>(a.table.data),
-                                           a.table.row_bytes, a.table.n_in, a.ids, a.scale);
+  launch_kernel(embedding_kernel<F>, grid, 128, 0, s, a.out.data, a.out.row_stride(), static_cast<const uint8_t*>(a.table.data),
+                                           dev_layout(F, a.table.n_in, a.table.n_out), a.table.n_in, a.ids, a.scale);
   return cudaGetLastError();
+}
+
+// One thread per stored block: stored rows -> device layout.
+template <DevFormat F>
+__global__ void repack_kernel(const uint8_t* stored, size_t stored_row_bytes, uint8_t* dst, DevLayout L,
+                              int64_t n_out, int64_t blocks_per_row) {
+  BRISK_PDL_ENTER();
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n_out * blocks_per_row) return;
+  repack_block_at<F>(stored, stored_row_bytes, dst, L, i / blocks_per_row, i % blocks_per_row);
 }
 
 }  // namespace
@@ -134,28 +438,52 @@ bool weight_format_on_device(QuantType t) {
   }
 }
 
-#define BRISK_FMT_DISPATCH(fn, a, s)                                   \
-  switch ((a).TYPE_FIELD.type) {                                       \
-    case QuantType::F32: return fn<DevFormat::f32>(a, s);             \
-    case QuantType::F16: return fn<DevFormat::f16>(a, s);             \
-    case QuantType::BF16: return fn<DevFormat::bf16>(a, s);           \
-    case QuantType::Q8_0: return fn<DevFormat::q8_0>(a, s);           \
-    case QuantType::Q4_0: return fn<DevFormat::q4_0>(a, s);           \
-    case QuantType::Q4_K: return fn<DevFormat::q4_k>(a, s);           \
-    case QuantType::Q6_K: return fn<DevFormat::q6_k>(a, s);           \
-    default: return cudaErrorInvalidValue;                             \
+bool weight_takes_quantized_act(QuantType t) {
+  return t == QuantType::Q8_0 || t == QuantType::Q4_0 || t == QuantType::Q4_K || t == QuantType::Q6_K;
+}
+
+size_t device_weight_bytes(QuantType t, int64_t n_in, int64_t n_out) {
+  return dev_layout(dev_format(t), n_in, n_out).bytes;
+}
+
+bool weight_repacked(QuantType t) { return dev_layout(dev_format(t), 256, 1).repacked; }
+
+cudaError_t launch_repack_weight(QuantType t, const void* stored, size_t stored_row_bytes, void* dst, int64_t n_in,
+                                 int64_t n_out, cudaStream_t s) {
+  const DevFormat f = dev_format(t);
+  const DevLayout L = dev_layout(f, n_in, n_out);
+  if (!L.repacked || n_in % L.block != 0) return cudaErrorInvalidValue;
+  const int64_t bpr = n_in / L.block, n = bpr * n_out;
+  const unsigned grid = unsigned((n + 255) / 256);
+  const auto* src = static_cast<const uint8_t*>(stored);
+  auto* d = static_cast<uint8_t*>(dst);
+  switch (f) {
+    case DevFormat::q8_0: launch_kernel(repack_kernel<DevFormat::q8_0>, grid, 256, 0, s, src, stored_row_bytes, d, L, n_out, bpr); break;
+    case DevFormat::q4_0: launch_kernel(repack_kernel<DevFormat::q4_0>, grid, 256, 0, s, src, stored_row_bytes, d, L, n_out, bpr); break;
+    case DevFormat::q6_k: launch_kernel(repack_kernel<DevFormat::q6_k>, grid, 256, 0, s, src, stored_row_bytes, d, L, n_out, bpr); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+#define BRISK_FMT_DISPATCH(fn, type, ...)                                  \
+  switch (type) {                                                          \
+    case QuantType::F32: return fn<DevFormat::f32>(__VA_ARGS__);          \
+    case QuantType::F16: return fn<DevFormat::f16>(__VA_ARGS__);          \
+    case QuantType::BF16: return fn<DevFormat::bf16>(__VA_ARGS__);        \
+    case QuantType::Q8_0: return fn<DevFormat::q8_0>(__VA_ARGS__);        \
+    case QuantType::Q4_0: return fn<DevFormat::q4_0>(__VA_ARGS__);        \
+    case QuantType::Q4_K: return fn<DevFormat::q4_k>(__VA_ARGS__);        \
+    case QuantType::Q6_K: return fn<DevFormat::q6_k>(__VA_ARGS__);        \
+    default: return cudaErrorInvalidValue;                                 \
   }
 
-cudaError_t launch_matmul(const MatmulArgs& a, cudaStream_t s) {
-#define TYPE_FIELD w
-  BRISK_FMT_DISPATCH(matmul_fmt, a, s)
-#undef TYPE_FIELD
+cudaError_t launch_matmul(const MatmulArgs& a, const QuantAct* xq, cudaStream_t s) {
+  BRISK_FMT_DISPATCH(matmul_fmt, a.w.type, a, xq, s)
 }
 
 cudaError_t launch_embedding(const EmbeddingArgs& a, cudaStream_t s) {
-#define TYPE_FIELD table
-  BRISK_FMT_DISPATCH(embedding_fmt, a, s)
-#undef TYPE_FIELD
+  BRISK_FMT_DISPATCH(embedding_fmt, a.table.type, a, s)
 }
 
 }  // namespace brisk::cuda

@@ -1,52 +1,206 @@
-// RMS norm (per row or per head group) and rotary embedding (normal / NeoX pairing, partial
+// RMS norm (per row or per head group; over whole rows optionally fused with the quantization
+// of its output for the next matmul) and rotary embedding (normal / NeoX pairing, partial
 // rotation of the first n_rot dims of each head).
+#include <cuda_fp16.h>
+
+#include "kernels/cuda/act_quant.cuh"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace brisk::cuda {
 
 namespace {
 
-constexpr int kNormThreads = 256;
+constexpr int kNormMaxThreads = 1024;
+constexpr int kNormPer = 8;          // values per thread kept in registers (one load round trip)
+constexpr int kNormRowCache = 8192;  // floats of the output row kept in shared memory for the quantization
 
-// One block per (row, group): out = x / sqrt(mean(x^2) + eps) * weight.
-__global__ void rms_norm_kernel(float* out, int64_t out_stride, const float* x, int64_t x_stride,
-                                const float* weight, int64_t group, int64_t n_groups, float eps) {
+// One block per (row, group): out = x / sqrt(mean(x^2) + eps) * weight. Each thread loads its
+// (up to kNormPer) values at once, so the row costs one memory round trip. With kQuantBlock > 0
+// (whole-row groups only) the block then quantizes its output row for the next matmul, one
+// warp per activation block (act_quant.cuh).
+// With add.b (whole rows): the row is first x + b (the residual add), written to add.sum.
+struct NormAdd {
+  const float* b = nullptr;
+  int64_t b_stride = 0;
+  float* sum = nullptr;
+  int64_t sum_stride = 0;
+};
+
+template <int kQuantBlock>
+__global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, int64_t out_stride, const float* x,
+                                                                   int64_t x_stride, const float* weight, int64_t group,
+                                                                   int64_t n_groups, float eps, int8_t* q, float* qd,
+                                                                   NormAdd add) {
+  BRISK_PDL_ENTER();
   const int64_t r = blockIdx.x / n_groups, g = blockIdx.x % n_groups;
   const float* xr = x + r * x_stride + g * group;
   float* orow = out + r * out_stride + g * group;
+  const float* br = add.b ? add.b + r * add.b_stride : nullptr;
+  float* sr = add.b ? add.sum + r * add.sum_stride : nullptr;
+  const int nt = blockDim.x, n_warps = nt / 32;
+  // Reads element i of the input row (the residual sum when adding, stored on the way).
+  auto input = [&](int64_t i) {
+    if (!br) return xr[i];
+    const float v = xr[i] + br[i];
+    sr[i] = v;
+    return v;
+  };
+  float v[kNormPer];
+#pragma unroll
+  for (int k = 0; k < kNormPer; ++k) {
+    const int64_t i = threadIdx.x + int64_t(k) * nt;
+    v[k] = i < group ? input(i) : 0.0f;
+  }
   // Double accumulation and uncontracted float products, as the CPU backend computes them.
   double ss = 0.0;
-  for (int64_t i = threadIdx.x; i < group; i += blockDim.x) ss += double(xr[i]) * double(xr[i]);
-  __shared__ double part[kNormThreads / 32];
+#pragma unroll
+  for (int k = 0; k < kNormPer; ++k) ss += double(v[k]) * double(v[k]);
+  for (int64_t i = threadIdx.x + int64_t(kNormPer) * nt; i < group; i += nt) {
+    const float xi = input(i);
+    ss += double(xi) * double(xi);
+  }
+  __shared__ double part[kNormMaxThreads / 32];
   for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
   if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
   __syncthreads();
   double total = 0.0;
-  for (int w = 0; w < kNormThreads / 32; ++w) total += part[w];
+  for (int w = 0; w < n_warps; ++w) total += part[w];
   const float inv = float(1.0 / sqrt(total / double(group) + double(eps)));
-  for (int64_t i = threadIdx.x; i < group; i += blockDim.x) {
-    const float y = __fmul_rn(xr[i], inv);
-    orow[i] = weight ? __fmul_rn(y, weight[i]) : y;
+  constexpr int kCache = kQuantBlock > 0 ? kNormRowCache : 1;
+  __shared__ float row_s[kCache];
+  const bool cached = kQuantBlock > 0 && group <= kNormRowCache;
+#pragma unroll
+  for (int k = 0; k < kNormPer; ++k) {
+    const int64_t i = threadIdx.x + int64_t(k) * nt;
+    if (i < group) {
+      const float y = __fmul_rn(v[k], inv);
+      const float o = weight ? __fmul_rn(y, weight[i]) : y;
+      orow[i] = o;
+      if (cached) row_s[i] = o;
+    }
+  }
+  for (int64_t i = threadIdx.x + int64_t(kNormPer) * nt; i < group; i += nt) {
+    const float y = __fmul_rn(br ? sr[i] : xr[i], inv);
+    const float o = weight ? __fmul_rn(y, weight[i]) : y;
+    orow[i] = o;
+    if (cached) row_s[i] = o;
+  }
+  if constexpr (kQuantBlock > 0) {
+    __syncthreads();  // the row is written (shared, and global writes of the block are visible after it)
+    constexpr int kPer = kQuantBlock / 32;
+    const int lane = threadIdx.x & 31;
+    for (int64_t b = threadIdx.x >> 5; b * kQuantBlock < group; b += n_warps) {
+      float w[kPer];
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        const int64_t i = b * kQuantBlock + k * 32 + lane;
+        w[k] = cached ? row_s[i] : orow[i];
+      }
+      quant_block_warp<kQuantBlock>(w, q + r * group + b * kQuantBlock, qd + r * (group / kQuantBlock) + b, nullptr);
+    }
   }
 }
 
-// One thread per (token, head, rotated pair).
-__global__ void rope_kernel(float* x, int64_t stride, int64_t n_tok, int n_head, int head_dim, int n_rot,
-                            const int32_t* pos, const float* inv_freq, float attn_factor, bool neox) {
+// Threads for a group: enough for kNormPer values each, a multiple of 32, at most 1024.
+unsigned norm_threads(int64_t group) {
+  int64_t t = (group + kNormPer - 1) / kNormPer;
+  t = (t + 31) / 32 * 32;
+  return unsigned(t < 32 ? 32 : t > kNormMaxThreads ? kNormMaxThreads : t);
+}
+
+// Rotates pair i of head h of row t in place (rope_kernel and rope_store_kernel); returns the
+// rotated values through a2 / b2 and their dims through d0 / d1.
+__device__ __forceinline__ void rope_pair(float* x, int64_t stride, int64_t t, int64_t h, int i, int head_dim,
+                                          int n_rot, const int32_t* pos, const float* inv_freq, float attn_factor,
+                                          bool neox, float& a2, float& b2, int& d0, int& d1) {
   const int half = n_rot / 2;
-  const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= n_tok * n_head * half) return;
-  const int i = int(idx % half);
-  const int64_t h = (idx / half) % n_head, t = idx / (int64_t(half) * n_head);
   float* v = x + t * stride + h * head_dim;
-  const int d0 = neox ? i : 2 * i, d1 = neox ? i + half : 2 * i + 1;
+  d0 = neox ? i : 2 * i;
+  d1 = neox ? i + half : 2 * i + 1;
   const double theta = double(pos[t]) * double(inv_freq[i]);
   double sd, cd;
   sincos(theta, &sd, &cd);
   const float c = __fmul_rn(float(cd), attn_factor), s = __fmul_rn(float(sd), attn_factor);
   const float a = v[d0], b = v[d1];
-  v[d0] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
-  v[d1] = __fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c));
+  a2 = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+  b2 = __fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c));
+  v[d0] = a2;
+  v[d1] = b2;
+}
+
+// One thread per (token, head, rotated pair).
+__global__ void rope_kernel(float* x, int64_t stride, int64_t n_tok, int n_head, int head_dim, int n_rot,
+                            const int32_t* pos, const float* inv_freq, float attn_factor, bool neox) {
+  BRISK_PDL_ENTER();
+  const int half = n_rot / 2;
+  const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= n_tok * n_head * half) return;
+  const int i = int(idx % half);
+  const int64_t h = (idx / half) % n_head, t = idx / (int64_t(half) * n_head);
+  float a2, b2;
+  int d0, d1;
+  rope_pair(x, stride, t, h, i, head_dim, n_rot, pos, inv_freq, attn_factor, neox, a2, b2, d0, d1);
+}
+
+template <bool F16>
+__device__ __forceinline__ void cache_put(uint8_t* row, int64_t c, float v) {
+  if (F16)
+    reinterpret_cast<__half*>(row)[c] = __float2half_rn(v);
+  else
+    reinterpret_cast<float*>(row)[c] = v;
+}
+
+// rope_qk_store_kernel: the rotary embedding of q and of k and the KV cache store of k and v
+// (kv_store_kernel's conversion) in one launch. Items: q pairs, then k pairs (whose thread
+// also stores the rotated pair), then (token, column) of the cache width (stores v, and k
+// where the column is past the rotated dims of its head). n_q = 0 leaves q out; st.kc null
+// leaves the store out.
+struct RopeStore {
+  uint8_t* kc = nullptr;
+  uint8_t* vc = nullptr;
+  size_t k_row_bytes = 0, v_row_bytes = 0;
+  int64_t capacity = 0;
+  const float* v = nullptr;
+  int64_t v_stride = 0;
+  const int32_t* seq = nullptr;
+};
+
+template <bool F16>
+__global__ void rope_qk_store_kernel(float* q, int64_t q_stride, int n_q_head, float* k, int64_t k_stride,
+                                     int n_k_head, int64_t n_tok, int head_dim, int n_rot, const int32_t* pos,
+                                     const float* inv_freq, float attn_factor, bool neox, RopeStore st) {
+  BRISK_PDL_ENTER();
+  const int half = n_rot / 2;
+  int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t n_qp = q ? n_tok * n_q_head * half : 0, n_kp = n_tok * n_k_head * half;
+  const int64_t width = int64_t(n_k_head) * head_dim;
+  float a2, b2;
+  int d0, d1;
+  if (idx < n_qp) {
+    const int i = int(idx % half);
+    const int64_t h = (idx / half) % n_q_head, t = idx / (int64_t(half) * n_q_head);
+    rope_pair(q, q_stride, t, h, i, head_dim, n_rot, pos, inv_freq, attn_factor, neox, a2, b2, d0, d1);
+    return;
+  }
+  idx -= n_qp;
+  if (idx < n_kp) {
+    const int i = int(idx % half);
+    const int64_t h = (idx / half) % n_k_head, t = idx / (int64_t(half) * n_k_head);
+    rope_pair(k, k_stride, t, h, i, head_dim, n_rot, pos, inv_freq, attn_factor, neox, a2, b2, d0, d1);
+    if (st.kc) {
+      uint8_t* row = st.kc + (size_t(st.seq[t]) * size_t(st.capacity) + size_t(pos[t])) * st.k_row_bytes;
+      cache_put<F16>(row, h * head_dim + d0, a2);
+      cache_put<F16>(row, h * head_dim + d1, b2);
+    }
+    return;
+  }
+  idx -= n_kp;
+  if (!st.kc || idx >= n_tok * width) return;
+  const int64_t t = idx / width, c = idx % width;
+  const size_t slot = size_t(st.seq[t]) * size_t(st.capacity) + size_t(pos[t]);
+  cache_put<F16>(st.vc + slot * st.v_row_bytes, c, st.v[t * st.v_stride + c]);
+  if (c % head_dim >= n_rot) cache_put<F16>(st.kc + slot * st.k_row_bytes, c, k[t * k_stride + c]);
 }
 
 }  // namespace
@@ -56,18 +210,88 @@ cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t s) {
   const int64_t n_groups = a.x.cols / group;
   const int64_t blocks = a.x.rows * n_groups;
   if (blocks == 0) return cudaSuccess;
-  rms_norm_kernel<<<unsigned(blocks), kNormThreads, 0, s>>>(a.out.data, a.out.row_stride(), a.x.data,
-                                                            a.x.row_stride(), a.weight, group, n_groups, a.eps);
+  launch_kernel(rms_norm_kernel<0>, unsigned(blocks), norm_threads(group), 0, s, a.out.data, a.out.row_stride(),
+                a.x.data, a.x.row_stride(), a.weight, group, n_groups, a.eps, nullptr, nullptr, NormAdd{});
   return cudaGetLastError();
+}
+
+cudaError_t launch_add_rms_norm(const AddArgs* add, const RmsNormArgs& a, ActRound kind, const QuantAct* q,
+                                cudaStream_t s) {
+  const int64_t cols = a.x.cols;
+  if (a.x.rows == 0) return cudaSuccess;
+  if (a.group > 0 && a.group != cols) return cudaErrorInvalidValue;
+  NormAdd na;
+  const float* x = a.x.data;
+  int64_t xs = a.x.row_stride();
+  if (add) {
+    na = NormAdd{.b = add->b.data, .b_stride = add->b.row_stride(), .sum = add->out.data,
+                 .sum_stride = add->out.row_stride()};
+    x = add->a.data;
+    xs = add->a.row_stride();
+  }
+  auto* qq = q ? const_cast<int8_t*>(q->q) : nullptr;
+  auto* dd = q ? const_cast<float*>(q->d) : nullptr;
+  const unsigned rows = unsigned(a.x.rows), threads = norm_threads(cols);
+  if (!q)
+    launch_kernel(rms_norm_kernel<0>, rows, threads, 0, s, a.out.data, a.out.row_stride(), x, xs, a.weight, cols,
+                  int64_t(1), a.eps, nullptr, nullptr, na);
+  else if (kind == ActRound::q8_0 && cols % 32 == 0)
+    launch_kernel(rms_norm_kernel<32>, rows, threads, 0, s, a.out.data, a.out.row_stride(), x, xs, a.weight, cols,
+                  int64_t(1), a.eps, qq, dd, na);
+  else if (kind == ActRound::q8_k && cols % 256 == 0)
+    launch_kernel(rms_norm_kernel<256>, rows, threads, 0, s, a.out.data, a.out.row_stride(), x, xs, a.weight, cols,
+                  int64_t(1), a.eps, qq, dd, na);
+  else
+    return cudaErrorInvalidValue;
+  return cudaGetLastError();
+}
+
+cudaError_t launch_rms_norm_quant(const RmsNormArgs& a, ActRound kind, const QuantAct& q, cudaStream_t s) {
+  return launch_add_rms_norm(nullptr, a, kind, &q, s);
 }
 
 cudaError_t launch_rope(const RopeArgs& a, const float* inv_freq, cudaStream_t s) {
   const int half = a.table->n_rot / 2;
   const int64_t n = a.x.rows * a.n_head * half;
   if (n == 0) return cudaSuccess;
-  rope_kernel<<<unsigned((n + 255) / 256), 256, 0, s>>>(a.x.data, a.x.row_stride(), a.x.rows, a.n_head, a.head_dim,
+  launch_kernel(rope_kernel, unsigned((n + 255) / 256), 256, 0, s, a.x.data, a.x.row_stride(), a.x.rows, a.n_head, a.head_dim,
                                                         a.table->n_rot, a.pos, inv_freq, a.table->attn_factor,
                                                         a.table->neox);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_rope_qk_store(const RopeArgs* q, const RopeArgs& k, const KvStoreArgs* store, const float* inv_freq,
+                                 cudaStream_t s) {
+  const int half = k.table->n_rot / 2;
+  const int64_t n_tok = k.x.rows;
+  if (n_tok == 0) return cudaSuccess;
+  if (q && (q->x.rows != n_tok || q->head_dim != k.head_dim || q->pos != k.pos)) return cudaErrorInvalidValue;
+  RopeStore st;
+  bool f16 = true;
+  if (store) {
+    if (store->pos != k.pos || store->k.data != k.x.data || store->k.row_stride() != k.x.row_stride() ||
+        store->k_cache.width != int64_t(k.n_head) * k.head_dim)
+      return cudaErrorInvalidValue;
+    st = RopeStore{.kc = static_cast<uint8_t*>(store->k_cache.data), .vc = static_cast<uint8_t*>(store->v_cache.data),
+                   .k_row_bytes = store->k_cache.row_bytes, .v_row_bytes = store->v_cache.row_bytes,
+                   .capacity = store->k_cache.capacity, .v = store->v.data, .v_stride = store->v.row_stride(),
+                   .seq = store->seq};
+    f16 = store->k_cache.type == QuantType::F16;
+  }
+  const int64_t n = (q ? n_tok * q->n_head * half : 0) + n_tok * k.n_head * half +
+                    (store ? n_tok * int64_t(k.n_head) * k.head_dim : 0);
+  if (n == 0) return cudaSuccess;
+  float* qx = q ? q->x.data : nullptr;
+  const int64_t qs = q ? q->x.row_stride() : 0;
+  const int qh = q ? q->n_head : 0;
+  if (f16)
+    launch_kernel(rope_qk_store_kernel<true>, unsigned((n + 255) / 256), 256, 0, s, qx, qs, qh, k.x.data,
+                  k.x.row_stride(), k.n_head, n_tok, k.head_dim, k.table->n_rot, k.pos, inv_freq,
+                  k.table->attn_factor, k.table->neox, st);
+  else
+    launch_kernel(rope_qk_store_kernel<false>, unsigned((n + 255) / 256), 256, 0, s, qx, qs, qh, k.x.data,
+                  k.x.row_stride(), k.n_head, n_tok, k.head_dim, k.table->n_rot, k.pos, inv_freq,
+                  k.table->attn_factor, k.table->neox, st);
   return cudaGetLastError();
 }
 
