@@ -66,11 +66,29 @@ int64_t attention_avx512_scratch_floats(int32_t group, int32_t head_dim) {
 
 namespace {
 
-// Chunk c (16 floats) of a V row stored as F16 or F32.
-inline __m512 v_chunk(bool f16, const uint8_t* row, int c) {
-  if (f16)
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(reinterpret_cast<const uint16_t*>(row) + 16 * c)));
-  return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + 16 * c);
+// acc (G, NC * 16) = sum_j w[g * w_stride + j] * v_j for G heads: per chunk of 16 floats of
+// v_j, one load shared by the G heads' accumulators.
+// V rows: row j at v + j * v_stride bytes, F16 (kF16) or F32.
+template <int NC, int G, bool kF16>
+inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, const uint8_t* v, size_t v_stride, float* acc) {
+  for (int c = 0; c < NC; ++c) {
+    __m512 ac[G];
+    for (int g = 0; g < G; ++g) ac[g] = _mm512_setzero_ps();
+    const uint8_t* vr = v + (kF16 ? 32 : 64) * c;
+    for (int64_t j = 0; j < n_pos; ++j, vr += v_stride) {
+      const __m512 vj = kF16 ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vr)))
+                             : _mm512_loadu_ps(reinterpret_cast<const float*>(vr));
+      for (int g = 0; g < G; ++g) ac[g] = _mm512_fmadd_ps(_mm512_set1_ps(w[g * w_stride + j]), vj, ac[g]);
+    }
+    for (int g = 0; g < G; ++g) _mm512_storeu_ps(acc + g * NC * 16 + 16 * c, ac[g]);
+  }
+}
+
+template <int NC, int G>
+inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, bool f16, const uint8_t* v, size_t v_stride,
+                         float* acc) {
+  if (f16) accumulate_v<NC, G, true>(w, w_stride, n_pos, v, v_stride, acc);
+  else accumulate_v<NC, G, false>(w, w_stride, n_pos, v, v_stride, acc);
 }
 
 // Item (token t, KV head kvh) with head_dim = NC * 16.
@@ -90,8 +108,8 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, float* kt, f
   const float* q0 = a.q.row(t) + int64_t(kvh * group) * hd;
 
   // 1. scores and running max per head
-  float mx[16];
-  for (int32_t g = 0; g < group; ++g) mx[g] = -std::numeric_limits<float>::infinity();
+  __m512 mxv[16];  // running max per head, lane-wise (reduced once after the pass)
+  for (int32_t g = 0; g < group; ++g) mxv[g] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int64_t j0 = 0; j0 < n_pos; j0 += kTile) {
     const int n = int(std::min<int64_t>(kTile, n_pos - j0));
     const __mmask16 valid = __mmask16((1u << n) - 1u);
@@ -114,9 +132,11 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, float* kt, f
         v = _mm512_load_ps(tmp);
       }
       _mm512_storeu_ps(sc + g * n_pad + j0, v);
-      mx[g] = std::max(mx[g], _mm512_mask_reduce_max_ps(valid, v));
+      mxv[g] = _mm512_mask_max_ps(mxv[g], valid, mxv[g], v);
     }
   }
+  float mx[16];
+  for (int32_t g = 0; g < group; ++g) mx[g] = _mm512_reduce_max_ps(mxv[g]);
   // 2. weights and their sums (positions past n_pos get weight 0)
   float sum[16];
   for (int32_t g = 0; g < group; ++g) {
@@ -141,17 +161,23 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, float* kt, f
     if (v_conv.size() < size_t(n_pos * hd)) v_conv.resize(size_t(n_pos * hd));
     for (int64_t j = 0; j < n_pos; ++j) row_to_f32(a.v_cache.type, a.v_cache.row(s, start + j) + v_off, v_conv.data() + j * hd, hd);
   }
-  auto v_row = [&](int64_t j) -> const uint8_t* {
-    return v_direct ? a.v_cache.row(s, start + j) + v_off : reinterpret_cast<const uint8_t*>(v_conv.data() + j * hd);
-  };
-  for (int c = 0; c < NC; ++c) {
-    __m512 ac[16];
-    for (int32_t g = 0; g < group; ++g) ac[g] = _mm512_setzero_ps();
-    for (int64_t j = 0; j < n_pos; ++j) {
-      const __m512 vj = v_chunk(v_f16, v_row(j), c);
-      for (int32_t g = 0; g < group; ++g) ac[g] = _mm512_fmadd_ps(_mm512_set1_ps(sc[g * n_pad + j]), vj, ac[g]);
+  const uint8_t* v0 = v_direct ? a.v_cache.row(s, start) + v_off : reinterpret_cast<const uint8_t*>(v_conv.data());
+  const size_t v_stride = v_direct ? a.v_cache.row_bytes : sizeof(float) * size_t(hd);  // consecutive positions
+  // Heads in batches of up to 8 with a compile-time count, so the accumulators stay in registers.
+  for (int32_t g0 = 0; g0 < group; g0 += 8) {
+    const int32_t ng = std::min<int32_t>(8, group - g0);
+    const float* w = sc + int64_t(g0) * n_pad;
+    float* acc_g = acc + int64_t(g0) * hd;
+    switch (ng) {
+      case 1: accumulate_v<NC, 1>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g); break;
+      case 2: accumulate_v<NC, 2>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g); break;
+      case 3: accumulate_v<NC, 3>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g); break;
+      case 4: accumulate_v<NC, 4>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g); break;
+      case 5: accumulate_v<NC, 5>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g); break;
+      case 6: accumulate_v<NC, 6>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g); break;
+      case 7: accumulate_v<NC, 7>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g); break;
+      default: accumulate_v<NC, 8>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g); break;
     }
-    for (int32_t g = 0; g < group; ++g) _mm512_storeu_ps(acc + g * hd + 16 * c, ac[g]);
   }
   for (int32_t g = 0; g < group; ++g) {
     float* out = a.out.row(t) + int64_t(kvh * group + g) * hd;
