@@ -130,7 +130,7 @@ size_t activation_row_bytes(QuantType weight_type, int64_t k) {
 }
 
 namespace {
-constexpr size_t kRowPrefetchBytes = 2048;
+constexpr size_t kRowPrefetchBytes = kWeightPrefetchBytes;
 
 // True when the selected kernel of this format is the AVX-512 build's 512-bit one.
 bool isa_is_avx512_wide(QuantType t) {
@@ -178,7 +178,12 @@ void gemv_rows_multi(const GemvMultiParams& p) {
   // these machines alone left half the bandwidth unused on a streaming GEMV).
   const uint8_t* const w_end = wb + size_t(p.n_rows) * p.row_bytes;
   const uint8_t* pf = wb;
+  // The K-quant kernels of the SIMD builds prefetch inside their block loops themselves.
+  const bool self_prefetch = selected_dot_isa(p.weight_type) != Isa::scalar &&
+                             (p.weight_type == QuantType::Q4_K || p.weight_type == QuantType::Q5_K ||
+                              p.weight_type == QuantType::Q6_K);
   auto prefetch_through = [&](const uint8_t* row_end) {
+    if (self_prefetch) return;
     const uint8_t* target = std::min(w_end, row_end + kRowPrefetchBytes);
     for (; pf < target; pf += 64) __builtin_prefetch(pf, 0, 3);
   };

@@ -7,6 +7,11 @@
 #include "quant/format.h"
 
 namespace brisk::kernels {
+// How far ahead of the weight block being decoded the GEMV kernels prefetch (bytes). Tuned on
+// this machine's decode (2 threads, huge pages): 1 KiB left a third of the bandwidth unused,
+// 4-8 KiB were best.
+constexpr size_t kWeightPrefetchBytes = 6144;
+
 // out[t * out_stride] = dot(w, a_t) for t in [0, nt), a_t at a + t * a_stride bytes: the weight
 // blocks are decoded once for all nt tokens; each result is bit-identical to the same ISA's
 // 1-token kernel.

@@ -178,6 +178,9 @@ void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t o
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t g0 = 0, g = 0; g0 < nb; g0 += kGroup, ++g) {
     const int nv = int(nb - g0 < kGroup ? nb - g0 : kGroup);
+    // Software prefetch ahead of this group's weights (rows are contiguous).
+    for (size_t off = 0; off < kGroup * sizeof(Block); off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(&x[g0]) + kWeightPrefetchBytes + off, _MM_HINT_T0);
     __m512i u[kPairs];
     for (int j = 0; j < kPairs; ++j)
       u[j] = 2 * j < nv ? Fmt::codes(x, g0 + 2 * j, 2 * j + 1 < nv) : _mm512_setzero_si512();
@@ -236,19 +239,15 @@ VecDotMultiFn pick(int nt) {
   }
 }
 
-// Rows of a GEMV with the activations prepared once for all rows; prefetch as gemv_rows_multi.
+// Rows of a GEMV with the activations prepared once for all rows.
 template <int NT, class Fmt>
 void gemv_prepared(const GemvMultiParams& p, size_t prefetch_bytes) {
   Prepared xp[NT];
   prepare_tokens<Fmt>(p.k / 32, p.x_quant, p.x_stride, NT, xp);
   const auto* wb = static_cast<const uint8_t*>(p.w);
-  const uint8_t* const w_end = wb + size_t(p.n_rows) * p.row_bytes;
-  const uint8_t* pf = wb;
-  for (int64_t r = 0; r < p.n_rows; ++r) {
-    const uint8_t* target = std::min(w_end, wb + size_t(r + 1) * p.row_bytes + prefetch_bytes);
-    for (; pf < target; pf += 64) _mm_prefetch(reinterpret_cast<const char*>(pf), _MM_HINT_T0);
+  (void)prefetch_bytes;  // the row kernel prefetches inside its block loop
+  for (int64_t r = 0; r < p.n_rows; ++r)
     row_dot<NT, Fmt>(p.k / 32, wb + size_t(r) * p.row_bytes, xp, p.y + r, size_t(p.y_stride));
-  }
 }
 
 template <class Fmt>
