@@ -179,6 +179,11 @@ class Backend {
   virtual void free(void* p) = 0;
 
   virtual void matmul(const MatmulArgs& a) = 0;
+  // Several matmuls of the same input x (q/k/v, gate/up), in order. The default runs them one
+  // by one; the CPU backend quantizes x once and, for decode, runs them in one parallel region.
+  virtual void matmuls(const MatmulArgs* list, int n) {
+    for (int i = 0; i < n; ++i) matmul(list[i]);
+  }
   virtual void rms_norm(const RmsNormArgs& a) = 0;
   virtual void rope(const RopeArgs& a) = 0;
   virtual void kv_store(const KvStoreArgs& a) = 0;

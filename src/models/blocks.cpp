@@ -60,9 +60,10 @@ Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
   const Mat q = f.mat(f.arena.q, c.q_width());     // [n_tok, n_head * head_dim]
   const Mat k = f.mat(f.arena.k, c.kv_width());    // [n_tok, n_head_kv * head_dim]
   const Mat v = f.mat(f.arena.v, c.kv_width());    // [n_tok, n_head_kv * head_dim]
-  be.matmul({.out = q, .x = in, .w = w.wq, .bias = w.bq});
-  be.matmul({.out = k, .x = in, .w = w.wk, .bias = w.bk});
-  be.matmul({.out = v, .x = in, .w = w.wv, .bias = w.bv});
+  const MatmulArgs qkv[] = {{.out = q, .x = in, .w = w.wq, .bias = w.bq},
+                            {.out = k, .x = in, .w = w.wk, .bias = w.bk},
+                            {.out = v, .x = in, .w = w.wv, .bias = w.bv}};
+  be.matmuls(qkv, 3);
   if (w.q_norm) be.rms_norm({.out = q, .x = q, .weight = w.q_norm, .group = c.head_dim, .eps = c.rms_eps});
   if (w.k_norm) be.rms_norm({.out = k, .x = k, .weight = w.k_norm, .group = c.head_dim, .eps = c.rms_eps});
   be.rope({.x = q, .pos = f.batch.pos, .n_head = c.n_head, .head_dim = c.head_dim, .table = p.rope});
@@ -88,8 +89,8 @@ Mat gated_mlp(const Forward& f, const Mat& in, const MlpWeights& w, int il) {
   Backend& be = f.backend;
   const Mat g = f.mat(f.arena.gate, f.cfg.n_ff);  // [n_tok, n_ff]
   const Mat u = f.mat(f.arena.up, f.cfg.n_ff);    // [n_tok, n_ff]
-  be.matmul({.out = g, .x = in, .w = w.gate});
-  be.matmul({.out = u, .x = in, .w = w.up});
+  const MatmulArgs gate_up[] = {{.out = g, .x = in, .w = w.gate}, {.out = u, .x = in, .w = w.up}};
+  be.matmuls(gate_up, 2);
   be.gated_act({.out = g, .gate = g, .up = u, .act = f.cfg.act});
   f.tap_tensor("ffn_act", il, g);
   const Mat t = f.mat(f.arena.t, f.cfg.n_embd);

@@ -15,6 +15,7 @@
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/large_alloc.h"
+#include "quant/format.h"
 #include "core/flags.h"
 #include "kernels/cpu/ref.h"
 #include "core/thread_pool.h"
@@ -78,6 +79,38 @@ class CpuBackend final : public Backend {
               parts_for(double(a.x.rows) * double(a.w.n_in) * 4.0));
     pool_.run([&](int ith, int nth) { cpu::matmul_rows(a, act, packed, ith, nth); },
               parts_for(double(a.x.rows) * double(a.w.n_in) * double(a.w.n_out)));
+  }
+
+  // Decode (at most 8 tokens) of matmuls sharing x and the activation format: x is quantized
+  // once and each thread runs its share of every matmul's rows in one parallel region, so the
+  // small q/k/v matmuls cost no barrier of their own. Otherwise one by one.
+  void matmuls(const MatmulArgs* list, int n) override {
+    bool fused = !ref_ && n > 1 && list[0].x.rows <= 8;
+    const QuantType vt = format_traits(list[0].w.type).vec_dot_type;
+    for (int i = 0; i < n && fused; ++i) {
+      const MatmulArgs& a = list[i];
+      fused = a.x.data == list[0].x.data && a.x.rows == list[0].x.rows && a.x.cols == list[0].x.cols &&
+              a.x.row_stride() == list[0].x.row_stride() && format_traits(a.w.type).vec_dot_type == vt &&
+              cpu::matmul_packed_bytes(a) == 0;
+    }
+    if (!fused) {
+      for (int i = 0; i < n; ++i) matmul(list[i]);
+      return;
+    }
+    double work = 0.0;
+    for (int i = 0; i < n; ++i) {
+      check_mat(list[i].x, list[i].x.rows, list[i].w.n_in, "matmul", "x");
+      check_mat(list[i].out, list[i].x.rows, list[i].w.n_out, "matmul", "out");
+      work += double(list[i].x.rows) * double(list[i].w.n_in) * double(list[i].w.n_out);
+    }
+    const MatmulArgs& a0 = list[0];
+    const size_t rb = cpu::matmul_act_row_bytes(a0.w.type, a0.w.n_in);
+    void* act = scratch(act_scratch_, rb * size_t(a0.x.rows));
+    pool_.run([&](int ith, int nth) { cpu::matmul_quantize_rows(a0, act, nullptr, ith, nth); },
+              parts_for(double(a0.x.rows) * double(a0.w.n_in) * 4.0));
+    pool_.run([&](int ith, int nth) {
+      for (int i = 0; i < n; ++i) cpu::matmul_rows(list[i], act, nullptr, ith, nth);
+    }, parts_for(work));
   }
 
   void rms_norm(const RmsNormArgs& a) override {
