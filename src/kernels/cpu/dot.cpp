@@ -185,7 +185,7 @@ void gemv_rows_multi(const GemvMultiParams& p) {
   auto prefetch_through = [&](const uint8_t* row_end) {
     if (self_prefetch) return;
     const uint8_t* target = std::min(w_end, row_end + kRowPrefetchBytes);
-    for (; pf < target; pf += 64) __builtin_prefetch(pf, 0, 3);
+    for (; pf < target; pf += 64) __builtin_prefetch(pf, 0, 2);
   };
   if (multi) {
     for (int64_t r = 0; r < p.n_rows; ++r) {

