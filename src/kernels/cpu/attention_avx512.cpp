@@ -66,6 +66,13 @@ int64_t attention_avx512_scratch_floats(int32_t group, int32_t head_dim) {
 
 namespace {
 
+// K/V rows are prefetched this many positions ahead of their use.
+constexpr int64_t kPrefetchRows = 16;
+
+inline void prefetch_row(const uint8_t* p, size_t bytes) {
+  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p) + off, _MM_HINT_T0);
+}
+
 // acc (G, NC * 16) = sum_j w[g * w_stride + j] * v_j for G heads: per chunk of 16 floats of
 // v_j, one load shared by the G heads' accumulators.
 // V rows: row j at v + j * v_stride bytes, F16 (kF16) or F32.
@@ -76,6 +83,7 @@ inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, const 
     for (int g = 0; g < G; ++g) ac[g] = _mm512_setzero_ps();
     const uint8_t* vr = v + (kF16 ? 32 : 64) * c;
     for (int64_t j = 0; j < n_pos; ++j, vr += v_stride) {
+      if (c == 0 && j + kPrefetchRows < n_pos) prefetch_row(vr + kPrefetchRows * v_stride, NC * 16 * (kF16 ? 2 : 4));
       const __m512 vj = kF16 ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vr)))
                              : _mm512_loadu_ps(reinterpret_cast<const float*>(vr));
       for (int g = 0; g < G; ++g) ac[g] = _mm512_fmadd_ps(_mm512_set1_ps(w[g * w_stride + j]), vj, ac[g]);
@@ -103,6 +111,7 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, float* kt, f
   const int64_t n_pad = (n_pos + kTile - 1) / kTile * kTile;
   const size_t k_off = segment_offset(a.k_cache, int64_t(kvh) * hd);
   const size_t v_off = segment_offset(a.v_cache, int64_t(kvh) * hd);
+  const size_t k_row_bytes = size_t(quant_row_bytes(a.k_cache.type, uint64_t(hd)).value_or(0));
   if (score_buf.size() < size_t(group * n_pad)) score_buf.resize(size_t(group * n_pad));
   float* sc = score_buf.data();  // (group, n_pad)
   const float* q0 = a.q.row(t) + int64_t(kvh * group) * hd;
@@ -113,6 +122,9 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, float* kt, f
   for (int64_t j0 = 0; j0 < n_pos; j0 += kTile) {
     const int n = int(std::min<int64_t>(kTile, n_pos - j0));
     const __mmask16 valid = __mmask16((1u << n) - 1u);
+    // The next tiles' K rows (a strided stream the hardware prefetchers follow poorly).
+    for (int64_t j = j0 + kPrefetchRows; j < std::min(n_pos, j0 + kPrefetchRows + kTile); ++j)
+      prefetch_row(a.k_cache.row(s, start + j) + k_off, k_row_bytes);
     load_tile(a.k_cache, s, start + j0, n, k_off, hd, kt);
     for (int32_t g = 0; g < group; ++g) {
       const float* q = q0 + int64_t(g) * hd;
