@@ -6,7 +6,12 @@
 // caller never waits for a thread that is not running.
 #include "core/thread_pool.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
+
+#include "core/flags.h"
 
 namespace brisk {
 
@@ -29,10 +34,40 @@ int ThreadPool::default_threads() {
   return n == 0 ? 1 : int(n);
 }
 
+namespace {
+// BRISK_PIN_THREADS=1: thread i of a pool runs only on the i-th CPU (mod the count) of the
+// process's allowed set; the caller is thread 0. Off by default: on a shared machine the OS
+// scheduler places threads better than a fixed map.
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+void pin_current_thread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // advice: failure leaves it unpinned
+}
+}  // namespace
+
 ThreadPool::ThreadPool(int n_threads) {
   n_threads_ = n_threads > 0 ? n_threads : default_threads();
   workers_.reserve(size_t(n_threads_ - 1));
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker(); });
+  const std::vector<int> cpus = flags().pin_threads ? allowed_cpus() : std::vector<int>{};
+  if (!cpus.empty()) pin_current_thread(cpus[0]);
+  for (int i = 1; i < n_threads_; ++i) {
+    const int cpu = cpus.empty() ? -1 : cpus[size_t(i) % cpus.size()];
+    workers_.emplace_back([this, cpu] {
+      if (cpu >= 0) pin_current_thread(cpu);
+      worker();
+    });
+  }
 }
 
 ThreadPool::~ThreadPool() {

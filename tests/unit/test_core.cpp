@@ -1,14 +1,18 @@
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <vector>
 
 #include "core/checked_math.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/flags.h"
 #include "core/fp16.h"
+#include "core/thread_pool.h"
 
 using namespace brisk;
 
@@ -70,4 +74,32 @@ TEST(Core, AmxProbeDoesNotCrash) {
   // Detection ran above; on machines where AMX faults the probe must report false, not crash.
   (void)cpu_features_detected().amx;
   SUCCEED() << cpu_features_string();
+}
+
+// BRISK_PIN_THREADS=1 pins every thread of a pool to one CPU of the allowed set; unset, the
+// workers keep the whole set.
+TEST(ThreadPoolPinning, PinsEachThreadToOneCpuOnlyWhenAsked) {
+  auto cpus_of_part = [](int n_threads) {
+    brisk::ThreadPool pool(n_threads);
+    std::vector<int> counts(size_t(n_threads), -1);
+    pool.run([&](int ith, int) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      pthread_getaffinity_np(pthread_self(), sizeof(set), &set);
+      counts[size_t(ith)] = CPU_COUNT(&set);
+    });
+    return counts;
+  };
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  const int n_allowed = CPU_COUNT(&all);
+  for (int c : cpus_of_part(2)) EXPECT_EQ(c, n_allowed);
+  setenv("BRISK_PIN_THREADS", "1", 1);
+  brisk::flags_reload();
+  for (int c : cpus_of_part(2)) EXPECT_EQ(c, 1);
+  unsetenv("BRISK_PIN_THREADS");
+  brisk::flags_reload();
+  // The pinned pool pinned its caller too: give this thread the whole set back.
+  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
 }
