@@ -7,7 +7,8 @@
 //        dx:  (k / B, 16) float     the token's scale for weight block b
 //        aux: (k / B, 16)           -offset * sum(x in block) as int32 (offset formats), or
 //                                   dx * sum(x in block) as float (min formats)
-//   2. the weights are unpacked 16 rows at a time into unsigned codes + per-block scales
+//   2. the weights are unpacked a row block at a time (16-128 rows, ~768 KB of codes, so they
+//      stay in L2) into unsigned codes + per-block scales
 //      (gemm_pack.h, gemm_unpack_avx512.cpp), then swept over all token groups;
 //   3. a tile of RR rows x 32 tokens keeps RR x 2 int32 accumulators per block: per 4 elements,
 //      one broadcast of a row's 4 codes and one vpdpbusd per (row, group) against the 16 tokens'
