@@ -78,17 +78,28 @@ inline void prefetch_row(const uint8_t* p, size_t bytes) {
 // V rows: row j at v + j * v_stride bytes, F16 (kF16) or F32.
 template <int NC, int G, bool kF16>
 inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, const uint8_t* v, size_t v_stride, float* acc) {
-  for (int c = 0; c < NC; ++c) {
-    __m512 ac[G];
-    for (int g = 0; g < G; ++g) ac[g] = _mm512_setzero_ps();
-    const uint8_t* vr = v + (kF16 ? 32 : 64) * c;
+  // Two chunks per pass over the positions (one when NC is odd), so each head's weight is
+  // broadcast once for 32 floats of v_j: 2 * G accumulators.
+  constexpr int CP = NC % 2 == 0 ? 2 : 1;
+  constexpr size_t kChunkBytes = kF16 ? 32 : 64;
+  for (int c = 0; c < NC; c += CP) {
+    __m512 ac[CP][G];
+    for (int k = 0; k < CP; ++k)
+      for (int g = 0; g < G; ++g) ac[k][g] = _mm512_setzero_ps();
+    const uint8_t* vr = v + kChunkBytes * size_t(c);
     for (int64_t j = 0; j < n_pos; ++j, vr += v_stride) {
-      if (c == 0 && j + kPrefetchRows < n_pos) prefetch_row(vr + kPrefetchRows * v_stride, NC * 16 * (kF16 ? 2 : 4));
-      const __m512 vj = kF16 ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vr)))
-                             : _mm512_loadu_ps(reinterpret_cast<const float*>(vr));
-      for (int g = 0; g < G; ++g) ac[g] = _mm512_fmadd_ps(_mm512_set1_ps(w[g * w_stride + j]), vj, ac[g]);
+      if (c == 0 && j + kPrefetchRows < n_pos) prefetch_row(vr + kPrefetchRows * v_stride, NC * kChunkBytes);
+      __m512 vj[CP];
+      for (int k = 0; k < CP; ++k)
+        vj[k] = kF16 ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vr + kChunkBytes * k)))
+                     : _mm512_loadu_ps(reinterpret_cast<const float*>(vr + kChunkBytes * k));
+      for (int g = 0; g < G; ++g) {
+        const __m512 wg = _mm512_set1_ps(w[g * w_stride + j]);
+        for (int k = 0; k < CP; ++k) ac[k][g] = _mm512_fmadd_ps(wg, vj[k], ac[k][g]);
+      }
     }
-    for (int g = 0; g < G; ++g) _mm512_storeu_ps(acc + g * NC * 16 + 16 * c, ac[g]);
+    for (int k = 0; k < CP; ++k)
+      for (int g = 0; g < G; ++g) _mm512_storeu_ps(acc + g * NC * 16 + 16 * (c + k), ac[k][g]);
   }
 }
 
