@@ -250,6 +250,37 @@ TEST(CudaBackend, Attention) {
   }
 }
 
+// Prefill batches of one sequence at consecutive positions run the tensor-core kernel
+// (attention_prefill.cu: F16 q and probabilities, so a looser tolerance than above).
+TEST(CudaBackend, PrefillAttentionTensorCores) {
+  REQUIRE_GPU(be);
+  struct Case { int32_t n_head, n_head_kv, hd, window; float softcap; int32_t n_tok, p0, seq; };
+  for (const Case cs : {Case{8, 2, 128, 0, 0.0f, 100, 0, 1}, Case{8, 2, 64, 0, 0.0f, 130, 37, 0},
+                        Case{4, 4, 128, 50, 0.0f, 70, 20, 1}, Case{6, 2, 64, 0, 30.0f, 65, 200, 0},
+                        Case{32, 8, 128, 0, 0.0f, 9, 5, 0}, Case{4, 1, 64, 7, 0.0f, 40, 0, 1}}) {
+    const int64_t cap = 300, width = int64_t(cs.n_head_kv) * cs.hd;
+    Cache c = make_cache(*be, QuantType::F16, 2, cap, width, 31);
+    std::vector<int32_t> seq(size_t(cs.n_tok), cs.seq), pos;
+    for (int32_t i = 0; i < cs.n_tok; ++i) pos.push_back(cs.p0 + i);
+    const int64_t n = cs.n_tok, qw = int64_t(cs.n_head) * cs.hd;
+    DevMat q(*be, n, qw, randn(size_t(n * qw), 32)), out(*be, n, qw), want(*be, n, qw);
+    const float scale = 1.0f / std::sqrt(float(cs.hd));
+    AttentionArgs a{.out = out.dev, .q = q.dev, .k_cache = c.k, .v_cache = c.v, .seq = seq.data(), .pos = pos.data(),
+                    .n_head = cs.n_head, .n_head_kv = cs.n_head_kv, .head_dim = cs.hd, .scale = scale,
+                    .window = cs.window, .softcap = cs.softcap};
+    be->attention(a);
+    AttentionArgs h = a;
+    h.out = want.hmat();
+    h.q = q.hmat();
+    h.k_cache.data = c.hk.data();
+    h.v_cache.data = c.hv.data();
+    ref::attention(h);
+    expect_close(out.fetch(), want.host, 1e-2f, 1e-2f,
+                 str_cat("prefill attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " window ", cs.window,
+                         " softcap ", cs.softcap, " tokens ", cs.n_tok, " from ", cs.p0));
+  }
+}
+
 TEST(CudaBackend, Elementwise) {
   REQUIRE_GPU(be);
   for (const Activation act : {Activation::silu, Activation::gelu_tanh}) {

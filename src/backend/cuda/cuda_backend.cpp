@@ -36,6 +36,7 @@
 #include "core/fp16.h"
 #include "core/log.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cuda/attention_prefill.h"
 #include "kernels/cuda/gemm_prep.h"
 #include "kernels/cuda/kernels.h"
 #include "quant/format.h"
@@ -262,6 +263,7 @@ class CudaBackend final : public Backend {
     d.w = device_weight(a.w, "matmul");
     d.bias = a.bias ? device_floats(a.bias, a.w.n_out, "matmul bias") : nullptr;
     if (a.x.rows == 0) return;
+    if (overlaps(a.out, bstate_x_)) bstate_valid_ = false;  // the output rewrites a converted input
     if (use_gemm(a)) {
       gemm(a, d);
       return;
@@ -499,8 +501,14 @@ class CudaBackend final : public Backend {
     check_kv(a.k_cache, "attention");
     check_kv(a.v_cache, "attention");
     AttentionArgs d = a;
+    const bool flash = use_flash_prefill(a);
     d.seq = stage(a.seq, a.q.rows, "attention seq");
     d.pos = stage(a.pos, a.q.rows, "attention pos");
+    if (flash) {
+      forget_quant();
+      enqueue("attention (prefill)", [d](cudaStream_t s) { return cuda::launch_prefill_attention(d, s); });
+      return;
+    }
     const size_t sf = cuda::attention_scratch_floats(d);
     float* part = sf ? static_cast<float*>(scratch(attn_, sizeof(float) * sf, "attention")) : nullptr;
     key_.add(uint64_t(5));
@@ -662,7 +670,13 @@ class CudaBackend final : public Backend {
     uint16_t* wb = direct ? nullptr
                           : static_cast<uint16_t*>(scratch(gemm_w_, sizeof(uint16_t) * size_t(chunk) * size_t(k), "matmul"));
     const Mat x = d.x;
-    enqueue("matmul (BF16 activations)", [x, xb](cudaStream_t s) { return cuda::launch_act_to_bf16(x, xb, s); });
+    // Consecutive matmuls of one input (q / k / v, gate / up) convert it once.
+    if (!(bstate_valid_ && same_mat(bstate_x_, a.x) && bstate_buf_ == xb)) {
+      enqueue("matmul (BF16 activations)", [x, xb](cudaStream_t s) { return cuda::launch_act_to_bf16(x, xb, s); });
+      bstate_x_ = a.x;
+      bstate_buf_ = xb;
+      bstate_valid_ = true;
+    }
     for (int64_t r0 = 0; r0 < n; r0 += chunk) {
       const int64_t r1 = std::min(n, r0 + chunk);
       const uint16_t* w = static_cast<const uint16_t*>(d.w.data) + (direct ? size_t(r0) * size_t(k) : 0);
@@ -683,6 +697,26 @@ class CudaBackend final : public Backend {
     producer_.kind = 0;
     if (overlaps(a.out, qstate_.x)) qstate_.valid = false;
     if (overlaps(a.out, fstate_.x)) fstate_.valid = false;
+  }
+
+  // Prefill attention on the tensor cores: more than kGraphMaxTokens tokens launch by launch, one
+  // sequence at consecutive positions inside the cache (host arrays), a shape the kernel takes.
+  bool use_flash_prefill(const AttentionArgs& a) {
+    if (flags().no_cuda_flash_prefill || a.q.rows <= kGraphMaxTokens || (in_step_ && !step_eager_) ||
+        !cuda::prefill_attention_supported(a) || a.seq == nullptr || a.pos == nullptr)
+      return false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (is_device(a.seq) || is_device(a.pos)) return false;
+    }
+    const int32_t s0 = a.seq[0], p0 = a.pos[0];
+    const int64_t n = a.q.rows;
+    if (s0 < 0 || s0 >= a.k_cache.n_seq || s0 >= a.v_cache.n_seq || p0 < 0 || p0 + n > a.k_cache.capacity ||
+        p0 + n > a.v_cache.capacity)
+      return false;
+    for (int64_t i = 0; i < n; ++i)
+      if (a.seq[i] != s0 || a.pos[i] != p0 + i) return false;
+    return true;
   }
 
   // Runs the launch now, or queues it when a step is being collected for a graph.
@@ -718,6 +752,7 @@ class CudaBackend final : public Backend {
   void forget_quant() {
     qstate_.valid = false;
     fstate_.valid = false;
+    bstate_valid_ = false;
     producer_.kind = 0;
   }
 
@@ -910,6 +945,10 @@ class CudaBackend final : public Backend {
   Scratch gemm_x_;  // BF16 activations of the GEMM in flight
   Scratch gemm_w_;  // BF16 weight rows of the GEMM in flight
   Scratch argmax_;  // token ids of argmax_rows
+  // The GEMM input last converted into gemm_x_ (valid like qstate_).
+  Mat bstate_x_;
+  uint16_t* bstate_buf_ = nullptr;
+  bool bstate_valid_ = false;
   cuda::Blas* blas_ = nullptr;  // cuBLAS handle on stream_ (nullptr: no GEMM)
   std::vector<void*> retired_;
 
