@@ -206,6 +206,15 @@ class Backend {
   // and synchronize() inside a step first run what is queued. Defaults: nothing.
   virtual void begin_step(const StepInputs& in) { (void)in; }
   virtual void end_step() {}
+  // Greedy pick on the backend: ids[t] (host) = the first index of the largest value of row t
+  // of x (this backend's memory), NaN counting as -inf, -1 when a row has no finite or +inf
+  // value; only the ids are copied back. False when the backend has no such op (the caller
+  // copies the logits and samples on the host; the CPU backend does that).
+  virtual bool argmax_rows(const Mat& x, int32_t* ids) {
+    (void)x;
+    (void)ids;
+    return false;
+  }
   // Free and total bytes of the device memory; false for host memory (the CPU backend).
   virtual bool memory_info(size_t* free_bytes, size_t* total_bytes) const {
     (void)free_bytes;

@@ -15,6 +15,7 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
 #ifdef BRISK_HAVE_CUDA
   brisk::CudaBenchParams p;
   std::string shape = "llama-3.1-8b", type_name = "q8_0", graphs = "both";
+  bool prefill = false;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& f = argv[i];
     BRISK_CHECK(i + 1 < argv.size(), "cuda-bench: ", f, " needs a value");
@@ -44,16 +45,31 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
       p.steps = std::stoi(v);
     } else if (f == "--past") {
       p.n_past = std::stoi(v);
+    } else if (f == "--prefill") {
+      p.prefill = std::stoi(v);
+      prefill = true;
     } else {
       brisk::fail("cuda-bench: unknown argument '", f,
                   "' (--type q8_0|bf16|q4_k_m|... --shape llama-3.1-8b|qwen2.5-0.5b --graphs on|off|both "
                   "--gemv-only yes|no "
-                  "--layers N --steps N --past N)");
+                  "--layers N --steps N --past N --prefill N)");
     }
   }
   BRISK_CHECK(p.n_layer > 0 && p.n_layer <= 256 && p.steps > 0 && p.steps <= 100000 && p.n_past >= 0 &&
                   p.n_past <= 131072,
               "cuda-bench: --layers, --steps or --past out of range");
+  if (prefill) {
+    BRISK_CHECK(p.prefill > 8 && p.prefill <= 65535, "cuda-bench: --prefill out of range (9..65535)");
+    const int steps = p.steps == brisk::CudaBenchParams{}.steps ? 5 : p.steps;
+    p.steps = steps;
+    const brisk::CudaPrefillResult r = brisk::cuda_prefill_bench(p);
+    std::printf("cuda-bench %s %s (%d layers) prefill pp%d: %.0f tok/s, matmuls %.1f TFLOP/s = %.1f%% of the "
+                "BF16 GEMM rate %.1f TFLOP/s ([%d x %d] . [%d x %d]^T, same run)\n",
+                type_name.c_str(), shape.c_str(), p.n_layer, p.prefill, r.tok_per_s, r.matmul_tflops,
+                100.0 * r.matmul_tflops / r.gemm_tflops, r.gemm_tflops, p.prefill, p.n_embd, p.n_ff, p.n_embd);
+    std::fflush(stdout);
+    return 0;
+  }
   for (const bool g : {true, false}) {
     if ((g && graphs == "off") || (!g && graphs == "on")) continue;
     p.graphs = g;
@@ -76,6 +92,6 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
 }  // namespace
 
 BRISK_COMMAND("cuda-bench",
-              "decode benchmark of the CUDA backend at a real model shape (--type q8_0|bf16|q4_k_m, "
-              "--shape llama-3.1-8b|qwen2.5-0.5b)",
+              "decode (or with --prefill N, prefill) benchmark of the CUDA backend at a real model shape "
+              "(--type q8_0|bf16|q4_k_m, --shape llama-3.1-8b|qwen2.5-0.5b)",
               cmd_cuda_bench);

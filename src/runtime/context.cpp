@@ -55,7 +55,8 @@ class ModelContext final : public Context {
 
     int32_t n_want = 0;
     for (const BatchToken& t : batch) n_want += t.want_logits ? 1 : 0;
-    if (n_want > 0) logits_.assign(size_t(n_want) * size_t(cfg_.n_vocab), 0.0f);
+    if (n_want > 0 && !device_greedy_) logits_.assign(size_t(n_want) * size_t(cfg_.n_vocab), 0.0f);
+    if (n_want > 0 && device_greedy_) greedy_.assign(size_t(n_want), -1);
     int32_t logits_done = 0;
 
     for (size_t start = 0; start < batch.size(); start += size_t(opt_.n_batch)) {
@@ -83,18 +84,36 @@ class ModelContext final : public Context {
         const BatchToken& t = batch[start + size_t(i)];
         kv_->set_length(t.seq, std::max(kv_->length(t.seq), t.pos + 1));
       }
-      if (n_out > 0) {
+      if (n_out > 0 && device_greedy_) {
+        const Mat rows{.data = arena_.logits, .rows = n_out, .cols = cfg_.n_vocab};
+        BRISK_CHECK(backend_->argmax_rows(rows, greedy_.data() + logits_done), "decode: device greedy pick failed");
+        logits_done += n_out;
+      } else if (n_out > 0) {
         backend_->copy(logits_.data() + size_t(logits_done) * size_t(cfg_.n_vocab), arena_.logits,
                        sizeof(float) * size_t(n_out) * size_t(cfg_.n_vocab));
         logits_done += n_out;
       }
     }
-    if (n_want > 0) n_logits_ = n_want;
+    if (n_want > 0) {
+      n_logits_ = n_want;
+      logits_are_ids_ = device_greedy_;
+    }
+  }
+
+  bool set_device_greedy(bool on) override {
+    int32_t none = 0;
+    device_greedy_ = on && backend_->argmax_rows(Mat{.data = arena_.logits, .rows = 0, .cols = cfg_.n_vocab}, &none);
+    return device_greedy_;
+  }
+
+  const int32_t* greedy_ids() const override {
+    return logits_are_ids_ && n_logits_ > 0 ? greedy_.data() : nullptr;
   }
 
   const float* logits(int32_t i) const override {
     BRISK_CHECK(i >= 0 && i < n_logits_, "logits(", i, "): the last batch with logits had ", n_logits_,
                 " such tokens");
+    BRISK_CHECK(!logits_are_ids_, "logits(", i, "): the last batch picked greedy ids on the device (no logits copied)");
     return logits_.data() + size_t(i) * size_t(cfg_.n_vocab);
   }
 
@@ -230,6 +249,9 @@ class ModelContext final : public Context {
   std::vector<int32_t> ids_, pos_, seq_, out_rows_;
   std::vector<float> logits_;  // [n_logits, n_vocab]
   int32_t n_logits_ = 0;
+  bool device_greedy_ = false;   // set_device_greedy
+  bool logits_are_ids_ = false;  // the last batch with wanted rows kept ids (greedy_), not logits_
+  std::vector<int32_t> greedy_;  // [n_logits]
   TapFn tap_;
   brisk::TapFn tap_fn_;
 };

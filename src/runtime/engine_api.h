@@ -71,6 +71,15 @@ class Context {
   // Logits of the i-th token of the last batch that had want_logits set, in batch order: [n_vocab].
   virtual const float* logits(int32_t i) const = 0;
   virtual int32_t n_vocab() const = 0;
+  // Greedy sampling on the device: while on, decode() picks the argmax of each wanted row on
+  // the backend and copies only the token ids back (logits(i) then fails); greedy_ids() gives
+  // them. Returns whether the mode is on (false: the backend has no such op, e.g. the CPU).
+  virtual bool set_device_greedy(bool on) {
+    (void)on;
+    return false;
+  }
+  // [rows wanted by the last batch] argmax ids (-1: no finite logit) while device greedy is on.
+  virtual const int32_t* greedy_ids() const { return nullptr; }
 
   virtual int32_t seq_length(int32_t seq) const = 0;
   virtual void seq_truncate(int32_t seq, int32_t n_keep) = 0;   // keep positions [0, n_keep)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 
 #include "core/error.h"
@@ -114,15 +115,41 @@ GenerateResult generate(Context& ctx, const Tokenizer* tokenizer, const std::vec
   batch.reserve(prompt.size());
   for (size_t i = 0; i < prompt.size(); ++i)
     batch.push_back({.token = prompt[i], .pos = pos + int32_t(i), .seq = seq, .want_logits = i + 1 == prompt.size()});
+  // A plain greedy request (no bias, no penalties) picks its tokens on the device when the
+  // backend can (only the id is copied back); the prompt's logits stay on the host when a
+  // callback wants them.
+  const SamplerParams& sp = params.sampling;
+  const bool plain_greedy = (sp.temperature <= 0.0f || !std::isfinite(1.0f / sp.temperature)) &&
+                            sp.logit_bias.empty() &&
+                            (sp.penalty_last_n == 0 || (sp.repeat_penalty == 1.0f && sp.presence_penalty == 0.0f &&
+                                                        sp.frequency_penalty == 0.0f));
+  struct GreedyMode {
+    Context& ctx;
+    bool on = false;
+    ~GreedyMode() {
+      if (on) ctx.set_device_greedy(false);
+    }
+  } greedy{.ctx = ctx};
+  if (plain_greedy && !cb.on_prompt_logits) greedy.on = ctx.set_device_greedy(true);
   ctx.decode(batch);
   pos += int32_t(prompt.size());
   res.prompt_seconds = seconds_since(t0);
   if (cb.on_prompt_logits) cb.on_prompt_logits(ctx.logits(0), ctx.n_vocab());
+  if (plain_greedy && cb.on_prompt_logits) greedy.on = ctx.set_device_greedy(true);
+  // The next token: the device's pick, else the sampler's (which would fail the same way on a
+  // row without a finite logit).
+  auto next_token = [&]() -> int32_t {
+    const int32_t* ids = greedy.on ? ctx.greedy_ids() : nullptr;
+    if (!ids) return sampler.sample(ctx.logits(0));
+    BRISK_CHECK(ids[0] >= 0 && ids[0] < ctx.n_vocab(),
+                "sampler: every token is masked out or banned; nothing can be sampled");
+    return ids[0];
+  };
 
   const auto t1 = std::chrono::steady_clock::now();
   res.stop = StopReason::max_tokens;
   for (int32_t i = 0; i < params.max_tokens; ++i) {
-    const int32_t tok = sampler.sample(ctx.logits(0));
+    const int32_t tok = next_token();
     sampler.accept(tok);
     res.tokens.push_back(tok);
     if (std::find(eog.begin(), eog.end(), tok) != eog.end()) {

@@ -105,14 +105,23 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
     DevMat ref_out(*be, s.n_tok, s.n_out);
     ref::matmul({.out = ref_out.hmat(), .x = x.hmat(), .w = q.w, .bias = s.bias ? bias.data() : nullptr});
     std::vector<float> wrow(static_cast<size_t>(s.n_in));
+    const bool gemm = s.n_tok > 8 && t != QuantType::F32 && cuda_has_gemm(*be);
     for (int64_t r = 0; r < s.n_out; ++r) {
       cpu::row_to_f32(t, q.w.row(r), wrow.data(), s.n_in);
       for (int64_t tk = 0; tk < s.n_tok; ++tk) {
         double mag = 0.0;
         for (int64_t i = 0; i < s.n_in; ++i) mag += std::fabs(double(wrow[size_t(i)]) * x.host[size_t(tk * s.n_in + i)]);
         // Formats converted to BF16 at upload carry its rounding (2^-8 relative per weight).
-        const double tol = (cuda::weight_format_on_device(t) ? 2e-5 : 8e-3) * mag + 1e-5;
+        double tol = (cuda::weight_format_on_device(t) ? 2e-5 : 8e-3) * mag + 1e-5;
         const size_t i = size_t(tk * s.n_out + r);
+        if (gemm) {
+          // The tensor-core GEMM takes BF16 weights and activations (not the vec_dot_type's
+          // rounding): against the unrounded product, 2^-8 relative per term.
+          double want = s.bias ? bias[size_t(r)] : 0.0;
+          for (int64_t j = 0; j < s.n_in; ++j) want += double(wrow[size_t(j)]) * x.host[size_t(tk * s.n_in + j)];
+          ASSERT_NEAR(got[i], want, 6e-3 * mag + 1e-4) << what << " (GEMM) token " << tk << " row " << r;
+          continue;
+        }
         ASSERT_NEAR(got[i], ref_out.host[i], tol) << what << " token " << tk << " row " << r;
       }
     }
@@ -238,6 +247,37 @@ TEST(CudaBackend, Attention) {
     expect_close(out.fetch(), want.host, 2e-5f, 1e-4f,
                  str_cat("attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " window ", cs.window,
                          " softcap ", cs.softcap, cs.prefill ? " prefill" : " decode"));
+  }
+}
+
+// Prefill batches of one sequence at consecutive positions run the tensor-core kernel
+// (attention_prefill.cu: F16 q and probabilities, so a looser tolerance than above).
+TEST(CudaBackend, PrefillAttentionTensorCores) {
+  REQUIRE_GPU(be);
+  struct Case { int32_t n_head, n_head_kv, hd, window; float softcap; int32_t n_tok, p0, seq; };
+  for (const Case cs : {Case{8, 2, 128, 0, 0.0f, 100, 0, 1}, Case{8, 2, 64, 0, 0.0f, 130, 37, 0},
+                        Case{4, 4, 128, 50, 0.0f, 70, 20, 1}, Case{6, 2, 64, 0, 30.0f, 65, 200, 0},
+                        Case{32, 8, 128, 0, 0.0f, 9, 5, 0}, Case{4, 1, 64, 7, 0.0f, 40, 0, 1}}) {
+    const int64_t cap = 300, width = int64_t(cs.n_head_kv) * cs.hd;
+    Cache c = make_cache(*be, QuantType::F16, 2, cap, width, 31);
+    std::vector<int32_t> seq(size_t(cs.n_tok), cs.seq), pos;
+    for (int32_t i = 0; i < cs.n_tok; ++i) pos.push_back(cs.p0 + i);
+    const int64_t n = cs.n_tok, qw = int64_t(cs.n_head) * cs.hd;
+    DevMat q(*be, n, qw, randn(size_t(n * qw), 32)), out(*be, n, qw), want(*be, n, qw);
+    const float scale = 1.0f / std::sqrt(float(cs.hd));
+    AttentionArgs a{.out = out.dev, .q = q.dev, .k_cache = c.k, .v_cache = c.v, .seq = seq.data(), .pos = pos.data(),
+                    .n_head = cs.n_head, .n_head_kv = cs.n_head_kv, .head_dim = cs.hd, .scale = scale,
+                    .window = cs.window, .softcap = cs.softcap};
+    be->attention(a);
+    AttentionArgs h = a;
+    h.out = want.hmat();
+    h.q = q.hmat();
+    h.k_cache.data = c.hk.data();
+    h.v_cache.data = c.hv.data();
+    ref::attention(h);
+    expect_close(out.fetch(), want.host, 1e-2f, 1e-2f,
+                 str_cat("prefill attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " window ", cs.window,
+                         " softcap ", cs.softcap, " tokens ", cs.n_tok, " from ", cs.p0));
   }
 }
 

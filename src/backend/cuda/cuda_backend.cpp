@@ -29,12 +29,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/cuda/cuda_blas.h"
 #include "backend/cuda/cuda_graphs.h"
 #include "core/error.h"
 #include "core/flags.h"
 #include "core/fp16.h"
 #include "core/log.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cuda/attention_prefill.h"
+#include "kernels/cuda/gemm_prep.h"
 #include "kernels/cuda/kernels.h"
 #include "quant/format.h"
 #include "quant/types.h"
@@ -45,6 +48,10 @@ namespace {
 
 constexpr int32_t kGraphMaxTokens = 8;  // steps of at most this many tokens run as graphs
 constexpr size_t kMaxGraphs = 16;
+// Matmuls of more than kGraphMaxTokens rows run on the tensor cores (cuBLAS BF16 GEMM); weights
+// not stored as BF16 are dequantized per matmul into a reused BF16 scratch of at most this many
+// elements (128 MiB), in chunks of rows when a matrix is larger.
+constexpr int64_t kGemmScratchElems = int64_t(64) << 20;
 
 void cuda_check(cudaError_t e, const char* op, const char* what) {
   if (e != cudaSuccess) {
@@ -101,12 +108,14 @@ class CudaBackend final : public Backend {
     cuda_check(cudaSetDevice(device), "init", "cudaSetDevice");
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "init", "cudaStreamCreate");
     cuda_check(cudaEventCreateWithFlags(&step_copied_, cudaEventDisableTiming), "init", "cudaEventCreate");
+    if (!flags().no_cuda_gemm) blas_ = cuda::blas_create(stream_);
   }
 
   ~CudaBackend() override {
     cudaSetDevice(device_);
     cudaStreamSynchronize(stream_);
     graphs_cache_.clear();
+    cuda::blas_destroy(blas_);
     for (auto& [p, n] : allocs_) cudaFree(reinterpret_cast<void*>(p));
     for (void* p : retired_) cudaFree(p);
     if (step_host_) cudaFreeHost(step_host_);
@@ -118,6 +127,28 @@ class CudaBackend final : public Backend {
   int n_threads() const override { return 1; }
 
   uint64_t graph_replays() const { return graphs_cache_.replays(); }
+  bool has_gemm() const { return blas_ != nullptr; }
+
+  // out [m, n] (row stride ldo) = x [m, k] . w [n, k]^T, BF16 operands in device memory.
+  void gemm_bf16(const uint16_t* x, const uint16_t* w, float* out, int64_t m, int64_t n, int64_t k, int64_t ldo) {
+    flush("gemm");
+    cuda::blas_gemm_bf16(blas_, x, w, out, m, n, k, ldo, "gemm");
+  }
+
+  bool argmax_rows(const Mat& x, int32_t* ids) override {
+    BRISK_CHECK(x.data != nullptr && x.rows >= 0 && x.cols > 0 && x.row_stride() >= x.cols && ids != nullptr,
+                "argmax_rows: bad logits [", x.rows, ", ", x.cols, "]");
+    if (x.rows == 0) return true;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      BRISK_CHECK(is_device(x.data) && is_device(x.row(x.rows - 1) + x.cols - 1), "argmax_rows: logits are not ",
+                  "device memory of this backend");
+    }
+    auto* dev = static_cast<int32_t*>(scratch(argmax_, sizeof(int32_t) * size_t(x.rows), "argmax_rows"));
+    enqueue("argmax_rows", [x, dev](cudaStream_t s) { return cuda::launch_argmax_rows(x, dev, s); });
+    copy(ids, dev, sizeof(int32_t) * size_t(x.rows));
+    return true;
+  }
 
   bool memory_info(size_t* free_bytes, size_t* total_bytes) const override {
     cudaSetDevice(device_);
@@ -232,6 +263,11 @@ class CudaBackend final : public Backend {
     d.w = device_weight(a.w, "matmul");
     d.bias = a.bias ? device_floats(a.bias, a.w.n_out, "matmul bias") : nullptr;
     if (a.x.rows == 0) return;
+    if (overlaps(a.out, bstate_x_)) bstate_valid_ = false;  // the output rewrites a converted input
+    if (use_gemm(a)) {
+      gemm(a, d);
+      return;
+    }
     // Activations go through the (original) weight format's vec_dot_type, as on the CPU:
     // quantized to int8 for the dp4a kernels, else rounded to floats.
     const cuda::ActRound round = cuda::act_round_for(format_traits(a.w.type).vec_dot_type);
@@ -465,8 +501,14 @@ class CudaBackend final : public Backend {
     check_kv(a.k_cache, "attention");
     check_kv(a.v_cache, "attention");
     AttentionArgs d = a;
+    const bool flash = use_flash_prefill(a);
     d.seq = stage(a.seq, a.q.rows, "attention seq");
     d.pos = stage(a.pos, a.q.rows, "attention pos");
+    if (flash) {
+      forget_quant();
+      enqueue("attention (prefill)", [d](cudaStream_t s) { return cuda::launch_prefill_attention(d, s); });
+      return;
+    }
     const size_t sf = cuda::attention_scratch_floats(d);
     float* part = sf ? static_cast<float*>(scratch(attn_, sizeof(float) * sf, "attention")) : nullptr;
     key_.add(uint64_t(5));
@@ -611,6 +653,72 @@ class CudaBackend final : public Backend {
     RopeTable rope_table;
   };
 
+  // Prefill matmuls on the tensor cores: more than kGraphMaxTokens rows, launch by launch, for
+  // every weight format but F32 (kept exact on the GEMV; F32 weights are test fixtures).
+  bool use_gemm(const MatmulArgs& a) const {
+    return blas_ != nullptr && a.x.rows > kGraphMaxTokens && a.x.rows <= 65535 && a.w.type != QuantType::F32 &&
+           (!in_step_ || step_eager_);
+  }
+
+  // out = x . W^T (+ bias): x rounded to BF16 once, W (device layout `d.w`) used as is when
+  // BF16, else dequantized to BF16 in chunks of rows into the reused scratch.
+  void gemm(const MatmulArgs& a, const MatmulArgs& d) {
+    const int64_t m = a.x.rows, k = d.w.n_in, n = d.w.n_out;
+    auto* xb = static_cast<uint16_t*>(scratch(gemm_x_, sizeof(uint16_t) * size_t(m) * size_t(k), "matmul"));
+    const bool direct = d.w.type == QuantType::BF16;
+    const int64_t chunk = direct ? n : std::min<int64_t>(n, std::max<int64_t>(1, std::min<int64_t>(65535, kGemmScratchElems / k)));
+    uint16_t* wb = direct ? nullptr
+                          : static_cast<uint16_t*>(scratch(gemm_w_, sizeof(uint16_t) * size_t(chunk) * size_t(k), "matmul"));
+    const Mat x = d.x;
+    // Consecutive matmuls of one input (q / k / v, gate / up) convert it once.
+    if (!(bstate_valid_ && same_mat(bstate_x_, a.x) && bstate_buf_ == xb)) {
+      enqueue("matmul (BF16 activations)", [x, xb](cudaStream_t s) { return cuda::launch_act_to_bf16(x, xb, s); });
+      bstate_x_ = a.x;
+      bstate_buf_ = xb;
+      bstate_valid_ = true;
+    }
+    for (int64_t r0 = 0; r0 < n; r0 += chunk) {
+      const int64_t r1 = std::min(n, r0 + chunk);
+      const uint16_t* w = static_cast<const uint16_t*>(d.w.data) + (direct ? size_t(r0) * size_t(k) : 0);
+      if (!direct) {
+        const Weight dw = d.w;
+        enqueue("matmul (BF16 weights)", [dw, r0, r1, wb](cudaStream_t s) {
+          return cuda::launch_weight_to_bf16(dw, r0, r1, wb, s);
+        });
+        w = wb;
+      }
+      cuda::blas_gemm_bf16(blas_, xb, w, d.out.data + r0, m, r1 - r0, k, d.out.row_stride(), "matmul");
+    }
+    if (d.bias) {
+      const Mat out = d.out;
+      const float* bias = d.bias;
+      enqueue("matmul (bias)", [out, bias](cudaStream_t s) { return cuda::launch_add_bias(out, bias, s); });
+    }
+    producer_.kind = 0;
+    if (overlaps(a.out, qstate_.x)) qstate_.valid = false;
+    if (overlaps(a.out, fstate_.x)) fstate_.valid = false;
+  }
+
+  // Prefill attention on the tensor cores: more than kGraphMaxTokens tokens launch by launch, one
+  // sequence at consecutive positions inside the cache (host arrays), a shape the kernel takes.
+  bool use_flash_prefill(const AttentionArgs& a) {
+    if (flags().no_cuda_flash_prefill || a.q.rows <= kGraphMaxTokens || (in_step_ && !step_eager_) ||
+        !cuda::prefill_attention_supported(a) || a.seq == nullptr || a.pos == nullptr)
+      return false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (is_device(a.seq) || is_device(a.pos)) return false;
+    }
+    const int32_t s0 = a.seq[0], p0 = a.pos[0];
+    const int64_t n = a.q.rows;
+    if (s0 < 0 || s0 >= a.k_cache.n_seq || s0 >= a.v_cache.n_seq || p0 < 0 || p0 + n > a.k_cache.capacity ||
+        p0 + n > a.v_cache.capacity)
+      return false;
+    for (int64_t i = 0; i < n; ++i)
+      if (a.seq[i] != s0 || a.pos[i] != p0 + i) return false;
+    return true;
+  }
+
   // Runs the launch now, or queues it when a step is being collected for a graph.
   void enqueue(const char* op, cuda::Launch fn) {
     if (in_step_ && !step_eager_) {
@@ -644,6 +752,7 @@ class CudaBackend final : public Backend {
   void forget_quant() {
     qstate_.valid = false;
     fstate_.valid = false;
+    bstate_valid_ = false;
     producer_.kind = 0;
   }
 
@@ -833,6 +942,14 @@ class CudaBackend final : public Backend {
   Scratch act_;   // rounded / copied float activations of the matmul in flight
   Scratch qact_;  // quantized activations (qstate_)
   Scratch attn_;  // split partial results of attention
+  Scratch gemm_x_;  // BF16 activations of the GEMM in flight
+  Scratch gemm_w_;  // BF16 weight rows of the GEMM in flight
+  Scratch argmax_;  // token ids of argmax_rows
+  // The GEMM input last converted into gemm_x_ (valid like qstate_).
+  Mat bstate_x_;
+  uint16_t* bstate_buf_ = nullptr;
+  bool bstate_valid_ = false;
+  cuda::Blas* blas_ = nullptr;  // cuBLAS handle on stream_ (nullptr: no GEMM)
   std::vector<void*> retired_;
 
   QuantState qstate_;
@@ -862,6 +979,17 @@ std::unique_ptr<Backend> make_cuda_backend(int device, bool graphs) {
 uint64_t cuda_graph_replays(const Backend& be) {
   const auto* c = dynamic_cast<const CudaBackend*>(&be);
   return c ? c->graph_replays() : 0;
+}
+
+bool cuda_has_gemm(const Backend& be) {
+  const auto* c = dynamic_cast<const CudaBackend*>(&be);
+  return c && c->has_gemm();
+}
+
+void cuda_gemm_bf16(Backend& be, const uint16_t* x, const uint16_t* w, float* out, int64_t m, int64_t n, int64_t k) {
+  auto* c = dynamic_cast<CudaBackend*>(&be);
+  BRISK_CHECK(c && c->has_gemm(), "cuda_gemm_bf16: not a CUDA backend with cuBLAS");
+  c->gemm_bf16(x, w, out, m, n, k, n);
 }
 
 }  // namespace brisk

@@ -14,4 +14,11 @@ std::unique_ptr<Backend> make_cuda_backend(int device, bool graphs = true);
 // Steps a CUDA backend ran by replaying a captured graph (0 for other backends).
 uint64_t cuda_graph_replays(const Backend& be);
 
+// True when `be` is a CUDA backend that runs matmuls of more than 8 rows (F32 weights
+// excepted) as BF16 tensor-core GEMMs (built with cuBLAS, BRISK_NO_CUDA_GEMM unset).
+bool cuda_has_gemm(const Backend& be);
+// A plain GEMM on such a backend (for the benchmark's tensor-core rate): out [m, n] F32 =
+// x [m, k] BF16 . w [n, k]^T BF16, all dense device memory of `be`; queued on its stream.
+void cuda_gemm_bf16(Backend& be, const uint16_t* x, const uint16_t* w, float* out, int64_t m, int64_t n, int64_t k);
+
 }  // namespace brisk

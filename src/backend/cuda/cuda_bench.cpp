@@ -12,6 +12,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "core/error.h"
+#include "core/fp16.h"
 #include "kernels/cpu/ops.h"
 
 namespace brisk {
@@ -182,6 +183,121 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
   const double kv_bytes = p.matmul_only ? 0.0 : 2.0 * double(p.n_layer) * double(p.n_past + p.steps / 2) * double(kv_w) * 2.0;
   res.bytes_per_token = wm.bytes() + wm6.bytes() + kv_bytes;
   res.achieved_gbps = res.bytes_per_token * res.tok_per_s / 1e9;
+  return res;
+}
+
+CudaPrefillResult cuda_prefill_bench(const CudaBenchParams& p) {
+  BRISK_CHECK(p.n_head % p.n_head_kv == 0 && p.steps > 0 && p.prefill > 8, "cuda bench: bad parameters");
+  auto be = make_cuda_backend(p.device, false);
+  BRISK_CHECK(cuda_has_gemm(*be), "cuda bench: prefill needs the tensor-core GEMM (cuBLAS build, BRISK_NO_CUDA_GEMM unset)");
+  CudaPrefillResult res;
+  const int64_t n = p.prefill;
+
+  // Tensor-core rate: out [n, n_ff] = x [n, n_embd] . w [n_ff, n_embd]^T, random BF16 operands.
+  {
+    const int64_t m = n, nn = p.n_ff, k = p.n_embd;
+    std::mt19937 rng(7);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<uint16_t> pool(size_t(k) * 256);
+    for (uint16_t& v : pool) v = f32_to_bf16(d(rng));
+    auto fill = [&](int64_t rows) {
+      auto* dev = static_cast<uint16_t*>(be->alloc(sizeof(uint16_t) * size_t(rows * k)));
+      for (int64_t r = 0; r < rows; r += 256)
+        be->copy(dev + size_t(r * k), pool.data(), sizeof(uint16_t) * size_t(std::min<int64_t>(256, rows - r) * k));
+      return dev;
+    };
+    uint16_t* x = fill(m);
+    uint16_t* w = fill(nn);
+    auto* out = static_cast<float*>(be->alloc(sizeof(float) * size_t(m * nn)));
+    for (int i = 0; i < 3; ++i) cuda_gemm_bf16(*be, x, w, out, m, nn, k);
+    be->synchronize();
+    const int reps = 50;
+    const auto t0 = Clock::now();
+    for (int i = 0; i < reps; ++i) cuda_gemm_bf16(*be, x, w, out, m, nn, k);
+    be->synchronize();
+    res.gemm_tflops = 2.0 * double(m) * double(nn) * double(k) * reps / seconds_since(t0) / 1e12;
+    be->free(x);
+    be->free(w);
+    be->free(out);
+  }
+
+  const int64_t q_w = int64_t(p.n_head) * p.head_dim, kv_w = int64_t(p.n_head_kv) * p.head_dim;
+  const int64_t cap = n + 8;
+  WeightMaker wm(*be, p.q4_k_m ? QuantType::Q4_K : p.type);
+  WeightMaker wm6(*be, QuantType::Q6_K);
+  std::vector<Layer> layers(static_cast<size_t>(p.n_layer));
+  for (int i = 0; i < p.n_layer; ++i) {
+    Layer& l = layers[size_t(i)];
+    const int nl = p.n_layer;
+    const bool more_bits = i < nl / 8 || i >= 7 * nl / 8 || (i - nl / 8) % 3 == 2;
+    WeightMaker& vd = p.q4_k_m && more_bits ? wm6 : wm;
+    l.wq = wm.make(q_w, p.n_embd);
+    l.wk = wm.make(kv_w, p.n_embd);
+    l.wv = vd.make(kv_w, p.n_embd);
+    l.wo = wm.make(p.n_embd, q_w);
+    l.gate = wm.make(p.n_ff, p.n_embd);
+    l.up = wm.make(p.n_ff, p.n_embd);
+    l.down = vd.make(p.n_embd, p.n_ff);
+    const size_t rb = size_t(kv_w) * 2;
+    l.k = KvView{.type = QuantType::F16, .data = be->alloc(rb * size_t(cap)), .width = kv_w, .row_bytes = rb,
+                 .capacity = cap, .n_seq = 1};
+    l.v = l.k;
+    l.v.data = be->alloc(rb * size_t(cap));
+  }
+  const Weight output = (p.q4_k_m ? wm6 : wm).make(p.n_vocab, p.n_embd);
+  std::vector<float> ones(size_t(std::max<int64_t>(p.n_embd, p.head_dim)), 1.0f);
+  RopeTable rope{.n_rot = p.head_dim, .inv_freq = {}};
+  for (int i = 0; i < p.head_dim / 2; ++i) rope.inv_freq.push_back(std::pow(500000.0f, -2.0f * float(i) / float(p.head_dim)));
+
+  auto buf = [&](int64_t rows, int64_t cols) {
+    return Mat{.data = static_cast<float*>(be->alloc(sizeof(float) * size_t(rows * cols))), .rows = rows, .cols = cols};
+  };
+  const Mat x = buf(n, p.n_embd), h = buf(n, p.n_embd), t = buf(n, p.n_embd), q = buf(n, q_w), k = buf(n, kv_w),
+            v = buf(n, kv_w), attn = buf(n, q_w), gate = buf(n, p.n_ff), up = buf(n, p.n_ff), logits = buf(1, p.n_vocab);
+  const Mat h_last{.data = h.row(n - 1), .rows = 1, .cols = p.n_embd};
+  std::vector<int32_t> ids(static_cast<size_t>(n), 1), seq(static_cast<size_t>(n), 0), pos(static_cast<size_t>(n), 0);
+  for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(i);
+  const int32_t out_row = int32_t(n - 1);
+  const float scale = 1.0f / std::sqrt(float(p.head_dim));
+
+  auto forward = [&]() {
+    be->begin_step({.n_tok = int32_t(n), .ids = ids.data(), .pos = pos.data(), .seq = seq.data(), .n_out = 1,
+                    .out_rows = &out_row});
+    be->embedding({.out = x, .table = output, .ids = ids.data()});
+    for (const Layer& l : layers) {
+      be->rms_norm({.out = h, .x = x, .weight = ones.data()});
+      be->matmul({.out = q, .x = h, .w = l.wq});
+      be->matmul({.out = k, .x = h, .w = l.wk});
+      be->matmul({.out = v, .x = h, .w = l.wv});
+      be->rope({.x = q, .pos = pos.data(), .n_head = p.n_head, .head_dim = p.head_dim, .table = &rope});
+      be->rope({.x = k, .pos = pos.data(), .n_head = p.n_head_kv, .head_dim = p.head_dim, .table = &rope});
+      be->kv_store({.k = k, .v = v, .k_cache = l.k, .v_cache = l.v, .seq = seq.data(), .pos = pos.data()});
+      be->attention({.out = attn, .q = q, .k_cache = l.k, .v_cache = l.v, .seq = seq.data(), .pos = pos.data(),
+                     .n_head = p.n_head, .n_head_kv = p.n_head_kv, .head_dim = p.head_dim, .scale = scale});
+      be->matmul({.out = t, .x = attn, .w = l.wo});
+      be->add({.out = x, .a = x, .b = t});
+      be->rms_norm({.out = h, .x = x, .weight = ones.data()});
+      be->matmul({.out = gate, .x = h, .w = l.gate});
+      be->matmul({.out = up, .x = h, .w = l.up});
+      be->gated_act({.out = gate, .gate = gate, .up = up});
+      be->matmul({.out = t, .x = gate, .w = l.down});
+      be->add({.out = x, .a = x, .b = t});
+    }
+    be->rms_norm({.out = h, .x = x, .weight = ones.data()});
+    be->matmul({.out = logits, .x = h_last, .w = output});
+    be->end_step();
+  };
+
+  forward();  // warm-up: constants, scratch buffers, cuBLAS heuristics
+  be->synchronize();
+  const auto t0 = Clock::now();
+  for (int i = 0; i < p.steps; ++i) forward();
+  be->synchronize();
+  const double secs = seconds_since(t0);
+  res.tok_per_s = double(n) * p.steps / secs;
+  const double per_layer = 2.0 * double(p.n_embd) * double(2 * q_w + 2 * kv_w + 3 * int64_t(p.n_ff));
+  const double flops = double(n) * per_layer * p.n_layer + 2.0 * double(p.n_embd) * double(p.n_vocab);
+  res.matmul_tflops = flops * p.steps / secs / 1e12;
   return res;
 }
 

@@ -27,6 +27,7 @@ struct CudaBenchParams {
   int32_t n_vocab = 128256;
   int32_t n_past = 512;     // positions already in the KV cache (F16)
   int32_t steps = 64;
+  int32_t prefill = 512;    // cuda_prefill_bench: prompt tokens per forward (from position 0)
   int device = 0;
 };
 
@@ -41,5 +42,17 @@ struct CudaBenchResult {
 bool cuda_bench_shape(const std::string& name, CudaBenchParams& p);
 
 CudaBenchResult cuda_decode_bench(const CudaBenchParams& p);
+
+struct CudaPrefillResult {
+  double tok_per_s = 0.0;        // prompt tokens per second (whole forward, last row's logits)
+  double matmul_tflops = 0.0;    // the forward's matmul FLOPs / the forward's time
+  double gemm_tflops = 0.0;      // a plain BF16 GEMM [prefill x n_embd] . [n_ff x n_embd]^T, same run
+};
+
+// Prefill benchmark: forwards of p.prefill tokens at positions 0.. (one sequence, logits of
+// the last token only), launch by launch as the Context runs them, `steps` timed forwards;
+// next to the tensor-core rate of a plain BF16 GEMM of the FFN's size (random operands).
+// Needs a backend with the GEMM (cuda_has_gemm).
+CudaPrefillResult cuda_prefill_bench(const CudaBenchParams& p);
 
 }  // namespace brisk

@@ -1,0 +1,22 @@
+// The tensor-core GEMM of the CUDA backend's prefill: cuBLAS (cublasGemmEx), BF16 operands,
+// FP32 accumulation and output. Builds without cuBLAS (BRISK_HAVE_CUBLAS unset) keep the
+// GEMV path: blas_create returns nullptr there.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace brisk::cuda {
+
+struct Blas;  // a cuBLAS handle bound to one stream
+
+// nullptr when the build has no cuBLAS; throws brisk::Error when cuBLAS fails to start.
+Blas* blas_create(cudaStream_t stream);
+void blas_destroy(Blas* b);
+
+// out [m, n] F32 (row stride ldo floats, ldo >= n) = x [m, k] BF16 (dense) . w [n, k]^T BF16
+// (dense), FP32 accumulation; queued on the handle's stream. Throws brisk::Error naming `op`.
+void blas_gemm_bf16(Blas* b, const uint16_t* x, const uint16_t* w, float* out, int64_t m, int64_t n, int64_t k,
+                    int64_t ldo, const char* op);
+
+}  // namespace brisk::cuda
