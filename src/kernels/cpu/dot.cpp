@@ -182,6 +182,10 @@ void gemv_rows_multi(const GemvMultiParams& p) {
   const bool self_prefetch = selected_dot_isa(p.weight_type) != Isa::scalar &&
                              (p.weight_type == QuantType::Q4_K || p.weight_type == QuantType::Q5_K ||
                               p.weight_type == QuantType::Q6_K);
+  if (self_prefetch) {  // they fetch kRowPrefetchBytes ahead: start the stream with that stretch
+    const uint8_t* head = std::min(w_end, wb + kRowPrefetchBytes);
+    for (const uint8_t* q = wb; q < head; q += 64) __builtin_prefetch(q, 0, 3);
+  }
   auto prefetch_through = [&](const uint8_t* row_end) {
     if (self_prefetch) return;
     const uint8_t* target = std::min(w_end, row_end + kRowPrefetchBytes);
