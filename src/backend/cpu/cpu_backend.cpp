@@ -71,14 +71,7 @@ class CpuBackend final : public Backend {
     check_mat(a.x, a.x.rows, a.w.n_in, "matmul", "x");
     check_mat(a.out, a.x.rows, a.w.n_out, "matmul", "out");
     if (ref_) return ref::matmul(a);
-    const size_t rb = cpu::matmul_act_row_bytes(a.w.type, a.w.n_in);
-    void* act = scratch(act_scratch_, rb * size_t(a.x.rows));
-    const size_t packed_bytes = cpu::matmul_packed_bytes(a);
-    void* packed = packed_bytes ? scratch(packed_scratch_, packed_bytes) : nullptr;
-    pool_.run([&](int ith, int nth) { cpu::matmul_quantize_rows(a, act, packed, ith, nth); },
-              parts_for(double(a.x.rows) * double(a.w.n_in) * 4.0));
-    pool_.run([&](int ith, int nth) { cpu::matmul_rows(a, act, packed, ith, nth); },
-              parts_for(double(a.x.rows) * double(a.w.n_in) * double(a.w.n_out)));
+    run_matmuls(&a, 1);
   }
 
   // Decode (at most 8 tokens) of matmuls sharing x and the activation format: x is quantized
@@ -97,20 +90,11 @@ class CpuBackend final : public Backend {
       for (int i = 0; i < n; ++i) matmul(list[i]);
       return;
     }
-    double work = 0.0;
     for (int i = 0; i < n; ++i) {
       check_mat(list[i].x, list[i].x.rows, list[i].w.n_in, "matmul", "x");
       check_mat(list[i].out, list[i].x.rows, list[i].w.n_out, "matmul", "out");
-      work += double(list[i].x.rows) * double(list[i].w.n_in) * double(list[i].w.n_out);
     }
-    const MatmulArgs& a0 = list[0];
-    const size_t rb = cpu::matmul_act_row_bytes(a0.w.type, a0.w.n_in);
-    void* act = scratch(act_scratch_, rb * size_t(a0.x.rows));
-    pool_.run([&](int ith, int nth) { cpu::matmul_quantize_rows(a0, act, nullptr, ith, nth); },
-              parts_for(double(a0.x.rows) * double(a0.w.n_in) * 4.0));
-    pool_.run([&](int ith, int nth) {
-      for (int i = 0; i < n; ++i) cpu::matmul_rows(list[i], act, nullptr, ith, nth);
-    }, parts_for(work));
+    run_matmuls(list, n);
   }
 
   void rms_norm(const RmsNormArgs& a) override {
@@ -265,6 +249,23 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  // Matmuls of one input (checked by the caller): list[0].x is quantized once (and packed for
+  // the prefill GEMM when a single matmul uses it), then every matmul's rows run in one region.
+  void run_matmuls(const MatmulArgs* list, int n) {
+    const MatmulArgs& a0 = list[0];
+    const size_t rb = cpu::matmul_act_row_bytes(a0.w.type, a0.w.n_in);
+    void* act = scratch(act_scratch_, rb * size_t(a0.x.rows));
+    const size_t packed_bytes = n == 1 ? cpu::matmul_packed_bytes(a0) : 0;
+    void* packed = packed_bytes ? scratch(packed_scratch_, packed_bytes) : nullptr;
+    double work = 0.0;
+    for (int i = 0; i < n; ++i) work += double(list[i].x.rows) * double(list[i].w.n_in) * double(list[i].w.n_out);
+    pool_.run([&](int ith, int nth) { cpu::matmul_quantize_rows(a0, act, packed, ith, nth); },
+              parts_for(double(a0.x.rows) * double(a0.w.n_in) * 4.0));
+    pool_.run([&](int ith, int nth) {
+      for (int i = 0; i < n; ++i) cpu::matmul_rows(list[i], act, packed, ith, nth);
+    }, parts_for(work));
+  }
+
   static void* scratch(std::vector<uint8_t>& buf, size_t bytes) {
     if (buf.size() < bytes) buf.resize(bytes);
     return buf.data();

@@ -19,12 +19,6 @@ namespace brisk::cpu {
 
 namespace {
 
-// Bytes from the start of a cache row to element `offset` (a multiple of the block size).
-size_t segment_offset(const KvView& v, int64_t offset) {
-  const QuantTypeInfo& info = quant_type_info(v.type);
-  return size_t(offset / info.block_size) * info.type_size;
-}
-
 const float* load_segment(const KvView& v, int64_t seq, int64_t pos, size_t byte_off, int64_t n,
                           float* buf) {
   const uint8_t* src = v.row(seq, pos) + byte_off;
@@ -61,8 +55,8 @@ void attention_rows(const AttentionArgs& a, float* scratch, int ith, int nth) {
     const float* q = a.q.row(t) + int64_t(h) * hd;
     const int64_t s = a.seq[t], p = a.pos[t];
     const int64_t start = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
-    const size_t k_off = segment_offset(a.k_cache, int64_t(kvh) * hd);
-    const size_t v_off = segment_offset(a.v_cache, int64_t(kvh) * hd);
+    const size_t k_off = kv_segment_offset(a.k_cache, int64_t(kvh) * hd);
+    const size_t v_off = kv_segment_offset(a.v_cache, int64_t(kvh) * hd);
     float m = -std::numeric_limits<float>::infinity();
     float l = 0.0f;
     std::memset(acc, 0, sizeof(float) * size_t(hd));

@@ -32,11 +32,6 @@ inline __m256 load8(QuantType type, const void* base, int32_t i) {
   return _mm256_loadu_ps(static_cast<const float*>(base) + i);
 }
 
-size_t segment_offset(const KvView& v, int64_t offset) {
-  const QuantTypeInfo& info = quant_type_info(v.type);
-  return size_t(offset / info.block_size) * info.type_size;
-}
-
 }  // namespace
 
 void attention_rows_avx2(const AttentionArgs& a, float* scratch, int ith, int nth) {
@@ -56,8 +51,8 @@ void attention_rows_avx2(const AttentionArgs& a, float* scratch, int ith, int nt
     const float* q = a.q.row(t) + int64_t(h) * hd;
     const int64_t s = a.seq[t], p = a.pos[t];
     const int64_t start = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
-    const size_t k_off = segment_offset(a.k_cache, int64_t(kvh) * hd);
-    const size_t v_off = segment_offset(a.v_cache, int64_t(kvh) * hd);
+    const size_t k_off = kv_segment_offset(a.k_cache, int64_t(kvh) * hd);
+    const size_t v_off = kv_segment_offset(a.v_cache, int64_t(kvh) * hd);
     float m = -std::numeric_limits<float>::infinity();
     float l = 0.0f;
     std::memset(acc, 0, sizeof(float) * size_t(hd));

@@ -35,11 +35,6 @@ namespace {
 
 constexpr int kTile = 16;
 
-size_t segment_offset(const KvView& v, int64_t offset) {
-  const QuantTypeInfo& info = quant_type_info(v.type);
-  return size_t(offset / info.block_size) * info.type_size;
-}
-
 // Rows j0..j0+n-1 of one KV head as floats into out (kTile, hd); rows n..15 zero.
 void load_tile(const KvView& v, int64_t seq, int64_t j0, int n, size_t byte_off, int32_t hd, float* out) {
   for (int j = 0; j < n; ++j) {
@@ -120,8 +115,8 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, float* kt, f
   const int64_t start = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
   const int64_t n_pos = p + 1 - start;
   const int64_t n_pad = (n_pos + kTile - 1) / kTile * kTile;
-  const size_t k_off = segment_offset(a.k_cache, int64_t(kvh) * hd);
-  const size_t v_off = segment_offset(a.v_cache, int64_t(kvh) * hd);
+  const size_t k_off = kv_segment_offset(a.k_cache, int64_t(kvh) * hd);
+  const size_t v_off = kv_segment_offset(a.v_cache, int64_t(kvh) * hd);
   const size_t k_row_bytes = size_t(quant_row_bytes(a.k_cache.type, uint64_t(hd)).value_or(0));
   if (score_buf.size() < size_t(group * n_pad)) score_buf.resize(size_t(group * n_pad));
   float* sc = score_buf.data();  // (group, n_pad)

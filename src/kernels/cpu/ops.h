@@ -30,6 +30,11 @@ void rms_norm_rows(const RmsNormArgs& a, int ith, int nth);
 void rope_rows(const RopeArgs& a, int ith, int nth);
 void kv_store_rows(const KvStoreArgs& a, int ith, int nth);
 // scratch: at least attention_scratch_floats(head_dim) floats for this part.
+// Bytes from the start of a KV cache row to element `offset` (a multiple of the block size).
+inline size_t kv_segment_offset(const KvView& v, int64_t offset) {
+  const QuantTypeInfo& info = quant_type_info(v.type);
+  return size_t(offset / info.block_size) * info.type_size;
+}
 int64_t attention_scratch_floats(int32_t head_dim);
 void attention_rows(const AttentionArgs& a, float* scratch, int ith, int nth);
 // AVX2/FMA/F16C variant (attention_avx2.cpp); head_dim % 8 == 0. Callers check the CPU.
