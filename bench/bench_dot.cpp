@@ -9,6 +9,7 @@
 //   build/release/bench/brisk_microbench --benchmark_filter=gemv
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -109,6 +110,23 @@ void run_gemv_dram(benchmark::State& state, QuantType t) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(p.w.size()));
 }
 
+// The first rows of W (about 512 KB, so they stay in L2) swept repeatedly: the kernel's compute
+// rate with no memory stalls, to compare with the per-core share of DRAM bandwidth.
+// cols < kCols: the same bytes read as shorter rows (real models have rows of 896-2048 elements,
+// where the per-row work of a kernel weighs more).
+void run_gemv_l2(benchmark::State& state, QuantType t, int64_t cols) {
+  const Problem& p = problem(t);
+  const size_t row_bytes = size_t(*brisk::quant_row_bytes(t, uint64_t(cols)));
+  const int64_t rows = std::max<int64_t>(1, int64_t((size_t(512) << 10) / row_bytes));
+  std::vector<float> y(static_cast<size_t>(rows));
+  for (auto _ : state) {
+    gemv_rows(t, p.w.data(), row_bytes, rows, cols, p.x.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * rows * int64_t(row_bytes));
+}
+
 const QuantType kAll[] = {
     QuantType::F32,   QuantType::F16,    QuantType::BF16,   QuantType::Q8_0,   QuantType::Q4_0,
     QuantType::Q4_1,  QuantType::Q5_0,   QuantType::Q5_1,   QuantType::IQ4_NL, QuantType::MXFP4,
@@ -118,11 +136,17 @@ const QuantType kAll[] = {
 
 int register_all() {
   for (QuantType t : {QuantType::F16, QuantType::BF16, QuantType::Q8_0, QuantType::Q4_0, QuantType::Q5_0, QuantType::Q4_K,
-                      QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_XS})
+                      QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_XS}) {
     benchmark::RegisterBenchmark(
         (std::string("gemv_dram_4096x4096/") + std::string(brisk::quant_type_info(t).name)).c_str(),
         run_gemv_dram, t)
         ->Unit(benchmark::kMillisecond);
+    for (int64_t cols : {kCols, int64_t(1024)})
+      benchmark::RegisterBenchmark((std::string("gemv_l2/") + std::string(brisk::quant_type_info(t).name) + "/cols:" +
+                                    std::to_string(cols)).c_str(),
+                                   run_gemv_l2, t, cols)
+          ->Unit(benchmark::kMicrosecond);
+  }
   for (QuantType t : kAll) {
     const std::string name = std::string("gemv_4096x4096/") + std::string(brisk::quant_type_info(t).name);
     benchmark::RegisterBenchmark((name + "/best").c_str(), run_gemv, t, VecDotFn{nullptr})->Unit(benchmark::kMillisecond);

@@ -60,6 +60,7 @@ CpuFeatures detect() {
   f.avx512 = f.avx2 && zmm_ok && (b7 & (1u << 16)) && (b7 & (1u << 30)) && (b7 & (1u << 31)) &&
              (b7 & (1u << 17));
   f.avx512_vnni = f.avx512 && (c7 & (1u << 11));
+  f.avx512_vbmi = f.avx512 && (c7 & (1u << 1));
   f.avx512_bf16 = f.avx512 && (a71 & (1u << 5));
   f.avx512_fp16 = f.avx512 && (d7 & (1u << 23));
   f.avx_vnni = f.avx2 && (a71 & (1u << 4));
@@ -83,8 +84,9 @@ CpuFeatures cpu_features() {
   const Flags& fl = flags();
   if (fl.no_simd || fl.no_avx2) f = CpuFeatures{};
   if (fl.no_avx512) {
-    f.avx512 = f.avx512_vnni = f.avx512_bf16 = f.avx512_fp16 = false;
+    f.avx512 = f.avx512_vnni = f.avx512_vbmi = f.avx512_bf16 = f.avx512_fp16 = false;
   }
+  if (fl.no_avx512_vbmi) f.avx512_vbmi = false;
   if (fl.no_amx) f.amx = false;
   return f;
 }
@@ -99,6 +101,7 @@ std::string cpu_features_string() {
   add(f.avx_vnni, "avx_vnni");
   add(f.avx512, "avx512");
   add(f.avx512_vnni, "avx512_vnni");
+  add(f.avx512_vbmi, "avx512_vbmi");
   add(f.avx512_bf16, "avx512_bf16");
   add(f.avx512_fp16, "avx512_fp16");
   add(f.amx, "amx");

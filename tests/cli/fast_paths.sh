@@ -6,7 +6,7 @@ set -euo pipefail
 BIN=${BRISK_BIN:?BRISK_BIN not set}
 D=${BRISK_SHARED_DATA:-}
 [[ -n "$D" && -d "$D/models" ]] || { echo "fast_paths.sh: no shared fixture models, skipped"; exit 77; }
-switches=(BRISK_NO_GEMM BRISK_NO_AVX512 BRISK_NO_AVX2 BRISK_NO_SIMD BRISK_NO_HUGEPAGES BRISK_NO_SIMD_QUANTIZE_ACT
+switches=(BRISK_NO_GEMM BRISK_NO_AVX512 BRISK_NO_AVX512_VBMI BRISK_NO_AVX2 BRISK_NO_SIMD BRISK_NO_HUGEPAGES BRISK_NO_SIMD_QUANTIZE_ACT
           BRISK_NO_SIMD_DOT_Q8_0 BRISK_REF_OPS)
 checked=0
 for arch in llama mistral qwen2 qwen3 gemma3 qwen3_moe; do

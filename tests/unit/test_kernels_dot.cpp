@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -213,9 +214,7 @@ TEST(KernelsDot, SelectionHonoursKillSwitches) {
 
 // gemv_rows_multi (including the multi-token kernels of Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K) must give every
 // token exactly what gemv_rows gives it alone.
-TEST(KernelsGemv, RowsMatchSingleDotsAndMultiTokenIsBitIdentical) {
-  for (QuantType t : {QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::Q8_0, QuantType::Q4_0,
-                      QuantType::Q5_0, QuantType::F16, QuantType::IQ2_XS})
+void check_gemv_rows(QuantType t) {
   for (int n_tokens : {2, 5, 8}) {
     const int64_t k = quant_type_info(t).block_size == 256 ? 768 : 544, n_rows = 37;
     const size_t rb = row_bytes(t, k) + 16;  // padded row stride
@@ -250,6 +249,39 @@ TEST(KernelsGemv, RowsMatchSingleDotsAndMultiTokenIsBitIdentical) {
         std::memcpy(&b2, &multi, 4);
         EXPECT_EQ(b1, b2) << quant_type_info(t).name << " " << n_tokens << " tokens: token " << tok << " row " << r;
       }
+  }
+}
+
+TEST(KernelsGemv, RowsMatchSingleDotsAndMultiTokenIsBitIdentical) {
+  for (QuantType t : {QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::Q8_0, QuantType::Q4_0,
+                      QuantType::Q5_0, QuantType::F16, QuantType::IQ2_XS})
+    check_gemv_rows(t);
+}
+
+// Q4_0 and Q5_0 have two AVX-512 kernels: the byte-permute one (CPUs with VBMI, selected by
+// default) and the plain AVX-512 one (BRISK_NO_AVX512_VBMI). Both against the reference, over
+// lengths with partial groups and partial quads of blocks, and both through the GEMV.
+TEST(KernelsDot, NibbleKernelsWithAndWithoutVbmiMatchReference) {
+  if (!vec_dot_variant(QuantType::Q4_0, Isa::avx512)) GTEST_SKIP() << "needs AVX-512 VNNI";
+  for (bool vbmi_off : {false, true}) {
+    std::unique_ptr<ScopedEnv> off;
+    if (vbmi_off) off = std::make_unique<ScopedEnv>("BRISK_NO_AVX512_VBMI", "1");
+    for (QuantType t : {QuantType::Q4_0, QuantType::Q5_0}) {
+      const VecDotFn simd = vec_dot_variant(t, Isa::avx512);
+      for (int64_t n : {32, 64, 96, 128, 160, 512, 544, 896, 4864}) {
+        for (int source = 0; source < 2; ++source) {
+          const uint32_t seed = uint32_t(n) * 17u + uint32_t(t) + (vbmi_off ? 5u : 0u);
+          std::vector<uint8_t> w = source == 0 ? quantized(t, gaussian(size_t(n), seed)) : random_blocks(t, n, seed);
+          std::vector<uint8_t> a = quantized(QuantType::Q8_0, gaussian(size_t(n), seed + 1));
+          float want = 0, got = 0;
+          format_traits(t).vec_dot(n, &want, w.data(), a.data());
+          simd(n, &got, w.data(), a.data());
+          EXPECT_NEAR(got, want, 4e-6 * magnitude(t, w.data(), a.data(), n) + 1e-30)
+              << quant_type_info(t).name << " n=" << n << " vbmi_off=" << vbmi_off;
+        }
+      }
+      check_gemv_rows(t);
+    }
   }
 }
 

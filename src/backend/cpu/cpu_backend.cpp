@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "backend/backend.h"
+#include "backend/cpu/op_profile.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/large_alloc.h"
@@ -43,7 +44,8 @@ class CpuBackend final : public Backend {
       : pool_(n_threads),
         ref_(flags().ref_ops),
         avx2_(cpu_features().avx2 && !flags().no_simd),
-        avx512_(cpu_features().avx512 && !flags().no_simd) {}
+        avx512_(cpu_features().avx512 && !flags().no_simd),
+        profile_(flags().profile) {}
   ~CpuBackend() override {
     for (void* p : allocations_) large_free(p);
   }
@@ -98,6 +100,7 @@ class CpuBackend final : public Backend {
   }
 
   void rms_norm(const RmsNormArgs& a) override {
+    OpProfile::Scope prof(profile_, "rms_norm");
     const int64_t group = a.group > 0 ? a.group : a.x.cols;
     BRISK_CHECK(group > 0 && a.x.cols % group == 0, "rms_norm: ", a.x.cols,
                 " columns are not a multiple of group ", group);
@@ -108,6 +111,7 @@ class CpuBackend final : public Backend {
   }
 
   void rope(const RopeArgs& a) override {
+    OpProfile::Scope prof(profile_, "rope");
     BRISK_CHECK(a.table && a.table->n_rot <= a.head_dim && a.table->n_rot % 2 == 0 &&
                     a.table->inv_freq.size() == size_t(a.table->n_rot / 2) && a.table->n_rot <= 1024,
                 "rope: bad rotary table for head_dim ", a.head_dim);
@@ -118,6 +122,7 @@ class CpuBackend final : public Backend {
   }
 
   void kv_store(const KvStoreArgs& a) override {
+    OpProfile::Scope prof(profile_, "kv_store");
     check_mat(a.k, a.k.rows, a.k_cache.width, "kv_store", "k");
     check_mat(a.v, a.k.rows, a.v_cache.width, "kv_store", "v");
     if (ref_) return ref::kv_store(a);
@@ -126,6 +131,7 @@ class CpuBackend final : public Backend {
   }
 
   void attention(const AttentionArgs& a) override {
+    OpProfile::Scope prof(profile_, "attention");
     BRISK_CHECK(a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0, "attention: ", a.n_head,
                 " heads are not a multiple of ", a.n_head_kv, " KV heads");
     check_mat(a.q, a.q.rows, int64_t(a.n_head) * a.head_dim, "attention", "q");
@@ -152,6 +158,7 @@ class CpuBackend final : public Backend {
   }
 
   void gated_act(const GatedActArgs& a) override {
+    OpProfile::Scope prof(profile_, "gated_act");
     check_mat(a.up, a.gate.rows, a.gate.cols, "gated_act", "up");
     check_mat(a.out, a.gate.rows, a.gate.cols, "gated_act", "out");
     if (ref_) return ref::gated_act(a);
@@ -163,6 +170,7 @@ class CpuBackend final : public Backend {
   }
 
   void add(const AddArgs& a) override {
+    OpProfile::Scope prof(profile_, "add");
     check_mat(a.b, a.a.rows, a.a.cols, "add", "b");
     check_mat(a.out, a.a.rows, a.a.cols, "add", "out");
     if (ref_) return ref::add(a);
@@ -170,6 +178,7 @@ class CpuBackend final : public Backend {
   }
 
   void embedding(const EmbeddingArgs& a) override {
+    OpProfile::Scope prof(profile_, "embedding");
     check_mat(a.out, a.out.rows, a.table.n_in, "embedding", "out");
     if (ref_) return ref::embedding(a);
     pool_.run([&](int ith, int nth) { cpu::embedding_rows(a, ith, nth); },
@@ -177,6 +186,7 @@ class CpuBackend final : public Backend {
   }
 
   void get_rows(const GetRowsArgs& a) override {
+    OpProfile::Scope prof(profile_, "get_rows");
     check_mat(a.out, a.out.rows, a.x.cols, "get_rows", "out");
     pool_.run([&](int ith, int nth) { cpu::get_rows_rows(a, ith, nth); }, parts_for(double(a.out.rows) * double(a.x.cols)));
   }
@@ -184,6 +194,7 @@ class CpuBackend final : public Backend {
   // Routes every token, then runs each expert once over the tokens that chose it (gathered
   // rows, ordinary matmuls on scratch) and scatters the weighted results into out.
   void moe(const MoeArgs& a) override {
+    OpProfile::Scope prof(profile_, "moe");
     const int64_t n_tok = a.x.rows;
     BRISK_CHECK(a.gate && a.up && a.down && a.n_expert > 0 && a.n_used > 0 && a.n_used <= a.n_expert,
                 "moe: ", a.n_used, " of ", a.n_expert, " experts, or expert weights missing");
@@ -241,6 +252,7 @@ class CpuBackend final : public Backend {
   }
 
   void softcap(const SoftcapArgs& a) override {
+    OpProfile::Scope prof(profile_, "softcap");
     BRISK_CHECK(a.cap > 0.0f && std::isfinite(a.cap), "softcap: cap ", a.cap, " must be positive");
     check_mat(a.x, a.x.rows, a.x.cols, "softcap", "x");
     if (ref_) return ref::softcap(a);
@@ -259,8 +271,18 @@ class CpuBackend final : public Backend {
     void* packed = packed_bytes ? scratch(packed_scratch_, packed_bytes) : nullptr;
     double work = 0.0;
     for (int i = 0; i < n; ++i) work += double(list[i].x.rows) * double(list[i].w.n_in) * double(list[i].w.n_out);
-    pool_.run([&](int ith, int nth) { cpu::matmul_quantize_rows(a0, act, packed, ith, nth); },
-              parts_for(double(a0.x.rows) * double(a0.w.n_in) * 4.0));
+    {
+      OpProfile::Scope prof(profile_, "quantize_act");
+      pool_.run([&](int ith, int nth) { cpu::matmul_quantize_rows(a0, act, packed, ith, nth); },
+                parts_for(double(a0.x.rows) * double(a0.w.n_in) * 4.0));
+    }
+    double bytes = 0.0;
+    if (profile_.on())
+      for (int i = 0; i < n; ++i) bytes += double(list[i].w.row_bytes) * double(list[i].w.n_out);
+    OpProfile::Scope prof(profile_, profile_.on() ? str_cat(a0.x.rows > 8 ? "matmul(prefill) " : "matmul ",
+                                                            quant_type_info(a0.w.type).name, " ", a0.w.n_out, n > 1 ? "+" : "", "x", a0.w.n_in)
+                                           : std::string(),
+                          bytes);
     pool_.run([&](int ith, int nth) {
       for (int i = 0; i < n; ++i) cpu::matmul_rows(list[i], act, packed, ith, nth);
     }, parts_for(work));
@@ -275,6 +297,7 @@ class CpuBackend final : public Backend {
   const bool ref_;   // BRISK_REF_OPS: scalar references instead of the kernels
   const bool avx2_;    // AVX2 attention kernel allowed
   const bool avx512_;  // AVX-512 attention kernel allowed
+  OpProfile profile_;  // BRISK_PROFILE
   std::mutex mutex_;
   std::unordered_set<void*> allocations_;
   std::vector<uint8_t> act_scratch_;

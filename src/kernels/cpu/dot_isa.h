@@ -37,3 +37,11 @@ VecDotMultiFn wide_q32_multi_kernel(QuantType weight_type, int n_tokens);
 // format or token count has no such kernel. Bit-identical to the two functions above.
 bool wide_q32_gemv(const GemvMultiParams& p, size_t prefetch_bytes);
 }  // namespace brisk::kernels::avx512
+
+namespace brisk::kernels::avx512vbmi {  // AVX-512 + VBMI (dot_nibble_avx512vbmi.cpp)
+// Q4_0 / Q5_0 x Q8_0 with byte-permute block decoding; same contracts as the wide_q32 kernels
+// above, which return these when cpu_features().avx512_vbmi.
+VecDotFn nibble_kernel(QuantType weight_type);
+VecDotMultiFn nibble_multi_kernel(QuantType weight_type, int n_tokens);
+bool nibble_gemv(const GemvMultiParams& p);
+}  // namespace brisk::kernels::avx512vbmi

@@ -22,10 +22,10 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/dot_isa.h"
 #include "quant/blocks.h"
@@ -261,19 +261,6 @@ void gemv_prepared(const GemvMultiParams& p, size_t prefetch_bytes) {
     const size_t head = std::min(total, kWeightPrefetchBytes);
     for (size_t off = 0; off < head; off += 64) _mm_prefetch(reinterpret_cast<const char*>(wb) + off, _MM_HINT_T1);
   }
-  static const bool fake = getenv("FAKE_GEMV") != nullptr;
-  if (fake) {
-    __m512i acc = _mm512_setzero_si512();
-    const size_t total = size_t(p.n_rows) * p.row_bytes;
-    size_t i = 0;
-    for (; i + 64 <= total; i += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(wb) + i + kWeightPrefetchBytes, _MM_HINT_T0);
-      acc = _mm512_add_epi64(acc, _mm512_loadu_si512(wb + i));
-    }
-    const float v = float(_mm512_reduce_add_epi64(acc) & 1);
-    for (int64_t r = 0; r < p.n_rows; ++r) p.y[r] = v;
-    return;
-  }
   for (int64_t r = 0; r < p.n_rows; ++r)
     row_dot<NT, Fmt>(p.k / 32, wb + size_t(r) * p.row_bytes, xp, p.y + r, size_t(p.y_stride));
 }
@@ -295,7 +282,15 @@ bool gemv_pick(const GemvMultiParams& p, size_t prefetch_bytes) {
 
 }  // namespace
 
+namespace {
+// Q4_0 / Q5_0 on a CPU with VBMI (and no BRISK_NO_AVX512_VBMI): dot_nibble_avx512vbmi.cpp.
+bool use_vbmi(QuantType t) {
+  return (t == QuantType::Q4_0 || t == QuantType::Q5_0) && cpu_features().avx512_vbmi;
+}
+}  // namespace
+
 VecDotFn wide_q32_kernel(QuantType t) {
+  if (use_vbmi(t)) return avx512vbmi::nibble_kernel(t);
   switch (t) {
     case QuantType::Q8_0: return dot_one<FmtQ8_0>;
     case QuantType::Q4_0: return dot_one<FmtQ4_0>;
@@ -305,6 +300,7 @@ VecDotFn wide_q32_kernel(QuantType t) {
 }
 
 VecDotMultiFn wide_q32_multi_kernel(QuantType t, int nt) {
+  if (use_vbmi(t)) return avx512vbmi::nibble_multi_kernel(t, nt);
   switch (t) {
     case QuantType::Q8_0: return pick<FmtQ8_0>(nt);
     case QuantType::Q4_0: return pick<FmtQ4_0>(nt);
@@ -314,6 +310,7 @@ VecDotMultiFn wide_q32_multi_kernel(QuantType t, int nt) {
 }
 
 bool wide_q32_gemv(const GemvMultiParams& p, size_t prefetch_bytes) {
+  if (use_vbmi(p.weight_type)) return avx512vbmi::nibble_gemv(p);
   switch (p.weight_type) {
     case QuantType::Q8_0: return gemv_pick<FmtQ8_0>(p, prefetch_bytes);
     case QuantType::Q4_0: return gemv_pick<FmtQ4_0>(p, prefetch_bytes);

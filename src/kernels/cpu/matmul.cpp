@@ -98,8 +98,11 @@ void matmul_rows(const MatmulArgs& a, const void* act, const void* packed, int i
     }
     return;
   }
-  for (int64_t r0 = row_begin; r0 < row_end; r0 += kRowBlock) {
-    const int64_t r1 = std::min(row_end, r0 + kRowBlock);
+  // One token group (decode): one GEMV over all the rows, so the kernel prepares the activations
+  // once; more tokens: blocks of rows reused from cache across the token groups.
+  const int64_t row_block = n_tok <= kTokenGroup ? row_end - row_begin : kRowBlock;
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += row_block) {
+    const int64_t r1 = std::min(row_end, r0 + row_block);
     for (int64_t t0 = 0; t0 < n_tok; t0 += kTokenGroup) {
       const int nt = int(std::min<int64_t>(kTokenGroup, n_tok - t0));
       kernels::gemv_rows_multi({.weight_type = a.w.type, .w = a.w.row(r0), .row_bytes = a.w.row_bytes,

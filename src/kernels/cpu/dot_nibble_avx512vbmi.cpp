@@ -1,0 +1,317 @@
+// AVX-512 VBMI decode dot products for Q4_0 and Q5_0 weights with Q8_0 activations, for 1..8
+// tokens at once with bit-identical results per token (the same role as the Q4_0/Q5_0 kernels
+// of dot_q32_avx512.cpp, which CPUs without VBMI keep using).
+//
+// Decode of these formats is close to instruction-bound at full memory bandwidth: the stored
+// blocks (18 or 22 bytes) do not line up with vector lanes, and extracting two blocks' nibbles
+// at a time costs two loads and several shuffles. Here four blocks ("a quad": 72 or 88
+// contiguous bytes) are read with two overlapping 64-byte loads that end exactly at the quad's
+// last byte, and one two-source byte permute (vpermt2b) puts the 4 x 16 code bytes side by
+// side, one block per 128-bit lane:
+//   lo = codes & 15          lane L: elements 0..15 of block L of the quad
+//   hi = (codes >> 4) & 15   lane L: elements 16..31
+// Q5_0's fifth bits come the same way (a permute of the qh bytes, then two 64-bit masks that
+// add 16 to the selected code bytes). vpdpbusd of lo and hi against the prepared activations
+// gives each block's sum in 4 int32 of its lane; the 4 quads of a group of 16 blocks reduce to
+// one vector of 16 block sums in 6 instructions, lane 4L + j holding block 4j + L. The weight
+// scales are permuted straight from the loaded bytes into that lane order (masked vpermb), so
+// per 16 blocks a token costs 8 vpdpbusd, the reduction and 3 float ops.
+//
+// The activation row is prepared once per GEMV call (shared by all rows), per group of 16
+// blocks: 8 x 64 bytes x (quad j: its lo-half activations, then its hi-half ones, one block
+// per lane), 16 int32 corr = -offset * (sum of the block's activations) and 16 float dx, both
+// in the reduction's lane order. acc += float(block sums + corr) * (d_w * d_x).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/dot.h"
+#include "kernels/cpu/dot_isa.h"
+#include "quant/blocks.h"
+
+namespace brisk::kernels::avx512vbmi {
+namespace {
+
+using quant::BlockQ4_0;
+using quant::BlockQ5_0;
+using quant::BlockQ8_0;
+
+constexpr int kGroup = 16;  // blocks per group
+constexpr int kQuads = 4;   // quads per group
+constexpr size_t kGroupBytes = 2 * kQuads * 64 + 64 + 64;
+
+// Block of reduced lane l (l = 4L + j holds block 4j + L of the group).
+constexpr int block_of_lane(int l) { return 4 * (l % 4) + l / 4; }
+
+struct Prepared {
+  const uint8_t* base;  // (n_groups, kGroupBytes)
+  const __m512i* x(int64_t g, int v) const { return reinterpret_cast<const __m512i*>(base + g * kGroupBytes + 64 * v); }
+  const __m512i* corr(int64_t g) const { return reinterpret_cast<const __m512i*>(base + g * kGroupBytes + 8 * 64); }
+  const float* dx(int64_t g) const { return reinterpret_cast<const float*>(base + g * kGroupBytes + 9 * 64); }
+};
+
+// Byte-permute tables of a format whose quad is read as A = bytes [0, 64) and B = bytes
+// [kSecond, kSecond + 64) (kSecond + 64 = the quad's size): index i < 64 selects A[i], 64 + i
+// selects B[i].
+template <int kBytes, int kQsAt, int kQhAt>
+struct QuadTables {
+  static constexpr int kSecond = 4 * kBytes - 64;
+  // Source index of byte `at` of the quad, from A when the `len` bytes starting there lie in A.
+  static constexpr uint8_t source(int at, int first_of_run, int len) {
+    return first_of_run + len <= 64 ? uint8_t(at) : uint8_t(64 + at - kSecond);
+  }
+  // Byte 16L + j: code byte j of block L.
+  alignas(64) static constexpr std::array<uint8_t, 64> qs = [] {
+    std::array<uint8_t, 64> t{};
+    for (int L = 0; L < 4; ++L)
+      for (int j = 0; j < 16; ++j) t[size_t(16 * L + j)] = source(kBytes * L + kQsAt + j, kBytes * L + kQsAt, 16);
+    return t;
+  }();
+  // Bytes 2L, 2L + 1: qh bytes 0, 1 of block L (the high bits of elements 0..15); bytes
+  // 8 + 2L, 9 + 2L: qh bytes 2, 3 (elements 16..31).
+  alignas(64) static constexpr std::array<uint8_t, 64> qh = [] {
+    std::array<uint8_t, 64> t{};
+    for (int L = 0; L < 4; ++L)
+      for (int e = 0; e < 4; ++e)
+        t[size_t((e < 2 ? 0 : 8) + 2 * L + (e & 1))] = source(kBytes * L + kQhAt + e, kBytes * L + kQhAt, 4);
+    return t;
+  }();
+  // Scale of quad position j (0..3): fp16 of block L goes to word 4L + j of the scale vector.
+  // Single-source permutes (vpermb) from A, or from B for a block whose scale lies past A.
+  static constexpr bool scale_in_a(int L) { return kBytes * L + 2 <= 64; }
+  alignas(64) static constexpr std::array<std::array<uint8_t, 64>, 4> scale_idx = [] {
+    std::array<std::array<uint8_t, 64>, 4> t{};
+    for (int j = 0; j < 4; ++j)
+      for (int L = 0; L < 4; ++L)
+        for (int e = 0; e < 2; ++e)
+          t[size_t(j)][size_t(2 * (4 * L + j) + e)] =
+              uint8_t(scale_in_a(L) ? kBytes * L + e : kBytes * L + e - kSecond);
+    return t;
+  }();
+  static constexpr __mmask64 scale_mask(int j, bool from_a) {
+    __mmask64 m = 0;
+    for (int L = 0; L < 4; ++L)
+      if (scale_in_a(L) == from_a) m |= __mmask64(3) << (2 * (4 * L + j));
+    return m;
+  }
+};
+
+struct FmtQ4_0 {
+  using Block = BlockQ4_0;
+  static constexpr int kOffset = 8, kShift = 3;
+  static constexpr bool kHighBit = false;
+  using Tables = QuadTables<sizeof(Block), 2, 0>;
+};
+
+struct FmtQ5_0 {
+  using Block = BlockQ5_0;
+  static constexpr int kOffset = 16, kShift = 4;
+  static constexpr bool kHighBit = true;
+  using Tables = QuadTables<sizeof(Block), 6, 2>;
+};
+
+inline __m512i load_table(const std::array<uint8_t, 64>& t) { return _mm512_load_si512(t.data()); }
+
+// Codes (lo, hi) of the quad at q and its 4 scales merged into scales16 (fp16 words in the
+// reduction's lane order) at quad position j.
+template <class Fmt>
+inline void decode_quad(const uint8_t* q, int j, __m512i* lo, __m512i* hi, __m512i* scales16) {
+  using T = typename Fmt::Tables;
+  const __m512i a = _mm512_loadu_si512(q);
+  const __m512i b = _mm512_loadu_si512(q + T::kSecond);
+  const __m512i codes = _mm512_permutex2var_epi8(a, load_table(T::qs), b);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  *lo = _mm512_and_si512(codes, m4);
+  *hi = _mm512_and_si512(_mm512_srli_epi16(codes, 4), m4);
+  if constexpr (Fmt::kHighBit) {
+    const __m128i h = _mm512_castsi512_si128(_mm512_permutex2var_epi8(a, load_table(T::qh), b));
+    const __m512i c16 = _mm512_set1_epi8(0x10);
+    *lo = _mm512_mask_add_epi8(*lo, _cvtu64_mask64(uint64_t(_mm_cvtsi128_si64(h))), *lo, c16);
+    *hi = _mm512_mask_add_epi8(*hi, _cvtu64_mask64(uint64_t(_mm_extract_epi64(h, 1))), *hi, c16);
+  }
+  const __m512i idx = _mm512_load_si512(T::scale_idx[size_t(j)].data());
+  constexpr __mmask64 kFromA[4] = {T::scale_mask(0, true), T::scale_mask(1, true), T::scale_mask(2, true),
+                                   T::scale_mask(3, true)};
+  constexpr __mmask64 kFromB[4] = {T::scale_mask(0, false), T::scale_mask(1, false), T::scale_mask(2, false),
+                                   T::scale_mask(3, false)};
+  *scales16 = _mm512_mask_permutexvar_epi8(*scales16, kFromA[j], idx, a);
+  if constexpr (kFromB[0] != 0) *scales16 = _mm512_mask_permutexvar_epi8(*scales16, kFromB[j], idx, b);
+}
+
+// 4 vectors (quad j: 4 int32 partial sums per block lane) -> 16 block sums, lane 4L + j.
+inline __m512i reduce_quads(const __m512i* p) {
+  const __m512i r0 = _mm512_add_epi32(_mm512_unpacklo_epi32(p[0], p[1]), _mm512_unpackhi_epi32(p[0], p[1]));
+  const __m512i r1 = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2], p[3]), _mm512_unpackhi_epi32(p[2], p[3]));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(r0, r1), _mm512_unpackhi_epi64(r0, r1));
+}
+
+// Writes the prepared activation of one Q8_0 row of nb blocks (layout in the header comment).
+template <class Fmt>
+void prepare(const BlockQ8_0* y, int64_t nb, uint8_t* out) {
+  const int64_t n_groups = (nb + kGroup - 1) / kGroup;
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const int64_t b0 = g * kGroup;
+    uint8_t* go = out + g * kGroupBytes;
+    std::memset(go, 0, kGroupBytes);
+    __m512i sums[kQuads];
+    for (int j = 0; j < kQuads; ++j) {
+      uint8_t* xlo = go + 64 * (2 * j);
+      uint8_t* xhi = go + 64 * (2 * j + 1);
+      for (int L = 0; L < 4; ++L) {
+        const int64_t b = b0 + 4 * j + L;
+        if (b >= nb) continue;
+        std::memcpy(xlo + 16 * L, y[b].qs, 16);
+        std::memcpy(xhi + 16 * L, y[b].qs + 16, 16);
+      }
+      const __m512i vlo = _mm512_load_si512(xlo), vhi = _mm512_load_si512(xhi);
+      sums[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, vlo), ones, vhi);
+    }
+    _mm512_store_si512(go + 8 * 64,
+                       _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(reduce_quads(sums), Fmt::kShift)));
+    float* dx = reinterpret_cast<float*>(go + 9 * 64);
+    for (int l = 0; l < kGroup; ++l) {
+      const int64_t b = b0 + block_of_lane(l);
+      dx[l] = b < nb ? _cvtsh_ss(y[b].d) : 0.0f;
+    }
+  }
+}
+
+// out[t * out_stride] = dot(row w, token t) for NT prepared tokens.
+template <int NT, class Fmt>
+void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
+  using Block = typename Fmt::Block;
+  constexpr int kQuadBytes = 4 * int(sizeof(Block));
+  const auto* x = static_cast<const uint8_t*>(w);
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b0 = 0, g = 0; b0 < nb; b0 += kGroup, ++g) {
+    const uint8_t* gw = x + b0 * int64_t(sizeof(Block));
+    const int nv = int(nb - b0 < kGroup ? nb - b0 : kGroup);
+    for (size_t off = 0; off < kGroup * sizeof(Block); off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(gw) + kWeightPrefetchBytes + off, _MM_HINT_T1);
+    __m512i lo[kQuads], hi[kQuads], scales16 = _mm512_setzero_si512();
+    for (int j = 0; j < kQuads; ++j) {
+      const int in_quad = nv - 4 * j;
+      if (in_quad >= 4) {
+        decode_quad<Fmt>(gw + j * kQuadBytes, j, &lo[j], &hi[j], &scales16);
+      } else if (in_quad > 0) {  // the row's last blocks: a zero-padded copy (never read past the row)
+        alignas(64) uint8_t tail[kQuadBytes] = {};
+        std::memcpy(tail, gw + j * kQuadBytes, size_t(in_quad) * sizeof(Block));
+        decode_quad<Fmt>(tail, j, &lo[j], &hi[j], &scales16);
+      } else {
+        lo[j] = hi[j] = _mm512_setzero_si512();
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm512_castsi512_si256(scales16));
+    for (int t = 0; t < NT; ++t) {
+      __m512i part[kQuads];
+      for (int j = 0; j < kQuads; ++j)
+        part[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[j], _mm512_load_si512(xp[t].x(g, 2 * j))),
+                                      hi[j], _mm512_load_si512(xp[t].x(g, 2 * j + 1)));
+      const __m512i sums = _mm512_add_epi32(reduce_quads(part), _mm512_load_si512(xp[t].corr(g)));
+      const __m512 s = _mm512_mul_ps(dw, _mm512_load_ps(xp[t].dx(g)));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), s, acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[size_t(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
+}
+
+// Prepared activations of nt tokens, in a reused per-thread buffer (64-byte aligned).
+template <class Fmt>
+void prepare_tokens(int64_t nb, const void* a, size_t a_stride, int nt, Prepared* xp) {
+  struct alignas(64) Line {
+    uint8_t bytes[64];
+  };
+  thread_local std::vector<Line> buf;
+  const size_t per = size_t((nb + kGroup - 1) / kGroup) * kGroupBytes;  // a multiple of 64
+  buf.resize((per * size_t(nt) + 63) / 64);
+  for (int t = 0; t < nt; ++t) {
+    uint8_t* dst = buf.data()->bytes + per * size_t(t);
+    prepare<Fmt>(reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + size_t(t) * a_stride), nb, dst);
+    xp[t].base = dst;
+  }
+}
+
+template <int NT, class Fmt>
+void dot_multi(int64_t n, float* out, size_t out_stride, const void* w, const void* a, size_t a_stride) {
+  Prepared xp[NT];
+  prepare_tokens<Fmt>(n / 32, a, a_stride, NT, xp);
+  row_dot<NT, Fmt>(n / 32, w, xp, out, out_stride);
+}
+
+template <class Fmt>
+void dot_one(int64_t n, float* out, const void* w, const void* a) {
+  dot_multi<1, Fmt>(n, out, 1, w, a, 0);
+}
+
+// Rows of a GEMV with the activations prepared once for all rows.
+template <int NT, class Fmt>
+void gemv(const GemvMultiParams& p) {
+  Prepared xp[NT];
+  prepare_tokens<Fmt>(p.k / 32, p.x_quant, p.x_stride, NT, xp);
+  const auto* wb = static_cast<const uint8_t*>(p.w);
+  // row_dot prefetches kWeightPrefetchBytes ahead of the group it decodes: start the stream.
+  const size_t head = std::min(size_t(p.n_rows) * p.row_bytes, kWeightPrefetchBytes);
+  for (size_t off = 0; off < head; off += 64) _mm_prefetch(reinterpret_cast<const char*>(wb) + off, _MM_HINT_T1);
+  for (int64_t r = 0; r < p.n_rows; ++r)
+    row_dot<NT, Fmt>(p.k / 32, wb + size_t(r) * p.row_bytes, xp, p.y + r, size_t(p.y_stride));
+}
+
+template <class Fmt, int... NT>
+constexpr std::array<VecDotMultiFn, 8> multi_table(std::integer_sequence<int, NT...>) {
+  return {dot_multi<NT + 1, Fmt>...};
+}
+
+template <class Fmt, int... NT>
+constexpr std::array<void (*)(const GemvMultiParams&), 8> gemv_table(std::integer_sequence<int, NT...>) {
+  return {gemv<NT + 1, Fmt>...};
+}
+
+template <class Fmt>
+VecDotMultiFn pick_multi(int nt) {
+  static constexpr auto table = multi_table<Fmt>(std::make_integer_sequence<int, 8>{});
+  return nt >= 1 && nt <= 8 ? table[size_t(nt - 1)] : nullptr;
+}
+
+template <class Fmt>
+bool run_gemv(const GemvMultiParams& p) {
+  static constexpr auto table = gemv_table<Fmt>(std::make_integer_sequence<int, 8>{});
+  if (p.n_tokens < 1 || p.n_tokens > 8) return false;
+  table[size_t(p.n_tokens - 1)](p);
+  return true;
+}
+
+}  // namespace
+
+VecDotFn nibble_kernel(QuantType t) {
+  switch (t) {
+    case QuantType::Q4_0: return dot_one<FmtQ4_0>;
+    case QuantType::Q5_0: return dot_one<FmtQ5_0>;
+    default: return nullptr;
+  }
+}
+
+VecDotMultiFn nibble_multi_kernel(QuantType t, int nt) {
+  switch (t) {
+    case QuantType::Q4_0: return pick_multi<FmtQ4_0>(nt);
+    case QuantType::Q5_0: return pick_multi<FmtQ5_0>(nt);
+    default: return nullptr;
+  }
+}
+
+bool nibble_gemv(const GemvMultiParams& p) {
+  switch (p.weight_type) {
+    case QuantType::Q4_0: return run_gemv<FmtQ4_0>(p);
+    case QuantType::Q5_0: return run_gemv<FmtQ5_0>(p);
+    default: return false;
+  }
+}
+
+}  // namespace brisk::kernels::avx512vbmi
