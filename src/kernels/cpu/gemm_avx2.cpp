@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/flags.h"
 #include "kernels/cpu/gemm_isa.h"
 #include "kernels/cpu/gemm_pack.h"
 
@@ -150,7 +151,12 @@ struct MaddubsTile {
               xv[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in.xa + word * kGemmGroup + h * kHalf));
             for (int r = 0; r < RR; ++r) {
               const __m256i cv = broadcast_word(in.code[r] + pl * W.k + 4 * word);
-              for (int h = 0; h < H; ++h) part[r][h] = _mm256_add_epi16(part[r][h], _mm256_maddubs_epi16(cv, xv[h]));
+              for (int h = 0; h < H; ++h) {
+                part[r][h] = _mm256_add_epi16(part[r][h], _mm256_maddubs_epi16(cv, xv[h]));
+                // Keeps the sums in registers word by word: left free, the compiler evaluates
+                // the chunk's products first and adds them as a tree, spilling most of them.
+                __asm__("" : "+x"(part[r][h]));
+              }
             }
           }
           for (int r = 0; r < RR; ++r)
@@ -305,6 +311,8 @@ GemmIsaKernels gemm_kernels_variant(QuantType t, bool avx_vnni) {
           .pack_tokens = gemm_pack_groups};
 }
 
-GemmIsaKernels gemm_kernels(QuantType t) { return gemm_kernels_variant(t, cpu_features().avx_vnni); }
+GemmIsaKernels gemm_kernels(QuantType t) {
+  return gemm_kernels_variant(t, cpu_features().avx_vnni && !flags().no_avx_vnni);
+}
 
 }  // namespace brisk::kernels::avx2

@@ -21,7 +21,7 @@ GemmIsaKernels gemm_kernels(QuantType weight_type);
 }  // namespace brisk::kernels::avx512
 
 namespace brisk::kernels::avx2 {  // AVX2 + FMA + F16C
-// AVX-VNNI when cpu_features().avx_vnni, else vpmaddubsw.
+// AVX-VNNI when cpu_features().avx_vnni (and not BRISK_NO_AVX_VNNI), else vpmaddubsw.
 GemmIsaKernels gemm_kernels(QuantType weight_type);
 // One variant (tests and benchmarks; avx_vnni needs cpu_features_detected().avx_vnni).
 GemmIsaKernels gemm_kernels_variant(QuantType weight_type, bool avx_vnni);
