@@ -27,7 +27,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "core/cpu_features.h"
 #include "core/flags.h"
@@ -59,24 +58,68 @@ struct TileOut {
 
 using TileFn = void (*)(const RowBlock&, int64_t r0, const uint8_t* group, const GemmGroupLayout&, const TileOut&);
 
-// The per-tile pointers into the row block and the token group.
-template <int RR>
-struct TileInputs {
+// One tile's inputs (pointers into the row block and the token group) and float accumulators,
+// with the per-block steps both integer variants share.
+template <int RR, int H, bool kMin>
+struct TileState {
   const uint8_t* code[RR];
   const float* sc[RR];
   const float* mn[RR];
   const int32_t* xa;
   const float* dx;
   const uint8_t* aux;
-  TileInputs(const RowBlock& W, int64_t r0, const uint8_t* group, const GemmGroupLayout& L) {
+  __m256 acc[RR][H];
+
+  __attribute__((always_inline)) TileState(const RowBlock& W, int64_t r0, const uint8_t* group,
+                                           const GemmGroupLayout& L) {
     for (int r = 0; r < RR; ++r) {
       code[r] = W.codes + size_t(r0 + r) * size_t(W.code_stride);
       sc[r] = W.scale + (r0 + r) * W.nblk;
       mn[r] = W.min + (r0 + r) * W.nblk;
+      for (int h = 0; h < H; ++h) acc[r][h] = _mm256_setzero_ps();
     }
     xa = reinterpret_cast<const int32_t*>(group + L.xa);
     dx = reinterpret_cast<const float*>(group + L.dx);
     aux = group + L.aux;
+  }
+
+  // The activation bytes of 4-byte word `word` for the H halves.
+  __attribute__((always_inline)) void load_x(__m256i (&xv)[H], int64_t word) const {
+    for (int h = 0; h < H; ++h)
+      xv[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa + word * kGemmGroup + h * kHalf));
+  }
+
+  // Block b's int32 sums start from -offset * sum(x) (offset formats) or zero (min formats).
+  __attribute__((always_inline)) void start_block(__m256i (&isum)[RR][H], int64_t b) const {
+    for (int h = 0; h < H; ++h) {
+      const __m256i init =
+          kMin ? _mm256_setzero_si256()
+               : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aux + size_t(b * kGemmGroup + h * kHalf) * 4));
+      for (int r = 0; r < RR; ++r) isum[r][h] = init;
+    }
+  }
+
+  // acc += float(isum) * (s_b * dx)  [- m_b * dx * sum(x)]: the block's exact sums, scaled once.
+  __attribute__((always_inline)) void finish_block(const __m256i (&isum)[RR][H], int64_t b) {
+    for (int h = 0; h < H; ++h) {
+      const __m256 d = _mm256_loadu_ps(dx + b * kGemmGroup + h * kHalf);
+      for (int r = 0; r < RR; ++r) {
+        const __m256 s = _mm256_mul_ps(_mm256_set1_ps(sc[r][b]), d);
+        acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][h]), s, acc[r][h]);
+      }
+      if constexpr (kMin) {
+        const __m256 sx = _mm256_loadu_ps(reinterpret_cast<const float*>(aux) + b * kGemmGroup + h * kHalf);
+        for (int r = 0; r < RR; ++r) acc[r][h] = _mm256_fnmadd_ps(_mm256_set1_ps(mn[r][b]), sx, acc[r][h]);
+      }
+    }
+  }
+
+  __attribute__((always_inline)) void store(int64_t r0, const TileOut& out) const {
+    alignas(32) float o[RR][kGemmGroup];
+    for (int r = 0; r < RR; ++r)
+      for (int h = 0; h < H; ++h) _mm256_store_ps(o[r] + h * kHalf, acc[r][h]);
+    for (int t = 0; t < out.nt; ++t)
+      for (int r = 0; r < RR; ++r) out.y[t * out.y_stride + r0 + r] = o[r][t];
   }
 };
 
@@ -84,42 +127,6 @@ inline __m256i broadcast_word(const uint8_t* p) {
   int32_t c;
   std::memcpy(&c, p, 4);
   return _mm256_set1_epi32(c);
-}
-
-// Block b's int32 sums start from -offset * sum(x) (offset formats) or zero (min formats).
-template <int RR, int H, bool kMin>
-__attribute__((always_inline)) inline void start_block(__m256i (&isum)[RR][H], const uint8_t* aux, int64_t b) {
-  for (int h = 0; h < H; ++h) {
-    const __m256i init = kMin ? _mm256_setzero_si256()
-                              : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aux + size_t(b * kGemmGroup + h * kHalf) * 4));
-    for (int r = 0; r < RR; ++r) isum[r][h] = init;
-  }
-}
-
-// acc += float(isum) * (s_b * dx)  [- m_b * dx * sum(x)]: the block's exact sums, scaled once.
-template <int RR, int H, bool kMin>
-__attribute__((always_inline)) inline void finish_block(__m256 (&acc)[RR][H], const __m256i (&isum)[RR][H],
-                                                        const TileInputs<RR>& in, int64_t b) {
-  for (int h = 0; h < H; ++h) {
-    const __m256 d = _mm256_loadu_ps(in.dx + b * kGemmGroup + h * kHalf);
-    for (int r = 0; r < RR; ++r) {
-      const __m256 s = _mm256_mul_ps(_mm256_set1_ps(in.sc[r][b]), d);
-      acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][h]), s, acc[r][h]);
-    }
-    if constexpr (kMin) {
-      const __m256 sx = _mm256_loadu_ps(reinterpret_cast<const float*>(in.aux) + b * kGemmGroup + h * kHalf);
-      for (int r = 0; r < RR; ++r) acc[r][h] = _mm256_fnmadd_ps(_mm256_set1_ps(in.mn[r][b]), sx, acc[r][h]);
-    }
-  }
-}
-
-template <int RR, int H>
-__attribute__((always_inline)) inline void store_tile(const __m256 (&acc)[RR][H], int64_t r0, const TileOut& out) {
-  alignas(32) float o[RR][kGemmGroup];
-  for (int r = 0; r < RR; ++r)
-    for (int h = 0; h < H; ++h) _mm256_store_ps(o[r] + h * kHalf, acc[r][h]);
-  for (int t = 0; t < out.nt; ++t)
-    for (int r = 0; r < RR; ++r) out.y[t * out.y_stride + r0 + r] = o[r][t];
 }
 
 // vpmaddubsw tiles: codes of kPlanes nibble planes (or one plane of codes <= 63), int16 sums of
@@ -130,13 +137,10 @@ struct MaddubsTile {
   template <int RR, int H>
   static void run(const RowBlock& W, int64_t r0, const uint8_t* group, const GemmGroupLayout& L, const TileOut& out) {
     constexpr int W4 = B / 4;  // 4-byte words per block
-    const TileInputs<RR> in(W, r0, group, L);
-    __m256 acc[RR][H];
-    for (int r = 0; r < RR; ++r)
-      for (int h = 0; h < H; ++h) acc[r][h] = _mm256_setzero_ps();
+    TileState<RR, H, kMin> st(W, r0, group, L);
     for (int64_t b = 0; b < L.nblk; ++b) {
       __m256i isum[RR][H];
-      start_block<RR, H, kMin>(isum, in.aux, b);
+      st.start_block(isum, b);
       for (int pl = 0; pl < kPlanes; ++pl) {
         const __m256i widen = _mm256_set1_epi16(pl == 0 ? 1 : 16);  // code = 16 * hi + lo
         for (int c = 0; c < W4; c += kChunk) {
@@ -147,10 +151,9 @@ struct MaddubsTile {
           for (int w = 0; w < kChunk; ++w) {
             const int64_t word = b * W4 + c + w;
             __m256i xv[H];
-            for (int h = 0; h < H; ++h)
-              xv[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in.xa + word * kGemmGroup + h * kHalf));
+            st.load_x(xv, word);
             for (int r = 0; r < RR; ++r) {
-              const __m256i cv = broadcast_word(in.code[r] + pl * W.k + 4 * word);
+              const __m256i cv = broadcast_word(st.code[r] + pl * W.k + 4 * word);
               for (int h = 0; h < H; ++h) {
                 part[r][h] = _mm256_add_epi16(part[r][h], _mm256_maddubs_epi16(cv, xv[h]));
                 // Keeps the sums in registers word by word: left free, the compiler evaluates
@@ -163,9 +166,9 @@ struct MaddubsTile {
             for (int h = 0; h < H; ++h) isum[r][h] = _mm256_add_epi32(isum[r][h], _mm256_madd_epi16(part[r][h], widen));
         }
       }
-      finish_block<RR, H, kMin>(acc, isum, in, b);
+      st.finish_block(isum, b);
     }
-    store_tile<RR, H>(acc, r0, out);
+    st.store(r0, out);
   }
 };
 
@@ -175,28 +178,23 @@ struct VnniTile {
   template <int RR, int H>
   __attribute__((target("avxvnni"))) static void run(const RowBlock& W, int64_t r0, const uint8_t* group,
                                                       const GemmGroupLayout& L, const TileOut& out) {
-    constexpr int W4 = B / 4;
-    const TileInputs<RR> in(W, r0, group, L);
-    __m256 acc[RR][H];
-    for (int r = 0; r < RR; ++r)
-      for (int h = 0; h < H; ++h) acc[r][h] = _mm256_setzero_ps();
+    TileState<RR, H, kMin> st(W, r0, group, L);
     for (int64_t b = 0; b < L.nblk; ++b) {
       __m256i isum[RR][H];
-      start_block<RR, H, kMin>(isum, in.aux, b);
+      st.start_block(isum, b);
 #pragma GCC unroll 8
-      for (int w = 0; w < W4; ++w) {
-        const int64_t word = b * W4 + w;
+      for (int w = 0; w < B / 4; ++w) {
+        const int64_t word = b * (B / 4) + w;
         __m256i xv[H];
-        for (int h = 0; h < H; ++h)
-          xv[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in.xa + word * kGemmGroup + h * kHalf));
+        st.load_x(xv, word);
         for (int r = 0; r < RR; ++r) {
-          const __m256i cv = broadcast_word(in.code[r] + 4 * word);
+          const __m256i cv = broadcast_word(st.code[r] + 4 * word);
           for (int h = 0; h < H; ++h) isum[r][h] = _mm256_dpbusd_avx_epi32(isum[r][h], cv, xv[h]);
         }
       }
-      finish_block<RR, H, kMin>(acc, isum, in, b);
+      st.finish_block(isum, b);
     }
-    store_tile<RR, H>(acc, r0, out);
+    st.store(r0, out);
   }
 };
 
@@ -258,31 +256,18 @@ void gemm_unpacked(const GemmParams& p, bool avx_vnni) {
   const GemmGroupLayout L(p.k, spec.block);
   const int64_t n_groups = (p.n_tokens + kGemmGroup - 1) / kGemmGroup;
 
-  // Per-thread scratch, grown and reused: packed activations of all tokens (unless the caller
-  // packed them: x_packed), then the unpacked codes, scales and minima of one row block.
-  thread_local std::vector<uint8_t> xbuf;
-  thread_local std::vector<uint8_t> wcodes;
-  thread_local std::vector<float> wscale;
-  const uint8_t* packed = static_cast<const uint8_t*>(p.x_packed);
-  if (!packed) {
-    xbuf.resize(size_t(n_groups) * L.bytes);
-    gemm_pack_groups(p, xbuf.data(), 0, n_groups);
-    packed = xbuf.data();
-  }
   const int64_t code_stride = tiles.planes * p.k;
   const int64_t row_block = gemm_row_block(p.k, tiles.planes, kTileRows);
-  wcodes.resize(size_t(row_block) * size_t(code_stride));
-  wscale.resize(size_t(2 * row_block * L.nblk));
-  const RowBlock W{.codes = wcodes.data(), .scale = wscale.data(), .min = wscale.data() + row_block * L.nblk,
-                   .k = p.k, .nblk = L.nblk, .code_stride = code_stride};
+  const GemmScratch scratch = gemm_scratch(p, L, row_block, code_stride);
+  const RowBlock W{.codes = scratch.codes, .scale = scratch.scale, .min = scratch.min, .k = p.k, .nblk = L.nblk,
+                   .code_stride = code_stride};
 
   const auto* wb = static_cast<const uint8_t*>(p.w);
   for (int64_t rb = 0; rb < p.n_rows; rb += row_block) {
     const int64_t nr = std::min(row_block, p.n_rows - rb);
     for (int64_t i = 0; i < nr; ++i) {
-      uint8_t* codes = wcodes.data() + size_t(i) * size_t(code_stride);
-      spec.unpack(wb + size_t(rb + i) * p.row_bytes, p.k, codes, wscale.data() + i * L.nblk,
-                  wscale.data() + (row_block + i) * L.nblk);
+      uint8_t* codes = scratch.codes + size_t(i) * size_t(code_stride);
+      spec.unpack(wb + size_t(rb + i) * p.row_bytes, p.k, codes, scratch.scale + i * L.nblk, scratch.min + i * L.nblk);
       if (tiles.planes == 2) split_planes(codes, p.k);
     }
     for (int64_t gi = 0; gi < n_groups; ++gi) {
@@ -290,7 +275,7 @@ void gemm_unpacked(const GemmParams& p, bool avx_vnni) {
       const TileOut out{.y = p.y + t0 * p.y_stride + rb, .y_stride = p.y_stride,
                         .nt = int(std::min<int64_t>(kGemmGroup, p.n_tokens - t0))};
       const int halves = out.nt > kHalf ? 2 : 1;
-      const uint8_t* group = packed + size_t(gi) * L.bytes;
+      const uint8_t* group = scratch.packed + size_t(gi) * L.bytes;
       for (int64_t r = 0; r < nr; r += kTileRows) {
         const int rr = int(std::min<int64_t>(kTileRows, nr - r));
         tiles.fn[rr - 1][halves - 1](W, r, group, L, out);

@@ -144,24 +144,11 @@ void gemm_unpacked(const GemmParams& p) {
   const GroupLayout L(p.k, spec.block);
   const int64_t n_groups = (p.n_tokens + kGroup - 1) / kGroup;
 
-  // Per-thread scratch, grown and reused: packed activations of all tokens (unless the caller
-  // packed them: x_packed), then the unpacked codes, scales and minima of one row block.
-  thread_local std::vector<uint8_t> xbuf;
-  thread_local std::vector<uint8_t> wcodes;
-  thread_local std::vector<float> wscale;
-  const uint8_t* packed = static_cast<const uint8_t*>(p.x_packed);
-  if (!packed) {
-    xbuf.resize(size_t(n_groups) * L.bytes);
-    gemm_pack_groups(p, xbuf.data(), 0, n_groups);
-    packed = xbuf.data();
-  }
   const int64_t row_block = gemm_row_block(p.k, 1, 16);
-  wcodes.resize(size_t(row_block) * size_t(p.k));
-  wscale.resize(size_t(2 * row_block * L.nblk));
-
+  const GemmScratch scratch = gemm_scratch(p, L, row_block, p.k);
+  const uint8_t* packed = scratch.packed;
   const auto* wb = static_cast<const uint8_t*>(p.w);
-  const RowBlock W{.codes = wcodes.data(), .scale = wscale.data(), .min = wscale.data() + row_block * L.nblk,
-                   .k = p.k, .nblk = L.nblk};
+  const RowBlock W{.codes = scratch.codes, .scale = scratch.scale, .min = scratch.min, .k = p.k, .nblk = L.nblk};
   // Results of a row block for 32 tokens, token-major, so that each token's row_block outputs
   // reach y with whole-cache-line stores: (32, row_block) floats.
   thread_local std::vector<float> obuf;
@@ -170,8 +157,8 @@ void gemm_unpacked(const GemmParams& p) {
   for (int64_t rb = 0; rb < p.n_rows; rb += row_block) {
     const int64_t nr = std::min(row_block, p.n_rows - rb);
     for (int64_t i = 0; i < nr; ++i)
-      spec.unpack(wb + size_t(rb + i) * p.row_bytes, p.k, wcodes.data() + size_t(i) * size_t(p.k),
-                  wscale.data() + i * L.nblk, wscale.data() + (row_block + i) * L.nblk);
+      spec.unpack(wb + size_t(rb + i) * p.row_bytes, p.k, scratch.codes + size_t(i) * size_t(p.k),
+                  scratch.scale + i * L.nblk, scratch.min + i * L.nblk);
     for (int64_t gi = 0; gi < n_groups; gi += 2) {
       const int G = int(std::min<int64_t>(2, n_groups - gi));
       const uint8_t* groups = packed + size_t(gi) * L.bytes;

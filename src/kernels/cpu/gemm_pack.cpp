@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "core/fp16.h"
 #include "kernels/cpu/dot.h"
@@ -109,6 +110,22 @@ void gemm_pack_groups(const GemmParams& p, void* packed, int64_t group_begin, in
   for (int64_t gi = group_begin; gi < group_end; ++gi)
     pack_group(p, act, spec, L, gi * kGemmGroup, int(std::min<int64_t>(kGemmGroup, p.n_tokens - gi * kGemmGroup)),
                static_cast<uint8_t*>(packed) + size_t(gi) * L.bytes);
+}
+
+GemmScratch gemm_scratch(const GemmParams& p, const GemmGroupLayout& L, int64_t row_block, int64_t code_stride) {
+  thread_local std::vector<uint8_t> xbuf;
+  thread_local std::vector<uint8_t> wcodes;
+  thread_local std::vector<float> wscale;
+  const auto* packed = static_cast<const uint8_t*>(p.x_packed);
+  if (!packed) {
+    const int64_t n_groups = (p.n_tokens + kGemmGroup - 1) / kGemmGroup;
+    xbuf.resize(size_t(n_groups) * L.bytes);
+    gemm_pack_groups(p, xbuf.data(), 0, n_groups);
+    packed = xbuf.data();
+  }
+  wcodes.resize(size_t(row_block) * size_t(code_stride));
+  wscale.resize(size_t(2 * row_block * L.nblk));
+  return {.packed = packed, .codes = wcodes.data(), .scale = wscale.data(), .min = wscale.data() + row_block * L.nblk};
 }
 
 int64_t gemm_row_block(int64_t k, int bytes_per_element, int multiple) {

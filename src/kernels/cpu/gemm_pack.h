@@ -56,6 +56,17 @@ size_t gemm_group_packed_bytes(QuantType weight_type, int64_t k, int64_t n_token
 // Packs groups [group_begin, group_end) of p's activations into packed (group g at g * bytes).
 void gemm_pack_groups(const GemmParams& p, void* packed, int64_t group_begin, int64_t group_end);
 
+// Per-thread scratch of one GEMM call, grown and reused (valid until the thread's next call):
+// the packed activations of all tokens (p.x_packed when the caller packed them, else packed
+// here), and room for the unpacked codes, scales and minima of one row block.
+struct GemmScratch {
+  const uint8_t* packed;  // (n_groups, L.bytes)
+  uint8_t* codes;         // (row_block, code_stride)
+  float* scale;           // (row_block, L.nblk)
+  float* min;             // (row_block, L.nblk)
+};
+GemmScratch gemm_scratch(const GemmParams& p, const GemmGroupLayout& L, int64_t row_block, int64_t code_stride);
+
 // Rows unpacked at once: their codes (row_block * k * bytes_per_element) stay in L2 while every
 // token group passes, so the activations stream from L3 once per row block: about 768 KB of
 // codes, 16..128 rows rounded down to a multiple of `multiple` (<= 16).
