@@ -297,6 +297,10 @@ TEST(KernelsGemm, KillSwitchesTurnItOff) {
     EXPECT_TRUE(gemm_available(QuantType::Q8_0));
     check_shape(QuantType::Q4_K, {13, 512, 21}, 3,
                 {kPublic[0], packed_runner("gemm_rows, packed", gemm_packed_bytes, gemm_pack_tokens, gemm_rows)});
+    {
+      ScopedEnv v("BRISK_NO_AVX_VNNI", "1");  // the vpmaddubsw form
+      check_shape(QuantType::Q8_0, {7, 256, 19}, 5);
+    }
     ScopedEnv q("BRISK_NO_SIMD_DOT_Q4_0", "1");
     EXPECT_TRUE(gemm_available(QuantType::Q8_0));
     EXPECT_FALSE(gemm_available(QuantType::Q4_0));
