@@ -1,6 +1,8 @@
 // Prefill GEMM (kernels/cpu/gemm.h) against the scalar per-row dot product on random shapes:
-// token counts and row counts that are not multiples of the 4-row x 16-token tiles, odd block counts, row
-// and output strides wider than the data; plus the kill switches and shape errors.
+// token counts and row counts that are not multiples of the tiles (4 x 32 on AVX-512, 3 x 16 on
+// AVX2), odd block counts, row and output strides wider than the data; the AVX2 kernel's two
+// forms called directly (gemm_isa.h), also with the largest codes and activations; plus the kill
+// switches and shape errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
