@@ -68,8 +68,8 @@ struct GemmScratch {
 GemmScratch gemm_scratch(const GemmParams& p, const GemmGroupLayout& L, int64_t row_block, int64_t code_stride);
 
 // Rows unpacked at once: their codes (row_block * k * bytes_per_element) stay in L2 while every
-// token group passes, so the activations stream from L3 once per row block: about 768 KB of
-// codes, 16..128 rows rounded down to a multiple of `multiple` (<= 16).
+// token group passes, so the activations stream from L3 once per row block: 3/8 of the L2 in
+// codes (768 KB on a 2 MB L2), 16..128 rows rounded down to a multiple of `multiple` (<= 16).
 int64_t gemm_row_block(int64_t k, int bytes_per_element, int multiple);
 
 }  // namespace brisk::kernels
