@@ -6,8 +6,8 @@ set -euo pipefail
 BIN=${BRISK_BIN:?BRISK_BIN not set}
 D=${BRISK_SHARED_DATA:-}
 [[ -n "$D" && -d "$D/models" ]] || { echo "fast_paths.sh: no shared fixture models, skipped"; exit 77; }
-switches=(BRISK_NO_GEMM BRISK_NO_AVX512 BRISK_NO_AVX512_VBMI BRISK_NO_AVX2 BRISK_NO_SIMD BRISK_NO_HUGEPAGES BRISK_NO_SIMD_QUANTIZE_ACT
-          BRISK_NO_SIMD_DOT_Q8_0 BRISK_REF_OPS)
+switches=(BRISK_NO_GEMM BRISK_NO_AVX512 BRISK_NO_AVX512_VBMI BRISK_NO_AVX2 BRISK_NO_SIMD BRISK_NO_HUGEPAGES
+          BRISK_NO_SIMD_QUANTIZE_ACT BRISK_NO_SIMD_DOT_Q8_0 BRISK_REF_OPS "BRISK_NO_AVX512 BRISK_NO_AVX_VNNI")
 checked=0
 for arch in llama mistral qwen2 qwen3 gemma3 qwen3_moe; do
   for file in model-q8_0.gguf model-f32.gguf; do
@@ -17,7 +17,9 @@ for arch in llama mistral qwen2 qwen3 gemma3 qwen3_moe; do
     base=$("$BIN" generate --model "$m" --prompt-ids "$ids" -n 12 --show-ids -t 2 2>/dev/null | tail -n 1)
     [[ $base =~ ^ids:( [0-9]+){12}$ ]] || { echo "$arch $file: bad output '$base'"; exit 1; }
     for s in "${switches[@]}"; do
-      got=$(env "$s=1" "$BIN" generate --model "$m" --prompt-ids "$ids" -n 12 --show-ids -t 2 2>/dev/null | tail -n 1)
+      set_switches=()
+      for v in $s; do set_switches+=("$v=1"); done  # an entry may set several switches
+      got=$(env "${set_switches[@]}" "$BIN" generate --model "$m" --prompt-ids "$ids" -n 12 --show-ids -t 2 2>/dev/null | tail -n 1)
       [[ "$got" == "$base" ]] || { echo "$arch $file with $s=1: '$got' differs from '$base'"; exit 1; }
     done
     checked=$((checked + 1))

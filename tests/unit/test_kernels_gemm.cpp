@@ -1,19 +1,26 @@
 // Prefill GEMM (kernels/cpu/gemm.h) against the scalar per-row dot product on random shapes:
-// token counts and row counts that are not multiples of the 4-row x 16-token tiles, odd block counts, row
-// and output strides wider than the data; plus the kill switches and shape errors.
+// token counts and row counts that are not multiples of the tiles (4 x 32 on AVX-512, 3 x 16 on
+// AVX2), odd block counts, row and output strides wider than the data; the AVX2 kernel's two
+// forms called directly (gemm_isa.h), also with the largest codes and activations; plus the kill
+// switches and shape errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/flags.h"
 #include "core/fp16.h"
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_isa.h"
+#include "quant/blocks.h"
 #include "quant/format.h"
 #include "quant/types.h"
 
@@ -65,32 +72,63 @@ struct Shape {
   int64_t rows, k, tokens;
 };
 
-void check_shape(QuantType wt, const Shape& s, uint32_t seed) {
-  const size_t wrow = *quant_row_bytes(wt, uint64_t(s.k)) + 6;  // padded row stride
-  const size_t xrow = activation_row_bytes(wt, s.k) + 2;
-  const int64_t y_stride = s.rows + 3;
-  const auto w = random_matrix(wt, s.rows, s.k, wrow, seed);
-  const auto x = random_matrix(activation_type(wt), s.tokens, s.k, xrow, seed + 1);
-  std::vector<float> y(size_t(s.tokens * y_stride), -7.f);
-  gemm_rows({.weight_type = wt, .w = w.data(), .row_bytes = wrow, .n_rows = s.rows, .k = s.k,
-             .x_quant = x.data(), .x_stride = xrow, .n_tokens = s.tokens, .y = y.data(), .y_stride = y_stride});
+// A GEMM to check: gemm_rows, or one ISA variant called directly.
+struct Runner {
+  const char* name;
+  std::function<void(const GemmParams&)> run;
+};
+const std::vector<Runner> kPublic = {{"gemm_rows", [](const GemmParams& p) { gemm_rows(p); }}};
+
+// Weights and activations of one case; row strides padded past the data.
+struct Operands {
+  size_t wrow, xrow;
+  int64_t y_stride;
+  std::vector<uint8_t> w, x;
+};
+
+Operands random_operands(QuantType wt, const Shape& s, uint32_t seed) {
+  Operands o{.wrow = *quant_row_bytes(wt, uint64_t(s.k)) + 6, .xrow = activation_row_bytes(wt, s.k) + 2,
+             .y_stride = s.rows + 3, .w = {}, .x = {}};
+  o.w = random_matrix(wt, s.rows, s.k, o.wrow, seed);
+  o.x = random_matrix(activation_type(wt), s.tokens, s.k, o.xrow, seed + 1);
+  return o;
+}
+
+// Every runner's Y against the scalar reference dot product (computed once per case).
+void check_operands(QuantType wt, const Shape& s, const Operands& o, const std::vector<Runner>& runners) {
   const VecDotFn ref = format_traits(wt).vec_dot;
+  std::vector<float> want(size_t(s.tokens * s.rows)), tol(want.size());
   for (int64_t t = 0; t < s.tokens; ++t) {
-    for (int64_t r = 0; r < y_stride; ++r) {
-      const float got = y[size_t(t * y_stride + r)];
-      if (r >= s.rows) {
-        ASSERT_EQ(got, -7.f) << "wrote outside the rows at token " << t << " column " << r;
-        continue;
-      }
-      const uint8_t* wr = w.data() + size_t(r) * wrow;
-      const uint8_t* xr = x.data() + size_t(t) * xrow;
-      float want = 0;
-      ref(s.k, &want, wr, xr);
-      const double tol = 2e-6 * magnitude(wt, wr, xr, s.k) + 1e-30;
-      ASSERT_NEAR(got, want, tol) << quant_type_info(wt).name << " rows " << s.rows << " k " << s.k << " tokens "
-                                  << s.tokens << " at token " << t << " row " << r;
+    for (int64_t r = 0; r < s.rows; ++r) {
+      const uint8_t* wr = o.w.data() + size_t(r) * o.wrow;
+      const uint8_t* xr = o.x.data() + size_t(t) * o.xrow;
+      ref(s.k, &want[size_t(t * s.rows + r)], wr, xr);
+      tol[size_t(t * s.rows + r)] = float(2e-6 * magnitude(wt, wr, xr, s.k) + 1e-30);
     }
   }
+  for (const Runner& run : runners) {
+    std::vector<float> y(size_t(s.tokens * o.y_stride), -7.f);
+    run.run({.weight_type = wt, .w = o.w.data(), .row_bytes = o.wrow, .n_rows = s.rows, .k = s.k,
+             .x_quant = o.x.data(), .x_stride = o.xrow, .n_tokens = s.tokens, .y = y.data(),
+             .y_stride = o.y_stride});
+    for (int64_t t = 0; t < s.tokens; ++t) {
+      for (int64_t r = 0; r < o.y_stride; ++r) {
+        const float got = y[size_t(t * o.y_stride + r)];
+        if (r >= s.rows) {
+          ASSERT_EQ(got, -7.f) << run.name << " wrote outside the rows at token " << t << " column " << r;
+          continue;
+        }
+        const size_t i = size_t(t * s.rows + r);
+        ASSERT_NEAR(got, want[i], tol[i]) << run.name << " " << quant_type_info(wt).name << " rows " << s.rows
+                                          << " k " << s.k << " tokens " << s.tokens << " at token " << t
+                                          << " row " << r;
+      }
+    }
+  }
+}
+
+void check_shape(QuantType wt, const Shape& s, uint32_t seed, const std::vector<Runner>& runners = kPublic) {
+  check_operands(wt, s, random_operands(wt, s, seed), runners);
 }
 
 TEST(KernelsGemm, MatchesReferenceDotOnRandomShapes) {
@@ -123,6 +161,110 @@ TEST(KernelsGemm, RandomShapesSweep) {
   }
 }
 
+// The two-phase use: the activations packed by two calls (as two threads would split the
+// groups) into a poisoned buffer, then the GEMM with x_packed.
+Runner packed_runner(const char* name, std::function<size_t(QuantType, int64_t, int64_t)> bytes,
+                     std::function<void(const GemmParams&, void*, int64_t, int64_t)> pack,
+                     std::function<void(const GemmParams&)> run) {
+  return {name, [=](const GemmParams& p) {
+            std::vector<uint8_t> packed(bytes(p.weight_type, p.k, p.n_tokens), 0xCD);
+            const int64_t groups = (p.n_tokens + kGemmGroup - 1) / kGemmGroup;
+            pack(p, packed.data(), groups / 2, groups);
+            pack(p, packed.data(), 0, groups / 2);
+            GemmParams q = p;
+            q.x_packed = packed.data();
+            run(q);
+          }};
+}
+
+// The AVX2 GEMM called directly (it runs on AVX-512 CPUs too): the vpmaddubsw variant, and the
+// AVX-VNNI one where the CPU has it, each with and without the two-phase packing.
+std::vector<Runner> avx2_runners(QuantType wt) {
+  std::vector<Runner> out;
+  for (bool vnni : {false, true}) {
+    if (vnni && !cpu_features_detected().avx_vnni) continue;
+    const GemmIsaKernels k = avx2::gemm_kernels_variant(wt, vnni);
+    EXPECT_TRUE(k) << "no AVX2 GEMM for " << quant_type_info(wt).name;
+    if (!k) continue;
+    out.push_back({vnni ? "avx2 avx-vnni" : "avx2 maddubs", k.kernel});
+    out.push_back(packed_runner(vnni ? "avx2 avx-vnni, packed" : "avx2 maddubs, packed", k.packed_bytes,
+                                k.pack_tokens, k.kernel));
+  }
+  return out;
+}
+
+TEST(KernelsGemmAvx2, MatchesReferenceDotBothVariants) {
+  if (!cpu_features_detected().avx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  // Token counts 9..70 (not all multiples of 16, some <= 8 in the last group), row counts that
+  // are not multiples of the 3-row tile, and 130 rows of 4864 (more than one row block).
+  const std::vector<Shape> shapes = {{7, 256, 9},    {37, 768, 21}, {11, 2560, 70}, {130, 4864, 17},
+                                     {2, 512, 33},   {16, 1024, 48}, {5, 256, 56}};
+  for (QuantType wt : kGemmFormats) {
+    const std::vector<Runner> runners = avx2_runners(wt);
+    ASSERT_EQ(runners.size(), cpu_features_detected().avx_vnni ? 4u : 2u);
+    uint32_t seed = 41;
+    for (const Shape& s : shapes) check_shape(wt, s, seed += 3, runners);
+    if (quant_type_info(wt).block_size == 32) check_shape(wt, {13, 416, 40}, 7, runners);
+  }
+}
+
+// Raw activation rows of int8 value v everywhere (v = -128 and 127 are beyond what the
+// quantizers produce), so that with the largest codes every vpmaddubsw pair is at its bound.
+std::vector<uint8_t> constant_activations(QuantType act, int64_t k, size_t stride, const std::vector<int>& values) {
+  std::vector<uint8_t> m(values.size() * stride, 0);
+  for (size_t t = 0; t < values.size(); ++t) {
+    uint8_t* row = m.data() + t * stride;
+    const int8_t v = int8_t(values[t]);
+    if (act == QuantType::Q8_K) {
+      auto* b = reinterpret_cast<quant::BlockQ8_K*>(row);
+      for (int64_t i = 0; i < k / 256; ++i) {
+        b[i].d = 0.01f;
+        std::memset(b[i].qs, v, sizeof(b[i].qs));
+        for (auto& bs : b[i].bsums) bs = int16_t(16 * v);
+      }
+    } else if (act == QuantType::Q8_1) {
+      auto* b = reinterpret_cast<quant::BlockQ8_1*>(row);
+      for (int64_t i = 0; i < k / 32; ++i) {
+        b[i].d = f32_to_fp16(0.01f);
+        b[i].s = f32_to_fp16(0.01f * 32.f * float(v));
+        std::memset(b[i].qs, v, sizeof(b[i].qs));
+      }
+    } else {
+      auto* b = reinterpret_cast<quant::BlockQ8_0*>(row);
+      for (int64_t i = 0; i < k / 32; ++i) {
+        b[i].d = f32_to_fp16(0.01f);
+        std::memset(b[i].qs, v, sizeof(b[i].qs));
+      }
+    }
+  }
+  return m;
+}
+
+TEST(KernelsGemmAvx2, LargestCodesAndActivationsStayExact) {
+  if (!cpu_features_detected().avx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  const Shape s{5, 512, 12};
+  for (QuantType wt : kGemmFormats) {
+    Operands o = random_operands(wt, s, 9);
+    if (format_traits(wt).quantize_row_ref) {
+      // Per 16 elements one at -1 and the rest at +0.999: every other code at the format's top.
+      std::vector<float> row(size_t(s.k));
+      for (size_t i = 0; i < row.size(); ++i) row[i] = i % 16 == 0 ? -1.f : 0.999f;
+      for (int64_t r = 0; r < s.rows; ++r) format_traits(wt).quantize_row_ref(row.data(), o.w.data() + r * o.wrow, s.k);
+    } else {  // IQ4_NL / IQ4_XS: every index 15 (value 113, code 241)
+      const size_t qs = wt == QuantType::IQ4_NL ? offsetof(quant::BlockIQ4_NL, qs) : offsetof(quant::BlockIQ4_XS, qs);
+      const size_t nqs = wt == QuantType::IQ4_NL ? sizeof(quant::BlockIQ4_NL::qs) : sizeof(quant::BlockIQ4_XS::qs);
+      const size_t bytes = quant_type_info(wt).type_size;
+      for (int64_t r = 0; r < s.rows; ++r)
+        for (size_t b = 0; b * bytes < *quant_row_bytes(wt, uint64_t(s.k)); ++b)
+          std::memset(o.w.data() + r * o.wrow + b * bytes + qs, 0xFF, nqs);
+    }
+    std::vector<int> values;
+    for (int64_t t = 0; t < s.tokens; ++t) values.push_back(t % 3 == 0 ? -128 : t % 3 == 1 ? 127 : -127);
+    o.x = constant_activations(activation_type(wt), s.k, o.xrow, values);
+    check_operands(wt, s, o, avx2_runners(wt));
+  }
+}
+
 // Setting an environment switch for one scope.
 class ScopedEnv {
  public:
@@ -152,9 +294,23 @@ TEST(KernelsGemm, KillSwitchesTurnItOff) {
     EXPECT_TRUE(gemm_available(QuantType::Q8_0));
     EXPECT_FALSE(gemm_available(QuantType::Q4_0));
   }
-  {
+  {  // the AVX2 GEMM takes over, through the public entry points and their two-phase use
     ScopedEnv e("BRISK_NO_AVX512", "1");
-    EXPECT_FALSE(gemm_available(QuantType::Q8_0));
+    EXPECT_TRUE(gemm_available(QuantType::Q8_0));
+    check_shape(QuantType::Q4_K, {13, 512, 21}, 3,
+                {kPublic[0], packed_runner("gemm_rows, packed", gemm_packed_bytes, gemm_pack_tokens, gemm_rows)});
+    {
+      ScopedEnv v("BRISK_NO_AVX_VNNI", "1");  // the vpmaddubsw form
+      check_shape(QuantType::Q8_0, {7, 256, 19}, 5);
+    }
+    ScopedEnv q("BRISK_NO_SIMD_DOT_Q4_0", "1");
+    EXPECT_TRUE(gemm_available(QuantType::Q8_0));
+    EXPECT_FALSE(gemm_available(QuantType::Q4_0));
+  }
+  for (const char* off : {"BRISK_NO_AVX2", "BRISK_NO_SIMD"}) {
+    ScopedEnv e(off, "1");
+    EXPECT_FALSE(gemm_available(QuantType::Q8_0)) << off;
+    EXPECT_FALSE(gemm_available(QuantType::Q4_K)) << off;
   }
   EXPECT_TRUE(gemm_available(QuantType::Q8_0));
   EXPECT_FALSE(gemm_available(QuantType::F32));

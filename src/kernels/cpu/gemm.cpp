@@ -12,24 +12,35 @@
 namespace brisk::kernels {
 
 namespace {
-GemmTileFn selected_kernel(QuantType wt) {
-  if (flags().no_gemm) return nullptr;
+// The AVX-512 VNNI GEMM where that ISA is usable, else the AVX2 one. Each follows the dot-product
+// selection: an ISA's GEMM runs only where select_vec_dot picks that ISA's dot product, so a kill
+// switch that sends the dot product elsewhere (BRISK_NO_SIMD, BRISK_NO_AVX512, BRISK_NO_AVX2,
+// the format's BRISK_NO_SIMD_DOT_*) moves the GEMM along or turns it off.
+GemmIsaKernels selected(QuantType wt) {
+  if (flags().no_gemm) return {};
   const CpuFeatures cf = cpu_features();
-  if (!cf.avx512 || !cf.avx512_vnni) return nullptr;
-  GemmTileFn fn = avx512::gemm_kernel(wt);
-  if (!fn) return nullptr;
-  // Follow the dot-product selection: when a kill switch (BRISK_NO_SIMD, the format's
-  // BRISK_NO_SIMD_DOT_*) sends the dot product elsewhere, the GEMM is off too.
-  if (select_vec_dot(wt) != vec_dot_variant(wt, Isa::avx512)) return nullptr;
-  return fn;
+  if (cf.avx512 && cf.avx512_vnni) {
+    const GemmIsaKernels k = avx512::gemm_kernels(wt);
+    if (k && select_vec_dot(wt) == vec_dot_variant(wt, Isa::avx512)) return k;
+  }
+  if (cf.avx2) {
+    const GemmIsaKernels k = avx2::gemm_kernels(wt);
+    if (k && select_vec_dot(wt) == vec_dot_variant(wt, Isa::avx2)) return k;
+  }
+  return {};
+}
+
+GemmIsaKernels selected_or_throw(QuantType wt) {
+  const GemmIsaKernels k = selected(wt);
+  BRISK_CHECK(k, "gemm: no GEMM kernel for weight format ", quant_type_info(wt).name);
+  return k;
 }
 }  // namespace
 
-bool gemm_available(QuantType wt) { return selected_kernel(wt) != nullptr; }
+bool gemm_available(QuantType wt) { return bool(selected(wt)); }
 
 void gemm_rows(const GemmParams& p) {
-  const GemmTileFn fn = selected_kernel(p.weight_type);
-  BRISK_CHECK(fn, "gemm: no GEMM kernel for weight format ", quant_type_info(p.weight_type).name);
+  const GemmTileFn fn = selected_or_throw(p.weight_type).kernel;
   BRISK_CHECK(p.n_rows >= 0 && p.k >= 0 && p.n_tokens >= 0, "gemm: negative shape (", p.n_rows, " x ", p.k,
               ", ", p.n_tokens, " tokens)");
   auto need = quant_row_bytes(p.weight_type, uint64_t(p.k));
@@ -47,18 +58,15 @@ void gemm_rows(const GemmParams& p) {
 }
 
 size_t gemm_packed_bytes(QuantType weight_type, int64_t k, int64_t n_tokens) {
-  BRISK_CHECK(selected_kernel(weight_type), "gemm: no GEMM kernel for weight format ",
-              quant_type_info(weight_type).name);
-  return avx512::packed_bytes(weight_type, k, n_tokens);
+  return selected_or_throw(weight_type).packed_bytes(weight_type, k, n_tokens);
 }
 
 void gemm_pack_tokens(const GemmParams& p, void* packed, int64_t group_begin, int64_t group_end) {
-  BRISK_CHECK(selected_kernel(p.weight_type), "gemm: no GEMM kernel for weight format ",
-              quant_type_info(p.weight_type).name);
+  const GemmIsaKernels kernels = selected_or_throw(p.weight_type);
   const int64_t n_groups = (p.n_tokens + kGemmGroup - 1) / kGemmGroup;
   BRISK_CHECK(group_begin >= 0 && group_begin <= group_end && group_end <= n_groups, "gemm: token groups [",
               group_begin, ", ", group_end, ") outside the ", n_groups, " groups");
-  avx512::pack_tokens(p, packed, group_begin, group_end);
+  kernels.pack_tokens(p, packed, group_begin, group_end);
 }
 
 }  // namespace brisk::kernels

@@ -1,13 +1,15 @@
 // Prefill GEMM on the CPU: Y[t, r] = dot(W[r, :], X[t, :]) for many tokens at once (n_tok > 8),
-// on AVX-512 VNNI, for Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL (activations Q8_0 / Q8_1) and Q4_K,
-// Q5_K, Q6_K, IQ4_XS (activations Q8_K). The activations are the same quantized rows the GEMV
-// path uses (quantized once per matmul); the stored weights are unpacked a few rows at a time
-// into unsigned codes and per-block scales (gemm_pack.h), so one integer tile kernel serves
-// every format and the decode GEMV keeps reading the same bytes (gemm_avx512.cpp).
+// on AVX-512 VNNI (gemm_avx512.cpp), else AVX2 (gemm_avx2.cpp, with AVX-VNNI where present),
+// for Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL (activations Q8_0 / Q8_1) and Q4_K, Q5_K, Q6_K,
+// IQ4_XS (activations Q8_K). The activations are the same quantized rows the GEMV path uses
+// (quantized once per matmul); the stored weights are unpacked a few rows at a time into
+// unsigned codes and per-block scales (gemm_pack.h), so one integer tile kernel per ISA serves
+// every format and the decode GEMV keeps reading the same bytes.
 //
 // Results agree with the per-row dot product to float rounding (the integer block sums are
 // exact; only the order of the float additions of the scaled block sums differs). Kill switch:
-// BRISK_NO_GEMM (and the format's BRISK_NO_SIMD_DOT_<FORMAT>, BRISK_NO_AVX512, BRISK_NO_SIMD).
+// BRISK_NO_GEMM (and the format's BRISK_NO_SIMD_DOT_<FORMAT>, BRISK_NO_AVX2, BRISK_NO_SIMD);
+// BRISK_NO_AVX512 moves it to the AVX2 kernel, BRISK_NO_AVX_VNNI to that kernel's vpmaddubsw form.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,8 @@
 //
 // One integer tile kernel serves every format. Per call:
 //   1. the activations (already quantized to the format's vec_dot_type: Q8_0, Q8_1 or Q8_K)
-//      are repacked by groups of 16 tokens, 4 bytes of each token side by side:
+//      are repacked by groups of 16 tokens, 4 bytes of each token side by side (gemm_pack.cpp,
+//      shared with the AVX2 GEMM):
 //        xa:  (k / 4, 16) int32     bytes 4i..4i+3 of tokens 0..15
 //        dx:  (k / B, 16) float     the token's scale for weight block b
 //        aux: (k / B, 16)           -offset * sum(x in block) as int32 (offset formats), or
@@ -30,106 +31,16 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/cpu/dot.h"
 #include "kernels/cpu/gemm_isa.h"
 #include "kernels/cpu/gemm_pack.h"
-#include "quant/blocks.h"
 
 namespace brisk::kernels::avx512 {
 namespace {
 
-using quant::BlockQ8_0;
-using quant::BlockQ8_1;
-using quant::BlockQ8_K;
-
 constexpr int kGroup = 16;       // tokens per activation group (one zmm of int32 lanes)
 static_assert(kGroup == kGemmGroup, "the packed layout's group is the public one");
 
-inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
-
-// Byte layout of one packed token group for rows of k elements and blocks of B.
-struct GroupLayout {
-  int64_t k = 0, nblk = 0;
-  size_t xa = 0, dx = 0, aux = 0, bytes = 0;
-  GroupLayout(int64_t k_, int block) : k(k_), nblk(k_ / block) {
-    xa = 0;
-    dx = size_t(k) * kGroup;
-    aux = dx + size_t(nblk) * kGroup * sizeof(float);
-    bytes = aux + size_t(nblk) * kGroup * 4;
-  }
-};
-
-// Packs tokens [t0, t0 + n) (n <= 16; the rest of the group is zero) of the quantized rows.
-void pack_group(const GemmParams& p, QuantType act, const UnpackSpec& spec, const GroupLayout& L, int64_t t0,
-                int n, uint8_t* g) {
-  std::memset(g, 0, L.bytes);
-  auto* xa = reinterpret_cast<int32_t*>(g + L.xa);
-  auto* dx = reinterpret_cast<float*>(g + L.dx);
-  auto* aux_i = reinterpret_cast<int32_t*>(g + L.aux);
-  auto* aux_f = reinterpret_cast<float*>(g + L.aux);
-  const int B = spec.block;
-  const auto* xb = static_cast<const uint8_t*>(p.x_quant);
-  for (int t = 0; t < n; ++t) {
-    const uint8_t* row = xb + size_t(t0 + t) * p.x_stride;
-    // Per block b of B weight elements: its 4-byte words, its scale and its integer sum.
-    auto put_block = [&](int64_t b, const int8_t* qs, float d, int32_t sum, float sx) {
-      for (int w = 0; w < B / 4; ++w) {
-        int32_t v;
-        std::memcpy(&v, qs + 4 * w, 4);
-        xa[(b * (B / 4) + w) * kGroup + t] = v;
-      }
-      dx[b * kGroup + t] = d;
-      if (spec.has_min) aux_f[b * kGroup + t] = sx;
-      else aux_i[b * kGroup + t] = -spec.offset * sum;
-    };
-    if (act == QuantType::Q8_0 || act == QuantType::Q8_1) {
-      for (int64_t b = 0; b < L.nblk; ++b) {
-        const int8_t* qs;
-        float d, s = 0.f;
-        if (act == QuantType::Q8_0) {
-          const auto& blk = reinterpret_cast<const BlockQ8_0*>(row)[b];
-          qs = blk.qs;
-          d = h2f(blk.d);
-        } else {
-          const auto& blk = reinterpret_cast<const BlockQ8_1*>(row)[b];
-          qs = blk.qs;
-          d = h2f(blk.d);
-          s = h2f(blk.s);  // d * sum, as the reference dot product uses it
-        }
-        int32_t sum = 0;
-        for (int i = 0; i < 32; ++i) sum += qs[i];
-        put_block(b, qs, d, sum, act == QuantType::Q8_1 ? s : d * float(sum));
-      }
-    } else {  // Q8_K: super-blocks of 256 with sums per 16
-      const auto* blk = reinterpret_cast<const BlockQ8_K*>(row);
-      const int per_sb = 256 / B;
-      for (int64_t b = 0; b < L.nblk; ++b) {
-        const BlockQ8_K& s = blk[b / per_sb];
-        const int j = int(b % per_sb);
-        const int32_t sum = B == 16 ? s.bsums[j] : int32_t(s.bsums[2 * j]) + s.bsums[2 * j + 1];
-        put_block(b, s.qs + j * B, s.d, sum, s.d * float(sum));
-      }
-    }
-  }
-}
-
-}  // namespace
-
-size_t packed_bytes(QuantType weight_type, int64_t k, int64_t n_tokens) {
-  const GroupLayout L(k, unpack_spec(weight_type).block);
-  return size_t((n_tokens + kGroup - 1) / kGroup) * L.bytes;
-}
-
-void pack_tokens(const GemmParams& p, void* packed, int64_t group_begin, int64_t group_end) {
-  const UnpackSpec spec = unpack_spec(p.weight_type);
-  const QuantType act = kernels::activation_type(p.weight_type);
-  const GroupLayout L(p.k, spec.block);
-  for (int64_t gi = group_begin; gi < group_end; ++gi)
-    pack_group(p, act, spec, L, gi * kGroup, int(std::min<int64_t>(kGroup, p.n_tokens - gi * kGroup)),
-               static_cast<uint8_t*>(packed) + size_t(gi) * L.bytes);
-}
-
-namespace {
+using GroupLayout = GemmGroupLayout;
 
 // Unpacked rows of one row block: codes (RB, k), scale (RB, nblk), min (RB, nblk).
 struct RowBlock {
@@ -233,26 +144,11 @@ void gemm_unpacked(const GemmParams& p) {
   const GroupLayout L(p.k, spec.block);
   const int64_t n_groups = (p.n_tokens + kGroup - 1) / kGroup;
 
-  // Per-thread scratch, grown and reused: packed activations of all tokens (unless the caller
-  // packed them: x_packed), then the unpacked codes, scales and minima of one row block.
-  thread_local std::vector<uint8_t> xbuf;
-  thread_local std::vector<uint8_t> wcodes;
-  thread_local std::vector<float> wscale;
-  const uint8_t* packed = static_cast<const uint8_t*>(p.x_packed);
-  if (!packed) {
-    xbuf.resize(size_t(n_groups) * L.bytes);
-    pack_tokens(p, xbuf.data(), 0, n_groups);
-    packed = xbuf.data();
-  }
-  // Rows unpacked at once: their codes (row_block * k bytes) stay in L2 while every token group
-  // passes, so the activations stream from L3 once per row block.
-  const int64_t row_block = std::clamp<int64_t>((int64_t(768) << 10) / std::max<int64_t>(p.k, 1) / 16 * 16, 16, 128);
-  wcodes.resize(size_t(row_block) * size_t(p.k));
-  wscale.resize(size_t(2 * row_block * L.nblk));
-
+  const int64_t row_block = gemm_row_block(p.k, 1, 16);
+  const GemmScratch scratch = gemm_scratch(p, L, row_block, p.k);
+  const uint8_t* packed = scratch.packed;
   const auto* wb = static_cast<const uint8_t*>(p.w);
-  const RowBlock W{.codes = wcodes.data(), .scale = wscale.data(), .min = wscale.data() + row_block * L.nblk,
-                   .k = p.k, .nblk = L.nblk};
+  const RowBlock W{.codes = scratch.codes, .scale = scratch.scale, .min = scratch.min, .k = p.k, .nblk = L.nblk};
   // Results of a row block for 32 tokens, token-major, so that each token's row_block outputs
   // reach y with whole-cache-line stores: (32, row_block) floats.
   thread_local std::vector<float> obuf;
@@ -261,8 +157,8 @@ void gemm_unpacked(const GemmParams& p) {
   for (int64_t rb = 0; rb < p.n_rows; rb += row_block) {
     const int64_t nr = std::min(row_block, p.n_rows - rb);
     for (int64_t i = 0; i < nr; ++i)
-      spec.unpack(wb + size_t(rb + i) * p.row_bytes, p.k, wcodes.data() + size_t(i) * size_t(p.k),
-                  wscale.data() + i * L.nblk, wscale.data() + (row_block + i) * L.nblk);
+      spec.unpack(wb + size_t(rb + i) * p.row_bytes, p.k, scratch.codes + size_t(i) * size_t(p.k),
+                  scratch.scale + i * L.nblk, scratch.min + i * L.nblk);
     for (int64_t gi = 0; gi < n_groups; gi += 2) {
       const int G = int(std::min<int64_t>(2, n_groups - gi));
       const uint8_t* groups = packed + size_t(gi) * L.bytes;
@@ -288,6 +184,9 @@ void gemm_unpacked(const GemmParams& p) {
 
 }  // namespace
 
-GemmTileFn gemm_kernel(QuantType t) { return unpack_spec(t).unpack ? gemm_unpacked : nullptr; }
+GemmIsaKernels gemm_kernels(QuantType t) {
+  if (!unpack_spec(t).unpack) return {};
+  return {.kernel = gemm_unpacked, .packed_bytes = gemm_group_packed_bytes, .pack_tokens = gemm_pack_groups};
+}
 
 }  // namespace brisk::kernels::avx512

@@ -1,14 +1,28 @@
-// Internal: the per-ISA GEMM kernels (gemm_avx512.cpp). A kernel covers the whole GemmParams
-// (every row and token). Only call when cpu_features() reports the ISA.
+// Internal: the per-ISA GEMM kernels (gemm_avx512.cpp, gemm_avx2.cpp). A kernel covers the whole
+// GemmParams (every row and token). Only call when cpu_features() reports the ISA.
 #pragma once
 #include "kernels/cpu/gemm.h"
 
 namespace brisk::kernels {
 using GemmTileFn = void (*)(const GemmParams& p);
+
+// One ISA's GEMM for a weight format: the kernel and the activation packing it reads as
+// x_packed (gemm_packed_bytes / gemm_pack_tokens dispatch to the same ISA as gemm_rows).
+struct GemmIsaKernels {
+  GemmTileFn kernel = nullptr;  // nullptr: no kernel for this format
+  size_t (*packed_bytes)(QuantType weight_type, int64_t k, int64_t n_tokens) = nullptr;
+  void (*pack_tokens)(const GemmParams& p, void* packed, int64_t group_begin, int64_t group_end) = nullptr;
+  explicit operator bool() const { return kernel != nullptr; }
+};
 }  // namespace brisk::kernels
 
-namespace brisk::kernels::avx512 {
-GemmTileFn gemm_kernel(QuantType weight_type);  // nullptr: no kernel for this format
-size_t packed_bytes(QuantType weight_type, int64_t k, int64_t n_tokens);
-void pack_tokens(const GemmParams& p, void* packed, int64_t group_begin, int64_t group_end);
+namespace brisk::kernels::avx512 {  // AVX-512 VNNI
+GemmIsaKernels gemm_kernels(QuantType weight_type);
 }  // namespace brisk::kernels::avx512
+
+namespace brisk::kernels::avx2 {  // AVX2 + FMA + F16C
+// AVX-VNNI when cpu_features().avx_vnni (and not BRISK_NO_AVX_VNNI), else vpmaddubsw.
+GemmIsaKernels gemm_kernels(QuantType weight_type);
+// One variant (tests and benchmarks; avx_vnni needs cpu_features_detected().avx_vnni).
+GemmIsaKernels gemm_kernels_variant(QuantType weight_type, bool avx_vnni);
+}  // namespace brisk::kernels::avx2
