@@ -1,4 +1,4 @@
-// AVX-512 VBMI decode dot products for Q4_0 and Q5_0 weights with Q8_0 activations, for 1..8
+// AVX-512 VBMI + BITALG decode dot products for Q4_0 and Q5_0 weights with Q8_0 activations, for 1..8
 // tokens at once with bit-identical results per token (the same role as the Q4_0/Q5_0 kernels
 // of dot_q32_avx512.cpp, which CPUs without VBMI keep using).
 //
@@ -10,8 +10,8 @@
 // side, one block per 128-bit lane:
 //   lo = codes & 15          lane L: elements 0..15 of block L of the quad
 //   hi = (codes >> 4) & 15   lane L: elements 16..31
-// Q5_0's fifth bits come the same way (a permute of the qh bytes, then two 64-bit masks that
-// add 16 to the selected code bytes). vpdpbusd of lo and hi against the prepared activations
+// Q5_0's fifth bits come the same way: a permute of the qh bytes, then two bit-shuffles
+// (vpshufbitqmb) into 64-bit masks that add 16 to the selected code bytes. vpdpbusd of lo and hi against the prepared activations
 // gives each block's sum in 4 int32 of its lane; the 4 quads of a group of 16 blocks reduce to
 // one vector of 16 block sums in 6 instructions, lane 4L + j holding block 4j + L. The weight
 // scales are permuted straight from the loaded bytes into that lane order (masked vpermb), so
@@ -73,13 +73,14 @@ struct QuadTables {
       for (int j = 0; j < 16; ++j) t[size_t(16 * L + j)] = source(kBytes * L + kQsAt + j, kBytes * L + kQsAt, 16);
     return t;
   }();
-  // Bytes 2L, 2L + 1: qh bytes 0, 1 of block L (the high bits of elements 0..15); bytes
-  // 8 + 2L, 9 + 2L: qh bytes 2, 3 (elements 16..31).
+  // Bytes 16L + e and 16L + 8 + e (e < 4): qh byte e of block L (its 32 high bits, bit i for
+  // element i), so that qwords 2L and 2L + 1 both start with them.
   alignas(64) static constexpr std::array<uint8_t, 64> qh = [] {
     std::array<uint8_t, 64> t{};
     for (int L = 0; L < 4; ++L)
       for (int e = 0; e < 4; ++e)
-        t[size_t((e < 2 ? 0 : 8) + 2 * L + (e & 1))] = source(kBytes * L + kQhAt + e, kBytes * L + kQhAt, 4);
+        for (int half = 0; half < 2; ++half)
+          t[size_t(16 * L + 8 * half + e)] = source(kBytes * L + kQhAt + e, kBytes * L + kQhAt, 4);
     return t;
   }();
   // Scale of quad position j (0..3): fp16 of block L goes to word 4L + j of the scale vector.
@@ -101,6 +102,19 @@ struct QuadTables {
     return m;
   }
 };
+
+// vpshufbitqmb selectors: mask bit 16L + j takes bit j (elements 0..15) or bit 16 + j
+// (elements 16..31) of the qword holding block L's high bits.
+alignas(64) constexpr std::array<uint8_t, 64> kHighBitLo = [] {
+  std::array<uint8_t, 64> t{};
+  for (int m = 0; m < 64; ++m) t[size_t(m)] = uint8_t(m % 16);
+  return t;
+}();
+alignas(64) constexpr std::array<uint8_t, 64> kHighBitHi = [] {
+  std::array<uint8_t, 64> t{};
+  for (int m = 0; m < 64; ++m) t[size_t(m)] = uint8_t(16 + m % 16);
+  return t;
+}();
 
 struct FmtQ4_0 {
   using Block = BlockQ4_0;
@@ -130,10 +144,12 @@ inline void decode_quad(const uint8_t* q, int j, __m512i* lo, __m512i* hi, __m51
   *lo = _mm512_and_si512(codes, m4);
   *hi = _mm512_and_si512(_mm512_srli_epi16(codes, 4), m4);
   if constexpr (Fmt::kHighBit) {
-    const __m128i h = _mm512_castsi512_si128(_mm512_permutex2var_epi8(a, load_table(T::qh), b));
+    // qwords 2L and 2L + 1 hold block L's 32 high bits; vpshufbitqmb picks bit j (lo) or
+    // 16 + j (hi) of them for code byte 16L + j.
+    const __m512i h = _mm512_permutex2var_epi8(a, load_table(T::qh), b);
     const __m512i c16 = _mm512_set1_epi8(0x10);
-    *lo = _mm512_mask_add_epi8(*lo, _cvtu64_mask64(uint64_t(_mm_cvtsi128_si64(h))), *lo, c16);
-    *hi = _mm512_mask_add_epi8(*hi, _cvtu64_mask64(uint64_t(_mm_extract_epi64(h, 1))), *hi, c16);
+    *lo = _mm512_mask_add_epi8(*lo, _mm512_bitshuffle_epi64_mask(h, load_table(kHighBitLo)), *lo, c16);
+    *hi = _mm512_mask_add_epi8(*hi, _mm512_bitshuffle_epi64_mask(h, load_table(kHighBitHi)), *hi, c16);
   }
   const __m512i idx = _mm512_load_si512(T::scale_idx[size_t(j)].data());
   constexpr __mmask64 kFromA[4] = {T::scale_mask(0, true), T::scale_mask(1, true), T::scale_mask(2, true),
