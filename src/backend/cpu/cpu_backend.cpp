@@ -131,7 +131,7 @@ class CpuBackend final : public Backend {
   }
 
   void attention(const AttentionArgs& a) override {
-    OpProfile::Scope prof(profile_, "attention");
+    OpProfile::Scope prof(profile_, a.q.rows > 8 ? "attention(prefill)" : "attention");
     BRISK_CHECK(a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0, "attention: ", a.n_head,
                 " heads are not a multiple of ", a.n_head_kv, " KV heads");
     check_mat(a.q, a.q.rows, int64_t(a.n_head) * a.head_dim, "attention", "q");

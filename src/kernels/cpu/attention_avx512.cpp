@@ -61,12 +61,20 @@ int64_t attention_avx512_scratch_floats(int32_t group, int32_t head_dim) {
 
 namespace {
 
-// K/V rows are prefetched this many positions ahead of their use.
+// K/V rows are prefetched this many positions ahead of their use (into L1, and into L2).
 constexpr int64_t kPrefetchRows = 16;
+constexpr int64_t kL2PrefetchRows = 64;
 
 inline void prefetch_row(const uint8_t* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p) + off, _MM_HINT_T0);
 }
+
+inline void prefetch_row_l2(const uint8_t* p, size_t bytes) {
+  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p) + off, _MM_HINT_T1);
+}
+
+// Largest V stream of one item (bytes) that pass 1 prefetches into L2 (half a typical 2 MiB L2).
+constexpr size_t kVPrefetchMaxBytes = size_t(1) << 20;
 
 // acc (G, NC * 16) = sum_j w[g * w_stride + j] * v_j for G heads: per chunk of 16 floats of
 // v_j, one load shared by the G heads' accumulators.
@@ -118,6 +126,9 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, float* kt, f
   const size_t k_off = kv_segment_offset(a.k_cache, int64_t(kvh) * hd);
   const size_t v_off = kv_segment_offset(a.v_cache, int64_t(kvh) * hd);
   const size_t k_row_bytes = size_t(quant_row_bytes(a.k_cache.type, uint64_t(hd)).value_or(0));
+  const size_t v_row_bytes = size_t(quant_row_bytes(a.v_cache.type, uint64_t(hd)).value_or(0));
+  // Prefetching V in pass 1 pays while this item's V rows fit in L2 with room to spare.
+  const bool v_l2 = size_t(n_pos) * v_row_bytes <= kVPrefetchMaxBytes;
   if (score_buf.size() < size_t(group * n_pad)) score_buf.resize(size_t(group * n_pad));
   float* sc = score_buf.data();  // (group, n_pad)
   const float* q0 = a.q.row(t) + int64_t(kvh * group) * hd;
@@ -128,9 +139,15 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, float* kt, f
   for (int64_t j0 = 0; j0 < n_pos; j0 += kTile) {
     const int n = int(std::min<int64_t>(kTile, n_pos - j0));
     const __mmask16 valid = __mmask16((1u << n) - 1u);
-    // The next tiles' K rows (a strided stream the hardware prefetchers follow poorly).
+    // K and V rows (strided streams the hardware prefetchers follow poorly): K of the next tile
+    // into L1, and K and V kL2PrefetchRows ahead into L2, so that the V stream of pass 3
+    // overlaps this pass's arithmetic.
     for (int64_t j = j0 + kPrefetchRows; j < std::min(n_pos, j0 + kPrefetchRows + kTile); ++j)
       prefetch_row(a.k_cache.row(s, start + j) + k_off, k_row_bytes);
+    for (int64_t j = j0 + kL2PrefetchRows; j < std::min(n_pos, j0 + kL2PrefetchRows + kTile); ++j) {
+      prefetch_row_l2(a.k_cache.row(s, start + j) + k_off, k_row_bytes);
+      if (v_l2) prefetch_row_l2(a.v_cache.row(s, start + j) + v_off, v_row_bytes);
+    }
     load_tile(a.k_cache, s, start + j0, n, k_off, hd, kt);
     for (int32_t g = 0; g < group; ++g) {
       const float* q = q0 + int64_t(g) * hd;
