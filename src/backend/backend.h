@@ -60,6 +60,25 @@ struct RopeTable {
   bool neox = false;               // pairs (i, i + n_rot/2) instead of (2i, 2i+1)
 };
 
+// One logits row's sampling for Backend::sample_rows, in the host sampler's terms
+// (runtime/sampler.h): edits first (in order), then NaN banned, +inf only, greedy or top-k ->
+// top-p -> min-p -> temperature -> the draw at u.
+struct DeviceSampleEdit {
+  int32_t token = 0;
+  int32_t count = 0;  // > 0: a penalty for `count` occurrences in the window; 0: add `bias`
+  float bias = 0.0f;  // -inf bans
+};
+constexpr int32_t kDeviceSampleMaxTopK = 1024;
+struct DeviceSampleSpec {
+  float temperature = 0.0f;  // <= 0, or 1 / temperature not finite: greedy
+  int32_t top_k = 0;         // 1..kDeviceSampleMaxTopK (unused when greedy)
+  float top_p = 1.0f;        // >= 1: off
+  float min_p = 0.0f;        // <= 0: off
+  float repeat_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
+  int32_t edit_offset = 0, n_edits = 0;
+  double u = 0.0;  // the uniform draw in [0, 1)
+};
+
 struct MatmulArgs {
   Mat out;              // [n_tok, w.n_out]
   Mat x;                // [n_tok, w.n_in]
@@ -212,6 +231,19 @@ class Backend {
   // copies the logits and samples on the host; the CPU backend does that).
   virtual bool argmax_rows(const Mat& x, int32_t* ids) {
     (void)x;
+    (void)ids;
+    return false;
+  }
+  // The sampler chain of runtime/sampler.h on the backend: ids[t] (host) = the token drawn from
+  // row t of x (this backend's memory) under specs[t], whose edits are
+  // edits[specs[t].edit_offset, + n_edits); -1 when every token is banned. False when the
+  // backend has no such op (the caller copies the logits). x.rows == 0 only asks.
+  virtual bool sample_rows(const Mat& x, const DeviceSampleSpec* specs, const DeviceSampleEdit* edits,
+                           int32_t n_edits, int32_t* ids) {
+    (void)x;
+    (void)specs;
+    (void)edits;
+    (void)n_edits;
     (void)ids;
     return false;
   }

@@ -18,7 +18,7 @@ namespace {
 using brisk::fail;
 
 int cmd_dump(const std::vector<std::string>& argv) {
-  std::string model_path, ids_text, out_dir, quant;
+  std::string model_path, ids_text, out_dir, quant, device = "cpu";
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& f = argv[i];
     BRISK_CHECK(i + 1 < argv.size(), f, " needs a value");
@@ -27,10 +27,11 @@ int cmd_dump(const std::vector<std::string>& argv) {
     else if (f == "--prompt-ids") ids_text = v;
     else if (f == "--out") out_dir = v;
     else if (f == "--quant") quant = v;
+    else if (f == "--device") device = v;
     else fail("dump: unknown argument '", f, "'");
   }
   BRISK_CHECK(!model_path.empty() && !ids_text.empty() && !out_dir.empty(),
-              "usage: brisk dump --model M --prompt-ids 1,2,3 --out DIR [--quant q8_0]");
+              "usage: brisk dump --model M --prompt-ids 1,2,3 --out DIR [--quant q8_0] [--device cpu|cuda[:N]]");
   std::vector<int32_t> ids;
   std::stringstream ss(ids_text);
   for (std::string item; std::getline(ss, item, ',');) {
@@ -45,7 +46,8 @@ int cmd_dump(const std::vector<std::string>& argv) {
   BRISK_CHECK(!ids.empty(), "--prompt-ids: no ids");
   auto model = brisk::Model::load({.path = model_path, .quant = quant});
   auto ctx = brisk::Context::create(model, {.n_ctx = std::max<int32_t>(int32_t(ids.size()), 16), .n_seq_max = 1,
-                                            .n_batch = int32_t(ids.size()), .kv_type = brisk::QuantType::F32});
+                                            .n_batch = int32_t(ids.size()), .kv_type = brisk::QuantType::F32,
+                                            .device = device});
   std::filesystem::create_directories(out_dir);
   nlohmann::json index = nlohmann::json::array();
   ctx->set_tap([&](const std::string& name, int layer, const float* data, int64_t rows, int64_t cols) {

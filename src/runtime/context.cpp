@@ -55,8 +55,9 @@ class ModelContext final : public Context {
 
     int32_t n_want = 0;
     for (const BatchToken& t : batch) n_want += t.want_logits ? 1 : 0;
-    if (n_want > 0 && !device_greedy_) logits_.assign(size_t(n_want) * size_t(cfg_.n_vocab), 0.0f);
-    if (n_want > 0 && device_greedy_) greedy_.assign(size_t(n_want), -1);
+    const bool ids_only = device_greedy_ || device_sampler_;
+    if (n_want > 0 && !ids_only) logits_.assign(size_t(n_want) * size_t(cfg_.n_vocab), 0.0f);
+    if (n_want > 0 && ids_only) device_ids_.assign(size_t(n_want), -1);
     int32_t logits_done = 0;
 
     for (size_t start = 0; start < batch.size(); start += size_t(opt_.n_batch)) {
@@ -84,9 +85,18 @@ class ModelContext final : public Context {
         const BatchToken& t = batch[start + size_t(i)];
         kv_->set_length(t.seq, std::max(kv_->length(t.seq), t.pos + 1));
       }
-      if (n_out > 0 && device_greedy_) {
+      if (n_out > 0 && device_sampler_) {
         const Mat rows{.data = arena_.logits, .rows = n_out, .cols = cfg_.n_vocab};
-        BRISK_CHECK(backend_->argmax_rows(rows, greedy_.data() + logits_done), "decode: device greedy pick failed");
+        std::vector<DeviceSampleSpec> specs(static_cast<size_t>(n_out));
+        sample_edits_.clear();
+        for (DeviceSampleSpec& sp : specs) device_sampler_->device_spec(&sp, &sample_edits_);
+        BRISK_CHECK(backend_->sample_rows(rows, specs.data(), sample_edits_.data(), int32_t(sample_edits_.size()),
+                                          device_ids_.data() + logits_done),
+                    "decode: device sampling failed");
+        logits_done += n_out;
+      } else if (n_out > 0 && device_greedy_) {
+        const Mat rows{.data = arena_.logits, .rows = n_out, .cols = cfg_.n_vocab};
+        BRISK_CHECK(backend_->argmax_rows(rows, device_ids_.data() + logits_done), "decode: device greedy pick failed");
         logits_done += n_out;
       } else if (n_out > 0) {
         backend_->copy(logits_.data() + size_t(logits_done) * size_t(cfg_.n_vocab), arena_.logits,
@@ -96,7 +106,7 @@ class ModelContext final : public Context {
     }
     if (n_want > 0) {
       n_logits_ = n_want;
-      logits_are_ids_ = device_greedy_;
+      logits_are_ids_ = ids_only;
     }
   }
 
@@ -106,14 +116,24 @@ class ModelContext final : public Context {
     return device_greedy_;
   }
 
-  const int32_t* greedy_ids() const override {
-    return logits_are_ids_ && n_logits_ > 0 ? greedy_.data() : nullptr;
+  bool set_device_sampler(Sampler* sampler) override {
+    device_sampler_ = nullptr;
+    if (!sampler || !sampler->device_supported()) return false;
+    int32_t none = 0;
+    if (!backend_->sample_rows(Mat{.data = arena_.logits, .rows = 0, .cols = cfg_.n_vocab}, nullptr, nullptr, 0, &none))
+      return false;
+    device_sampler_ = sampler;
+    return true;
+  }
+
+  const int32_t* device_ids() const override {
+    return logits_are_ids_ && n_logits_ > 0 ? device_ids_.data() : nullptr;
   }
 
   const float* logits(int32_t i) const override {
     BRISK_CHECK(i >= 0 && i < n_logits_, "logits(", i, "): the last batch with logits had ", n_logits_,
                 " such tokens");
-    BRISK_CHECK(!logits_are_ids_, "logits(", i, "): the last batch picked greedy ids on the device (no logits copied)");
+    BRISK_CHECK(!logits_are_ids_, "logits(", i, "): the last batch picked its ids on the device (no logits copied)");
     return logits_.data() + size_t(i) * size_t(cfg_.n_vocab);
   }
 
@@ -250,8 +270,10 @@ class ModelContext final : public Context {
   std::vector<float> logits_;  // [n_logits, n_vocab]
   int32_t n_logits_ = 0;
   bool device_greedy_ = false;   // set_device_greedy
-  bool logits_are_ids_ = false;  // the last batch with wanted rows kept ids (greedy_), not logits_
-  std::vector<int32_t> greedy_;  // [n_logits]
+  Sampler* device_sampler_ = nullptr;  // set_device_sampler
+  bool logits_are_ids_ = false;  // the last batch with wanted rows kept ids (device_ids_), not logits_
+  std::vector<int32_t> device_ids_;  // [n_logits]
+  std::vector<DeviceSampleEdit> sample_edits_;  // edits of the rows being sampled on the device
   TapFn tap_;
   brisk::TapFn tap_fn_;
 };

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "quant/types.h"
+#include "runtime/sampler.h"
 #include "text/tokenizer.h"
 
 namespace brisk {
@@ -72,14 +73,23 @@ class Context {
   virtual const float* logits(int32_t i) const = 0;
   virtual int32_t n_vocab() const = 0;
   // Greedy sampling on the device: while on, decode() picks the argmax of each wanted row on
-  // the backend and copies only the token ids back (logits(i) then fails); greedy_ids() gives
+  // the backend and copies only the token ids back (logits(i) then fails); device_ids() gives
   // them. Returns whether the mode is on (false: the backend has no such op, e.g. the CPU).
   virtual bool set_device_greedy(bool on) {
     (void)on;
     return false;
   }
-  // [rows wanted by the last batch] argmax ids (-1: no finite logit) while device greedy is on.
-  virtual const int32_t* greedy_ids() const { return nullptr; }
+  // Sampling on the device: while a sampler is set, decode() runs its chain (device_spec) on
+  // the backend for each wanted row, in batch order, and copies only the drawn ids back; the
+  // caller still calls sampler->accept(). nullptr turns it off. Returns whether the mode is on
+  // (false: the backend has no such op, or the sampler's configuration cannot run there).
+  virtual bool set_device_sampler(Sampler* sampler) {
+    (void)sampler;
+    return false;
+  }
+  // [rows wanted by the last batch] ids picked on the device (-1: every token banned) while
+  // device greedy or a device sampler is on; nullptr otherwise.
+  virtual const int32_t* device_ids() const { return nullptr; }
 
   virtual int32_t seq_length(int32_t seq) const = 0;
   virtual void seq_truncate(int32_t seq, int32_t n_keep) = 0;   // keep positions [0, n_keep)

@@ -123,23 +123,33 @@ GenerateResult generate(Context& ctx, const Tokenizer* tokenizer, const std::vec
                             sp.logit_bias.empty() &&
                             (sp.penalty_last_n == 0 || (sp.repeat_penalty == 1.0f && sp.presence_penalty == 0.0f &&
                                                         sp.frequency_penalty == 0.0f));
-  struct GreedyMode {
+  // Other requests run the sampler chain on the device when it can (BRISK_NO_DEVICE_SAMPLING:
+  // on the host); the host sampler still draws the uniforms and keeps the penalty history.
+  struct DeviceMode {
     Context& ctx;
-    bool on = false;
-    ~GreedyMode() {
-      if (on) ctx.set_device_greedy(false);
+    bool greedy_on = false, sampler_on = false;
+    bool on() const { return greedy_on || sampler_on; }
+    ~DeviceMode() {
+      if (greedy_on) ctx.set_device_greedy(false);
+      if (sampler_on) ctx.set_device_sampler(nullptr);
     }
-  } greedy{.ctx = ctx};
-  if (plain_greedy && !cb.on_prompt_logits) greedy.on = ctx.set_device_greedy(true);
+  } device{.ctx = ctx};
+  auto device_on = [&] {
+    if (plain_greedy) device.greedy_on = ctx.set_device_greedy(true);
+    else device.sampler_on = ctx.set_device_sampler(&sampler);
+  };
+  if (!cb.on_prompt_logits) device_on();
   ctx.decode(batch);
   pos += int32_t(prompt.size());
   res.prompt_seconds = seconds_since(t0);
-  if (cb.on_prompt_logits) cb.on_prompt_logits(ctx.logits(0), ctx.n_vocab());
-  if (plain_greedy && cb.on_prompt_logits) greedy.on = ctx.set_device_greedy(true);
+  if (cb.on_prompt_logits) {
+    cb.on_prompt_logits(ctx.logits(0), ctx.n_vocab());
+    device_on();
+  }
   // The next token: the device's pick, else the sampler's (which would fail the same way on a
   // row without a finite logit).
   auto next_token = [&]() -> int32_t {
-    const int32_t* ids = greedy.on ? ctx.greedy_ids() : nullptr;
+    const int32_t* ids = device.on() ? ctx.device_ids() : nullptr;
     if (!ids) return sampler.sample(ctx.logits(0));
     BRISK_CHECK(ids[0] >= 0 && ids[0] < ctx.n_vocab(),
                 "sampler: every token is masked out or banned; nothing can be sampled");

@@ -52,6 +52,51 @@ Sampler::Sampler(SamplerParams params, int32_t n_vocab)
   cand_.reserve(static_cast<size_t>(n_vocab_));
 }
 
+bool Sampler::greedy() const {
+  return params_.temperature <= 0.0f || !std::isfinite(1.0f / params_.temperature);
+}
+
+std::vector<std::pair<int32_t, int32_t>> Sampler::penalty_counts() const {
+  std::vector<std::pair<int32_t, int32_t>> counts;
+  const bool use_penalties = params_.penalty_last_n != 0 &&
+                             (params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+                              params_.frequency_penalty != 0.0f);
+  if (!use_penalties || history_.empty()) return counts;
+  size_t window = history_.size();
+  if (params_.penalty_last_n > 0) window = std::min(window, static_cast<size_t>(params_.penalty_last_n));
+  std::vector<int32_t> recent(history_.end() - static_cast<std::ptrdiff_t>(window), history_.end());
+  std::sort(recent.begin(), recent.end());
+  for (size_t i = 0; i < recent.size();) {
+    size_t j = i;
+    while (j < recent.size() && recent[j] == recent[i]) ++j;
+    counts.emplace_back(recent[i], static_cast<int32_t>(j - i));
+    i = j;
+  }
+  return counts;
+}
+
+bool Sampler::device_supported() const {
+  return greedy() || (params_.top_k >= 1 && params_.top_k <= kDeviceSampleMaxTopK);
+}
+
+void Sampler::device_spec(DeviceSampleSpec* spec, std::vector<DeviceSampleEdit>* edits) {
+  BRISK_CHECK(device_supported(), "sampler: top_k ", params_.top_k, " cannot run on the device (1..",
+              kDeviceSampleMaxTopK, ")");
+  *spec = DeviceSampleSpec{.temperature = params_.temperature,
+                           .top_k = params_.top_k,
+                           .top_p = params_.top_p,
+                           .min_p = params_.min_p,
+                           .repeat_penalty = params_.repeat_penalty,
+                           .presence_penalty = params_.presence_penalty,
+                           .frequency_penalty = params_.frequency_penalty,
+                           .edit_offset = static_cast<int32_t>(edits->size())};
+  for (const auto& [id, bias] : params_.logit_bias) edits->push_back({.token = id, .count = 0, .bias = bias});
+  for (const auto& [token, n] : penalty_counts()) edits->push_back({.token = token, .count = n, .bias = 0.0f});
+  spec->n_edits = static_cast<int32_t>(edits->size()) - spec->edit_offset;
+  // sample() draws once per non-greedy call, after the chain: so does the device form.
+  if (!greedy()) spec->u = uniform01(rng_);
+}
+
 void Sampler::accept(int32_t token) {
   BRISK_CHECK(token >= 0 && token < n_vocab_, "sampler: accepted token id ", token,
               " is outside the vocabulary [0, ", n_vocab_, ")");
@@ -79,26 +124,11 @@ int32_t Sampler::sample(const float* logits, const std::vector<bool>* allowed) {
   // 1. Working logits: copy, then the sparse edits (bias, penalties), then the mask.
   work_.assign(logits, logits + n_vocab);
   for (const auto& [id, bias] : params_.logit_bias) work_[static_cast<size_t>(id)] += bias;
-  const bool use_penalties = params_.penalty_last_n != 0 &&
-                             (params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f ||
-                              params_.frequency_penalty != 0.0f);
-  if (use_penalties && !history_.empty()) {
-    size_t window = history_.size();
-    if (params_.penalty_last_n > 0) {
-      window = std::min(window, static_cast<size_t>(params_.penalty_last_n));
-    }
-    std::vector<int32_t> recent(history_.end() - static_cast<std::ptrdiff_t>(window),
-                                history_.end());
-    std::sort(recent.begin(), recent.end());
-    for (size_t i = 0; i < recent.size();) {
-      size_t j = i;
-      while (j < recent.size() && recent[j] == recent[i]) ++j;
-      const float count = static_cast<float>(j - i);
-      float& l = work_[static_cast<size_t>(recent[i])];
-      l = l > 0.0f ? l / params_.repeat_penalty : l * params_.repeat_penalty;
-      l -= count * params_.frequency_penalty + params_.presence_penalty;
-      i = j;
-    }
+  for (const auto& [token, n] : penalty_counts()) {
+    const float count = static_cast<float>(n);
+    float& l = work_[static_cast<size_t>(token)];
+    l = l > 0.0f ? l / params_.repeat_penalty : l * params_.repeat_penalty;
+    l -= count * params_.frequency_penalty + params_.presence_penalty;
   }
   if (allowed) {
     for (size_t i = 0; i < n_vocab; ++i) {
@@ -120,7 +150,7 @@ int32_t Sampler::sample(const float* logits, const std::vector<bool>* allowed) {
   }
 
   // 3. Greedy (also when 1 / temperature overflows): the first token with the top logit.
-  if (params_.temperature <= 0.0f || !std::isfinite(1.0f / params_.temperature)) {
+  if (greedy()) {
     return static_cast<int32_t>(std::find(work_.begin(), work_.end(), max_logit) - work_.begin());
   }
 

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "backend/backend.h"
+
 namespace brisk {
 
 struct SamplerParams {
@@ -28,6 +30,13 @@ class Sampler {
   Sampler(SamplerParams params, int32_t n_vocab);
   // logits: [n_vocab]; `allowed` (optional, [n_vocab]) masks tokens out when false.
   int32_t sample(const float* logits, const std::vector<bool>* allowed = nullptr);
+  // The next sample() in the device form of Backend::sample_rows: the same chain and the same
+  // draw from this sampler's generator (advanced as sample() would). device_supported() says
+  // whether a device can run this configuration (top-k in 1..kDeviceSampleMaxTopK unless
+  // greedy); device_spec() then fills spec (edit_offset = edits->size() on entry) and appends
+  // the row's edits.
+  bool device_supported() const;
+  void device_spec(DeviceSampleSpec* spec, std::vector<DeviceSampleEdit>* edits);
   void accept(int32_t token);  // appends to the penalty history
   void reset();                // clears history, reseeds
   const SamplerParams& params() const { return params_; }
@@ -40,6 +49,10 @@ class Sampler {
   struct Candidate { int32_t id; float logit; float p; };
   std::vector<Candidate> cand_;
   std::vector<float> work_;  // [n_vocab] logits after mask, bias and penalties
+  bool greedy() const;
+  // The distinct tokens of the penalty window with their counts, in token order (empty when
+  // no penalty applies).
+  std::vector<std::pair<int32_t, int32_t>> penalty_counts() const;
 };
 
 }  // namespace brisk

@@ -128,6 +128,27 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
   }
 }
 
+// Large weights used right after their (lazy) upload: every row must be the uploaded one. The
+// upload once ran on the legacy default stream, which the backend's non-blocking stream does
+// not wait for; a kernel could read a weight whose copy was still landing.
+TEST(CudaBackend, WeightsAreCompleteAtFirstUse) {
+  REQUIRE_GPU(be);
+  std::vector<QuantWeight> keep;
+  const int64_t n_in = 4096, n_out = 8192;  // 35.7 MB of Q8_0 each
+  DevMat x(*be, 1, n_in, randn(size_t(n_in), 5));
+  for (int rep = 0; rep < 4; ++rep) {
+    const QuantType t = rep % 2 ? QuantType::F16 : QuantType::Q8_0;
+    keep.push_back(make_weight(t, n_out, n_in, uint32_t(100 + rep)));
+    const QuantWeight& q = keep.back();
+    DevMat out(*be, 1, n_out);
+    be->matmul({.out = out.dev, .x = x.dev, .w = q.w});
+    const std::vector<float> got = out.fetch();
+    DevMat ref_out(*be, 1, n_out);
+    ref::matmul({.out = ref_out.hmat(), .x = x.hmat(), .w = q.w});
+    expect_close(got, ref_out.host, 2e-3f, 1e-4f, str_cat(quant_type_info(t).name, " weight ", rep));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, CudaMatmul,
                          ::testing::Values(QuantType::F32, QuantType::F16, QuantType::BF16, QuantType::Q8_0,
                                            QuantType::Q4_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_K),

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <random>
@@ -14,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "core/flags.h"
 #include "kernels/cpu/ops.h"
 #include "runtime/engine_api.h"
 #include "runtime/generate.h"
@@ -184,7 +186,8 @@ TEST(CudaGreedy, DeviceArgmaxMatchesHostSampler) {
 }
 
 // Greedy generation on a fixture model: the ids picked on the device equal those the host
-// sampler picks from the copied logits (a zero logit bias keeps generate on the host path).
+// sampler picks from the copied logits (a zero logit bias takes generate off the argmax path,
+// and BRISK_NO_DEVICE_SAMPLING off the device sampler).
 TEST(CudaGreedy, GenerateMatchesHostSampling) {
   std::string reason;
   if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
@@ -196,10 +199,18 @@ TEST(CudaGreedy, GenerateMatchesHostSampling) {
   auto run = [&](bool host) {
     auto ctx = Context::create(model, {.n_ctx = 128, .n_seq_max = 1, .n_batch = 64, .device = "cuda"});
     GenerateParams gp{.max_tokens = 24, .sampling = SamplerParams{.temperature = 0.0f}, .stop_at_end_of_generation = false};
-    if (host) gp.sampling.logit_bias = {{0, 0.0f}};
+    if (host) {
+      gp.sampling.logit_bias = {{0, 0.0f}};
+      setenv("BRISK_NO_DEVICE_SAMPLING", "1", 1);
+      flags_reload();
+    }
     const GenerateResult r = generate(*ctx, nullptr, prompt, gp);
+    if (host) {
+      unsetenv("BRISK_NO_DEVICE_SAMPLING");
+      flags_reload();
+    }
     // The last decoded batch kept ids only when the pick ran on the device.
-    EXPECT_EQ(ctx->greedy_ids() != nullptr, !host);
+    EXPECT_EQ(ctx->device_ids() != nullptr, !host);
     return r.tokens;
   };
   const std::vector<int32_t> device_ids = run(false), host_ids = run(true);

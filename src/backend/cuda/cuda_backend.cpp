@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -38,6 +39,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/attention_prefill.h"
 #include "kernels/cuda/gemm_prep.h"
+#include "kernels/cuda/sample.h"
 #include "kernels/cuda/kernels.h"
 #include "quant/format.h"
 #include "quant/types.h"
@@ -149,6 +151,52 @@ class CudaBackend final : public Backend {
     copy(ids, dev, sizeof(int32_t) * size_t(x.rows));
     return true;
   }
+
+  bool sample_rows(const Mat& x, const DeviceSampleSpec* specs, const DeviceSampleEdit* edits, int32_t n_edits,
+                   int32_t* ids) override {
+    BRISK_CHECK(x.data != nullptr && x.rows >= 0 && x.cols > 0 && x.row_stride() >= x.cols && x.cols < INT32_MAX,
+                "sample_rows: bad logits [", x.rows, ", ", x.cols, "]");
+    if (flags().no_device_sampling) return false;
+    if (x.rows == 0) return true;
+    BRISK_CHECK(specs != nullptr && ids != nullptr && n_edits >= 0 && (n_edits == 0 || edits != nullptr),
+                "sample_rows: missing specs, edits or ids");
+    for (int64_t r = 0; r < x.rows; ++r) {
+      const DeviceSampleSpec& sp = specs[r];
+      const bool greedy = !(sp.temperature > 0.0f) || !std::isfinite(1.0f / sp.temperature);
+      BRISK_CHECK(greedy || (sp.top_k >= 1 && sp.top_k <= kDeviceSampleMaxTopK), "sample_rows: top_k ", sp.top_k,
+                  " outside 1..", kDeviceSampleMaxTopK);
+      BRISK_CHECK(sp.edit_offset >= 0 && sp.n_edits >= 0 && int64_t(sp.edit_offset) + sp.n_edits <= n_edits,
+                  "sample_rows: row ", r, " edits outside the ", n_edits, " given");
+      BRISK_CHECK(sp.u >= 0.0 && sp.u < 1.0, "sample_rows: draw ", sp.u, " outside [0, 1)");
+      for (int32_t e = 0; e < sp.n_edits; ++e)
+        BRISK_CHECK(edits[sp.edit_offset + e].token >= 0 && edits[sp.edit_offset + e].token < x.cols,
+                    "sample_rows: edit token ", edits[sp.edit_offset + e].token, " outside the vocabulary");
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      BRISK_CHECK(is_device(x.data) && is_device(x.row(x.rows - 1) + x.cols - 1), "sample_rows: logits are not ",
+                  "device memory of this backend");
+    }
+    // One buffer: ids, specs, edits, then the working rows.
+    const size_t ids_bytes = align_up(sizeof(int32_t) * size_t(x.rows));
+    const size_t spec_bytes = align_up(sizeof(DeviceSampleSpec) * size_t(x.rows));
+    const size_t edit_bytes = align_up(sizeof(DeviceSampleEdit) * size_t(n_edits));
+    const size_t work_bytes = sizeof(float) * size_t(x.rows) * size_t(x.cols);
+    auto* base = static_cast<uint8_t*>(scratch(sample_, ids_bytes + spec_bytes + edit_bytes + work_bytes, "sample_rows"));
+    auto* dev_ids = reinterpret_cast<int32_t*>(base);
+    auto* dev_specs = reinterpret_cast<DeviceSampleSpec*>(base + ids_bytes);
+    auto* dev_edits = reinterpret_cast<DeviceSampleEdit*>(base + ids_bytes + spec_bytes);
+    auto* work = reinterpret_cast<float*>(base + ids_bytes + spec_bytes + edit_bytes);
+    copy(dev_specs, specs, sizeof(DeviceSampleSpec) * size_t(x.rows));
+    if (n_edits > 0) copy(dev_edits, edits, sizeof(DeviceSampleEdit) * size_t(n_edits));
+    enqueue("sample_rows", [x, dev_specs, dev_edits, work, dev_ids](cudaStream_t s) {
+      return cuda::launch_sample_rows(x, dev_specs, dev_edits, work, dev_ids, s);
+    });
+    copy(ids, dev_ids, sizeof(int32_t) * size_t(x.rows));
+    return true;
+  }
+
+  static size_t align_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
   bool memory_info(size_t* free_bytes, size_t* total_bytes) const override {
     cudaSetDevice(device_);
@@ -865,7 +913,7 @@ class CudaBackend final : public Backend {
       const void* stored = src;
       if (!on_device) {
         cuda_check(cudaMalloc(&tmp, stored_bytes), op, "cudaMalloc (weight staging)");
-        cuda_check(cudaMemcpy(tmp, src, stored_bytes, cudaMemcpyHostToDevice), op, "weight upload");
+        upload(tmp, src, stored_bytes, op);
         stored = tmp;
       }
       const cudaError_t e = cuda::launch_repack_weight(d.type, stored, d.row_bytes, dev, d.n_in, d.n_out, stream_);
@@ -874,7 +922,7 @@ class CudaBackend final : public Backend {
       cuda_check(e, op, "weight repack launch");
       cuda_check(e2, op, "weight repack");
     } else {
-      cuda_check(cudaMemcpy(dev, src, bytes, cudaMemcpyHostToDevice), op, "weight upload");
+      upload(dev, src, bytes, op);
     }
     d.data = dev;
     weights_[w.data] = Uploaded{.dev = dev, .bytes = bytes, .w = d, .host_type = w.type};
@@ -882,6 +930,15 @@ class CudaBackend final : public Backend {
   }
 
   // Device copy of a constant float vector (norm weights, biases, rotary frequencies).
+  // Host -> device copy ordered on this backend's stream, complete on return. (A plain
+  // cudaMemcpy runs on the legacy default stream, which a non-blocking stream does not wait
+  // for, and from pageable memory it may return before the data has landed: kernels on
+  // stream_ could then read a partly uploaded weight.)
+  void upload(void* dst, const void* src, size_t bytes, const char* op) {
+    cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), op, "upload");
+    cuda_check(cudaStreamSynchronize(stream_), op, "upload (cudaStreamSynchronize)");
+  }
+
   const float* device_floats(const float* p, int64_t n, const char* op) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (is_device(p)) return p;
@@ -892,7 +949,7 @@ class CudaBackend final : public Backend {
     }
     const size_t bytes = sizeof(float) * size_t(n);
     void* dev = raw_alloc(bytes, op);
-    cuda_check(cudaMemcpy(dev, p, bytes, cudaMemcpyHostToDevice), op, "upload");
+    upload(dev, p, bytes, op);
     weights_[p] = Uploaded{.dev = dev, .bytes = bytes, .w = {}, .host_type = QuantType::F32};
     return static_cast<const float*>(dev);
   }
@@ -945,6 +1002,7 @@ class CudaBackend final : public Backend {
   Scratch gemm_x_;  // BF16 activations of the GEMM in flight
   Scratch gemm_w_;  // BF16 weight rows of the GEMM in flight
   Scratch argmax_;  // token ids of argmax_rows
+  Scratch sample_;  // ids, specs, edits and working rows of sample_rows
   // The GEMM input last converted into gemm_x_ (valid like qstate_).
   Mat bstate_x_;
   uint16_t* bstate_buf_ = nullptr;

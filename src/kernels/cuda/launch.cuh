@@ -9,6 +9,8 @@
 
 #include <utility>
 
+#include "core/flags.h"
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define BRISK_PDL_ENTER()                               \
   do {                                                  \
@@ -28,7 +30,7 @@ cudaError_t launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_
                           Args&&... args) {
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  attr[0].val.programmaticStreamSerializationAllowed = flags().no_cuda_pdl ? 0 : 1;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
