@@ -10,9 +10,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
+#include "scoped_env.h"
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/flags.h"
@@ -199,16 +201,12 @@ TEST(CudaGreedy, GenerateMatchesHostSampling) {
   auto run = [&](bool host) {
     auto ctx = Context::create(model, {.n_ctx = 128, .n_seq_max = 1, .n_batch = 64, .device = "cuda"});
     GenerateParams gp{.max_tokens = 24, .sampling = SamplerParams{.temperature = 0.0f}, .stop_at_end_of_generation = false};
+    std::unique_ptr<ScopedEnv> off;
     if (host) {
       gp.sampling.logit_bias = {{0, 0.0f}};
-      setenv("BRISK_NO_DEVICE_SAMPLING", "1", 1);
-      flags_reload();
+      off = std::make_unique<ScopedEnv>("BRISK_NO_DEVICE_SAMPLING", "1");
     }
     const GenerateResult r = generate(*ctx, nullptr, prompt, gp);
-    if (host) {
-      unsetenv("BRISK_NO_DEVICE_SAMPLING");
-      flags_reload();
-    }
     // The last decoded batch kept ids only when the pick ran on the device.
     EXPECT_EQ(ctx->device_ids() != nullptr, !host);
     return r.tokens;

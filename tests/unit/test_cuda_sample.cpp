@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "scoped_env.h"
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/flags.h"
@@ -164,21 +165,6 @@ TEST(CudaSample, RowsKeepTheirOwnSpecs) {
                Error);
   be->free(dev);
 }
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    setenv(name, value, 1);
-    flags_reload();
-  }
-  ~ScopedEnv() {
-    unsetenv(name_);
-    flags_reload();
-  }
-
- private:
-  const char* name_;
-};
 
 // Sampled generation on a fixture model: device sampling gives the tokens of host sampling
 // from the copied logits (BRISK_NO_DEVICE_SAMPLING), and keeps only ids.

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "scoped_env.h"
 #include "core/error.h"
 #include "core/flags.h"
 #include "kernels/cpu/dot.h"
@@ -168,21 +169,6 @@ TEST(KernelsDot, SimdActivationQuantizersAreBitExact) {
   }
   if (compared == 0) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512";
 }
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    setenv(name, value, 1);
-    flags_reload();
-  }
-  ~ScopedEnv() {
-    unsetenv(name_);
-    flags_reload();
-  }
-
- private:
-  const char* name_;
-};
 
 TEST(KernelsDot, SelectionHonoursKillSwitches) {
   const VecDotFn scalar = format_traits(QuantType::Q4_K).vec_dot;

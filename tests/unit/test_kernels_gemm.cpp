@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "scoped_env.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/flags.h"
@@ -266,21 +267,6 @@ TEST(KernelsGemmAvx2, LargestCodesAndActivationsStayExact) {
 }
 
 // Setting an environment switch for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    setenv(name, value, 1);
-    flags_reload();
-  }
-  ~ScopedEnv() {
-    unsetenv(name_);
-    flags_reload();
-  }
-
- private:
-  const char* name_;
-};
-
 TEST(KernelsGemm, KillSwitchesTurnItOff) {
   if (!gemm_available(QuantType::Q8_0)) GTEST_SKIP() << "no GEMM kernel on this CPU (needs AVX-512 VNNI)";
   {

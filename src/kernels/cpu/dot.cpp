@@ -2,6 +2,7 @@
 #include "kernels/cpu/dot.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/cpu_features.h"
 #include "core/error.h"
@@ -204,6 +205,15 @@ void gemv_rows_multi(const GemvMultiParams& p) {
     for (int t = 0; t < p.n_tokens; ++t)
       dot(p.k, &p.y[t * p.y_stride + r], row, xb + size_t(t) * p.x_stride);
   }
+}
+
+uint8_t* prepared_activation_buffer(size_t bytes) {
+  struct alignas(64) Line {
+    uint8_t bytes[64];
+  };
+  thread_local std::vector<Line> buf;
+  if (buf.size() * sizeof(Line) < bytes) buf.resize((bytes + sizeof(Line) - 1) / sizeof(Line));
+  return buf.data()->bytes;
 }
 
 }  // namespace brisk::kernels

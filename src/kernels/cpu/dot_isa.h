@@ -17,6 +17,10 @@ constexpr size_t kWeightPrefetchBytes = 6144;
 // 1-token kernel.
 using VecDotMultiFn = void (*)(int64_t n, float* out, size_t out_stride, const void* w, const void* a,
                                size_t a_stride);
+
+// The calling thread's buffer for activations prepared by a GEMV kernel (dot_q32_avx512.cpp,
+// dot_nibble_avx512vbmi.cpp): at least `bytes` bytes, 64-byte aligned, reused by later calls.
+uint8_t* prepared_activation_buffer(size_t bytes);
 }  // namespace brisk::kernels
 
 namespace brisk::kernels::avx2 {

@@ -204,19 +204,15 @@ void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t o
   for (int t = 0; t < NT; ++t) out[size_t(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
 }
 
-// Prepared activations of nt tokens, in a reused per-thread buffer (64-byte aligned).
+// Prepared activations of nt tokens, in the thread's reused buffer.
 template <class Fmt>
 void prepare_tokens(int64_t nb, const void* a, size_t a_stride, int nt, Prepared* xp) {
-  struct alignas(64) Line {
-    uint8_t bytes[64];
-  };
-  thread_local std::vector<Line> buf;
-  const size_t per = ((nb + kGroup - 1) / kGroup) * kGroupBytes;  // a multiple of 64
-  buf.resize((per * size_t(nt) + 63) / 64);
+  const size_t per = size_t((nb + kGroup - 1) / kGroup) * kGroupBytes;  // a multiple of 64
+  uint8_t* base = prepared_activation_buffer(per * size_t(nt));
   for (int t = 0; t < nt; ++t) {
-    uint8_t* dst = buf.data()->bytes + per * size_t(t);
-    prepare<Fmt>(reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + size_t(t) * a_stride), nb, dst);
-    xp[t].base = dst;
+    xp[t].base = base + per * size_t(t);
+    prepare<Fmt>(reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + size_t(t) * a_stride), nb,
+                 base + per * size_t(t));
   }
 }
 
