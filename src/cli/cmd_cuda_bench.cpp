@@ -41,6 +41,8 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
       p.matmul_only = v == "yes";
     } else if (f == "--layers") {
       p.n_layer = std::stoi(v);
+    } else if (f == "--batch") {
+      p.batch = std::stoi(v);
     } else if (f == "--steps") {
       p.steps = std::stoi(v);
     } else if (f == "--past") {
@@ -52,12 +54,12 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
       brisk::fail("cuda-bench: unknown argument '", f,
                   "' (--type q8_0|bf16|q4_k_m|... --shape llama-3.1-8b|qwen2.5-0.5b --graphs on|off|both "
                   "--gemv-only yes|no "
-                  "--layers N --steps N --past N --prefill N)");
+                  "--layers N --steps N --past N --batch N --prefill N)");
     }
   }
   BRISK_CHECK(p.n_layer > 0 && p.n_layer <= 256 && p.steps > 0 && p.steps <= 100000 && p.n_past >= 0 &&
-                  p.n_past <= 131072,
-              "cuda-bench: --layers, --steps or --past out of range");
+                  p.n_past <= 131072 && p.batch >= 1 && p.batch <= 256,
+              "cuda-bench: --layers, --steps, --past or --batch out of range");
   if (prefill) {
     BRISK_CHECK(p.prefill > 8 && p.prefill <= 65535, "cuda-bench: --prefill out of range (9..65535)");
     const int steps = p.steps == brisk::CudaBenchParams{}.steps ? 5 : p.steps;
@@ -74,9 +76,9 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
     if ((g && graphs == "off") || (!g && graphs == "on")) continue;
     p.graphs = g;
     const brisk::CudaBenchResult r = brisk::cuda_decode_bench(p);
-    std::printf("cuda-bench %s %s (%d layers, %d past, graphs %s%s): %.1f tok/s, %.3f ms/token, %.2f GB/token, "
+    std::printf("cuda-bench %s %s (%d layers, %d past, batch %d, graphs %s%s): %.1f tok/s, %.3f ms/token, %.2f GB/token, "
                 "%.0f GB/s = %.1f%% of copy bandwidth %.0f GB/s\n",
-                type_name.c_str(), shape.c_str(), p.n_layer, p.n_past, g ? "on" : "off",
+                type_name.c_str(), shape.c_str(), p.n_layer, p.n_past, p.batch, g ? "on" : "off",
                 p.matmul_only ? ", matmuls only" : "", r.tok_per_s,
                 1e3 / r.tok_per_s, r.bytes_per_token / 1e9, r.achieved_gbps, 100.0 * r.achieved_gbps / r.copy_gbps,
                 r.copy_gbps);

@@ -69,8 +69,9 @@ struct Layer {
 }  // namespace
 
 CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
-  BRISK_CHECK(p.n_head % p.n_head_kv == 0 && p.steps > 0 && p.n_past >= 0, "cuda bench: bad parameters");
+  BRISK_CHECK(p.n_head % p.n_head_kv == 0 && p.steps > 0 && p.n_past >= 0 && p.batch >= 1, "cuda bench: bad parameters");
   auto be = make_cuda_backend(p.device, p.graphs);
+  const int32_t nb = p.batch;
   CudaBenchResult res;
 
   // Copy bandwidth: 2 GiB device to device, best of 5.
@@ -107,28 +108,35 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
     l.up = wm.make(p.n_ff, p.n_embd);
     l.down = vd.make(p.n_embd, p.n_ff);
     const size_t rb = size_t(kv_w) * 2;
-    l.k = KvView{.type = QuantType::F16, .data = be->alloc(rb * size_t(cap)), .width = kv_w, .row_bytes = rb,
-                 .capacity = cap, .n_seq = 1};
+    l.k = KvView{.type = QuantType::F16, .data = be->alloc(rb * size_t(cap) * size_t(nb)), .width = kv_w,
+                 .row_bytes = rb, .capacity = cap, .n_seq = nb};
     l.v = l.k;
-    l.v.data = be->alloc(rb * size_t(cap));
+    l.v.data = be->alloc(rb * size_t(cap) * size_t(nb));
   }
   const Weight output = (p.q4_k_m ? wm6 : wm).make(p.n_vocab, p.n_embd);  // also the embedding table (one row read)
   std::vector<float> ones(size_t(std::max<int64_t>(p.n_embd, p.head_dim)), 1.0f);
   RopeTable rope{.n_rot = p.head_dim, .inv_freq = {}};
   for (int i = 0; i < p.head_dim / 2; ++i) rope.inv_freq.push_back(std::pow(500000.0f, -2.0f * float(i) / float(p.head_dim)));
 
-  auto buf = [&](int64_t cols) { return Mat{.data = static_cast<float*>(be->alloc(sizeof(float) * size_t(cols))), .rows = 1, .cols = cols}; };
+  // [batch, cols] activations; sequence b decodes at position pos[b] = n_past + step.
+  auto buf = [&](int64_t cols) {
+    return Mat{.data = static_cast<float*>(be->alloc(sizeof(float) * size_t(cols) * size_t(nb))), .rows = nb, .cols = cols};
+  };
   const Mat x = buf(p.n_embd), h = buf(p.n_embd), t = buf(p.n_embd), q = buf(q_w), k = buf(kv_w), v = buf(kv_w),
             attn = buf(q_w), gate = buf(p.n_ff), up = buf(p.n_ff), logits = buf(p.n_vocab);
-  int32_t id = 1, seq = 0, pos = 0;
+  const size_t n_seq = static_cast<size_t>(nb);
+  std::vector<int32_t> ids(n_seq, 1), seqs(n_seq), poss(n_seq, 0), out_rows(n_seq);
+  for (int32_t b = 0; b < nb; ++b) seqs[size_t(b)] = out_rows[size_t(b)] = b;
+  const int32_t* id = ids.data();
+  const int32_t* seq = seqs.data();
+  const int32_t* pos = poss.data();
   const float scale = 1.0f / std::sqrt(float(p.head_dim));
 
-  int32_t out_row = 0;
   // The decode step. With matmul_only: the same matmuls, grouped by input (all those reading
   // h, then all reading the gate activations) so that the activations are quantized twice per
   // step instead of per matmul: the time is the GEMV's own.
   auto step = [&]() {
-    be->begin_step({.n_tok = 1, .ids = &id, .pos = &pos, .seq = &seq, .n_out = 1, .out_rows = &out_row});
+    be->begin_step({.n_tok = nb, .ids = id, .pos = pos, .seq = seq, .n_out = nb, .out_rows = out_rows.data()});
     if (p.matmul_only) {
       const Mat& xo = q_w == p.n_embd ? h : attn;
       for (const Layer& l : layers) {
@@ -144,16 +152,16 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
       be->end_step();
       return;
     }
-    be->embedding({.out = x, .table = output, .ids = &id});
+    be->embedding({.out = x, .table = output, .ids = id});
     for (const Layer& l : layers) {
       be->rms_norm({.out = h, .x = x, .weight = ones.data()});
       be->matmul({.out = q, .x = h, .w = l.wq});
       be->matmul({.out = k, .x = h, .w = l.wk});
       be->matmul({.out = v, .x = h, .w = l.wv});
-      be->rope({.x = q, .pos = &pos, .n_head = p.n_head, .head_dim = p.head_dim, .table = &rope});
-      be->rope({.x = k, .pos = &pos, .n_head = p.n_head_kv, .head_dim = p.head_dim, .table = &rope});
-      be->kv_store({.k = k, .v = v, .k_cache = l.k, .v_cache = l.v, .seq = &seq, .pos = &pos});
-      be->attention({.out = attn, .q = q, .k_cache = l.k, .v_cache = l.v, .seq = &seq, .pos = &pos,
+      be->rope({.x = q, .pos = pos, .n_head = p.n_head, .head_dim = p.head_dim, .table = &rope});
+      be->rope({.x = k, .pos = pos, .n_head = p.n_head_kv, .head_dim = p.head_dim, .table = &rope});
+      be->kv_store({.k = k, .v = v, .k_cache = l.k, .v_cache = l.v, .seq = seq, .pos = pos});
+      be->attention({.out = attn, .q = q, .k_cache = l.k, .v_cache = l.v, .seq = seq, .pos = pos,
                      .n_head = p.n_head, .n_head_kv = p.n_head_kv, .head_dim = p.head_dim, .scale = scale});
       be->matmul({.out = t, .x = attn, .w = l.wo});
       be->add({.out = x, .a = x, .b = t});
@@ -169,19 +177,20 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
     be->end_step();
   };
 
-  pos = p.n_past;
+  std::fill(poss.begin(), poss.end(), p.n_past);
   for (int i = 0; i < 3; ++i) step();  // warm-up: uploads of the small constants, graph capture
   be->synchronize();
   const auto t0 = Clock::now();
   for (int i = 0; i < p.steps; ++i) {
-    pos = p.n_past + i;
+    std::fill(poss.begin(), poss.end(), p.n_past + i);
     step();
   }
   be->synchronize();
   const double secs = seconds_since(t0);
-  res.tok_per_s = double(p.steps) / secs;
+  res.tok_per_s = double(p.steps) * double(nb) / secs;
+  // Bytes per token: the weights once per step shared by the batch, each sequence's KV cache.
   const double kv_bytes = p.matmul_only ? 0.0 : 2.0 * double(p.n_layer) * double(p.n_past + p.steps / 2) * double(kv_w) * 2.0;
-  res.bytes_per_token = wm.bytes() + wm6.bytes() + kv_bytes;
+  res.bytes_per_token = (wm.bytes() + wm6.bytes()) / double(nb) + kv_bytes;
   res.achieved_gbps = res.bytes_per_token * res.tok_per_s / 1e9;
   return res;
 }

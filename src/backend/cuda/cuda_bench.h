@@ -27,12 +27,13 @@ struct CudaBenchParams {
   int32_t n_vocab = 128256;
   int32_t n_past = 512;     // positions already in the KV cache (F16)
   int32_t steps = 64;
+  int32_t batch = 1;        // sequences decoded together, one token each per step
   int32_t prefill = 512;    // cuda_prefill_bench: prompt tokens per forward (from position 0)
   int device = 0;
 };
 
 struct CudaBenchResult {
-  double tok_per_s = 0.0;
+  double tok_per_s = 0.0;         // tokens of all sequences per second
   double bytes_per_token = 0.0;   // weights read (+ KV cache read) per decoded token
   double achieved_gbps = 0.0;     // bytes_per_token * tok_per_s
   double copy_gbps = 0.0;         // device-to-device copy (read + write bytes per second)
