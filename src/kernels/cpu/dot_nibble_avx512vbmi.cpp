@@ -28,6 +28,7 @@
 #include <immintrin.h>
 
 #include <array>
+#include <bit>
 #include <cstring>
 #include <vector>
 
@@ -118,14 +119,16 @@ alignas(64) constexpr std::array<uint8_t, 64> kHighBitHi = [] {
 
 struct FmtQ4_0 {
   using Block = BlockQ4_0;
-  static constexpr int kOffset = 8, kShift = 3;
+  static constexpr int kOffset = 8;  // code - offset = the stored value
+  static constexpr int kShift = std::countr_zero(unsigned(kOffset));
   static constexpr bool kHighBit = false;
   using Tables = QuadTables<sizeof(Block), 2, 0>;
 };
 
 struct FmtQ5_0 {
   using Block = BlockQ5_0;
-  static constexpr int kOffset = 16, kShift = 4;
+  static constexpr int kOffset = 16;
+  static constexpr int kShift = std::countr_zero(unsigned(kOffset));
   static constexpr bool kHighBit = true;
   using Tables = QuadTables<sizeof(Block), 6, 2>;
 };
