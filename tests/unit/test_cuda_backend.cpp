@@ -105,7 +105,7 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
     DevMat ref_out(*be, s.n_tok, s.n_out);
     ref::matmul({.out = ref_out.hmat(), .x = x.hmat(), .w = q.w, .bias = s.bias ? bias.data() : nullptr});
     std::vector<float> wrow(static_cast<size_t>(s.n_in));
-    const bool gemm = s.n_tok > 8 && t != QuantType::F32 && cuda_has_gemm(*be);
+    const bool gemm = cuda_has_gemm(*be) && ((s.n_tok > 8 && t != QuantType::F32) || (s.n_tok >= 2 && t == QuantType::BF16));
     for (int64_t r = 0; r < s.n_out; ++r) {
       cpu::row_to_f32(t, q.w.row(r), wrow.data(), s.n_in);
       for (int64_t tk = 0; tk < s.n_tok; ++tk) {

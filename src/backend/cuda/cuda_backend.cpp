@@ -49,8 +49,10 @@ namespace brisk {
 namespace {
 
 constexpr int32_t kGraphMaxTokens = 8;  // steps of at most this many tokens run as graphs
+constexpr int32_t kDenseGemmMinTokens = 2;  // BF16 weights: matmuls of this many rows on the tensor cores
 constexpr size_t kMaxGraphs = 16;
-// Matmuls of more than kGraphMaxTokens rows run on the tensor cores (cuBLAS BF16 GEMM); weights
+// Matmuls of more than kGraphMaxTokens rows (and BF16 weights from kDenseGemmMinTokens rows) run
+// on the tensor cores (cuBLAS BF16 GEMM); weights
 // not stored as BF16 are dequantized per matmul into a reused BF16 scratch of at most this many
 // elements (128 MiB), in chunks of rows when a matrix is larger.
 constexpr int64_t kGemmScratchElems = int64_t(64) << 20;
@@ -701,11 +703,15 @@ class CudaBackend final : public Backend {
     RopeTable rope_table;
   };
 
-  // Prefill matmuls on the tensor cores: more than kGraphMaxTokens rows, launch by launch, for
-  // every weight format but F32 (kept exact on the GEMV; F32 weights are test fixtures).
+  // Matmuls on the tensor cores: prefill (more than kGraphMaxTokens rows, launch by launch) for
+  // every weight format but F32 (kept exact on the GEMV; F32 weights are test fixtures); and
+  // BF16 weights from kDenseGemmMinTokens rows (several sequences decoded together), inside the
+  // step's graph: the float GEMV would do every token's FMAs on the CUDA cores, while the GEMM
+  // reads the weights once and needs no conversion of them.
   bool use_gemm(const MatmulArgs& a) const {
-    return blas_ != nullptr && a.x.rows > kGraphMaxTokens && a.x.rows <= 65535 && a.w.type != QuantType::F32 &&
-           (!in_step_ || step_eager_);
+    if (blas_ == nullptr || a.x.rows > 65535 || a.w.type == QuantType::F32) return false;
+    if (a.x.rows > kGraphMaxTokens) return !in_step_ || step_eager_;
+    return a.w.type == QuantType::BF16 && a.x.rows >= kDenseGemmMinTokens;
   }
 
   // out = x . W^T (+ bias): x rounded to BF16 once, W (device layout `d.w`) used as is when
@@ -735,7 +741,20 @@ class CudaBackend final : public Backend {
         });
         w = wb;
       }
-      cuda::blas_gemm_bf16(blas_, xb, w, d.out.data + r0, m, r1 - r0, k, d.out.row_stride(), "matmul");
+      float* out = d.out.data + r0;
+      const int64_t ldo = d.out.row_stride();
+      cuda::Blas* blas = blas_;
+      key_.add(uint64_t(7));
+      key_.add(out);
+      key_.add(w);
+      key_.add(xb);
+      key_.add(uint64_t(m));
+      key_.add(uint64_t(r1 - r0));
+      // Queued like the kernels (a step's graph captures it); throws on a cuBLAS error.
+      enqueue("matmul (GEMM)", [blas, xb, w, out, m, rows = r1 - r0, k, ldo](cudaStream_t) {
+        cuda::blas_gemm_bf16(blas, xb, w, out, m, rows, k, ldo, "matmul");
+        return cudaGetLastError();
+      });
     }
     if (d.bias) {
       const Mat out = d.out;
