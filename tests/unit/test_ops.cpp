@@ -345,6 +345,50 @@ TEST_P(AttentionKernels, MatchReferenceWithGqaWindowsAndCacheTypes) {
   flags_reload();
 }
 
+// One decode token over a long cache: with several threads and few KV heads the AVX-512 kernel
+// splits the positions over the threads and merges the partial softmax results. Against the
+// reference for lengths with partial tiles, windows, softcap, F16 / F32 / Q8_0 caches, GQA.
+TEST(AttentionKernels, SplitDecodeOverLongContextsMatchesReference) {
+  const std::vector<AttnCase> cases = {
+      {QuantType::F16, 14, 2, 64, 0, 0.0f},   {QuantType::F16, 8, 1, 128, 0, 0.0f},
+      {QuantType::F32, 4, 2, 64, 700, 0.0f},  {QuantType::Q8_0, 6, 3, 128, 0, 0.0f},
+      {QuantType::F16, 4, 2, 256, 0, 30.0f},
+  };
+  for (int threads : {2, 3}) {
+    auto be = make_cpu_backend(threads);
+    for (const AttnCase& c : cases) {
+      for (int32_t p : {511, 1000, 2049}) {
+        const int64_t width = int64_t(c.n_head_kv) * c.head_dim, cap = p + 1;
+        const size_t rb = size_t(quant_row_bytes(c.kv, uint64_t(width)).value());
+        std::vector<uint8_t> kbuf(rb * size_t(cap)), vbuf(kbuf.size());
+        const KvView kc{.type = c.kv, .data = kbuf.data(), .width = width, .row_bytes = rb, .capacity = cap, .n_seq = 1};
+        KvView vc = kc;
+        vc.data = vbuf.data();
+        const size_t n_rows = static_cast<size_t>(cap);
+        std::vector<int32_t> seq(n_rows, 0), pos(n_rows);
+        for (int32_t i = 0; i < int32_t(cap); ++i) pos[size_t(i)] = i;
+        std::vector<float> k = random_vec(size_t(cap * width), 21), v = random_vec(size_t(cap * width), 22);
+        be->kv_store({.k = mat(k, cap, width), .v = mat(v, cap, width), .k_cache = kc, .v_cache = vc,
+                      .seq = seq.data(), .pos = pos.data()});
+        const int64_t qw = int64_t(c.n_head) * c.head_dim;
+        const size_t n_q = static_cast<size_t>(qw);
+        std::vector<float> q = random_vec(n_q, 23, 2.0f), got(n_q), want(n_q);
+        const int32_t s0 = 0;
+        AttentionArgs a{.out = mat(got, 1, qw), .q = mat(q, 1, qw), .k_cache = kc, .v_cache = vc,
+                        .seq = &s0, .pos = &p, .n_head = c.n_head, .n_head_kv = c.n_head_kv,
+                        .head_dim = c.head_dim, .scale = 1.0f / std::sqrt(float(c.head_dim)),
+                        .window = c.window, .softcap = c.softcap};
+        be->attention(a);
+        a.out = mat(want, 1, qw);
+        ref::attention(a);
+        EXPECT_LT(max_abs_diff(got, want), 2e-5f) << quant_type_info(c.kv).name << " heads " << c.n_head << "/"
+                                                  << c.n_head_kv << " hd " << c.head_dim << " pos " << p
+                                                  << " window " << c.window << " threads " << threads;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ops, AttentionKernels, ::testing::Values("", "BRISK_NO_AVX512", "BRISK_NO_SIMD"),
                          [](const auto& info) {
                            const std::string e = info.param;

@@ -147,6 +147,17 @@ class CpuBackend final : public Backend {
     const int64_t per = use512 ? cpu::attention_avx512_scratch_floats(a.n_head / a.n_head_kv, a.head_dim)
                                : cpu::attention_scratch_floats(a.head_dim);
     float* buf = static_cast<float*>(scratch(attn_scratch_, sizeof(float) * size_t(per * pool_.size())));
+    if (use512) {
+      const int parts = cpu::attention_avx512_split_parts(a, pool_.size());
+      if (parts > 1) {
+        float* partials = static_cast<float*>(
+            scratch(attn_partial_, sizeof(float) * size_t(parts * cpu::attention_split_partial_floats(a))));
+        pool_.run([&](int ith, int nth) { cpu::attention_split_avx512(a, buf + per * ith, partials, ith, nth); },
+                  parts);
+        cpu::attention_merge_split(a, partials, parts);
+        return;
+      }
+    }
     double work = 0.0;  // (token, head, position) triples times head_dim
     for (int64_t t = 0; t < a.q.rows; ++t) work += double(a.pos[t] + 1);
     work *= double(a.n_head) * double(a.head_dim) * 2.0;
@@ -303,6 +314,7 @@ class CpuBackend final : public Backend {
   std::vector<uint8_t> act_scratch_;
   std::vector<uint8_t> packed_scratch_;
   std::vector<uint8_t> attn_scratch_;
+  std::vector<uint8_t> attn_partial_;  // per-part partial results of the split decode attention
   std::vector<uint8_t> moe_ids_, moe_w_, moe_x_, moe_g_, moe_u_, moe_d_, moe_tok_, moe_tw_;
 };
 

@@ -64,6 +64,10 @@ namespace {
 // K/V rows are prefetched this many positions ahead of their use (into L1, and into L2).
 constexpr int64_t kPrefetchRows = 16;
 constexpr int64_t kL2PrefetchRows = 64;
+// Decode of one token with few KV heads over at least this many positions per part splits the
+// positions over the threads (attention_avx512_split_parts): each thread then reads whole K/V
+// rows in order instead of one head's half of every row.
+constexpr int64_t kSplitMinPositions = 512;
 
 inline void prefetch_row(const uint8_t* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p) + off, _MM_HINT_T0);
@@ -113,15 +117,30 @@ inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, bool f
   else accumulate_v<NC, G, false>(w, w_stride, n_pos, v, v_stride, acc);
 }
 
-// Item (token t, KV head kvh) with head_dim = NC * 16.
+// Positions of token t that attention reads: [first, first + count).
+struct PosRange {
+  int64_t first = 0, count = 0;
+};
+PosRange visible_positions(const AttentionArgs& a, int64_t t) {
+  const int64_t p = a.pos[t];
+  const int64_t start = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+  return {start, p + 1 - start};
+}
+
+// Where an item's result goes: normalized into a.out (partial == nullptr), or, for a range of
+// the positions, unnormalized per head of the group as {max score, sum of weights, acc[hd]}
+// (stride hd + 2) for attention_merge_split.
+// Item (token t, KV head kvh) over positions `range` with head_dim = NC * 16; whole_rows:
+// prefetch the K/V rows of every KV head into L2 (the first head of a split range).
 template <int NC>
-void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, float* kt, float* acc) {
+void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange range, bool whole_rows, float* kt,
+                    float* acc, float* partial) {
   constexpr int32_t hd = NC * 16;
   const int32_t group = a.n_head / a.n_head_kv;
   thread_local std::vector<float> score_buf;
-  const int64_t s = a.seq[t], p = a.pos[t];
-  const int64_t start = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
-  const int64_t n_pos = p + 1 - start;
+  const int64_t s = a.seq[t];
+  const int64_t start = range.first;
+  const int64_t n_pos = range.count;
   const int64_t n_pad = (n_pos + kTile - 1) / kTile * kTile;
   const size_t k_off = kv_segment_offset(a.k_cache, int64_t(kvh) * hd);
   const size_t v_off = kv_segment_offset(a.v_cache, int64_t(kvh) * hd);
@@ -145,6 +164,11 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, float* kt, f
     for (int64_t j = j0 + kPrefetchRows; j < std::min(n_pos, j0 + kPrefetchRows + kTile); ++j)
       prefetch_row(a.k_cache.row(s, start + j) + k_off, k_row_bytes);
     for (int64_t j = j0 + kL2PrefetchRows; j < std::min(n_pos, j0 + kL2PrefetchRows + kTile); ++j) {
+      if (whole_rows) {
+        prefetch_row_l2(a.k_cache.row(s, start + j), a.k_cache.row_bytes);
+        prefetch_row_l2(a.v_cache.row(s, start + j), a.v_cache.row_bytes);
+        continue;
+      }
       prefetch_row_l2(a.k_cache.row(s, start + j) + k_off, k_row_bytes);
       if (v_l2) prefetch_row_l2(a.v_cache.row(s, start + j) + v_off, v_row_bytes);
     }
@@ -215,9 +239,31 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, float* kt, f
     }
   }
   for (int32_t g = 0; g < group; ++g) {
+    if (partial) {
+      float* ph = partial + int64_t(kvh * group + g) * (hd + 2);
+      ph[0] = mx[g];
+      ph[1] = sum[g];
+      std::memcpy(ph + 2, acc + g * hd, sizeof(float) * hd);
+      continue;
+    }
     float* out = a.out.row(t) + int64_t(kvh * group + g) * hd;
     const float inv = sum[g] > 0.0f ? 1.0f / sum[g] : 0.0f;
     for (int32_t i = 0; i < hd; ++i) out[i] = acc[g * hd + i] * inv;
+  }
+}
+
+template <int NC>
+void run_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange range, bool whole_rows, float* kt, float* acc,
+              float* partial) {
+  attention_item<NC>(a, t, kvh, range, whole_rows, kt, acc, partial);
+}
+
+void item_any(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange range, bool whole_rows, float* kt, float* acc,
+              float* partial) {
+  switch (a.head_dim) {
+    case 64: run_item<4>(a, t, kvh, range, whole_rows, kt, acc, partial); break;
+    case 128: run_item<8>(a, t, kvh, range, whole_rows, kt, acc, partial); break;
+    default: run_item<16>(a, t, kvh, range, whole_rows, kt, acc, partial); break;
   }
 }
 
@@ -235,12 +281,62 @@ void attention_rows_avx512(const AttentionArgs& a, float* scratch, int ith, int 
   split_range(a.q.rows * a.n_head_kv, ith, nth, &begin, &end);
   for (int64_t item = begin; item < end; ++item) {
     const int64_t t = item / a.n_head_kv;
-    const int32_t kvh = int32_t(item % a.n_head_kv);
-    switch (hd) {
-      case 64: attention_item<4>(a, t, kvh, kt, acc); break;
-      case 128: attention_item<8>(a, t, kvh, kt, acc); break;
-      default: attention_item<16>(a, t, kvh, kt, acc); break;
+    item_any(a, t, int32_t(item % a.n_head_kv), visible_positions(a, t), false, kt, acc, nullptr);
+  }
+}
+
+int attention_avx512_split_parts(const AttentionArgs& a, int n_threads) {
+  if (a.q.rows != 1 || n_threads < 2 || a.n_head_kv >= 2 * n_threads) return 1;
+  const int64_t n_pos = visible_positions(a, 0).count;
+  if (n_pos < kSplitMinPositions) return 1;
+  return int(std::min<int64_t>(n_threads, n_pos / kSplitMinPositions * 2));
+}
+
+int64_t attention_split_partial_floats(const AttentionArgs& a) { return int64_t(a.n_head) * (a.head_dim + 2); }
+
+void attention_split_avx512(const AttentionArgs& a, float* scratch, float* partials, int ith, int nth) {
+  const int32_t hd = a.head_dim;
+  float* kt = scratch;
+  float* acc = kt + kTile * hd;
+  const PosRange all = visible_positions(a, 0);
+  const int64_t n_tiles = (all.count + kTile - 1) / kTile;
+  int64_t t0, t1;
+  split_range(n_tiles, ith, nth, &t0, &t1);
+  const PosRange mine{all.first + t0 * kTile, std::min(all.count, t1 * kTile) - t0 * kTile};
+  float* partial = partials + attention_split_partial_floats(a) * ith;
+  for (int32_t kvh = 0; kvh < a.n_head_kv; ++kvh) {
+    if (mine.count <= 0) {  // no positions: an empty partial
+      for (int32_t g = 0; g < a.n_head / a.n_head_kv; ++g) {
+        float* ph = partial + int64_t(kvh * (a.n_head / a.n_head_kv) + g) * (hd + 2);
+        ph[0] = -std::numeric_limits<float>::infinity();
+        ph[1] = 0.0f;
+        std::fill(ph + 2, ph + 2 + hd, 0.0f);
+      }
+      continue;
     }
+    item_any(a, 0, kvh, mine, kvh == 0, kt, acc, partial);
+  }
+}
+
+void attention_merge_split(const AttentionArgs& a, const float* partials, int parts) {
+  const int32_t hd = a.head_dim;
+  const int64_t stride = attention_split_partial_floats(a);
+  float* out = a.out.row(0);
+  for (int32_t h = 0; h < a.n_head; ++h) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int p = 0; p < parts; ++p) m = std::max(m, partials[p * stride + h * (hd + 2)]);
+    float l = 0.0f;
+    float* o = out + int64_t(h) * hd;
+    std::fill(o, o + hd, 0.0f);
+    for (int p = 0; p < parts; ++p) {
+      const float* ph = partials + p * stride + h * (hd + 2);
+      if (ph[1] <= 0.0f) continue;
+      const float f = std::exp(ph[0] - m);
+      l += ph[1] * f;
+      for (int32_t i = 0; i < hd; ++i) o[i] += ph[2 + i] * f;
+    }
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    for (int32_t i = 0; i < hd; ++i) o[i] *= inv;
   }
 }
 

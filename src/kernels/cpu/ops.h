@@ -45,6 +45,14 @@ void attention_rows_avx2(const AttentionArgs& a, float* scratch, int ith, int nt
 bool attention_avx512_supports(int32_t head_dim, int32_t group);
 int64_t attention_avx512_scratch_floats(int32_t group, int32_t head_dim);
 void attention_rows_avx512(const AttentionArgs& a, float* scratch, int ith, int nth);
+// Split decode (one token, few KV heads, long context): parts > 1 when it applies; part ith of
+// nth takes a contiguous range of positions for every KV head and leaves per-head partial
+// softmax results in partials + ith * attention_split_partial_floats(a); attention_merge_split
+// then combines the nth parts into a.out (log-sum-exp rescaling).
+int attention_avx512_split_parts(const AttentionArgs& a, int n_threads);
+int64_t attention_split_partial_floats(const AttentionArgs& a);
+void attention_split_avx512(const AttentionArgs& a, float* scratch, float* partials, int ith, int nth);
+void attention_merge_split(const AttentionArgs& a, const float* partials, int parts);
 void gated_act_rows(const GatedActArgs& a, int ith, int nth);
 void gated_act_rows_avx512(const GatedActArgs& a, int ith, int nth);  // elementwise_avx512.cpp
 void add_rows(const AddArgs& a, int ith, int nth);
