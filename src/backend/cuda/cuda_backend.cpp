@@ -48,10 +48,11 @@ namespace brisk {
 
 namespace {
 
-constexpr int32_t kGraphMaxTokens = 8;  // steps of at most this many tokens run as graphs
+constexpr int32_t kGraphMaxTokens = 64;  // steps of at most this many tokens run as graphs
+constexpr int32_t kGemvMaxTokens = 8;    // matmuls of more rows take the tensor-core GEMM
 constexpr int32_t kDenseGemmMinTokens = 2;  // BF16 weights: matmuls of this many rows on the tensor cores
 constexpr size_t kMaxGraphs = 16;
-// Matmuls of more than kGraphMaxTokens rows (and BF16 weights from kDenseGemmMinTokens rows) run
+// Matmuls of more than kGemvMaxTokens rows (and BF16 weights from kDenseGemmMinTokens rows) run
 // on the tensor cores (cuBLAS BF16 GEMM); weights
 // not stored as BF16 are dequantized per matmul into a reused BF16 scratch of at most this many
 // elements (128 MiB), in chunks of rows when a matrix is larger.
@@ -703,14 +704,14 @@ class CudaBackend final : public Backend {
     RopeTable rope_table;
   };
 
-  // Matmuls on the tensor cores: prefill (more than kGraphMaxTokens rows, launch by launch) for
-  // every weight format but F32 (kept exact on the GEMV; F32 weights are test fixtures); and
-  // BF16 weights from kDenseGemmMinTokens rows (several sequences decoded together), inside the
-  // step's graph: the float GEMV would do every token's FMAs on the CUDA cores, while the GEMM
+  // Matmuls on the tensor cores (queued like the kernels, so graphs capture them): more than
+  // kGemvMaxTokens rows for every weight format but F32 (kept exact on the GEMV; F32 weights are
+  // test fixtures); and BF16 weights from kDenseGemmMinTokens rows (several sequences decoded
+  // together): the float GEMV would do every token's FMAs on the CUDA cores, while the GEMM
   // reads the weights once and needs no conversion of them.
   bool use_gemm(const MatmulArgs& a) const {
     if (blas_ == nullptr || a.x.rows > 65535 || a.w.type == QuantType::F32) return false;
-    if (a.x.rows > kGraphMaxTokens) return !in_step_ || step_eager_;
+    if (a.x.rows > kGemvMaxTokens) return true;
     return a.w.type == QuantType::BF16 && a.x.rows >= kDenseGemmMinTokens;
   }
 
@@ -769,7 +770,7 @@ class CudaBackend final : public Backend {
   // Prefill attention on the tensor cores: more than kGraphMaxTokens tokens launch by launch, one
   // sequence at consecutive positions inside the cache (host arrays), a shape the kernel takes.
   bool use_flash_prefill(const AttentionArgs& a) {
-    if (flags().no_cuda_flash_prefill || a.q.rows <= kGraphMaxTokens || (in_step_ && !step_eager_) ||
+    if (flags().no_cuda_flash_prefill || a.q.rows <= kGemvMaxTokens || (in_step_ && !step_eager_) ||
         !cuda::prefill_attention_supported(a) || a.seq == nullptr || a.pos == nullptr)
       return false;
     {
