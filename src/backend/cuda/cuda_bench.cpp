@@ -66,6 +66,33 @@ struct Layer {
   KvView k, v;
 };
 
+// The layers' weights (Q4_K_M: llama.cpp's Q6_K layers for attn_v and ffn_down) and an F16
+// KV cache of `cap` positions for `n_seq` sequences.
+std::vector<Layer> make_layers(Backend& be, const CudaBenchParams& p, WeightMaker& wm, WeightMaker& wm6, int64_t cap,
+                               int32_t n_seq) {
+  const int64_t q_w = int64_t(p.n_head) * p.head_dim, kv_w = int64_t(p.n_head_kv) * p.head_dim;
+  std::vector<Layer> layers(static_cast<size_t>(p.n_layer));
+  for (int i = 0; i < p.n_layer; ++i) {
+    Layer& l = layers[size_t(i)];
+    const int n = p.n_layer;
+    const bool more_bits = i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+    WeightMaker& vd = p.q4_k_m && more_bits ? wm6 : wm;
+    l.wq = wm.make(q_w, p.n_embd);
+    l.wk = wm.make(kv_w, p.n_embd);
+    l.wv = vd.make(kv_w, p.n_embd);
+    l.wo = wm.make(p.n_embd, q_w);
+    l.gate = wm.make(p.n_ff, p.n_embd);
+    l.up = wm.make(p.n_ff, p.n_embd);
+    l.down = vd.make(p.n_embd, p.n_ff);
+    const size_t rb = size_t(kv_w) * 2;
+    l.k = KvView{.type = QuantType::F16, .data = be.alloc(rb * size_t(cap) * size_t(n_seq)), .width = kv_w,
+                 .row_bytes = rb, .capacity = cap, .n_seq = n_seq};
+    l.v = l.k;
+    l.v.data = be.alloc(rb * size_t(cap) * size_t(n_seq));
+  }
+  return layers;
+}
+
 }  // namespace
 
 CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
@@ -94,25 +121,7 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
   const int64_t cap = p.n_past + p.steps + 8;
   WeightMaker wm(*be, p.q4_k_m ? QuantType::Q4_K : p.type);
   WeightMaker wm6(*be, QuantType::Q6_K);
-  std::vector<Layer> layers(static_cast<size_t>(p.n_layer));
-  for (int i = 0; i < p.n_layer; ++i) {
-    Layer& l = layers[size_t(i)];
-    const int n = p.n_layer;
-    const bool more_bits = i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
-    WeightMaker& vd = p.q4_k_m && more_bits ? wm6 : wm;
-    l.wq = wm.make(q_w, p.n_embd);
-    l.wk = wm.make(kv_w, p.n_embd);
-    l.wv = vd.make(kv_w, p.n_embd);
-    l.wo = wm.make(p.n_embd, q_w);
-    l.gate = wm.make(p.n_ff, p.n_embd);
-    l.up = wm.make(p.n_ff, p.n_embd);
-    l.down = vd.make(p.n_embd, p.n_ff);
-    const size_t rb = size_t(kv_w) * 2;
-    l.k = KvView{.type = QuantType::F16, .data = be->alloc(rb * size_t(cap) * size_t(nb)), .width = kv_w,
-                 .row_bytes = rb, .capacity = cap, .n_seq = nb};
-    l.v = l.k;
-    l.v.data = be->alloc(rb * size_t(cap) * size_t(nb));
-  }
+  const std::vector<Layer> layers = make_layers(*be, p, wm, wm6, cap, nb);
   const Weight output = (p.q4_k_m ? wm6 : wm).make(p.n_vocab, p.n_embd);  // also the embedding table (one row read)
   std::vector<float> ones(size_t(std::max<int64_t>(p.n_embd, p.head_dim)), 1.0f);
   RopeTable rope{.n_rot = p.head_dim, .inv_freq = {}};
@@ -234,25 +243,7 @@ CudaPrefillResult cuda_prefill_bench(const CudaBenchParams& p) {
   const int64_t cap = n + 8;
   WeightMaker wm(*be, p.q4_k_m ? QuantType::Q4_K : p.type);
   WeightMaker wm6(*be, QuantType::Q6_K);
-  std::vector<Layer> layers(static_cast<size_t>(p.n_layer));
-  for (int i = 0; i < p.n_layer; ++i) {
-    Layer& l = layers[size_t(i)];
-    const int nl = p.n_layer;
-    const bool more_bits = i < nl / 8 || i >= 7 * nl / 8 || (i - nl / 8) % 3 == 2;
-    WeightMaker& vd = p.q4_k_m && more_bits ? wm6 : wm;
-    l.wq = wm.make(q_w, p.n_embd);
-    l.wk = wm.make(kv_w, p.n_embd);
-    l.wv = vd.make(kv_w, p.n_embd);
-    l.wo = wm.make(p.n_embd, q_w);
-    l.gate = wm.make(p.n_ff, p.n_embd);
-    l.up = wm.make(p.n_ff, p.n_embd);
-    l.down = vd.make(p.n_embd, p.n_ff);
-    const size_t rb = size_t(kv_w) * 2;
-    l.k = KvView{.type = QuantType::F16, .data = be->alloc(rb * size_t(cap)), .width = kv_w, .row_bytes = rb,
-                 .capacity = cap, .n_seq = 1};
-    l.v = l.k;
-    l.v.data = be->alloc(rb * size_t(cap));
-  }
+  const std::vector<Layer> layers = make_layers(*be, p, wm, wm6, cap, 1);
   const Weight output = (p.q4_k_m ? wm6 : wm).make(p.n_vocab, p.n_embd);
   std::vector<float> ones(size_t(std::max<int64_t>(p.n_embd, p.head_dim)), 1.0f);
   RopeTable rope{.n_rot = p.head_dim, .inv_freq = {}};

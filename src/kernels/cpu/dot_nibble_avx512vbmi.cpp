@@ -27,7 +27,9 @@
 #endif
 #include <immintrin.h>
 
+#include <algorithm>
 #include <array>
+#include <utility>
 #include <bit>
 #include <cstring>
 #include <vector>
@@ -242,66 +244,7 @@ void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t o
   for (int t = 0; t < NT; ++t) out[size_t(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
 }
 
-// Prepared activations of nt tokens, in the thread's reused buffer.
-template <class Fmt>
-void prepare_tokens(int64_t nb, const void* a, size_t a_stride, int nt, Prepared* xp) {
-  const size_t per = size_t((nb + kGroup - 1) / kGroup) * kGroupBytes;  // a multiple of 64
-  uint8_t* base = prepared_activation_buffer(per * size_t(nt));
-  for (int t = 0; t < nt; ++t) {
-    xp[t].base = base + per * size_t(t);
-    prepare<Fmt>(reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + size_t(t) * a_stride), nb,
-                 base + per * size_t(t));
-  }
-}
-
-template <int NT, class Fmt>
-void dot_multi(int64_t n, float* out, size_t out_stride, const void* w, const void* a, size_t a_stride) {
-  Prepared xp[NT];
-  prepare_tokens<Fmt>(n / 32, a, a_stride, NT, xp);
-  row_dot<NT, Fmt>(n / 32, w, xp, out, out_stride);
-}
-
-template <class Fmt>
-void dot_one(int64_t n, float* out, const void* w, const void* a) {
-  dot_multi<1, Fmt>(n, out, 1, w, a, 0);
-}
-
-// Rows of a GEMV with the activations prepared once for all rows.
-template <int NT, class Fmt>
-void gemv(const GemvMultiParams& p) {
-  Prepared xp[NT];
-  prepare_tokens<Fmt>(p.k / 32, p.x_quant, p.x_stride, NT, xp);
-  const auto* wb = static_cast<const uint8_t*>(p.w);
-  // row_dot prefetches kWeightPrefetchBytes ahead of the group it decodes: start the stream.
-  const size_t head = std::min(size_t(p.n_rows) * p.row_bytes, kWeightPrefetchBytes);
-  for (size_t off = 0; off < head; off += 64) _mm_prefetch(reinterpret_cast<const char*>(wb) + off, _MM_HINT_T1);
-  for (int64_t r = 0; r < p.n_rows; ++r)
-    row_dot<NT, Fmt>(p.k / 32, wb + size_t(r) * p.row_bytes, xp, p.y + r, size_t(p.y_stride));
-}
-
-template <class Fmt, int... NT>
-constexpr std::array<VecDotMultiFn, 8> multi_table(std::integer_sequence<int, NT...>) {
-  return {dot_multi<NT + 1, Fmt>...};
-}
-
-template <class Fmt, int... NT>
-constexpr std::array<void (*)(const GemvMultiParams&), 8> gemv_table(std::integer_sequence<int, NT...>) {
-  return {gemv<NT + 1, Fmt>...};
-}
-
-template <class Fmt>
-VecDotMultiFn pick_multi(int nt) {
-  static constexpr auto table = multi_table<Fmt>(std::make_integer_sequence<int, 8>{});
-  return nt >= 1 && nt <= 8 ? table[size_t(nt - 1)] : nullptr;
-}
-
-template <class Fmt>
-bool run_gemv(const GemvMultiParams& p) {
-  static constexpr auto table = gemv_table<Fmt>(std::make_integer_sequence<int, 8>{});
-  if (p.n_tokens < 1 || p.n_tokens > 8) return false;
-  table[size_t(p.n_tokens - 1)](p);
-  return true;
-}
+#include "kernels/cpu/dot_prepared.inc"
 
 }  // namespace
 

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 #include <cstring>
 #include <vector>
 
@@ -204,77 +205,7 @@ void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t o
   for (int t = 0; t < NT; ++t) out[size_t(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
 }
 
-// Prepared activations of nt tokens, in the thread's reused buffer.
-template <class Fmt>
-void prepare_tokens(int64_t nb, const void* a, size_t a_stride, int nt, Prepared* xp) {
-  const size_t per = size_t((nb + kGroup - 1) / kGroup) * kGroupBytes;  // a multiple of 64
-  uint8_t* base = prepared_activation_buffer(per * size_t(nt));
-  for (int t = 0; t < nt; ++t) {
-    xp[t].base = base + per * size_t(t);
-    prepare<Fmt>(reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + size_t(t) * a_stride), nb,
-                 base + per * size_t(t));
-  }
-}
-
-template <int NT, class Fmt>
-void dot_multi(int64_t n, float* out, size_t out_stride, const void* w, const void* a, size_t a_stride) {
-  Prepared xp[NT];
-  prepare_tokens<Fmt>(n / 32, a, a_stride, NT, xp);
-  row_dot<NT, Fmt>(n / 32, w, xp, out, out_stride);
-}
-
-template <class Fmt>
-void dot_one(int64_t n, float* out, const void* w, const void* a) {
-  dot_multi<1, Fmt>(n, out, 1, w, a, 0);
-}
-
-template <class Fmt>
-VecDotMultiFn pick(int nt) {
-  switch (nt) {
-    case 1: return dot_multi<1, Fmt>;
-    case 2: return dot_multi<2, Fmt>;
-    case 3: return dot_multi<3, Fmt>;
-    case 4: return dot_multi<4, Fmt>;
-    case 5: return dot_multi<5, Fmt>;
-    case 6: return dot_multi<6, Fmt>;
-    case 7: return dot_multi<7, Fmt>;
-    case 8: return dot_multi<8, Fmt>;
-    default: return nullptr;
-  }
-}
-
-// Rows of a GEMV with the activations prepared once for all rows.
-template <int NT, class Fmt>
-void gemv_prepared(const GemvMultiParams& p, size_t prefetch_bytes) {
-  Prepared xp[NT];
-  prepare_tokens<Fmt>(p.k / 32, p.x_quant, p.x_stride, NT, xp);
-  const auto* wb = static_cast<const uint8_t*>(p.w);
-  (void)prefetch_bytes;  // the row kernel prefetches inside its block loop
-  // The kernels prefetch kWeightPrefetchBytes ahead of the block they decode; start the stream
-  // by prefetching that first stretch of this thread's rows.
-  {
-    const size_t total = size_t(p.n_rows) * p.row_bytes;
-    const size_t head = std::min(total, kWeightPrefetchBytes);
-    for (size_t off = 0; off < head; off += 64) _mm_prefetch(reinterpret_cast<const char*>(wb) + off, _MM_HINT_T1);
-  }
-  for (int64_t r = 0; r < p.n_rows; ++r)
-    row_dot<NT, Fmt>(p.k / 32, wb + size_t(r) * p.row_bytes, xp, p.y + r, size_t(p.y_stride));
-}
-
-template <class Fmt>
-bool gemv_pick(const GemvMultiParams& p, size_t prefetch_bytes) {
-  switch (p.n_tokens) {
-    case 1: gemv_prepared<1, Fmt>(p, prefetch_bytes); return true;
-    case 2: gemv_prepared<2, Fmt>(p, prefetch_bytes); return true;
-    case 3: gemv_prepared<3, Fmt>(p, prefetch_bytes); return true;
-    case 4: gemv_prepared<4, Fmt>(p, prefetch_bytes); return true;
-    case 5: gemv_prepared<5, Fmt>(p, prefetch_bytes); return true;
-    case 6: gemv_prepared<6, Fmt>(p, prefetch_bytes); return true;
-    case 7: gemv_prepared<7, Fmt>(p, prefetch_bytes); return true;
-    case 8: gemv_prepared<8, Fmt>(p, prefetch_bytes); return true;
-    default: return false;
-  }
-}
+#include "kernels/cpu/dot_prepared.inc"
 
 }  // namespace
 
@@ -298,19 +229,20 @@ VecDotFn wide_q32_kernel(QuantType t) {
 VecDotMultiFn wide_q32_multi_kernel(QuantType t, int nt) {
   if (use_vbmi(t)) return avx512vbmi::nibble_multi_kernel(t, nt);
   switch (t) {
-    case QuantType::Q8_0: return pick<FmtQ8_0>(nt);
-    case QuantType::Q4_0: return pick<FmtQ4_0>(nt);
-    case QuantType::Q5_0: return pick<FmtQ5_0>(nt);
+    case QuantType::Q8_0: return pick_multi<FmtQ8_0>(nt);
+    case QuantType::Q4_0: return pick_multi<FmtQ4_0>(nt);
+    case QuantType::Q5_0: return pick_multi<FmtQ5_0>(nt);
     default: return nullptr;
   }
 }
 
 bool wide_q32_gemv(const GemvMultiParams& p, size_t prefetch_bytes) {
+  (void)prefetch_bytes;  // the row kernels prefetch inside their block loops
   if (use_vbmi(p.weight_type)) return avx512vbmi::nibble_gemv(p);
   switch (p.weight_type) {
-    case QuantType::Q8_0: return gemv_pick<FmtQ8_0>(p, prefetch_bytes);
-    case QuantType::Q4_0: return gemv_pick<FmtQ4_0>(p, prefetch_bytes);
-    case QuantType::Q5_0: return gemv_pick<FmtQ5_0>(p, prefetch_bytes);
+    case QuantType::Q8_0: return run_gemv<FmtQ8_0>(p);
+    case QuantType::Q4_0: return run_gemv<FmtQ4_0>(p);
+    case QuantType::Q5_0: return run_gemv<FmtQ5_0>(p);
     default: return false;
   }
 }
