@@ -23,6 +23,9 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // True for a memory map (its pages must not be written); false for bytes read into a buffer
+  // this object owns.
+  bool mapped() const { return mapped_; }
 
  private:
   MappedFile() = default;

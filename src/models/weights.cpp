@@ -9,6 +9,7 @@
 #include "formats/safetensors.h"
 #include "kernels/cpu/ops.h"
 #include "quant/format.h"
+#include "quant/repack.h"
 
 namespace brisk {
 
@@ -52,6 +53,7 @@ std::unique_ptr<WeightStore> WeightStore::from_gguf(std::shared_ptr<const gguf::
     }
     st.data = t.data;
     st.n_bytes = size_t(t.n_bytes);
+    st.writable = !file->bytes()->mapped();
     ws->tensors_[t.name] = std::move(st);
   }
   return ws;
@@ -93,6 +95,7 @@ std::unique_ptr<WeightStore> WeightStore::from_safetensors(
       st.type = *qt;
       st.data = q.data();
       st.n_bytes = q.size();
+      st.writable = true;
       ws->owned_.push_back(std::move(q));
     } else if (type && aligned) {
       st.type = *type;
@@ -136,6 +139,27 @@ Weight WeightStore::matrix_opt(const std::string& name, int64_t n_in, int64_t n_
   const auto total = checked_mul<uint64_t>(*rb, uint64_t(n_out));
   BRISK_CHECK(total && *total <= t->n_bytes, "tensor ", name, ": data is shorter than its shape");
   return Weight{.type = t->type, .n_in = n_in, .n_out = n_out, .row_bytes = size_t(*rb), .data = t->data};
+}
+
+int WeightStore::repack_matmul_weights(std::optional<QuantType> (*layout_of)(QuantType stored)) {
+  int n = 0;
+  for (auto& [name, t] : tensors_) {
+    const bool matmul_weight = name == "output.weight" ||
+                               (name.rfind("blk.", 0) == 0 && name.size() > 7 && name.ends_with(".weight"));
+    if (!matmul_weight || !t.writable || t.ne.size() < 2) continue;
+    int64_t rows = 1;
+    for (size_t d = 1; d < t.ne.size(); ++d) rows *= t.ne[d];
+    if (rows != t.ne[1]) continue;  // 2-D only (expert stacks keep their layout)
+    const std::optional<QuantType> layout = layout_of(t.type);
+    if (!layout) continue;
+    const auto rb = quant_row_bytes(t.type, uint64_t(t.ne[0]));
+    if (!rb || *rb * uint64_t(rows) > t.n_bytes) continue;  // matrix() reports the problem
+    quant::repack_rows_in_place(t.type, const_cast<void*>(t.data), rows, size_t(*rb),
+                                t.ne[0] / int64_t(quant_type_info(t.type).block_size));
+    t.type = *layout;
+    ++n;
+  }
+  return n;
 }
 
 Weight WeightStore::matrix(const std::string& name, int64_t n_in, int64_t n_out) const {

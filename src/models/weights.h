@@ -26,6 +26,7 @@ struct StoredTensor {
   std::vector<int64_t> ne;     // GGUF order: ne[0] innermost
   const void* data = nullptr;
   size_t n_bytes = 0;
+  bool writable = false;       // bytes in memory the store may rewrite (not a file mapping)
 };
 
 class WeightStore {
@@ -48,6 +49,11 @@ class WeightStore {
   // A 1-D vector of n floats (converted to F32 once and owned by the store).
   const float* vector(const std::string& name, int64_t n);
   const float* vector_opt(const std::string& name, int64_t n);
+
+  // Rewrites in place the 2-D matmul weights (blk.*.weight, output.weight) whose format
+  // layout_of maps to another layout of the same bytes (quant/repack.h), where the store may
+  // write them; call before taking views. Returns the number of tensors rewritten.
+  int repack_matmul_weights(std::optional<QuantType> (*layout_of)(QuantType stored));
 
   uint64_t total_bytes() const;
   uint64_t total_elements() const;

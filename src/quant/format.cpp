@@ -43,6 +43,9 @@ constexpr std::array kTraits = {
     FormatTraits{Q::TQ1_0, dequantize_row_tq1_0, quantize_row_tq1_0_ref, Q::Q8_K, vec_dot_tq1_0_q8_k},
     FormatTraits{Q::TQ2_0, dequantize_row_tq2_0, quantize_row_tq2_0_ref, Q::Q8_K, vec_dot_tq2_0_q8_k},
     FormatTraits{Q::MXFP4, dequantize_row_mxfp4, quantize_row_mxfp4_ref, Q::Q8_0, vec_dot_mxfp4_q8_0},
+    // in-memory layouts (quant/repack.h): functions of whole rows
+    FormatTraits{Q::Q4_0_R16, dequantize_row_q4_0_r16, quantize_row_q4_0_r16_ref, Q::Q8_0, vec_dot_q4_0_r16_q8_0},
+    FormatTraits{Q::Q5_0_R16, dequantize_row_q5_0_r16, quantize_row_q5_0_r16_ref, Q::Q8_0, vec_dot_q5_0_r16_q8_0},
 };
 
 }  // namespace
@@ -50,7 +53,7 @@ constexpr std::array kTraits = {
 const FormatTraits& format_traits(QuantType t) {
   for (const FormatTraits& f : kTraits)
     if (f.type == t) return f;
-  const QuantTypeInfo* info = quant_type_info(uint32_t(t));
+  const QuantTypeInfo* info = quant_type_info(uint32_t(t));  // file types only: others print "?"
   fail("tensor format ", info ? info->name : std::string_view("?"), " (type id ", uint32_t(t),
        ") has no block-format implementation");
 }

@@ -44,6 +44,21 @@ constexpr std::array<QuantTypeInfo, 32> kInfos = {{
     {QuantType::MXFP4, "MXFP4", 32, 17, true},
 }};
 
+// Layouts of the engine's own (quant/repack.h): known to quant_type_info(QuantType) but never
+// accepted as a file's type id or a user's type name.
+constexpr std::array<QuantTypeInfo, 2> kInternal = {{
+    {QuantType::Q4_0_R16, "Q4_0_R16", 32, 18, true},
+    {QuantType::Q5_0_R16, "Q5_0_R16", 32, 22, true},
+}};
+
+const QuantTypeInfo* find_info(QuantType t) {
+  for (const auto& i : kInfos)
+    if (i.type == t) return &i;
+  for (const auto& i : kInternal)
+    if (i.type == t) return &i;
+  return nullptr;
+}
+
 }  // namespace
 
 const QuantTypeInfo* quant_type_info(uint32_t id) {
@@ -53,7 +68,7 @@ const QuantTypeInfo* quant_type_info(uint32_t id) {
 }
 
 const QuantTypeInfo& quant_type_info(QuantType t) {
-  const QuantTypeInfo* i = quant_type_info(uint32_t(t));
+  const QuantTypeInfo* i = find_info(t);
   BRISK_CHECK(i, "unknown tensor type id ", uint32_t(t));
   return *i;
 }
@@ -70,7 +85,7 @@ std::optional<QuantType> quant_type_from_name(std::string_view name) {
 }
 
 std::optional<uint64_t> quant_row_bytes(QuantType t, uint64_t n) {
-  const QuantTypeInfo* i = quant_type_info(uint32_t(t));
+  const QuantTypeInfo* i = find_info(t);
   if (!i || n % i->block_size != 0) return std::nullopt;
   return checked_mul<uint64_t>(n / i->block_size, i->type_size);
 }

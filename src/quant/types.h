@@ -12,6 +12,9 @@ enum class QuantType : uint32_t {
   IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22,
   IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
   TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39,
+  // In-memory layouts of the engine, never read from or written to a file (quant/repack.h):
+  // Q4_0 / Q5_0 rows rearranged for the CPU decode kernels, same bytes per block.
+  Q4_0_R16 = 1002, Q5_0_R16 = 1006,
 };
 
 }  // namespace brisk

@@ -12,6 +12,7 @@
 #include "formats/json_file.h"
 #include "formats/safetensors.h"
 #include "models/name_map.h"
+#include "kernels/cpu/dot.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_tokenizer.h"
 
@@ -48,6 +49,9 @@ void finish(LoadedModel& m, const ArchEntry& entry) {
   }
   if (entry.sanitize) entry.sanitize(c);
   c.finalize();
+  // Q4_0 / Q5_0 matmul weights into the layout of this CPU's decode kernels (in memory only;
+  // other backends convert them back when they upload).
+  m.weights_->repack_matmul_weights(kernels::cpu_weight_layout);
   m.arch_ = entry.build(c, *m.weights_);
   ModelInfo& info = m.info_;
   info.architecture = c.arch;

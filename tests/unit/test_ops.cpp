@@ -150,7 +150,7 @@ INSTANTIATE_TEST_SUITE_P(Ops, MatmulFormats,
                                            QuantType::Q2_K, QuantType::Q3_K, QuantType::Q4_K, QuantType::Q5_K,
                                            QuantType::Q6_K, QuantType::IQ4_NL, QuantType::IQ4_XS,
                                            QuantType::IQ2_XXS, QuantType::IQ3_S, QuantType::TQ2_0,
-                                           QuantType::MXFP4),
+                                           QuantType::MXFP4, QuantType::Q4_0_R16, QuantType::Q5_0_R16),
                          [](const auto& info) { return std::string(quant_type_info(info.param).name); });
 
 TEST(Ops, MatmulQuantizedActivationsStayCloseToFloat) {

@@ -42,6 +42,7 @@
 #include "kernels/cuda/sample.h"
 #include "kernels/cuda/kernels.h"
 #include "quant/format.h"
+#include "quant/repack.h"
 #include "quant/types.h"
 
 namespace brisk {
@@ -910,15 +911,25 @@ class CudaBackend final : public Backend {
     }
     Weight d = w;
     std::vector<uint16_t> converted;
+    std::vector<uint8_t> unrepacked;
     const void* src = w.data;
-    if (!cuda::weight_format_on_device(w.type)) {
+    if (quant::is_repacked(w.type) && !on_device) {  // a CPU layout (quant/repack.h): back to the stored one
+      const QuantType stored = quant::stored_type(w.type);
+      unrepacked.resize(w.row_bytes * size_t(w.n_out));
+      for (int64_t r = 0; r < w.n_out; ++r)
+        quant::unrepack_row(w.type, w.row(r), unrepacked.data() + size_t(r) * w.row_bytes,
+                            w.n_in / int64_t(quant_type_info(stored).block_size));
+      d.type = stored;
+      src = unrepacked.data();
+    }
+    if (!cuda::weight_format_on_device(d.type)) {
       if (warned_.insert(int(w.type)).second)
         log_warn("cuda backend: ", quant_type_info(w.type).name,
                  " weights have no CUDA kernel; dequantizing them to BF16 at upload");
       converted.resize(size_t(w.n_in) * size_t(w.n_out));
       std::vector<float> row(static_cast<size_t>(w.n_in));
       for (int64_t r = 0; r < w.n_out; ++r) {
-        cpu::row_to_f32(w.type, w.row(r), row.data(), w.n_in);
+        cpu::row_to_f32(d.type, static_cast<const uint8_t*>(src) + size_t(r) * d.row_bytes, row.data(), w.n_in);
         for (int64_t i = 0; i < w.n_in; ++i) converted[size_t(r * w.n_in + i)] = f32_to_bf16(row[size_t(i)]);
       }
       d.type = QuantType::BF16;

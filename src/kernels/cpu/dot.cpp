@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/flags.h"
 #include "kernels/cpu/dot_isa.h"
+#include "quant/repack.h"
 #include "quant/types.h"
 
 namespace brisk::kernels {
@@ -20,9 +21,11 @@ bool Flags::*format_kill_switch(QuantType t) {
     case QuantType::F16: return &Flags::no_simd_dot_f16;
     case QuantType::BF16: return &Flags::no_simd_dot_bf16;
     case QuantType::Q8_0: return &Flags::no_simd_dot_q8_0;
-    case QuantType::Q4_0: return &Flags::no_simd_dot_q4_0;
+    case QuantType::Q4_0:
+    case QuantType::Q4_0_R16: return &Flags::no_simd_dot_q4_0;
     case QuantType::Q4_1: return &Flags::no_simd_dot_q4_1;
-    case QuantType::Q5_0: return &Flags::no_simd_dot_q5_0;
+    case QuantType::Q5_0:
+    case QuantType::Q5_0_R16: return &Flags::no_simd_dot_q5_0;
     case QuantType::Q5_1: return &Flags::no_simd_dot_q5_1;
     case QuantType::Q4_K: return &Flags::no_simd_dot_q4_k;
     case QuantType::Q5_K: return &Flags::no_simd_dot_q5_k;
@@ -148,6 +151,13 @@ void check_gemv_shape(QuantType wt, size_t row_bytes, int64_t n_rows, int64_t k)
   (void)activation_row_bytes(wt, k);
 }
 }  // namespace
+
+std::optional<QuantType> cpu_weight_layout(QuantType stored) {
+  if (flags().no_repack || flags().ref_ops) return std::nullopt;
+  const std::optional<QuantType> r = quant::repacked_type(stored);
+  if (!r || !isa_is_avx512_wide(*r)) return std::nullopt;
+  return r;
+}
 
 void gemv_rows(QuantType wt, const void* w, size_t row_bytes, int64_t n_rows, int64_t k,
                const void* x_quant, float* y) {

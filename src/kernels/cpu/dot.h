@@ -10,6 +10,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "quant/format.h"
@@ -29,6 +30,11 @@ QuantizeRowFn select_quantize_activation(QuantType activation_type);
 // format has no kernel for it). For tests and benchmarks that compare variants.
 VecDotFn vec_dot_variant(QuantType weight_type, Isa isa);
 QuantizeRowFn quantize_activation_variant(QuantType activation_type, Isa isa);
+
+// The in-memory layout (quant/repack.h) this CPU's decode kernels read fastest for matmul
+// weights stored as `stored`, or nullopt to keep the stored layout (no faster kernel here,
+// BRISK_NO_REPACK, BRISK_REF_OPS).
+std::optional<QuantType> cpu_weight_layout(QuantType stored);
 
 // Activation format and bytes of a quantized activation row of k elements for this weight format.
 QuantType activation_type(QuantType weight_type);

@@ -124,6 +124,7 @@ struct FmtQ4_0 {
   static constexpr int kOffset = 8;  // code - offset = the stored value
   static constexpr int kShift = std::countr_zero(unsigned(kOffset));
   static constexpr bool kHighBit = false;
+  static constexpr bool kRepacked = false;
   using Tables = QuadTables<sizeof(Block), 2, 0>;
 };
 
@@ -132,8 +133,18 @@ struct FmtQ5_0 {
   static constexpr int kOffset = 16;
   static constexpr int kShift = std::countr_zero(unsigned(kOffset));
   static constexpr bool kHighBit = true;
+  static constexpr bool kRepacked = false;
   using Tables = QuadTables<sizeof(Block), 6, 2>;
 };
+
+// The same formats in the repacked row layout of quant/repack.h (Q4_0_R16 / Q5_0_R16).
+template <class Stored>
+struct Repacked : Stored {
+  using StoredFmt = Stored;
+  static constexpr bool kRepacked = true;
+};
+using FmtQ4_0R16 = Repacked<FmtQ4_0>;
+using FmtQ5_0R16 = Repacked<FmtQ5_0>;
 
 inline __m512i load_table(const std::array<uint8_t, 64>& t) { return _mm512_load_si512(t.data()); }
 
@@ -204,9 +215,26 @@ void prepare(const BlockQ8_0* y, int64_t nb, uint8_t* out) {
   }
 }
 
-// out[t * out_stride] = dot(row w, token t) for NT prepared tokens.
+// acc[t] += the group's 16 block sums for token t, scaled: lo/hi are the codes of its 4 quads,
+// scales16 the 16 weight scales (fp16, reduction lane order).
+template <int NT>
+inline void accumulate_group(const __m512i* lo, const __m512i* hi, __m512i scales16, const Prepared* xp, int64_t g,
+                             __m512* acc) {
+  const __m512 dw = _mm512_cvtph_ps(_mm512_castsi512_si256(scales16));
+  for (int t = 0; t < NT; ++t) {
+    __m512i part[kQuads];
+    for (int j = 0; j < kQuads; ++j)
+      part[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[j], _mm512_load_si512(xp[t].x(g, 2 * j))),
+                                    hi[j], _mm512_load_si512(xp[t].x(g, 2 * j + 1)));
+    const __m512i sums = _mm512_add_epi32(reduce_quads(part), _mm512_load_si512(xp[t].corr(g)));
+    const __m512 s = _mm512_mul_ps(dw, _mm512_load_ps(xp[t].dx(g)));
+    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), s, acc[t]);
+  }
+}
+
+// out[t * out_stride] = dot(row w, token t) for NT prepared tokens, stored layout.
 template <int NT, class Fmt>
-void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
+void row_dot_stored(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
   using Block = typename Fmt::Block;
   constexpr int kQuadBytes = 4 * int(sizeof(Block));
   const auto* x = static_cast<const uint8_t*>(w);
@@ -230,18 +258,99 @@ void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t o
         lo[j] = hi[j] = _mm512_setzero_si512();
       }
     }
-    const __m512 dw = _mm512_cvtph_ps(_mm512_castsi512_si256(scales16));
-    for (int t = 0; t < NT; ++t) {
-      __m512i part[kQuads];
-      for (int j = 0; j < kQuads; ++j)
-        part[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[j], _mm512_load_si512(xp[t].x(g, 2 * j))),
-                                      hi[j], _mm512_load_si512(xp[t].x(g, 2 * j + 1)));
-      const __m512i sums = _mm512_add_epi32(reduce_quads(part), _mm512_load_si512(xp[t].corr(g)));
-      const __m512 s = _mm512_mul_ps(dw, _mm512_load_ps(xp[t].dx(g)));
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), s, acc[t]);
-    }
+    accumulate_group<NT>(lo, hi, scales16, xp, g, acc);
   }
   for (int t = 0; t < NT; ++t) out[size_t(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
+}
+
+// vpshufbitqmb selectors of the repacked qh (quant/repack.h): code byte m = 16L + i lies in
+// qword 2L + i / 8, which holds word 2L + i / 8: bit i % 8 for element i, 8 + i % 8 for 16 + i.
+alignas(64) constexpr std::array<uint8_t, 64> kPackedBitLo = [] {
+  std::array<uint8_t, 64> t{};
+  for (int m = 0; m < 64; ++m) t[size_t(m)] = uint8_t(m % 8);
+  return t;
+}();
+alignas(64) constexpr std::array<uint8_t, 64> kPackedBitHi = [] {
+  std::array<uint8_t, 64> t{};
+  for (int m = 0; m < 64; ++m) t[size_t(m)] = uint8_t(8 + m % 8);
+  return t;
+}();
+// Scale words of a partial group (4q scales in block order) -> reduction lane order: lane l
+// takes block 4 (l % 4) + l / 4, present when l % 4 < q.
+alignas(32) constexpr std::array<uint16_t, 16> kTailScaleIdx = [] {
+  std::array<uint16_t, 16> t{};
+  for (int l = 0; l < 16; ++l) t[size_t(l)] = uint16_t(4 * (l % 4) + l / 4);
+  return t;
+}();
+constexpr __mmask16 tail_scale_lanes(int q) {
+  __mmask16 m = 0;
+  for (int l = 0; l < 16; ++l)
+    if (l % 4 < q) m = __mmask16(m | (1u << l));
+  return m;
+}
+
+// Codes of a repacked quad: one load, no permute.
+template <class Fmt>
+inline void decode_packed_quad(const uint8_t* codes, const uint8_t* qh, __m512i* lo, __m512i* hi) {
+  const __m512i c = _mm512_loadu_si512(codes);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  *lo = _mm512_and_si512(c, m4);
+  *hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), m4);
+  if constexpr (Fmt::kHighBit) {
+    const __m512i h = _mm512_cvtepu16_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh)));
+    const __m512i c16 = _mm512_set1_epi8(0x10);
+    *lo = _mm512_mask_add_epi8(*lo, _mm512_bitshuffle_epi64_mask(h, load_table(kPackedBitLo)), *lo, c16);
+    *hi = _mm512_mask_add_epi8(*hi, _mm512_bitshuffle_epi64_mask(h, load_table(kPackedBitHi)), *hi, c16);
+  }
+}
+
+// Repacked layout: whole groups read straight into the reduction's order; a partial group's
+// whole quads likewise, its last r < 4 blocks (stored layout) through decode_quad.
+template <int NT, class Fmt>
+void row_dot_repacked(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
+  using Stored = typename Fmt::StoredFmt;
+  using Block = typename Fmt::Block;
+  constexpr int kQhBytes = Fmt::kHighBit ? 16 : 0;  // per quad
+  const auto* x = static_cast<const uint8_t*>(w);
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  const int64_t n_full = nb / kGroup;
+  for (int64_t g = 0; g < n_full; ++g) {
+    const uint8_t* gw = x + g * kGroup * int64_t(sizeof(Block));
+    for (size_t off = 0; off < kGroup * sizeof(Block); off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(gw) + kWeightPrefetchBytes + off, _MM_HINT_T1);
+    __m512i lo[kQuads], hi[kQuads];
+    for (int j = 0; j < kQuads; ++j) decode_packed_quad<Fmt>(gw + 64 * j, gw + 256 + kQhBytes * j, &lo[j], &hi[j]);
+    const __m512i scales16 = _mm512_castsi256_si512(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gw + 256 + 4 * kQhBytes)));
+    accumulate_group<NT>(lo, hi, scales16, xp, g, acc);
+  }
+  if (const int m = int(nb - n_full * kGroup); m > 0) {
+    const uint8_t* gw = x + n_full * kGroup * int64_t(sizeof(Block));
+    const int q = m / 4, r = m % 4;
+    __m512i lo[kQuads], hi[kQuads];
+    for (int j = 0; j < kQuads; ++j) lo[j] = hi[j] = _mm512_setzero_si512();
+    for (int j = 0; j < q; ++j) decode_packed_quad<Fmt>(gw + 64 * j, gw + 64 * q + kQhBytes * j, &lo[j], &hi[j]);
+    const uint8_t* sc = gw + (64 + kQhBytes) * q;
+    const __m256i words = _mm256_maskz_loadu_epi16(__mmask16((1u << (4 * q)) - 1), sc);
+    constexpr __mmask16 kLanes[4] = {tail_scale_lanes(0), tail_scale_lanes(1), tail_scale_lanes(2), tail_scale_lanes(3)};
+    __m512i scales16 = _mm512_castsi256_si512(_mm256_maskz_permutexvar_epi16(
+        kLanes[q], _mm256_load_si256(reinterpret_cast<const __m256i*>(kTailScaleIdx.data())), words));
+    scales16 = _mm512_zextsi256_si512(_mm512_castsi512_si256(scales16));
+    if (r > 0) {  // a zero-padded copy of the stored blocks (never read past the row)
+      alignas(64) uint8_t tail[4 * sizeof(Block)] = {};
+      std::memcpy(tail, gw + 4 * q * int64_t(sizeof(Block)), size_t(r) * sizeof(Block));
+      decode_quad<Stored>(tail, q, &lo[q], &hi[q], &scales16);
+    }
+    accumulate_group<NT>(lo, hi, scales16, xp, n_full, acc);
+  }
+  for (int t = 0; t < NT; ++t) out[size_t(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
+}
+
+template <int NT, class Fmt>
+void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
+  if constexpr (Fmt::kRepacked) row_dot_repacked<NT, Fmt>(nb, w, xp, out, out_stride);
+  else row_dot_stored<NT, Fmt>(nb, w, xp, out, out_stride);
 }
 
 #include "kernels/cpu/dot_prepared.inc"
@@ -252,6 +361,8 @@ VecDotFn nibble_kernel(QuantType t) {
   switch (t) {
     case QuantType::Q4_0: return dot_one<FmtQ4_0>;
     case QuantType::Q5_0: return dot_one<FmtQ5_0>;
+    case QuantType::Q4_0_R16: return dot_one<FmtQ4_0R16>;
+    case QuantType::Q5_0_R16: return dot_one<FmtQ5_0R16>;
     default: return nullptr;
   }
 }
@@ -260,6 +371,8 @@ VecDotMultiFn nibble_multi_kernel(QuantType t, int nt) {
   switch (t) {
     case QuantType::Q4_0: return pick_multi<FmtQ4_0>(nt);
     case QuantType::Q5_0: return pick_multi<FmtQ5_0>(nt);
+    case QuantType::Q4_0_R16: return pick_multi<FmtQ4_0R16>(nt);
+    case QuantType::Q5_0_R16: return pick_multi<FmtQ5_0R16>(nt);
     default: return nullptr;
   }
 }
@@ -268,6 +381,8 @@ bool nibble_gemv(const GemvMultiParams& p) {
   switch (p.weight_type) {
     case QuantType::Q4_0: return run_gemv<FmtQ4_0>(p);
     case QuantType::Q5_0: return run_gemv<FmtQ5_0>(p);
+    case QuantType::Q4_0_R16: return run_gemv<FmtQ4_0R16>(p);
+    case QuantType::Q5_0_R16: return run_gemv<FmtQ5_0R16>(p);
     default: return false;
   }
 }

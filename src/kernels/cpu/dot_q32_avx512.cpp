@@ -210,9 +210,11 @@ void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t o
 }  // namespace
 
 namespace {
-// Q4_0 / Q5_0 on a CPU with VBMI (and no BRISK_NO_AVX512_VBMI): dot_nibble_avx512vbmi.cpp.
+// Q4_0 / Q5_0 (and their repacked layouts, which only these kernels read) on a CPU with VBMI
+// (and no BRISK_NO_AVX512_VBMI): dot_nibble_avx512vbmi.cpp.
 bool use_vbmi(QuantType t) {
-  return (t == QuantType::Q4_0 || t == QuantType::Q5_0) && cpu_features().avx512_vbmi;
+  return (t == QuantType::Q4_0 || t == QuantType::Q5_0 || t == QuantType::Q4_0_R16 || t == QuantType::Q5_0_R16) &&
+         cpu_features().avx512_vbmi;
 }
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "core/fp16.h"
 #include "kernels/cpu/dot.h"
 #include "quant/blocks.h"
+#include "quant/repack.h"
 
 namespace brisk::kernels {
 
@@ -27,6 +28,8 @@ GemmCodeSpec gemm_code_spec(QuantType t) {
     case QuantType::Q6_K: return {.block = 16, .offset = 32, .code_max = 63};
     case QuantType::IQ4_NL: return {.block = 32, .offset = 128, .code_max = 255};
     case QuantType::IQ4_XS: return {.block = 32, .offset = 128, .code_max = 255};
+    case QuantType::Q4_0_R16:
+    case QuantType::Q5_0_R16: return gemm_code_spec(quant::stored_type(t));
     default: return {};
   }
 }

@@ -1,0 +1,203 @@
+// Q4_0 / Q5_0 <-> the repacked row layouts of quant/repack.h (scalar; run once at load).
+#include "quant/repack.h"
+
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "quant/blocks.h"
+#include "quant/quant_impl.h"
+
+namespace brisk::quant {
+namespace {
+
+struct Shape {
+  bool high_bits = false;  // Q5_0
+  size_t block_bytes = 0;
+};
+
+Shape shape_of(QuantType stored) {
+  switch (stored) {
+    case QuantType::Q4_0: return {false, sizeof(BlockQ4_0)};
+    case QuantType::Q5_0: return {true, sizeof(BlockQ5_0)};
+    default: fail("no repacked layout for ", quant_type_info(stored).name);
+  }
+}
+
+// A stored block's fields.
+struct BlockView {
+  uint16_t d;
+  uint32_t qh;
+  const uint8_t* qs;
+};
+
+BlockView read_block(const Shape& s, const uint8_t* b) {
+  BlockView v{};
+  std::memcpy(&v.d, b, 2);
+  if (s.high_bits) {
+    std::memcpy(&v.qh, b + 2, 4);
+    v.qs = b + 6;
+  } else {
+    v.qs = b + 2;
+  }
+  return v;
+}
+
+void write_block(const Shape& s, uint8_t* b, uint16_t d, uint32_t qh, const uint8_t* qs) {
+  std::memcpy(b, &d, 2);
+  if (s.high_bits) {
+    std::memcpy(b + 2, &qh, 4);
+    std::memcpy(b + 6, qs, 16);
+  } else {
+    std::memcpy(b + 2, qs, 16);
+  }
+}
+
+// Word 2L + h of a quad's qh: the fifth bits of elements 8h..8h+7 (bits 0-7) and 16+8h..16+8h+7.
+uint16_t qh_word(uint32_t qh, int h) {
+  return uint16_t(((qh >> (8 * h)) & 0xFF) | (((qh >> (16 + 8 * h)) & 0xFF) << 8));
+}
+uint32_t qh_from_words(uint16_t w0, uint16_t w1) {
+  return uint32_t(w0 & 0xFF) | (uint32_t(w1 & 0xFF) << 8) | (uint32_t(w0 >> 8) << 16) | (uint32_t(w1 >> 8) << 24);
+}
+
+// Group of `blocks` (16, or 4q for a partial group's quads) starting at block b0. to_repacked:
+// stored blocks at `stored` -> repacked bytes at `packed`; else the reverse.
+void convert_group(const Shape& s, int blocks, bool to_repacked, const uint8_t* stored_in, uint8_t* stored_out,
+                   const uint8_t* packed_in, uint8_t* packed_out) {
+  const int quads = blocks / 4;
+  const size_t codes_bytes = size_t(64 * quads);
+  const size_t qh_bytes = s.high_bits ? size_t(16 * quads) : 0;
+  const bool full = blocks == 16;
+  // Position of block k's scale among the group's scale words.
+  auto scale_slot = [&](int k) { return full ? 4 * (k % 4) + k / 4 : k; };
+  for (int k = 0; k < blocks; ++k) {
+    const int j = k / 4, L = k % 4;
+    if (to_repacked) {
+      const BlockView v = read_block(s, stored_in + size_t(k) * s.block_bytes);
+      std::memcpy(packed_out + 64 * j + 16 * L, v.qs, 16);
+      if (s.high_bits)
+        for (int h = 0; h < 2; ++h) {
+          const uint16_t w = qh_word(v.qh, h);
+          std::memcpy(packed_out + codes_bytes + 16 * j + 2 * (2 * L + h), &w, 2);
+        }
+      std::memcpy(packed_out + codes_bytes + qh_bytes + 2 * scale_slot(k), &v.d, 2);
+    } else {
+      uint16_t d, w[2] = {0, 0};
+      std::memcpy(&d, packed_in + codes_bytes + qh_bytes + 2 * scale_slot(k), 2);
+      if (s.high_bits)
+        for (int h = 0; h < 2; ++h) std::memcpy(&w[h], packed_in + codes_bytes + 16 * j + 2 * (2 * L + h), 2);
+      write_block(s, stored_out + size_t(k) * s.block_bytes, d, qh_from_words(w[0], w[1]), packed_in + 64 * j + 16 * L);
+    }
+  }
+}
+
+void convert_row(QuantType stored, bool to_repacked, const uint8_t* src, uint8_t* dst, int64_t nb) {
+  const Shape s = shape_of(stored);
+  BRISK_CHECK(nb >= 0, "repack: negative block count");
+  for (int64_t b0 = 0; b0 < nb; b0 += 16) {
+    const int m = int(nb - b0 < 16 ? nb - b0 : 16);
+    const int whole = m == 16 ? 16 : 4 * (m / 4);
+    const size_t at = size_t(b0) * s.block_bytes;
+    if (whole > 0) {
+      if (to_repacked) convert_group(s, whole, true, src + at, nullptr, nullptr, dst + at);
+      else convert_group(s, whole, false, nullptr, dst + at, src + at, nullptr);
+    }
+    const size_t rest = size_t(m - whole) * s.block_bytes;  // the last blocks, as stored
+    if (rest) std::memcpy(dst + at + size_t(whole) * s.block_bytes, src + at + size_t(whole) * s.block_bytes, rest);
+  }
+}
+
+}  // namespace
+
+std::optional<QuantType> repacked_type(QuantType stored) {
+  switch (stored) {
+    case QuantType::Q4_0: return QuantType::Q4_0_R16;
+    case QuantType::Q5_0: return QuantType::Q5_0_R16;
+    default: return std::nullopt;
+  }
+}
+
+QuantType stored_type(QuantType t) {
+  switch (t) {
+    case QuantType::Q4_0_R16: return QuantType::Q4_0;
+    case QuantType::Q5_0_R16: return QuantType::Q5_0;
+    default: return t;
+  }
+}
+
+void repack_row(QuantType stored, const void* src, void* dst, int64_t nb) {
+  convert_row(stored, true, static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst), nb);
+}
+
+void unrepack_row(QuantType repacked, const void* src, void* dst, int64_t nb) {
+  BRISK_CHECK(is_repacked(repacked), "unrepack: ", quant_type_info(repacked).name, " is not a repacked layout");
+  convert_row(stored_type(repacked), false, static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst), nb);
+}
+
+void repack_rows_in_place(QuantType stored, void* data, int64_t n_rows, size_t row_bytes, int64_t nb) {
+  const Shape s = shape_of(stored);
+  BRISK_CHECK(row_bytes >= size_t(nb) * s.block_bytes, "repack: rows of ", row_bytes, " bytes hold fewer than ", nb,
+              " blocks");
+  std::vector<uint8_t> tmp(size_t(nb) * s.block_bytes);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    uint8_t* row = static_cast<uint8_t*>(data) + size_t(r) * row_bytes;
+    std::memcpy(tmp.data(), row, tmp.size());
+    repack_row(stored, tmp.data(), row, nb);
+  }
+}
+
+}  // namespace brisk::quant
+
+// Row functions of the repacked layouts for the trait table (format.cpp): the stored format's,
+// on a converted copy of the row. n must be a whole row (the layout depends on the row length).
+namespace brisk::quant {
+namespace {
+uint8_t* row_scratch(size_t bytes) {
+  thread_local std::vector<uint8_t> buf;
+  if (buf.size() < bytes) buf.resize(bytes);
+  return buf.data();
+}
+
+template <QuantType kRepacked, size_t kBlockBytes, auto kStoredFn>
+void dequantize_repacked(const void* src, float* dst, int64_t n) {
+  uint8_t* stored = row_scratch(size_t(n / 32) * kBlockBytes);
+  unrepack_row(kRepacked, src, stored, n / 32);
+  kStoredFn(stored, dst, n);
+}
+
+template <QuantType kStored, size_t kBlockBytes, auto kStoredFn>
+void quantize_repacked(const float* src, void* dst, int64_t n) {
+  uint8_t* stored = row_scratch(size_t(n / 32) * kBlockBytes);
+  kStoredFn(src, stored, n);
+  repack_row(kStored, stored, dst, n / 32);
+}
+
+template <QuantType kRepacked, size_t kBlockBytes, auto kStoredFn>
+void dot_repacked(int64_t n, float* out, const void* w, const void* a) {
+  uint8_t* stored = row_scratch(size_t(n / 32) * kBlockBytes);
+  unrepack_row(kRepacked, w, stored, n / 32);
+  kStoredFn(n, out, stored, a);
+}
+}  // namespace
+
+void dequantize_row_q4_0_r16(const void* src, float* dst, int64_t n) {
+  dequantize_repacked<QuantType::Q4_0_R16, sizeof(BlockQ4_0), dequantize_row_q4_0>(src, dst, n);
+}
+void dequantize_row_q5_0_r16(const void* src, float* dst, int64_t n) {
+  dequantize_repacked<QuantType::Q5_0_R16, sizeof(BlockQ5_0), dequantize_row_q5_0>(src, dst, n);
+}
+void quantize_row_q4_0_r16_ref(const float* src, void* dst, int64_t n) {
+  quantize_repacked<QuantType::Q4_0, sizeof(BlockQ4_0), quantize_row_q4_0_ref>(src, dst, n);
+}
+void quantize_row_q5_0_r16_ref(const float* src, void* dst, int64_t n) {
+  quantize_repacked<QuantType::Q5_0, sizeof(BlockQ5_0), quantize_row_q5_0_ref>(src, dst, n);
+}
+void vec_dot_q4_0_r16_q8_0(int64_t n, float* out, const void* w, const void* a) {
+  dot_repacked<QuantType::Q4_0_R16, sizeof(BlockQ4_0), vec_dot_q4_0_q8_0>(n, out, w, a);
+}
+void vec_dot_q5_0_r16_q8_0(int64_t n, float* out, const void* w, const void* a) {
+  dot_repacked<QuantType::Q5_0_R16, sizeof(BlockQ5_0), vec_dot_q5_0_q8_0>(n, out, w, a);
+}
+
+}  // namespace brisk::quant

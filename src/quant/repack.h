@@ -1,0 +1,40 @@
+// Row layouts of Q4_0 / Q5_0 weights rearranged at load for the CPU decode kernels
+// (kernels/cpu/dot_nibble_avx512vbmi.cpp), with the same bytes per row as the stored format.
+//
+// A stored row is nb blocks {d, [qh,] qs[16]} (18 or 22 bytes each). Its repacked form
+// (QuantType::Q4_0_R16 / Q5_0_R16) cuts the row into groups of 16 blocks; a group is 4 "quads"
+// of 4 consecutive blocks, block L (0..3) of quad j (0..3) being block 4j + L of the group:
+//   codes  (4 quads, 64 B)  quad j byte 16L + i = qs[i] of block L, so that one 64-byte load
+//                           gives each block's 16 code bytes in its own 128-bit lane;
+//   qh     (Q5_0 only; 4 quads, 16 B) quad j u16 word 2L + h (h = 0, 1): bit b = the fifth bit
+//                           of element 8h + b of block L, bit 8 + b that of element 16 + 8h + b,
+//                           so that widening the words to 64 bits puts each block's bits in
+//                           the qwords of its code bytes (vpshufbitqmb then picks them);
+//   scales (16 x f16)       word l = d of block 4 (l % 4) + l / 4 of the group (the order of
+//                           the kernel's reduced block sums).
+// A last partial group of m = 4q + r blocks keeps this layout for its q whole quads (codes,
+// qh, then the 4q scales in block order) followed by its r last blocks as stored. Rows of the
+// same length have the same layout; repack_row / unrepack_row convert one row either way.
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "quant/types.h"
+
+namespace brisk::quant {
+
+// The repacked layout of a stored format (Q4_0 -> Q4_0_R16, Q5_0 -> Q5_0_R16), if any.
+std::optional<QuantType> repacked_type(QuantType stored);
+// The stored format of a repacked layout; any other format is its own.
+QuantType stored_type(QuantType t);
+inline bool is_repacked(QuantType t) { return stored_type(t) != t; }
+
+// One row of nb blocks: stored -> repacked (t = the stored format) and back (t = the repacked
+// layout). src and dst must not overlap.
+void repack_row(QuantType stored, const void* src, void* dst, int64_t nb);
+void unrepack_row(QuantType repacked, const void* src, void* dst, int64_t nb);
+
+// Converts every row of a matrix in place (rows of row_bytes bytes, nb blocks each).
+void repack_rows_in_place(QuantType stored, void* data, int64_t n_rows, size_t row_bytes, int64_t nb);
+
+}  // namespace brisk::quant

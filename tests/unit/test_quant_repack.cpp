@@ -1,0 +1,149 @@
+// The repacked Q4_0 / Q5_0 row layouts (quant/repack.h) and the decode kernels that read them:
+// conversions are exact permutations, the layouts dequantize to the stored values, and the
+// GEMV over repacked rows gives bit for bit what it gives over the stored rows, for 1..8
+// tokens and rows with whole groups, partial groups and partial quads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/cpu/dot.h"
+#include "quant/format.h"
+#include "quant/repack.h"
+#include "scoped_env.h"
+
+namespace brisk {
+namespace {
+
+// Block counts: fewer than a quad, whole quads, partial quads, one and several groups.
+const int64_t kBlockCounts[] = {1, 2, 3, 4, 5, 7, 8, 12, 13, 15, 16, 17, 20, 28, 29, 31, 32, 35, 48, 152};
+
+std::vector<float> gaussian(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// n_rows stored rows of k elements quantized from random values.
+std::vector<uint8_t> stored_rows(QuantType t, int64_t k, int64_t n_rows, uint32_t seed) {
+  const size_t rb = size_t(*quant_row_bytes(t, uint64_t(k)));
+  std::vector<uint8_t> w(rb * size_t(n_rows));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const std::vector<float> f = gaussian(size_t(k), seed + uint32_t(r));
+    format_traits(t).quantize_row_ref(f.data(), w.data() + size_t(r) * rb, k);
+  }
+  return w;
+}
+
+TEST(QuantRepack, ConversionsAreExactInverses) {
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q5_0}) {
+    const QuantType r = *quant::repacked_type(t);
+    EXPECT_EQ(quant::stored_type(r), t);
+    EXPECT_TRUE(quant::is_repacked(r));
+    EXPECT_FALSE(quant::is_repacked(t));
+    for (int64_t nb : kBlockCounts) {
+      const size_t bytes = size_t(nb) * quant_type_info(t).type_size;
+      std::mt19937 rng{uint32_t(nb)};
+      std::vector<uint8_t> src(bytes), packed(bytes), back(bytes);
+      for (auto& b : src) b = uint8_t(rng());  // any bytes: the layouts are permutations of bits
+      quant::repack_row(t, src.data(), packed.data(), nb);
+      quant::unrepack_row(r, packed.data(), back.data(), nb);
+      EXPECT_EQ(back, src) << quant_type_info(t).name << " nb=" << nb;
+      if (nb >= 4) {
+        EXPECT_NE(packed, src) << quant_type_info(t).name << " nb=" << nb;
+      }
+    }
+  }
+  EXPECT_FALSE(quant::repacked_type(QuantType::Q8_0).has_value());
+  EXPECT_THROW(quant::unrepack_row(QuantType::Q4_0, nullptr, nullptr, 1), Error);
+}
+
+TEST(QuantRepack, RepackedLayoutsAreNotFileFormats) {
+  EXPECT_EQ(quant_type_info(uint32_t(QuantType::Q4_0_R16)), nullptr);
+  EXPECT_FALSE(quant_type_from_name("Q4_0_R16").has_value());
+  EXPECT_EQ(quant_type_info(QuantType::Q5_0_R16).type_size, quant_type_info(QuantType::Q5_0).type_size);
+  EXPECT_EQ(*quant_row_bytes(QuantType::Q4_0_R16, 896), *quant_row_bytes(QuantType::Q4_0, 896));
+}
+
+TEST(QuantRepack, DequantizesAndQuantizesLikeTheStoredFormat) {
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q5_0}) {
+    const QuantType r = *quant::repacked_type(t);
+    for (int64_t nb : kBlockCounts) {
+      const int64_t k = 32 * nb;
+      const std::vector<float> f = gaussian(size_t(k), uint32_t(nb) + 7);
+      const size_t bytes = size_t(*quant_row_bytes(t, uint64_t(k)));
+      std::vector<uint8_t> qs(bytes), qr(bytes), expect(bytes);
+      format_traits(t).quantize_row_ref(f.data(), qs.data(), k);
+      format_traits(r).quantize_row_ref(f.data(), qr.data(), k);
+      quant::repack_row(t, qs.data(), expect.data(), nb);
+      EXPECT_EQ(qr, expect) << quant_type_info(t).name << " nb=" << nb;
+      std::vector<float> ds(static_cast<size_t>(k)), dr(static_cast<size_t>(k));
+      format_traits(t).dequantize_row(qs.data(), ds.data(), k);
+      format_traits(r).dequantize_row(qr.data(), dr.data(), k);
+      EXPECT_EQ(ds, dr) << quant_type_info(t).name << " nb=" << nb;
+    }
+  }
+}
+
+// gemv_rows_multi over repacked rows == over the stored rows, bit for bit, where this CPU has
+// the repacked kernel (elsewhere the layouts go through the reference and agree to rounding).
+TEST(QuantRepack, GemvOverRepackedRowsMatchesStoredBitExact) {
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q5_0}) {
+    const QuantType r = *quant::repacked_type(t);
+    const bool fast = kernels::cpu_weight_layout(t).has_value();
+    for (int64_t nb : kBlockCounts) {
+      const int64_t k = 32 * nb, n_rows = 11;
+      const size_t rb = size_t(*quant_row_bytes(t, uint64_t(k)));
+      const std::vector<uint8_t> ws = stored_rows(t, k, n_rows, uint32_t(nb) * 31u);
+      std::vector<uint8_t> wr(ws.size());
+      for (int64_t row = 0; row < n_rows; ++row)
+        quant::repack_row(t, ws.data() + size_t(row) * rb, wr.data() + size_t(row) * rb, nb);
+      for (int n_tok = 1; n_tok <= 8; ++n_tok) {
+        const size_t xb = kernels::activation_row_bytes(t, k);
+        std::vector<uint8_t> x(xb * size_t(n_tok));
+        for (int tok = 0; tok < n_tok; ++tok) {
+          const std::vector<float> xf = gaussian(size_t(k), 900u + uint32_t(tok));
+          kernels::select_quantize_activation(QuantType::Q8_0)(xf.data(), x.data() + size_t(tok) * xb, k);
+        }
+        std::vector<float> ys(size_t(n_rows) * size_t(n_tok)), yr(ys.size());
+        auto gemv = [&](QuantType type, const std::vector<uint8_t>& w, std::vector<float>& y) {
+          kernels::gemv_rows_multi({.weight_type = type, .w = w.data(), .row_bytes = rb, .n_rows = n_rows, .k = k,
+                                    .x_quant = x.data(), .x_stride = xb, .n_tokens = n_tok, .y = y.data(),
+                                    .y_stride = n_rows});
+        };
+        gemv(t, ws, ys);
+        gemv(r, wr, yr);
+        for (size_t i = 0; i < ys.size(); ++i) {
+          if (fast) {
+            uint32_t a, b;
+            std::memcpy(&a, &ys[i], 4);
+            std::memcpy(&b, &yr[i], 4);
+            ASSERT_EQ(a, b) << quant_type_info(t).name << " nb=" << nb << " tokens=" << n_tok << " i=" << i;
+          } else {
+            ASSERT_NEAR(ys[i], yr[i], 1e-4 * (std::fabs(ys[i]) + 1)) << quant_type_info(t).name << " nb=" << nb;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantRepack, KillSwitchesKeepTheStoredLayout) {
+  {
+    ScopedEnv off("BRISK_NO_REPACK", "1");
+    EXPECT_FALSE(kernels::cpu_weight_layout(QuantType::Q4_0).has_value());
+  }
+  {
+    ScopedEnv off("BRISK_NO_AVX512_VBMI", "1");
+    EXPECT_FALSE(kernels::cpu_weight_layout(QuantType::Q5_0).has_value());
+  }
+  EXPECT_FALSE(kernels::cpu_weight_layout(QuantType::Q8_0).has_value());
+}
+
+}  // namespace
+}  // namespace brisk
