@@ -68,6 +68,10 @@ constexpr int64_t kL2PrefetchRows = 64;
 // positions over the threads (attention_avx512_split_parts): each thread then reads whole K/V
 // rows in order instead of one head's half of every row.
 constexpr int64_t kSplitMinPositions = 512;
+// A thread's range of a split decode runs in chunks of this many positions (every KV head, then
+// the next chunk, merged online), so that its K/V rows stream in (RowStream) while earlier
+// chunks compute.
+constexpr int64_t kSplitChunk = 256;
 
 inline void prefetch_row(const uint8_t* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p) + off, _MM_HINT_T0);
@@ -77,6 +81,31 @@ inline void prefetch_row_l2(const uint8_t* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p) + off, _MM_HINT_T1);
 }
 
+// L2 prefetches over a thread's K and V rows (contiguous positions of one sequence) issued a
+// line or two at a time from every loop of the kernel, so the memory stream runs during all of
+// the arithmetic: a burst of prefetches at the head of a pass only makes that pass wait on
+// memory while the others run from cache with the bus idle.
+struct RowStream {
+  const uint8_t* k = nullptr;
+  const uint8_t* k_end = nullptr;
+  const uint8_t* v = nullptr;
+  const uint8_t* v_end = nullptr;
+  inline void lines(int n) {
+    for (int i = 0; i < n; ++i) {
+      if (k < k_end) {
+        _mm_prefetch(reinterpret_cast<const char*>(k), _MM_HINT_T1);
+        k += 64;
+      }
+      if (v < v_end) {
+        _mm_prefetch(reinterpret_cast<const char*>(v), _MM_HINT_T1);
+        v += 64;
+      }
+    }
+  }
+};
+// Lines of each stream per 16-position tile of a score pass (the V pass: one per position).
+constexpr int kStreamLinesPerTile = 8;
+
 // Largest V stream of one item (bytes) that pass 1 prefetches into L2 (half a typical 2 MiB L2).
 constexpr size_t kVPrefetchMaxBytes = size_t(1) << 20;
 
@@ -84,7 +113,8 @@ constexpr size_t kVPrefetchMaxBytes = size_t(1) << 20;
 // v_j, one load shared by the G heads' accumulators.
 // V rows: row j at v + j * v_stride bytes, F16 (kF16) or F32.
 template <int NC, int G, bool kF16>
-inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, const uint8_t* v, size_t v_stride, float* acc) {
+inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, const uint8_t* v, size_t v_stride, float* acc,
+                         RowStream* stream) {
   // Two chunks per pass over the positions (one when NC is odd), so each head's weight is
   // broadcast once for 32 floats of v_j: 2 * G accumulators.
   constexpr int CP = NC % 2 == 0 ? 2 : 1;
@@ -96,6 +126,7 @@ inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, const 
     const uint8_t* vr = v + kChunkBytes * size_t(c);
     for (int64_t j = 0; j < n_pos; ++j, vr += v_stride) {
       if (c == 0 && j + kPrefetchRows < n_pos) prefetch_row(vr + kPrefetchRows * v_stride, NC * kChunkBytes);
+      if (stream) stream->lines(1);
       __m512 vj[CP];
       for (int k = 0; k < CP; ++k)
         vj[k] = kF16 ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vr + kChunkBytes * k)))
@@ -112,9 +143,9 @@ inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, const 
 
 template <int NC, int G>
 inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, bool f16, const uint8_t* v, size_t v_stride,
-                         float* acc) {
-  if (f16) accumulate_v<NC, G, true>(w, w_stride, n_pos, v, v_stride, acc);
-  else accumulate_v<NC, G, false>(w, w_stride, n_pos, v, v_stride, acc);
+                         float* acc, RowStream* stream) {
+  if (f16) accumulate_v<NC, G, true>(w, w_stride, n_pos, v, v_stride, acc, stream);
+  else accumulate_v<NC, G, false>(w, w_stride, n_pos, v, v_stride, acc, stream);
 }
 
 // Positions of token t that attention reads: [first, first + count).
@@ -130,10 +161,10 @@ PosRange visible_positions(const AttentionArgs& a, int64_t t) {
 // Where an item's result goes: normalized into a.out (partial == nullptr), or, for a range of
 // the positions, unnormalized per head of the group as {max score, sum of weights, acc[hd]}
 // (stride hd + 2) for attention_merge_split.
-// Item (token t, KV head kvh) over positions `range` with head_dim = NC * 16; whole_rows:
-// prefetch the K/V rows of every KV head into L2 (the first head of a split range).
+// Item (token t, KV head kvh) over positions `range` with head_dim = NC * 16; stream: the
+// L2 prefetches to advance (split decode), else this item prefetches its own rows into L2.
 template <int NC>
-void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange range, bool whole_rows, float* kt,
+void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange range, RowStream* stream, float* kt,
                     float* acc, float* partial) {
   constexpr int32_t hd = NC * 16;
   const int32_t group = a.n_head / a.n_head_kv;
@@ -163,12 +194,8 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
     // overlaps this pass's arithmetic.
     for (int64_t j = j0 + kPrefetchRows; j < std::min(n_pos, j0 + kPrefetchRows + kTile); ++j)
       prefetch_row(a.k_cache.row(s, start + j) + k_off, k_row_bytes);
-    for (int64_t j = j0 + kL2PrefetchRows; j < std::min(n_pos, j0 + kL2PrefetchRows + kTile); ++j) {
-      if (whole_rows) {
-        prefetch_row_l2(a.k_cache.row(s, start + j), a.k_cache.row_bytes);
-        prefetch_row_l2(a.v_cache.row(s, start + j), a.v_cache.row_bytes);
-        continue;
-      }
+    if (stream) stream->lines(kStreamLinesPerTile);
+    for (int64_t j = j0 + kL2PrefetchRows; j < std::min(n_pos, j0 + kL2PrefetchRows + kTile) && !stream; ++j) {
       prefetch_row_l2(a.k_cache.row(s, start + j) + k_off, k_row_bytes);
       if (v_l2) prefetch_row_l2(a.v_cache.row(s, start + j) + v_off, v_row_bytes);
     }
@@ -228,14 +255,14 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
     const float* w = sc + int64_t(g0) * n_pad;
     float* acc_g = acc + int64_t(g0) * hd;
     switch (ng) {
-      case 1: accumulate_v<NC, 1>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g); break;
-      case 2: accumulate_v<NC, 2>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g); break;
-      case 3: accumulate_v<NC, 3>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g); break;
-      case 4: accumulate_v<NC, 4>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g); break;
-      case 5: accumulate_v<NC, 5>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g); break;
-      case 6: accumulate_v<NC, 6>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g); break;
-      case 7: accumulate_v<NC, 7>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g); break;
-      default: accumulate_v<NC, 8>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g); break;
+      case 1: accumulate_v<NC, 1>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g, stream); break;
+      case 2: accumulate_v<NC, 2>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g, stream); break;
+      case 3: accumulate_v<NC, 3>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g, stream); break;
+      case 4: accumulate_v<NC, 4>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g, stream); break;
+      case 5: accumulate_v<NC, 5>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g, stream); break;
+      case 6: accumulate_v<NC, 6>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g, stream); break;
+      case 7: accumulate_v<NC, 7>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g, stream); break;
+      default: accumulate_v<NC, 8>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g, stream); break;
     }
   }
   for (int32_t g = 0; g < group; ++g) {
@@ -253,17 +280,17 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
 }
 
 template <int NC>
-void run_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange range, bool whole_rows, float* kt, float* acc,
+void run_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange range, RowStream* stream, float* kt, float* acc,
               float* partial) {
-  attention_item<NC>(a, t, kvh, range, whole_rows, kt, acc, partial);
+  attention_item<NC>(a, t, kvh, range, stream, kt, acc, partial);
 }
 
-void item_any(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange range, bool whole_rows, float* kt, float* acc,
+void item_any(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange range, RowStream* stream, float* kt, float* acc,
               float* partial) {
   switch (a.head_dim) {
-    case 64: run_item<4>(a, t, kvh, range, whole_rows, kt, acc, partial); break;
-    case 128: run_item<8>(a, t, kvh, range, whole_rows, kt, acc, partial); break;
-    default: run_item<16>(a, t, kvh, range, whole_rows, kt, acc, partial); break;
+    case 64: run_item<4>(a, t, kvh, range, stream, kt, acc, partial); break;
+    case 128: run_item<8>(a, t, kvh, range, stream, kt, acc, partial); break;
+    default: run_item<16>(a, t, kvh, range, stream, kt, acc, partial); break;
   }
 }
 
@@ -281,7 +308,7 @@ void attention_rows_avx512(const AttentionArgs& a, float* scratch, int ith, int 
   split_range(a.q.rows * a.n_head_kv, ith, nth, &begin, &end);
   for (int64_t item = begin; item < end; ++item) {
     const int64_t t = item / a.n_head_kv;
-    item_any(a, t, int32_t(item % a.n_head_kv), visible_positions(a, t), false, kt, acc, nullptr);
+    item_any(a, t, int32_t(item % a.n_head_kv), visible_positions(a, t), nullptr, kt, acc, nullptr);
   }
 }
 
@@ -303,18 +330,40 @@ void attention_split_avx512(const AttentionArgs& a, float* scratch, float* parti
   int64_t t0, t1;
   split_range(n_tiles, ith, nth, &t0, &t1);
   const PosRange mine{all.first + t0 * kTile, std::min(all.count, t1 * kTile) - t0 * kTile};
+  const int64_t per_head = hd + 2;  // {max, sum, acc[hd]} per query head
   float* partial = partials + attention_split_partial_floats(a) * ith;
-  for (int32_t kvh = 0; kvh < a.n_head_kv; ++kvh) {
-    if (mine.count <= 0) {  // no positions: an empty partial
-      for (int32_t g = 0; g < a.n_head / a.n_head_kv; ++g) {
-        float* ph = partial + int64_t(kvh * (a.n_head / a.n_head_kv) + g) * (hd + 2);
-        ph[0] = -std::numeric_limits<float>::infinity();
-        ph[1] = 0.0f;
-        std::fill(ph + 2, ph + 2 + hd, 0.0f);
+  for (int32_t h = 0; h < a.n_head; ++h) {  // empty until a chunk lands
+    float* ph = partial + int64_t(h) * per_head;
+    ph[0] = -std::numeric_limits<float>::infinity();
+    ph[1] = 0.0f;
+    std::fill(ph + 2, ph + 2 + hd, 0.0f);
+  }
+  thread_local std::vector<float> chunk_partial;
+  chunk_partial.resize(size_t(attention_split_partial_floats(a)));
+  const int32_t group = a.n_head / a.n_head_kv;
+  RowStream stream;
+  if (mine.count > 0) {
+    const int64_t s = a.seq[0];
+    stream = {a.k_cache.row(s, mine.first), a.k_cache.row(s, mine.first + mine.count - 1) + a.k_cache.row_bytes,
+              a.v_cache.row(s, mine.first), a.v_cache.row(s, mine.first + mine.count - 1) + a.v_cache.row_bytes};
+  }
+  for (int64_t c0 = 0; c0 < mine.count; c0 += kSplitChunk) {
+    const PosRange chunk{mine.first + c0, std::min(kSplitChunk, mine.count - c0)};
+    for (int32_t kvh = 0; kvh < a.n_head_kv; ++kvh) {
+      item_any(a, 0, kvh, chunk, &stream, kt, acc, chunk_partial.data());
+      // Online merge: both sides are (max, sum of exp(score - max), unnormalized acc).
+      for (int32_t g = 0; g < group; ++g) {
+        const int64_t h = int64_t(kvh) * group + g;
+        float* ph = partial + h * per_head;
+        const float* pc = chunk_partial.data() + h * per_head;
+        if (pc[1] <= 0.0f) continue;
+        const float m = std::max(ph[0], pc[0]);
+        const float f_old = ph[1] > 0.0f ? std::exp(ph[0] - m) : 0.0f, f_new = std::exp(pc[0] - m);
+        ph[0] = m;
+        ph[1] = ph[1] * f_old + pc[1] * f_new;
+        for (int32_t i = 0; i < hd; ++i) ph[2 + i] = ph[2 + i] * f_old + pc[2 + i] * f_new;
       }
-      continue;
     }
-    item_any(a, 0, kvh, mine, kvh == 0, kt, acc, partial);
   }
 }
 
