@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/ref.h"
+#include "quant/repack.h"
 #ifdef BRISK_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_devices.h"
@@ -112,7 +113,7 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
         double mag = 0.0;
         for (int64_t i = 0; i < s.n_in; ++i) mag += std::fabs(double(wrow[size_t(i)]) * x.host[size_t(tk * s.n_in + i)]);
         // Formats converted to BF16 at upload carry its rounding (2^-8 relative per weight).
-        double tol = (cuda::weight_format_on_device(t) ? 2e-5 : 8e-3) * mag + 1e-5;
+        double tol = (cuda::weight_format_on_device(quant::stored_type(t)) ? 2e-5 : 8e-3) * mag + 1e-5;
         const size_t i = size_t(tk * s.n_out + r);
         if (gemm) {
           // The tensor-core GEMM takes BF16 weights and activations (not the vec_dot_type's
@@ -151,7 +152,9 @@ TEST(CudaBackend, WeightsAreCompleteAtFirstUse) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, CudaMatmul,
                          ::testing::Values(QuantType::F32, QuantType::F16, QuantType::BF16, QuantType::Q8_0,
-                                           QuantType::Q4_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_K),
+                                           QuantType::Q4_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_K,
+                                           // CPU layouts (quant/repack.h), converted back at upload
+                                           QuantType::Q4_0_R16, QuantType::Q5_0_R16),
                          [](const auto& info) { return std::string(quant_type_info(info.param).name); });
 
 TEST(CudaBackend, RmsNorm) {
