@@ -327,6 +327,8 @@ void row_dot_repacked(int64_t nb, const void* w, const Prepared* xp, float* out,
   }
   if (const int m = int(nb - n_full * kGroup); m > 0) {
     const uint8_t* gw = x + n_full * kGroup * int64_t(sizeof(Block));
+    for (size_t off = 0; off < size_t(m) * sizeof(Block); off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(gw) + kWeightPrefetchBytes + off, _MM_HINT_T1);
     const int q = m / 4, r = m % 4;
     __m512i lo[kQuads], hi[kQuads];
     for (int j = 0; j < kQuads; ++j) lo[j] = hi[j] = _mm512_setzero_si512();
