@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/ref.h"
+#include "scoped_env.h"
 #ifdef BRISK_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_devices.h"
@@ -268,6 +269,107 @@ TEST(CudaBackend, Attention) {
     expect_close(out.fetch(), want.host, 2e-5f, 1e-4f,
                  str_cat("attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " window ", cs.window,
                          " softcap ", cs.softcap, cs.prefill ? " prefill" : " decode"));
+  }
+}
+
+// One-token decode at the Llama-3 head layout (32 / 8 heads, head_dim 128) and at head_dim 64:
+// chunks of up to 64 positions are staged in shared memory, their earlier rows copied before
+// the dependent-launch wait. Against ref::attention, and bit-equal to the unstaged kernel and
+// to staging after the wait.
+TEST(CudaBackend, DecodeAttentionStagedChunks) {
+  REQUIRE_GPU(be);
+  struct Case { int32_t n_head, n_head_kv, hd; int32_t pos; int32_t window; };
+  for (const Case cs : {Case{32, 8, 128, 0, 0}, Case{32, 8, 128, 31, 0}, Case{32, 8, 128, 512, 0},
+                        Case{32, 8, 128, 1500, 0}, Case{32, 8, 128, 3000, 0}, Case{8, 2, 64, 700, 0},
+                        Case{8, 2, 64, 900, 100}, Case{40, 8, 128, 260, 0}}) {
+    const int64_t cap = 3072, width = int64_t(cs.n_head_kv) * cs.hd;
+    Cache c = make_cache(*be, QuantType::F16, 2, cap, width, 31);
+    const std::vector<int32_t> seq = {1}, pos = {cs.pos};
+    const int64_t qw = int64_t(cs.n_head) * cs.hd;
+    DevMat q(*be, 1, qw, randn(size_t(qw), 32)), want(*be, 1, qw);
+    AttentionArgs a{.out = {}, .q = q.dev, .k_cache = c.k, .v_cache = c.v, .seq = seq.data(), .pos = pos.data(),
+                    .n_head = cs.n_head, .n_head_kv = cs.n_head_kv, .head_dim = cs.hd,
+                    .scale = 1.0f / std::sqrt(float(cs.hd)), .window = cs.window};
+    auto run = [&](const char* env) {
+      std::unique_ptr<ScopedEnv> off;
+      if (env) off = std::make_unique<ScopedEnv>(env, "1");
+      DevMat out(*be, 1, qw);
+      AttentionArgs d = a;
+      d.out = out.dev;
+      be->attention(d);
+      return out.fetch();
+    };
+    const std::vector<float> got = run(nullptr);
+    AttentionArgs h = a;
+    h.out = want.hmat();
+    h.q = q.hmat();
+    h.k_cache.data = c.hk.data();
+    h.v_cache.data = c.hv.data();
+    ref::attention(h);
+    const std::string what = str_cat("decode attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " pos ",
+                                     cs.pos, " window ", cs.window);
+    expect_close(got, want.host, 2e-5f, 1e-4f, what);
+    for (const char* env : {"BRISK_NO_CUDA_ATTN_STAGE", "BRISK_NO_CUDA_PREFETCH"}) {
+      const std::vector<float> other = run(env);
+      ASSERT_EQ(std::memcmp(got.data(), other.data(), sizeof(float) * got.size()), 0) << what << " vs " << env;
+    }
+  }
+}
+
+// Decode-shaped residual add + RMS norm + Q8_0 / Q4_K matmul (fused into one norm launch in a
+// graph step, the norm written over its input): rows of 4096 run on 16 blocks each. Against the
+// CPU reference, and bit-equal to one block per row (BRISK_NO_CUDA_NORM_SPLIT) and to the
+// launch-by-launch backend.
+TEST(CudaBackend, SplitRmsNormMatchesOneBlock) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  const int64_t n_embd = 4096, n_out = 64;
+  std::vector<QuantWeight> keep;
+  keep.push_back(make_weight(QuantType::Q8_0, n_out, n_embd, 61));
+  keep.push_back(make_weight(QuantType::Q4_K, n_out, n_embd, 62));
+  const std::vector<float> norm_w = randn(size_t(n_embd), 63);
+  for (const int64_t rows : {int64_t(1), int64_t(3)}) {
+    const std::vector<float> x0 = randn(size_t(rows * n_embd), 64, 3.0f), t0 = randn(size_t(rows * n_embd), 65);
+    struct Out { std::vector<float> sum, norm, o8, o4; };
+    auto run = [&](bool graphs, const char* env) {
+      std::unique_ptr<ScopedEnv> off;
+      if (env) off = std::make_unique<ScopedEnv>(env, "1");
+      auto be = make_cuda_backend(0, graphs);
+      DevMat x(*be, rows, n_embd), t(*be, rows, n_embd, t0), h(*be, rows, n_embd), o8(*be, rows, n_out),
+          o4(*be, rows, n_out);
+      std::vector<int32_t> ids(size_t(rows), 0), pos(size_t(rows), 0), seq(size_t(rows), 0), out_rows(size_t(rows), 0);
+      for (int64_t r = 0; r < rows; ++r) out_rows[size_t(r)] = int32_t(r);
+      for (int step = 0; step < 3; ++step) {  // eager, captured, replayed
+        be->copy(x.dev.data, x0.data(), sizeof(float) * x0.size());
+        be->begin_step({.n_tok = int32_t(rows), .ids = ids.data(), .pos = pos.data(), .seq = seq.data(),
+                        .n_out = int32_t(rows), .out_rows = out_rows.data()});
+        be->add({.out = x.dev, .a = x.dev, .b = t.dev});
+        be->rms_norm({.out = h.dev, .x = x.dev, .weight = norm_w.data(), .eps = 1e-5f});
+        be->matmul({.out = o8.dev, .x = h.dev, .w = keep[0].w});
+        be->add({.out = x.dev, .a = x.dev, .b = t.dev});
+        be->rms_norm({.out = h.dev, .x = x.dev, .weight = norm_w.data(), .eps = 1e-5f});
+        be->matmul({.out = o4.dev, .x = h.dev, .w = keep[1].w});
+        be->end_step();
+      }
+      return Out{x.fetch(), h.fetch(), o8.fetch(), o4.fetch()};
+    };
+    const Out got = run(true, nullptr);
+    // Reference: x + 2 t, its norm.
+    std::vector<float> sum(x0.size()), norm(x0.size());
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] = (x0[i] + t0[i]) + t0[i];
+    ref::rms_norm({.out = Mat{.data = norm.data(), .rows = rows, .cols = n_embd},
+                   .x = Mat{.data = sum.data(), .rows = rows, .cols = n_embd}, .weight = norm_w.data(), .eps = 1e-5f});
+    expect_close(got.sum, sum, 0.0f, 0.0f, str_cat("residual sum, rows ", rows));
+    expect_close(got.norm, norm, 1e-5f, 1e-5f, str_cat("split rms_norm, rows ", rows));
+    for (const auto& [graphs, env] : {std::pair<bool, const char*>{true, "BRISK_NO_CUDA_NORM_SPLIT"},
+                                      std::pair<bool, const char*>{false, nullptr}}) {
+      const Out other = run(graphs, env);
+      const std::string what = str_cat("rows ", rows, graphs ? " graphs" : " eager", env ? " no split" : "");
+      ASSERT_EQ(other.sum, got.sum) << what;
+      ASSERT_EQ(std::memcmp(other.norm.data(), got.norm.data(), sizeof(float) * got.norm.size()), 0) << what;
+      ASSERT_EQ(std::memcmp(other.o8.data(), got.o8.data(), sizeof(float) * got.o8.size()), 0) << what;
+      ASSERT_EQ(std::memcmp(other.o4.data(), got.o4.data(), sizeof(float) * got.o4.size()), 0) << what;
+    }
   }
 }
 
