@@ -101,6 +101,13 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
     std::vector<float> bias = randn(size_t(s.n_out), 12);
     be->matmul({.out = out.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
     const std::vector<float> got = out.fetch();
+    if (s.n_tok == 1) {  // rows of several passes take the wide kernel: bit-equal to the narrow one
+      ScopedEnv narrow("BRISK_NO_CUDA_GEMV_WIDE", "1");
+      DevMat out2(*be, s.n_tok, s.n_out);
+      be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
+      const std::vector<float> got2 = out2.fetch();
+      ASSERT_EQ(std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " wide vs narrow";
+    }
     // The reference rounds activations through the weight's vec_dot_type, as the backend
     // does, then takes a double-precision dot; the tolerance scales with sum |w x|.
     DevMat ref_out(*be, s.n_tok, s.n_out);
@@ -316,27 +323,29 @@ TEST(CudaBackend, DecodeAttentionStagedChunks) {
   }
 }
 
-// Decode-shaped residual add + RMS norm + Q8_0 / Q4_K matmul (fused into one norm launch in a
-// graph step, the norm written over its input): rows of 4096 run on 16 blocks each. Against the
-// CPU reference, and bit-equal to one block per row (BRISK_NO_CUDA_NORM_SPLIT) and to the
-// launch-by-launch backend.
+// Decode-shaped residual add + RMS norm + matmuls (in a graph step the norm launch also writes
+// the next matmul's BF16-rounded or Q8_K-quantized input, and is written over its input), and a
+// gated activation + BF16 matmul (rounding fused the same way): rows of 4096 run the norm on 16
+// blocks each. Against the CPU reference, and bit-equal to one block per row
+// (BRISK_NO_CUDA_NORM_SPLIT) and to the launch-by-launch backend (no fusion).
 TEST(CudaBackend, SplitRmsNormMatchesOneBlock) {
   std::string reason;
   if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
   const int64_t n_embd = 4096, n_out = 64;
   std::vector<QuantWeight> keep;
-  keep.push_back(make_weight(QuantType::Q8_0, n_out, n_embd, 61));
-  keep.push_back(make_weight(QuantType::Q4_K, n_out, n_embd, 62));
-  const std::vector<float> norm_w = randn(size_t(n_embd), 63);
+  keep.push_back(make_weight(QuantType::BF16, n_out, n_embd, 61));
+  keep.push_back(make_weight(QuantType::Q8_0, n_out, n_embd, 62));
+  keep.push_back(make_weight(QuantType::Q4_K, n_out, n_embd, 63));
+  const std::vector<float> norm_w = randn(size_t(n_embd), 64);
   for (const int64_t rows : {int64_t(1), int64_t(3)}) {
-    const std::vector<float> x0 = randn(size_t(rows * n_embd), 64, 3.0f), t0 = randn(size_t(rows * n_embd), 65);
-    struct Out { std::vector<float> sum, norm, o8, o4; };
+    const std::vector<float> x0 = randn(size_t(rows * n_embd), 65, 3.0f), t0 = randn(size_t(rows * n_embd), 66);
+    struct Out { std::vector<float> sum, norm, act, ob, o8, o4, og; };
     auto run = [&](bool graphs, const char* env) {
       std::unique_ptr<ScopedEnv> off;
       if (env) off = std::make_unique<ScopedEnv>(env, "1");
       auto be = make_cuda_backend(0, graphs);
-      DevMat x(*be, rows, n_embd), t(*be, rows, n_embd, t0), h(*be, rows, n_embd), o8(*be, rows, n_out),
-          o4(*be, rows, n_out);
+      DevMat x(*be, rows, n_embd), t(*be, rows, n_embd, t0), h(*be, rows, n_embd), act(*be, rows, n_embd),
+          ob(*be, rows, n_out), o8(*be, rows, n_out), o4(*be, rows, n_out), og(*be, rows, n_out);
       std::vector<int32_t> ids(size_t(rows), 0), pos(size_t(rows), 0), seq(size_t(rows), 0), out_rows(size_t(rows), 0);
       for (int64_t r = 0; r < rows; ++r) out_rows[size_t(r)] = int32_t(r);
       for (int step = 0; step < 3; ++step) {  // eager, captured, replayed
@@ -345,13 +354,16 @@ TEST(CudaBackend, SplitRmsNormMatchesOneBlock) {
                         .n_out = int32_t(rows), .out_rows = out_rows.data()});
         be->add({.out = x.dev, .a = x.dev, .b = t.dev});
         be->rms_norm({.out = h.dev, .x = x.dev, .weight = norm_w.data(), .eps = 1e-5f});
-        be->matmul({.out = o8.dev, .x = h.dev, .w = keep[0].w});
+        be->matmul({.out = ob.dev, .x = h.dev, .w = keep[0].w});
+        be->matmul({.out = o8.dev, .x = h.dev, .w = keep[1].w});
         be->add({.out = x.dev, .a = x.dev, .b = t.dev});
         be->rms_norm({.out = h.dev, .x = x.dev, .weight = norm_w.data(), .eps = 1e-5f});
-        be->matmul({.out = o4.dev, .x = h.dev, .w = keep[1].w});
+        be->matmul({.out = o4.dev, .x = h.dev, .w = keep[2].w});
+        be->gated_act({.out = act.dev, .gate = h.dev, .up = t.dev});
+        be->matmul({.out = og.dev, .x = act.dev, .w = keep[0].w});
         be->end_step();
       }
-      return Out{x.fetch(), h.fetch(), o8.fetch(), o4.fetch()};
+      return Out{x.fetch(), h.fetch(), act.fetch(), ob.fetch(), o8.fetch(), o4.fetch(), og.fetch()};
     };
     const Out got = run(true, nullptr);
     // Reference: x + 2 t, its norm.
@@ -365,10 +377,17 @@ TEST(CudaBackend, SplitRmsNormMatchesOneBlock) {
                                       std::pair<bool, const char*>{false, nullptr}}) {
       const Out other = run(graphs, env);
       const std::string what = str_cat("rows ", rows, graphs ? " graphs" : " eager", env ? " no split" : "");
-      ASSERT_EQ(other.sum, got.sum) << what;
-      ASSERT_EQ(std::memcmp(other.norm.data(), got.norm.data(), sizeof(float) * got.norm.size()), 0) << what;
-      ASSERT_EQ(std::memcmp(other.o8.data(), got.o8.data(), sizeof(float) * got.o8.size()), 0) << what;
-      ASSERT_EQ(std::memcmp(other.o4.data(), got.o4.data(), sizeof(float) * got.o4.size()), 0) << what;
+      auto same = [&](const std::vector<float>& u, const std::vector<float>& v, const char* name) {
+        ASSERT_EQ(u.size(), v.size());
+        EXPECT_EQ(std::memcmp(u.data(), v.data(), sizeof(float) * u.size()), 0) << what << ": " << name;
+      };
+      same(other.sum, got.sum, "sum");
+      same(other.norm, got.norm, "norm");
+      same(other.act, got.act, "gated act");
+      same(other.ob, got.ob, "bf16 matmul");
+      same(other.o8, got.o8, "q8_0 matmul");
+      same(other.o4, got.o4, "q4_k matmul");
+      same(other.og, got.og, "bf16 matmul of the gated act");
     }
   }
 }

@@ -350,30 +350,7 @@ class CudaBackend final : public Backend {
         xq = cuda::QuantAct{.q = reinterpret_cast<int8_t*>(buf), .d = reinterpret_cast<float*>(buf + q_bytes)};
         k.add(buf);
         // Quantize inside the producer of x when it is the launch queued last.
-        const bool fuse = in_step_ && !step_eager_ && producer_.kind >= 1 && producer_.kind <= 3 &&
-                          producer_.index + 1 == launches_.size() && same_mat(producer_.out, a.x);
-        if (fuse && producer_.kind == 1) {
-          const RmsNormArgs pn = producer_.norm;
-          unsigned* bar = norm_barrier();
-          launches_[producer_.index] = [pn, round, xq, bar](cudaStream_t s) {
-            return cuda::launch_rms_norm_quant(pn, round, xq, s, bar);
-          };
-          k.add(uint64_t(101));
-        } else if (fuse && producer_.kind == 3) {
-          const RmsNormArgs pn = producer_.norm;
-          const AddArgs pa = producer_.add;
-          unsigned* bar = norm_barrier();
-          launches_[producer_.index] = [pa, pn, round, xq, bar](cudaStream_t s) {
-            return cuda::launch_add_rms_norm(&pa, pn, round, &xq, s, bar);
-          };
-          k.add(uint64_t(106));
-        } else if (fuse && producer_.kind == 2) {
-          const GatedActArgs pg = producer_.gated;
-          launches_[producer_.index] = [pg, round, xq](cudaStream_t s) {
-            return cuda::launch_gated_act_quant(pg, round, xq, s);
-          };
-          k.add(uint64_t(102));
-        } else {
+        if (!fuse_into_producer(a.x, round, xq)) {
           enqueue("matmul (activation quantization)", [d, xq, round](cudaStream_t s) {
             return cuda::launch_quantize_activations(round, xq, d.x, s);
           });
@@ -396,9 +373,13 @@ class CudaBackend final : public Backend {
         auto* xr = static_cast<float*>(scratch(act_, sizeof(float) * n, "matmul"));
         dr.x = Mat{.data = xr, .rows = a.x.rows, .cols = a.w.n_in};
         k.add(xr);
-        enqueue("matmul (activation rounding)", [d, dr, round](cudaStream_t s) {
-          return cuda::launch_round_activations(round, dr.x.data, d.x, s);
-        });
+        // Round inside the producer of x when it is the launch queued last (F16 / BF16).
+        const bool fused = (round == cuda::ActRound::f16 || round == cuda::ActRound::bf16) &&
+                           fuse_into_producer(a.x, round, cuda::QuantAct{.q = nullptr, .d = xr});
+        if (!fused)
+          enqueue("matmul (activation rounding)", [d, dr, round](cudaStream_t s) {
+            return cuda::launch_round_activations(round, dr.x.data, d.x, s);
+          });
         fstate_ = RoundState{.x = a.x, .kind = round, .xr = dr.x, .valid = true};
       }
       enqueue_gemv(dr, nullptr, wc);
@@ -825,6 +806,39 @@ class CudaBackend final : public Backend {
   static bool same_mat(const Mat& a, const Mat& b) {
     return a.data == b.data && a.rows == b.rows && a.cols == b.cols && a.row_stride() == b.row_stride();
   }
+  // In a graph step, when the launch queued last is an RMS norm over whole rows, a residual add
+  // + norm or a gated activation producing x: replaces it by the same op that also writes x's
+  // quantized (q8_0 / q8_k) or rounded (f16 / bf16: into xq.d) activations. False otherwise.
+  bool fuse_into_producer(const Mat& x, cuda::ActRound round, const cuda::QuantAct& xq) {
+    const bool fuse = in_step_ && !step_eager_ && producer_.kind >= 1 && producer_.kind <= 3 &&
+                      producer_.index + 1 == launches_.size() && same_mat(producer_.out, x);
+    if (!fuse) return false;
+    if (producer_.kind == 1) {
+      const RmsNormArgs pn = producer_.norm;
+      unsigned* bar = norm_barrier();
+      launches_[producer_.index] = [pn, round, xq, bar](cudaStream_t s) {
+        return cuda::launch_rms_norm_quant(pn, round, xq, s, bar);
+      };
+      key_.add(uint64_t(101));
+    } else if (producer_.kind == 3) {
+      const RmsNormArgs pn = producer_.norm;
+      const AddArgs pa = producer_.add;
+      unsigned* bar = norm_barrier();
+      launches_[producer_.index] = [pa, pn, round, xq, bar](cudaStream_t s) {
+        return cuda::launch_add_rms_norm(&pa, pn, round, &xq, s, bar);
+      };
+      key_.add(uint64_t(106));
+    } else {
+      const GatedActArgs pg = producer_.gated;
+      launches_[producer_.index] = [pg, round, xq](cudaStream_t s) {
+        return cuda::launch_gated_act_quant(pg, round, xq, s);
+      };
+      key_.add(uint64_t(102));
+    }
+    key_.add(uint64_t(round));
+    return true;
+  }
+
   // Queues a decode matmul; in a graph step, one on the same input as the matmul launch queued
   // last (q / k / v, gate / up) joins that launch instead (cuda::launch_matmuls: same results).
   void enqueue_gemv(const MatmulArgs& d, const cuda::QuantAct* xq, bool wc) {

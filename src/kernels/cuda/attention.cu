@@ -27,7 +27,8 @@ constexpr int kMaxG = 8;
 constexpr int kMaxHeadDim = 512;
 constexpr int kDims = kMaxHeadDim / kThreads;  // head dims per thread
 constexpr int kMaxSplit = 64;
-constexpr int kMinChunk = 32;  // positions of the cache capacity per split, at least
+constexpr int kMinChunk = 16;  // positions of the cache capacity per split, at least
+constexpr int kMinChunkWide = 32;  // the same with BRISK_NO_CUDA_FINE_SPLITS (the previous splits)
 static_assert(kTile % 32 == 0 && kTile <= kThreads, "softmax lanes and output threads cover a tile");
 
 template <bool F16>
@@ -140,22 +141,12 @@ struct Flags {
   bool one_token; // the launch holds one token, so only its own position was written by the step
 };
 
-// With `counters` (one zeroed int per (token, KV head x head group)), the last split block of
-// a (token, head group) to finish merges the splits itself (combine_heads) and sets the counter
-// back to 0, so no combine kernel runs. With `prefetch`, each block starts reading its chunk's
-// K and V rows before the dependent-launch wait: rows of positions before the token's own were
-// written by earlier steps (only its own row is written by the kernel before this one), so a
-// staged one-token block copies them into shared memory at once and the others ask L2 for them
-// (a prefetch never changes what a load returns). Their reads then overlap the previous kernel.
+// The reads a block may start before the dependent-launch wait (see attention_kernel); returns
+// whether the chunk's earlier rows are being copied into ks / vs.
 template <bool F16>
-__global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Geometry geo, float* part, int* counters,
-                                                             Flags fl) {
-  extern __shared__ __align__(16) uint8_t stage_s[];
+__device__ bool start_early(const AttentionArgs& a, const Geometry& geo, const Flags& fl, int64_t col, uint8_t* ks,
+                            uint8_t* vs) {
   const size_t esz = F16 ? 2 : 4;
-  const int kvh = blockIdx.y / geo.n_hg, hg = blockIdx.y % geo.n_hg;
-  const int64_t col = int64_t(kvh) * a.head_dim;
-  uint8_t* ks = stage_s;
-  uint8_t* vs = stage_s + kStageRows * kStageRowBytes;
   bool early = false;  // staged rows before the token's own position are on their way
   if (fl.prefetch) {
     const int64_t t = blockIdx.z;
@@ -189,12 +180,52 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
       }
     }
   }
+  return early;
+}
+
+// After a block wrote its split's partial results: the last block of its (token, head group)
+// to get here merges the splits (combine_heads) and sets the counter back to 0.
+__device__ void merge_if_last(const AttentionArgs& a, const Geometry& geo, const float* part, int* counters, int64_t t,
+                              int h0, int G) {
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  int* cnt = counters + t * gridDim.y + blockIdx.y;
+  if (threadIdx.x == 0) last = atomicAdd(cnt, 1) == geo.n_split - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  combine_heads(a, geo.n_split, part, t, h0, G);
+  if (threadIdx.x == 0) *cnt = 0;
+}
+
+// With `counters` (one zeroed int per (token, KV head x head group)), the last split block of
+// a (token, head group) to finish merges the splits itself (combine_heads) and sets the counter
+// back to 0, so no combine kernel runs. With `prefetch`, each block starts reading its chunk's
+// K and V rows before the dependent-launch wait: rows of positions before the token's own were
+// written by earlier steps (only its own row is written by the kernel before this one), so a
+// staged one-token block copies them into shared memory at once and the others ask L2 for them
+// (a prefetch never changes what a load returns). Their reads then overlap the previous kernel.
+//
+// kG > 0: every block has exactly kG query heads; kD: head dims per thread (head_dim <= kD *
+// kThreads). Both only let the compiler drop the loop iterations and predicates of absent heads
+// and dims; the arithmetic is the same as in the generic <F16, 0, kDims> instance.
+template <bool F16, int kG = 0, int kD = kDims>
+__global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Geometry geo, float* part, int* counters,
+                                                             Flags fl) {
+  extern __shared__ __align__(16) uint8_t stage_s[];
+  const size_t esz = F16 ? 2 : 4;
+  const int kvh = blockIdx.y / geo.n_hg, hg = blockIdx.y % geo.n_hg;
+  const int64_t col = int64_t(kvh) * a.head_dim;
+  uint8_t* ks = stage_s;
+  uint8_t* vs = stage_s + kStageRows * kStageRowBytes;
+  const bool early = start_early<F16>(a, geo, fl, col, ks, vs);
   BRISK_PDL_ENTER();
   const int split = blockIdx.x;
   const int64_t t = blockIdx.z;
   const int group = a.n_head / a.n_head_kv;
   const int h0 = kvh * group + hg * kMaxG;
-  const int G = min(kMaxG, group - hg * kMaxG);
+  const int G = kG > 0 ? kG : min(kMaxG, group - hg * kMaxG);
   const int hd = a.head_dim;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t s = a.seq[t], p = a.pos[t];
@@ -230,11 +261,11 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
   const bool vec = hd % 8 == 0 && a.k_cache.row_bytes % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(a.k_cache.data) % 16 == 0;
 
-  float acc[kMaxG][kDims];
+  float acc[kMaxG][kD];
 #pragma unroll
   for (int g = 0; g < kMaxG; ++g)
 #pragma unroll
-    for (int k = 0; k < kDims; ++k) acc[g][k] = 0.0f;
+    for (int k = 0; k < kD; ++k) acc[g][k] = 0.0f;
   float m_reg[2] = {-INFINITY, -INFINITY}, l_reg[2] = {0.0f, 0.0f};  // heads warp, warp + kWarps
 
   for (int64_t j0 = j_begin; j0 < j_end; j0 += kTile) {
@@ -312,7 +343,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
     __syncthreads();
     // Output: each thread owns head dims tid, tid + kThreads, ... of every head.
 #pragma unroll
-    for (int k = 0; k < kDims; ++k) {
+    for (int k = 0; k < kD; ++k) {
       const int d = threadIdx.x + k * kThreads;
       if (d < hd) {
 #pragma unroll
@@ -346,7 +377,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
     if (geo.n_split == 1) {
       float* orow = a.out.data + t * out_stride + int64_t(h) * hd;
 #pragma unroll
-      for (int k = 0; k < kDims; ++k) {
+      for (int k = 0; k < kD; ++k) {
         const int d = threadIdx.x + k * kThreads;
         if (d < hd) orow[d] = acc[g][k] / l_fin[g];
       }
@@ -357,24 +388,13 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
         pr[1] = l_fin[g];
       }
 #pragma unroll
-      for (int k = 0; k < kDims; ++k) {
+      for (int k = 0; k < kD; ++k) {
         const int d = threadIdx.x + k * kThreads;
         if (d < hd) pr[2 + d] = acc[g][k];
       }
     }
   }
-  if (geo.n_split == 1 || !counters) return;
-  // Last block of this (token, head group) merges the splits.
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  int* cnt = counters + t * gridDim.y + blockIdx.y;
-  if (threadIdx.x == 0) last = atomicAdd(cnt, 1) == geo.n_split - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  combine_heads(a, geo.n_split, part, t, h0, G);
-  if (threadIdx.x == 0) *cnt = 0;
+  if (geo.n_split > 1 && counters) merge_if_last(a, geo, part, counters, t, h0, G);
 }
 
 // One block per (head, token): the merge of combine_heads.
@@ -401,9 +421,9 @@ Geometry geometry(const AttentionArgs& a) {
   Geometry g{.n_split = 1, .n_hg = (group + kMaxG - 1) / kMaxG};
   const int64_t base = a.q.rows * int64_t(a.n_head_kv) * g.n_hg;
   const int64_t want = base > 0 ? (2 * int64_t(sm_count()) + base - 1) / base : 1;
-  int64_t by_len = (a.k_cache.capacity + kMinChunk - 1) / kMinChunk;
-  if (a.window > 0 && (int64_t(a.window) + kMinChunk - 1) / kMinChunk < by_len)
-    by_len = (int64_t(a.window) + kMinChunk - 1) / kMinChunk;
+  const int64_t mc = flags().no_cuda_fine_splits ? kMinChunkWide : kMinChunk;
+  int64_t by_len = (a.k_cache.capacity + mc - 1) / mc;
+  if (a.window > 0 && (int64_t(a.window) + mc - 1) / mc < by_len) by_len = (int64_t(a.window) + mc - 1) / mc;
   int64_t n = want < by_len ? want : by_len;
   g.n_split = int(n < 1 ? 1 : n > kMaxSplit ? kMaxSplit : n);
   return g;
@@ -432,10 +452,22 @@ cudaError_t launch_attention(const AttentionArgs& a, float* scratch, int* counte
     fl.stage = !flags().no_cuda_attn_stage && a.head_dim % 8 == 0 && a.head_dim <= kStageDim && a.k_cache.row_bytes % 16 == 0 &&
                a.v_cache.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(a.k_cache.data) % 16 == 0 &&
                reinterpret_cast<uintptr_t>(a.v_cache.data) % 16 == 0;
-    static const cudaError_t attr =
-        cudaFuncSetAttribute(attention_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kStageBytes));
-    if (attr != cudaSuccess) fl.stage = false;
-    launch_kernel(attention_kernel<true>, grid, kThreads, fl.stage ? kStageBytes : 0, s, a, g, scratch, counters, fl);
+    // Instances for all-equal head groups of 4 or 8 heads and head_dim <= 128 (Llama, Qwen,
+    // Mistral layouts), else the generic one.
+    const int group = a.n_head / a.n_head_kv;
+    const int G = g.n_hg == 1 ? group : (group % kMaxG == 0 ? kMaxG : 0);
+    auto kernel = attention_kernel<true>;
+    if (a.head_dim <= kThreads && G == 4) kernel = attention_kernel<true, 4, 1>;
+    else if (a.head_dim <= kThreads && G == 8) kernel = attention_kernel<true, 8, 1>;
+    static const bool attr =
+        cudaFuncSetAttribute(attention_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kStageBytes)) ==
+            cudaSuccess &&
+        cudaFuncSetAttribute(attention_kernel<true, 4, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             int(kStageBytes)) == cudaSuccess &&
+        cudaFuncSetAttribute(attention_kernel<true, 8, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             int(kStageBytes)) == cudaSuccess;
+    if (!attr) fl.stage = false;
+    launch_kernel(kernel, grid, kThreads, fl.stage ? kStageBytes : 0, s, a, g, scratch, counters, fl);
   } else {
     launch_kernel(attention_kernel<false>, grid, kThreads, 0, s, a, g, scratch, counters, fl);
   }

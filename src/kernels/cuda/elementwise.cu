@@ -1,5 +1,6 @@
 // Element-wise ops: gated activation (optionally fused with the quantization of its output for
 // the next matmul), add, soft-capping, row gather, and the KV cache store (F32 / F16).
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/act_quant.cuh"
@@ -27,6 +28,19 @@ __global__ void gated_act_kernel(View2 out, View2 gate, View2 up, int64_t rows, 
   if (i >= rows * cols) return;
   const int64_t r = i / cols, c = i % cols;
   out.p[r * out.s + c] = __fmul_rn(act_fn(gate.p[r * gate.s + c], gelu), up.p[r * up.s + c]);
+}
+
+// The gated activation, also written rounded through F16 / BF16 to rnd ([rows, cols] dense).
+template <bool kBf16>
+__global__ void gated_act_round_kernel(View2 out, View2 gate, View2 up, int64_t rows, int64_t cols, bool gelu,
+                                       float* rnd) {
+  BRISK_PDL_ENTER();
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows * cols) return;
+  const int64_t r = i / cols, c = i % cols;
+  const float v = __fmul_rn(act_fn(gate.p[r * gate.s + c], gelu), up.p[r * up.s + c]);
+  out.p[r * out.s + c] = v;
+  rnd[i] = kBf16 ? __bfloat162float(__float2bfloat16_rn(v)) : __half2float(__float2half_rn(v));
 }
 
 __global__ void add_kernel(View2 out, View2 a, View2 b, int64_t rows, int64_t cols) {
@@ -111,7 +125,11 @@ cudaError_t launch_gated_act_quant(const GatedActArgs& a, ActRound kind, const Q
   auto* qq = const_cast<int8_t*>(q.q);
   auto* dd = const_cast<float*>(q.d);
   const bool gelu = a.act == Activation::gelu_tanh;
-  if (kind == ActRound::q8_0 && cols % 32 == 0) {
+  if (kind == ActRound::f16 || kind == ActRound::bf16) {
+    const int64_t n = a.gate.rows * cols;
+    launch_kernel(kind == ActRound::bf16 ? gated_act_round_kernel<true> : gated_act_round_kernel<false>, blocks_for(n),
+                  256, 0, s, view(a.out), view(a.gate), view(a.up), a.gate.rows, cols, gelu, dd);
+  } else if (kind == ActRound::q8_0 && cols % 32 == 0) {
     launch_kernel(gated_act_quant_kernel<32>, dim3(unsigned((cols / 32 + 3) / 4), unsigned(a.gate.rows)), 128, 0, s, 
         view(a.out), view(a.gate), view(a.up), cols, gelu, qq, dd);
   } else if (kind == ActRound::q8_k && cols % 256 == 0) {

@@ -72,7 +72,8 @@ cudaError_t launch_attention(const AttentionArgs& a, float* scratch, int* counte
 cudaError_t launch_gated_act(const GatedActArgs& a, cudaStream_t stream);
 // Fused producers of a matmul's quantized activations: the op as above (RMS norm over whole
 // rows only), then its output quantized through `kind` (q8_0 / q8_k) into q, exactly as
-// launch_quantize_activations would.
+// launch_quantize_activations would; with kind f16 / bf16, the output rounded through that type
+// into q.d (dense floats; q.q unused), exactly as launch_round_activations would.
 cudaError_t launch_rms_norm_quant(const RmsNormArgs& a, ActRound kind, const QuantAct& q, cudaStream_t stream,
                                   unsigned* barrier = nullptr);
 // The residual add before a whole-row RMS norm in the same launch: add->out = add->a + add->b

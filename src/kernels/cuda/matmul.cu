@@ -290,9 +290,13 @@ template <> struct Unit<DevFormat::bf16> : FloatUnit<DevFormat::bf16> {};
 // activations (q / k / v, gate / up): blocks [end[i-1], end[i]) take matrix i, every row as in
 // a launch of its own (same lanes, same order: identical results), one launch boundary instead
 // of several.
-template <DevFormat F, int NT>
+//
+// kWide = 2 doubles the units a lane loads per pass (long rows of one token: half the dependent
+// passes, twice the bytes in flight); a lane still adds its units in the same order.
+template <DevFormat F, int NT, int kWide = 1>
 __global__ void __launch_bounds__(32 * kMaxWarps) gemv_kernel(GemvParts parts, XRef x, bool early) {
   using U = Unit<F>;
+  constexpr int kUnroll = U::kUnroll * kWide;
   constexpr int kLanes = U::kLanes;         // lanes per row
   constexpr int kRowsPerWarp = 32 / kLanes;
   int m = 0;
@@ -319,11 +323,11 @@ __global__ void __launch_bounds__(32 * kMaxWarps) gemv_kernel(GemvParts parts, X
   const int64_t n_units = U::count(x.n_in);
   // Warp-uniform trip count: lanes past the end load nothing and add nothing, but still take
   // part in the shuffles of the K-quant dots.
-  constexpr int64_t kStep = int64_t(kLanes) * U::kUnroll;
-  typename U::Raw raw[U::kUnroll];
+  constexpr int64_t kStep = int64_t(kLanes) * kUnroll;
+  typename U::Raw raw[kUnroll];
   auto load_pass = [&](int64_t base) {
 #pragma unroll
-    for (int k = 0; k < U::kUnroll; ++k) {
+    for (int k = 0; k < kUnroll; ++k) {
       const int64_t u = base + kLanes * k + sl;
       if (u < n_units) U::load(row, u, raw[k]);
     }
@@ -337,7 +341,7 @@ __global__ void __launch_bounds__(32 * kMaxWarps) gemv_kernel(GemvParts parts, X
   for (int64_t base = 0; base < n_units; base += kStep) {
     if (base > 0) load_pass(base);
 #pragma unroll
-    for (int k = 0; k < U::kUnroll; ++k) {
+    for (int k = 0; k < kUnroll; ++k) {
       const int64_t u0 = base + kLanes * k;
       if (u0 >= n_units) break;  // uniform
       const int64_t u = u0 + sl;
@@ -418,6 +422,15 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, int64_t t
     x.d = xq->d + t0 * (a[0].w.n_in / blk);
   } else {
     x.f = a[0].x.row(t0);
+  }
+  // One token over K-quant rows of more than one pass: the wide variant (measured slower for
+  // BF16 and no faster for Q8_0, whose passes already hold 4-8 units per lane).
+  const int64_t n_units = a[0].w.n_in / (F == DevFormat::f32 ? 4 : F == DevFormat::f16 || F == DevFormat::bf16 ? 8
+                                         : F == DevFormat::q4_k ? 64 : F == DevFormat::q6_k ? 128 : 32);
+  if ((F == DevFormat::q4_k || F == DevFormat::q6_k) && nt == 1 && !flags().no_cuda_gemv_wide &&
+      n_units > int64_t(Unit<F>::kLanes) * Unit<F>::kUnroll) {
+    launch_kernel(gemv_kernel<F, 1, 2>, grid, block, 0, s, parts, x, early);
+    return;
   }
 #define BRISK_GEMV_CASE(N) \
   case N: launch_kernel(gemv_kernel<F, N>, grid, block, 0, s, parts, x, early); break;

@@ -1,6 +1,7 @@
 // RMS norm (per row or per head group; over whole rows optionally fused with the quantization
 // of its output for the next matmul) and rotary embedding (normal / NeoX pairing, partial
 // rotation of the first n_rot dims of each head).
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/act_quant.cuh"
@@ -32,6 +33,13 @@ struct NormAdd {
 // block each: every block sums the squares of the whole row in the same order (so all get the
 // same scale, equal to the one-block result), then writes and quantizes its slice only. A
 // 4096-wide decode row then runs on 16 multiprocessors instead of one.
+// kQuantBlock 1 / 2: the output rounded through F16 / BF16 goes to qd ([rows, group] dense)
+// instead, as launch_round_activations writes it.
+template <bool kBf16>
+__device__ __forceinline__ float round_half(float v) {
+  return kBf16 ? __bfloat162float(__float2bfloat16_rn(v)) : __half2float(__float2half_rn(v));
+}
+
 template <int kQuantBlock>
 __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, int64_t out_stride, const float* x,
                                                                    int64_t x_stride, const float* weight, int64_t group,
@@ -97,9 +105,9 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, i
     }
     __syncthreads();
   }
-  constexpr int kCache = kQuantBlock > 0 ? kNormRowCache : 1;
+  constexpr int kCache = kQuantBlock > 2 ? kNormRowCache : 1;
   __shared__ float row_s[kCache];
-  const bool cached = kQuantBlock > 0 && group <= kNormRowCache;
+  const bool cached = kQuantBlock > 2 && group <= kNormRowCache;
 #pragma unroll
   for (int k = 0; k < kNormPer; ++k) {
     const int64_t i = threadIdx.x + int64_t(k) * nt;
@@ -109,6 +117,7 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, i
       const float o = weight ? __fmul_rn(y, weight[i]) : y;
       orow[i] = o;
       if (cached) row_s[i] = o;
+      if constexpr (kQuantBlock == 1 || kQuantBlock == 2) qd[r * group + i] = round_half<kQuantBlock == 2>(o);
     }
   }
   for (int64_t i = threadIdx.x + int64_t(kNormPer) * nt; i < group; i += nt) {
@@ -117,8 +126,9 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, i
     const float o = weight ? __fmul_rn(y, weight[i]) : y;
     orow[i] = o;
     if (cached) row_s[i] = o;
+    if constexpr (kQuantBlock == 1 || kQuantBlock == 2) qd[r * group + i] = round_half<kQuantBlock == 2>(o);
   }
-  if constexpr (kQuantBlock > 0) {
+  if constexpr (kQuantBlock > 2) {
     __syncthreads();  // the row is written (shared, and global writes of the block are visible after it)
     constexpr int kPer = kQuantBlock / 32;
     const int lane = threadIdx.x & 31;
@@ -312,6 +322,9 @@ cudaError_t launch_add_rms_norm(const AddArgs* add, const RmsNormArgs& a, ActRou
   else if (kind == ActRound::q8_0 && cols % 32 == 0)
     launch_kernel(rms_norm_kernel<32>, blocks, threads, 0, s, a.out.data, a.out.row_stride(), x, xs, a.weight, cols,
                   int64_t(1), a.eps, qq, dd, na, slice, bar);
+  else if (kind == ActRound::f16 || kind == ActRound::bf16)
+    launch_kernel(kind == ActRound::bf16 ? rms_norm_kernel<2> : rms_norm_kernel<1>, blocks, threads, 0, s, a.out.data,
+                  a.out.row_stride(), x, xs, a.weight, cols, int64_t(1), a.eps, qq, dd, na, slice, bar);
   else if (kind == ActRound::q8_k && cols % 256 == 0)
     launch_kernel(rms_norm_kernel<256>, blocks, threads, 0, s, a.out.data, a.out.row_stride(), x, xs, a.weight, cols,
                   int64_t(1), a.eps, qq, dd, na, slice, bar);
