@@ -325,7 +325,8 @@ TEST(CudaBackend, DecodeAttentionStagedChunks) {
 
 // Decode-shaped residual add + RMS norm + matmuls (in a graph step the norm launch also writes
 // the next matmul's BF16-rounded or Q8_K-quantized input, and is written over its input), and a
-// gated activation + BF16 matmul (rounding fused the same way): rows of 4096 run the norm on 16
+// gated activation + BF16 matmul (rounding fused the same way) and + Q4_K matmul (Q8_K
+// quantization fused, one block per activation block): rows of 4096 run the norm on 16
 // blocks each. Against the CPU reference, and bit-equal to one block per row
 // (BRISK_NO_CUDA_NORM_SPLIT) and to the launch-by-launch backend (no fusion).
 TEST(CudaBackend, SplitRmsNormMatchesOneBlock) {
@@ -339,13 +340,14 @@ TEST(CudaBackend, SplitRmsNormMatchesOneBlock) {
   const std::vector<float> norm_w = randn(size_t(n_embd), 64);
   for (const int64_t rows : {int64_t(1), int64_t(3)}) {
     const std::vector<float> x0 = randn(size_t(rows * n_embd), 65, 3.0f), t0 = randn(size_t(rows * n_embd), 66);
-    struct Out { std::vector<float> sum, norm, act, ob, o8, o4, og; };
+    struct Out { std::vector<float> sum, norm, act, ob, o8, o4, og, act2, ok; };
     auto run = [&](bool graphs, const char* env) {
       std::unique_ptr<ScopedEnv> off;
       if (env) off = std::make_unique<ScopedEnv>(env, "1");
       auto be = make_cuda_backend(0, graphs);
       DevMat x(*be, rows, n_embd), t(*be, rows, n_embd, t0), h(*be, rows, n_embd), act(*be, rows, n_embd),
-          ob(*be, rows, n_out), o8(*be, rows, n_out), o4(*be, rows, n_out), og(*be, rows, n_out);
+          ob(*be, rows, n_out), o8(*be, rows, n_out), o4(*be, rows, n_out), og(*be, rows, n_out),
+          act2(*be, rows, n_embd), ok(*be, rows, n_out);
       std::vector<int32_t> ids(size_t(rows), 0), pos(size_t(rows), 0), seq(size_t(rows), 0), out_rows(size_t(rows), 0);
       for (int64_t r = 0; r < rows; ++r) out_rows[size_t(r)] = int32_t(r);
       for (int step = 0; step < 3; ++step) {  // eager, captured, replayed
@@ -361,9 +363,12 @@ TEST(CudaBackend, SplitRmsNormMatchesOneBlock) {
         be->matmul({.out = o4.dev, .x = h.dev, .w = keep[2].w});
         be->gated_act({.out = act.dev, .gate = h.dev, .up = t.dev});
         be->matmul({.out = og.dev, .x = act.dev, .w = keep[0].w});
+        be->gated_act({.out = act2.dev, .gate = x.dev, .up = h.dev});
+        be->matmul({.out = ok.dev, .x = act2.dev, .w = keep[2].w});
         be->end_step();
       }
-      return Out{x.fetch(), h.fetch(), act.fetch(), ob.fetch(), o8.fetch(), o4.fetch(), og.fetch()};
+      return Out{x.fetch(), h.fetch(), act.fetch(), ob.fetch(), o8.fetch(), o4.fetch(), og.fetch(), act2.fetch(),
+                 ok.fetch()};
     };
     const Out got = run(true, nullptr);
     // Reference: x + 2 t, its norm.
@@ -388,6 +393,8 @@ TEST(CudaBackend, SplitRmsNormMatchesOneBlock) {
       same(other.o8, got.o8, "q8_0 matmul");
       same(other.o4, got.o4, "q4_k matmul");
       same(other.og, got.og, "bf16 matmul of the gated act");
+      same(other.act2, got.act2, "second gated act");
+      same(other.ok, got.ok, "q4_k matmul of the second gated act");
     }
   }
 }
