@@ -232,6 +232,8 @@ class CudaBackend final : public Backend {
       weights_.erase(w);
     }
     graphs_cache_.clear();  // graphs may point into the freed memory
+    // Constant marks inside it end with it (the memory may come back as activations).
+    constant_.erase(constant_.lower_bound(it->first), constant_.lower_bound(it->first + it->second));
     cuda_check(cudaFree(p), "free", "cudaFree");
     allocs_.erase(it);
   }
@@ -426,15 +428,17 @@ class CudaBackend final : public Backend {
     if (after_add) {
       const AddArgs pa = prev.add;
       unsigned* bar = norm_barrier();
-      launches_[prev.index] = [pa, d, bar](cudaStream_t s) {
-        return cuda::launch_add_rms_norm(&pa, d, cuda::ActRound::none, nullptr, s, bar);
+      const bool wc = constant_floats(d.weight);
+      launches_[prev.index] = [pa, d, bar, wc](cudaStream_t s) {
+        return cuda::launch_add_rms_norm(&pa, d, cuda::ActRound::none, nullptr, s, bar, wc);
       };
       key_.add(uint64_t(105));
       producer_ = Producer{.kind = 3, .norm = d, .gated = {}, .add = pa, .index = prev.index, .out = d.out};
       return;
     }
     unsigned* bar = norm_barrier();
-    enqueue("rms_norm", [d, bar](cudaStream_t s) { return cuda::launch_rms_norm(d, s, bar); });
+    const bool wc = constant_floats(d.weight);
+    enqueue("rms_norm", [d, bar, wc](cudaStream_t s) { return cuda::launch_rms_norm(d, s, bar, wc); });
     if (deferred && group == a.x.cols)
       producer_ = Producer{.kind = 1, .norm = d, .gated = {}, .add = {}, .index = launches_.size() - 1, .out = d.out};
   }
@@ -816,16 +820,18 @@ class CudaBackend final : public Backend {
     if (producer_.kind == 1) {
       const RmsNormArgs pn = producer_.norm;
       unsigned* bar = norm_barrier();
-      launches_[producer_.index] = [pn, round, xq, bar](cudaStream_t s) {
-        return cuda::launch_rms_norm_quant(pn, round, xq, s, bar);
+      const bool wc = constant_floats(pn.weight);
+      launches_[producer_.index] = [pn, round, xq, bar, wc](cudaStream_t s) {
+        return cuda::launch_rms_norm_quant(pn, round, xq, s, bar, wc);
       };
       key_.add(uint64_t(101));
     } else if (producer_.kind == 3) {
       const RmsNormArgs pn = producer_.norm;
       const AddArgs pa = producer_.add;
       unsigned* bar = norm_barrier();
-      launches_[producer_.index] = [pa, pn, round, xq, bar](cudaStream_t s) {
-        return cuda::launch_add_rms_norm(&pa, pn, round, &xq, s, bar);
+      const bool wc = constant_floats(pn.weight);
+      launches_[producer_.index] = [pa, pn, round, xq, bar, wc](cudaStream_t s) {
+        return cuda::launch_add_rms_norm(&pa, pn, round, &xq, s, bar, wc);
       };
       key_.add(uint64_t(106));
     } else {
@@ -929,6 +935,12 @@ class CudaBackend final : public Backend {
       }
       std::fprintf(stderr, "     total %9.2f\n", total);
     }
+  }
+
+  // Whether device floats `p` are a copy of a host constant (no kernel writes them).
+  bool constant_floats(const float* p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return p && const_copies_.count(p) != 0;
   }
 
   // A device buffer that only grows; an outgrown one is freed once the launches queued with
@@ -1098,6 +1110,7 @@ class CudaBackend final : public Backend {
     void* dev = raw_alloc(bytes, op);
     upload(dev, p, bytes, op);
     weights_[p] = Uploaded{.dev = dev, .bytes = bytes, .w = {}, .host_type = QuantType::F32};
+    const_copies_.insert(dev);
     return static_cast<const float*>(dev);
   }
 
@@ -1177,6 +1190,7 @@ class CudaBackend final : public Backend {
   std::map<size_t, KernelTimes> kernel_times_;  // BRISK_CUDA_KERNEL_TIMES, by launches per step
   std::vector<cudaEvent_t> time_events_;
   std::map<uintptr_t, size_t> constant_;
+  std::set<const void*> const_copies_;  // device copies of host float constants (device_floats)
   struct GemvGroup {  // the matmul launch queued last in a graph step (enqueue_gemv)
     MatmulArgs a[cuda::kMaxMatmulParts];
     int n = 0;

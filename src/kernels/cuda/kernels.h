@@ -52,7 +52,10 @@ cudaError_t launch_embedding(const EmbeddingArgs& a, cudaStream_t stream);
 // zero / counted on by each launch, that let a norm written in place run one row on several
 // blocks; null keeps such a row on one block (same results). Launches that share a barrier
 // must not run concurrently.
-cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream, unsigned* barrier = nullptr);
+// weight_constant: no kernel writes a.weight while this launch may run (read before the
+// previous kernel ends).
+cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream, unsigned* barrier = nullptr,
+                            bool weight_constant = false);
 // inv_freq: device [table.n_rot / 2]
 cudaError_t launch_rope(const RopeArgs& a, const float* inv_freq, cudaStream_t stream);
 cudaError_t launch_kv_store(const KvStoreArgs& a, cudaStream_t stream);
@@ -75,11 +78,11 @@ cudaError_t launch_gated_act(const GatedActArgs& a, cudaStream_t stream);
 // launch_quantize_activations would; with kind f16 / bf16, the output rounded through that type
 // into q.d (dense floats; q.q unused), exactly as launch_round_activations would.
 cudaError_t launch_rms_norm_quant(const RmsNormArgs& a, ActRound kind, const QuantAct& q, cudaStream_t stream,
-                                  unsigned* barrier = nullptr);
+                                  unsigned* barrier = nullptr, bool weight_constant = false);
 // The residual add before a whole-row RMS norm in the same launch: add->out = add->a + add->b
 // (a.x must be add->out), then the norm of it, quantized into *q too when q is not null.
 cudaError_t launch_add_rms_norm(const AddArgs* add, const RmsNormArgs& a, ActRound kind, const QuantAct* q,
-                                cudaStream_t stream, unsigned* barrier = nullptr);
+                                cudaStream_t stream, unsigned* barrier = nullptr, bool weight_constant = false);
 cudaError_t launch_gated_act_quant(const GatedActArgs& a, ActRound kind, const QuantAct& q, cudaStream_t stream);
 cudaError_t launch_add(const AddArgs& a, cudaStream_t stream);
 cudaError_t launch_softcap(const SoftcapArgs& a, cudaStream_t stream);

@@ -44,17 +44,30 @@ template <int kQuantBlock>
 __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, int64_t out_stride, const float* x,
                                                                    int64_t x_stride, const float* weight, int64_t group,
                                                                    int64_t n_groups, float eps, int8_t* q, float* qd,
-                                                                   NormAdd add, int64_t slice, unsigned* bar) {
-  BRISK_PDL_ENTER();
+                                                                   NormAdd add, int64_t slice, unsigned* bar,
+                                                                   bool weight_early) {
   const int64_t n_sl = (group + slice - 1) / slice;
   const int64_t rg = blockIdx.x / n_sl, s0 = (blockIdx.x % n_sl) * slice;
   const int64_t s1 = s0 + slice < group ? s0 + slice : group;
   const int64_t r = rg / n_groups, g = rg % n_groups;
+  const int nt = blockDim.x, n_warps = nt / 32;
+  // The weights of this thread's register-held outputs; with weight_early (constant weights)
+  // read before the dependent-launch wait.
+  float wv[kNormPer];
+  auto load_weights = [&]() {
+#pragma unroll
+    for (int k = 0; k < kNormPer; ++k) {
+      const int64_t i = threadIdx.x + int64_t(k) * nt;
+      wv[k] = weight && i >= s0 && i < s1 ? weight[i] : 1.0f;
+    }
+  };
+  if (weight_early) load_weights();
+  BRISK_PDL_ENTER();
+  if (!weight_early) load_weights();
   const float* xr = x + r * x_stride + g * group;
   float* orow = out + r * out_stride + g * group;
   const float* br = add.b ? add.b + r * add.b_stride : nullptr;
   float* sr = add.b ? add.sum + r * add.sum_stride : nullptr;
-  const int nt = blockDim.x, n_warps = nt / 32;
   // Reads element i of the input row (the residual sum when adding; elements past the
   // register-held ones are stored on the way, those are stored with the output).
   const int64_t n_reg = int64_t(kNormPer) * nt;
@@ -114,7 +127,7 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, i
     if (i >= s0 && i < s1) {
       if (br) sr[i] = v[k];
       const float y = __fmul_rn(v[k], inv);
-      const float o = weight ? __fmul_rn(y, weight[i]) : y;
+      const float o = weight ? __fmul_rn(y, wv[k]) : y;
       orow[i] = o;
       if (cached) row_s[i] = o;
       if constexpr (kQuantBlock == 1 || kQuantBlock == 2) qd[r * group + i] = round_half<kQuantBlock == 2>(o);
@@ -273,7 +286,8 @@ __global__ void rope_qk_store_kernel(float* q, int64_t q_stride, int n_q_head, f
 
 }  // namespace
 
-cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t s, unsigned* barrier) {
+cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t s, unsigned* barrier, bool weight_constant) {
+  weight_constant = weight_constant && !flags().no_cuda_prefetch;
   const int64_t group = a.group > 0 ? a.group : a.x.cols;
   const int64_t n_groups = a.x.cols / group;
   const int64_t blocks = a.x.rows * n_groups;
@@ -284,12 +298,13 @@ cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t s, unsigned* barr
   const int64_t n_sl = (group + slice - 1) / slice;
   unsigned* bar = n_sl > 1 && in_place ? barrier : nullptr;
   launch_kernel(rms_norm_kernel<0>, unsigned(blocks * n_sl), norm_threads(group), 0, s, a.out.data, a.out.row_stride(),
-                a.x.data, a.x.row_stride(), a.weight, group, n_groups, a.eps, nullptr, nullptr, NormAdd{}, slice, bar);
+                a.x.data, a.x.row_stride(), a.weight, group, n_groups, a.eps, nullptr, nullptr, NormAdd{}, slice, bar, weight_constant);
   return cudaGetLastError();
 }
 
 cudaError_t launch_add_rms_norm(const AddArgs* add, const RmsNormArgs& a, ActRound kind, const QuantAct* q,
-                                cudaStream_t s, unsigned* barrier) {
+                                cudaStream_t s, unsigned* barrier, bool weight_constant) {
+  weight_constant = weight_constant && !flags().no_cuda_prefetch;
   const int64_t cols = a.x.cols;
   if (a.x.rows == 0) return cudaSuccess;
   if (a.group > 0 && a.group != cols) return cudaErrorInvalidValue;
@@ -318,24 +333,24 @@ cudaError_t launch_add_rms_norm(const AddArgs* add, const RmsNormArgs& a, ActRou
   const unsigned blocks = unsigned(a.x.rows * ((cols + slice - 1) / slice)), threads = norm_threads(cols);
   if (!q)
     launch_kernel(rms_norm_kernel<0>, blocks, threads, 0, s, a.out.data, a.out.row_stride(), x, xs, a.weight, cols,
-                  int64_t(1), a.eps, nullptr, nullptr, na, slice, bar);
+                  int64_t(1), a.eps, nullptr, nullptr, na, slice, bar, weight_constant);
   else if (kind == ActRound::q8_0 && cols % 32 == 0)
     launch_kernel(rms_norm_kernel<32>, blocks, threads, 0, s, a.out.data, a.out.row_stride(), x, xs, a.weight, cols,
-                  int64_t(1), a.eps, qq, dd, na, slice, bar);
+                  int64_t(1), a.eps, qq, dd, na, slice, bar, weight_constant);
   else if (kind == ActRound::f16 || kind == ActRound::bf16)
     launch_kernel(kind == ActRound::bf16 ? rms_norm_kernel<2> : rms_norm_kernel<1>, blocks, threads, 0, s, a.out.data,
-                  a.out.row_stride(), x, xs, a.weight, cols, int64_t(1), a.eps, qq, dd, na, slice, bar);
+                  a.out.row_stride(), x, xs, a.weight, cols, int64_t(1), a.eps, qq, dd, na, slice, bar, weight_constant);
   else if (kind == ActRound::q8_k && cols % 256 == 0)
     launch_kernel(rms_norm_kernel<256>, blocks, threads, 0, s, a.out.data, a.out.row_stride(), x, xs, a.weight, cols,
-                  int64_t(1), a.eps, qq, dd, na, slice, bar);
+                  int64_t(1), a.eps, qq, dd, na, slice, bar, weight_constant);
   else
     return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
 cudaError_t launch_rms_norm_quant(const RmsNormArgs& a, ActRound kind, const QuantAct& q, cudaStream_t s,
-                                  unsigned* barrier) {
-  return launch_add_rms_norm(nullptr, a, kind, &q, s, barrier);
+                                  unsigned* barrier, bool weight_constant) {
+  return launch_add_rms_norm(nullptr, a, kind, &q, s, barrier, weight_constant);
 }
 
 cudaError_t launch_rope(const RopeArgs& a, const float* inv_freq, cudaStream_t s) {
