@@ -12,6 +12,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/ref.h"
 #include "quant/repack.h"
+#include "scoped_env.h"
 #ifdef BRISK_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_devices.h"
@@ -101,6 +102,13 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
     std::vector<float> bias = randn(size_t(s.n_out), 12);
     be->matmul({.out = out.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
     const std::vector<float> got = out.fetch();
+    if (s.n_tok == 1) {  // rows of several passes take the wide kernel: bit-equal to the narrow one
+      ScopedEnv narrow("BRISK_NO_CUDA_GEMV_WIDE", "1");
+      DevMat out2(*be, s.n_tok, s.n_out);
+      be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
+      const std::vector<float> got2 = out2.fetch();
+      ASSERT_EQ(std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " wide vs narrow";
+    }
     // The reference rounds activations through the weight's vec_dot_type, as the backend
     // does, then takes a double-precision dot; the tolerance scales with sum |w x|.
     DevMat ref_out(*be, s.n_tok, s.n_out);
@@ -271,6 +279,126 @@ TEST(CudaBackend, Attention) {
     expect_close(out.fetch(), want.host, 2e-5f, 1e-4f,
                  str_cat("attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " window ", cs.window,
                          " softcap ", cs.softcap, cs.prefill ? " prefill" : " decode"));
+  }
+}
+
+// One-token decode at the Llama-3 head layout (32 / 8 heads, head_dim 128) and at head_dim 64:
+// chunks of up to 64 positions are staged in shared memory, their earlier rows copied before
+// the dependent-launch wait. Against ref::attention, and bit-equal to the unstaged kernel and
+// to staging after the wait.
+TEST(CudaBackend, DecodeAttentionStagedChunks) {
+  REQUIRE_GPU(be);
+  struct Case { int32_t n_head, n_head_kv, hd; int32_t pos; int32_t window; };
+  for (const Case cs : {Case{32, 8, 128, 0, 0}, Case{32, 8, 128, 31, 0}, Case{32, 8, 128, 512, 0},
+                        Case{32, 8, 128, 1500, 0}, Case{32, 8, 128, 3000, 0}, Case{8, 2, 64, 700, 0},
+                        Case{8, 2, 64, 900, 100}, Case{40, 8, 128, 260, 0}}) {
+    const int64_t cap = 3072, width = int64_t(cs.n_head_kv) * cs.hd;
+    Cache c = make_cache(*be, QuantType::F16, 2, cap, width, 31);
+    const std::vector<int32_t> seq = {1}, pos = {cs.pos};
+    const int64_t qw = int64_t(cs.n_head) * cs.hd;
+    DevMat q(*be, 1, qw, randn(size_t(qw), 32)), want(*be, 1, qw);
+    AttentionArgs a{.out = {}, .q = q.dev, .k_cache = c.k, .v_cache = c.v, .seq = seq.data(), .pos = pos.data(),
+                    .n_head = cs.n_head, .n_head_kv = cs.n_head_kv, .head_dim = cs.hd,
+                    .scale = 1.0f / std::sqrt(float(cs.hd)), .window = cs.window};
+    auto run = [&](const char* env) {
+      std::unique_ptr<ScopedEnv> off;
+      if (env) off = std::make_unique<ScopedEnv>(env, "1");
+      DevMat out(*be, 1, qw);
+      AttentionArgs d = a;
+      d.out = out.dev;
+      be->attention(d);
+      return out.fetch();
+    };
+    const std::vector<float> got = run(nullptr);
+    AttentionArgs h = a;
+    h.out = want.hmat();
+    h.q = q.hmat();
+    h.k_cache.data = c.hk.data();
+    h.v_cache.data = c.hv.data();
+    ref::attention(h);
+    const std::string what = str_cat("decode attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " pos ",
+                                     cs.pos, " window ", cs.window);
+    expect_close(got, want.host, 2e-5f, 1e-4f, what);
+    for (const char* env : {"BRISK_NO_CUDA_ATTN_STAGE", "BRISK_NO_CUDA_PREFETCH"}) {
+      const std::vector<float> other = run(env);
+      ASSERT_EQ(std::memcmp(got.data(), other.data(), sizeof(float) * got.size()), 0) << what << " vs " << env;
+    }
+  }
+}
+
+// Decode-shaped residual add + RMS norm + matmuls (in a graph step the norm launch also writes
+// the next matmul's BF16-rounded or Q8_K-quantized input, and is written over its input), and a
+// gated activation + BF16 matmul (rounding fused the same way) and + Q4_K matmul (Q8_K
+// quantization fused, one block per activation block): rows of 4096 run the norm on 16
+// blocks each. Against the CPU reference, and bit-equal to one block per row
+// (BRISK_NO_CUDA_NORM_SPLIT) and to the launch-by-launch backend (no fusion).
+TEST(CudaBackend, SplitRmsNormMatchesOneBlock) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  const int64_t n_embd = 4096, n_out = 64;
+  std::vector<QuantWeight> keep;
+  keep.push_back(make_weight(QuantType::BF16, n_out, n_embd, 61));
+  keep.push_back(make_weight(QuantType::Q8_0, n_out, n_embd, 62));
+  keep.push_back(make_weight(QuantType::Q4_K, n_out, n_embd, 63));
+  const std::vector<float> norm_w = randn(size_t(n_embd), 64);
+  for (const int64_t rows : {int64_t(1), int64_t(3)}) {
+    const std::vector<float> x0 = randn(size_t(rows * n_embd), 65, 3.0f), t0 = randn(size_t(rows * n_embd), 66);
+    struct Out { std::vector<float> sum, norm, act, ob, o8, o4, og, act2, ok; };
+    auto run = [&](bool graphs, const char* env) {
+      std::unique_ptr<ScopedEnv> off;
+      if (env) off = std::make_unique<ScopedEnv>(env, "1");
+      auto be = make_cuda_backend(0, graphs);
+      DevMat x(*be, rows, n_embd), t(*be, rows, n_embd, t0), h(*be, rows, n_embd), act(*be, rows, n_embd),
+          ob(*be, rows, n_out), o8(*be, rows, n_out), o4(*be, rows, n_out), og(*be, rows, n_out),
+          act2(*be, rows, n_embd), ok(*be, rows, n_out);
+      std::vector<int32_t> ids(size_t(rows), 0), pos(size_t(rows), 0), seq(size_t(rows), 0), out_rows(size_t(rows), 0);
+      for (int64_t r = 0; r < rows; ++r) out_rows[size_t(r)] = int32_t(r);
+      for (int step = 0; step < 3; ++step) {  // eager, captured, replayed
+        be->copy(x.dev.data, x0.data(), sizeof(float) * x0.size());
+        be->begin_step({.n_tok = int32_t(rows), .ids = ids.data(), .pos = pos.data(), .seq = seq.data(),
+                        .n_out = int32_t(rows), .out_rows = out_rows.data()});
+        be->add({.out = x.dev, .a = x.dev, .b = t.dev});
+        be->rms_norm({.out = h.dev, .x = x.dev, .weight = norm_w.data(), .eps = 1e-5f});
+        be->matmul({.out = ob.dev, .x = h.dev, .w = keep[0].w});
+        be->matmul({.out = o8.dev, .x = h.dev, .w = keep[1].w});
+        be->add({.out = x.dev, .a = x.dev, .b = t.dev});
+        be->rms_norm({.out = h.dev, .x = x.dev, .weight = norm_w.data(), .eps = 1e-5f});
+        be->matmul({.out = o4.dev, .x = h.dev, .w = keep[2].w});
+        be->gated_act({.out = act.dev, .gate = h.dev, .up = t.dev});
+        be->matmul({.out = og.dev, .x = act.dev, .w = keep[0].w});
+        be->gated_act({.out = act2.dev, .gate = x.dev, .up = h.dev});
+        be->matmul({.out = ok.dev, .x = act2.dev, .w = keep[2].w});
+        be->end_step();
+      }
+      return Out{x.fetch(), h.fetch(), act.fetch(), ob.fetch(), o8.fetch(), o4.fetch(), og.fetch(), act2.fetch(),
+                 ok.fetch()};
+    };
+    const Out got = run(true, nullptr);
+    // Reference: x + 2 t, its norm.
+    std::vector<float> sum(x0.size()), norm(x0.size());
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] = (x0[i] + t0[i]) + t0[i];
+    ref::rms_norm({.out = Mat{.data = norm.data(), .rows = rows, .cols = n_embd},
+                   .x = Mat{.data = sum.data(), .rows = rows, .cols = n_embd}, .weight = norm_w.data(), .eps = 1e-5f});
+    expect_close(got.sum, sum, 0.0f, 0.0f, str_cat("residual sum, rows ", rows));
+    expect_close(got.norm, norm, 1e-5f, 1e-5f, str_cat("split rms_norm, rows ", rows));
+    for (const auto& [graphs, env] : {std::pair<bool, const char*>{true, "BRISK_NO_CUDA_NORM_SPLIT"},
+                                      std::pair<bool, const char*>{false, nullptr}}) {
+      const Out other = run(graphs, env);
+      const std::string what = str_cat("rows ", rows, graphs ? " graphs" : " eager", env ? " no split" : "");
+      auto same = [&](const std::vector<float>& u, const std::vector<float>& v, const char* name) {
+        ASSERT_EQ(u.size(), v.size());
+        EXPECT_EQ(std::memcmp(u.data(), v.data(), sizeof(float) * u.size()), 0) << what << ": " << name;
+      };
+      same(other.sum, got.sum, "sum");
+      same(other.norm, got.norm, "norm");
+      same(other.act, got.act, "gated act");
+      same(other.ob, got.ob, "bf16 matmul");
+      same(other.o8, got.o8, "q8_0 matmul");
+      same(other.o4, got.o4, "q4_k matmul");
+      same(other.og, got.og, "bf16 matmul of the gated act");
+      same(other.act2, got.act2, "second gated act");
+      same(other.ok, got.ok, "q4_k matmul of the second gated act");
+    }
   }
 }
 

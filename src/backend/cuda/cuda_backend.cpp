@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -120,6 +121,8 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override {
     cudaSetDevice(device_);
     cudaStreamSynchronize(stream_);
+    print_kernel_times();
+    for (cudaEvent_t e : time_events_) cudaEventDestroy(e);
     graphs_cache_.clear();
     cuda::blas_destroy(blas_);
     for (auto& [p, n] : allocs_) cudaFree(reinterpret_cast<void*>(p));
@@ -230,6 +233,8 @@ class CudaBackend final : public Backend {
       weights_.erase(w);
     }
     graphs_cache_.clear();  // graphs may point into the freed memory
+    // Constant marks inside it end with it (the memory may come back as activations).
+    constant_.erase(constant_.lower_bound(it->first), constant_.lower_bound(it->first + it->second));
     cuda_check(cudaFree(p), "free", "cudaFree");
     allocs_.erase(it);
   }
@@ -298,7 +303,9 @@ class CudaBackend final : public Backend {
     in_step_ = false;
     step_map_.clear();
     forget_quant();
-    if (!launches_.empty()) {
+    if (!launches_.empty() && flags().cuda_kernel_times) {
+      time_launches();
+    } else if (!launches_.empty()) {
       const char* what = "launch";
       const cudaError_t e = graphs_cache_.run(key_.w, launches_, names_, stream_, &what);
       launches_.clear();
@@ -314,6 +321,7 @@ class CudaBackend final : public Backend {
     MatmulArgs d = a;
     d.w = device_weight(a.w, "matmul");
     d.bias = a.bias ? device_floats(a.bias, a.w.n_out, "matmul bias") : nullptr;
+    const bool wc = weight_constant(a.w);
     if (a.x.rows == 0) return;
     if (overlaps(a.out, bstate_x_)) bstate_valid_ = false;  // the output rewrites a converted input
     if (use_gemm(a)) {
@@ -330,6 +338,7 @@ class CudaBackend final : public Backend {
     k.add(d.x);
     k.add(d.w);
     k.add(d.bias);
+    k.add(uint64_t(wc));
     k.add(uint64_t(round));
     if (cuda::weight_takes_quantized_act(d.w.type)) {
       BRISK_CHECK(round == cuda::ActRound::q8_0 || round == cuda::ActRound::q8_k, "matmul: ",
@@ -344,28 +353,7 @@ class CudaBackend final : public Backend {
         xq = cuda::QuantAct{.q = reinterpret_cast<int8_t*>(buf), .d = reinterpret_cast<float*>(buf + q_bytes)};
         k.add(buf);
         // Quantize inside the producer of x when it is the launch queued last.
-        const bool fuse = in_step_ && !step_eager_ && producer_.kind >= 1 && producer_.kind <= 3 &&
-                          producer_.index + 1 == launches_.size() && same_mat(producer_.out, a.x);
-        if (fuse && producer_.kind == 1) {
-          const RmsNormArgs pn = producer_.norm;
-          launches_[producer_.index] = [pn, round, xq](cudaStream_t s) {
-            return cuda::launch_rms_norm_quant(pn, round, xq, s);
-          };
-          k.add(uint64_t(101));
-        } else if (fuse && producer_.kind == 3) {
-          const RmsNormArgs pn = producer_.norm;
-          const AddArgs pa = producer_.add;
-          launches_[producer_.index] = [pa, pn, round, xq](cudaStream_t s) {
-            return cuda::launch_add_rms_norm(&pa, pn, round, &xq, s);
-          };
-          k.add(uint64_t(106));
-        } else if (fuse && producer_.kind == 2) {
-          const GatedActArgs pg = producer_.gated;
-          launches_[producer_.index] = [pg, round, xq](cudaStream_t s) {
-            return cuda::launch_gated_act_quant(pg, round, xq, s);
-          };
-          k.add(uint64_t(102));
-        } else {
+        if (!fuse_into_producer(a.x, round, xq)) {
           enqueue("matmul (activation quantization)", [d, xq, round](cudaStream_t s) {
             return cuda::launch_quantize_activations(round, xq, d.x, s);
           });
@@ -374,7 +362,7 @@ class CudaBackend final : public Backend {
         qstate_ = QuantState{.x = a.x, .kind = round, .q = xq, .valid = true};
       }
       producer_.kind = 0;
-      enqueue("matmul", [d, xq](cudaStream_t s) { return cuda::launch_matmul(d, &xq, s); });
+      enqueue_gemv(d, &xq, wc);
       if (overlaps(a.out, qstate_.x)) qstate_.valid = false;
       if (overlaps(a.out, fstate_.x)) fstate_.valid = false;
       return;
@@ -388,12 +376,16 @@ class CudaBackend final : public Backend {
         auto* xr = static_cast<float*>(scratch(act_, sizeof(float) * n, "matmul"));
         dr.x = Mat{.data = xr, .rows = a.x.rows, .cols = a.w.n_in};
         k.add(xr);
-        enqueue("matmul (activation rounding)", [d, dr, round](cudaStream_t s) {
-          return cuda::launch_round_activations(round, dr.x.data, d.x, s);
-        });
+        // Round inside the producer of x when it is the launch queued last (F16 / BF16).
+        const bool fused = (round == cuda::ActRound::f16 || round == cuda::ActRound::bf16) &&
+                           fuse_into_producer(a.x, round, cuda::QuantAct{.q = nullptr, .d = xr});
+        if (!fused)
+          enqueue("matmul (activation rounding)", [d, dr, round](cudaStream_t s) {
+            return cuda::launch_round_activations(round, dr.x.data, d.x, s);
+          });
         fstate_ = RoundState{.x = a.x, .kind = round, .xr = dr.x, .valid = true};
       }
-      enqueue("matmul", [dr](cudaStream_t s) { return cuda::launch_matmul(dr, nullptr, s); });
+      enqueue_gemv(dr, nullptr, wc);
     } else if (reinterpret_cast<uintptr_t>(a.x.data) % 16 != 0 || a.x.row_stride() % 4 != 0) {
       // The float kernel loads activations 16 bytes at a time: make them a dense copy.
       fstate_.valid = false;  // act_ is overwritten
@@ -401,14 +393,14 @@ class CudaBackend final : public Backend {
       MatmulArgs dc = d;
       dc.x = Mat{.data = xc, .rows = a.x.rows, .cols = a.w.n_in};
       k.add(xc);
-      enqueue("matmul", [d, dc](cudaStream_t s) {
+      enqueue("matmul", [d, dc, wc](cudaStream_t s) {
         const cudaError_t e =
             cudaMemcpy2DAsync(dc.x.data, sizeof(float) * size_t(dc.x.cols), d.x.data, sizeof(float) * size_t(d.x.row_stride()),
                               sizeof(float) * size_t(dc.x.cols), size_t(dc.x.rows), cudaMemcpyDeviceToDevice, s);
-        return e != cudaSuccess ? e : cuda::launch_matmul(dc, nullptr, s);
+        return e != cudaSuccess ? e : cuda::launch_matmul(dc, nullptr, s, wc);
       });
     } else {
-      enqueue("matmul", [d](cudaStream_t s) { return cuda::launch_matmul(d, nullptr, s); });
+      enqueue_gemv(d, nullptr, wc);
     }
     producer_.kind = 0;
     if (overlaps(a.out, qstate_.x)) qstate_.valid = false;
@@ -436,14 +428,18 @@ class CudaBackend final : public Backend {
     forget_quant();
     if (after_add) {
       const AddArgs pa = prev.add;
-      launches_[prev.index] = [pa, d](cudaStream_t s) {
-        return cuda::launch_add_rms_norm(&pa, d, cuda::ActRound::none, nullptr, s);
+      unsigned* bar = norm_barrier();
+      const bool wc = constant_floats(d.weight);
+      launches_[prev.index] = [pa, d, bar, wc](cudaStream_t s) {
+        return cuda::launch_add_rms_norm(&pa, d, cuda::ActRound::none, nullptr, s, bar, wc);
       };
       key_.add(uint64_t(105));
       producer_ = Producer{.kind = 3, .norm = d, .gated = {}, .add = pa, .index = prev.index, .out = d.out};
       return;
     }
-    enqueue("rms_norm", [d](cudaStream_t s) { return cuda::launch_rms_norm(d, s); });
+    unsigned* bar = norm_barrier();
+    const bool wc = constant_floats(d.weight);
+    enqueue("rms_norm", [d, bar, wc](cudaStream_t s) { return cuda::launch_rms_norm(d, s, bar, wc); });
     if (deferred && group == a.x.cols)
       producer_ = Producer{.kind = 1, .norm = d, .gated = {}, .add = {}, .index = launches_.size() - 1, .out = d.out};
   }
@@ -563,6 +559,8 @@ class CudaBackend final : public Backend {
     }
     const size_t sf = cuda::attention_scratch_floats(d);
     float* part = sf ? static_cast<float*>(scratch(attn_, sizeof(float) * sf, "attention")) : nullptr;
+    const size_t nc = cuda::attention_counter_ints(d);
+    int* cnt = nc ? static_cast<int*>(scratch(attn_cnt_, sizeof(int) * nc, "attention")) : nullptr;
     key_.add(uint64_t(5));
     key_.add(d.out);
     key_.add(d.q);
@@ -577,8 +575,9 @@ class CudaBackend final : public Backend {
     key_.add(uint64_t(d.window));
     key_.add(d.softcap);
     key_.add(part);
+    key_.add(cnt);
     forget_quant();
-    enqueue("attention", [d, part](cudaStream_t s) { return cuda::launch_attention(d, part, s); });
+    enqueue("attention", [d, part, cnt](cudaStream_t s) { return cuda::launch_attention(d, part, cnt, s); });
   }
 
   void gated_act(const GatedActArgs& a) override {
@@ -812,6 +811,74 @@ class CudaBackend final : public Backend {
   static bool same_mat(const Mat& a, const Mat& b) {
     return a.data == b.data && a.rows == b.rows && a.cols == b.cols && a.row_stride() == b.row_stride();
   }
+  // In a graph step, when the launch queued last is an RMS norm over whole rows, a residual add
+  // + norm or a gated activation producing x: replaces it by the same op that also writes x's
+  // quantized (q8_0 / q8_k) or rounded (f16 / bf16: into xq.d) activations. False otherwise.
+  bool fuse_into_producer(const Mat& x, cuda::ActRound round, const cuda::QuantAct& xq) {
+    const bool fuse = in_step_ && !step_eager_ && producer_.kind >= 1 && producer_.kind <= 3 &&
+                      producer_.index + 1 == launches_.size() && same_mat(producer_.out, x);
+    if (!fuse) return false;
+    if (producer_.kind == 1) {
+      const RmsNormArgs pn = producer_.norm;
+      unsigned* bar = norm_barrier();
+      const bool wc = constant_floats(pn.weight);
+      launches_[producer_.index] = [pn, round, xq, bar, wc](cudaStream_t s) {
+        return cuda::launch_rms_norm_quant(pn, round, xq, s, bar, wc);
+      };
+      key_.add(uint64_t(101));
+    } else if (producer_.kind == 3) {
+      const RmsNormArgs pn = producer_.norm;
+      const AddArgs pa = producer_.add;
+      unsigned* bar = norm_barrier();
+      const bool wc = constant_floats(pn.weight);
+      launches_[producer_.index] = [pa, pn, round, xq, bar, wc](cudaStream_t s) {
+        return cuda::launch_add_rms_norm(&pa, pn, round, &xq, s, bar, wc);
+      };
+      key_.add(uint64_t(106));
+    } else {
+      const GatedActArgs pg = producer_.gated;
+      launches_[producer_.index] = [pg, round, xq](cudaStream_t s) {
+        return cuda::launch_gated_act_quant(pg, round, xq, s);
+      };
+      key_.add(uint64_t(102));
+    }
+    key_.add(uint64_t(round));
+    return true;
+  }
+
+  // Queues a decode matmul; in a graph step, one on the same input as the matmul launch queued
+  // last (q / k / v, gate / up) joins that launch instead (cuda::launch_matmuls: same results).
+  void enqueue_gemv(const MatmulArgs& d, const cuda::QuantAct* xq, bool wc) {
+    GemvGroup& g = gemv_;
+    const bool deferred = in_step_ && !step_eager_;
+    if (deferred && g.valid && g.index + 1 == launches_.size() && g.n < cuda::kMaxMatmulParts && g.wc == wc &&
+        g.has_xq == (xq != nullptr) && (!xq || (g.xq.q == xq->q && g.xq.d == xq->d)) &&
+        cuda::matmuls_share_launch(g.a[0], d) && !flags().no_cuda_gemv_merge) {
+      bool clash = overlaps(d.out, d.x);
+      for (int i = 0; i < g.n; ++i) clash = clash || overlaps(g.a[i].out, d.out);
+      if (!clash) {
+        g.a[g.n++] = d;
+        const GemvGroup gc = g;
+        launches_[g.index] = [gc](cudaStream_t s) {
+          return cuda::launch_matmuls(gc.a, gc.n, gc.has_xq ? &gc.xq : nullptr, s, gc.wc);
+        };
+        key_.add(uint64_t(107));
+        return;
+      }
+    }
+    const cuda::QuantAct q = xq ? *xq : cuda::QuantAct{};
+    const bool has_xq = xq != nullptr;
+    enqueue("matmul", [d, q, has_xq, wc](cudaStream_t s) { return cuda::launch_matmul(d, has_xq ? &q : nullptr, s, wc); });
+    g = GemvGroup{};
+    g.a[0] = d;
+    g.n = 1;
+    g.xq = q;
+    g.has_xq = has_xq;
+    g.wc = wc;
+    g.index = launches_.size() - 1;
+    g.valid = deferred;
+  }
+
   static bool overlaps(const Mat& a, const Mat& b) {
     if (!a.data || !b.data || a.rows == 0 || b.rows == 0) return false;
     const float* a_end = a.data + (a.rows - 1) * a.row_stride() + a.cols;
@@ -819,10 +886,62 @@ class CudaBackend final : public Backend {
     return a.data < b_end && b.data < a_end;
   }
   void forget_quant() {
+    gemv_.valid = false;
     qstate_.valid = false;
     fstate_.valid = false;
     bstate_valid_ = false;
     producer_.kind = 0;
+  }
+
+  unsigned* norm_barrier() { return static_cast<unsigned*>(scratch(norm_bar_, 2 * sizeof(unsigned), "rms_norm")); }
+
+  // BRISK_CUDA_KERNEL_TIMES: the step's launches (as a graph would hold them) run one by one
+  // between CUDA events; the time of launch i is summed per step length (number of launches)
+  // and printed when the backend is destroyed.
+  void time_launches() {
+    const size_t n = launches_.size();
+    while (time_events_.size() < n + 1) {
+      cudaEvent_t e = nullptr;
+      cuda_check(cudaEventCreate(&e), "end_step", "cudaEventCreate");
+      time_events_.push_back(e);
+    }
+    cuda_check(cudaEventRecord(time_events_[0], stream_), "end_step", "cudaEventRecord");
+    for (size_t i = 0; i < n; ++i) {
+      cuda_check(launches_[i](stream_), "end_step", names_[i]);
+      cuda_check(cudaEventRecord(time_events_[i + 1], stream_), "end_step", "cudaEventRecord");
+    }
+    launches_.clear();
+    cuda_check(cudaStreamSynchronize(stream_), "end_step", "cudaStreamSynchronize");
+    KernelTimes& kt = kernel_times_[n];
+    kt.names.resize(n);
+    kt.ms.resize(n, 0.0);
+    ++kt.steps;
+    for (size_t i = 0; i < n; ++i) {
+      float ms = 0.0f;
+      cuda_check(cudaEventElapsedTime(&ms, time_events_[i], time_events_[i + 1]), "end_step", "cudaEventElapsedTime");
+      kt.names[i] = names_[i];
+      kt.ms[i] += ms;
+    }
+    names_.clear();
+  }
+
+  void print_kernel_times() const {
+    for (const auto& [n, kt] : kernel_times_) {
+      std::fprintf(stderr, "cuda kernel times: steps of %zu launches, mean of %d steps (us)\n", n, kt.steps);
+      double total = 0.0;
+      for (size_t i = 0; i < n; ++i) {
+        const double us = 1000.0 * kt.ms[i] / kt.steps;
+        total += us;
+        std::fprintf(stderr, "%4zu %-40s %9.2f\n", i, kt.names[i], us);
+      }
+      std::fprintf(stderr, "     total %9.2f\n", total);
+    }
+  }
+
+  // Whether device floats `p` are a copy of a host constant (no kernel writes them).
+  bool constant_floats(const float* p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return p && const_copies_.count(p) != 0;
   }
 
   // A device buffer that only grows; an outgrown one is freed once the launches queued with
@@ -886,6 +1005,26 @@ class CudaBackend final : public Backend {
                 ": KV cache row_bytes ", v.row_bytes, " does not match width ", v.width);
   }
 
+  // Whether no kernel writes the device copy of weight `w` (as given to an op) while steps run:
+  // weights uploaded from the host or repacked into a copy here (both complete before use), and
+  // device memory declared constant (cuda_mark_constant).
+  bool weight_constant(const Weight& w) const {
+    if (!is_device(w.data) || cuda::weight_repacked(w.type)) return true;
+    const auto u = reinterpret_cast<uintptr_t>(w.data);
+    const size_t n = w.row_bytes * size_t(w.n_out);
+    auto it = constant_.upper_bound(u);
+    if (it == constant_.begin()) return false;
+    --it;
+    return u + n <= it->first + it->second;
+  }
+
+ public:
+  void mark_constant(const void* p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    constant_[reinterpret_cast<uintptr_t>(p)] = bytes;
+  }
+
+ private:
   // Device view of a weight in the device layout: used as is when already in device memory in
   // a layout that is the stored one, else uploaded / repacked once and cached by address.
   Weight device_weight(const Weight& w, const char* op) {
@@ -982,6 +1121,7 @@ class CudaBackend final : public Backend {
     void* dev = raw_alloc(bytes, op);
     upload(dev, p, bytes, op);
     weights_[p] = Uploaded{.dev = dev, .bytes = bytes, .w = {}, .host_type = QuantType::F32};
+    const_copies_.insert(dev);
     return static_cast<const float*>(dev);
   }
 
@@ -1030,6 +1170,8 @@ class CudaBackend final : public Backend {
   Scratch act_;   // rounded / copied float activations of the matmul in flight
   Scratch qact_;  // quantized activations (qstate_)
   Scratch attn_;  // split partial results of attention
+  Scratch norm_bar_;  // the RMS norm's block barrier (two zeroed unsigned ints)
+  Scratch attn_cnt_;  // attention's per-(token, head group) split counters (zero between launches)
   Scratch gemm_x_;  // BF16 activations of the GEMM in flight
   Scratch gemm_w_;  // BF16 weight rows of the GEMM in flight
   Scratch argmax_;  // token ids of argmax_rows
@@ -1051,6 +1193,25 @@ class CudaBackend final : public Backend {
   Key key_;
   std::vector<cuda::Launch> launches_;
   std::vector<const char*> names_;
+  struct KernelTimes {
+    std::vector<const char*> names;
+    std::vector<double> ms;
+    int steps = 0;
+  };
+  std::map<size_t, KernelTimes> kernel_times_;  // BRISK_CUDA_KERNEL_TIMES, by launches per step
+  std::vector<cudaEvent_t> time_events_;
+  std::map<uintptr_t, size_t> constant_;
+  std::set<const void*> const_copies_;  // device copies of host float constants (device_floats)
+  struct GemvGroup {  // the matmul launch queued last in a graph step (enqueue_gemv)
+    MatmulArgs a[cuda::kMaxMatmulParts];
+    int n = 0;
+    cuda::QuantAct xq{};
+    bool has_xq = false;
+    bool wc = false;
+    size_t index = 0;
+    bool valid = false;
+  };
+  GemvGroup gemv_;  // device ranges declared constant (start -> bytes)
   std::vector<StepArray> step_map_;
   int32_t* step_dev_ = nullptr;   // [4, step_cap_]: ids, pos, seq, output rows
   int32_t* step_host_ = nullptr;  // pinned staging of the same
@@ -1068,6 +1229,10 @@ std::unique_ptr<Backend> make_cuda_backend(int device, bool graphs) {
 uint64_t cuda_graph_replays(const Backend& be) {
   const auto* c = dynamic_cast<const CudaBackend*>(&be);
   return c ? c->graph_replays() : 0;
+}
+
+void cuda_mark_constant(Backend& be, const void* p, size_t bytes) {
+  if (auto* c = dynamic_cast<CudaBackend*>(&be)) c->mark_constant(p, bytes);
 }
 
 bool cuda_has_gemm(const Backend& be) {

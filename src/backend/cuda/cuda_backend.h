@@ -14,6 +14,11 @@ std::unique_ptr<Backend> make_cuda_backend(int device, bool graphs = true);
 // Steps a CUDA backend ran by replaying a captured graph (0 for other backends).
 uint64_t cuda_graph_replays(const Backend& be);
 
+// Declares [p, p + bytes) of device memory of `be` as weights that no kernel writes while
+// steps run (filled before and left alone, like uploaded weights): decode matmuls on them may
+// start reading before the previous kernel has ended. No effect on other backends.
+void cuda_mark_constant(Backend& be, const void* p, size_t bytes);
+
 // True when `be` is a CUDA backend that runs matmuls of more than 8 rows (F32 weights
 // excepted) as BF16 tensor-core GEMMs (built with cuBLAS, BRISK_NO_CUDA_GEMM unset).
 bool cuda_has_gemm(const Backend& be);

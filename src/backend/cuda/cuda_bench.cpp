@@ -35,6 +35,7 @@ class WeightMaker {
       const int64_t n = std::min<int64_t>(kPoolRows, n_out - r);
       be_.copy(dev + size_t(r) * rb, pool.data(), size_t(n) * rb);
     }
+    cuda_mark_constant(be_, dev, rb * size_t(n_out));
     bytes_ += double(rb) * double(n_out);
     return Weight{.type = type_, .n_in = n_in, .n_out = n_out, .row_bytes = rb, .data = dev};
   }

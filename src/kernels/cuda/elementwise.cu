@@ -1,5 +1,6 @@
 // Element-wise ops: gated activation (optionally fused with the quantization of its output for
 // the next matmul), add, soft-capping, row gather, and the KV cache store (F32 / F16).
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/act_quant.cuh"
@@ -27,6 +28,19 @@ __global__ void gated_act_kernel(View2 out, View2 gate, View2 up, int64_t rows, 
   if (i >= rows * cols) return;
   const int64_t r = i / cols, c = i % cols;
   out.p[r * out.s + c] = __fmul_rn(act_fn(gate.p[r * gate.s + c], gelu), up.p[r * up.s + c]);
+}
+
+// The gated activation, also written rounded through F16 / BF16 to rnd ([rows, cols] dense).
+template <bool kBf16>
+__global__ void gated_act_round_kernel(View2 out, View2 gate, View2 up, int64_t rows, int64_t cols, bool gelu,
+                                       float* rnd) {
+  BRISK_PDL_ENTER();
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows * cols) return;
+  const int64_t r = i / cols, c = i % cols;
+  const float v = __fmul_rn(act_fn(gate.p[r * gate.s + c], gelu), up.p[r * up.s + c]);
+  out.p[r * out.s + c] = v;
+  rnd[i] = kBf16 ? __bfloat162float(__float2bfloat16_rn(v)) : __half2float(__float2half_rn(v));
 }
 
 __global__ void add_kernel(View2 out, View2 a, View2 b, int64_t rows, int64_t cols) {
@@ -92,6 +106,55 @@ __global__ void gated_act_quant_kernel(View2 out, View2 gate, View2 up, int64_t 
   quant_block_warp<kBlock>(v, q + r * cols + b * kBlock, d + r * (cols / kBlock) + b, nullptr);
 }
 
+// Q8_K (blocks of 256): one block of 256 threads per activation block, one element each (a
+// warp per block computes eight activations per lane in a row). The block's largest |x| with
+// the lowest index among equals, and every q, are exactly quant_block_warp<256>'s.
+__global__ void __launch_bounds__(256) gated_act_quant_k_kernel(View2 out, View2 gate, View2 up, int64_t cols,
+                                                                bool gelu, int8_t* q, float* d) {
+  BRISK_PDL_ENTER();
+  const int64_t r = blockIdx.y, b = blockIdx.x;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int64_t c = b * 256 + tid;
+  const float v = __fmul_rn(act_fn(gate.p[r * gate.s + c], gelu), up.p[r * up.s + c]);
+  out.p[r * out.s + c] = v;
+  __shared__ float vals[256];
+  __shared__ float w_amax[8];
+  __shared__ int w_idx[8];
+  vals[tid] = v;
+  float amax = 0.0f;
+  int idx = 1 << 30;
+  if (fabsf(v) > amax) {
+    amax = fabsf(v);
+    idx = tid;
+  }
+  auto better = [](float oa, int oi, float a, int i) { return oa > a || (oa == a && oi < i); };
+  for (int o = 16; o > 0; o >>= 1) {
+    const float oa = __shfl_xor_sync(0xffffffffu, amax, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, idx, o);
+    if (better(oa, oi, amax, idx)) { amax = oa; idx = oi; }
+  }
+  if (lane == 0) {
+    w_amax[warp] = amax;
+    w_idx[warp] = idx;
+  }
+  __syncthreads();
+  amax = w_amax[0];
+  idx = w_idx[0];
+#pragma unroll
+  for (int w = 1; w < 8; ++w)
+    if (better(w_amax[w], w_idx[w], amax, idx)) { amax = w_amax[w]; idx = w_idx[w]; }
+  int8_t* qb = q + r * cols + b * 256;
+  float* db = d + r * (cols / 256) + b;
+  if (amax == 0.0f) {
+    qb[tid] = 0;
+    if (tid == 0) *db = 0.0f;
+    return;
+  }
+  const float iscale = -127.f / vals[idx];
+  qb[tid] = int8_t(fminf(127.0f, rintf(iscale * v)));
+  if (tid == 0) *db = 1.f / iscale;
+}
+
 View2 view(const Mat& m) { return View2{m.data, m.row_stride()}; }
 unsigned blocks_for(int64_t n) { return unsigned((n + 255) / 256); }
 
@@ -111,12 +174,16 @@ cudaError_t launch_gated_act_quant(const GatedActArgs& a, ActRound kind, const Q
   auto* qq = const_cast<int8_t*>(q.q);
   auto* dd = const_cast<float*>(q.d);
   const bool gelu = a.act == Activation::gelu_tanh;
-  if (kind == ActRound::q8_0 && cols % 32 == 0) {
+  if (kind == ActRound::f16 || kind == ActRound::bf16) {
+    const int64_t n = a.gate.rows * cols;
+    launch_kernel(kind == ActRound::bf16 ? gated_act_round_kernel<true> : gated_act_round_kernel<false>, blocks_for(n),
+                  256, 0, s, view(a.out), view(a.gate), view(a.up), a.gate.rows, cols, gelu, dd);
+  } else if (kind == ActRound::q8_0 && cols % 32 == 0) {
     launch_kernel(gated_act_quant_kernel<32>, dim3(unsigned((cols / 32 + 3) / 4), unsigned(a.gate.rows)), 128, 0, s, 
         view(a.out), view(a.gate), view(a.up), cols, gelu, qq, dd);
   } else if (kind == ActRound::q8_k && cols % 256 == 0) {
-    launch_kernel(gated_act_quant_kernel<256>, dim3(unsigned((cols / 256 + 3) / 4), unsigned(a.gate.rows)), 128, 0, s, 
-        view(a.out), view(a.gate), view(a.up), cols, gelu, qq, dd);
+    launch_kernel(gated_act_quant_k_kernel, dim3(unsigned(cols / 256), unsigned(a.gate.rows)), 256, 0, s, view(a.out),
+                  view(a.gate), view(a.up), cols, gelu, qq, dd);
   } else {
     return cudaErrorInvalidValue;
   }

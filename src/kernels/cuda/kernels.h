@@ -38,10 +38,24 @@ cudaError_t launch_round_activations(ActRound kind, float* dst, const Mat& x, cu
 cudaError_t launch_quantize_activations(ActRound kind, const QuantAct& dst, const Mat& x, cudaStream_t stream);
 
 // Weights in the device layout; xq: quantized activations when weight_takes_quantized_act,
-// else nullptr and a.x holds the (rounded) float activations.
-cudaError_t launch_matmul(const MatmulArgs& a, const QuantAct* xq, cudaStream_t stream);
+// else nullptr and a.x holds the (rounded) float activations. weights_constant: no kernel
+// writes a.w while this launch may run, so its loads may start before the previous kernel ends.
+cudaError_t launch_matmul(const MatmulArgs& a, const QuantAct* xq, cudaStream_t stream, bool weights_constant = false);
+// Up to kMaxMatmulParts matmuls on the same input (same x, weight format and row length; xq
+// shared) in one launch, each output as launch_matmul would write it.
+constexpr int kMaxMatmulParts = 3;
+bool matmuls_share_launch(const MatmulArgs& a, const MatmulArgs& b);
+cudaError_t launch_matmuls(const MatmulArgs* a, int n, const QuantAct* xq, cudaStream_t stream,
+                           bool weights_constant = false);
 cudaError_t launch_embedding(const EmbeddingArgs& a, cudaStream_t stream);
-cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream);
+// barrier (here and in the fused norms below): two zeroed unsigned ints of device memory, left
+// zero / counted on by each launch, that let a norm written in place run one row on several
+// blocks; null keeps such a row on one block (same results). Launches that share a barrier
+// must not run concurrently.
+// weight_constant: no kernel writes a.weight while this launch may run (read before the
+// previous kernel ends).
+cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream, unsigned* barrier = nullptr,
+                            bool weight_constant = false);
 // inv_freq: device [table.n_rot / 2]
 cudaError_t launch_rope(const RopeArgs& a, const float* inv_freq, cudaStream_t stream);
 cudaError_t launch_kv_store(const KvStoreArgs& a, cudaStream_t stream);
@@ -53,16 +67,22 @@ cudaError_t launch_rope_qk_store(const RopeArgs* q, const RopeArgs& k, const KvS
 // Floats of scratch launch_attention needs for its split partial results (0: none); a
 // function of the shapes and the cache capacity only, not of the positions.
 size_t attention_scratch_floats(const AttentionArgs& a);
-cudaError_t launch_attention(const AttentionArgs& a, float* scratch, cudaStream_t stream);
+// Zeroed ints launch_attention may use to merge the splits in its own last block (0: none);
+// the launch leaves them zero. With counters == nullptr a separate combine kernel merges them
+// (same results).
+size_t attention_counter_ints(const AttentionArgs& a);
+cudaError_t launch_attention(const AttentionArgs& a, float* scratch, int* counters, cudaStream_t stream);
 cudaError_t launch_gated_act(const GatedActArgs& a, cudaStream_t stream);
 // Fused producers of a matmul's quantized activations: the op as above (RMS norm over whole
 // rows only), then its output quantized through `kind` (q8_0 / q8_k) into q, exactly as
-// launch_quantize_activations would.
-cudaError_t launch_rms_norm_quant(const RmsNormArgs& a, ActRound kind, const QuantAct& q, cudaStream_t stream);
+// launch_quantize_activations would; with kind f16 / bf16, the output rounded through that type
+// into q.d (dense floats; q.q unused), exactly as launch_round_activations would.
+cudaError_t launch_rms_norm_quant(const RmsNormArgs& a, ActRound kind, const QuantAct& q, cudaStream_t stream,
+                                  unsigned* barrier = nullptr, bool weight_constant = false);
 // The residual add before a whole-row RMS norm in the same launch: add->out = add->a + add->b
 // (a.x must be add->out), then the norm of it, quantized into *q too when q is not null.
 cudaError_t launch_add_rms_norm(const AddArgs* add, const RmsNormArgs& a, ActRound kind, const QuantAct* q,
-                                cudaStream_t stream);
+                                cudaStream_t stream, unsigned* barrier = nullptr, bool weight_constant = false);
 cudaError_t launch_gated_act_quant(const GatedActArgs& a, ActRound kind, const QuantAct& q, cudaStream_t stream);
 cudaError_t launch_add(const AddArgs& a, cudaStream_t stream);
 cudaError_t launch_softcap(const SoftcapArgs& a, cudaStream_t stream);

@@ -34,6 +34,21 @@ struct RowRef {
   const uint8_t* sc;  // this row's scales (repacked formats)
 };
 
+constexpr int kMaxParts = kMaxMatmulParts;
+struct GemvPart {
+  float* out;            // row t0 of the part's output
+  int64_t out_stride;
+  const uint8_t* w;
+  DevLayout L;
+  int64_t n_out;
+  const float* bias;
+  unsigned block_end;    // blocks of this part and the ones before it
+};
+struct GemvParts {
+  GemvPart p[kMaxParts];
+  int n;
+};
+
 struct XRef {
   const int8_t* q;   // [NT, n_in] quantized activations
   const float* d;    // [NT, n_in / block] their scales
@@ -267,36 +282,66 @@ template <> struct Unit<DevFormat::f32> : FloatUnit<DevFormat::f32> {};
 template <> struct Unit<DevFormat::f16> : FloatUnit<DevFormat::f16> {};
 template <> struct Unit<DevFormat::bf16> : FloatUnit<DevFormat::bf16> {};
 
-template <DevFormat F, int NT>
-__global__ void __launch_bounds__(32 * kMaxWarps) gemv_kernel(float* out, int64_t out_stride, XRef x, const uint8_t* w,
-                                                              DevLayout L, int64_t n_out, const float* bias) {
-  BRISK_PDL_ENTER();
+// With `early` (weights no kernel of the step writes), the first pass's weight loads are
+// issued before the dependent-launch wait, so they stream while the previous kernel (the
+// producer of x) still runs; x and the bias are read after it.
+//
+// One launch can serve up to kMaxParts matrices of the same format and row length on the same
+// activations (q / k / v, gate / up): blocks [end[i-1], end[i]) take matrix i, every row as in
+// a launch of its own (same lanes, same order: identical results), one launch boundary instead
+// of several.
+//
+// kWide = 2 doubles the units a lane loads per pass (long rows of one token: half the dependent
+// passes, twice the bytes in flight); a lane still adds its units in the same order.
+template <DevFormat F, int NT, int kWide = 1>
+__global__ void __launch_bounds__(32 * kMaxWarps) gemv_kernel(GemvParts parts, XRef x, bool early) {
   using U = Unit<F>;
+  constexpr int kUnroll = U::kUnroll * kWide;
   constexpr int kLanes = U::kLanes;         // lanes per row
   constexpr int kRowsPerWarp = 32 / kLanes;
+  int m = 0;
+#pragma unroll
+  for (int i = 0; i + 1 < kMaxParts; ++i)
+    if (i + 1 < parts.n && blockIdx.x >= parts.p[i].block_end) m = i + 1;
+  const unsigned b_local = blockIdx.x - (m > 0 ? parts.p[m > 0 ? m - 1 : 0].block_end : 0u);
+  float* const out = parts.p[m].out;
+  const int64_t out_stride = parts.p[m].out_stride;
+  const uint8_t* const w = parts.p[m].w;
+  const DevLayout L = parts.p[m].L;
+  const int64_t n_out = parts.p[m].n_out;
+  const float* const bias = parts.p[m].bias;
   const int lane = threadIdx.x & 31, sl = lane % kLanes;
-  const int64_t r0 = (int64_t(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5)) * kRowsPerWarp;
-  if (r0 >= n_out) return;  // whole warps leave together
+  const int64_t r0 = (int64_t(b_local) * (blockDim.x / 32) + (threadIdx.x >> 5)) * kRowsPerWarp;
+  if (r0 >= n_out) {  // whole warps leave together
+    BRISK_PDL_ENTER();
+    return;
+  }
   const int64_t r = r0 + lane / kLanes;
   const bool row_ok = r < n_out;
   const int64_t rr = row_ok ? r : n_out - 1;  // lanes of a missing row read a real one, store nothing
   const RowRef row{.qs = w + size_t(rr) * L.qs_row, .sc = w + L.sc_offset + size_t(rr) * L.sc_row};
-  float acc[NT];
-#pragma unroll
-  for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
   const int64_t n_units = U::count(x.n_in);
   // Warp-uniform trip count: lanes past the end load nothing and add nothing, but still take
   // part in the shuffles of the K-quant dots.
-  constexpr int64_t kStep = int64_t(kLanes) * U::kUnroll;
-  for (int64_t base = 0; base < n_units; base += kStep) {
-    typename U::Raw raw[U::kUnroll];
+  constexpr int64_t kStep = int64_t(kLanes) * kUnroll;
+  typename U::Raw raw[kUnroll];
+  auto load_pass = [&](int64_t base) {
 #pragma unroll
-    for (int k = 0; k < U::kUnroll; ++k) {
+    for (int k = 0; k < kUnroll; ++k) {
       const int64_t u = base + kLanes * k + sl;
       if (u < n_units) U::load(row, u, raw[k]);
     }
+  };
+  if (early) load_pass(0);
+  BRISK_PDL_ENTER();
+  if (!early) load_pass(0);
+  float acc[NT];
 #pragma unroll
-    for (int k = 0; k < U::kUnroll; ++k) {
+  for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
+  for (int64_t base = 0; base < n_units; base += kStep) {
+    if (base > 0) load_pass(base);
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
       const int64_t u0 = base + kLanes * k;
       if (u0 >= n_units) break;  // uniform
       const int64_t u = u0 + sl;
@@ -351,28 +396,44 @@ DevFormat dev_format(QuantType t) {
 }
 
 // Warps per block: kMaxWarps, halved while that leaves fewer than two blocks per multiprocessor
-// (small matrices spread over more multiprocessors).
+// (small matrices spread over more multiprocessors); counted over all parts of the launch.
 template <DevFormat F>
-void launch_gemv(const MatmulArgs& a, const QuantAct* xq, int64_t t0, int nt, cudaStream_t s) {
+void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, int64_t t0, int nt, bool early, cudaStream_t s) {
   constexpr int kRowsPerWarp = 32 / Unit<F>::kLanes;
+  int64_t rows = 0;
+  for (int i = 0; i < n_parts; ++i) rows += a[i].w.n_out;
   int warps = kMaxWarps;
-  while (warps > 1 && (a.w.n_out + warps * kRowsPerWarp - 1) / (warps * kRowsPerWarp) < 2 * sm_count()) warps /= 2;
+  while (warps > 1 && (rows + warps * kRowsPerWarp - 1) / (warps * kRowsPerWarp) < 2 * sm_count()) warps /= 2;
   const int64_t rows_per_block = int64_t(warps) * kRowsPerWarp;
-  const dim3 grid(unsigned((a.w.n_out + rows_per_block - 1) / rows_per_block)), block(32 * warps);
-  float* out = a.out.row(t0);
-  const DevLayout L = dev_layout(F, a.w.n_in, a.w.n_out);
-  XRef x{.q = nullptr, .d = nullptr, .f = nullptr, .n_in = a.w.n_in, .x_stride = a.x.row_stride()};
+  GemvParts parts{};
+  parts.n = n_parts;
+  unsigned blocks = 0;
+  for (int i = 0; i < n_parts; ++i) {
+    blocks += unsigned((a[i].w.n_out + rows_per_block - 1) / rows_per_block);
+    parts.p[i] = GemvPart{.out = a[i].out.row(t0), .out_stride = a[i].out.row_stride(),
+                          .w = static_cast<const uint8_t*>(a[i].w.data), .L = dev_layout(F, a[i].w.n_in, a[i].w.n_out),
+                          .n_out = a[i].w.n_out, .bias = a[i].bias, .block_end = blocks};
+  }
+  const dim3 grid(blocks), block(32 * warps);
+  XRef x{.q = nullptr, .d = nullptr, .f = nullptr, .n_in = a[0].w.n_in, .x_stride = a[0].x.row_stride()};
   if (xq) {
     const int64_t blk = F == DevFormat::q8_0 || F == DevFormat::q4_0 ? 32 : 256;
-    x.q = xq->q + t0 * a.w.n_in;
-    x.d = xq->d + t0 * (a.w.n_in / blk);
+    x.q = xq->q + t0 * a[0].w.n_in;
+    x.d = xq->d + t0 * (a[0].w.n_in / blk);
   } else {
-    x.f = a.x.row(t0);
+    x.f = a[0].x.row(t0);
   }
-  const int64_t os = a.out.row_stride();
-  const auto* w = static_cast<const uint8_t*>(a.w.data);
+  // One token over K-quant rows of more than one pass: the wide variant (measured slower for
+  // BF16 and no faster for Q8_0, whose passes already hold 4-8 units per lane).
+  const int64_t n_units = a[0].w.n_in / (F == DevFormat::f32 ? 4 : F == DevFormat::f16 || F == DevFormat::bf16 ? 8
+                                         : F == DevFormat::q4_k ? 64 : F == DevFormat::q6_k ? 128 : 32);
+  if ((F == DevFormat::q4_k || F == DevFormat::q6_k) && nt == 1 && !flags().no_cuda_gemv_wide &&
+      n_units > int64_t(Unit<F>::kLanes) * Unit<F>::kUnroll) {
+    launch_kernel(gemv_kernel<F, 1, 2>, grid, block, 0, s, parts, x, early);
+    return;
+  }
 #define BRISK_GEMV_CASE(N) \
-  case N: launch_kernel(gemv_kernel<F, N>, grid, block, 0, s, out, os, x, w, L, a.w.n_out, a.bias); break;
+  case N: launch_kernel(gemv_kernel<F, N>, grid, block, 0, s, parts, x, early); break;
   switch (nt) {
     BRISK_GEMV_CASE(1) BRISK_GEMV_CASE(2) BRISK_GEMV_CASE(3) BRISK_GEMV_CASE(4)
     BRISK_GEMV_CASE(5) BRISK_GEMV_CASE(6) BRISK_GEMV_CASE(7) BRISK_GEMV_CASE(8)
@@ -382,11 +443,12 @@ void launch_gemv(const MatmulArgs& a, const QuantAct* xq, int64_t t0, int nt, cu
 }
 
 template <DevFormat F>
-cudaError_t matmul_fmt(const MatmulArgs& a, const QuantAct* xq, cudaStream_t s) {
+cudaError_t matmul_fmt(const MatmulArgs* a, int n_parts, const QuantAct* xq, bool early, cudaStream_t s) {
   if (Unit<F>::kInt != (xq != nullptr)) return cudaErrorInvalidValue;
-  for (int64_t t0 = 0; t0 < a.x.rows; t0 += kMaxTok) {
-    const int nt = int(a.x.rows - t0 < kMaxTok ? a.x.rows - t0 : kMaxTok);
-    launch_gemv<F>(a, xq, t0, nt, s);
+  early = early && !flags().no_cuda_prefetch;
+  for (int64_t t0 = 0; t0 < a[0].x.rows; t0 += kMaxTok) {
+    const int nt = int(a[0].x.rows - t0 < kMaxTok ? a[0].x.rows - t0 : kMaxTok);
+    launch_gemv<F>(a, n_parts, xq, t0, nt, early, s);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
@@ -481,8 +543,20 @@ cudaError_t launch_repack_weight(QuantType t, const void* stored, size_t stored_
     default: return cudaErrorInvalidValue;                                 \
   }
 
-cudaError_t launch_matmul(const MatmulArgs& a, const QuantAct* xq, cudaStream_t s) {
-  BRISK_FMT_DISPATCH(matmul_fmt, a.w.type, a, xq, s)
+cudaError_t launch_matmul(const MatmulArgs& a, const QuantAct* xq, cudaStream_t s, bool weights_constant) {
+  BRISK_FMT_DISPATCH(matmul_fmt, a.w.type, &a, 1, xq, weights_constant, s)
+}
+
+bool matmuls_share_launch(const MatmulArgs& a, const MatmulArgs& b) {
+  return a.w.type == b.w.type && a.w.n_in == b.w.n_in && a.x.data == b.x.data && a.x.rows == b.x.rows &&
+         a.x.row_stride() == b.x.row_stride() && a.out.rows == b.out.rows;
+}
+
+cudaError_t launch_matmuls(const MatmulArgs* a, int n, const QuantAct* xq, cudaStream_t s, bool weights_constant) {
+  if (n < 1 || n > kMaxParts) return cudaErrorInvalidValue;
+  for (int i = 1; i < n; ++i)
+    if (!matmuls_share_launch(a[0], a[i])) return cudaErrorInvalidValue;
+  BRISK_FMT_DISPATCH(matmul_fmt, a[0].w.type, a, n, xq, weights_constant, s)
 }
 
 cudaError_t launch_embedding(const EmbeddingArgs& a, cudaStream_t s) {

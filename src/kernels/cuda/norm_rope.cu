@@ -1,6 +1,7 @@
 // RMS norm (per row or per head group; over whole rows optionally fused with the quantization
 // of its output for the next matmul) and rotary embedding (normal / NeoX pairing, partial
 // rotation of the first n_rot dims of each head).
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/act_quant.cuh"
@@ -27,23 +28,53 @@ struct NormAdd {
   int64_t sum_stride = 0;
 };
 
+//
+// A row (group) can be cut into slices of `slice` elements (a multiple of kQuantBlock), one
+// block each: every block sums the squares of the whole row in the same order (so all get the
+// same scale, equal to the one-block result), then writes and quantizes its slice only. A
+// 4096-wide decode row then runs on 16 multiprocessors instead of one.
+// kQuantBlock 1 / 2: the output rounded through F16 / BF16 goes to qd ([rows, group] dense)
+// instead, as launch_round_activations writes it.
+template <bool kBf16>
+__device__ __forceinline__ float round_half(float v) {
+  return kBf16 ? __bfloat162float(__float2bfloat16_rn(v)) : __half2float(__float2half_rn(v));
+}
+
 template <int kQuantBlock>
 __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, int64_t out_stride, const float* x,
                                                                    int64_t x_stride, const float* weight, int64_t group,
                                                                    int64_t n_groups, float eps, int8_t* q, float* qd,
-                                                                   NormAdd add) {
+                                                                   NormAdd add, int64_t slice, unsigned* bar,
+                                                                   bool weight_early) {
+  const int64_t n_sl = (group + slice - 1) / slice;
+  const int64_t rg = blockIdx.x / n_sl, s0 = (blockIdx.x % n_sl) * slice;
+  const int64_t s1 = s0 + slice < group ? s0 + slice : group;
+  const int64_t r = rg / n_groups, g = rg % n_groups;
+  const int nt = blockDim.x, n_warps = nt / 32;
+  // The weights of this thread's register-held outputs; with weight_early (constant weights)
+  // read before the dependent-launch wait.
+  float wv[kNormPer];
+  auto load_weights = [&]() {
+#pragma unroll
+    for (int k = 0; k < kNormPer; ++k) {
+      const int64_t i = threadIdx.x + int64_t(k) * nt;
+      wv[k] = weight && i >= s0 && i < s1 ? weight[i] : 1.0f;
+    }
+  };
+  if (weight_early) load_weights();
   BRISK_PDL_ENTER();
-  const int64_t r = blockIdx.x / n_groups, g = blockIdx.x % n_groups;
+  if (!weight_early) load_weights();
   const float* xr = x + r * x_stride + g * group;
   float* orow = out + r * out_stride + g * group;
   const float* br = add.b ? add.b + r * add.b_stride : nullptr;
   float* sr = add.b ? add.sum + r * add.sum_stride : nullptr;
-  const int nt = blockDim.x, n_warps = nt / 32;
-  // Reads element i of the input row (the residual sum when adding, stored on the way).
+  // Reads element i of the input row (the residual sum when adding; elements past the
+  // register-held ones are stored on the way, those are stored with the output).
+  const int64_t n_reg = int64_t(kNormPer) * nt;
   auto input = [&](int64_t i) {
     if (!br) return xr[i];
     const float v = xr[i] + br[i];
-    sr[i] = v;
+    if (i >= n_reg) sr[i] = v;
     return v;
   };
   float v[kNormPer];
@@ -67,30 +98,54 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, i
   double total = 0.0;
   for (int w = 0; w < n_warps; ++w) total += part[w];
   const float inv = float(1.0 / sqrt(total / double(group) + double(eps)));
-  constexpr int kCache = kQuantBlock > 0 ? kNormRowCache : 1;
+  if (bar) {
+    // The row is written in place (the sum over its input, or the output over x): no block
+    // writes before every block of the launch has read its row (all of them are resident).
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      volatile unsigned* gen = bar + 1;
+      const unsigned g0 = *gen;
+      __threadfence();
+      if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+        bar[0] = 0;
+        __threadfence();
+        atomicAdd(bar + 1, 1u);
+      } else {
+        while (*gen == g0) {
+        }
+      }
+      __threadfence();
+    }
+    __syncthreads();
+  }
+  constexpr int kCache = kQuantBlock > 2 ? kNormRowCache : 1;
   __shared__ float row_s[kCache];
-  const bool cached = kQuantBlock > 0 && group <= kNormRowCache;
+  const bool cached = kQuantBlock > 2 && group <= kNormRowCache;
 #pragma unroll
   for (int k = 0; k < kNormPer; ++k) {
     const int64_t i = threadIdx.x + int64_t(k) * nt;
-    if (i < group) {
+    if (i >= s0 && i < s1) {
+      if (br) sr[i] = v[k];
       const float y = __fmul_rn(v[k], inv);
-      const float o = weight ? __fmul_rn(y, weight[i]) : y;
+      const float o = weight ? __fmul_rn(y, wv[k]) : y;
       orow[i] = o;
       if (cached) row_s[i] = o;
+      if constexpr (kQuantBlock == 1 || kQuantBlock == 2) qd[r * group + i] = round_half<kQuantBlock == 2>(o);
     }
   }
   for (int64_t i = threadIdx.x + int64_t(kNormPer) * nt; i < group; i += nt) {
+    if (i < s0 || i >= s1) continue;
     const float y = __fmul_rn(br ? sr[i] : xr[i], inv);
     const float o = weight ? __fmul_rn(y, weight[i]) : y;
     orow[i] = o;
     if (cached) row_s[i] = o;
+    if constexpr (kQuantBlock == 1 || kQuantBlock == 2) qd[r * group + i] = round_half<kQuantBlock == 2>(o);
   }
-  if constexpr (kQuantBlock > 0) {
+  if constexpr (kQuantBlock > 2) {
     __syncthreads();  // the row is written (shared, and global writes of the block are visible after it)
     constexpr int kPer = kQuantBlock / 32;
     const int lane = threadIdx.x & 31;
-    for (int64_t b = threadIdx.x >> 5; b * kQuantBlock < group; b += n_warps) {
+    for (int64_t b = s0 / kQuantBlock + (threadIdx.x >> 5); b * kQuantBlock < s1; b += n_warps) {
       float w[kPer];
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
@@ -101,6 +156,32 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, i
     }
   }
 }
+
+// Elements per block of a whole-row norm of `rows` rows: slices of 256 (a multiple of every
+// activation block) while that leaves about two blocks per multiprocessor or fewer; the whole
+// row for short or odd rows and for many rows.
+// A row written in place (`in_place`) is cut only with a barrier, for at most one block per
+// multiprocessor in all (so that every block of the launch is resident together).
+int64_t norm_slice(int64_t rows, int64_t cols, bool in_place, const unsigned* bar) {
+  if (flags().no_cuda_norm_split || cols % 256 != 0 || cols < 1024 || cols > int64_t(kNormPer) * kNormMaxThreads)
+    return cols;
+  if (in_place && !bar) return cols;
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    sms = 132;
+  cudaGetLastError();
+  const int64_t want = rows > 0 ? (in_place ? 1 : 2) * int64_t(sms) / rows : 1;
+  if (want < 2) return cols;
+  const int64_t n = cols / 256 < want ? cols / 256 : want;
+  return (cols / n + 255) / 256 * 256;
+}
+
+// Whether [a, a + an) and [b, b + bn) (floats) overlap.
+bool overlap(const float* a, int64_t an, const float* b, int64_t bn) {
+  if (!a || !b) return false;
+  return a < b + bn && b < a + an;
+}
+int64_t span(int64_t rows, int64_t stride, int64_t cols) { return rows > 0 ? (rows - 1) * stride + cols : 0; }
 
 // Threads for a group: enough for kNormPer values each, a multiple of 32, at most 1024.
 unsigned norm_threads(int64_t group) {
@@ -205,18 +286,25 @@ __global__ void rope_qk_store_kernel(float* q, int64_t q_stride, int n_q_head, f
 
 }  // namespace
 
-cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t s) {
+cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t s, unsigned* barrier, bool weight_constant) {
+  weight_constant = weight_constant && !flags().no_cuda_prefetch;
   const int64_t group = a.group > 0 ? a.group : a.x.cols;
   const int64_t n_groups = a.x.cols / group;
   const int64_t blocks = a.x.rows * n_groups;
   if (blocks == 0) return cudaSuccess;
-  launch_kernel(rms_norm_kernel<0>, unsigned(blocks), norm_threads(group), 0, s, a.out.data, a.out.row_stride(),
-                a.x.data, a.x.row_stride(), a.weight, group, n_groups, a.eps, nullptr, nullptr, NormAdd{});
+  const bool in_place = overlap(a.out.data, span(a.x.rows, a.out.row_stride(), a.x.cols), a.x.data,
+                                span(a.x.rows, a.x.row_stride(), a.x.cols));
+  const int64_t slice = n_groups == 1 ? norm_slice(a.x.rows, group, in_place, barrier) : group;
+  const int64_t n_sl = (group + slice - 1) / slice;
+  unsigned* bar = n_sl > 1 && in_place ? barrier : nullptr;
+  launch_kernel(rms_norm_kernel<0>, unsigned(blocks * n_sl), norm_threads(group), 0, s, a.out.data, a.out.row_stride(),
+                a.x.data, a.x.row_stride(), a.weight, group, n_groups, a.eps, nullptr, nullptr, NormAdd{}, slice, bar, weight_constant);
   return cudaGetLastError();
 }
 
 cudaError_t launch_add_rms_norm(const AddArgs* add, const RmsNormArgs& a, ActRound kind, const QuantAct* q,
-                                cudaStream_t s) {
+                                cudaStream_t s, unsigned* barrier, bool weight_constant) {
+  weight_constant = weight_constant && !flags().no_cuda_prefetch;
   const int64_t cols = a.x.cols;
   if (a.x.rows == 0) return cudaSuccess;
   if (a.group > 0 && a.group != cols) return cudaErrorInvalidValue;
@@ -231,23 +319,38 @@ cudaError_t launch_add_rms_norm(const AddArgs* add, const RmsNormArgs& a, ActRou
   }
   auto* qq = q ? const_cast<int8_t*>(q->q) : nullptr;
   auto* dd = q ? const_cast<float*>(q->d) : nullptr;
-  const unsigned rows = unsigned(a.x.rows), threads = norm_threads(cols);
+  const int64_t rows = a.x.rows;
+  bool in_place = overlap(a.out.data, span(rows, a.out.row_stride(), cols), x, span(rows, xs, cols));
+  if (add) {
+    const int64_t n = span(rows, add->out.row_stride(), cols);
+    in_place = in_place || overlap(add->out.data, n, add->a.data, span(rows, add->a.row_stride(), cols)) ||
+               overlap(add->out.data, n, add->b.data, span(rows, add->b.row_stride(), cols)) ||
+               overlap(a.out.data, span(rows, a.out.row_stride(), cols), add->b.data,
+                       span(rows, add->b.row_stride(), cols));
+  }
+  const int64_t slice = norm_slice(rows, cols, in_place, barrier);
+  unsigned* bar = slice < cols && in_place ? barrier : nullptr;
+  const unsigned blocks = unsigned(a.x.rows * ((cols + slice - 1) / slice)), threads = norm_threads(cols);
   if (!q)
-    launch_kernel(rms_norm_kernel<0>, rows, threads, 0, s, a.out.data, a.out.row_stride(), x, xs, a.weight, cols,
-                  int64_t(1), a.eps, nullptr, nullptr, na);
+    launch_kernel(rms_norm_kernel<0>, blocks, threads, 0, s, a.out.data, a.out.row_stride(), x, xs, a.weight, cols,
+                  int64_t(1), a.eps, nullptr, nullptr, na, slice, bar, weight_constant);
   else if (kind == ActRound::q8_0 && cols % 32 == 0)
-    launch_kernel(rms_norm_kernel<32>, rows, threads, 0, s, a.out.data, a.out.row_stride(), x, xs, a.weight, cols,
-                  int64_t(1), a.eps, qq, dd, na);
+    launch_kernel(rms_norm_kernel<32>, blocks, threads, 0, s, a.out.data, a.out.row_stride(), x, xs, a.weight, cols,
+                  int64_t(1), a.eps, qq, dd, na, slice, bar, weight_constant);
+  else if (kind == ActRound::f16 || kind == ActRound::bf16)
+    launch_kernel(kind == ActRound::bf16 ? rms_norm_kernel<2> : rms_norm_kernel<1>, blocks, threads, 0, s, a.out.data,
+                  a.out.row_stride(), x, xs, a.weight, cols, int64_t(1), a.eps, qq, dd, na, slice, bar, weight_constant);
   else if (kind == ActRound::q8_k && cols % 256 == 0)
-    launch_kernel(rms_norm_kernel<256>, rows, threads, 0, s, a.out.data, a.out.row_stride(), x, xs, a.weight, cols,
-                  int64_t(1), a.eps, qq, dd, na);
+    launch_kernel(rms_norm_kernel<256>, blocks, threads, 0, s, a.out.data, a.out.row_stride(), x, xs, a.weight, cols,
+                  int64_t(1), a.eps, qq, dd, na, slice, bar, weight_constant);
   else
     return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
-cudaError_t launch_rms_norm_quant(const RmsNormArgs& a, ActRound kind, const QuantAct& q, cudaStream_t s) {
-  return launch_add_rms_norm(nullptr, a, kind, &q, s);
+cudaError_t launch_rms_norm_quant(const RmsNormArgs& a, ActRound kind, const QuantAct& q, cudaStream_t s,
+                                  unsigned* barrier, bool weight_constant) {
+  return launch_add_rms_norm(nullptr, a, kind, &q, s, barrier, weight_constant);
 }
 
 cudaError_t launch_rope(const RopeArgs& a, const float* inv_freq, cudaStream_t s) {
