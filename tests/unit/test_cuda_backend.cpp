@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "random_values.h"
 #include "backend/backend.h"
 #include "core/error.h"
 #include "kernels/cpu/ops.h"
@@ -36,13 +37,7 @@ std::unique_ptr<Backend> cuda_or_null() {
   auto be = cuda_or_null(); \
   if (!be) GTEST_SKIP() << "no CUDA device"
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) { return test::gaussian(n, seed, scale); }
 
 // A host [rows, cols] matrix and its device copy.
 struct DevMat {

@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "random_values.h"
 #include "scoped_env.h"
 #include "backend/backend.h"
 #include "core/error.h"
@@ -40,13 +41,7 @@ std::unique_ptr<Backend> cuda_or_null() {
   return make_cuda_backend(0);
 }
 
-std::vector<float> randn(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+std::vector<float> randn(size_t n, uint32_t seed) { return test::gaussian(n, seed); }
 
 // A weight of n_out rows that repeats `distinct` random rows (cheap to make when large).
 struct HostWeight {

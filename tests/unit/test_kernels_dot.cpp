@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "random_values.h"
 #include "scoped_env.h"
 #include "core/error.h"
 #include "core/flags.h"
@@ -27,13 +28,7 @@ const std::vector<QuantType> kSimdFormats = {
     QuantType::Q3_K, QuantType::TQ2_0, QuantType::IQ2_XXS, QuantType::IQ2_XS, QuantType::IQ2_S,
     QuantType::IQ3_XXS, QuantType::IQ3_S, QuantType::IQ1_S, QuantType::IQ1_M, QuantType::TQ1_0};
 
-std::vector<float> gaussian(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
+using test::gaussian;
 
 size_t row_bytes(QuantType t, int64_t n) { return size_t(*quant_row_bytes(t, uint64_t(n))); }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "random_values.h"
 #include "backend/backend.h"
 #include "core/error.h"
 #include "kernels/cpu/ops.h"
@@ -14,13 +15,7 @@
 namespace brisk {
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+std::vector<float> randn(size_t n, uint32_t seed, float scale) { return test::gaussian(n, seed, scale); }
 
 // n_expert stacked [n_out, n_in] matrices in `type` (like GGUF's 3-D expert tensors).
 struct Experts {

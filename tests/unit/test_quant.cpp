@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "random_values.h"
 #include "core/error.h"
 #include "quant/format.h"
 #include "quant/iq_grids.h"
@@ -131,13 +132,7 @@ TEST(QuantQuantize, BitExactWithReference) {
   EXPECT_GE(checked, 9);
 }
 
-std::vector<float> gaussian(size_t n, uint32_t seed, float sigma = 1.f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.f, sigma);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
+using test::gaussian;
 
 // Quantize -> dequantize on gaussian data; the RMSE of every block, relative to the block's
 // RMS, must stay under the format's bound (a 4-bit asymmetric code lands near 0.1, each extra

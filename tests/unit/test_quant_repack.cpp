@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "random_values.h"
 #include "core/error.h"
 #include "kernels/cpu/dot.h"
 #include "quant/format.h"
@@ -21,13 +22,7 @@ namespace {
 // Block counts: fewer than a quad, whole quads, partial quads, one and several groups.
 const int64_t kBlockCounts[] = {1, 2, 3, 4, 5, 7, 8, 12, 13, 15, 16, 17, 20, 28, 29, 31, 32, 35, 48, 152};
 
-std::vector<float> gaussian(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
+using test::gaussian;
 
 // n_rows stored rows of k elements quantized from random values.
 std::vector<uint8_t> stored_rows(QuantType t, int64_t k, int64_t n_rows, uint32_t seed) {
