@@ -222,6 +222,16 @@ Cache make_cache(Backend& be, QuantType t, int64_t n_seq, int64_t cap, int64_t w
   return c;
 }
 
+// want = ref::attention of `a` with its query and K/V caches replaced by their host copies.
+void host_reference_attention(const AttentionArgs& a, DevMat& q, Cache& c, DevMat& want) {
+  AttentionArgs h = a;
+  h.out = want.hmat();
+  h.q = q.hmat();
+  h.k_cache.data = c.hk.data();
+  h.v_cache.data = c.hv.data();
+  ref::attention(h);
+}
+
 TEST(CudaBackend, KvStore) {
   REQUIRE_GPU(be);
   for (const QuantType t : {QuantType::F16, QuantType::F32}) {
@@ -265,12 +275,7 @@ TEST(CudaBackend, Attention) {
                     .n_head = cs.n_head, .n_head_kv = cs.n_head_kv, .head_dim = cs.hd, .scale = scale,
                     .window = cs.window, .softcap = cs.softcap};
     be->attention(a);
-    AttentionArgs h = a;
-    h.out = want.hmat();
-    h.q = q.hmat();
-    h.k_cache.data = c.hk.data();
-    h.v_cache.data = c.hv.data();
-    ref::attention(h);
+    host_reference_attention(a, q, c, want);
     expect_close(out.fetch(), want.host, 2e-5f, 1e-4f,
                  str_cat("attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " window ", cs.window,
                          " softcap ", cs.softcap, cs.prefill ? " prefill" : " decode"));
@@ -305,12 +310,7 @@ TEST(CudaBackend, DecodeAttentionStagedChunks) {
       return out.fetch();
     };
     const std::vector<float> got = run(nullptr);
-    AttentionArgs h = a;
-    h.out = want.hmat();
-    h.q = q.hmat();
-    h.k_cache.data = c.hk.data();
-    h.v_cache.data = c.hv.data();
-    ref::attention(h);
+    host_reference_attention(a, q, c, want);
     const std::string what = str_cat("decode attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " pos ",
                                      cs.pos, " window ", cs.window);
     expect_close(got, want.host, 2e-5f, 1e-4f, what);
@@ -416,12 +416,7 @@ TEST(CudaBackend, PrefillAttentionTensorCores) {
                     .n_head = cs.n_head, .n_head_kv = cs.n_head_kv, .head_dim = cs.hd, .scale = scale,
                     .window = cs.window, .softcap = cs.softcap};
     be->attention(a);
-    AttentionArgs h = a;
-    h.out = want.hmat();
-    h.q = q.hmat();
-    h.k_cache.data = c.hk.data();
-    h.v_cache.data = c.hv.data();
-    ref::attention(h);
+    host_reference_attention(a, q, c, want);
     expect_close(out.fetch(), want.host, 1e-2f, 1e-2f,
                  str_cat("prefill attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " window ", cs.window,
                          " softcap ", cs.softcap, " tokens ", cs.n_tok, " from ", cs.p0));

@@ -106,18 +106,17 @@ struct QuadTables {
   }
 };
 
-// vpshufbitqmb selectors: mask bit 16L + j takes bit j (elements 0..15) or bit 16 + j
-// (elements 16..31) of the qword holding block L's high bits.
-alignas(64) constexpr std::array<uint8_t, 64> kHighBitLo = [] {
+// vpshufbitqmb selector table: byte m picks bit first + m % period of its qword.
+constexpr std::array<uint8_t, 64> bit_selectors(int first, int period) {
   std::array<uint8_t, 64> t{};
-  for (int m = 0; m < 64; ++m) t[size_t(m)] = uint8_t(m % 16);
+  for (int m = 0; m < 64; ++m) t[size_t(m)] = uint8_t(first + m % period);
   return t;
-}();
-alignas(64) constexpr std::array<uint8_t, 64> kHighBitHi = [] {
-  std::array<uint8_t, 64> t{};
-  for (int m = 0; m < 64; ++m) t[size_t(m)] = uint8_t(16 + m % 16);
-  return t;
-}();
+}
+
+// Stored layout: mask bit 16L + j takes bit j (elements 0..15) or bit 16 + j (elements
+// 16..31) of the qword holding block L's high bits.
+alignas(64) constexpr std::array<uint8_t, 64> kHighBitLo = bit_selectors(0, 16);
+alignas(64) constexpr std::array<uint8_t, 64> kHighBitHi = bit_selectors(16, 16);
 
 struct FmtQ4_0 {
   using Block = BlockQ4_0;
@@ -265,16 +264,8 @@ void row_dot_stored(int64_t nb, const void* w, const Prepared* xp, float* out, s
 
 // vpshufbitqmb selectors of the repacked qh (quant/repack.h): code byte m = 16L + i lies in
 // qword 2L + i / 8, which holds word 2L + i / 8: bit i % 8 for element i, 8 + i % 8 for 16 + i.
-alignas(64) constexpr std::array<uint8_t, 64> kPackedBitLo = [] {
-  std::array<uint8_t, 64> t{};
-  for (int m = 0; m < 64; ++m) t[size_t(m)] = uint8_t(m % 8);
-  return t;
-}();
-alignas(64) constexpr std::array<uint8_t, 64> kPackedBitHi = [] {
-  std::array<uint8_t, 64> t{};
-  for (int m = 0; m < 64; ++m) t[size_t(m)] = uint8_t(8 + m % 8);
-  return t;
-}();
+alignas(64) constexpr std::array<uint8_t, 64> kPackedBitLo = bit_selectors(0, 8);
+alignas(64) constexpr std::array<uint8_t, 64> kPackedBitHi = bit_selectors(8, 8);
 // Scale words of a partial group (4q scales in block order) -> reduction lane order: lane l
 // takes block 4 (l % 4) + l / 4, present when l % 4 < q.
 alignas(32) constexpr std::array<uint16_t, 16> kTailScaleIdx = [] {
