@@ -195,7 +195,7 @@ void gemv_rows_multi(const GemvMultiParams& p) {
                               p.weight_type == QuantType::Q6_K);
   if (self_prefetch) {  // they fetch kRowPrefetchBytes ahead: start the stream with that stretch
     const uint8_t* head = std::min(w_end, wb + kRowPrefetchBytes);
-    for (const uint8_t* q = wb; q < head; q += 64) __builtin_prefetch(q, 0, 3);
+    for (const uint8_t* q = wb; q < head; q += 64) __builtin_prefetch(q, 0, 2);
   }
   auto prefetch_through = [&](const uint8_t* row_end) {
     if (self_prefetch) return;
