@@ -24,6 +24,9 @@ class ModelContext final : public Context {
                 " out of range [1, 1024]");
     BRISK_CHECK(opt_.n_batch >= 1, "n_batch must be at least 1");
     BRISK_CHECK(opt_.n_ctx >= 1, "n_ctx must be at least 1");
+    BRISK_CHECK(opt_.kv_block_size >= 16 && opt_.kv_block_size <= (1 << 16) &&
+                    (opt_.kv_block_size & (opt_.kv_block_size - 1)) == 0,
+                "kv_block_size ", opt_.kv_block_size, " is not a power of two in [16, 65536]");
     opt_.n_ctx = std::min(opt_.n_ctx, cfg_.n_ctx_train);
     opt_.n_batch = std::min(opt_.n_batch, opt_.n_ctx * opt_.n_seq_max);
     if (opt_.kv_type == QuantType::Q8_0)
@@ -34,7 +37,8 @@ class ModelContext final : public Context {
     plan_device_memory();
     kv_ = std::make_unique<KvCache>(*backend_, KvCacheOptions{.n_layer = cfg_.n_layer, .width = cfg_.kv_width(),
                                                               .n_seq = opt_.n_seq_max, .n_ctx = opt_.n_ctx,
-                                                              .type = opt_.kv_type});
+                                                              .type = opt_.kv_type,
+                                                              .block_size = opt_.kv_block_size});
     plan_arena();
   }
 
@@ -52,6 +56,7 @@ class ModelContext final : public Context {
     for (const BatchToken& t : batch) new_len[size_t(t.seq)] = t.pos + 1;
     for (int32_t n : new_len) max_len = std::max(max_len, n);
     kv_->reserve(max_len);
+    kv_->prepare(new_len);  // blocks for the new positions (copy-on-write), table on the device
 
     int32_t n_want = 0;
     for (const BatchToken& t : batch) n_want += t.want_logits ? 1 : 0;
@@ -146,8 +151,7 @@ class ModelContext final : public Context {
 
   void seq_truncate(int32_t seq, int32_t n_keep) override {
     check_seq(seq, "seq_truncate");
-    BRISK_CHECK(n_keep >= 0, "seq_truncate: negative length ", n_keep);
-    kv_->set_length(seq, std::min(kv_->length(seq), n_keep));
+    kv_->truncate(seq, n_keep);
   }
 
   void seq_copy(int32_t src, int32_t dst, int32_t n) override {
@@ -196,7 +200,7 @@ class ModelContext final : public Context {
     }
   }
 
-  // On a device backend: weights + KV cache at n_ctx + activations against the free device
+  // On a device backend: weights + KV cache pool at n_ctx + activations against the free device
   // memory, printed before anything is allocated or uploaded; refuses when it does not fit.
   void plan_device_memory() {
     size_t free_b = 0, total_b = 0;
@@ -204,7 +208,9 @@ class ModelContext final : public Context {
     const double gib = 1024.0 * 1024.0 * 1024.0;
     const double weights = double(model_->weights_->total_bytes());
     const double kv_elem = opt_.kv_type == QuantType::F32 ? 4.0 : opt_.kv_type == QuantType::Q8_0 ? 34.0 / 32.0 : 2.0;
-    const double kv = 2.0 * cfg_.n_layer * double(opt_.n_seq_max) * double(opt_.n_ctx) * cfg_.kv_width() * kv_elem;
+    // The paged pool (whole blocks of n_ctx per sequence) and its block table.
+    const double blocks = double(opt_.n_seq_max) * double((opt_.n_ctx + opt_.kv_block_size - 1) / opt_.kv_block_size);
+    const double kv = 2.0 * cfg_.n_layer * blocks * opt_.kv_block_size * cfg_.kv_width() * kv_elem + 4.0 * blocks;
     const double rows = double(opt_.n_batch);
     const double widest = double(std::max({cfg_.n_ff, cfg_.n_embd, cfg_.q_width()}));
     // Arena + logits rows + the matmul's activation scratch + a reserve for the runtime.
@@ -213,7 +219,8 @@ class ModelContext final : public Context {
     const double need = weights + kv + act;
     const std::string plan =
         str_cat(backend_->name(), " memory plan: weights ", fmt_gib(weights / gib), " GiB + KV cache ", fmt_gib(kv / gib),
-                " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq) + activations ", fmt_gib(act / gib), " = ",
+                " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq, ", int64_t(blocks), " blocks of ",
+                opt_.kv_block_size, ") + activations ", fmt_gib(act / gib), " = ",
                 fmt_gib(need / gib), " GiB; free ", fmt_gib(double(free_b) / gib), " of ", fmt_gib(double(total_b) / gib),
                 " GiB");
     BRISK_CHECK(need <= double(free_b), plan, ": does not fit (lower --ctx, use a smaller quant, or --device cpu)");

@@ -53,6 +53,8 @@ struct ContextOptions {
   QuantType kv_type = QuantType::F16;  // F16 (default), F32 or Q8_0
   int32_t n_threads = 0;           // 0: all cores
   std::string device = "cpu";      // cpu | cuda | cuda:N | auto (see make_backend)
+  int32_t kv_block_size = 256;     // KV cache positions per block (paged): a power of two >= 16
+                                   // (256: backend/kv_table.h says why)
 };
 
 struct BatchToken {

@@ -102,6 +102,10 @@ struct Key {
     add(uint64_t(v.row_bytes));
     add(uint64_t(v.capacity));
     add(uint64_t(v.n_seq));
+    add(uint64_t(v.block_size));
+    add(uint64_t(v.n_blocks));
+    add(v.device_table);
+    add(uint64_t(v.table_stride));
   }
 };
 
@@ -501,9 +505,7 @@ class CudaBackend final : public Backend {
     check_mat(a.v, a.k.rows, a.v_cache.width, "kv_store", "v");
     check_kv(a.k_cache, "kv_store");
     check_kv(a.v_cache, "kv_store");
-    BRISK_CHECK(a.k_cache.type == a.v_cache.type && a.k_cache.width == a.v_cache.width &&
-                    a.k_cache.capacity == a.v_cache.capacity,
-                "kv_store: K and V caches differ in type or shape");
+    check_kv_pair(a.k_cache, a.v_cache, "kv_store");
     KvStoreArgs d = a;
     d.seq = stage(a.seq, a.k.rows, "kv_store seq");
     d.pos = stage(a.pos, a.k.rows, "kv_store pos");
@@ -548,6 +550,7 @@ class CudaBackend final : public Backend {
                 "attention: KV cache width does not match the heads");
     check_kv(a.k_cache, "attention");
     check_kv(a.v_cache, "attention");
+    check_kv_pair(a.k_cache, a.v_cache, "attention");
     AttentionArgs d = a;
     const bool flash = use_flash_prefill(a);
     d.seq = stage(a.seq, a.q.rows, "attention seq");
@@ -1003,6 +1006,21 @@ class CudaBackend final : public Backend {
     BRISK_CHECK(v.data && is_device(v.data), op, ": KV cache is not device memory of this backend");
     BRISK_CHECK(v.row_bytes == size_t(v.width) * (v.type == QuantType::F16 ? 2 : 4), op,
                 ": KV cache row_bytes ", v.row_bytes, " does not match width ", v.width);
+    BRISK_CHECK(v.block_size >= 16 && (v.block_size & (v.block_size - 1)) == 0 && v.n_blocks > 0 &&
+                    v.table_stride * int64_t(v.block_size) >= v.capacity,
+                op, ": KV cache block size ", v.block_size, " or block table does not fit its capacity");
+    BRISK_CHECK(is_device(static_cast<const uint8_t*>(v.data) + size_t(v.n_blocks) * size_t(v.block_size) * v.row_bytes - 1),
+                op, ": KV cache pool of ", v.n_blocks, " blocks extends past its allocation");
+    BRISK_CHECK(v.device_table && is_device(v.device_table) &&
+                    is_device(v.device_table + v.n_seq * v.table_stride - 1),
+                op, ": KV block table is not device memory of this backend");
+  }
+
+  // The kernels address K and V rows through one table (the same slots).
+  static void check_kv_pair(const KvView& k, const KvView& v, const char* op) {
+    BRISK_CHECK(k.type == v.type && k.width == v.width && k.capacity == v.capacity && k.block_size == v.block_size &&
+                    k.device_table == v.device_table && k.table_stride == v.table_stride && k.n_seq == v.n_seq,
+                op, ": K and V caches differ in type, shape or block table");
   }
 
   // Whether no kernel writes the device copy of weight `w` (as given to an op) while steps run:
