@@ -34,6 +34,7 @@ class ModelContext final : public Context {
                   cfg_.head_dim);
     backend_ = make_backend(opt_.device, opt_.n_threads);
     opt_.n_threads = backend_->n_threads();
+    opt_.device = backend_->name();  // what "auto" chose
     plan_device_memory();
     kv_ = std::make_unique<KvCache>(*backend_, KvCacheOptions{.n_layer = cfg_.n_layer, .width = cfg_.kv_width(),
                                                               .n_seq = opt_.n_seq_max, .n_ctx = opt_.n_ctx,
@@ -48,6 +49,8 @@ class ModelContext final : public Context {
   }
 
   void decode(const std::vector<BatchToken>& batch) override {
+    std::vector<Sampler*> row_samplers = std::move(next_samplers_);  // this batch's only
+    next_samplers_.clear();
     validate(batch);
     if (batch.empty()) return;
     int32_t max_len = 0;
@@ -60,7 +63,9 @@ class ModelContext final : public Context {
 
     int32_t n_want = 0;
     for (const BatchToken& t : batch) n_want += t.want_logits ? 1 : 0;
-    const bool ids_only = device_greedy_ || device_sampler_;
+    BRISK_CHECK(row_samplers.empty() || int32_t(row_samplers.size()) == n_want, "decode: ", row_samplers.size(),
+                " device samplers for ", n_want, " wanted rows");
+    const bool ids_only = device_greedy_ || device_sampler_ || !row_samplers.empty();
     if (n_want > 0 && !ids_only) logits_.assign(size_t(n_want) * size_t(cfg_.n_vocab), 0.0f);
     if (n_want > 0 && ids_only) device_ids_.assign(size_t(n_want), -1);
     int32_t logits_done = 0;
@@ -90,11 +95,14 @@ class ModelContext final : public Context {
         const BatchToken& t = batch[start + size_t(i)];
         kv_->set_length(t.seq, std::max(kv_->length(t.seq), t.pos + 1));
       }
-      if (n_out > 0 && device_sampler_) {
+      if (n_out > 0 && (device_sampler_ || !row_samplers.empty())) {
         const Mat rows{.data = arena_.logits, .rows = n_out, .cols = cfg_.n_vocab};
         std::vector<DeviceSampleSpec> specs(static_cast<size_t>(n_out));
         sample_edits_.clear();
-        for (DeviceSampleSpec& sp : specs) device_sampler_->device_spec(&sp, &sample_edits_);
+        for (int32_t j = 0; j < n_out; ++j) {
+          Sampler* smp = row_samplers.empty() ? device_sampler_ : row_samplers[size_t(logits_done + j)];
+          smp->device_spec(&specs[size_t(j)], &sample_edits_);
+        }
         BRISK_CHECK(backend_->sample_rows(rows, specs.data(), sample_edits_.data(), int32_t(sample_edits_.size()),
                                           device_ids_.data() + logits_done),
                     "decode: device sampling failed");
@@ -128,6 +136,18 @@ class ModelContext final : public Context {
     if (!backend_->sample_rows(Mat{.data = arena_.logits, .rows = 0, .cols = cfg_.n_vocab}, nullptr, nullptr, 0, &none))
       return false;
     device_sampler_ = sampler;
+    return true;
+  }
+
+  bool set_next_device_samplers(std::vector<Sampler*> rows) override {
+    next_samplers_.clear();
+    if (rows.empty()) return false;
+    for (Sampler* s : rows)
+      if (!s || !s->device_supported()) return false;
+    int32_t none = 0;
+    if (!backend_->sample_rows(Mat{.data = arena_.logits, .rows = 0, .cols = cfg_.n_vocab}, nullptr, nullptr, 0, &none))
+      return false;
+    next_samplers_ = std::move(rows);
     return true;
   }
 
@@ -223,7 +243,7 @@ class ModelContext final : public Context {
                 opt_.kv_block_size, ") + activations ", fmt_gib(act / gib), " = ",
                 fmt_gib(need / gib), " GiB; free ", fmt_gib(double(free_b) / gib), " of ", fmt_gib(double(total_b) / gib),
                 " GiB");
-    BRISK_CHECK(need <= double(free_b), plan, ": does not fit (lower --ctx, use a smaller quant, or --device cpu)");
+    BRISK_CHECK(need <= double(free_b), plan, ": does not fit (lower --ctx or --parallel, use a smaller quant, or --device cpu)");
     if (log_level() <= LogLevel::warn) log_write(LogLevel::info, plan);
   }
   static std::string fmt_gib(double v) {
@@ -278,6 +298,7 @@ class ModelContext final : public Context {
   int32_t n_logits_ = 0;
   bool device_greedy_ = false;   // set_device_greedy
   Sampler* device_sampler_ = nullptr;  // set_device_sampler
+  std::vector<Sampler*> next_samplers_;  // set_next_device_samplers: [wanted rows of the next batch]
   bool logits_are_ids_ = false;  // the last batch with wanted rows kept ids (device_ids_), not logits_
   std::vector<int32_t> device_ids_;  // [n_logits]
   std::vector<DeviceSampleEdit> sample_edits_;  // edits of the rows being sampled on the device

@@ -13,6 +13,7 @@
 
 #include "core/flags.h"
 #include "runtime/engine_api.h"
+#include "runtime/sampler.h"
 #ifdef BRISK_HAVE_CUDA
 #include "backend/cuda/cuda_devices.h"
 #endif
@@ -225,6 +226,51 @@ TEST(CudaPaged, SeqCopyMatchesRecomputeBitExact) {
   ASSERT_EQ(shared_step.size(), own_step.size());
   EXPECT_EQ(std::memcmp(shared_refill.data(), own_refill.data(), sizeof(float) * own_refill.size()), 0);
   EXPECT_EQ(std::memcmp(shared_step.data(), own_step.data(), sizeof(float) * own_step.size()), 0);
+}
+
+// Per-row device sampling (Context::set_next_device_samplers, what the server uses): three
+// sequences with their own samplers (greedy, top-k with temperature, penalties) draw on the
+// GPU the tokens their twins draw on the host from the same logits, step after step.
+TEST(CudaSample, RowSamplersMatchHostSampling) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  const std::string path = std::string(BRISK_SHARED_DATA) + "/models/llama/model-q8_0.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared model fixture " << path << " is missing";
+  auto model = Model::load({.path = path});
+  const int32_t nv = model->info().n_vocab;
+  const std::vector<SamplerParams> params = {
+      SamplerParams{.temperature = 0.0f},
+      SamplerParams{.temperature = 0.9f, .top_k = 40, .top_p = 0.9f, .min_p = 0.02f, .seed = 7},
+      SamplerParams{.temperature = 1.2f, .top_k = 100, .repeat_penalty = 1.3f, .presence_penalty = 0.5f, .seed = 11}};
+  std::vector<Sampler> dev, host;
+  for (const SamplerParams& p : params) {
+    dev.emplace_back(p, nv);
+    host.emplace_back(p, nv);
+  }
+  const ContextOptions opt{.n_ctx = 128, .n_seq_max = 3, .n_batch = 64, .n_threads = 2, .device = "cuda"};
+  auto a = Context::create(model, opt), b = Context::create(model, opt);
+  std::vector<BatchToken> batch;
+  for (int32_t s = 0; s < 3; ++s)
+    for (int32_t i = 0; i < 6; ++i)
+      batch.push_back({.token = (i * 31 + s * 7 + 1) % nv, .pos = i, .seq = s, .want_logits = i == 5});
+  for (int step = 0; step < 16; ++step) {
+    ASSERT_TRUE(a->set_next_device_samplers({&dev[0], &dev[1], &dev[2]}));
+    a->decode(batch);
+    b->decode(batch);
+    ASSERT_NE(a->device_ids(), nullptr);
+    std::vector<BatchToken> next;
+    for (int32_t s = 0; s < 3; ++s) {
+      const int32_t want = host[size_t(s)].sample(b->logits(s));
+      ASSERT_EQ(a->device_ids()[s], want) << "sequence " << s << " step " << step;
+      host[size_t(s)].accept(want);
+      dev[size_t(s)].accept(want);
+      next.push_back({.token = want, .pos = 6 + step, .seq = s, .want_logits = true});
+    }
+    batch = next;
+  }
+  // The next decode samples on the host again unless asked.
+  a->decode(batch);
+  EXPECT_EQ(a->device_ids(), nullptr);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModel,

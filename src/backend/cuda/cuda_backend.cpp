@@ -217,6 +217,7 @@ class CudaBackend final : public Backend {
   }
 
   void* alloc(size_t bytes) override {
+    use_device();
     forget_quant();
     std::lock_guard<std::mutex> lock(mutex_);
     return raw_alloc(bytes, "alloc");
@@ -245,6 +246,7 @@ class CudaBackend final : public Backend {
 
   void copy(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0) return;
+    use_device();
     flush("copy");
     forget_quant();
     cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "copy", "cudaMemcpyAsync");
@@ -256,7 +258,12 @@ class CudaBackend final : public Backend {
     cuda_check(cudaStreamSynchronize(stream_), "synchronize", "cudaStreamSynchronize");
   }
 
+  // The calling thread's current device := this backend's (a server runs steps on its own
+  // thread; launches and allocations go to the current device).
+  void use_device() const { cuda_check(cudaSetDevice(device_), "use_device", "cudaSetDevice"); }
+
   void begin_step(const StepInputs& in) override {
+    use_device();
     if (in_step_) {  // the previous step ended in an error: drop what it queued
       launches_.clear();
       names_.clear();
