@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/kv_table.h"
 #include "core/fp16.h"
 #include "core/large_alloc.h"
 
@@ -31,8 +32,13 @@ void run_attention(benchmark::State& st, bool dram) {
   std::vector<float> q(size_t(n_head * hd)), out(q.size());
   for (auto& x : q) x = g(rng);
   auto be = brisk::make_cpu_backend(threads);
+  // The positions as contiguous blocks of a paged cache (blocks in order).
+  const int64_t per_seq = (positions + brisk::kKvDefaultBlockSize - 1) / brisk::kKvDefaultBlockSize;
+  const std::vector<int32_t> table = brisk::kv_block_table(1, per_seq);
   const brisk::KvView kc{.type = brisk::QuantType::F16, .data = k.data(), .width = width,
-                         .row_bytes = size_t(width) * 2, .capacity = positions, .n_seq = 1};
+                         .row_bytes = size_t(width) * 2, .capacity = positions, .n_seq = 1,
+                         .block_size = brisk::kKvDefaultBlockSize, .n_blocks = per_seq, .table = table.data(),
+                         .device_table = table.data(), .table_stride = per_seq};
   brisk::KvView vc = kc;
   vc.data = v.data();
   const int32_t seq = 0, pos = int32_t(positions - 1);

@@ -8,7 +8,10 @@
 //   Mat      float32 activations [rows, cols], row r at data + r * stride
 //   Weight   a 2-D weight in its stored format: [n_out, n_in], one row per output feature
 //            (GGUF ne = {n_in, n_out}); rows are row_bytes apart
-//   KvView   one layer's K or V cache: [n_seq, capacity, width] in F32 / F16 / Q8_0
+//   KvView   one layer's K or V cache, paged: a pool of blocks [n_blocks, block_size, width]
+//            in F32 / F16 / Q8_0 and a block table [n_seq, table_stride] of block ids;
+//            position pos of sequence seq is row pos % block_size of block
+//            table[seq * table_stride + pos / block_size]
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -41,14 +44,27 @@ struct Weight {
 
 struct KvView {
   QuantType type = QuantType::F16;
-  void* data = nullptr;
+  void* data = nullptr;     // the pool: [n_blocks, block_size, width]
   int64_t width = 0;        // n_head_kv * head_dim elements per position
   size_t row_bytes = 0;     // bytes per position
-  int64_t capacity = 0;     // positions per sequence
+  int64_t capacity = 0;     // positions a sequence may hold now (<= table_stride * block_size)
   int64_t n_seq = 0;
-  uint8_t* row(int64_t seq, int64_t pos) const {
-    return static_cast<uint8_t*>(data) + (size_t(seq) * size_t(capacity) + size_t(pos)) * row_bytes;
+  int32_t block_size = 0;   // positions per block: a power of two >= 16
+  int64_t n_blocks = 0;     // blocks in the pool
+  const int32_t* table = nullptr;         // [n_seq, table_stride] block ids, host memory
+  const int32_t* device_table = nullptr;  // the same in the backend's memory (== table on the CPU)
+  int64_t table_stride = 0;               // block ids per sequence row of the table
+  int block_shift() const { return __builtin_ctz(unsigned(block_size)); }
+  // The pool row of (seq, pos): block * block_size + pos % block_size.
+  int64_t slot(int64_t seq, int64_t pos) const {
+    const int sh = block_shift();
+    return (int64_t(table[seq * table_stride + (pos >> sh)]) << sh) | (pos & (block_size - 1));
   }
+  uint8_t* row(int64_t seq, int64_t pos) const {
+    return static_cast<uint8_t*>(data) + size_t(slot(seq, pos)) * row_bytes;
+  }
+  // Positions pos .. pos + run(pos) - 1 lie in one block: their rows are row_bytes apart.
+  int64_t run(int64_t pos) const { return block_size - (pos & (block_size - 1)); }
 };
 
 // Rotary embedding frequencies resolved at load time (scaling already applied):
@@ -114,7 +130,7 @@ struct KvStoreArgs {
 struct AttentionArgs {
   Mat out;                        // [n_tok, n_head * head_dim]
   Mat q;                          // [n_tok, n_head * head_dim] (rope applied)
-  KvView k_cache;                 // [n_seq, capacity, n_head_kv * head_dim]
+  KvView k_cache;                 // paged [n_seq, capacity, n_head_kv * head_dim]
   KvView v_cache;
   const int32_t* seq = nullptr;   // [n_tok]
   const int32_t* pos = nullptr;   // [n_tok]: attends to positions [max(0, pos-window+1), pos]

@@ -32,7 +32,11 @@ void usage() {
       "  --queue N            waiting requests per model before 503 (default 64)\n"
       "  --cache-tokens N     token budget of idle cached prefixes (default: unbounded within slots)\n"
       "  --cache-block N      prefix-cache block size in tokens (default 16)\n"
-      "  --kv-type T          f16 | f32 | q8_0 (default f16)\n"
+      "  --kv-type T          f16 | f32 | q8_0 (default f16; f16 or f32 on CUDA)\n"
+      "  --kv-block N         KV cache positions per block, a power of two >= 16 (default 256); the paged\n"
+      "                       cache holds --parallel x ceil(--ctx / N) blocks, shared by cached prefixes\n"
+      "  --device D           auto | cpu | cuda | cuda:N (default auto: the GPU when one is usable); on a GPU\n"
+      "                       the memory plan (weights + KV cache + activations) is printed at startup\n"
       "  --quant Q            quantize safetensors weights at load (q8_0, q4_0, q4_k)\n"
       "  --tokenizer DIR      use this Hugging Face folder's tokenizer (and chat template)\n"
       "  -t, --threads N      compute threads (default: all cores)\n"
@@ -99,6 +103,8 @@ int cmd_serve(const std::vector<std::string>& argv) {
     else if (f == "--cache-tokens") eo.scheduler.cache.cached_token_budget = parse_int(f, value(), 0, INT32_MAX);
     else if (f == "--cache-block") eo.scheduler.cache.block_size = parse_int(f, value(), 1, 4096);
     else if (f == "--kv-type") kv = value();
+    else if (f == "--kv-block") eo.kv_block_size = parse_int(f, value(), 16, 1 << 16);
+    else if (f == "--device") eo.device = value();
     else if (f == "--quant") eo.quant = value();
     else if (f == "--tokenizer") eo.tokenizer_dir = value();
     else if (f == "-t" || f == "--threads") eo.n_threads = parse_int(f, value(), 0, 1024);

@@ -24,6 +24,9 @@ class ModelContext final : public Context {
                 " out of range [1, 1024]");
     BRISK_CHECK(opt_.n_batch >= 1, "n_batch must be at least 1");
     BRISK_CHECK(opt_.n_ctx >= 1, "n_ctx must be at least 1");
+    BRISK_CHECK(opt_.kv_block_size >= 16 && opt_.kv_block_size <= (1 << 16) &&
+                    (opt_.kv_block_size & (opt_.kv_block_size - 1)) == 0,
+                "kv_block_size ", opt_.kv_block_size, " is not a power of two in [16, 65536]");
     opt_.n_ctx = std::min(opt_.n_ctx, cfg_.n_ctx_train);
     opt_.n_batch = std::min(opt_.n_batch, opt_.n_ctx * opt_.n_seq_max);
     if (opt_.kv_type == QuantType::Q8_0)
@@ -31,10 +34,12 @@ class ModelContext final : public Context {
                   cfg_.head_dim);
     backend_ = make_backend(opt_.device, opt_.n_threads);
     opt_.n_threads = backend_->n_threads();
+    opt_.device = backend_->name();  // what "auto" chose
     plan_device_memory();
     kv_ = std::make_unique<KvCache>(*backend_, KvCacheOptions{.n_layer = cfg_.n_layer, .width = cfg_.kv_width(),
                                                               .n_seq = opt_.n_seq_max, .n_ctx = opt_.n_ctx,
-                                                              .type = opt_.kv_type});
+                                                              .type = opt_.kv_type,
+                                                              .block_size = opt_.kv_block_size});
     plan_arena();
   }
 
@@ -44,6 +49,8 @@ class ModelContext final : public Context {
   }
 
   void decode(const std::vector<BatchToken>& batch) override {
+    std::vector<Sampler*> row_samplers = std::move(next_samplers_);  // this batch's only
+    next_samplers_.clear();
     validate(batch);
     if (batch.empty()) return;
     int32_t max_len = 0;
@@ -52,10 +59,13 @@ class ModelContext final : public Context {
     for (const BatchToken& t : batch) new_len[size_t(t.seq)] = t.pos + 1;
     for (int32_t n : new_len) max_len = std::max(max_len, n);
     kv_->reserve(max_len);
+    kv_->prepare(new_len);  // blocks for the new positions (copy-on-write), table on the device
 
     int32_t n_want = 0;
     for (const BatchToken& t : batch) n_want += t.want_logits ? 1 : 0;
-    const bool ids_only = device_greedy_ || device_sampler_;
+    BRISK_CHECK(row_samplers.empty() || int32_t(row_samplers.size()) == n_want, "decode: ", row_samplers.size(),
+                " device samplers for ", n_want, " wanted rows");
+    const bool ids_only = device_greedy_ || device_sampler_ || !row_samplers.empty();
     if (n_want > 0 && !ids_only) logits_.assign(size_t(n_want) * size_t(cfg_.n_vocab), 0.0f);
     if (n_want > 0 && ids_only) device_ids_.assign(size_t(n_want), -1);
     int32_t logits_done = 0;
@@ -85,11 +95,14 @@ class ModelContext final : public Context {
         const BatchToken& t = batch[start + size_t(i)];
         kv_->set_length(t.seq, std::max(kv_->length(t.seq), t.pos + 1));
       }
-      if (n_out > 0 && device_sampler_) {
+      if (n_out > 0 && (device_sampler_ || !row_samplers.empty())) {
         const Mat rows{.data = arena_.logits, .rows = n_out, .cols = cfg_.n_vocab};
         std::vector<DeviceSampleSpec> specs(static_cast<size_t>(n_out));
         sample_edits_.clear();
-        for (DeviceSampleSpec& sp : specs) device_sampler_->device_spec(&sp, &sample_edits_);
+        for (int32_t j = 0; j < n_out; ++j) {
+          Sampler* smp = row_samplers.empty() ? device_sampler_ : row_samplers[size_t(logits_done + j)];
+          smp->device_spec(&specs[size_t(j)], &sample_edits_);
+        }
         BRISK_CHECK(backend_->sample_rows(rows, specs.data(), sample_edits_.data(), int32_t(sample_edits_.size()),
                                           device_ids_.data() + logits_done),
                     "decode: device sampling failed");
@@ -126,6 +139,18 @@ class ModelContext final : public Context {
     return true;
   }
 
+  bool set_next_device_samplers(std::vector<Sampler*> rows) override {
+    next_samplers_.clear();
+    if (rows.empty()) return false;
+    for (Sampler* s : rows)
+      if (!s || !s->device_supported()) return false;
+    int32_t none = 0;
+    if (!backend_->sample_rows(Mat{.data = arena_.logits, .rows = 0, .cols = cfg_.n_vocab}, nullptr, nullptr, 0, &none))
+      return false;
+    next_samplers_ = std::move(rows);
+    return true;
+  }
+
   const int32_t* device_ids() const override {
     return logits_are_ids_ && n_logits_ > 0 ? device_ids_.data() : nullptr;
   }
@@ -146,8 +171,7 @@ class ModelContext final : public Context {
 
   void seq_truncate(int32_t seq, int32_t n_keep) override {
     check_seq(seq, "seq_truncate");
-    BRISK_CHECK(n_keep >= 0, "seq_truncate: negative length ", n_keep);
-    kv_->set_length(seq, std::min(kv_->length(seq), n_keep));
+    kv_->truncate(seq, n_keep);
   }
 
   void seq_copy(int32_t src, int32_t dst, int32_t n) override {
@@ -196,7 +220,7 @@ class ModelContext final : public Context {
     }
   }
 
-  // On a device backend: weights + KV cache at n_ctx + activations against the free device
+  // On a device backend: weights + KV cache pool at n_ctx + activations against the free device
   // memory, printed before anything is allocated or uploaded; refuses when it does not fit.
   void plan_device_memory() {
     size_t free_b = 0, total_b = 0;
@@ -204,7 +228,9 @@ class ModelContext final : public Context {
     const double gib = 1024.0 * 1024.0 * 1024.0;
     const double weights = double(model_->weights_->total_bytes());
     const double kv_elem = opt_.kv_type == QuantType::F32 ? 4.0 : opt_.kv_type == QuantType::Q8_0 ? 34.0 / 32.0 : 2.0;
-    const double kv = 2.0 * cfg_.n_layer * double(opt_.n_seq_max) * double(opt_.n_ctx) * cfg_.kv_width() * kv_elem;
+    // The paged pool (whole blocks of n_ctx per sequence) and its block table.
+    const double blocks = double(opt_.n_seq_max) * double((opt_.n_ctx + opt_.kv_block_size - 1) / opt_.kv_block_size);
+    const double kv = 2.0 * cfg_.n_layer * blocks * opt_.kv_block_size * cfg_.kv_width() * kv_elem + 4.0 * blocks;
     const double rows = double(opt_.n_batch);
     const double widest = double(std::max({cfg_.n_ff, cfg_.n_embd, cfg_.q_width()}));
     // Arena + logits rows + the matmul's activation scratch + a reserve for the runtime.
@@ -213,10 +239,11 @@ class ModelContext final : public Context {
     const double need = weights + kv + act;
     const std::string plan =
         str_cat(backend_->name(), " memory plan: weights ", fmt_gib(weights / gib), " GiB + KV cache ", fmt_gib(kv / gib),
-                " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq) + activations ", fmt_gib(act / gib), " = ",
+                " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq, ", int64_t(blocks), " blocks of ",
+                opt_.kv_block_size, ") + activations ", fmt_gib(act / gib), " = ",
                 fmt_gib(need / gib), " GiB; free ", fmt_gib(double(free_b) / gib), " of ", fmt_gib(double(total_b) / gib),
                 " GiB");
-    BRISK_CHECK(need <= double(free_b), plan, ": does not fit (lower --ctx, use a smaller quant, or --device cpu)");
+    BRISK_CHECK(need <= double(free_b), plan, ": does not fit (lower --ctx or --parallel, use a smaller quant, or --device cpu)");
     if (log_level() <= LogLevel::warn) log_write(LogLevel::info, plan);
   }
   static std::string fmt_gib(double v) {
@@ -271,6 +298,7 @@ class ModelContext final : public Context {
   int32_t n_logits_ = 0;
   bool device_greedy_ = false;   // set_device_greedy
   Sampler* device_sampler_ = nullptr;  // set_device_sampler
+  std::vector<Sampler*> next_samplers_;  // set_next_device_samplers: [wanted rows of the next batch]
   bool logits_are_ids_ = false;  // the last batch with wanted rows kept ids (device_ids_), not logits_
   std::vector<int32_t> device_ids_;  // [n_logits]
   std::vector<DeviceSampleEdit> sample_edits_;  // edits of the rows being sampled on the device

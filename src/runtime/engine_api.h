@@ -52,7 +52,10 @@ struct ContextOptions {
   int32_t n_batch = 512;           // max tokens per forward (larger batches are chunked)
   QuantType kv_type = QuantType::F16;  // F16 (default), F32 or Q8_0
   int32_t n_threads = 0;           // 0: all cores
-  std::string device = "cpu";      // cpu | cuda | cuda:N | auto (see make_backend)
+  std::string device = "cpu";      // cpu | cuda | cuda:N | auto (see make_backend); options()
+                                   // gives the backend's name ("cpu", "cuda:0")
+  int32_t kv_block_size = 256;     // KV cache positions per block (paged): a power of two >= 16
+                                   // (256: backend/kv_table.h says why)
 };
 
 struct BatchToken {
@@ -85,6 +88,15 @@ class Context {
   // (false: the backend has no such op, or the sampler's configuration cannot run there).
   virtual bool set_device_sampler(Sampler* sampler) {
     (void)sampler;
+    return false;
+  }
+  // Sampling on the device for the next decode() only, one sampler per wanted row (batch
+  // order; a server's rows belong to different requests): each row's chain (device_spec) runs
+  // on the backend and only the ids are copied back; the caller still calls accept(). Returns
+  // false, with nothing set, when the backend has no such op or a sampler's configuration
+  // cannot run there (the caller then samples logits(i) itself).
+  virtual bool set_next_device_samplers(std::vector<Sampler*> rows) {
+    (void)rows;
     return false;
   }
   // [rows wanted by the last batch] ids picked on the device (-1: every token banned) while

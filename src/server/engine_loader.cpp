@@ -28,7 +28,9 @@ ModelLoader engine_model_loader(EngineLoadOptions o) {
     BRISK_CHECK(tokenizer != nullptr, "serve: model '", spec.name, "' (", spec.path,
                 ") has no tokenizer; give --tokenizer DIR (a Hugging Face folder with tokenizer.json)");
     auto ctx = Context::create(model, {.n_ctx = o.n_ctx, .n_seq_max = o.n_parallel, .n_batch = o.n_batch,
-                                       .kv_type = o.kv_type, .n_threads = o.n_threads});
+                                       .kv_type = o.kv_type, .n_threads = o.n_threads, .device = o.device,
+                                       .kv_block_size = o.kv_block_size});
+    const std::string ctx_device = ctx->options().device;
     auto m = std::make_shared<LoadedModel>();
     m->name = spec.name;
     m->model = model;
@@ -57,8 +59,9 @@ ModelLoader engine_model_loader(EngineLoadOptions o) {
       log_warn("serve: model '", spec.name, "' has no chat template: only /v1/completions works");
     }
     m->scheduler = std::make_unique<Scheduler>(std::move(ctx), engine_sampler_factory(), o.scheduler);
-    log_info("serve: model '", spec.name, "' ready: ", model->info().architecture, ", context ", m->n_ctx, " x ",
-             o.n_parallel, " sequences, output format ", chat_format_name(m->chat_format));
+    log_info("serve: model '", spec.name, "' ready on ", ctx_device, ": ", model->info().architecture, ", context ",
+             m->n_ctx, " x ", o.n_parallel, " sequences (KV blocks of ", o.kv_block_size, "), output format ",
+             chat_format_name(m->chat_format));
     return m;
   };
 }

@@ -13,6 +13,8 @@ struct EngineLoadOptions {
   int32_t n_parallel = 4;      // sequence slots (concurrent requests + cached prefixes)
   int32_t n_batch = 512;       // tokens per forward
   QuantType kv_type = QuantType::F16;
+  int32_t kv_block_size = 256;  // KV cache positions per block
+  std::string device = "auto";  // cpu | cuda | cuda:N | auto (see make_backend)
   int32_t n_threads = 0;
   std::string quant;           // quantize safetensors weights at load ("", "q8_0", ...)
   std::string tokenizer_dir;   // Hugging Face folder whose tokenizer (and chat template) replace

@@ -12,6 +12,7 @@ class EngineSampler : public TokenSampler {
     return sampler_.sample(logits, allowed);
   }
   void accept(int32_t token) override { sampler_.accept(token); }
+  Sampler* device_sampler() override { return &sampler_; }
 
  private:
   Sampler sampler_;

@@ -297,10 +297,23 @@ void Scheduler::step() {
   }
   if (batch.empty()) return;
 
-  // 3. One forward.
+  // 3. One forward. Its rows are sampled on the device (only ids come back) when every row's
+  // sampler can run there and no row needs its logits (constraint masks, logprobs).
+  std::vector<Sampler*> on_device;
+  for (Sequence* s : logit_rows) {
+    Sampler* d = s->req.constraint || s->req.logprobs >= 0 ? nullptr : s->sampler->device_sampler();
+    if (!d) {
+      on_device.clear();
+      break;
+    }
+    on_device.push_back(d);
+  }
   const auto t0 = Clock::now();
+  const int32_t* device_ids = nullptr;
   try {
+    const bool ids = !on_device.empty() && ctx_->set_next_device_samplers(std::move(on_device));
     ctx_->decode(batch);
+    if (ids) device_ids = ctx_->device_ids();
   } catch (const std::exception& e) {
     std::string msg = str_cat("decode failed: ", e.what());
     for (Sequence* s : logit_rows) finish(*s, FinishReason::error, msg);
@@ -337,9 +350,10 @@ void Scheduler::step() {
     Sequence& s = *logit_rows[row];
     if (s.done) continue;
     try {
-      const float* logits = ctx_->logits(int32_t(row));
+      const float* logits = device_ids ? nullptr : ctx_->logits(int32_t(row));
       const std::vector<bool>* allowed = s.req.constraint ? s.req.constraint->allowed() : nullptr;
-      const int32_t tok = s.sampler->sample(logits, allowed);
+      const int32_t tok = device_ids ? device_ids[row] : s.sampler->sample(logits, allowed);
+      BRISK_CHECK(!device_ids || tok >= 0, "sampling on the device: every token is banned");
       BRISK_CHECK(tok >= 0 && tok < n_vocab_, "sampler returned token ", tok, " outside [0, ", n_vocab_, ")");
       s.sampler->accept(tok);
       if (s.req.constraint) s.req.constraint->accept(tok);

@@ -32,6 +32,9 @@ class TokenSampler {
   virtual ~TokenSampler() = default;
   virtual int32_t sample(const float* logits, const std::vector<bool>* allowed) = 0;  // logits: [n_vocab]
   virtual void accept(int32_t token) = 0;
+  // The engine's sampler behind this one, for sampling on the device (Context::
+  // set_next_device_samplers); nullptr: sample() only.
+  virtual Sampler* device_sampler() { return nullptr; }
 };
 using SamplerFactory =
     std::function<std::unique_ptr<TokenSampler>(const SamplerParams& params, int32_t n_vocab)>;

@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "paged_kv.h"
 #include "random_values.h"
 #include "backend/backend.h"
 #include "core/error.h"
@@ -198,22 +199,32 @@ TEST(CudaBackend, Rope) {
   }
 }
 
+// A paged cache on the device (blocks of block_size, table in `layout`) with random rows, and
+// its host copies: the same pools and the same table.
 struct Cache {
   KvView k, v;
-  std::vector<uint8_t> hk, hv;  // host copies
+  std::vector<uint8_t> hk, hv;  // host copies of the pools
+  std::vector<int32_t> table;   // host copy of the block table
 };
 
-Cache make_cache(Backend& be, QuantType t, int64_t n_seq, int64_t cap, int64_t width, uint32_t seed) {
+Cache make_cache(Backend& be, QuantType t, int64_t n_seq, int64_t cap, int64_t width, uint32_t seed,
+                 int32_t block_size = 256, testing::KvLayout layout = testing::KvLayout::scrambled, int64_t n_shared = 0) {
   Cache c;
   const size_t rb = size_t(quant_row_bytes(t, uint64_t(width)).value());
-  const size_t bytes = rb * size_t(n_seq * cap);
-  c.k = KvView{.type = t, .data = be.alloc(bytes), .width = width, .row_bytes = rb, .capacity = cap, .n_seq = n_seq};
+  const int64_t per_seq = (cap + block_size - 1) / block_size, rows = n_seq * per_seq * block_size;
+  const size_t bytes = rb * size_t(rows);
+  c.table = testing::test_kv_table(n_seq, per_seq, layout, n_shared);
+  auto* dev_table = static_cast<int32_t*>(be.alloc(sizeof(int32_t) * c.table.size()));
+  be.copy(dev_table, c.table.data(), sizeof(int32_t) * c.table.size());
+  c.k = KvView{.type = t, .data = be.alloc(bytes), .width = width, .row_bytes = rb, .capacity = cap, .n_seq = n_seq,
+               .block_size = block_size, .n_blocks = n_seq * per_seq, .table = nullptr, .device_table = dev_table,
+               .table_stride = per_seq};
   c.v = c.k;
   c.v.data = be.alloc(bytes);
   c.hk.resize(bytes);
   c.hv.resize(bytes);
-  const std::vector<float> fk = randn(size_t(n_seq * cap * width), seed), fv = randn(size_t(n_seq * cap * width), seed + 1);
-  for (int64_t r = 0; r < n_seq * cap; ++r) {
+  const std::vector<float> fk = randn(size_t(rows * width), seed), fv = randn(size_t(rows * width), seed + 1);
+  for (int64_t r = 0; r < rows; ++r) {
     cpu::row_from_f32(t, fk.data() + r * width, c.hk.data() + size_t(r) * rb, width);
     cpu::row_from_f32(t, fv.data() + r * width, c.hv.data() + size_t(r) * rb, width);
   }
@@ -229,7 +240,25 @@ void host_reference_attention(const AttentionArgs& a, DevMat& q, Cache& c, DevMa
   h.q = q.hmat();
   h.k_cache.data = c.hk.data();
   h.v_cache.data = c.hv.data();
+  h.k_cache.table = h.v_cache.table = h.k_cache.device_table = h.v_cache.device_table = c.table.data();
   ref::attention(h);
+}
+
+// kv_store of rows k, v at (seq, pos) on the device: both pools then equal ref::kv_store's
+// host copies (which it updates).
+void expect_kv_store(Backend& be, Cache& c, DevMat& k, DevMat& v, const std::vector<int32_t>& seq,
+                     const std::vector<int32_t>& pos, const std::string& what) {
+  be.kv_store({.k = k.dev, .v = v.dev, .k_cache = c.k, .v_cache = c.v, .seq = seq.data(), .pos = pos.data()});
+  KvView hk = c.k, hv = c.v;
+  hk.data = c.hk.data();
+  hv.data = c.hv.data();
+  hk.table = hv.table = hk.device_table = hv.device_table = c.table.data();
+  ref::kv_store({.k = k.hmat(), .v = v.hmat(), .k_cache = hk, .v_cache = hv, .seq = seq.data(), .pos = pos.data()});
+  std::vector<uint8_t> gk(c.hk.size()), gv(c.hv.size());
+  be.copy(gk.data(), c.k.data, gk.size());
+  be.copy(gv.data(), c.v.data, gv.size());
+  EXPECT_EQ(gk, c.hk) << what;
+  EXPECT_EQ(gv, c.hv) << what;
 }
 
 TEST(CudaBackend, KvStore) {
@@ -238,16 +267,7 @@ TEST(CudaBackend, KvStore) {
     Cache c = make_cache(*be, t, 2, 16, 96, 7);
     DevMat k(*be, 3, 96, randn(3 * 96, 8)), v(*be, 3, 96, randn(3 * 96, 9));
     const std::vector<int32_t> seq = {0, 1, 1}, pos = {5, 0, 15};
-    be->kv_store({.k = k.dev, .v = v.dev, .k_cache = c.k, .v_cache = c.v, .seq = seq.data(), .pos = pos.data()});
-    KvView hk = c.k, hv = c.v;
-    hk.data = c.hk.data();
-    hv.data = c.hv.data();
-    ref::kv_store({.k = k.hmat(), .v = v.hmat(), .k_cache = hk, .v_cache = hv, .seq = seq.data(), .pos = pos.data()});
-    std::vector<uint8_t> gk(c.hk.size()), gv(c.hv.size());
-    be->copy(gk.data(), c.k.data, gk.size());
-    be->copy(gv.data(), c.v.data, gv.size());
-    EXPECT_EQ(gk, c.hk) << quant_type_info(t).name;
-    EXPECT_EQ(gv, c.hv) << quant_type_info(t).name;
+    expect_kv_store(*be, c, k, v, seq, pos, std::string(quant_type_info(t).name));
   }
 }
 
@@ -423,6 +443,46 @@ TEST(CudaBackend, PrefillAttentionTensorCores) {
   }
 }
 
+// Attention and the KV store over paged caches whose block tables are scrambled (each
+// sequence's blocks out of order) or shared (sequence 1's first block is sequence 0's), blocks
+// of 16 and 64 positions (tiles and staged chunks then cross blocks): decode (staged and not,
+// split), several sequences, and tensor-core prefill, against the CPU reference on the same table.
+TEST(CudaBackend, AttentionPagedTables) {
+  REQUIRE_GPU(be);
+  struct Case { int32_t n_head, n_head_kv, hd; QuantType kv; };
+  for (const Case cs : {Case{32, 8, 128, QuantType::F16}, Case{8, 2, 64, QuantType::F16},
+                        Case{4, 4, 128, QuantType::F32}}) {
+    for (const int32_t bs : {16, 64}) {
+      for (const testing::KvLayout layout : {testing::KvLayout::scrambled, testing::KvLayout::shared}) {
+        const int64_t cap = 700, width = int64_t(cs.n_head_kv) * cs.hd;
+        Cache c = make_cache(*be, cs.kv, 2, cap, width, 41, bs, layout, 2);
+        const std::string what = str_cat("paged attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " ",
+                                         quant_type_info(cs.kv).name, " block ", bs,
+                                         layout == testing::KvLayout::shared ? " shared" : " scrambled");
+        struct Batch { std::vector<int32_t> seq, pos; float tol; };
+        std::vector<Batch> batches = {{{1}, {40}, 1e-4f}, {{0}, {699}, 1e-4f}, {{1, 0, 1}, {5, 300, 650}, 1e-4f}};
+        Batch pre{{}, {}, 1e-2f};  // one sequence at consecutive positions: the tensor-core kernel (F16)
+        for (int32_t i = 0; i < 100; ++i) { pre.seq.push_back(1); pre.pos.push_back(21 + i); }
+        batches.push_back(pre);
+        for (const Batch& b : batches) {
+          const int64_t n = int64_t(b.seq.size()), qw = int64_t(cs.n_head) * cs.hd;
+          DevMat q(*be, n, qw, randn(size_t(n * qw), 42)), out(*be, n, qw), want(*be, n, qw);
+          AttentionArgs a{.out = out.dev, .q = q.dev, .k_cache = c.k, .v_cache = c.v, .seq = b.seq.data(),
+                          .pos = b.pos.data(), .n_head = cs.n_head, .n_head_kv = cs.n_head_kv, .head_dim = cs.hd,
+                          .scale = 1.0f / std::sqrt(float(cs.hd))};
+          be->attention(a);
+          host_reference_attention(a, q, c, want);
+          expect_close(out.fetch(), want.host, b.tol, b.tol, str_cat(what, " tokens ", n));
+        }
+        // The store through the table.
+        DevMat k(*be, 3, width, randn(size_t(3 * width), 43)), v(*be, 3, width, randn(size_t(3 * width), 44));
+        const std::vector<int32_t> seq = {0, 1, 1}, pos = {17, 33, 699};
+        expect_kv_store(*be, c, k, v, seq, pos, what);
+      }
+    }
+  }
+}
+
 TEST(CudaBackend, Elementwise) {
   REQUIRE_GPU(be);
   for (const Activation act : {Activation::silu, Activation::gelu_tanh}) {
@@ -477,10 +537,15 @@ std::vector<std::vector<float>> run_steps(Backend& be, int n_steps, std::vector<
   const Mat x = mat(n_embd), h = mat(n_embd), q = mat(n_head * hd), k = mat(n_head_kv * hd), v = mat(n_head_kv * hd),
             att = mat(n_head * hd), o = mat(n_embd);
   const size_t rb = size_t(n_head_kv * hd) * 2;
-  KvView kc{.type = QuantType::F16, .data = be.alloc(rb * cap), .width = n_head_kv * hd, .row_bytes = rb,
-            .capacity = cap, .n_seq = 1};
+  const std::vector<int32_t> table = testing::test_kv_table(1, (cap + 15) / 16, testing::KvLayout::scrambled);
+  auto* dev_table = static_cast<int32_t*>(be.alloc(sizeof(int32_t) * table.size()));
+  be.copy(dev_table, table.data(), sizeof(int32_t) * table.size());
+  const int64_t rows = int64_t(table.size()) * 16;
+  KvView kc{.type = QuantType::F16, .data = be.alloc(rb * size_t(rows)), .width = n_head_kv * hd, .row_bytes = rb,
+            .capacity = cap, .n_seq = 1, .block_size = 16, .n_blocks = int64_t(table.size()), .table = nullptr,
+            .device_table = dev_table, .table_stride = int64_t(table.size())};
   KvView vc = kc;
-  vc.data = be.alloc(rb * cap);
+  vc.data = be.alloc(rb * size_t(rows));
   static const std::vector<float> norm_w(size_t(n_embd), 1.25f);
   static RopeTable rope{.n_rot = int32_t(hd), .inv_freq = {}};
   if (rope.inv_freq.empty())

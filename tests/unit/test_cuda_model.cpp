@@ -13,6 +13,7 @@
 
 #include "core/flags.h"
 #include "runtime/engine_api.h"
+#include "runtime/sampler.h"
 #ifdef BRISK_HAVE_CUDA
 #include "backend/cuda/cuda_devices.h"
 #endif
@@ -175,6 +176,101 @@ TEST(CudaGraphs, DecodeMatchesNoGraphsBitExact) {
   ASSERT_EQ(with.all_logits.size(), without.all_logits.size());
   EXPECT_EQ(std::memcmp(with.all_logits.data(), without.all_logits.data(), sizeof(float) * with.all_logits.size()), 0);
   EXPECT_EQ(with.greedy, without.greedy);
+}
+
+// Prefix sharing on the GPU (blocks of 16): a sequence copied from another (whole blocks
+// shared, the partial last one copied), one truncated into a shared block and continued
+// (copy-on-write), and the source itself, decoded together in one graph-replayed step, give the
+// bits of the same sequences computed with private blocks by the same batches.
+TEST(CudaPaged, SeqCopyMatchesRecomputeBitExact) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  const std::string path = std::string(BRISK_SHARED_DATA) + "/models/llama/model-q8_0.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared model fixture " << path << " is missing";
+  auto model = Model::load({.path = path});
+  std::vector<int32_t> p;
+  for (int i = 0; i < 40; ++i) p.push_back(int32_t((i * 29 + 7) % model->info().n_vocab));
+  const auto batch = [&](int32_t seq, int32_t from, int32_t to) {
+    std::vector<BatchToken> b;
+    for (int32_t i = from; i < to; ++i) b.push_back({.token = p[size_t(i)], .pos = i, .seq = seq, .want_logits = i + 1 == to});
+    return b;
+  };
+  const ContextOptions opt{.n_ctx = 256, .n_seq_max = 3, .n_batch = 64, .n_threads = 2, .device = "cuda",
+                           .kv_block_size = 16};
+  const std::vector<BatchToken> step = {{.token = 3, .pos = 40, .seq = 0, .want_logits = true},
+                                        {.token = 5, .pos = 40, .seq = 1, .want_logits = true},
+                                        {.token = 7, .pos = 40, .seq = 2, .want_logits = true}};
+  const auto logits = [](Context& c, int32_t n) {
+    std::vector<float> all;
+    for (int32_t i = 0; i < n; ++i) all.insert(all.end(), c.logits(i), c.logits(i) + c.n_vocab());
+    return all;
+  };
+  // Shared: sequence 0's prompt, copied whole to 1 and truncated to 20 in 2, 2 then refilled.
+  auto shared = Context::create(model, opt);
+  shared->decode(batch(0, 0, 40));
+  shared->seq_copy(0, 1, 40);
+  shared->seq_copy(0, 2, 40);
+  shared->seq_truncate(2, 20);
+  shared->decode(batch(2, 20, 40));
+  const std::vector<float> shared_refill = logits(*shared, 1);
+  shared->decode(step);
+  const std::vector<float> shared_step = logits(*shared, 3);
+  // Private: every sequence computes its own prompt with the same batches.
+  auto own = Context::create(model, opt);
+  for (int32_t s = 0; s < 3; ++s) own->decode(batch(s, 0, 40));
+  own->seq_truncate(2, 20);
+  own->decode(batch(2, 20, 40));
+  const std::vector<float> own_refill = logits(*own, 1);
+  own->decode(step);
+  const std::vector<float> own_step = logits(*own, 3);
+  ASSERT_EQ(shared_step.size(), own_step.size());
+  EXPECT_EQ(std::memcmp(shared_refill.data(), own_refill.data(), sizeof(float) * own_refill.size()), 0);
+  EXPECT_EQ(std::memcmp(shared_step.data(), own_step.data(), sizeof(float) * own_step.size()), 0);
+}
+
+// Per-row device sampling (Context::set_next_device_samplers, what the server uses): three
+// sequences with their own samplers (greedy, top-k with temperature, penalties) draw on the
+// GPU the tokens their twins draw on the host from the same logits, step after step.
+TEST(CudaSample, RowSamplersMatchHostSampling) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  const std::string path = std::string(BRISK_SHARED_DATA) + "/models/llama/model-q8_0.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared model fixture " << path << " is missing";
+  auto model = Model::load({.path = path});
+  const int32_t nv = model->info().n_vocab;
+  const std::vector<SamplerParams> params = {
+      SamplerParams{.temperature = 0.0f},
+      SamplerParams{.temperature = 0.9f, .top_k = 40, .top_p = 0.9f, .min_p = 0.02f, .seed = 7},
+      SamplerParams{.temperature = 1.2f, .top_k = 100, .repeat_penalty = 1.3f, .presence_penalty = 0.5f, .seed = 11}};
+  std::vector<Sampler> dev, host;
+  for (const SamplerParams& p : params) {
+    dev.emplace_back(p, nv);
+    host.emplace_back(p, nv);
+  }
+  const ContextOptions opt{.n_ctx = 128, .n_seq_max = 3, .n_batch = 64, .n_threads = 2, .device = "cuda"};
+  auto a = Context::create(model, opt), b = Context::create(model, opt);
+  std::vector<BatchToken> batch;
+  for (int32_t s = 0; s < 3; ++s)
+    for (int32_t i = 0; i < 6; ++i)
+      batch.push_back({.token = (i * 31 + s * 7 + 1) % nv, .pos = i, .seq = s, .want_logits = i == 5});
+  for (int step = 0; step < 16; ++step) {
+    ASSERT_TRUE(a->set_next_device_samplers({&dev[0], &dev[1], &dev[2]}));
+    a->decode(batch);
+    b->decode(batch);
+    ASSERT_NE(a->device_ids(), nullptr);
+    std::vector<BatchToken> next;
+    for (int32_t s = 0; s < 3; ++s) {
+      const int32_t want = host[size_t(s)].sample(b->logits(s));
+      ASSERT_EQ(a->device_ids()[s], want) << "sequence " << s << " step " << step;
+      host[size_t(s)].accept(want);
+      dev[size_t(s)].accept(want);
+      next.push_back({.token = want, .pos = 6 + step, .seq = s, .want_logits = true});
+    }
+    batch = next;
+  }
+  // The next decode samples on the host again unless asked.
+  a->decode(batch);
+  EXPECT_EQ(a->device_ids(), nullptr);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModel,

@@ -309,6 +309,49 @@ TEST(ModelContext, KvCacheGrowthKeepsContents) {
   EXPECT_EQ(small->seq_length(0), 0);
 }
 
+// Prefix sharing: a sequence copied from another (whole KV blocks shared, a partial last block
+// copied) and continued gives the logits of computing its whole prompt from scratch; so does a
+// copy truncated into a shared block and continued (copy-on-write), and the source sequence,
+// continued after both, is untouched by their writes. Blocks of 16 positions, F32 and F16.
+TEST(ModelContext, SeqCopySharesBlocksAndMatchesRecompute) {
+  REQUIRE_MODEL("qwen2");
+  const Ref ref = load_ref("qwen2");
+  auto model = Model::load({.path = model_dir("qwen2") + "/hf"});
+  std::vector<int32_t> ids;
+  while (ids.size() < 46) ids.insert(ids.end(), ref.input_ids.begin(), ref.input_ids.end());
+  ids.resize(46);
+  const auto part = [&](size_t a, size_t b) { return std::vector<int32_t>(ids.begin() + long(a), ids.begin() + long(b)); };
+  for (const QuantType kv : {QuantType::F32, QuantType::F16}) {
+    const ContextOptions opt{.n_ctx = 256, .n_seq_max = 3, .n_batch = 64, .kv_type = kv, .n_threads = 2,
+                             .kv_block_size = 16};
+    // Reference: each prompt computed alone.
+    auto fresh = Context::create(model, opt);
+    fresh->decode(prompt_batch(part(0, 45), 0, 0, false));
+    const std::vector<float> want45(fresh->logits(0), fresh->logits(0) + fresh->n_vocab());
+    fresh->decode(prompt_batch(part(45, 46), 0, 45, false));
+    const std::vector<float> want46(fresh->logits(0), fresh->logits(0) + fresh->n_vocab());
+
+    auto ctx = Context::create(model, opt);
+    ctx->decode(prompt_batch(part(0, 45), 0, 0, false));
+    ctx->seq_copy(0, 1, 40);  // blocks 0, 1 shared; rows 32..39 copied
+    EXPECT_EQ(ctx->seq_length(1), 40);
+    ctx->decode(prompt_batch(part(40, 45), 1, 40, false));
+    float err = 0.0f;
+    for (int32_t i = 0; i < ctx->n_vocab(); ++i) err = std::max(err, std::fabs(ctx->logits(0)[i] - want45[size_t(i)]));
+    EXPECT_LT(err, 1e-4f) << "copied prefix " << quant_type_info(kv).name;
+    ctx->seq_copy(0, 2, 45);
+    ctx->seq_truncate(2, 20);  // block 1 still shared with sequence 0: the next write copies it
+    ctx->decode(prompt_batch(part(20, 45), 2, 20, false));
+    err = 0.0f;
+    for (int32_t i = 0; i < ctx->n_vocab(); ++i) err = std::max(err, std::fabs(ctx->logits(0)[i] - want45[size_t(i)]));
+    EXPECT_LT(err, 1e-4f) << "copy-on-write " << quant_type_info(kv).name;
+    ctx->decode(prompt_batch(part(45, 46), 0, 45, false));
+    err = 0.0f;
+    for (int32_t i = 0; i < ctx->n_vocab(); ++i) err = std::max(err, std::fabs(ctx->logits(0)[i] - want46[size_t(i)]));
+    EXPECT_LT(err, 1e-4f) << "source after sharing " << quant_type_info(kv).name;
+  }
+}
+
 TEST(ModelContext, ReferenceOpsKillSwitchGivesSameLogits) {
   REQUIRE_MODEL("qwen3");
   const Ref ref = load_ref("qwen3");

@@ -16,6 +16,7 @@
 #include "kernels/cpu/ref.h"
 #include "models/rope_scaling.h"
 #include "quant/format.h"
+#include "paged_kv.h"
 
 namespace brisk {
 namespace {
@@ -307,11 +308,8 @@ TEST_P(AttentionKernels, MatchReferenceWithGqaWindowsAndCacheTypes) {
     for (const AttnCase& c : cases) {
       const int64_t width = int64_t(c.n_head_kv) * c.head_dim;
       const int64_t cap = 40, n_seq = 2;
-      const size_t rb = size_t(quant_row_bytes(c.kv, uint64_t(width)).value());
-      std::vector<uint8_t> kbuf(rb * size_t(cap * n_seq)), vbuf(kbuf.size());
-      const KvView kc{.type = c.kv, .data = kbuf.data(), .width = width, .row_bytes = rb, .capacity = cap, .n_seq = n_seq};
-      KvView vc = kc;
-      vc.data = vbuf.data();
+      const testing::HostKv pool = testing::make_host_kv(c.kv, width, cap, n_seq, 16, testing::KvLayout::scrambled);
+      const KvView kc = pool.kc, vc = pool.vc;
       // Sequence 0 holds 37 positions, sequence 1 holds 7; the batch queries a mix.
       std::vector<int32_t> seq, pos;
       for (int32_t p = 0; p < 37; ++p) { seq.push_back(0); pos.push_back(p); }
@@ -359,11 +357,8 @@ TEST(AttentionKernels, SplitDecodeOverLongContextsMatchesReference) {
     for (const AttnCase& c : cases) {
       for (int32_t p : {511, 1000, 2049}) {
         const int64_t width = int64_t(c.n_head_kv) * c.head_dim, cap = p + 1;
-        const size_t rb = size_t(quant_row_bytes(c.kv, uint64_t(width)).value());
-        std::vector<uint8_t> kbuf(rb * size_t(cap)), vbuf(kbuf.size());
-        const KvView kc{.type = c.kv, .data = kbuf.data(), .width = width, .row_bytes = rb, .capacity = cap, .n_seq = 1};
-        KvView vc = kc;
-        vc.data = vbuf.data();
+        const testing::HostKv pool = testing::make_host_kv(c.kv, width, cap, 1, 256, testing::KvLayout::contiguous);
+        const KvView kc = pool.kc, vc = pool.vc;
         const size_t n_rows = static_cast<size_t>(cap);
         std::vector<int32_t> seq(n_rows, 0), pos(n_rows);
         for (int32_t i = 0; i < int32_t(cap); ++i) pos[size_t(i)] = i;

@@ -38,6 +38,12 @@ void check_mat(const Mat& m, int64_t rows, int64_t cols, const char* op, const c
               op, ": ", what, " is [", m.rows, ", ", m.cols, "], expected [", rows, ", ", cols, "]");
 }
 
+void check_kv(const KvView& v, const char* op) {
+  BRISK_CHECK(v.data != nullptr && v.table != nullptr && v.block_size >= 16 && (v.block_size & (v.block_size - 1)) == 0 &&
+                  v.table_stride * int64_t(v.block_size) >= v.capacity,
+              op, ": KV cache view has no block table or a bad block size ", v.block_size);
+}
+
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int n_threads)
@@ -125,6 +131,8 @@ class CpuBackend final : public Backend {
     OpProfile::Scope prof(profile_, "kv_store");
     check_mat(a.k, a.k.rows, a.k_cache.width, "kv_store", "k");
     check_mat(a.v, a.k.rows, a.v_cache.width, "kv_store", "v");
+    check_kv(a.k_cache, "kv_store");
+    check_kv(a.v_cache, "kv_store");
     if (ref_) return ref::kv_store(a);
     pool_.run([&](int ith, int nth) { cpu::kv_store_rows(a, ith, nth); },
               parts_for(double(a.k.rows) * double(a.k.cols) * 8.0));
@@ -139,6 +147,8 @@ class CpuBackend final : public Backend {
     BRISK_CHECK(a.k_cache.width == int64_t(a.n_head_kv) * a.head_dim &&
                     a.v_cache.width == a.k_cache.width,
                 "attention: KV cache width does not match the heads");
+    check_kv(a.k_cache, "attention");
+    check_kv(a.v_cache, "attention");
     if (ref_) return ref::attention(a);
     // AVX-512 kernel, else AVX2, unless BRISK_NO_SIMD / BRISK_NO_AVX512 / BRISK_NO_AVX2
     // (cpu_features() applies the switches).

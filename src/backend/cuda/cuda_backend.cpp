@@ -102,6 +102,10 @@ struct Key {
     add(uint64_t(v.row_bytes));
     add(uint64_t(v.capacity));
     add(uint64_t(v.n_seq));
+    add(uint64_t(v.block_size));
+    add(uint64_t(v.n_blocks));
+    add(v.device_table);
+    add(uint64_t(v.table_stride));
   }
 };
 
@@ -213,6 +217,7 @@ class CudaBackend final : public Backend {
   }
 
   void* alloc(size_t bytes) override {
+    use_device();
     forget_quant();
     std::lock_guard<std::mutex> lock(mutex_);
     return raw_alloc(bytes, "alloc");
@@ -241,6 +246,7 @@ class CudaBackend final : public Backend {
 
   void copy(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0) return;
+    use_device();
     flush("copy");
     forget_quant();
     cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "copy", "cudaMemcpyAsync");
@@ -252,7 +258,12 @@ class CudaBackend final : public Backend {
     cuda_check(cudaStreamSynchronize(stream_), "synchronize", "cudaStreamSynchronize");
   }
 
+  // The calling thread's current device := this backend's (a server runs steps on its own
+  // thread; launches and allocations go to the current device).
+  void use_device() const { cuda_check(cudaSetDevice(device_), "use_device", "cudaSetDevice"); }
+
   void begin_step(const StepInputs& in) override {
+    use_device();
     if (in_step_) {  // the previous step ended in an error: drop what it queued
       launches_.clear();
       names_.clear();
@@ -501,9 +512,7 @@ class CudaBackend final : public Backend {
     check_mat(a.v, a.k.rows, a.v_cache.width, "kv_store", "v");
     check_kv(a.k_cache, "kv_store");
     check_kv(a.v_cache, "kv_store");
-    BRISK_CHECK(a.k_cache.type == a.v_cache.type && a.k_cache.width == a.v_cache.width &&
-                    a.k_cache.capacity == a.v_cache.capacity,
-                "kv_store: K and V caches differ in type or shape");
+    check_kv_pair(a.k_cache, a.v_cache, "kv_store");
     KvStoreArgs d = a;
     d.seq = stage(a.seq, a.k.rows, "kv_store seq");
     d.pos = stage(a.pos, a.k.rows, "kv_store pos");
@@ -548,6 +557,7 @@ class CudaBackend final : public Backend {
                 "attention: KV cache width does not match the heads");
     check_kv(a.k_cache, "attention");
     check_kv(a.v_cache, "attention");
+    check_kv_pair(a.k_cache, a.v_cache, "attention");
     AttentionArgs d = a;
     const bool flash = use_flash_prefill(a);
     d.seq = stage(a.seq, a.q.rows, "attention seq");
@@ -1003,6 +1013,21 @@ class CudaBackend final : public Backend {
     BRISK_CHECK(v.data && is_device(v.data), op, ": KV cache is not device memory of this backend");
     BRISK_CHECK(v.row_bytes == size_t(v.width) * (v.type == QuantType::F16 ? 2 : 4), op,
                 ": KV cache row_bytes ", v.row_bytes, " does not match width ", v.width);
+    BRISK_CHECK(v.block_size >= 16 && (v.block_size & (v.block_size - 1)) == 0 && v.n_blocks > 0 &&
+                    v.table_stride * int64_t(v.block_size) >= v.capacity,
+                op, ": KV cache block size ", v.block_size, " or block table does not fit its capacity");
+    BRISK_CHECK(is_device(static_cast<const uint8_t*>(v.data) + size_t(v.n_blocks) * size_t(v.block_size) * v.row_bytes - 1),
+                op, ": KV cache pool of ", v.n_blocks, " blocks extends past its allocation");
+    BRISK_CHECK(v.device_table && is_device(v.device_table) &&
+                    is_device(v.device_table + v.n_seq * v.table_stride - 1),
+                op, ": KV block table is not device memory of this backend");
+  }
+
+  // The kernels address K and V rows through one table (the same slots).
+  static void check_kv_pair(const KvView& k, const KvView& v, const char* op) {
+    BRISK_CHECK(k.type == v.type && k.width == v.width && k.capacity == v.capacity && k.block_size == v.block_size &&
+                    k.device_table == v.device_table && k.table_stride == v.table_stride && k.n_seq == v.n_seq,
+                op, ": K and V caches differ in type, shape or block table");
   }
 
   // Whether no kernel writes the device copy of weight `w` (as given to an op) while steps run:

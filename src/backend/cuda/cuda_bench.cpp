@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/kv_table.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "kernels/cpu/ops.h"
@@ -68,10 +69,17 @@ struct Layer {
 };
 
 // The layers' weights (Q4_K_M: llama.cpp's Q6_K layers for attn_v and ffn_down) and an F16
-// KV cache of `cap` positions for `n_seq` sequences.
+// paged KV cache of `cap` positions for `n_seq` sequences, blocks of kKvDefaultBlockSize, the
+// sequences' blocks interleaved through the pool (as a serving cache holds them).
 std::vector<Layer> make_layers(Backend& be, const CudaBenchParams& p, WeightMaker& wm, WeightMaker& wm6, int64_t cap,
                                int32_t n_seq) {
   const int64_t q_w = int64_t(p.n_head) * p.head_dim, kv_w = int64_t(p.n_head_kv) * p.head_dim;
+  const int32_t bs = kKvDefaultBlockSize;
+  const int64_t per_seq = (cap + bs - 1) / bs;
+  const std::vector<int32_t> table = kv_block_table(n_seq, per_seq, true);
+  auto* dev_table = static_cast<int32_t*>(be.alloc(sizeof(int32_t) * table.size()));
+  be.copy(dev_table, table.data(), sizeof(int32_t) * table.size());
+  const size_t pool_rows = size_t(per_seq) * size_t(n_seq) * size_t(bs);
   std::vector<Layer> layers(static_cast<size_t>(p.n_layer));
   for (int i = 0; i < p.n_layer; ++i) {
     Layer& l = layers[size_t(i)];
@@ -86,10 +94,11 @@ std::vector<Layer> make_layers(Backend& be, const CudaBenchParams& p, WeightMake
     l.up = wm.make(p.n_ff, p.n_embd);
     l.down = vd.make(p.n_embd, p.n_ff);
     const size_t rb = size_t(kv_w) * 2;
-    l.k = KvView{.type = QuantType::F16, .data = be.alloc(rb * size_t(cap) * size_t(n_seq)), .width = kv_w,
-                 .row_bytes = rb, .capacity = cap, .n_seq = n_seq};
+    l.k = KvView{.type = QuantType::F16, .data = be.alloc(rb * pool_rows), .width = kv_w, .row_bytes = rb,
+                 .capacity = cap, .n_seq = n_seq, .block_size = bs, .n_blocks = per_seq * n_seq,
+                 .table = nullptr, .device_table = dev_table, .table_stride = per_seq};
     l.v = l.k;
-    l.v.data = be.alloc(rb * size_t(cap) * size_t(n_seq));
+    l.v.data = be.alloc(rb * pool_rows);
   }
   return layers;
 }

@@ -3,8 +3,8 @@
 // an online softmax (running max m, running sum l, rescaled accumulator), so no [n_tok, n_ctx]
 // score matrix is materialized and long contexts cost O(head_dim) memory per (token, head).
 //
-// Layout: q/out [n_tok, n_head * head_dim]; K/V cache [n_seq, capacity, n_head_kv * head_dim]
-// in F32, F16 or Q8_0 (head_dim is then a multiple of 32, so a head's slice is whole blocks).
+// Layout: q/out [n_tok, n_head * head_dim]; K/V cache paged (backend.h KvView: rows of
+// n_head_kv * head_dim reached through the block table) in F32, F16 or Q8_0 (head_dim is then a multiple of 32, so a head's slice is whole blocks).
 // Query head h reads KV head h / (n_head / n_head_kv). Token t attends positions
 // [max(0, pos[t] - window + 1), pos[t]] of sequence seq[t]; its own K/V must be stored first.
 // Work is split over (token, head) pairs.

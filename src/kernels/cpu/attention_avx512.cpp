@@ -35,19 +35,23 @@ namespace {
 
 constexpr int kTile = 16;
 
-// Rows j0..j0+n-1 of one KV head as floats into out (kTile, hd); rows n..15 zero.
+// Rows j0..j0+n-1 of one KV head as floats into out (kTile, hd); rows n..15 zero. The block of
+// a row is looked up once per run of rows inside one block.
 void load_tile(const KvView& v, int64_t seq, int64_t j0, int n, size_t byte_off, int32_t hd, float* out) {
-  for (int j = 0; j < n; ++j) {
+  for (int j = 0; j < n;) {
     const uint8_t* src = v.row(seq, j0 + j) + byte_off;
-    float* dst = out + size_t(j) * size_t(hd);
-    if (v.type == QuantType::F16) {
-      for (int32_t i = 0; i < hd; i += 16)
-        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(
-                                      reinterpret_cast<const __m256i*>(reinterpret_cast<const uint16_t*>(src) + i))));
-    } else if (v.type == QuantType::F32) {
-      std::memcpy(dst, src, sizeof(float) * size_t(hd));
-    } else {
-      row_to_f32(v.type, src, dst, hd);
+    const int end = int(std::min<int64_t>(n, j + v.run(j0 + j)));
+    for (; j < end; ++j, src += v.row_bytes) {
+      float* dst = out + size_t(j) * size_t(hd);
+      if (v.type == QuantType::F16) {
+        for (int32_t i = 0; i < hd; i += 16)
+          _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                        reinterpret_cast<const __m256i*>(reinterpret_cast<const uint16_t*>(src) + i))));
+      } else if (v.type == QuantType::F32) {
+        std::memcpy(dst, src, sizeof(float) * size_t(hd));
+      } else {
+        row_to_f32(v.type, src, dst, hd);
+      }
     }
   }
   if (n < kTile) std::memset(out + size_t(n) * size_t(hd), 0, sizeof(float) * size_t(kTile - n) * size_t(hd));
@@ -81,24 +85,39 @@ inline void prefetch_row_l2(const uint8_t* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p) + off, _MM_HINT_T1);
 }
 
-// L2 prefetches over a thread's K and V rows (contiguous positions of one sequence) issued a
+// L2 prefetches over a thread's K and V rows (positions [first, end) of one sequence) issued a
 // line or two at a time from every loop of the kernel, so the memory stream runs during all of
 // the arithmetic: a burst of prefetches at the head of a pass only makes that pass wait on
-// memory while the others run from cache with the bus idle.
+// memory while the others run from cache with the bus idle. Each stream walks the rows one
+// block (a contiguous run) at a time.
 struct RowStream {
-  const uint8_t* k = nullptr;
-  const uint8_t* k_end = nullptr;
-  const uint8_t* v = nullptr;
-  const uint8_t* v_end = nullptr;
+  struct Cursor {
+    const uint8_t* p = nullptr;
+    const uint8_t* end = nullptr;  // end of the current run
+    int64_t next = 0;              // first position after the current run
+  };
+  const KvView* kv[2] = {nullptr, nullptr};  // K, V
+  int64_t seq = 0, end_pos = 0;
+  Cursor c[2];
+  RowStream() = default;
+  RowStream(const KvView& k, const KvView& v, int64_t s, int64_t first, int64_t end)
+      : kv{&k, &v}, seq(s), end_pos(end), c{{nullptr, nullptr, first}, {nullptr, nullptr, first}} {}
+  // Opens the next run of stream i; false when the positions are done.
+  bool refill(int i) {
+    Cursor& x = c[i];
+    if (x.next >= end_pos) return false;
+    const int64_t n = std::min(end_pos - x.next, kv[i]->run(x.next));
+    x.p = kv[i]->row(seq, x.next);
+    x.end = x.p + size_t(n) * kv[i]->row_bytes;
+    x.next += n;
+    return true;
+  }
   inline void lines(int n) {
     for (int i = 0; i < n; ++i) {
-      if (k < k_end) {
-        _mm_prefetch(reinterpret_cast<const char*>(k), _MM_HINT_T1);
-        k += 64;
-      }
-      if (v < v_end) {
-        _mm_prefetch(reinterpret_cast<const char*>(v), _MM_HINT_T1);
-        v += 64;
+      for (int k = 0; k < 2; ++k) {
+        if (c[k].p >= c[k].end && !refill(k)) continue;
+        _mm_prefetch(reinterpret_cast<const char*>(c[k].p), _MM_HINT_T1);
+        c[k].p += 64;
       }
     }
   }
@@ -111,10 +130,11 @@ constexpr size_t kVPrefetchMaxBytes = size_t(1) << 20;
 
 // acc (G, NC * 16) = sum_j w[g * w_stride + j] * v_j for G heads: per chunk of 16 floats of
 // v_j, one load shared by the G heads' accumulators.
-// V rows: row j at v + j * v_stride bytes, F16 (kF16) or F32.
+// V rows: row j at v + j * v_stride bytes, F16 (kF16) or F32. With `more`, acc already holds
+// the sums over earlier positions (an earlier block) and these add to them.
 template <int NC, int G, bool kF16>
 inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, const uint8_t* v, size_t v_stride, float* acc,
-                         RowStream* stream) {
+                         RowStream* stream, bool more) {
   // Two chunks per pass over the positions (one when NC is odd), so each head's weight is
   // broadcast once for 32 floats of v_j: 2 * G accumulators.
   constexpr int CP = NC % 2 == 0 ? 2 : 1;
@@ -122,7 +142,8 @@ inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, const 
   for (int c = 0; c < NC; c += CP) {
     __m512 ac[CP][G];
     for (int k = 0; k < CP; ++k)
-      for (int g = 0; g < G; ++g) ac[k][g] = _mm512_setzero_ps();
+      for (int g = 0; g < G; ++g)
+        ac[k][g] = more ? _mm512_loadu_ps(acc + g * NC * 16 + 16 * (c + k)) : _mm512_setzero_ps();
     const uint8_t* vr = v + kChunkBytes * size_t(c);
     for (int64_t j = 0; j < n_pos; ++j, vr += v_stride) {
       if (c == 0 && j + kPrefetchRows < n_pos) prefetch_row(vr + kPrefetchRows * v_stride, NC * kChunkBytes);
@@ -143,9 +164,9 @@ inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, const 
 
 template <int NC, int G>
 inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, bool f16, const uint8_t* v, size_t v_stride,
-                         float* acc, RowStream* stream) {
-  if (f16) accumulate_v<NC, G, true>(w, w_stride, n_pos, v, v_stride, acc, stream);
-  else accumulate_v<NC, G, false>(w, w_stride, n_pos, v, v_stride, acc, stream);
+                         float* acc, RowStream* stream, bool more) {
+  if (f16) accumulate_v<NC, G, true>(w, w_stride, n_pos, v, v_stride, acc, stream, more);
+  else accumulate_v<NC, G, false>(w, w_stride, n_pos, v, v_stride, acc, stream, more);
 }
 
 // Positions of token t that attention reads: [first, first + count).
@@ -247,23 +268,31 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
     if (v_conv.size() < size_t(n_pos * hd)) v_conv.resize(size_t(n_pos * hd));
     for (int64_t j = 0; j < n_pos; ++j) row_to_f32(a.v_cache.type, a.v_cache.row(s, start + j) + v_off, v_conv.data() + j * hd, hd);
   }
-  const uint8_t* v0 = v_direct ? a.v_cache.row(s, start) + v_off : reinterpret_cast<const uint8_t*>(v_conv.data());
   const size_t v_stride = v_direct ? a.v_cache.row_bytes : sizeof(float) * size_t(hd);  // consecutive positions
-  // Heads in batches of up to 8 with a compile-time count, so the accumulators stay in registers.
-  for (int32_t g0 = 0; g0 < group; g0 += 8) {
-    const int32_t ng = std::min<int32_t>(8, group - g0);
-    const float* w = sc + int64_t(g0) * n_pad;
-    float* acc_g = acc + int64_t(g0) * hd;
-    switch (ng) {
-      case 1: accumulate_v<NC, 1>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g, stream); break;
-      case 2: accumulate_v<NC, 2>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g, stream); break;
-      case 3: accumulate_v<NC, 3>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g, stream); break;
-      case 4: accumulate_v<NC, 4>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g, stream); break;
-      case 5: accumulate_v<NC, 5>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g, stream); break;
-      case 6: accumulate_v<NC, 6>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g, stream); break;
-      case 7: accumulate_v<NC, 7>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g, stream); break;
-      default: accumulate_v<NC, 8>(w, n_pad, n_pos, v_f16, v0, v_stride, acc_g, stream); break;
+  // Runs of positions whose V rows are consecutive (one block each; all of them once converted),
+  // each added to the sums of the runs before it (the same arithmetic as one pass).
+  for (int64_t j = 0; j < n_pos;) {
+    const int64_t m = v_direct ? std::min(n_pos - j, a.v_cache.run(start + j)) : n_pos;
+    const uint8_t* v0 = v_direct ? a.v_cache.row(s, start + j) + v_off
+                                 : reinterpret_cast<const uint8_t*>(v_conv.data());
+    // Heads in batches of up to 8 with a compile-time count, so the accumulators stay in registers.
+    for (int32_t g0 = 0; g0 < group; g0 += 8) {
+      const int32_t ng = std::min<int32_t>(8, group - g0);
+      const float* w = sc + int64_t(g0) * n_pad + j;
+      float* acc_g = acc + int64_t(g0) * hd;
+      const bool more = j > 0;
+      switch (ng) {
+        case 1: accumulate_v<NC, 1>(w, n_pad, m, v_f16, v0, v_stride, acc_g, stream, more); break;
+        case 2: accumulate_v<NC, 2>(w, n_pad, m, v_f16, v0, v_stride, acc_g, stream, more); break;
+        case 3: accumulate_v<NC, 3>(w, n_pad, m, v_f16, v0, v_stride, acc_g, stream, more); break;
+        case 4: accumulate_v<NC, 4>(w, n_pad, m, v_f16, v0, v_stride, acc_g, stream, more); break;
+        case 5: accumulate_v<NC, 5>(w, n_pad, m, v_f16, v0, v_stride, acc_g, stream, more); break;
+        case 6: accumulate_v<NC, 6>(w, n_pad, m, v_f16, v0, v_stride, acc_g, stream, more); break;
+        case 7: accumulate_v<NC, 7>(w, n_pad, m, v_f16, v0, v_stride, acc_g, stream, more); break;
+        default: accumulate_v<NC, 8>(w, n_pad, m, v_f16, v0, v_stride, acc_g, stream, more); break;
+      }
     }
+    j += m;
   }
   for (int32_t g = 0; g < group; ++g) {
     if (partial) {
@@ -341,12 +370,7 @@ void attention_split_avx512(const AttentionArgs& a, float* scratch, float* parti
   thread_local std::vector<float> chunk_partial;
   chunk_partial.resize(size_t(attention_split_partial_floats(a)));
   const int32_t group = a.n_head / a.n_head_kv;
-  RowStream stream;
-  if (mine.count > 0) {
-    const int64_t s = a.seq[0];
-    stream = {a.k_cache.row(s, mine.first), a.k_cache.row(s, mine.first + mine.count - 1) + a.k_cache.row_bytes,
-              a.v_cache.row(s, mine.first), a.v_cache.row(s, mine.first + mine.count - 1) + a.v_cache.row_bytes};
-  }
+  RowStream stream(a.k_cache, a.v_cache, a.seq[0], mine.first, mine.first + std::max<int64_t>(0, mine.count));
   for (int64_t c0 = 0; c0 < mine.count; c0 += kSplitChunk) {
     const PosRange chunk{mine.first + c0, std::min(kSplitChunk, mine.count - c0)};
     for (int32_t kvh = 0; kvh < a.n_head_kv; ++kvh) {

@@ -8,12 +8,14 @@
 // optional tanh softcap), a warp per head folds the tile into its running
 // max / sum (online softmax), then each thread adds p * v for its head dims. With one split
 // the block writes the output; otherwise it writes (max, sum, unnormalized output) and a
-// combine kernel merges the splits. Cache rows are F32 or F16. Exponentials use the accurate
+// combine kernel merges the splits. Cache rows are F32 or F16, paged (kv_paged.cuh): a K row's
+// block is looked up per row, V rows per run of rows inside one block. Exponentials use the accurate
 // expf, as the CPU does: the fast __expf is off by ~1e-5 relative for the wide score ranges
 // of QK-normed models (Qwen3), enough to flip a later Q8_0 activation rounding.
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/kv_paged.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace brisk::cuda {
@@ -156,8 +158,9 @@ __device__ bool start_early(const AttentionArgs& a, const Geometry& geo, const F
       const int64_t lo = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
       const int64_t chunk = (p - lo + 1 + geo.n_split - 1) / geo.n_split;
       const int64_t j0 = lo + blockIdx.x * chunk, j1 = min(j0 + chunk, p + 1);
-      const uint8_t* kb = static_cast<const uint8_t*>(a.k_cache.data) + size_t(s) * size_t(cap) * a.k_cache.row_bytes;
-      const uint8_t* vb = static_cast<const uint8_t*>(a.v_cache.data) + size_t(s) * size_t(cap) * a.v_cache.row_bytes;
+      const uint8_t* kb = static_cast<const uint8_t*>(a.k_cache.data);
+      const uint8_t* vb = static_cast<const uint8_t*>(a.v_cache.data);
+      const int sh = kv_block_shift(a.k_cache);
       if (fl.stage && fl.one_token && j1 - j0 >= 1 && j1 - j0 <= kStageRows) {
         early = true;
         const int pieces = a.head_dim / 8;
@@ -165,8 +168,9 @@ __device__ bool start_early(const AttentionArgs& a, const Geometry& geo, const F
           const int jj = it / pieces, e = it % pieces;
           if (j0 + jj == p) continue;
           const size_t off = size_t(col + 8 * e) * 2;
-          cp_async16(ks + jj * kStageRowBytes + 16 * e, kb + size_t(j0 + jj) * a.k_cache.row_bytes + off);
-          cp_async16(vs + jj * kStageRowBytes + 16 * e, vb + size_t(j0 + jj) * a.v_cache.row_bytes + off);
+          const size_t slot = size_t(kv_slot(a.k_cache, sh, s, j0 + jj));
+          cp_async16(ks + jj * kStageRowBytes + 16 * e, kb + slot * a.k_cache.row_bytes + off);
+          cp_async16(vs + jj * kStageRowBytes + 16 * e, vb + slot * a.v_cache.row_bytes + off);
         }
       } else {
         const size_t cb = size_t(col) * esz, bytes = size_t(a.head_dim) * esz;
@@ -174,8 +178,9 @@ __device__ bool start_early(const AttentionArgs& a, const Geometry& geo, const F
         for (int64_t it = threadIdx.x; it < (j1 - j0) * lines; it += kThreads) {
           const int64_t j = j0 + it / lines;
           const size_t off = cb + size_t(it % lines) * 128;
-          prefetch_l2(kb + size_t(j) * a.k_cache.row_bytes + off);
-          prefetch_l2(vb + size_t(j) * a.v_cache.row_bytes + off);
+          const size_t slot = size_t(kv_slot(a.k_cache, sh, s, j));
+          prefetch_l2(kb + slot * a.k_cache.row_bytes + off);
+          prefetch_l2(vb + slot * a.v_cache.row_bytes + off);
         }
       }
     }
@@ -239,17 +244,18 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
   __shared__ float alpha[kMaxG];
   __shared__ float m_fin[kMaxG], l_fin[kMaxG];
 
-  const size_t kv_off = size_t(s) * size_t(a.k_cache.capacity);
-  const uint8_t* kbase = static_cast<const uint8_t*>(a.k_cache.data) + kv_off * a.k_cache.row_bytes + col * esz;
-  const uint8_t* vbase = static_cast<const uint8_t*>(a.v_cache.data) + kv_off * a.v_cache.row_bytes + col * esz;
+  const int sh = kv_block_shift(a.k_cache);
+  const uint8_t* kbase = static_cast<const uint8_t*>(a.k_cache.data) + col * esz;  // + slot * row_bytes
+  const uint8_t* vbase = static_cast<const uint8_t*>(a.v_cache.data) + col * esz;
   const bool staged = fl.stage && j_end - j_begin >= 1 && j_end - j_begin <= kStageRows;
   if (staged) {
     const int pieces = hd / 8;
     for (int it = threadIdx.x; it < int(j_end - j_begin) * pieces; it += kThreads) {
       const int jj = it / pieces, e = it % pieces;
       if (early && j_begin + jj != p) continue;
-      cp_async16(ks + jj * kStageRowBytes + 16 * e, kbase + size_t(j_begin + jj) * a.k_cache.row_bytes + 16 * e);
-      cp_async16(vs + jj * kStageRowBytes + 16 * e, vbase + size_t(j_begin + jj) * a.v_cache.row_bytes + 16 * e);
+      const size_t slot = size_t(kv_slot(a.k_cache, sh, s, j_begin + jj));
+      cp_async16(ks + jj * kStageRowBytes + 16 * e, kbase + slot * a.k_cache.row_bytes + 16 * e);
+      cp_async16(vs + jj * kStageRowBytes + 16 * e, vbase + slot * a.v_cache.row_bytes + 16 * e);
     }
   }
   const int64_t q_stride = a.q.stride ? a.q.stride : a.q.cols;
@@ -277,7 +283,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
       float x = -INFINITY;
       if (jj < n_j) {
         // Element col of the row (its head's first dim), in shared memory when staged.
-        const uint8_t* krow = staged ? ks + jj * kStageRowBytes : kbase + size_t(j0 + jj) * a.k_cache.row_bytes;
+        const uint8_t* krow =
+            staged ? ks + jj * kStageRowBytes : kbase + size_t(kv_slot(a.k_cache, sh, s, j0 + jj)) * a.k_cache.row_bytes;
         const float* qg = q[g];
         float dot = 0.0f;
         if (vec) {
@@ -349,12 +356,28 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
 #pragma unroll
         for (int g = 0; g < kMaxG; ++g)
           if (g < G) acc[g][k] *= alpha[g];
+        if (staged) {
 #pragma unroll 16
-        for (int jj = 0; jj < n_j; ++jj) {
-          const float v = kv_at<F16>(staged ? vs + jj * kStageRowBytes : vbase + size_t(j0 + jj) * a.v_cache.row_bytes, d);
+          for (int jj = 0; jj < n_j; ++jj) {
+            const float v = kv_at<F16>(vs + jj * kStageRowBytes, d);
 #pragma unroll
-          for (int g = 0; g < kMaxG; ++g)
-            if (g < G) acc[g][k] = fmaf(sc[g][jj], v, acc[g][k]);
+            for (int g = 0; g < kMaxG; ++g)
+              if (g < G) acc[g][k] = fmaf(sc[g][jj], v, acc[g][k]);
+          }
+        } else {
+          // Runs of rows inside one block: one table lookup per run.
+          for (int r0 = 0; r0 < n_j;) {
+            const int n_r = int(min(int64_t(n_j - r0), kv_run(sh, j0 + r0)));
+            const uint8_t* vr = vbase + size_t(kv_slot(a.v_cache, sh, s, j0 + r0)) * a.v_cache.row_bytes;
+#pragma unroll 16
+            for (int jj = 0; jj < n_r; ++jj) {
+              const float v = kv_at<F16>(vr + size_t(jj) * a.v_cache.row_bytes, d);
+#pragma unroll
+              for (int g = 0; g < kMaxG; ++g)
+                if (g < G) acc[g][k] = fmaf(sc[g][r0 + jj], v, acc[g][k]);
+            }
+            r0 += n_r;
+          }
         }
       }
     }

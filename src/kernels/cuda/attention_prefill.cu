@@ -5,10 +5,12 @@
 // shared memory): S = (scale * q) . K^T in registers, softcap, the causal / sliding-window mask
 // from each row's position (device memory), online softmax (accurate expf, as the decode
 // kernel), then O += P . V with P rounded to F16. q rounds to F16 (after the scale), so results
-// differ from the FP32 kernel (attention.cu) by ~1e-3 relative.
+// differ from the FP32 kernel (attention.cu) by ~1e-3 relative. The cache is paged
+// (kv_paged.cuh): each tile looks its rows' blocks up once into shared memory.
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/attention_prefill.h"
+#include "kernels/cuda/kv_paged.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace brisk::cuda {
@@ -41,6 +43,7 @@ __global__ void __launch_bounds__(kWarpsPF * 32) prefill_attention_kernel(Attent
   constexpr int kDt = HD / 8;      // n-tiles of the output
   __shared__ __align__(16) __half ks[kTileJ * kStride];
   __shared__ __align__(16) __half vs[kTileJ * kStride];
+  __shared__ int64_t slot_s[kTileJ];  // pool rows of the tile's positions
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, tg = lane & 3;
@@ -79,19 +82,23 @@ __global__ void __launch_bounds__(kWarpsPF * 32) prefill_attention_kernel(Attent
   for (int d = 0; d < kDt; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // l: this thread's partial sums
 
-  const size_t kv_off = size_t(s) * size_t(a.k_cache.capacity);
-  const uint8_t* kbase = static_cast<const uint8_t*>(a.k_cache.data) + kv_off * a.k_cache.row_bytes;
-  const uint8_t* vbase = static_cast<const uint8_t*>(a.v_cache.data) + kv_off * a.v_cache.row_bytes;
+  const uint8_t* kbase = static_cast<const uint8_t*>(a.k_cache.data);
+  const uint8_t* vbase = static_cast<const uint8_t*>(a.v_cache.data);
+  const int sh = kv_block_shift(a.k_cache);
   constexpr int kPieces = HD / 8;  // 16-byte pieces per row
+  static_assert(kTileJ <= kWarpsPF * 32, "one thread per position looks its block up");
 
   for (int64_t j0 = lo_block; j0 <= p_last; j0 += kTileJ) {
+    // slot_s is free: the previous tile's loads finished before its second barrier.
+    if (threadIdx.x < kTileJ && j0 + threadIdx.x <= p_last) slot_s[threadIdx.x] = kv_slot(a.k_cache, sh, s, j0 + threadIdx.x);
     __syncthreads();  // the previous tile's readers are done
     for (int i = threadIdx.x; i < kTileJ * kPieces; i += kWarpsPF * 32) {
       const int jj = i / kPieces, pc = i % kPieces;
       uint4 kq = make_uint4(0, 0, 0, 0), vq = kq;
       if (j0 + jj <= p_last) {
-        kq = *reinterpret_cast<const uint4*>(kbase + size_t(j0 + jj) * a.k_cache.row_bytes + (size_t(kvh) * HD + 8 * pc) * 2);
-        vq = *reinterpret_cast<const uint4*>(vbase + size_t(j0 + jj) * a.v_cache.row_bytes + (size_t(kvh) * HD + 8 * pc) * 2);
+        const size_t slot = size_t(slot_s[jj]);
+        kq = *reinterpret_cast<const uint4*>(kbase + slot * a.k_cache.row_bytes + (size_t(kvh) * HD + 8 * pc) * 2);
+        vq = *reinterpret_cast<const uint4*>(vbase + slot * a.v_cache.row_bytes + (size_t(kvh) * HD + 8 * pc) * 2);
       }
       *reinterpret_cast<uint4*>(ks + jj * kStride + 8 * pc) = kq;
       *reinterpret_cast<uint4*>(vs + jj * kStride + 8 * pc) = vq;

@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/act_quant.cuh"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/kv_paged.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace brisk::cuda {
@@ -68,15 +69,18 @@ __global__ void get_rows_kernel(View2 out, View2 x, const int32_t* rows, int64_t
   out.p[r * out.s + c] = x.p[int64_t(rows[r]) * x.s + c];
 }
 
+// One thread per (token, column); the token's pool row comes from the block table (kv_paged.cuh).
 template <bool F16>
-__global__ void kv_store_kernel(View2 k, View2 v, uint8_t* kc, uint8_t* vc, size_t k_row_bytes, size_t v_row_bytes,
-                                int64_t capacity, int64_t n_tok, int64_t width, const int32_t* seq,
-                                const int32_t* pos) {
+__global__ void kv_store_kernel(View2 k, View2 v, KvView kview, uint8_t* vc, size_t v_row_bytes, int64_t n_tok,
+                                const int32_t* seq, const int32_t* pos) {
   BRISK_PDL_ENTER();
+  const int64_t width = kview.width;
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n_tok * width) return;
   const int64_t t = i / width, c = i % width;
-  const size_t slot = size_t(seq[t]) * size_t(capacity) + size_t(pos[t]);
+  uint8_t* kc = static_cast<uint8_t*>(kview.data);
+  const size_t k_row_bytes = kview.row_bytes;
+  const size_t slot = size_t(kv_slot(kview, kv_block_shift(kview), seq[t], pos[t]));
   if (F16) {
     reinterpret_cast<__half*>(kc + slot * k_row_bytes)[c] = __float2half_rn(k.p[t * k.s + c]);
     reinterpret_cast<__half*>(vc + slot * v_row_bytes)[c] = __float2half_rn(v.p[t * v.s + c]);
@@ -214,16 +218,13 @@ cudaError_t launch_get_rows(const GetRowsArgs& a, cudaStream_t s) {
 cudaError_t launch_kv_store(const KvStoreArgs& a, cudaStream_t s) {
   const int64_t n = a.k.rows * a.k_cache.width;
   if (n == 0) return cudaSuccess;
-  auto* kc = static_cast<uint8_t*>(a.k_cache.data);
   auto* vc = static_cast<uint8_t*>(a.v_cache.data);
   if (a.k_cache.type == QuantType::F16)
-    launch_kernel(kv_store_kernel<true>, blocks_for(n), 256, 0, s, view(a.k), view(a.v), kc, vc, a.k_cache.row_bytes,
-                                                        a.v_cache.row_bytes, a.k_cache.capacity, a.k.rows,
-                                                        a.k_cache.width, a.seq, a.pos);
+    launch_kernel(kv_store_kernel<true>, blocks_for(n), 256, 0, s, view(a.k), view(a.v), a.k_cache, vc,
+                  a.v_cache.row_bytes, a.k.rows, a.seq, a.pos);
   else
-    launch_kernel(kv_store_kernel<false>, blocks_for(n), 256, 0, s, view(a.k), view(a.v), kc, vc, a.k_cache.row_bytes,
-                                                         a.v_cache.row_bytes, a.k_cache.capacity, a.k.rows,
-                                                         a.k_cache.width, a.seq, a.pos);
+    launch_kernel(kv_store_kernel<false>, blocks_for(n), 256, 0, s, view(a.k), view(a.v), a.k_cache, vc,
+                  a.v_cache.row_bytes, a.k.rows, a.seq, a.pos);
   return cudaGetLastError();
 }
 

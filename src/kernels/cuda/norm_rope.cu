@@ -6,6 +6,7 @@
 
 #include "kernels/cuda/act_quant.cuh"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/kv_paged.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace brisk::cuda {
@@ -241,7 +242,7 @@ struct RopeStore {
   uint8_t* kc = nullptr;
   uint8_t* vc = nullptr;
   size_t k_row_bytes = 0, v_row_bytes = 0;
-  int64_t capacity = 0;
+  KvView table;  // the block table of both caches (kv_paged.cuh)
   const float* v = nullptr;
   int64_t v_stride = 0;
   const int32_t* seq = nullptr;
@@ -270,7 +271,7 @@ __global__ void rope_qk_store_kernel(float* q, int64_t q_stride, int n_q_head, f
     const int64_t h = (idx / half) % n_k_head, t = idx / (int64_t(half) * n_k_head);
     rope_pair(k, k_stride, t, h, i, head_dim, n_rot, pos, inv_freq, attn_factor, neox, a2, b2, d0, d1);
     if (st.kc) {
-      uint8_t* row = st.kc + (size_t(st.seq[t]) * size_t(st.capacity) + size_t(pos[t])) * st.k_row_bytes;
+      uint8_t* row = st.kc + size_t(kv_slot(st.table, kv_block_shift(st.table), st.seq[t], pos[t])) * st.k_row_bytes;
       cache_put<F16>(row, h * head_dim + d0, a2);
       cache_put<F16>(row, h * head_dim + d1, b2);
     }
@@ -279,7 +280,7 @@ __global__ void rope_qk_store_kernel(float* q, int64_t q_stride, int n_q_head, f
   idx -= n_kp;
   if (!st.kc || idx >= n_tok * width) return;
   const int64_t t = idx / width, c = idx % width;
-  const size_t slot = size_t(st.seq[t]) * size_t(st.capacity) + size_t(pos[t]);
+  const size_t slot = size_t(kv_slot(st.table, kv_block_shift(st.table), st.seq[t], pos[t]));
   cache_put<F16>(st.vc + slot * st.v_row_bytes, c, st.v[t * st.v_stride + c]);
   if (c % head_dim >= n_rot) cache_put<F16>(st.kc + slot * st.k_row_bytes, c, k[t * k_stride + c]);
 }
@@ -377,7 +378,7 @@ cudaError_t launch_rope_qk_store(const RopeArgs* q, const RopeArgs& k, const KvS
       return cudaErrorInvalidValue;
     st = RopeStore{.kc = static_cast<uint8_t*>(store->k_cache.data), .vc = static_cast<uint8_t*>(store->v_cache.data),
                    .k_row_bytes = store->k_cache.row_bytes, .v_row_bytes = store->v_cache.row_bytes,
-                   .capacity = store->k_cache.capacity, .v = store->v.data, .v_stride = store->v.row_stride(),
+                   .table = store->k_cache, .v = store->v.data, .v_stride = store->v.row_stride(),
                    .seq = store->seq};
     f16 = store->k_cache.type == QuantType::F16;
   }
