@@ -3,10 +3,13 @@
 // attention op (AVX-512 kernel where available) with 1 and 2 threads. Reports the KV bytes
 // read per second. attention_decode has its K/V in cache; attention_decode_dram cycles through
 // copies of them totalling 400 MiB on huge pages (more than the last-level cache), as a decode
-// step finds them after streaming the weights.
+// step finds them after streaming the weights. The third argument lays the cache's 256-position
+// blocks out in order (0) or in reverse (1: every block boundary a jump, as a paged cache
+// shared by many sequences holds them).
 //   build/release/bench/brisk_microbench --benchmark_filter=attention
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -22,6 +25,7 @@ namespace {
 void run_attention(benchmark::State& st, bool dram) {
   const int64_t positions = st.range(0);
   const int threads = int(st.range(1));
+  const bool reversed = st.range(2) != 0;
   const int32_t n_head = 14, n_head_kv = 2, hd = 64;
   const int64_t width = int64_t(n_head_kv) * hd;
   std::vector<uint16_t> k(size_t(positions * width)), v(k.size());
@@ -32,9 +36,10 @@ void run_attention(benchmark::State& st, bool dram) {
   std::vector<float> q(size_t(n_head * hd)), out(q.size());
   for (auto& x : q) x = g(rng);
   auto be = brisk::make_cpu_backend(threads);
-  // The positions as contiguous blocks of a paged cache (blocks in order).
+  // The positions as blocks of a paged cache, in order or reversed.
   const int64_t per_seq = (positions + brisk::kKvDefaultBlockSize - 1) / brisk::kKvDefaultBlockSize;
-  const std::vector<int32_t> table = brisk::kv_block_table(1, per_seq);
+  std::vector<int32_t> table = brisk::kv_block_table(1, per_seq);
+  if (reversed) std::reverse(table.begin(), table.end());
   const brisk::KvView kc{.type = brisk::QuantType::F16, .data = k.data(), .width = width,
                          .row_bytes = size_t(width) * 2, .capacity = positions, .n_seq = 1,
                          .block_size = brisk::kKvDefaultBlockSize, .n_blocks = per_seq, .table = table.data(),
@@ -69,9 +74,9 @@ void run_attention(benchmark::State& st, bool dram) {
   st.SetBytesProcessed(int64_t(st.iterations()) * positions * width * 2 * 2);
 }
 
-BENCHMARK_CAPTURE(run_attention, cache, false)->Name("attention_decode")->Args({4096, 1})->Args({4096, 2})
-    ->Args({512, 2})->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(run_attention, dram, true)->Name("attention_decode_dram")->Args({4096, 2})
+BENCHMARK_CAPTURE(run_attention, cache, false)->Name("attention_decode")->Args({4096, 1, 0})->Args({4096, 2, 0})
+    ->Args({4096, 2, 1})->Args({512, 2, 0})->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(run_attention, dram, true)->Name("attention_decode_dram")->Args({4096, 2, 0})->Args({4096, 2, 1})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -222,9 +222,10 @@ class ModelContext final : public Context {
 
   // On a device backend: weights + KV cache pool at n_ctx + activations against the free device
   // memory, printed before anything is allocated or uploaded; refuses when it does not fit.
+  // On the CPU the same sums are printed (the pool is committed as it is used).
   void plan_device_memory() {
     size_t free_b = 0, total_b = 0;
-    if (!backend_->memory_info(&free_b, &total_b)) return;
+    const bool device = backend_->memory_info(&free_b, &total_b);
     const double gib = 1024.0 * 1024.0 * 1024.0;
     const double weights = double(model_->weights_->total_bytes());
     const double kv_elem = opt_.kv_type == QuantType::F32 ? 4.0 : opt_.kv_type == QuantType::Q8_0 ? 34.0 / 32.0 : 2.0;
@@ -235,8 +236,16 @@ class ModelContext final : public Context {
     const double widest = double(std::max({cfg_.n_ff, cfg_.n_embd, cfg_.q_width()}));
     // Arena + logits rows + the matmul's activation scratch + a reserve for the runtime.
     const double act = 4.0 * rows * (4.0 * cfg_.n_embd + 2.0 * cfg_.q_width() + 2.0 * cfg_.kv_width() + 2.0 * cfg_.n_ff) +
-                       4.0 * rows * cfg_.n_vocab + 5.0 * rows * widest + 256.0 * 1024 * 1024;
+                       4.0 * rows * cfg_.n_vocab + 5.0 * rows * widest + (device ? 256.0 * 1024 * 1024 : 0.0);
     const double need = weights + kv + act;
+    if (!device) {
+      if (log_level() <= LogLevel::warn)
+        log_write(LogLevel::info, str_cat(backend_->name(), " memory: weights ", fmt_gib(weights / gib), " GiB + KV cache up to ",
+                                          fmt_gib(kv / gib), " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq, ",
+                                          int64_t(blocks), " blocks of ", opt_.kv_block_size,
+                                          ", committed as used) + activations ", fmt_gib(act / gib), " GiB"));
+      return;
+    }
     const std::string plan =
         str_cat(backend_->name(), " memory plan: weights ", fmt_gib(weights / gib), " GiB + KV cache ", fmt_gib(kv / gib),
                 " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq, ", int64_t(blocks), " blocks of ",
