@@ -32,7 +32,7 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
     } else if (f == "--shape") {
       shape = v;
       BRISK_CHECK(brisk::cuda_bench_shape(v, p), "cuda-bench: unknown --shape '", v,
-                  "' (llama-3.1-8b or qwen2.5-0.5b)");
+                  "' (llama-3.1-8b, qwen3-8b or qwen2.5-0.5b)");
     } else if (f == "--graphs") {
       BRISK_CHECK(v == "on" || v == "off" || v == "both", "cuda-bench: --graphs on|off|both");
       graphs = v;
@@ -52,7 +52,7 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
       prefill = true;
     } else {
       brisk::fail("cuda-bench: unknown argument '", f,
-                  "' (--type q8_0|bf16|q4_k_m|... --shape llama-3.1-8b|qwen2.5-0.5b --graphs on|off|both "
+                  "' (--type q8_0|bf16|q4_k_m|... --shape llama-3.1-8b|qwen3-8b|qwen2.5-0.5b --graphs on|off|both "
                   "--gemv-only yes|no "
                   "--layers N --steps N --past N --batch N --prefill N)");
     }
@@ -95,5 +95,5 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
 
 BRISK_COMMAND("cuda-bench",
               "decode (or with --prefill N, prefill) benchmark of the CUDA backend at a real model shape "
-              "(--type q8_0|bf16|q4_k_m, --shape llama-3.1-8b|qwen2.5-0.5b)",
+              "(--type q8_0|bf16|q4_k_m, --shape llama-3.1-8b|qwen3-8b|qwen2.5-0.5b)",
               cmd_cuda_bench);

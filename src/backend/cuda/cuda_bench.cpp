@@ -318,6 +318,11 @@ bool cuda_bench_shape(const std::string& name, CudaBenchParams& p) {
     p.head_dim = d.head_dim; p.n_ff = d.n_ff; p.n_vocab = d.n_vocab;
     return true;
   }
+  if (name == "qwen3-8b") {  // random_model_preset's shape
+    p.n_layer = 36; p.n_embd = 4096; p.n_head = 32; p.n_head_kv = 8; p.head_dim = 128; p.n_ff = 12288;
+    p.n_vocab = 151936;
+    return true;
+  }
   if (name == "qwen2.5-0.5b") {
     p.n_layer = 24; p.n_embd = 896; p.n_head = 14; p.n_head_kv = 2; p.head_dim = 64; p.n_ff = 4864;
     p.n_vocab = 151936;

@@ -2,7 +2,7 @@
 // the device layout (dequant.cuh).
 //   - kLanes lanes per weight row (32 for Q8_0 / Q4_K / Q6_K / 16-bit formats, 16 for the shorter
 //     rows of Q4_0, so each lane has enough loads in flight), up to kMaxWarps warps per
-//     block. A lane owns whole "units" of the row (a Q8_0 / Q4_0 block, a quarter Q4_K block, half a Q6_K block, or 16 bytes of
+//     block; one-token Q6_K warps take two rows and read each activation unit once for both. A lane owns whole "units" of the row (a Q8_0 / Q4_0 block, a quarter Q4_K block, half a Q6_K block, or 16 bytes of
 //     F32/F16/BF16) and issues the 128-bit loads of kUnroll units before any math, so each
 //     weight byte is read once, coalesced, and enough bytes are in flight to reach the memory
 //     bandwidth; the up to kMaxTok tokens of the launch are accumulated in registers.
@@ -293,12 +293,17 @@ template <> struct Unit<DevFormat::bf16> : FloatUnit<DevFormat::bf16> {};
 //
 // kWide = 2 doubles the units a lane loads per pass (long rows of one token: half the dependent
 // passes, twice the bytes in flight); a lane still adds its units in the same order.
-template <DevFormat F, int NT, int kWide = 1>
+//
+// kRows > 1 (formats of 32 lanes per row) gives a warp kRows consecutive rows: a lane takes the
+// same units of each, so the activations of a unit are read once for kRows rows (the L1 traffic
+// of the K-quant dots is mostly activations); each row is summed as with kRows = 1.
+template <DevFormat F, int NT, int kWide = 1, int kRows = 1>
 __global__ void __launch_bounds__(32 * kMaxWarps) gemv_kernel(GemvParts parts, XRef x, bool early) {
   using U = Unit<F>;
   constexpr int kUnroll = U::kUnroll * kWide;
   constexpr int kLanes = U::kLanes;         // lanes per row
-  constexpr int kRowsPerWarp = 32 / kLanes;
+  static_assert(kRows == 1 || kLanes == 32, "several rows per warp: one row across the warp");
+  constexpr int kRowsPerWarp = 32 / kLanes * kRows;
   int m = 0;
 #pragma unroll
   for (int i = 0; i + 1 < kMaxParts; ++i)
@@ -316,28 +321,35 @@ __global__ void __launch_bounds__(32 * kMaxWarps) gemv_kernel(GemvParts parts, X
     BRISK_PDL_ENTER();
     return;
   }
-  const int64_t r = r0 + lane / kLanes;
-  const bool row_ok = r < n_out;
-  const int64_t rr = row_ok ? r : n_out - 1;  // lanes of a missing row read a real one, store nothing
-  const RowRef row{.qs = w + size_t(rr) * L.qs_row, .sc = w + L.sc_offset + size_t(rr) * L.sc_row};
+  const int64_t r = r0 + lane / kLanes;  // the first row (kRows > 1: r .. r + kRows - 1)
+  RowRef row[kRows];
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+    const int64_t rr = r + j < n_out ? r + j : n_out - 1;  // lanes of a missing row read a real one, store nothing
+    row[j] = RowRef{.qs = w + size_t(rr) * L.qs_row, .sc = w + L.sc_offset + size_t(rr) * L.sc_row};
+  }
   const int64_t n_units = U::count(x.n_in);
   // Warp-uniform trip count: lanes past the end load nothing and add nothing, but still take
   // part in the shuffles of the K-quant dots.
   constexpr int64_t kStep = int64_t(kLanes) * kUnroll;
-  typename U::Raw raw[kUnroll];
+  typename U::Raw raw[kRows][kUnroll];
   auto load_pass = [&](int64_t base) {
 #pragma unroll
     for (int k = 0; k < kUnroll; ++k) {
       const int64_t u = base + kLanes * k + sl;
-      if (u < n_units) U::load(row, u, raw[k]);
+#pragma unroll
+      for (int j = 0; j < kRows; ++j)
+        if (u < n_units) U::load(row[j], u, raw[j][k]);
     }
   };
   if (early) load_pass(0);
   BRISK_PDL_ENTER();
   if (!early) load_pass(0);
-  float acc[NT];
+  float acc[kRows][NT];
 #pragma unroll
-  for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
+  for (int j = 0; j < kRows; ++j)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[j][t] = 0.0f;
   for (int64_t base = 0; base < n_units; base += kStep) {
     if (base > 0) load_pass(base);
 #pragma unroll
@@ -348,27 +360,33 @@ __global__ void __launch_bounds__(32 * kMaxWarps) gemv_kernel(GemvParts parts, X
       const bool ok = u < n_units;
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
-        if constexpr (U::kInt) {
-          // Every lane calls dot (shuffles; a block's lanes are all in range or all out), lanes
-          // past the end read the activations of unit u0 and drop the result.
-          const float v = U::dot(raw[k], x, t, ok ? u : u0);
-          if (ok) acc[t] += v;
-        } else {
-          if (ok) acc[t] += U::dot(raw[k], x, t, u);
+#pragma unroll
+        for (int j = 0; j < kRows; ++j) {
+          if constexpr (U::kInt) {
+            // Every lane calls dot (shuffles; a block's lanes are all in range or all out), lanes
+            // past the end read the activations of unit u0 and drop the result.
+            const float v = U::dot(raw[j][k], x, t, ok ? u : u0);
+            if (ok) acc[j][t] += v;
+          } else {
+            if (ok) acc[j][t] += U::dot(raw[j][k], x, t, u);
+          }
         }
       }
     }
   }
 #pragma unroll
-  for (int t = 0; t < NT; ++t) {
-    float v = acc[t];
-    for (int o = kLanes / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    acc[t] = v;
-  }
-  if (sl == 0 && row_ok) {
-    const float b = bias ? bias[r] : 0.0f;
+  for (int j = 0; j < kRows; ++j) {
 #pragma unroll
-    for (int t = 0; t < NT; ++t) out[t * out_stride + r] = acc[t] + b;
+    for (int t = 0; t < NT; ++t) {
+      float v = acc[j][t];
+      for (int o = kLanes / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+      acc[j][t] = v;
+    }
+    if (sl == 0 && r + j < n_out) {
+      const float b = bias ? bias[r + j] : 0.0f;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) out[t * out_stride + r + j] = acc[j][t] + b;
+    }
   }
 }
 
@@ -399,12 +417,15 @@ DevFormat dev_format(QuantType t) {
 // (small matrices spread over more multiprocessors); counted over all parts of the launch.
 template <DevFormat F>
 void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, int64_t t0, int nt, bool early, cudaStream_t s) {
-  constexpr int kRowsPerWarp = 32 / Unit<F>::kLanes;
+  // One token over Q6_K: two rows per warp (gemv_kernel's kRows; Q4_K measured slower with 2
+  // or 4, as was Q6_K's wide variant with 2 rows).
+  const bool two_rows = F == DevFormat::q6_k && nt == 1 && !flags().no_cuda_gemv_rows;
+  const int rows_per_warp = 32 / Unit<F>::kLanes * (two_rows ? 2 : 1);
   int64_t rows = 0;
   for (int i = 0; i < n_parts; ++i) rows += a[i].w.n_out;
   int warps = kMaxWarps;
-  while (warps > 1 && (rows + warps * kRowsPerWarp - 1) / (warps * kRowsPerWarp) < 2 * sm_count()) warps /= 2;
-  const int64_t rows_per_block = int64_t(warps) * kRowsPerWarp;
+  while (warps > 1 && (rows + warps * rows_per_warp - 1) / (warps * rows_per_warp) < 2 * sm_count()) warps /= 2;
+  const int64_t rows_per_block = int64_t(warps) * rows_per_warp;
   GemvParts parts{};
   parts.n = n_parts;
   unsigned blocks = 0;
@@ -422,6 +443,12 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, int64_t t
     x.d = xq->d + t0 * (a[0].w.n_in / blk);
   } else {
     x.f = a[0].x.row(t0);
+  }
+  if constexpr (F == DevFormat::q6_k) {
+    if (two_rows) {
+      launch_kernel(gemv_kernel<F, 1, 1, 2>, grid, block, 0, s, parts, x, early);
+      return;
+    }
   }
   // One token over K-quant rows of more than one pass: the wide variant (measured slower for
   // BF16 and no faster for Q8_0, whose passes already hold 4-8 units per lane).
