@@ -38,13 +38,18 @@ namespace {
 // BRISK_PIN_THREADS=1: thread i of a pool runs only on the i-th CPU (mod the count) of the
 // process's allowed set; the caller is thread 0. Off by default: on a shared machine the OS
 // scheduler places threads better than a fixed map.
+// Read once, before the first pool pins its caller: a later pool made on that thread would
+// otherwise see only the caller's one CPU and pin all its workers there.
 std::vector<int> allowed_cpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  static const std::vector<int> cpus = [] {
+    std::vector<int> v;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) return v;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) v.push_back(c);
+    return v;
+  }();
   return cpus;
 }
 

@@ -2,9 +2,11 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include "core/checked_math.h"
@@ -13,6 +15,7 @@
 #include "core/flags.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
+#include "scoped_env.h"
 
 using namespace brisk;
 
@@ -102,4 +105,38 @@ TEST(ThreadPoolPinning, PinsEachThreadToOneCpuOnlyWhenAsked) {
   brisk::flags_reload();
   // The pinned pool pinned its caller too: give this thread the whole set back.
   ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+}
+
+// A second pinned pool made on the same (already pinned) thread still spreads its workers over
+// the allowed set: the set is read before the first pool pins its caller.
+TEST(ThreadPoolPinning, LaterPoolsKeepTheWholeSet) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  std::vector<int> allowed;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &all)) allowed.push_back(c);
+  if (allowed.size() < 2) GTEST_SKIP() << "needs two allowed CPUs";
+  brisk::ScopedEnv pin("BRISK_PIN_THREADS", "1");
+  { brisk::ThreadPool first(2); }  // pins this thread to allowed[0]
+  brisk::ThreadPool second(2);
+  const pthread_t caller = pthread_self();
+  int worker_cpu = -1;
+  for (int attempt = 0; attempt < 200 && worker_cpu < 0; ++attempt) {
+    second.run([&](int, int) {
+      if (pthread_equal(pthread_self(), caller)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // leave the other part to the worker
+        return;
+      }
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      pthread_getaffinity_np(pthread_self(), sizeof(set), &set);
+      if (CPU_COUNT(&set) == 1)
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+          if (CPU_ISSET(c, &set)) worker_cpu = c;
+    }, 2);
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+  if (worker_cpu < 0) GTEST_SKIP() << "the worker never joined a run";
+  EXPECT_EQ(worker_cpu, allowed[1]);
 }
