@@ -26,6 +26,7 @@
 #ifdef BRISK_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_devices.h"
+#include "cuda_fixture.h"
 #endif
 
 namespace brisk {
@@ -186,11 +187,9 @@ TEST(CudaGreedy, DeviceArgmaxMatchesHostSampler) {
 // sampler picks from the copied logits (a zero logit bias takes generate off the argmax path,
 // and BRISK_NO_DEVICE_SAMPLING off the device sampler).
 TEST(CudaGreedy, GenerateMatchesHostSampling) {
-  std::string reason;
-  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
-  const std::string path = std::string(BRISK_SHARED_DATA) + "/models/llama/model-q8_0.gguf";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared model fixture " << path << " is missing";
-  auto model = Model::load({.path = path});
+  std::string skip;
+  auto model = load_shared_llama_on_cuda(&skip);
+  if (!model) GTEST_SKIP() << skip;
   std::vector<int32_t> prompt;
   for (int i = 0; i < 20; ++i) prompt.push_back(int32_t((i * 29 + 3) % model->info().n_vocab));
   auto run = [&](bool host) {

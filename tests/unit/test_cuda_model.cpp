@@ -16,6 +16,7 @@
 #include "runtime/sampler.h"
 #ifdef BRISK_HAVE_CUDA
 #include "backend/cuda/cuda_devices.h"
+#include "cuda_fixture.h"
 #endif
 
 namespace brisk {
@@ -160,11 +161,9 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CudaTaps, ::testing::Values("qwen3/model-q8_0
 // Decode steps replayed from CUDA graphs give the same bits as launch-by-launch steps
 // (BRISK_NO_CUDA_GRAPHS=1), prompt and every greedy step.
 TEST(CudaGraphs, DecodeMatchesNoGraphsBitExact) {
-  std::string reason;
-  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
-  const std::string path = std::string(BRISK_SHARED_DATA) + "/models/llama/model-q8_0.gguf";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared model fixture " << path << " is missing";
-  auto model = Model::load({.path = path});
+  std::string skip;
+  auto model = load_shared_llama_on_cuda(&skip);
+  if (!model) GTEST_SKIP() << skip;
   std::vector<int32_t> prompt;
   for (int i = 0; i < 9; ++i) prompt.push_back(int32_t((i * 53 + 5) % model->info().n_vocab));
   const RunResult with = run_on(model, "cuda", prompt, 10);
@@ -183,11 +182,9 @@ TEST(CudaGraphs, DecodeMatchesNoGraphsBitExact) {
 // (copy-on-write), and the source itself, decoded together in one graph-replayed step, give the
 // bits of the same sequences computed with private blocks by the same batches.
 TEST(CudaPaged, SeqCopyMatchesRecomputeBitExact) {
-  std::string reason;
-  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
-  const std::string path = std::string(BRISK_SHARED_DATA) + "/models/llama/model-q8_0.gguf";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared model fixture " << path << " is missing";
-  auto model = Model::load({.path = path});
+  std::string skip;
+  auto model = load_shared_llama_on_cuda(&skip);
+  if (!model) GTEST_SKIP() << skip;
   std::vector<int32_t> p;
   for (int i = 0; i < 40; ++i) p.push_back(int32_t((i * 29 + 7) % model->info().n_vocab));
   const auto batch = [&](int32_t seq, int32_t from, int32_t to) {
@@ -232,11 +229,9 @@ TEST(CudaPaged, SeqCopyMatchesRecomputeBitExact) {
 // sequences with their own samplers (greedy, top-k with temperature, penalties) draw on the
 // GPU the tokens their twins draw on the host from the same logits, step after step.
 TEST(CudaSample, RowSamplersMatchHostSampling) {
-  std::string reason;
-  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
-  const std::string path = std::string(BRISK_SHARED_DATA) + "/models/llama/model-q8_0.gguf";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared model fixture " << path << " is missing";
-  auto model = Model::load({.path = path});
+  std::string skip;
+  auto model = load_shared_llama_on_cuda(&skip);
+  if (!model) GTEST_SKIP() << skip;
   const int32_t nv = model->info().n_vocab;
   const std::vector<SamplerParams> params = {
       SamplerParams{.temperature = 0.0f},

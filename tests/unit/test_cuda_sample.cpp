@@ -21,6 +21,7 @@
 #ifdef BRISK_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_devices.h"
+#include "cuda_fixture.h"
 #endif
 
 namespace brisk {
@@ -169,11 +170,9 @@ TEST(CudaSample, RowsKeepTheirOwnSpecs) {
 // Sampled generation on a fixture model: device sampling gives the tokens of host sampling
 // from the copied logits (BRISK_NO_DEVICE_SAMPLING), and keeps only ids.
 TEST(CudaSample, GenerateMatchesHostSampling) {
-  std::string reason;
-  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
-  const std::string path = std::string(BRISK_SHARED_DATA) + "/models/llama/model-q8_0.gguf";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared model fixture " << path << " is missing";
-  auto model = Model::load({.path = path});
+  std::string skip;
+  auto model = load_shared_llama_on_cuda(&skip);
+  if (!model) GTEST_SKIP() << skip;
   std::vector<int32_t> prompt;
   for (int i = 0; i < 20; ++i) prompt.push_back(int32_t((i * 29 + 3) % model->info().n_vocab));
   auto run = [&](bool host) {
