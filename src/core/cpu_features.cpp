@@ -60,7 +60,7 @@ CpuFeatures detect() {
   f.avx512 = f.avx2 && zmm_ok && (b7 & (1u << 16)) && (b7 & (1u << 30)) && (b7 & (1u << 31)) &&
              (b7 & (1u << 17));
   f.avx512_vnni = f.avx512 && (c7 & (1u << 11));
-  f.avx512_vbmi = f.avx512 && (c7 & (1u << 1)) && (c7 & (1u << 12));  // VBMI and BITALG
+  f.avx512_vbmi = f.avx512 && (c7 & (1u << 1)) && (c7 & (1u << 12)) && (c7 & (1u << 8));  // VBMI, BITALG, GFNI
   f.avx512_bf16 = f.avx512 && (a71 & (1u << 5));
   f.avx512_fp16 = f.avx512 && (d7 & (1u << 23));
   f.avx_vnni = f.avx2 && (a71 & (1u << 4));

@@ -10,7 +10,7 @@ struct CpuFeatures {
   bool avx2 = false;        // AVX2 + FMA + F16C
   bool avx512 = false;      // AVX-512 F + BW + VL + DQ
   bool avx512_vnni = false;
-  bool avx512_vbmi = false;  // VBMI byte permutes (vpermb / vpermt2b) and BITALG bit shuffles
+  bool avx512_vbmi = false;  // VBMI byte permutes (vpermb / vpermt2b), BITALG bit shuffles, GFNI
   bool avx512_bf16 = false;
   bool avx512_fp16 = false;
   bool avx_vnni = false;

@@ -1,4 +1,4 @@
-// AVX-512 VBMI + BITALG decode dot products for Q4_0 and Q5_0 weights with Q8_0 activations, for 1..8
+// AVX-512 VBMI + BITALG + GFNI decode dot products for Q4_0 and Q5_0 weights with Q8_0 activations, for 1..8
 // tokens at once with bit-identical results per token (the same role as the Q4_0/Q5_0 kernels
 // of dot_q32_avx512.cpp, which CPUs without VBMI keep using).
 //
@@ -9,7 +9,7 @@
 // last byte, and one two-source byte permute (vpermt2b) puts the 4 x 16 code bytes side by
 // side, one block per 128-bit lane:
 //   lo = codes & 15          lane L: elements 0..15 of block L of the quad
-//   hi = (codes >> 4) & 15   lane L: elements 16..31
+//   hi = codes >> 4          lane L: elements 16..31 (one GFNI affine map per vector)
 // Q5_0's fifth bits come the same way: a permute of the qh bytes, then two bit-shuffles
 // (vpshufbitqmb) into 64-bit masks that add 16 to the selected code bytes. vpdpbusd of lo and hi against the prepared activations
 // gives each block's sum in 4 int32 of its lane; the 4 quads of a group of 16 blocks reduce to
@@ -147,6 +147,12 @@ using FmtQ5_0R16 = Repacked<FmtQ5_0>;
 
 inline __m512i load_table(const std::array<uint8_t, 64>& t) { return _mm512_load_si512(t.data()); }
 
+// x >> 4 per byte in one instruction (a shift and a mask otherwise): the GF(2) affine map whose
+// matrix moves bit i + 4 of each byte to bit i (row byte 7 - i of the matrix selects bit i + 4).
+inline __m512i high_nibbles(__m512i x) {
+  return _mm512_gf2p8affine_epi64_epi8(x, _mm512_set1_epi64(0x1020408000000000LL), 0);
+}
+
 // Codes (lo, hi) of the quad at q and its 4 scales merged into scales16 (fp16 words in the
 // reduction's lane order) at quad position j.
 template <class Fmt>
@@ -155,9 +161,8 @@ inline void decode_quad(const uint8_t* q, int j, __m512i* lo, __m512i* hi, __m51
   const __m512i a = _mm512_loadu_si512(q);
   const __m512i b = _mm512_loadu_si512(q + T::kSecond);
   const __m512i codes = _mm512_permutex2var_epi8(a, load_table(T::qs), b);
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
-  *lo = _mm512_and_si512(codes, m4);
-  *hi = _mm512_and_si512(_mm512_srli_epi16(codes, 4), m4);
+  *lo = _mm512_and_si512(codes, _mm512_set1_epi8(0x0F));
+  *hi = high_nibbles(codes);
   if constexpr (Fmt::kHighBit) {
     // qwords 2L and 2L + 1 hold block L's 32 high bits; vpshufbitqmb picks bit j (lo) or
     // 16 + j (hi) of them for code byte 16L + j.
@@ -284,9 +289,8 @@ constexpr __mmask16 tail_scale_lanes(int q) {
 template <class Fmt>
 inline void decode_packed_quad(const uint8_t* codes, const uint8_t* qh, __m512i* lo, __m512i* hi) {
   const __m512i c = _mm512_loadu_si512(codes);
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
-  *lo = _mm512_and_si512(c, m4);
-  *hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), m4);
+  *lo = _mm512_and_si512(c, _mm512_set1_epi8(0x0F));
+  *hi = high_nibbles(c);
   if constexpr (Fmt::kHighBit) {
     const __m512i h = _mm512_cvtepu16_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh)));
     const __m512i c16 = _mm512_set1_epi8(0x10);
