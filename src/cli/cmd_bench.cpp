@@ -3,6 +3,11 @@
 // measured in the same run with the same thread count, and the fraction of it decode reaches.
 // Each repetition runs on a fresh context (empty KV cache); --depth D first fills D tokens of
 // context (not timed), so "tg128 @ d4096" is decode speed with 4096 tokens already cached.
+// --depth takes a list (0,4096): the repetitions then alternate the depths, so that a ratio of
+// two depths compares runs of the same moments. The bandwidth probe runs right before each
+// timed decode and each repetition's fraction uses its own probe: on a shared host the
+// bandwidth available moves over seconds, and both sides of the ratio should see the same.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -25,7 +30,8 @@ using Clock = std::chrono::steady_clock;
 
 struct Args {
   std::string model;
-  int32_t n_prompt = 512, n_gen = 128, threads = 0, reps = 3, depth = 0, n_batch = 512, bw_mib = 512;
+  int32_t n_prompt = 512, n_gen = 128, threads = 0, reps = 3, n_batch = 512, bw_mib = 512;
+  std::vector<int32_t> depths{0};
   bool json = false, mmap = false;
 };
 
@@ -52,14 +58,23 @@ Args parse(const std::vector<std::string>& argv) {
     else if (f == "-n" || f == "--n-gen") a.n_gen = parse_int(f, value(), 0, 1 << 20);
     else if (f == "-t" || f == "--threads") a.threads = parse_int(f, value(), 0, 1024);
     else if (f == "-r" || f == "--repetitions") a.reps = parse_int(f, value(), 1, 1000);
-    else if (f == "-d" || f == "--depth") a.depth = parse_int(f, value(), 0, 1 << 20);
+    else if (f == "-d" || f == "--depth") {
+      a.depths.clear();
+      const std::string& list = value();
+      for (size_t at = 0; at <= list.size();) {
+        const size_t comma = std::min(list.find(',', at), list.size());
+        a.depths.push_back(parse_int(f, list.substr(at, comma - at), 0, 1 << 20));
+        at = comma + 1;
+      }
+      BRISK_CHECK(a.depths.size() <= 16, "bench: ", f, ": at most 16 depths");
+    }
     else if (f == "-b" || f == "--batch") a.n_batch = parse_int(f, value(), 1, 1 << 16);
     else if (f == "--bw-mib") a.bw_mib = parse_int(f, value(), 1, 1 << 16);
     else if (f == "--json") a.json = true;
     else if (f == "--mmap") a.mmap = true;
     else if (f == "-h" || f == "--help") {
       std::printf(
-          "usage: brisk bench --model M [-p 512] [-n 128] [-t N] [-r 3] [--depth D] [-b 512] [--json] [--mmap]\n"
+          "usage: brisk bench --model M [-p 512] [-n 128] [-t N] [-r 3] [--depth D[,D...]] [-b 512] [--json] [--mmap]\n"
           "       [--bw-mib 512]   size of the read-bandwidth probe buffer\n");
       std::exit(0);
     } else fail("bench: unknown argument '", f, "'");
@@ -71,7 +86,21 @@ Args parse(const std::vector<std::string>& argv) {
 
 struct Stats {
   std::string name;
+  int32_t depth = 0;
+  bool decode = false;
   std::vector<double> tps;
+  std::vector<double> bw;  // decode: the probe (bytes/s) right before each repetition
+  // Decode: mean over the repetitions of tok/s x bytes per token / that repetition's probe.
+  double fraction(uint64_t bytes_per_token) const {
+    double s = 0;
+    for (size_t i = 0; i < tps.size() && i < bw.size(); ++i) s += bw[i] > 0 ? tps[i] * double(bytes_per_token) / bw[i] : 0;
+    return bw.empty() ? 0 : s / double(bw.size());
+  }
+  double mean_bw() const {
+    double s = 0;
+    for (double v : bw) s += v;
+    return bw.empty() ? 0 : s / double(bw.size());
+  }
   double mean() const {
     double s = 0;
     for (double v : tps) s += v;
@@ -89,14 +118,14 @@ struct Stats {
 class Runner {
  public:
   Runner(std::shared_ptr<const brisk::Model> model, const Args& a) : model_(std::move(model)), a_(a) {
-    const int32_t need = a.depth + std::max(a.n_prompt, a.n_gen) + 1;
+    const int32_t need = *std::max_element(a.depths.begin(), a.depths.end()) + std::max(a.n_prompt, a.n_gen) + 1;
     opts_ = {.n_ctx = need, .n_seq_max = 1, .n_batch = a.n_batch, .n_threads = a.threads};
   }
 
-  // Fresh context with `depth` tokens already decoded (untimed; none for the warm-up).
-  std::unique_ptr<brisk::Context> fresh(bool with_depth = true) {
+  // Fresh context with `depth` tokens already decoded (untimed).
+  std::unique_ptr<brisk::Context> fresh(int32_t depth) {
     auto ctx = brisk::Context::create(model_, opts_);
-    if (with_depth) feed(*ctx, a_.depth, false);
+    feed(*ctx, depth, false);
     return ctx;
   }
 
@@ -114,15 +143,15 @@ class Runner {
     }
   }
 
-  double time_prompt() {
-    auto ctx = fresh();
+  double time_prompt(int32_t depth) {
+    auto ctx = fresh(depth);
     const auto t0 = Clock::now();
     feed(*ctx, a_.n_prompt, true);
     return double(a_.n_prompt) / std::chrono::duration<double>(Clock::now() - t0).count();
   }
 
-  double time_decode() {
-    auto ctx = fresh();
+  double time_decode(int32_t depth) {
+    auto ctx = fresh(depth);
     int32_t pos = ctx->seq_length(0);
     const auto t0 = Clock::now();
     for (int32_t i = 0; i < a_.n_gen; ++i)
@@ -159,30 +188,49 @@ int cmd_bench(const std::vector<std::string>& argv) {
 
   Runner run(model, a);
   {  // warm-up: first touch of weights and scratch buffers
-    auto ctx = run.fresh(false);
+    auto ctx = run.fresh(0);
     run.feed(*ctx, std::min(a.n_prompt > 0 ? a.n_prompt : 1, 32), true);
     run.feed(*ctx, 1, true);
   }
-  const std::string at = a.depth > 0 ? " @ d" + std::to_string(a.depth) : "";
   std::vector<Stats> results;
-  if (a.n_prompt > 0) results.push_back({"pp" + std::to_string(a.n_prompt) + at, {}});
-  if (a.n_gen > 0) results.push_back({"tg" + std::to_string(a.n_gen) + at, {}});
-  for (int r = 0; r < a.reps; ++r) {
-    size_t k = 0;
-    if (a.n_prompt > 0) results[k++].tps.push_back(run.time_prompt());
-    if (a.n_gen > 0) results[k++].tps.push_back(run.time_decode());
+  for (int32_t d : a.depths) {
+    const std::string at = d > 0 ? " @ d" + std::to_string(d) : "";
+    if (a.n_prompt > 0) results.push_back({.name = "pp" + std::to_string(a.n_prompt) + at, .depth = d, .decode = false, .tps = {}, .bw = {}});
+    if (a.n_gen > 0) results.push_back({.name = "tg" + std::to_string(a.n_gen) + at, .depth = d, .decode = true, .tps = {}, .bw = {}});
   }
-  // The probe runs after the model so that both see the same memory pressure.
-  const auto bw = brisk::measure_read_bandwidth(
-      {.n_threads = n_threads, .buffer_bytes = uint64_t(a.bw_mib) << 20, .reps = 5});
+  // Best of 5 passes over the probe buffer with the bench's thread count, after the model is
+  // loaded so that both see the same memory pressure.
+  const auto probe = [&] {
+    return brisk::measure_read_bandwidth({.n_threads = n_threads, .buffer_bytes = uint64_t(a.bw_mib) << 20, .reps = 5});
+  };
+  std::vector<brisk::BandwidthResult> probes;
+  for (int r = 0; r < a.reps; ++r) {
+    for (Stats& s : results) {
+      if (!s.decode) {
+        s.tps.push_back(run.time_prompt(s.depth));
+        continue;
+      }
+      probes.push_back(probe());
+      s.bw.push_back(probes.back().bytes_per_s);
+      s.tps.push_back(run.time_decode(s.depth));
+    }
+  }
+  if (probes.empty()) probes.push_back(probe());
+  brisk::BandwidthResult bw{};  // means over the probes
+  for (const auto& p : probes) {
+    bw.bytes_per_s += p.bytes_per_s / double(probes.size());
+    bw.mean_bytes_per_s += p.mean_bytes_per_s / double(probes.size());
+  }
 
   const double gb = 1e9;
   uint64_t file_bytes = 0;
   std::error_code ec;
   if (std::filesystem::is_regular_file(a.model, ec)) file_bytes = std::filesystem::file_size(a.model, ec);
-  const double tg = a.n_gen > 0 ? results.back().mean() : 0;
-  const double tg_bps = tg * double(info.weight_bytes);
-  const double frac = bw.bytes_per_s > 0 ? tg_bps / bw.bytes_per_s : 0;
+  const Stats* first_tg = nullptr;
+  for (const Stats& s : results)
+    if (s.decode && !first_tg) first_tg = &s;
+  const double tg_bps = first_tg ? first_tg->mean() * double(info.weight_bytes) : 0;
+  const double frac = first_tg ? first_tg->fraction(info.weight_bytes) : 0;
 
   if (a.json) {
     nlohmann::json j = {
@@ -195,18 +243,25 @@ int cmd_bench(const std::vector<std::string>& argv) {
         {"mmap", a.mmap},
         {"n_prompt", a.n_prompt},
         {"n_gen", a.n_gen},
-        {"depth", a.depth},
+        {"depth", a.depths.front()},
+        {"depths", a.depths},
         {"repetitions", a.reps},
         {"load_seconds", load_s},
         {"read_bandwidth_bytes_per_s", bw.bytes_per_s},
         {"read_bandwidth_mean_bytes_per_s", bw.mean_bytes_per_s},
         {"decode_bytes_per_s", tg_bps},
-        {"decode_bandwidth_fraction", frac},
+        {"decode_bandwidth_fraction", frac},  // of the first decode test
         {"roofline_tokens_per_s", info.weight_bytes ? bw.bytes_per_s / double(info.weight_bytes) : 0.0},
     };
     nlohmann::json tests = nlohmann::json::array();
-    for (const auto& s : results)
-      tests.push_back({{"test", s.name}, {"tokens_per_s", s.mean()}, {"sd", s.sd()}, {"samples", s.tps}});
+    for (const auto& s : results) {
+      nlohmann::json t = {{"test", s.name}, {"depth", s.depth}, {"tokens_per_s", s.mean()}, {"sd", s.sd()}, {"samples", s.tps}};
+      if (s.decode) {
+        t["read_bandwidth_samples"] = s.bw;
+        t["bandwidth_fraction"] = s.fraction(info.weight_bytes);
+      }
+      tests.push_back(t);
+    }
     j["tests"] = tests;
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -215,16 +270,19 @@ int cmd_bench(const std::vector<std::string>& argv) {
   std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   const std::string name = info.architecture + " " + std::filesystem::path(a.model).filename().string();
   for (const auto& s : results) {
-    const bool is_tg = s.name.rfind("tg", 0) == 0;
     std::printf("| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s |\n", name.c_str(),
                 fmt("%.2f MiB", double(file_bytes) / 1048576.0).c_str(),
                 fmt("%.2f M", double(info.n_params) / 1e6).c_str(), n_threads, a.mmap ? 1 : 0, s.name.c_str(),
                 fmt("%.2f ± %.2f", s.mean(), s.sd()).c_str(),
                 fmt("%.1f MB", double(info.weight_bytes) / 1e6).c_str(),
-                fmt("%.2f GB/s", bw.bytes_per_s / gb).c_str(), is_tg ? fmt("%.1f %%", 100.0 * frac).c_str() : "");
+                fmt("%.2f GB/s", (s.decode ? s.mean_bw() : bw.bytes_per_s) / gb).c_str(),
+                s.decode ? fmt("%.1f %%", 100.0 * s.fraction(info.weight_bytes)).c_str() : "");
   }
   std::printf("decode ceiling at %.2f GB/s: %.1f tok/s; decode reads %.2f GB/s; load %.2f s\n", bw.bytes_per_s / gb,
               info.weight_bytes ? bw.bytes_per_s / double(info.weight_bytes) : 0.0, tg_bps / gb, load_s);
+  for (const auto& s : results)
+    if (s.decode && first_tg && &s != first_tg && first_tg->mean() > 0)
+      std::printf("%s / %s: %.1f %%\n", s.name.c_str(), first_tg->name.c_str(), 100.0 * s.mean() / first_tg->mean());
   return 0;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """System test of `brisk bench`: the JSON report of a short run on a fixture model has the
-tests asked for, positive speeds, the bytes per token of the model, a measured bandwidth and
-the fraction computed from them; the table names pp and tg; bad arguments are errors."""
+tests asked for, positive speeds, the bytes per token of the model, a probe per decode
+repetition and the fraction computed from them; a list of depths gives every test per depth and
+the ratio of decode speeds; the table names pp and tg; bad arguments are errors."""
 import json
 import os
 import subprocess
@@ -34,17 +35,32 @@ def main():
             failures.append("bad samples %r" % t)
     if j["weight_bytes_per_token"] <= 0 or j["read_bandwidth_bytes_per_s"] <= 0:
         failures.append("bytes/token %r, bandwidth %r" % (j["weight_bytes_per_token"], j["read_bandwidth_bytes_per_s"]))
-    tg = j["tests"][1]["tokens_per_s"]
-    expect = tg * j["weight_bytes_per_token"] / j["read_bandwidth_bytes_per_s"]
-    if abs(j["decode_bandwidth_fraction"] - expect) > 1e-9 * max(1.0, expect):
-        failures.append("fraction %r, expected %r" % (j["decode_bandwidth_fraction"], expect))
-    if j["threads"] != 2 or j["mmap"] is not False or j["depth"] != 8:
-        failures.append("echoed options %r" % {k: j[k] for k in ("threads", "mmap", "depth")})
+    # Each decode repetition is divided by the probe taken right before it.
+    tgt = j["tests"][1]
+    bws = tgt.get("read_bandwidth_samples", [])
+    if len(bws) != 2 or not all(b > 0 for b in bws):
+        failures.append("probe samples %r" % bws)
+    else:
+        expect = sum(t * j["weight_bytes_per_token"] / b for t, b in zip(tgt["samples"], bws)) / len(bws)
+        for got in (tgt["bandwidth_fraction"], j["decode_bandwidth_fraction"]):
+            if abs(got - expect) > 1e-9 * max(1.0, expect):
+                failures.append("fraction %r, expected %r" % (got, expect))
+    if j["threads"] != 2 or j["mmap"] is not False or j["depth"] != 8 or j["depths"] != [8]:
+        failures.append("echoed options %r" % {k: j[k] for k in ("threads", "mmap", "depth", "depths")})
+
+    # A list of depths: every test per depth, in the order given, and the ratio line.
+    p = run("-m", model, "-p", "0", "-n", "3", "-r", "2", "--depth", "0,16", "--bw-mib", "16")
+    if p.returncode != 0 or "| tg3 |" not in p.stdout or "| tg3 @ d16 |" not in p.stdout or "tg3 @ d16 / tg3:" not in p.stdout:
+        failures.append("depth list: %r %r" % (p.stdout, p.stderr))
+    p = run("-m", model, "-p", "0", "-n", "3", "-r", "1", "--depth", "16,0", "--json", "--bw-mib", "16")
+    if p.returncode != 0 or [t["test"] for t in json.loads(p.stdout)["tests"]] != ["tg3 @ d16", "tg3"]:
+        failures.append("depth list json: %r %r" % (p.stdout, p.stderr))
 
     p = run("-m", model, "-p", "8", "-n", "2", "-r", "1", "--mmap", "--bw-mib", "16")
     if p.returncode != 0 or "| pp8 |" not in p.stdout or "| tg2 |" not in p.stdout:
         failures.append("table output: %r %r" % (p.stdout, p.stderr))
     for bad in (["-m", model, "-r", "0"], ["-m", model, "-p", "x"], ["-p", "8"], ["-m", model, "--bogus"],
+                ["-m", model, "--depth", "0,x"], ["-m", model, "--depth", "0,"], ["-m", model, "--depth", "-4"],
                 ["-m", os.path.join(DATA, "missing.gguf"), "--bw-mib", "16"]):
         p = run(*bad)
         if p.returncode == 0 or not p.stderr.strip():
