@@ -522,6 +522,101 @@ TEST(CudaBackend, Embedding) {
   }
 }
 
+// One-token decode layers in graph steps, where the queued launches are fused: the ropes of q / k
+// and the KV store inside the attention launch (BRISK_NO_CUDA_ATTN_ROPE), the residual adds in
+// the epilogue of the matmul before them (BRISK_NO_CUDA_GEMV_ADD; the matmul's output as the
+// add's first and as its second operand). Staged and unstaged attention chunks (positions 0 .. 3000 of
+// 33 splits), F16 and F32 caches, normal and NeoX partial rotary, head groups of 4 and 7.
+// Everything the layers write (residual, rotated q and k, attention output, both caches) is
+// bit-equal with the fusions switched off and launch by launch.
+TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  struct Case { int32_t n_head, n_head_kv, hd, n_rot; bool neox; QuantType kv; };
+  const int64_t n_embd = 512, cap = 3072;
+  const std::vector<int32_t> positions = {0, 1, 2, 5, 63, 64, 65, 300, 1000, 2200, 3000, 3071};
+  std::vector<QuantWeight> keep;
+  for (const Case cs : {Case{32, 8, 128, 128, false, QuantType::F16}, Case{14, 2, 64, 32, true, QuantType::F32}}) {
+    const int64_t qw = int64_t(cs.n_head) * cs.hd, kw = int64_t(cs.n_head_kv) * cs.hd;
+    keep.push_back(make_weight(QuantType::Q8_0, qw, n_embd, 71));
+    keep.push_back(make_weight(QuantType::Q8_0, kw, n_embd, 72));
+    keep.push_back(make_weight(QuantType::Q8_0, kw, n_embd, 73));
+    keep.push_back(make_weight(QuantType::Q8_0, n_embd, qw, 74));
+    keep.push_back(make_weight(QuantType::Q4_K, n_embd, n_embd, 75));
+    const size_t b = keep.size() - 5;
+    RopeTable tab{.n_rot = cs.n_rot, .inv_freq = {}, .attn_factor = cs.neox ? 0.9f : 1.0f, .neox = cs.neox};
+    for (int i = 0; i < cs.n_rot / 2; ++i)
+      tab.inv_freq.push_back(std::pow(10000.0f, -2.0f * float(i) / float(cs.n_rot)));
+    const std::vector<float> norm_w = randn(size_t(n_embd), 76), x0 = randn(size_t(n_embd), 77, 2.0f);
+    struct Out { std::vector<std::vector<float>> x, q, k, att; std::vector<uint8_t> kc, vc; };
+    auto run = [&](bool graphs, bool fused) {
+      std::vector<std::unique_ptr<ScopedEnv>> off;
+      if (!fused)
+        for (const char* env : {"BRISK_NO_CUDA_ATTN_ROPE", "BRISK_NO_CUDA_GEMV_ADD"})
+          off.push_back(std::make_unique<ScopedEnv>(env, "1"));
+      auto be = make_cuda_backend(0, graphs);
+      Cache c = make_cache(*be, cs.kv, 2, cap, kw, 78);
+      DevMat x(*be, 1, n_embd, x0), h(*be, 1, n_embd), q(*be, 1, qw), k(*be, 1, kw), v(*be, 1, kw), att(*be, 1, qw),
+          o(*be, 1, n_embd), g(*be, 1, n_embd);
+      Out out;
+      int32_t id = 0, pos = 0, seq = 1, row = 0;
+      for (const int32_t p : positions) {
+        pos = p;
+        be->begin_step({.n_tok = 1, .ids = &id, .pos = &pos, .seq = &seq, .n_out = 1, .out_rows = &row});
+        be->rms_norm({.out = h.dev, .x = x.dev, .weight = norm_w.data(), .eps = 1e-5f});
+        be->matmul({.out = q.dev, .x = h.dev, .w = keep[b].w});
+        be->matmul({.out = k.dev, .x = h.dev, .w = keep[b + 1].w});
+        be->matmul({.out = v.dev, .x = h.dev, .w = keep[b + 2].w});
+        be->rope({.x = q.dev, .pos = &pos, .n_head = cs.n_head, .head_dim = cs.hd, .table = &tab});
+        be->rope({.x = k.dev, .pos = &pos, .n_head = cs.n_head_kv, .head_dim = cs.hd, .table = &tab});
+        be->kv_store({.k = k.dev, .v = v.dev, .k_cache = c.k, .v_cache = c.v, .seq = &seq, .pos = &pos});
+        be->attention({.out = att.dev, .q = q.dev, .k_cache = c.k, .v_cache = c.v, .seq = &seq, .pos = &pos,
+                       .n_head = cs.n_head, .n_head_kv = cs.n_head_kv, .head_dim = cs.hd,
+                       .scale = 1.0f / std::sqrt(float(cs.hd))});
+        be->matmul({.out = o.dev, .x = att.dev, .w = keep[b + 3].w});
+        be->add({.out = x.dev, .a = x.dev, .b = o.dev});
+        be->rms_norm({.out = h.dev, .x = x.dev, .weight = norm_w.data(), .eps = 1e-5f});
+        be->matmul({.out = g.dev, .x = h.dev, .w = keep[b + 4].w});
+        be->add({.out = x.dev, .a = g.dev, .b = x.dev});
+        be->end_step();
+        out.x.push_back(x.fetch());
+        out.q.push_back(q.fetch());
+        out.k.push_back(k.fetch());
+        out.att.push_back(att.fetch());
+      }
+      const size_t bytes = size_t(c.k.n_blocks) * size_t(c.k.block_size) * c.k.row_bytes;
+      out.kc.resize(bytes);
+      out.vc.resize(bytes);
+      be->copy(out.kc.data(), c.k.data, bytes);
+      be->copy(out.vc.data(), c.v.data, bytes);
+      if (graphs) {
+        EXPECT_GE(cuda_graph_replays(*be), positions.size() - 3);  // the first steps run eager, then capture
+      }
+      return out;
+    };
+    const Out got = run(true, true);
+    for (const auto& [graphs, fused] : {std::pair{true, false}, std::pair{false, true}}) {
+      const Out other = run(graphs, fused);
+      const std::string what = str_cat("heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, graphs ? " graphs" : " eager",
+                                       fused ? "" : " unfused");
+      for (size_t i = 0; i < positions.size(); ++i) {
+        const std::string at = str_cat(what, " pos ", positions[i], ": ");
+        auto same = [&](const std::vector<float>& u, const std::vector<float>& w, const char* name) {
+          ASSERT_EQ(u.size(), w.size());
+          EXPECT_EQ(std::memcmp(u.data(), w.data(), sizeof(float) * u.size()), 0) << at << name;
+        };
+        same(got.x[i], other.x[i], "residual");
+        same(got.q[i], other.q[i], "rotated q");
+        same(got.k[i], other.k[i], "rotated k");
+        same(got.att[i], other.att[i], "attention");
+        EXPECT_TRUE(std::isfinite(got.x[i][0])) << at;
+      }
+      EXPECT_EQ(got.kc, other.kc) << what << ": K cache";
+      EXPECT_EQ(got.vc, other.vc) << what << ": V cache";
+    }
+  }
+}
+
 // Decode-like steps (embedding, norm, K-quant / Q8_0 / BF16 matmuls, rope, KV store, split
 // attention) with and without CUDA graphs: bit-identical outputs at every step, and the graph
 // backend really replays its captured step.

@@ -43,6 +43,10 @@ struct GemvPart {
   int64_t n_out;
   const float* bias;
   unsigned block_end;    // blocks of this part and the ones before it
+  const float* res;      // residual row t0 (or null): sum[t, r] = res[t, r] + out[t, r] too
+  int64_t res_stride;
+  float* sum;
+  int64_t sum_stride;
 };
 struct GemvParts {
   GemvPart p[kMaxParts];
@@ -294,6 +298,10 @@ template <> struct Unit<DevFormat::bf16> : FloatUnit<DevFormat::bf16> {};
 // kWide = 2 doubles the units a lane loads per pass (long rows of one token: half the dependent
 // passes, twice the bytes in flight); a lane still adds its units in the same order.
 //
+// With a residual (part.res), each output is also added to it, as launch_add would: the residual
+// add after the o-projection / down projection costs no launch of its own, and the RMS norm
+// that follows reads one finished row (no block barrier for a norm written in place).
+//
 // kRows > 1 (formats of 32 lanes per row) gives a warp kRows consecutive rows: a lane takes the
 // same units of each, so the activations of a unit are read once for kRows rows (the L1 traffic
 // of the K-quant dots is mostly activations); each row is summed as with kRows = 1.
@@ -315,6 +323,7 @@ __global__ void __launch_bounds__(32 * kMaxWarps) gemv_kernel(GemvParts parts, X
   const DevLayout L = parts.p[m].L;
   const int64_t n_out = parts.p[m].n_out;
   const float* const bias = parts.p[m].bias;
+  const float* const res = parts.p[m].res;
   const int lane = threadIdx.x & 31, sl = lane % kLanes;
   const int64_t r0 = (int64_t(b_local) * (blockDim.x / 32) + (threadIdx.x >> 5)) * kRowsPerWarp;
   if (r0 >= n_out) {  // whole warps leave together
@@ -385,7 +394,11 @@ __global__ void __launch_bounds__(32 * kMaxWarps) gemv_kernel(GemvParts parts, X
     if (sl == 0 && r + j < n_out) {
       const float b = bias ? bias[r + j] : 0.0f;
 #pragma unroll
-      for (int t = 0; t < NT; ++t) out[t * out_stride + r + j] = acc[j][t] + b;
+      for (int t = 0; t < NT; ++t) {
+        const float o = acc[j][t] + b;
+        out[t * out_stride + r + j] = o;
+        if (res) parts.p[m].sum[t * parts.p[m].sum_stride + r + j] = res[t * parts.p[m].res_stride + r + j] + o;
+      }
     }
   }
 }
@@ -416,7 +429,8 @@ DevFormat dev_format(QuantType t) {
 // Warps per block: kMaxWarps, halved while that leaves fewer than two blocks per multiprocessor
 // (small matrices spread over more multiprocessors); counted over all parts of the launch.
 template <DevFormat F>
-void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, int64_t t0, int nt, bool early, cudaStream_t s) {
+void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat* res, const Mat* sum, int64_t t0, int nt,
+                 bool early, cudaStream_t s) {
   // One token over Q6_K: two rows per warp (gemv_kernel's kRows; Q4_K measured slower with 2
   // or 4, as was Q6_K's wide variant with 2 rows).
   const bool two_rows = F == DevFormat::q6_k && nt == 1 && !flags().no_cuda_gemv_rows;
@@ -433,7 +447,14 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, int64_t t
     blocks += unsigned((a[i].w.n_out + rows_per_block - 1) / rows_per_block);
     parts.p[i] = GemvPart{.out = a[i].out.row(t0), .out_stride = a[i].out.row_stride(),
                           .w = static_cast<const uint8_t*>(a[i].w.data), .L = dev_layout(F, a[i].w.n_in, a[i].w.n_out),
-                          .n_out = a[i].w.n_out, .bias = a[i].bias, .block_end = blocks};
+                          .n_out = a[i].w.n_out, .bias = a[i].bias, .block_end = blocks, .res = nullptr,
+                          .res_stride = 0, .sum = nullptr, .sum_stride = 0};
+  }
+  if (res) {
+    parts.p[0].res = res->row(t0);
+    parts.p[0].res_stride = res->row_stride();
+    parts.p[0].sum = sum->row(t0);
+    parts.p[0].sum_stride = sum->row_stride();
   }
   const dim3 grid(blocks), block(32 * warps);
   XRef x{.q = nullptr, .d = nullptr, .f = nullptr, .n_in = a[0].w.n_in, .x_stride = a[0].x.row_stride()};
@@ -470,12 +491,13 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, int64_t t
 }
 
 template <DevFormat F>
-cudaError_t matmul_fmt(const MatmulArgs* a, int n_parts, const QuantAct* xq, bool early, cudaStream_t s) {
+cudaError_t matmul_fmt(const MatmulArgs* a, int n_parts, const QuantAct* xq, bool early, cudaStream_t s,
+                       const Mat* res = nullptr, const Mat* sum = nullptr) {
   if (Unit<F>::kInt != (xq != nullptr)) return cudaErrorInvalidValue;
   early = early && !flags().no_cuda_prefetch;
   for (int64_t t0 = 0; t0 < a[0].x.rows; t0 += kMaxTok) {
     const int nt = int(a[0].x.rows - t0 < kMaxTok ? a[0].x.rows - t0 : kMaxTok);
-    launch_gemv<F>(a, n_parts, xq, t0, nt, early, s);
+    launch_gemv<F>(a, n_parts, xq, res, sum, t0, nt, early, s);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
@@ -572,6 +594,13 @@ cudaError_t launch_repack_weight(QuantType t, const void* stored, size_t stored_
 
 cudaError_t launch_matmul(const MatmulArgs& a, const QuantAct* xq, cudaStream_t s, bool weights_constant) {
   BRISK_FMT_DISPATCH(matmul_fmt, a.w.type, &a, 1, xq, weights_constant, s)
+}
+
+cudaError_t launch_matmul_add(const MatmulArgs& a, const QuantAct* xq, const Mat& residual, const Mat& sum,
+                              cudaStream_t s, bool weights_constant) {
+  if (residual.rows != a.out.rows || residual.cols != a.w.n_out || sum.rows != a.out.rows || sum.cols != a.w.n_out)
+    return cudaErrorInvalidValue;
+  BRISK_FMT_DISPATCH(matmul_fmt, a.w.type, &a, 1, xq, weights_constant, s, &residual, &sum)
 }
 
 bool matmuls_share_launch(const MatmulArgs& a, const MatmulArgs& b) {
