@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "paged_kv.h"
@@ -525,23 +526,25 @@ TEST(CudaBackend, Embedding) {
 // One-token decode layers in graph steps, where the queued launches are fused: the ropes of q / k
 // and the KV store inside the attention launch (BRISK_NO_CUDA_ATTN_ROPE), the residual adds in
 // the epilogue of the matmul before them (BRISK_NO_CUDA_GEMV_ADD; the matmul's output as the
-// add's first and as its second operand). Staged and unstaged attention chunks (positions 0 .. 3000 of
-// 33 splits), F16 and F32 caches, normal and NeoX partial rotary, head groups of 4 and 7.
+// add's first and as its second operand; Q8_0 and Q4_K o-projections). Staged and unstaged attention
+// chunks (positions 0 .. 3071, 33 splits), F16 and F32 caches, normal and NeoX partial rotary,
+// head groups of 4 and 8.
 // Everything the layers write (residual, rotated q and k, attention output, both caches) is
-// bit-equal with the fusions switched off and launch by launch.
+// bit-equal with the fusions switched off, launch by launch, and with BRISK_NO_CUDA_PREFETCH.
 TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
   std::string reason;
   if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
-  struct Case { int32_t n_head, n_head_kv, hd, n_rot; bool neox; QuantType kv; };
+  struct Case { int32_t n_head, n_head_kv, hd, n_rot; bool neox; QuantType kv, wo; };
   const int64_t n_embd = 512, cap = 3072;
   const std::vector<int32_t> positions = {0, 1, 2, 5, 63, 64, 65, 300, 1000, 2200, 3000, 3071};
   std::vector<QuantWeight> keep;
-  for (const Case cs : {Case{32, 8, 128, 128, false, QuantType::F16}, Case{14, 2, 64, 32, true, QuantType::F32}}) {
+  for (const Case cs : {Case{32, 8, 128, 128, false, QuantType::F16, QuantType::Q8_0},
+                        Case{16, 2, 64, 32, true, QuantType::F32, QuantType::Q4_K}}) {
     const int64_t qw = int64_t(cs.n_head) * cs.hd, kw = int64_t(cs.n_head_kv) * cs.hd;
     keep.push_back(make_weight(QuantType::Q8_0, qw, n_embd, 71));
     keep.push_back(make_weight(QuantType::Q8_0, kw, n_embd, 72));
     keep.push_back(make_weight(QuantType::Q8_0, kw, n_embd, 73));
-    keep.push_back(make_weight(QuantType::Q8_0, n_embd, qw, 74));
+    keep.push_back(make_weight(cs.wo, n_embd, qw, 74));
     keep.push_back(make_weight(QuantType::Q4_K, n_embd, n_embd, 75));
     const size_t b = keep.size() - 5;
     RopeTable tab{.n_rot = cs.n_rot, .inv_freq = {}, .attn_factor = cs.neox ? 0.9f : 1.0f, .neox = cs.neox};
@@ -549,8 +552,9 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
       tab.inv_freq.push_back(std::pow(10000.0f, -2.0f * float(i) / float(cs.n_rot)));
     const std::vector<float> norm_w = randn(size_t(n_embd), 76), x0 = randn(size_t(n_embd), 77, 2.0f);
     struct Out { std::vector<std::vector<float>> x, q, k, att; std::vector<uint8_t> kc, vc; };
-    auto run = [&](bool graphs, bool fused) {
+    auto run = [&](bool graphs, bool fused, bool prefetch = true) {
       std::vector<std::unique_ptr<ScopedEnv>> off;
+      if (!prefetch) off.push_back(std::make_unique<ScopedEnv>("BRISK_NO_CUDA_PREFETCH", "1"));
       if (!fused)
         for (const char* env : {"BRISK_NO_CUDA_ATTN_ROPE", "BRISK_NO_CUDA_GEMV_ADD"})
           off.push_back(std::make_unique<ScopedEnv>(env, "1"));
@@ -595,10 +599,11 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
       return out;
     };
     const Out got = run(true, true);
-    for (const auto& [graphs, fused] : {std::pair{true, false}, std::pair{false, true}}) {
-      const Out other = run(graphs, fused);
+    for (const auto& [graphs, fused, prefetch] : {std::tuple{true, false, true}, std::tuple{false, true, true},
+                                                  std::tuple{true, true, false}}) {
+      const Out other = run(graphs, fused, prefetch);
       const std::string what = str_cat("heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, graphs ? " graphs" : " eager",
-                                       fused ? "" : " unfused");
+                                       fused ? "" : " unfused", prefetch ? "" : " no prefetch");
       for (size_t i = 0; i < positions.size(); ++i) {
         const std::string at = str_cat(what, " pos ", positions[i], ": ");
         auto same = [&](const std::vector<float>& u, const std::vector<float>& w, const char* name) {

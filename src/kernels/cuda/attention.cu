@@ -236,7 +236,16 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
   uint8_t* ks = stage_s;
   uint8_t* vs = stage_s + kStageRows * kStageRowBytes;
   const bool early = start_early<F16>(a, geo, fl, col, ks, vs);
+  // With rope: each pair's angle once for all heads (q's and k's), with prefetch before the wait
+  // (positions and frequencies are not written by the kernels of the step).
+  __shared__ float rope_c[kMaxHeadDim / 2], rope_s[kMaxHeadDim / 2];
+  auto rope_angles = [&]() {
+    for (int i = threadIdx.x; i < rp.n_rot / 2; i += kThreads)
+      rope_cos_sin(a.pos[blockIdx.z], rp.inv_freq[i], rp.attn_factor, rope_c[i], rope_s[i]);
+  };
+  if (fl.rope && fl.prefetch) rope_angles();
   BRISK_PDL_ENTER();
+  if (fl.rope && !fl.prefetch) rope_angles();
   const int split = blockIdx.x;
   const int64_t t = blockIdx.z;
   const int group = a.n_head / a.n_head_kv;
@@ -275,6 +284,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
     for (int i = threadIdx.x; i < G * hd; i += kThreads) q[i / hd][i % hd] = a.q.data[t * q_stride + int64_t(h0) * hd + i];
   } else {
     const int half = rp.n_rot / 2;
+    __syncthreads();  // rope_c / rope_s
     for (int i = threadIdx.x; i < G * hd; i += kThreads) {
       const int g = i / hd, d = i % hd;
       const float* qr = a.q.data + t * q_stride + int64_t(h0 + g) * hd;
@@ -283,7 +293,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
       } else if (d < half) {  // pair d
         int d0, d1;
         rope_dims(d, rp.n_rot, rp.neox, d0, d1);
-        rope_rotate(qr[d0], qr[d1], p, rp.inv_freq[d], rp.attn_factor, q[g][d0], q[g][d1]);
+        rope_apply(qr[d0], qr[d1], rope_c[d], rope_s[d], q[g][d0], q[g][d1]);
       }
     }
     if (p >= j_begin && p < j_end) {
@@ -313,7 +323,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
           int d0, d1;
           rope_dims(d, rp.n_rot, rp.neox, d0, d1);
           float a2, b2;
-          rope_rotate(kx[d0], kx[d1], p, rp.inv_freq[d], rp.attn_factor, a2, b2);
+          rope_apply(kx[d0], kx[d1], rope_c[d], rope_s[d], a2, b2);
           kx[d0] = a2;
           kx[d1] = b2;
           put(kc, kst, d0, a2);
