@@ -109,6 +109,13 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
       const std::vector<float> got2 = out2.fetch();
       ASSERT_EQ(std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " wide vs narrow";
     }
+    if (t == QuantType::Q4_K) {  // the spread lane layout: bit-equal to the adjacent one
+      ScopedEnv adjacent("BRISK_NO_CUDA_Q4K_SPREAD", "1");
+      DevMat out2(*be, s.n_tok, s.n_out);
+      be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
+      const std::vector<float> got2 = out2.fetch();
+      ASSERT_EQ(std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " spread vs adjacent";
+    }
     // The reference rounds activations through the weight's vec_dot_type, as the backend
     // does, then takes a double-precision dot; the tolerance scales with sum |w x|.
     DevMat ref_out(*be, s.n_tok, s.n_out);

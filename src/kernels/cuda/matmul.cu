@@ -18,6 +18,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 #include "kernels/cuda/dequant.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/launch.cuh"
@@ -186,6 +188,54 @@ struct Unit<DevFormat::q4_k> {
   }
 };
 
+// Q4_K with the block's bytes spread over its 4 lanes so that each load instruction of a warp
+// reads whole 32-byte sectors: lane j takes the 16-byte quant chunks j and j + 4 (chunk c holds
+// the low nibbles of elements 32 (c / 2) * 2 + 16 (c % 2) .. + 16 of sub-block 2 (c / 2) and the
+// high nibbles of sub-block 2 (c / 2) + 1), where Unit<q4_k> gives lane j chunks 2j and 2j + 1.
+// Per warp instruction the activation loads then cover 16 full sectors (512 contiguous bytes of
+// 4 lines) instead of 32 half-used sectors of 16 lines, and the quant loads 64 contiguous bytes
+// per block. The block's integer sums are the same integers (summed in another order, exactly),
+// so results equal Unit<q4_k>'s.
+struct UnitQ4kSpread : Unit<DevFormat::q4_k> {
+  static __device__ void load(const RowRef& w, int64_t u, Raw& r) {
+    const uint8_t* blk = w.qs + 144 * (u >> 2);
+    const int j = int(u & 3);
+    r.h = ld_stream(blk);
+    r.a = ld_stream(blk + 16 + 16 * j);
+    r.b = ld_stream(blk + 80 + 16 * j);
+  }
+  static __device__ float dot(const Raw& r, const XRef& x, int t, int64_t u) {
+    const int j = int(u & 3), jq = j >> 1, h = j & 1;
+    const int8_t* xb = x.q + t * x.n_in + 256 * (u >> 2) + 16 * h;
+    // Chunk j: sub-blocks 2 jq (low) and 2 jq + 1 (high); chunk j + 4: 2 jq + 4 and 2 jq + 5.
+    const int4 xa0 = ld_x(xb + 64 * jq), xa1 = ld_x(xb + 64 * jq + 32);
+    const int4 xb0 = ld_x(xb + 64 * jq + 128), xb1 = ld_x(xb + 64 * jq + 160);
+    const int sa_lo = dot16(nib(r.a, 0), xa0, 0), sa_hi = dot16(nib(r.a, 4), xa1, 0);
+    const int sb_lo = dot16(nib(r.b, 0), xb0, 0), sb_hi = dot16(nib(r.b, 4), xb1, 0);
+    const int ba_lo = sum16(xa0, 0), ba_hi = sum16(xa1, 0), bb_lo = sum16(xb0, 0), bb_hi = sum16(xb1, 0);
+    auto qb = [&](int i) -> int {
+      const uint32_t wd = i < 4 ? r.h.y : i < 8 ? r.h.z : r.h.w;
+      return int((wd >> (8 * (i & 3))) & 0xffu);
+    };
+    // Sub-blocks jj < 4 (chunk j) and jj >= 4 (chunk j + 4) of the 6-bit scale / min packing.
+    const int a0 = 2 * jq, a1 = 2 * jq + 1;
+    const int sc_a0 = qb(a0) & 63, m_a0 = qb(a0 + 4) & 63, sc_a1 = qb(a1) & 63, m_a1 = qb(a1 + 4) & 63;
+    const int b0 = a0 + 4, b1 = a1 + 4;
+    const int sc_b0 = (qb(b0 + 4) & 0xF) | ((qb(b0 - 4) >> 6) << 4), m_b0 = (qb(b0 + 4) >> 4) | ((qb(b0) >> 6) << 4);
+    const int sc_b1 = (qb(b1 + 4) & 0xF) | ((qb(b1 - 4) >> 6) << 4), m_b1 = (qb(b1 + 4) >> 4) | ((qb(b1) >> 6) << 4);
+    int isum = sc_a0 * sa_lo + sc_a1 * sa_hi + sc_b0 * sb_lo + sc_b1 * sb_hi;
+    int msum = m_a0 * ba_lo + m_a1 * ba_hi + m_b0 * bb_lo + m_b1 * bb_hi;
+    isum += __shfl_xor_sync(0xffffffffu, isum, 1);
+    msum += __shfl_xor_sync(0xffffffffu, msum, 1);
+    isum += __shfl_xor_sync(0xffffffffu, isum, 2);
+    msum += __shfl_xor_sync(0xffffffffu, msum, 2);
+    if (j != 0) return 0.0f;
+    const float xd = x.d[t * (x.n_in / 256) + (u >> 2)];
+    const float d = half_bits_to_f32(uint16_t(r.h.x & 0xffffu)), dmin = half_bits_to_f32(uint16_t(r.h.x >> 16));
+    return __fsub_rn(__fmul_rn(__fmul_rn(d, xd), float(isum)), __fmul_rn(__fmul_rn(dmin, xd), float(msum)));
+  }
+};
+
 // Q6_K (device blocks of 208 bytes + fp16 d): a unit is half a block (128 elements: 64 bytes
 // of ql, 32 of qh, 8 scales). Integer sums are combined over the 2 lanes of a block.
 template <>
@@ -305,9 +355,11 @@ template <> struct Unit<DevFormat::bf16> : FloatUnit<DevFormat::bf16> {};
 // kRows > 1 (formats of 32 lanes per row) gives a warp kRows consecutive rows: a lane takes the
 // same units of each, so the activations of a unit are read once for kRows rows (the L1 traffic
 // of the K-quant dots is mostly activations); each row is summed as with kRows = 1.
-template <DevFormat F, int NT, int kWide = 1, int kRows = 1>
+// kSpread (Q4_K only): UnitQ4kSpread's lane layout.
+template <DevFormat F, int NT, int kWide = 1, int kRows = 1, bool kSpread = false>
 __global__ void __launch_bounds__(32 * kMaxWarps) gemv_kernel(GemvParts parts, XRef x, bool early) {
-  using U = Unit<F>;
+  static_assert(!kSpread || F == DevFormat::q4_k, "the spread layout is Q4_K's");
+  using U = std::conditional_t<kSpread, UnitQ4kSpread, Unit<F>>;
   constexpr int kUnroll = U::kUnroll * kWide;
   constexpr int kLanes = U::kLanes;         // lanes per row
   static_assert(kRows == 1 || kLanes == 32, "several rows per warp: one row across the warp");
@@ -475,9 +527,26 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   // BF16 and no faster for Q8_0, whose passes already hold 4-8 units per lane).
   const int64_t n_units = a[0].w.n_in / (F == DevFormat::f32 ? 4 : F == DevFormat::f16 || F == DevFormat::bf16 ? 8
                                          : F == DevFormat::q4_k ? 64 : F == DevFormat::q6_k ? 128 : 32);
+  // Q4_K: the spread lane layout (UnitQ4kSpread) unless BRISK_NO_CUDA_Q4K_SPREAD.
+  constexpr bool kCanSpread = F == DevFormat::q4_k;
+  const bool spread = kCanSpread && !flags().no_cuda_q4k_spread;
   if ((F == DevFormat::q4_k || F == DevFormat::q6_k) && nt == 1 && !flags().no_cuda_gemv_wide &&
       n_units > int64_t(Unit<F>::kLanes) * Unit<F>::kUnroll) {
-    launch_kernel(gemv_kernel<F, 1, 2>, grid, block, 0, s, parts, x, early);
+    if (spread)
+      launch_kernel(gemv_kernel<F, 1, 2, 1, kCanSpread>, grid, block, 0, s, parts, x, early);
+    else
+      launch_kernel(gemv_kernel<F, 1, 2>, grid, block, 0, s, parts, x, early);
+    return;
+  }
+  if (spread) {
+#define BRISK_GEMV_CASE(N) \
+  case N: launch_kernel(gemv_kernel<F, N, 1, 1, kCanSpread>, grid, block, 0, s, parts, x, early); break;
+    switch (nt) {
+      BRISK_GEMV_CASE(1) BRISK_GEMV_CASE(2) BRISK_GEMV_CASE(3) BRISK_GEMV_CASE(4)
+      BRISK_GEMV_CASE(5) BRISK_GEMV_CASE(6) BRISK_GEMV_CASE(7) BRISK_GEMV_CASE(8)
+      default: break;
+    }
+#undef BRISK_GEMV_CASE
     return;
   }
 #define BRISK_GEMV_CASE(N) \
