@@ -345,7 +345,7 @@ TEST(CudaBackend, DecodeAttentionStagedChunks) {
     const std::string what = str_cat("decode attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " pos ",
                                      cs.pos, " window ", cs.window);
     expect_close(got, want.host, 2e-5f, 1e-4f, what);
-    for (const char* env : {"BRISK_NO_CUDA_ATTN_STAGE", "BRISK_NO_CUDA_PREFETCH"}) {
+    for (const char* env : {"BRISK_NO_CUDA_ATTN_STAGE", "BRISK_NO_CUDA_PREFETCH", "BRISK_NO_CUDA_ATTN_MERGE_HEADS"}) {
       const std::vector<float> other = run(env);
       ASSERT_EQ(std::memcmp(got.data(), other.data(), sizeof(float) * got.size()), 0) << what << " vs " << env;
     }

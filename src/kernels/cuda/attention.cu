@@ -83,8 +83,11 @@ struct Geometry {
 // out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s. Warp w takes the weights of heads w,
 // w + warps, ...; every head's arithmetic is the same whichever block runs it (the combine
 // kernel, or the last split block of the attention kernel). Partials are read through L2
-// (other blocks wrote them).
-__device__ void combine_heads(const AttentionArgs& a, int n_split, const float* part, int64_t t, int h0, int G) {
+// (other blocks wrote them). With heads_at_once, a thread sums its dim of up to 4 heads in one
+// loop (their loads interleaved) instead of one head after the other; each output still sums
+// its splits in order, so the results are the same.
+__device__ void combine_heads(const AttentionArgs& a, int n_split, const float* part, int64_t t, int h0, int G,
+                              bool heads_at_once) {
   const int hd = a.head_dim;
   __shared__ float w[kMaxG][kMaxSplit];
   __shared__ float inv_l[kMaxG];
@@ -106,6 +109,28 @@ __device__ void combine_heads(const AttentionArgs& a, int n_split, const float* 
   }
   __syncthreads();
   const int64_t out_stride = a.out.stride ? a.out.stride : a.out.cols;
+  if (heads_at_once) {
+    constexpr int kH = 4;
+    for (int g0 = 0; g0 < G; g0 += kH) {
+      const int ng = min(kH, G - g0);
+      const float* pr[kH];
+#pragma unroll
+      for (int g = 0; g < kH; ++g) pr[g] = part + (t * a.n_head + h0 + g0 + min(g, ng - 1)) * n_split * (hd + 2) + 2;
+      for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float v[kH] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 8
+        for (int i = 0; i < n_split; ++i) {
+#pragma unroll
+          for (int g = 0; g < kH; ++g)
+            if (g < ng) v[g] = fmaf(w[g0 + g][i], __ldcg(pr[g] + i * (hd + 2) + d), v[g]);
+        }
+#pragma unroll
+        for (int g = 0; g < kH; ++g)
+          if (g < ng) a.out.data[t * out_stride + int64_t(h0 + g0 + g) * hd + d] = v[g] * inv_l[g0 + g];
+      }
+    }
+    return;
+  }
   for (int g = 0; g < G; ++g) {
     const float* pr = part + (t * a.n_head + h0 + g) * n_split * (hd + 2);
     float* orow = a.out.data + t * out_stride + int64_t(h0 + g) * hd;
@@ -143,6 +168,7 @@ struct Flags {
   bool stage;     // shared memory of kStageBytes is there for staged chunks
   bool one_token; // the launch holds one token, so only its own position was written by the step
   bool rope;        // AttentionRope given (one token, one head group per KV head)
+  bool merge_heads; // combine_heads' heads_at_once
 };
 
 // The reads a block may start before the dependent-launch wait (see attention_kernel); returns
@@ -193,7 +219,7 @@ __device__ bool start_early(const AttentionArgs& a, const Geometry& geo, const F
 // After a block wrote its split's partial results: the last block of its (token, head group)
 // to get here merges the splits (combine_heads) and sets the counter back to 0.
 __device__ bool merge_if_last(const AttentionArgs& a, const Geometry& geo, const float* part, int* counters, int64_t t,
-                              int h0, int G) {
+                              int h0, int G, bool heads_at_once) {
   __shared__ bool last;
   __threadfence();
   __syncthreads();
@@ -202,7 +228,7 @@ __device__ bool merge_if_last(const AttentionArgs& a, const Geometry& geo, const
   __syncthreads();
   if (!last) return false;
   __threadfence();
-  combine_heads(a, geo.n_split, part, t, h0, G);
+  combine_heads(a, geo.n_split, part, t, h0, G, heads_at_once);
   if (threadIdx.x == 0) *cnt = 0;
   return true;
 }
@@ -489,7 +515,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
       }
     }
   }
-  const bool merged = geo.n_split > 1 && counters && merge_if_last(a, geo, part, counters, t, h0, G);
+  const bool merged = geo.n_split > 1 && counters && merge_if_last(a, geo, part, counters, t, h0, G, fl.merge_heads);
   if (fl.rope && (geo.n_split == 1 || merged)) {
     // Every block of this head group has read q: the rotated heads go back (as the rope launch
     // would have left them).
@@ -501,7 +527,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
 // One block per (head, token): the merge of combine_heads.
 __global__ void combine_kernel(AttentionArgs a, int n_split, const float* part) {
   BRISK_PDL_ENTER();
-  combine_heads(a, n_split, part, blockIdx.y, blockIdx.x, 1);
+  combine_heads(a, n_split, part, blockIdx.y, blockIdx.x, 1, false);
 }
 
 int sm_count() {
@@ -566,7 +592,7 @@ cudaError_t launch_attention_rope(const AttentionArgs& a, const AttentionRope* r
   const AttentionRope rp = rope ? *rope : AttentionRope{};
   const dim3 grid(unsigned(g.n_split), unsigned(a.n_head_kv * g.n_hg), unsigned(a.q.rows));
   Flags fl{.prefetch = !flags().no_cuda_prefetch, .stage = false, .one_token = a.q.rows == 1,
-           .rope = rope != nullptr};
+           .rope = rope != nullptr, .merge_heads = !flags().no_cuda_attn_merge_heads};
   if (a.k_cache.type == QuantType::F16) {
     fl.stage = !flags().no_cuda_attn_stage && a.head_dim % 8 == 0 && a.head_dim <= kStageDim && a.k_cache.row_bytes % 16 == 0 &&
                a.v_cache.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(a.k_cache.data) % 16 == 0 &&
