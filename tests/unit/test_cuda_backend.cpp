@@ -629,6 +629,58 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
   }
 }
 
+// Graph steps of 1, 3 and 8 tokens (the GEMV's token counts) whose decode matmuls are followed
+// by a residual add of their output (as first and as second operand, bias or not; Q8_0, Q4_K,
+// Q6_K, F32 weights): the add runs in the GEMV's epilogue, and the output, the sum and the norm
+// after it are bit-equal to BRISK_NO_CUDA_GEMV_ADD and to launch by launch.
+TEST(CudaBackend, MatmulResidualAddMatchesUnfused) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  const int64_t n_in = 768, n_out = 512;
+  std::vector<QuantWeight> keep;
+  for (const QuantType t : {QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::F32})
+    keep.push_back(make_weight(t, n_out, n_in, 81));
+  const QuantWeight w2 = make_weight(QuantType::Q8_0, n_out, n_out, 86);  // on the norm's output
+  const std::vector<float> bias = randn(size_t(n_out), 82), norm_w = randn(size_t(n_out), 83);
+  for (const int64_t rows : {int64_t(1), int64_t(3), int64_t(8)}) {
+    const std::vector<float> x0 = randn(size_t(rows * n_in), 84), r0 = randn(size_t(rows * n_out), 85, 2.0f);
+    auto run = [&](bool graphs, bool fused) {
+      std::unique_ptr<ScopedEnv> off;
+      if (!fused) off = std::make_unique<ScopedEnv>("BRISK_NO_CUDA_GEMV_ADD", "1");
+      auto be = make_cuda_backend(0, graphs);
+      DevMat x(*be, rows, n_in, x0), res(*be, rows, n_out, r0), o(*be, rows, n_out), h(*be, rows, n_out);
+      std::vector<int32_t> ids(size_t(rows), 0), pos(size_t(rows), 0), seq(size_t(rows), 0), out_rows(size_t(rows), 0);
+      for (int64_t r = 0; r < rows; ++r) out_rows[size_t(r)] = int32_t(r);
+      std::vector<std::vector<float>> out;
+      for (int step = 0; step < 3; ++step) {  // eager, captured, replayed
+        be->begin_step({.n_tok = int32_t(rows), .ids = ids.data(), .pos = pos.data(), .seq = seq.data(),
+                        .n_out = int32_t(rows), .out_rows = out_rows.data()});
+        for (size_t i = 0; i < keep.size(); ++i) {
+          be->matmul({.out = o.dev, .x = x.dev, .w = keep[i].w, .bias = i % 2 ? bias.data() : nullptr});
+          if (i % 2) be->add({.out = res.dev, .a = o.dev, .b = res.dev});
+          else be->add({.out = res.dev, .a = res.dev, .b = o.dev});
+          be->rms_norm({.out = h.dev, .x = res.dev, .weight = norm_w.data(), .eps = 1e-5f});
+          be->matmul({.out = o.dev, .x = h.dev, .w = w2.w});
+          be->add({.out = res.dev, .a = res.dev, .b = o.dev});
+        }
+        be->end_step();
+        out.push_back(res.fetch());
+        out.push_back(o.fetch());
+        out.push_back(h.fetch());
+      }
+      return out;
+    };
+    const auto got = run(true, true);
+    for (const auto& [graphs, fused] : {std::pair{true, false}, std::pair{false, true}}) {
+      const auto other = run(graphs, fused);
+      ASSERT_EQ(got.size(), other.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_EQ(std::memcmp(got[i].data(), other[i].data(), sizeof(float) * got[i].size()), 0)
+            << "rows " << rows << (graphs ? " graphs unfused" : " eager") << ", output " << i;
+    }
+  }
+}
+
 // Decode-like steps (embedding, norm, K-quant / Q8_0 / BF16 matmuls, rope, KV store, split
 // attention) with and without CUDA graphs: bit-identical outputs at every step, and the graph
 // backend really replays its captured step.
