@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "paged_kv.h"
@@ -107,6 +108,13 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
       be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
       const std::vector<float> got2 = out2.fetch();
       ASSERT_EQ(std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " wide vs narrow";
+    }
+    if (t == QuantType::Q4_K) {  // the spread lane layout: bit-equal to the adjacent one
+      ScopedEnv adjacent("BRISK_NO_CUDA_Q4K_SPREAD", "1");
+      DevMat out2(*be, s.n_tok, s.n_out);
+      be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
+      const std::vector<float> got2 = out2.fetch();
+      ASSERT_EQ(std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " spread vs adjacent";
     }
     // The reference rounds activations through the weight's vec_dot_type, as the backend
     // does, then takes a double-precision dot; the tolerance scales with sum |w x|.
@@ -337,7 +345,7 @@ TEST(CudaBackend, DecodeAttentionStagedChunks) {
     const std::string what = str_cat("decode attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " pos ",
                                      cs.pos, " window ", cs.window);
     expect_close(got, want.host, 2e-5f, 1e-4f, what);
-    for (const char* env : {"BRISK_NO_CUDA_ATTN_STAGE", "BRISK_NO_CUDA_PREFETCH"}) {
+    for (const char* env : {"BRISK_NO_CUDA_ATTN_STAGE", "BRISK_NO_CUDA_PREFETCH", "BRISK_NO_CUDA_ATTN_MERGE_HEADS"}) {
       const std::vector<float> other = run(env);
       ASSERT_EQ(std::memcmp(got.data(), other.data(), sizeof(float) * got.size()), 0) << what << " vs " << env;
     }
@@ -519,6 +527,157 @@ TEST(CudaBackend, Embedding) {
     ref::embedding({.out = want.hmat(), .table = tab.w, .ids = ids.data(), .scale = 1.5f});
     const float rtol = cuda::weight_format_on_device(t) ? 1e-6f : 8e-3f;
     expect_close(out.fetch(), want.host, 1e-6f, rtol, str_cat("embedding ", quant_type_info(t).name));
+  }
+}
+
+// One-token decode layers in graph steps, where the queued launches are fused: the ropes of q / k
+// and the KV store inside the attention launch (BRISK_NO_CUDA_ATTN_ROPE), the residual adds in
+// the epilogue of the matmul before them (BRISK_NO_CUDA_GEMV_ADD; the matmul's output as the
+// add's first and as its second operand; Q8_0 and Q4_K o-projections). Staged and unstaged attention
+// chunks (positions 0 .. 3071, 33 splits), F16 and F32 caches, normal and NeoX partial rotary,
+// head groups of 4 and 8.
+// Everything the layers write (residual, rotated q and k, attention output, both caches) is
+// bit-equal with the fusions switched off, launch by launch, and with BRISK_NO_CUDA_PREFETCH.
+TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  struct Case { int32_t n_head, n_head_kv, hd, n_rot; bool neox; QuantType kv, wo; };
+  const int64_t n_embd = 512, cap = 3072;
+  const std::vector<int32_t> positions = {0, 1, 2, 5, 63, 64, 65, 300, 1000, 2200, 3000, 3071};
+  std::vector<QuantWeight> keep;
+  for (const Case cs : {Case{32, 8, 128, 128, false, QuantType::F16, QuantType::Q8_0},
+                        Case{16, 2, 64, 32, true, QuantType::F32, QuantType::Q4_K}}) {
+    const int64_t qw = int64_t(cs.n_head) * cs.hd, kw = int64_t(cs.n_head_kv) * cs.hd;
+    keep.push_back(make_weight(QuantType::Q8_0, qw, n_embd, 71));
+    keep.push_back(make_weight(QuantType::Q8_0, kw, n_embd, 72));
+    keep.push_back(make_weight(QuantType::Q8_0, kw, n_embd, 73));
+    keep.push_back(make_weight(cs.wo, n_embd, qw, 74));
+    keep.push_back(make_weight(QuantType::Q4_K, n_embd, n_embd, 75));
+    const size_t b = keep.size() - 5;
+    RopeTable tab{.n_rot = cs.n_rot, .inv_freq = {}, .attn_factor = cs.neox ? 0.9f : 1.0f, .neox = cs.neox};
+    for (int i = 0; i < cs.n_rot / 2; ++i)
+      tab.inv_freq.push_back(std::pow(10000.0f, -2.0f * float(i) / float(cs.n_rot)));
+    const std::vector<float> norm_w = randn(size_t(n_embd), 76), x0 = randn(size_t(n_embd), 77, 2.0f);
+    struct Out { std::vector<std::vector<float>> x, q, k, att; std::vector<uint8_t> kc, vc; };
+    auto run = [&](bool graphs, bool fused, bool prefetch = true) {
+      std::vector<std::unique_ptr<ScopedEnv>> off;
+      if (!prefetch) off.push_back(std::make_unique<ScopedEnv>("BRISK_NO_CUDA_PREFETCH", "1"));
+      if (!fused)
+        for (const char* env : {"BRISK_NO_CUDA_ATTN_ROPE", "BRISK_NO_CUDA_GEMV_ADD"})
+          off.push_back(std::make_unique<ScopedEnv>(env, "1"));
+      auto be = make_cuda_backend(0, graphs);
+      Cache c = make_cache(*be, cs.kv, 2, cap, kw, 78);
+      DevMat x(*be, 1, n_embd, x0), h(*be, 1, n_embd), q(*be, 1, qw), k(*be, 1, kw), v(*be, 1, kw), att(*be, 1, qw),
+          o(*be, 1, n_embd), g(*be, 1, n_embd);
+      Out out;
+      int32_t id = 0, pos = 0, seq = 1, row = 0;
+      for (const int32_t p : positions) {
+        pos = p;
+        be->begin_step({.n_tok = 1, .ids = &id, .pos = &pos, .seq = &seq, .n_out = 1, .out_rows = &row});
+        be->rms_norm({.out = h.dev, .x = x.dev, .weight = norm_w.data(), .eps = 1e-5f});
+        be->matmul({.out = q.dev, .x = h.dev, .w = keep[b].w});
+        be->matmul({.out = k.dev, .x = h.dev, .w = keep[b + 1].w});
+        be->matmul({.out = v.dev, .x = h.dev, .w = keep[b + 2].w});
+        be->rope({.x = q.dev, .pos = &pos, .n_head = cs.n_head, .head_dim = cs.hd, .table = &tab});
+        be->rope({.x = k.dev, .pos = &pos, .n_head = cs.n_head_kv, .head_dim = cs.hd, .table = &tab});
+        be->kv_store({.k = k.dev, .v = v.dev, .k_cache = c.k, .v_cache = c.v, .seq = &seq, .pos = &pos});
+        be->attention({.out = att.dev, .q = q.dev, .k_cache = c.k, .v_cache = c.v, .seq = &seq, .pos = &pos,
+                       .n_head = cs.n_head, .n_head_kv = cs.n_head_kv, .head_dim = cs.hd,
+                       .scale = 1.0f / std::sqrt(float(cs.hd))});
+        be->matmul({.out = o.dev, .x = att.dev, .w = keep[b + 3].w});
+        be->add({.out = x.dev, .a = x.dev, .b = o.dev});
+        be->rms_norm({.out = h.dev, .x = x.dev, .weight = norm_w.data(), .eps = 1e-5f});
+        be->matmul({.out = g.dev, .x = h.dev, .w = keep[b + 4].w});
+        be->add({.out = x.dev, .a = g.dev, .b = x.dev});
+        be->end_step();
+        out.x.push_back(x.fetch());
+        out.q.push_back(q.fetch());
+        out.k.push_back(k.fetch());
+        out.att.push_back(att.fetch());
+      }
+      const size_t bytes = size_t(c.k.n_blocks) * size_t(c.k.block_size) * c.k.row_bytes;
+      out.kc.resize(bytes);
+      out.vc.resize(bytes);
+      be->copy(out.kc.data(), c.k.data, bytes);
+      be->copy(out.vc.data(), c.v.data, bytes);
+      if (graphs) {
+        EXPECT_GE(cuda_graph_replays(*be), positions.size() - 3);  // the first steps run eager, then capture
+      }
+      return out;
+    };
+    const Out got = run(true, true);
+    for (const auto& [graphs, fused, prefetch] : {std::tuple{true, false, true}, std::tuple{false, true, true},
+                                                  std::tuple{true, true, false}}) {
+      const Out other = run(graphs, fused, prefetch);
+      const std::string what = str_cat("heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, graphs ? " graphs" : " eager",
+                                       fused ? "" : " unfused", prefetch ? "" : " no prefetch");
+      for (size_t i = 0; i < positions.size(); ++i) {
+        const std::string at = str_cat(what, " pos ", positions[i], ": ");
+        auto same = [&](const std::vector<float>& u, const std::vector<float>& w, const char* name) {
+          ASSERT_EQ(u.size(), w.size());
+          EXPECT_EQ(std::memcmp(u.data(), w.data(), sizeof(float) * u.size()), 0) << at << name;
+        };
+        same(got.x[i], other.x[i], "residual");
+        same(got.q[i], other.q[i], "rotated q");
+        same(got.k[i], other.k[i], "rotated k");
+        same(got.att[i], other.att[i], "attention");
+        EXPECT_TRUE(std::isfinite(got.x[i][0])) << at;
+      }
+      EXPECT_EQ(got.kc, other.kc) << what << ": K cache";
+      EXPECT_EQ(got.vc, other.vc) << what << ": V cache";
+    }
+  }
+}
+
+// Graph steps of 1, 3 and 8 tokens (the GEMV's token counts) whose decode matmuls are followed
+// by a residual add of their output (as first and as second operand, bias or not; Q8_0, Q4_K,
+// Q6_K, F32 weights): the add runs in the GEMV's epilogue, and the output, the sum and the norm
+// after it are bit-equal to BRISK_NO_CUDA_GEMV_ADD and to launch by launch.
+TEST(CudaBackend, MatmulResidualAddMatchesUnfused) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  const int64_t n_in = 768, n_out = 512;
+  std::vector<QuantWeight> keep;
+  for (const QuantType t : {QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::F32})
+    keep.push_back(make_weight(t, n_out, n_in, 81));
+  const QuantWeight w2 = make_weight(QuantType::Q8_0, n_out, n_out, 86);  // on the norm's output
+  const std::vector<float> bias = randn(size_t(n_out), 82), norm_w = randn(size_t(n_out), 83);
+  for (const int64_t rows : {int64_t(1), int64_t(3), int64_t(8)}) {
+    const std::vector<float> x0 = randn(size_t(rows * n_in), 84), r0 = randn(size_t(rows * n_out), 85, 2.0f);
+    auto run = [&](bool graphs, bool fused) {
+      std::unique_ptr<ScopedEnv> off;
+      if (!fused) off = std::make_unique<ScopedEnv>("BRISK_NO_CUDA_GEMV_ADD", "1");
+      auto be = make_cuda_backend(0, graphs);
+      DevMat x(*be, rows, n_in, x0), res(*be, rows, n_out, r0), o(*be, rows, n_out), h(*be, rows, n_out);
+      std::vector<int32_t> ids(size_t(rows), 0), pos(size_t(rows), 0), seq(size_t(rows), 0), out_rows(size_t(rows), 0);
+      for (int64_t r = 0; r < rows; ++r) out_rows[size_t(r)] = int32_t(r);
+      std::vector<std::vector<float>> out;
+      for (int step = 0; step < 3; ++step) {  // eager, captured, replayed
+        be->begin_step({.n_tok = int32_t(rows), .ids = ids.data(), .pos = pos.data(), .seq = seq.data(),
+                        .n_out = int32_t(rows), .out_rows = out_rows.data()});
+        for (size_t i = 0; i < keep.size(); ++i) {
+          be->matmul({.out = o.dev, .x = x.dev, .w = keep[i].w, .bias = i % 2 ? bias.data() : nullptr});
+          if (i % 2) be->add({.out = res.dev, .a = o.dev, .b = res.dev});
+          else be->add({.out = res.dev, .a = res.dev, .b = o.dev});
+          be->rms_norm({.out = h.dev, .x = res.dev, .weight = norm_w.data(), .eps = 1e-5f});
+          be->matmul({.out = o.dev, .x = h.dev, .w = w2.w});
+          be->add({.out = res.dev, .a = res.dev, .b = o.dev});
+        }
+        be->end_step();
+        out.push_back(res.fetch());
+        out.push_back(o.fetch());
+        out.push_back(h.fetch());
+      }
+      return out;
+    };
+    const auto got = run(true, true);
+    for (const auto& [graphs, fused] : {std::pair{true, false}, std::pair{false, true}}) {
+      const auto other = run(graphs, fused);
+      ASSERT_EQ(got.size(), other.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_EQ(std::memcmp(got[i].data(), other[i].data(), sizeof(float) * got[i].size()), 0)
+            << "rows " << rows << (graphs ? " graphs unfused" : " eager") << ", output " << i;
+    }
   }
 }
 

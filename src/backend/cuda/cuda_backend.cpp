@@ -540,6 +540,9 @@ class CudaBackend final : public Backend {
         return cuda::launch_rope_qk_store(has_q ? &q2 : nullptr, k2, &d, inv, s);
       };
       key_.add(uint64_t(108));
+      if (has_q)
+        producer_ = Producer{.kind = 7, .norm = {}, .gated = {}, .add = {}, .index = prev.index, .out = d.k,
+                             .rope = rk, .rope_q = rq, .rope_inv = inv, .rope_table = table, .store = d};
       return;
     }
     enqueue("kv_store", [d](cudaStream_t s) { return cuda::launch_kv_store(d, s); });
@@ -586,7 +589,29 @@ class CudaBackend final : public Backend {
     key_.add(d.softcap);
     key_.add(part);
     key_.add(cnt);
+    const Producer prev = producer_;
     forget_quant();
+    // The ropes of q and k and the KV store queued just before: inside the attention launch.
+    if (in_step_ && !step_eager_ && !flags().no_cuda_attn_rope && prev.kind == 7 &&
+        prev.index + 1 == launches_.size() && (part == nullptr || cnt != nullptr) &&
+        same_mat(prev.rope_q.x, d.q) && prev.rope_q.n_head == d.n_head && prev.rope.n_head == d.n_head_kv &&
+        prev.rope.head_dim == d.head_dim && prev.rope_q.head_dim == d.head_dim && prev.store.pos == d.pos &&
+        prev.store.seq == d.seq && same_kv(prev.store.k_cache, d.k_cache) && same_kv(prev.store.v_cache, d.v_cache) &&
+        prev.store.k.cols == d.k_cache.width && prev.store.v.cols == d.v_cache.width &&
+        !overlaps(d.out, d.q) && !overlaps(d.out, prev.store.k) && !overlaps(d.out, prev.store.v) &&
+        !overlaps(d.q, prev.store.k) && !overlaps(d.q, prev.store.v) && !overlaps(prev.store.k, prev.store.v) &&
+        cuda::attention_rope_supported(d, prev.rope_table.n_rot)) {
+      const cuda::AttentionRope rp{.k = prev.store.k.data, .k_stride = prev.store.k.row_stride(),
+                                   .v = prev.store.v.data, .v_stride = prev.store.v.row_stride(),
+                                   .inv_freq = prev.rope_inv, .n_rot = prev.rope_table.n_rot,
+                                   .attn_factor = prev.rope_table.attn_factor, .neox = prev.rope_table.neox};
+      launches_[prev.index] = [d, rp, part, cnt](cudaStream_t s) {
+        return cuda::launch_attention_rope(d, &rp, part, cnt, s);
+      };
+      names_[prev.index] = "attention (+ rope, KV store)";
+      key_.add(uint64_t(110));
+      return;
+    }
     enqueue("attention", [d, part, cnt](cudaStream_t s) { return cuda::launch_attention(d, part, cnt, s); });
   }
 
@@ -611,7 +636,27 @@ class CudaBackend final : public Backend {
     key_.add(a.out);
     key_.add(a.a);
     key_.add(a.b);
+    const GemvGroup g = gemv_;
     forget_quant();
+    // The residual add of a decode matmul's output queued just before: in its epilogue.
+    if (in_step_ && !step_eager_ && !flags().no_cuda_gemv_add && g.valid && g.n == 1 &&
+        g.index + 1 == launches_.size()) {
+      const MatmulArgs m = g.a[0];
+      const bool is_a = same_mat(a.a, m.out), is_b = same_mat(a.b, m.out);
+      const Mat res = is_b ? a.a : a.b;
+      if ((is_a || is_b) && !overlaps(res, m.out) && !overlaps(a.out, m.x) && !overlaps(res, m.x) &&
+          (same_mat(a.out, res) || !overlaps(a.out, res)) && (same_mat(a.out, m.out) || !overlaps(a.out, m.out))) {
+        const cuda::QuantAct q = g.xq;
+        const bool has_xq = g.has_xq, wc = g.wc;
+        const Mat sum = a.out;
+        launches_[g.index] = [m, q, has_xq, wc, res, sum](cudaStream_t s) {
+          return cuda::launch_matmul_add(m, has_xq ? &q : nullptr, res, sum, s, wc);
+        };
+        names_[g.index] = "matmul (+ residual add)";
+        key_.add(uint64_t(109));
+        return;
+      }
+    }
     enqueue("add", [a](cudaStream_t s) { return cuda::launch_add(a, s); });
     if (in_step_ && !step_eager_)
       producer_ = Producer{.kind = 4, .norm = {}, .gated = {}, .add = a, .index = launches_.size() - 1, .out = a.out};
@@ -700,7 +745,8 @@ class CudaBackend final : public Backend {
   // op + quantization launch. A residual add (4) queued last is fused with a following
   // whole-row RMS norm of its output (giving 3).
   // A rope queued last (5), or the ropes of q and k in one launch (6), is fused with a
-  // following KV store of its k.
+  // following KV store of its k; the ropes of q and k + the store (7) with a following
+  // one-token attention on them.
   struct Producer {
     int kind = 0;
     RmsNormArgs norm;
@@ -709,9 +755,10 @@ class CudaBackend final : public Backend {
     size_t index = 0;
     Mat out;
     RopeArgs rope;    // kinds 5, 6: the (k) rope, device positions
-    RopeArgs rope_q;  // kind 6: the q rope
+    RopeArgs rope_q;  // kinds 6, 7: the q rope
     const float* rope_inv = nullptr;
     RopeTable rope_table;
+    KvStoreArgs store;  // kind 7: ropes of q and k + this KV store in one launch
   };
 
   // Matmuls on the tensor cores (queued like the kernels, so graphs capture them): more than
@@ -818,6 +865,11 @@ class CudaBackend final : public Backend {
     producer_.kind = 0;
   }
 
+  static bool same_kv(const KvView& a, const KvView& b) {
+    return a.type == b.type && a.data == b.data && a.width == b.width && a.row_bytes == b.row_bytes &&
+           a.capacity == b.capacity && a.n_seq == b.n_seq && a.block_size == b.block_size && a.n_blocks == b.n_blocks &&
+           a.device_table == b.device_table && a.table_stride == b.table_stride;
+  }
   static bool same_mat(const Mat& a, const Mat& b) {
     return a.data == b.data && a.rows == b.rows && a.cols == b.cols && a.row_stride() == b.row_stride();
   }

@@ -17,6 +17,7 @@
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/kv_paged.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/rope.cuh"
 
 namespace brisk::cuda {
 
@@ -82,8 +83,11 @@ struct Geometry {
 // out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s. Warp w takes the weights of heads w,
 // w + warps, ...; every head's arithmetic is the same whichever block runs it (the combine
 // kernel, or the last split block of the attention kernel). Partials are read through L2
-// (other blocks wrote them).
-__device__ void combine_heads(const AttentionArgs& a, int n_split, const float* part, int64_t t, int h0, int G) {
+// (other blocks wrote them). With heads_at_once, a thread sums its dim of up to 4 heads in one
+// loop (their loads interleaved) instead of one head after the other; each output still sums
+// its splits in order, so the results are the same.
+__device__ void combine_heads(const AttentionArgs& a, int n_split, const float* part, int64_t t, int h0, int G,
+                              bool heads_at_once) {
   const int hd = a.head_dim;
   __shared__ float w[kMaxG][kMaxSplit];
   __shared__ float inv_l[kMaxG];
@@ -105,6 +109,28 @@ __device__ void combine_heads(const AttentionArgs& a, int n_split, const float* 
   }
   __syncthreads();
   const int64_t out_stride = a.out.stride ? a.out.stride : a.out.cols;
+  if (heads_at_once) {
+    constexpr int kH = 4;
+    for (int g0 = 0; g0 < G; g0 += kH) {
+      const int ng = min(kH, G - g0);
+      const float* pr[kH];
+#pragma unroll
+      for (int g = 0; g < kH; ++g) pr[g] = part + (t * a.n_head + h0 + g0 + min(g, ng - 1)) * n_split * (hd + 2) + 2;
+      for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float v[kH] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 8
+        for (int i = 0; i < n_split; ++i) {
+#pragma unroll
+          for (int g = 0; g < kH; ++g)
+            if (g < ng) v[g] = fmaf(w[g0 + g][i], __ldcg(pr[g] + i * (hd + 2) + d), v[g]);
+        }
+#pragma unroll
+        for (int g = 0; g < kH; ++g)
+          if (g < ng) a.out.data[t * out_stride + int64_t(h0 + g0 + g) * hd + d] = v[g] * inv_l[g0 + g];
+      }
+    }
+    return;
+  }
   for (int g = 0; g < G; ++g) {
     const float* pr = part + (t * a.n_head + h0 + g) * n_split * (hd + 2);
     float* orow = a.out.data + t * out_stride + int64_t(h0 + g) * hd;
@@ -141,6 +167,8 @@ struct Flags {
   bool prefetch;  // before the dependent-launch wait: the chunk's earlier K / V rows (see below)
   bool stage;     // shared memory of kStageBytes is there for staged chunks
   bool one_token; // the launch holds one token, so only its own position was written by the step
+  bool rope;        // AttentionRope given (one token, one head group per KV head)
+  bool merge_heads; // combine_heads' heads_at_once
 };
 
 // The reads a block may start before the dependent-launch wait (see attention_kernel); returns
@@ -190,18 +218,19 @@ __device__ bool start_early(const AttentionArgs& a, const Geometry& geo, const F
 
 // After a block wrote its split's partial results: the last block of its (token, head group)
 // to get here merges the splits (combine_heads) and sets the counter back to 0.
-__device__ void merge_if_last(const AttentionArgs& a, const Geometry& geo, const float* part, int* counters, int64_t t,
-                              int h0, int G) {
+__device__ bool merge_if_last(const AttentionArgs& a, const Geometry& geo, const float* part, int* counters, int64_t t,
+                              int h0, int G, bool heads_at_once) {
   __shared__ bool last;
   __threadfence();
   __syncthreads();
   int* cnt = counters + t * gridDim.y + blockIdx.y;
   if (threadIdx.x == 0) last = atomicAdd(cnt, 1) == geo.n_split - 1;
   __syncthreads();
-  if (!last) return;
+  if (!last) return false;
   __threadfence();
-  combine_heads(a, geo.n_split, part, t, h0, G);
+  combine_heads(a, geo.n_split, part, t, h0, G, heads_at_once);
   if (threadIdx.x == 0) *cnt = 0;
+  return true;
 }
 
 // With `counters` (one zeroed int per (token, KV head x head group)), the last split block of
@@ -212,12 +241,20 @@ __device__ void merge_if_last(const AttentionArgs& a, const Geometry& geo, const
 // staged one-token block copies them into shared memory at once and the others ask L2 for them
 // (a prefetch never changes what a load returns). Their reads then overlap the previous kernel.
 //
+// With fl.rope (one token, one head group per KV head; launch_attention_rope), the kernel also
+// does the work of launch_rope_qk_store before it: each block rotates its query heads while it
+// copies them into shared memory, and the block whose chunk holds the token's own position
+// rotates that KV head's k, stores k and v into the cache (and into its staged rows), and writes
+// the rotated k back; the rotated q is written back by the block that merges the splits (every
+// block of the head group has read q by then), or by the only block. The values are those of
+// the separate launch (rope.cuh), one launch less per layer.
+//
 // kG > 0: every block has exactly kG query heads; kD: head dims per thread (head_dim <= kD *
 // kThreads). Both only let the compiler drop the loop iterations and predicates of absent heads
 // and dims; the arithmetic is the same as in the generic <F16, 0, kDims> instance.
 template <bool F16, int kG = 0, int kD = kDims>
 __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Geometry geo, float* part, int* counters,
-                                                             Flags fl) {
+                                                             Flags fl, AttentionRope rp) {
   extern __shared__ __align__(16) uint8_t stage_s[];
   const size_t esz = F16 ? 2 : 4;
   const int kvh = blockIdx.y / geo.n_hg, hg = blockIdx.y % geo.n_hg;
@@ -225,7 +262,16 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
   uint8_t* ks = stage_s;
   uint8_t* vs = stage_s + kStageRows * kStageRowBytes;
   const bool early = start_early<F16>(a, geo, fl, col, ks, vs);
+  // With rope: each pair's angle once for all heads (q's and k's), with prefetch before the wait
+  // (positions and frequencies are not written by the kernels of the step).
+  __shared__ float rope_c[kMaxHeadDim / 2], rope_s[kMaxHeadDim / 2];
+  auto rope_angles = [&]() {
+    for (int i = threadIdx.x; i < rp.n_rot / 2; i += kThreads)
+      rope_cos_sin(a.pos[blockIdx.z], rp.inv_freq[i], rp.attn_factor, rope_c[i], rope_s[i]);
+  };
+  if (fl.rope && fl.prefetch) rope_angles();
   BRISK_PDL_ENTER();
+  if (fl.rope && !fl.prefetch) rope_angles();
   const int split = blockIdx.x;
   const int64_t t = blockIdx.z;
   const int group = a.n_head / a.n_head_kv;
@@ -252,6 +298,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
     const int pieces = hd / 8;
     for (int it = threadIdx.x; it < int(j_end - j_begin) * pieces; it += kThreads) {
       const int jj = it / pieces, e = it % pieces;
+      if (fl.rope && j_begin + jj == p) continue;  // written below
       if (early && j_begin + jj != p) continue;
       const size_t slot = size_t(kv_slot(a.k_cache, sh, s, j_begin + jj));
       cp_async16(ks + jj * kStageRowBytes + 16 * e, kbase + slot * a.k_cache.row_bytes + 16 * e);
@@ -259,7 +306,58 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
     }
   }
   const int64_t q_stride = a.q.stride ? a.q.stride : a.q.cols;
-  for (int i = threadIdx.x; i < G * hd; i += kThreads) q[i / hd][i % hd] = a.q.data[t * q_stride + int64_t(h0) * hd + i];
+  if (!fl.rope) {
+    for (int i = threadIdx.x; i < G * hd; i += kThreads) q[i / hd][i % hd] = a.q.data[t * q_stride + int64_t(h0) * hd + i];
+  } else {
+    const int half = rp.n_rot / 2;
+    __syncthreads();  // rope_c / rope_s
+    for (int i = threadIdx.x; i < G * hd; i += kThreads) {
+      const int g = i / hd, d = i % hd;
+      const float* qr = a.q.data + t * q_stride + int64_t(h0 + g) * hd;
+      if (d >= rp.n_rot) {
+        q[g][d] = qr[d];
+      } else if (d < half) {  // pair d
+        int d0, d1;
+        rope_dims(d, rp.n_rot, rp.neox, d0, d1);
+        rope_apply(qr[d0], qr[d1], rope_c[d], rope_s[d], q[g][d0], q[g][d1]);
+      }
+    }
+    if (p >= j_begin && p < j_end) {
+      // The token's own K / V row of this KV head: rotated k and v into the cache (as
+      // rope_qk_store_kernel's cache_put), the staged copy, and the rotated k back.
+      const size_t slot = size_t(kv_slot(a.k_cache, sh, s, p));
+      uint8_t* kc = static_cast<uint8_t*>(a.k_cache.data) + slot * a.k_cache.row_bytes + col * esz;
+      uint8_t* vc = static_cast<uint8_t*>(a.v_cache.data) + slot * a.v_cache.row_bytes + col * esz;
+      uint8_t* kst = staged ? ks + (p - j_begin) * kStageRowBytes : nullptr;
+      uint8_t* vst = staged ? vs + (p - j_begin) * kStageRowBytes : nullptr;
+      float* kx = rp.k + t * rp.k_stride + col;
+      const float* vx = rp.v + t * rp.v_stride + col;
+      auto put = [&](uint8_t* row, uint8_t* st, int d, float v) {
+        if (F16) {
+          const __half h = __float2half_rn(v);
+          reinterpret_cast<__half*>(row)[d] = h;
+          if (st) reinterpret_cast<__half*>(st)[d] = h;
+        } else {
+          reinterpret_cast<float*>(row)[d] = v;
+        }
+      };
+      for (int d = threadIdx.x; d < hd; d += kThreads) {
+        put(vc, vst, d, vx[d]);
+        if (d >= rp.n_rot) {
+          put(kc, kst, d, kx[d]);
+        } else if (d < half) {
+          int d0, d1;
+          rope_dims(d, rp.n_rot, rp.neox, d0, d1);
+          float a2, b2;
+          rope_apply(kx[d0], kx[d1], rope_c[d], rope_s[d], a2, b2);
+          kx[d0] = a2;
+          kx[d1] = b2;
+          put(kc, kst, d0, a2);
+          put(kc, kst, d1, b2);
+        }
+      }
+    }
+  }
   if (staged || early) cp_async_wait_all();
   __syncthreads();
 
@@ -417,13 +515,19 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
       }
     }
   }
-  if (geo.n_split > 1 && counters) merge_if_last(a, geo, part, counters, t, h0, G);
+  const bool merged = geo.n_split > 1 && counters && merge_if_last(a, geo, part, counters, t, h0, G, fl.merge_heads);
+  if (fl.rope && (geo.n_split == 1 || merged)) {
+    // Every block of this head group has read q: the rotated heads go back (as the rope launch
+    // would have left them).
+    float* qr = a.q.data + t * q_stride + int64_t(h0) * hd;
+    for (int i = threadIdx.x; i < G * hd; i += kThreads) qr[i] = q[i / hd][i % hd];
+  }
 }
 
 // One block per (head, token): the merge of combine_heads.
 __global__ void combine_kernel(AttentionArgs a, int n_split, const float* part) {
   BRISK_PDL_ENTER();
-  combine_heads(a, n_split, part, blockIdx.y, blockIdx.x, 1);
+  combine_heads(a, n_split, part, blockIdx.y, blockIdx.x, 1, false);
 }
 
 int sm_count() {
@@ -467,13 +571,28 @@ size_t attention_scratch_floats(const AttentionArgs& a) {
   return g.n_split == 1 ? 0 : size_t(a.q.rows) * size_t(a.n_head) * size_t(g.n_split) * size_t(a.head_dim + 2);
 }
 
+bool attention_rope_supported(const AttentionArgs& a, int n_rot) {
+  const Geometry g = geometry(a);
+  return a.q.rows == 1 && g.n_hg == 1 && n_rot >= 0 && n_rot % 2 == 0 && n_rot <= a.head_dim &&
+         a.head_dim <= kMaxHeadDim;
+}
+
 cudaError_t launch_attention(const AttentionArgs& a, float* scratch, int* counters, cudaStream_t s) {
+  return launch_attention_rope(a, nullptr, scratch, counters, s);
+}
+
+cudaError_t launch_attention_rope(const AttentionArgs& a, const AttentionRope* rope, float* scratch, int* counters,
+                                  cudaStream_t s) {
   if (a.head_dim > kMaxHeadDim || a.q.rows > 65535) return cudaErrorInvalidValue;
   if (a.q.rows == 0) return cudaSuccess;
   const Geometry g = geometry(a);
   if (g.n_split > 1 && scratch == nullptr) return cudaErrorInvalidValue;
+  if (rope && (!attention_rope_supported(a, rope->n_rot) || (g.n_split > 1 && counters == nullptr)))
+    return cudaErrorInvalidValue;
+  const AttentionRope rp = rope ? *rope : AttentionRope{};
   const dim3 grid(unsigned(g.n_split), unsigned(a.n_head_kv * g.n_hg), unsigned(a.q.rows));
-  Flags fl{.prefetch = !flags().no_cuda_prefetch, .stage = false, .one_token = a.q.rows == 1};
+  Flags fl{.prefetch = !flags().no_cuda_prefetch, .stage = false, .one_token = a.q.rows == 1,
+           .rope = rope != nullptr, .merge_heads = !flags().no_cuda_attn_merge_heads};
   if (a.k_cache.type == QuantType::F16) {
     fl.stage = !flags().no_cuda_attn_stage && a.head_dim % 8 == 0 && a.head_dim <= kStageDim && a.k_cache.row_bytes % 16 == 0 &&
                a.v_cache.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(a.k_cache.data) % 16 == 0 &&
@@ -493,9 +612,9 @@ cudaError_t launch_attention(const AttentionArgs& a, float* scratch, int* counte
         cudaFuncSetAttribute(attention_kernel<true, 8, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              int(kStageBytes)) == cudaSuccess;
     if (!attr) fl.stage = false;
-    launch_kernel(kernel, grid, kThreads, fl.stage ? kStageBytes : 0, s, a, g, scratch, counters, fl);
+    launch_kernel(kernel, grid, kThreads, fl.stage ? kStageBytes : 0, s, a, g, scratch, counters, fl, rp);
   } else {
-    launch_kernel(attention_kernel<false>, grid, kThreads, 0, s, a, g, scratch, counters, fl);
+    launch_kernel(attention_kernel<false>, grid, kThreads, 0, s, a, g, scratch, counters, fl, rp);
   }
   if (g.n_split > 1 && !counters)
     launch_kernel(combine_kernel, dim3(unsigned(a.n_head), unsigned(a.q.rows)), 128, 0, s, a, g.n_split, scratch);

@@ -41,6 +41,11 @@ cudaError_t launch_quantize_activations(ActRound kind, const QuantAct& dst, cons
 // else nullptr and a.x holds the (rounded) float activations. weights_constant: no kernel
 // writes a.w while this launch may run, so its loads may start before the previous kernel ends.
 cudaError_t launch_matmul(const MatmulArgs& a, const QuantAct* xq, cudaStream_t stream, bool weights_constant = false);
+// launch_matmul, and the residual add that follows it in the same launch: sum = residual +
+// a.out ([a.out.rows, w.n_out] each; sum may be residual, neither may overlap a.x or a.out),
+// exactly as launch_add would write it after launch_matmul.
+cudaError_t launch_matmul_add(const MatmulArgs& a, const QuantAct* xq, const Mat& residual, const Mat& sum,
+                              cudaStream_t stream, bool weights_constant = false);
 // Up to kMaxMatmulParts matmuls on the same input (same x, weight format and row length; xq
 // shared) in one launch, each output as launch_matmul would write it.
 constexpr int kMaxMatmulParts = 3;
@@ -72,6 +77,22 @@ size_t attention_scratch_floats(const AttentionArgs& a);
 // (same results).
 size_t attention_counter_ints(const AttentionArgs& a);
 cudaError_t launch_attention(const AttentionArgs& a, float* scratch, int* counters, cudaStream_t stream);
+// launch_rope_qk_store (q = a.q, k, store of k and v into a's caches at a's seq / pos) and
+// launch_attention in one launch, with the same results: for one token whose query heads form
+// one group per KV head (attention_rope_supported); counters are needed when the launch splits.
+struct AttentionRope {
+  float* k = nullptr;  // [1, n_head_kv * head_dim], rotated in place
+  int64_t k_stride = 0;
+  const float* v = nullptr;  // [1, n_head_kv * head_dim]
+  int64_t v_stride = 0;
+  const float* inv_freq = nullptr;  // device [n_rot / 2]
+  int n_rot = 0;
+  float attn_factor = 1.0f;
+  bool neox = false;
+};
+bool attention_rope_supported(const AttentionArgs& a, int n_rot);
+cudaError_t launch_attention_rope(const AttentionArgs& a, const AttentionRope* rope, float* scratch, int* counters,
+                                  cudaStream_t stream);
 cudaError_t launch_gated_act(const GatedActArgs& a, cudaStream_t stream);
 // Fused producers of a matmul's quantized activations: the op as above (RMS norm over whole
 // rows only), then its output quantized through `kind` (q8_0 / q8_k) into q, exactly as

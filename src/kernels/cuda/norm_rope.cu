@@ -8,6 +8,7 @@
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/kv_paged.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/rope.cuh"
 
 namespace brisk::cuda {
 
@@ -196,17 +197,9 @@ unsigned norm_threads(int64_t group) {
 __device__ __forceinline__ void rope_pair(float* x, int64_t stride, int64_t t, int64_t h, int i, int head_dim,
                                           int n_rot, const int32_t* pos, const float* inv_freq, float attn_factor,
                                           bool neox, float& a2, float& b2, int& d0, int& d1) {
-  const int half = n_rot / 2;
   float* v = x + t * stride + h * head_dim;
-  d0 = neox ? i : 2 * i;
-  d1 = neox ? i + half : 2 * i + 1;
-  const double theta = double(pos[t]) * double(inv_freq[i]);
-  double sd, cd;
-  sincos(theta, &sd, &cd);
-  const float c = __fmul_rn(float(cd), attn_factor), s = __fmul_rn(float(sd), attn_factor);
-  const float a = v[d0], b = v[d1];
-  a2 = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
-  b2 = __fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c));
+  rope_dims(i, n_rot, neox, d0, d1);
+  rope_rotate(v[d0], v[d1], pos[t], inv_freq[i], attn_factor, a2, b2);
   v[d0] = a2;
   v[d1] = b2;
 }
