@@ -163,31 +163,36 @@ struct Unit<DevFormat::q4_k> {
     const int s_lo = dot16(nib(r.b, 0), x1, dot16(nib(r.a, 0), x0, 0));
     const int s_hi = dot16(nib(r.b, 4), x3, dot16(nib(r.a, 4), x2, 0));
     const int b_lo = sum16(x1, sum16(x0, 0)), b_hi = sum16(x3, sum16(x2, 0));
-    // Scale / min bytes q[0..11] of the header are words h.y, h.z, h.w (no local array).
+    int sc_lo, m_lo, sc_hi, m_hi;
+    scale_min(r.h, 2 * j, sc_lo, m_lo);
+    scale_min(r.h, 2 * j + 1, sc_hi, m_hi);
+    return finish(r.h, x, t, u, sc_lo * s_lo + sc_hi * s_hi, m_lo * b_lo + m_hi * b_hi);
+  }
+  // Scale and min of sub-block jj (0..7) from the 6-bit packing of the header's bytes q[0..11],
+  // which are words h.y, h.z, h.w (no local array).
+  static __device__ void scale_min(const uint4& h, int jj, int& sc, int& m) {
     auto qb = [&](int i) -> int {
-      const uint32_t wd = i < 4 ? r.h.y : i < 8 ? r.h.z : r.h.w;
+      const uint32_t wd = i < 4 ? h.y : i < 8 ? h.z : h.w;
       return int((wd >> (8 * (i & 3))) & 0xffu);
     };
-    auto scale_min = [&](int jj, int& sc, int& m) {
-      if (jj < 4) {
-        sc = qb(jj) & 63;
-        m = qb(jj + 4) & 63;
-      } else {
-        sc = (qb(jj + 4) & 0xF) | ((qb(jj - 4) >> 6) << 4);
-        m = (qb(jj + 4) >> 4) | ((qb(jj) >> 6) << 4);
-      }
-    };
-    int sc_lo, m_lo, sc_hi, m_hi;
-    scale_min(2 * j, sc_lo, m_lo);
-    scale_min(2 * j + 1, sc_hi, m_hi);
-    int isum = sc_lo * s_lo + sc_hi * s_hi, msum = m_lo * b_lo + m_hi * b_hi;
+    if (jj < 4) {
+      sc = qb(jj) & 63;
+      m = qb(jj + 4) & 63;
+    } else {
+      sc = (qb(jj + 4) & 0xF) | ((qb(jj - 4) >> 6) << 4);
+      m = (qb(jj + 4) >> 4) | ((qb(jj) >> 6) << 4);
+    }
+  }
+  // The block's result from each lane's scaled sums: summed over the block's 4 lanes, returned
+  // by its lane 0 (0 from the others).
+  static __device__ float finish(const uint4& h, const XRef& x, int t, int64_t u, int isum, int msum) {
     isum += __shfl_xor_sync(0xffffffffu, isum, 1);
     msum += __shfl_xor_sync(0xffffffffu, msum, 1);
     isum += __shfl_xor_sync(0xffffffffu, isum, 2);
     msum += __shfl_xor_sync(0xffffffffu, msum, 2);
-    if (j != 0) return 0.0f;
+    if ((u & 3) != 0) return 0.0f;
     const float xd = x.d[t * (x.n_in / 256) + (u >> 2)];
-    const float d = half_bits_to_f32(uint16_t(r.h.x & 0xffffu)), dmin = half_bits_to_f32(uint16_t(r.h.x >> 16));
+    const float d = half_bits_to_f32(uint16_t(h.x & 0xffffu)), dmin = half_bits_to_f32(uint16_t(h.x >> 16));
     return __fsub_rn(__fmul_rn(__fmul_rn(d, xd), float(isum)), __fmul_rn(__fmul_rn(dmin, xd), float(msum)));
   }
 };
@@ -217,26 +222,14 @@ struct UnitQ4kSpread : Unit<DevFormat::q4_k> {
     const int sa_lo = dot16(nib(r.a, 0), xa0, 0), sa_hi = dot16(nib(r.a, 4), xa1, 0);
     const int sb_lo = dot16(nib(r.b, 0), xb0, 0), sb_hi = dot16(nib(r.b, 4), xb1, 0);
     const int ba_lo = sum16(xa0, 0), ba_hi = sum16(xa1, 0), bb_lo = sum16(xb0, 0), bb_hi = sum16(xb1, 0);
-    auto qb = [&](int i) -> int {
-      const uint32_t wd = i < 4 ? r.h.y : i < 8 ? r.h.z : r.h.w;
-      return int((wd >> (8 * (i & 3))) & 0xffu);
-    };
-    // Sub-blocks jj < 4 (chunk j) and jj >= 4 (chunk j + 4) of the 6-bit scale / min packing.
-    const int a0 = 2 * jq, a1 = 2 * jq + 1;
-    const int sc_a0 = qb(a0) & 63, m_a0 = qb(a0 + 4) & 63, sc_a1 = qb(a1) & 63, m_a1 = qb(a1 + 4) & 63;
-    const int b0 = a0 + 4, b1 = a1 + 4;
-    const int sc_b0 = (qb(b0 + 4) & 0xF) | ((qb(b0 - 4) >> 6) << 4), m_b0 = (qb(b0 + 4) >> 4) | ((qb(b0) >> 6) << 4);
-    const int sc_b1 = (qb(b1 + 4) & 0xF) | ((qb(b1 - 4) >> 6) << 4), m_b1 = (qb(b1 + 4) >> 4) | ((qb(b1) >> 6) << 4);
-    int isum = sc_a0 * sa_lo + sc_a1 * sa_hi + sc_b0 * sb_lo + sc_b1 * sb_hi;
-    int msum = m_a0 * ba_lo + m_a1 * ba_hi + m_b0 * bb_lo + m_b1 * bb_hi;
-    isum += __shfl_xor_sync(0xffffffffu, isum, 1);
-    msum += __shfl_xor_sync(0xffffffffu, msum, 1);
-    isum += __shfl_xor_sync(0xffffffffu, isum, 2);
-    msum += __shfl_xor_sync(0xffffffffu, msum, 2);
-    if (j != 0) return 0.0f;
-    const float xd = x.d[t * (x.n_in / 256) + (u >> 2)];
-    const float d = half_bits_to_f32(uint16_t(r.h.x & 0xffffu)), dmin = half_bits_to_f32(uint16_t(r.h.x >> 16));
-    return __fsub_rn(__fmul_rn(__fmul_rn(d, xd), float(isum)), __fmul_rn(__fmul_rn(dmin, xd), float(msum)));
+    // Sub-blocks 2 jq, 2 jq + 1 (chunk j) and 2 jq + 4, 2 jq + 5 (chunk j + 4).
+    int sc_a0, m_a0, sc_a1, m_a1, sc_b0, m_b0, sc_b1, m_b1;
+    scale_min(r.h, 2 * jq, sc_a0, m_a0);
+    scale_min(r.h, 2 * jq + 1, sc_a1, m_a1);
+    scale_min(r.h, 2 * jq + 4, sc_b0, m_b0);
+    scale_min(r.h, 2 * jq + 5, sc_b1, m_b1);
+    return finish(r.h, x, t, u, sc_a0 * sa_lo + sc_a1 * sa_hi + sc_b0 * sb_lo + sc_b1 * sb_hi,
+                  m_a0 * ba_lo + m_a1 * ba_hi + m_b0 * bb_lo + m_b1 * bb_hi);
   }
 };
 
