@@ -352,6 +352,49 @@ TEST(CudaBackend, DecodeAttentionStagedChunks) {
   }
 }
 
+// One-token decode over F16 caches of head_dim 64 / 128 and up to 8 query heads per KV head
+// runs one cluster of blocks per KV head that merges its splits through distributed shared
+// memory (16 blocks, chunks of up to 256 positions in tiles of 64): against ref::attention, and
+// against the split kernel with its last-block merge (BRISK_NO_CUDA_ATTN_CLUSTER; another
+// summation order, so within the same tolerance, not bit-equal); bit-equal without the reads
+// before the dependent-launch wait. A cache of 8192 positions (chunks over 256) keeps the split
+// kernel either way.
+TEST(CudaBackend, DecodeAttentionCluster) {
+  REQUIRE_GPU(be);
+  struct Case { int32_t n_head, n_head_kv, hd; int32_t pos; int32_t window; float softcap; int64_t cap; };
+  for (const Case cs : {Case{32, 8, 128, 0, 0, 0.0f, 3072}, Case{32, 8, 128, 17, 0, 0.0f, 3072},
+                        Case{32, 8, 128, 511, 0, 0.0f, 3072}, Case{32, 8, 128, 1500, 0, 0.0f, 3072},
+                        Case{32, 8, 128, 3071, 0, 0.0f, 3072}, Case{64, 8, 128, 700, 0, 0.0f, 1024},
+                        Case{40, 8, 128, 260, 0, 30.0f, 1024}, Case{14, 2, 64, 900, 0, 0.0f, 2048},
+                        Case{8, 8, 64, 333, 0, 0.0f, 1024}, Case{8, 2, 64, 2000, 100, 0.0f, 3072},
+                        Case{16, 4, 128, 4000, 300, 0.0f, 8192}, Case{32, 8, 128, 5000, 0, 0.0f, 8192}}) {
+    Cache c = make_cache(*be, QuantType::F16, 2, cs.cap, int64_t(cs.n_head_kv) * cs.hd, 41);
+    const std::vector<int32_t> seq = {1}, pos = {cs.pos};
+    const int64_t qw = int64_t(cs.n_head) * cs.hd;
+    DevMat q(*be, 1, qw, randn(size_t(qw), 42)), want(*be, 1, qw);
+    AttentionArgs a{.out = {}, .q = q.dev, .k_cache = c.k, .v_cache = c.v, .seq = seq.data(), .pos = pos.data(),
+                    .n_head = cs.n_head, .n_head_kv = cs.n_head_kv, .head_dim = cs.hd,
+                    .scale = 1.0f / std::sqrt(float(cs.hd)), .window = cs.window, .softcap = cs.softcap};
+    auto run = [&](const char* env) {
+      std::unique_ptr<ScopedEnv> off;
+      if (env) off = std::make_unique<ScopedEnv>(env, "1");
+      DevMat out(*be, 1, qw);
+      AttentionArgs d = a;
+      d.out = out.dev;
+      be->attention(d);
+      return out.fetch();
+    };
+    const std::vector<float> got = run(nullptr);
+    host_reference_attention(a, q, c, want);
+    const std::string what = str_cat("decode attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " pos ",
+                                     cs.pos, " window ", cs.window, " softcap ", cs.softcap, " capacity ", cs.cap);
+    expect_close(got, want.host, 2e-5f, 1e-4f, what);
+    expect_close(run("BRISK_NO_CUDA_ATTN_CLUSTER"), got, 2e-5f, 1e-4f, what + " vs the split kernel");
+    const std::vector<float> other = run("BRISK_NO_CUDA_PREFETCH");
+    ASSERT_EQ(std::memcmp(got.data(), other.data(), sizeof(float) * got.size()), 0) << what << " vs no prefetch";
+  }
+}
+
 // Decode-shaped residual add + RMS norm + matmuls (in a graph step the norm launch also writes
 // the next matmul's BF16-rounded or Q8_K-quantized input, and is written over its input), and a
 // gated activation + BF16 matmul (rounding fused the same way) and + Q4_K matmul (Q8_K
@@ -546,7 +589,8 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
   const std::vector<int32_t> positions = {0, 1, 2, 5, 63, 64, 65, 300, 1000, 2200, 3000, 3071};
   std::vector<QuantWeight> keep;
   for (const Case cs : {Case{32, 8, 128, 128, false, QuantType::F16, QuantType::Q8_0},
-                        Case{16, 2, 64, 32, true, QuantType::F32, QuantType::Q4_K}}) {
+                        Case{16, 2, 64, 32, true, QuantType::F32, QuantType::Q4_K},
+                        Case{16, 2, 64, 32, true, QuantType::F16, QuantType::Q4_K}}) {
     const int64_t qw = int64_t(cs.n_head) * cs.hd, kw = int64_t(cs.n_head_kv) * cs.hd;
     keep.push_back(make_weight(QuantType::Q8_0, qw, n_embd, 71));
     keep.push_back(make_weight(QuantType::Q8_0, kw, n_embd, 72));

@@ -12,6 +12,7 @@
 // block is looked up per row, V rows per run of rows inside one block. Exponentials use the accurate
 // expf, as the CPU does: the fast __expf is off by ~1e-5 relative for the wide score ranges
 // of QK-normed models (Qwen3), enough to flip a later Q8_0 activation rounding.
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/kernels.h"
@@ -524,6 +525,437 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
   }
 }
 
+// One-token attention as one thread-block cluster per KV head (F16 caches, head_dim 64 / 128,
+// up to kMaxG query heads per KV head, chunks of at most kMaxChunkC positions): the kS blocks of
+// a cluster take kS equal chunks of [lo, p] (as the split kernel cuts them), and merge their
+// partial results through distributed shared memory instead of through L2 (no scratch, no
+// counters, no fence + atomic, no serial merge in one block).
+// Per block (kThreadsC threads): the chunk's K / V rows go into shared memory in tiles of
+// kTileC rows (cp.async; the first tile's earlier rows before the dependent-launch wait). Lanes
+// own 8 head dims (one 16-byte piece of a row), kHd / 8 consecutive lanes one row: a lane dots
+// its piece of K with the same dims of every query head of the group (kept in registers), the
+// row's lanes sum the pieces with a shuffle tree; a warp per head folds a tile into its running
+// max / sum (online softmax, exact expf); each lane then adds p * v for its 8 dims of every head
+// over its rows. The lanes of a warp and then the 8 warps add their sums in a fixed order, and
+// after a cluster barrier block r merges slice r of the group's outputs over the kS blocks'
+// (max, sum, output) in split order. With rope (AttentionRope) the kernel rotates q / k and
+// stores the token's K / V row as the split kernel does.
+constexpr int kThreadsC = 256;
+constexpr int kWarpsC = kThreadsC / 32;
+constexpr int kTileC = 64;
+constexpr int kMaxChunkC = 256;
+static_assert(kWarpsC >= kMaxG, "a warp per head for the softmax");
+
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+
+__device__ __forceinline__ void unpack_h8(const uint4 u, float* o) {
+  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[k]));
+    o[2 * k] = f.x;
+    o[2 * k + 1] = f.y;
+  }
+}
+
+template <int kHd>
+constexpr size_t kStageBytesC = size_t(2) * kTileC * (kHd * 2 + 16);
+
+// kS: blocks per cluster (= splits); kG > 0: exactly kG heads per group, else a.n_head /
+// a.n_head_kv (<= kMaxG), predicated.
+template <int kHd, int kS, int kG>
+__global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionArgs a, Flags fl, AttentionRope rp) {
+  constexpr int kR = kHd / 8;              // lanes per row
+  constexpr int kPW = 32 / kR;             // rows per warp and pass
+  constexpr int kPass = kWarpsC * kPW;     // rows per pass of the block
+  constexpr int kRowB = kHd * 2 + 16;      // staged row bytes, padded: rows in other banks
+  static_assert(size_t(kWarpsC) * kMaxG * kHd * 4 <= kStageBytesC<kHd>, "warp sums fit the stage");
+  extern __shared__ __align__(16) uint8_t stage_c[];
+  uint8_t* ks = stage_c;
+  uint8_t* vs = stage_c + kTileC * kRowB;
+  __shared__ __align__(16) float q_s[kMaxG][kHd + 4];
+  __shared__ float sc[kMaxG][kTileC];
+  __shared__ float alpha_s[kMaxG];
+  __shared__ __align__(16) float part_s[kMaxG * kHd];
+  __shared__ float ml_s[2][kMaxG];
+  __shared__ float w_s[kMaxG][kS];
+  __shared__ float invl_s[kMaxG];
+  __shared__ float rope_c[kHd / 2], rope_s[kHd / 2];
+  __shared__ __align__(16) __half own_k[kHd], own_v[kHd];
+
+  const int split = blockIdx.x;  // the block's rank in its cluster (cluster = (kS, 1, 1))
+  const int kvh = blockIdx.y;
+  const int G = kG > 0 ? kG : a.n_head / a.n_head_kv;
+  const int h0 = kvh * G;
+  const int64_t col = int64_t(kvh) * kHd;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int gi = lane / kR, r = lane % kR;
+  const int sh = kv_block_shift(a.k_cache);
+  const uint8_t* kbase = static_cast<const uint8_t*>(a.k_cache.data) + col * 2;
+  const uint8_t* vbase = static_cast<const uint8_t*>(a.v_cache.data) + col * 2;
+
+  int64_t s = 0, p = 0, j_begin = 0, j_end = 0;
+  auto locate = [&]() {
+    s = a.seq[0];
+    p = a.pos[0];
+    const int64_t lo = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+    const int64_t chunk = (p - lo + 1 + kS - 1) / kS;
+    j_begin = lo + split * chunk;
+    j_end = j_begin + chunk < p + 1 ? j_begin + chunk : p + 1;  // may be empty
+  };
+  // mode 0: every row of the tile (but the token's own with rope, written from own_k / own_v);
+  // 1: the rows before the token's own (before the wait); 2: the rest after 1.
+  auto stage_tile = [&](int64_t j0, int n_j, int mode) {
+    for (int it = tid; it < n_j * kR; it += kThreadsC) {
+      const int jj = it / kR, e = it % kR;
+      const int64_t j = j0 + jj;
+      const bool own = j == p;
+      if (mode == 1 ? own : mode == 2 ? (!own || fl.rope) : (own && fl.rope)) continue;
+      const size_t slot = size_t(kv_slot(a.k_cache, sh, s, j));
+      cp_async16(ks + jj * kRowB + 16 * e, kbase + slot * a.k_cache.row_bytes + 16 * e);
+      cp_async16(vs + jj * kRowB + 16 * e, vbase + slot * a.v_cache.row_bytes + 16 * e);
+    }
+  };
+  auto rope_angles = [&]() {
+    for (int i = tid; i < rp.n_rot / 2; i += kThreadsC)
+      rope_cos_sin(a.pos[0], rp.inv_freq[i], rp.attn_factor, rope_c[i], rope_s[i]);
+  };
+  bool early = false;
+  if (fl.prefetch) {
+    locate();
+    if (fl.rope) rope_angles();
+    if (s >= 0 && p >= 0 && p < a.k_cache.capacity && j_end > j_begin) {
+      early = true;
+      stage_tile(j_begin, int(min(int64_t(kTileC), j_end - j_begin)), 1);
+    }
+  }
+  BRISK_PDL_ENTER();
+  if (!fl.prefetch) {
+    locate();
+    if (fl.rope) rope_angles();
+  }
+  const int n_first = int(j_end - j_begin < kTileC ? j_end - j_begin : kTileC);
+  if (n_first > 0) stage_tile(j_begin, n_first, early ? 2 : 0);
+
+  if (!fl.rope) {
+    for (int i = tid; i < G * kHd; i += kThreadsC) q_s[i / kHd][i % kHd] = a.q.data[int64_t(h0) * kHd + i];
+  } else {
+    const int half = rp.n_rot / 2;
+    __syncthreads();  // rope_c / rope_s
+    for (int i = tid; i < G * kHd; i += kThreadsC) {
+      const int g = i / kHd, d = i % kHd;
+      const float* qr = a.q.data + int64_t(h0 + g) * kHd;
+      if (d >= rp.n_rot) {
+        q_s[g][d] = qr[d];
+      } else if (d < half) {
+        int d0, d1;
+        rope_dims(d, rp.n_rot, rp.neox, d0, d1);
+        rope_apply(qr[d0], qr[d1], rope_c[d], rope_s[d], q_s[g][d0], q_s[g][d1]);
+      }
+    }
+    if (p >= j_begin && p < j_end) {
+      // The token's own K / V row of this KV head: rotated k and v into the cache (as
+      // rope_qk_store_kernel's cache_put), into own_k / own_v for the stage, the rotated k back.
+      const size_t slot = size_t(kv_slot(a.k_cache, sh, s, p));
+      __half* kc = reinterpret_cast<__half*>(static_cast<uint8_t*>(a.k_cache.data) + slot * a.k_cache.row_bytes) + col;
+      __half* vc = reinterpret_cast<__half*>(static_cast<uint8_t*>(a.v_cache.data) + slot * a.v_cache.row_bytes) + col;
+      float* kx = rp.k + col;
+      const float* vx = rp.v + col;
+      for (int d = tid; d < kHd; d += kThreadsC) {
+        const __half hv = __float2half_rn(vx[d]);
+        vc[d] = hv;
+        own_v[d] = hv;
+        if (d >= rp.n_rot) {
+          const __half hk = __float2half_rn(kx[d]);
+          kc[d] = hk;
+          own_k[d] = hk;
+        } else if (d < half) {
+          int d0, d1;
+          rope_dims(d, rp.n_rot, rp.neox, d0, d1);
+          float a2, b2;
+          rope_apply(kx[d0], kx[d1], rope_c[d], rope_s[d], a2, b2);
+          kx[d0] = a2;
+          kx[d1] = b2;
+          const __half h0k = __float2half_rn(a2), h1k = __float2half_rn(b2);
+          kc[d0] = h0k;
+          kc[d1] = h1k;
+          own_k[d0] = h0k;
+          own_k[d1] = h1k;
+        }
+      }
+    }
+  }
+  // The own row from own_k / own_v into its staged row (after the tile's copies landed).
+  auto put_own = [&](int64_t j0, int n_j) {
+    if (fl.rope && p >= j0 && p < j0 + n_j && tid < kR) {
+      const int jj = int(p - j0);
+      *reinterpret_cast<uint4*>(ks + jj * kRowB + 16 * tid) = reinterpret_cast<const uint4*>(own_k)[tid];
+      *reinterpret_cast<uint4*>(vs + jj * kRowB + 16 * tid) = reinterpret_cast<const uint4*>(own_v)[tid];
+    }
+  };
+  cp_async_wait_all();
+  __syncthreads();  // q_s, own_k / own_v
+  if (n_first > 0) put_own(j_begin, n_first);
+
+  float qf[kMaxG][8];
+#pragma unroll
+  for (int g = 0; g < kMaxG; ++g) {
+    if (g < G) {
+      const float4 x = *reinterpret_cast<const float4*>(&q_s[g][8 * r]);
+      const float4 y = *reinterpret_cast<const float4*>(&q_s[g][8 * r + 4]);
+      qf[g][0] = x.x; qf[g][1] = x.y; qf[g][2] = x.z; qf[g][3] = x.w;
+      qf[g][4] = y.x; qf[g][5] = y.y; qf[g][6] = y.z; qf[g][7] = y.w;
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) qf[g][e] = 0.0f;
+    }
+  }
+  float acc[kMaxG][8];
+#pragma unroll
+  for (int g = 0; g < kMaxG; ++g)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
+  float m_run = -INFINITY, l_run = 0.0f;  // head `warp` (warps < G)
+  __syncthreads();  // the own row
+
+  for (int64_t j0 = j_begin; j0 < j_end; j0 += kTileC) {
+    const int n_j = int(j_end - j0 < kTileC ? j_end - j0 : kTileC);
+    if (j0 != j_begin) {
+      __syncthreads();  // the previous tile's rows are read
+      stage_tile(j0, n_j, 0);
+      cp_async_wait_all();
+      __syncthreads();
+      put_own(j0, n_j);
+      __syncthreads();
+    }
+    // Scores: the row's kR lanes sum their pieces (shuffle tree); lane r < G writes head r's.
+    for (int j = warp * kPW; j < n_j; j += kPass) {
+      const int jj = j + gi;
+      const bool valid = jj < n_j;
+      float part[kMaxG];
+      if (valid) {
+        float kf[8];
+        unpack_h8(*reinterpret_cast<const uint4*>(ks + jj * kRowB + 16 * r), kf);
+#pragma unroll
+        for (int g = 0; g < kMaxG; ++g) {
+          if (g >= G) continue;
+          float dot = 0.0f;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) dot = fmaf(qf[g][e], kf[e], dot);
+          part[g] = dot;
+        }
+      } else {
+#pragma unroll
+        for (int g = 0; g < kMaxG; ++g) part[g] = 0.0f;
+      }
+#pragma unroll
+      for (int g = 0; g < kMaxG; ++g) {
+        if (g < G) {
+#pragma unroll
+          for (int o = kR / 2; o > 0; o >>= 1) part[g] += __shfl_xor_sync(0xffffffffu, part[g], o);
+          if (valid && r == g) {
+            float x = part[g] * a.scale;
+            if (a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
+            sc[g][jj] = x;
+          }
+        }
+      }
+    }
+    __syncthreads();
+    if (warp < G) {
+      const float v0 = lane < n_j ? sc[warp][lane] : -INFINITY;
+      const float v1 = lane + 32 < n_j ? sc[warp][lane + 32] : -INFINITY;
+      const float m_new = fmaxf(m_run, warp_max(fmaxf(v0, v1)));
+      const float al = expf(m_run - m_new);  // 0 on the first tile (m = -inf)
+      const float e0 = expf(v0 - m_new), e1 = expf(v1 - m_new);
+      l_run = l_run * al + warp_sum(e0 + e1);
+      m_run = m_new;
+      sc[warp][lane] = e0;
+      sc[warp][lane + 32] = e1;
+      if (lane == 0) alpha_s[warp] = al;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int g = 0; g < kMaxG; ++g) {
+      if (g < G) {
+        const float al = alpha_s[g];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[g][e] *= al;
+      }
+    }
+    for (int jj = warp * kPW + gi; jj < n_j; jj += kPass) {
+      float vf[8];
+      unpack_h8(*reinterpret_cast<const uint4*>(vs + jj * kRowB + 16 * r), vf);
+#pragma unroll
+      for (int g = 0; g < kMaxG; ++g) {
+        if (g < G) {
+          const float pg = sc[g][jj];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[g][e] = fmaf(pg, vf[e], acc[g][e]);
+        }
+      }
+    }
+  }
+  // The rows' groups of a warp, then the warps, in a fixed order.
+#pragma unroll
+  for (int o = 16; o >= kR; o >>= 1)
+#pragma unroll
+    for (int g = 0; g < kMaxG; ++g)
+      if (g < G)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
+  __syncthreads();  // the stage is free
+  float* red = reinterpret_cast<float*>(stage_c);  // [warp][kMaxG][kHd]
+  if (gi == 0) {
+#pragma unroll
+    for (int g = 0; g < kMaxG; ++g) {
+      if (g < G) {
+        float* dst = red + (warp * kMaxG + g) * kHd + 8 * r;
+        *reinterpret_cast<float4*>(dst) = make_float4(acc[g][0], acc[g][1], acc[g][2], acc[g][3]);
+        *reinterpret_cast<float4*>(dst + 4) = make_float4(acc[g][4], acc[g][5], acc[g][6], acc[g][7]);
+      }
+    }
+  }
+  if (warp < G && lane == 0) {
+    ml_s[0][warp] = m_run;
+    ml_s[1][warp] = l_run;
+  }
+  __syncthreads();
+  for (int o = tid; o < G * kHd; o += kThreadsC) {
+    const int g = o / kHd, d = o % kHd;
+    float v = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarpsC; ++w) v += red[(w * kMaxG + g) * kHd + d];
+    part_s[o] = v;
+  }
+  // Merge: block `split` takes outputs [split * per, (split + 1) * per) of the group.
+  cluster_arrive();
+  cluster_wait();
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int n_out = G * kHd, per = (n_out + kS - 1) / kS, o = split * per + tid;
+  const bool mine = tid < per && o < n_out;
+  float vals[kS];
+  if (mine) {
+#pragma unroll
+    for (int i = 0; i < kS; ++i) vals[i] = *cluster.map_shared_rank(part_s + o, i);
+  }
+  if (warp < G) {
+    const float m = lane < kS ? *cluster.map_shared_rank(&ml_s[0][warp], lane) : -INFINITY;
+    const float l = lane < kS ? *cluster.map_shared_rank(&ml_s[1][warp], lane) : 0.0f;
+    const float mx = warp_max(m);
+    const float e = m == -INFINITY ? 0.0f : expf(m - mx);
+    if (lane < kS) w_s[warp][lane] = e;
+    const float sum = warp_sum(e * l);
+    if (lane == 0) invl_s[warp] = 1.0f / sum;
+  }
+  cluster_arrive();  // this block's reads of the others' shared memory are done
+  __syncthreads();
+  if (mine) {
+    const int g = o / kHd, d = o % kHd;
+    float v = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kS; ++i) v = fmaf(w_s[g][i], vals[i], v);
+    a.out.data[int64_t(h0 + g) * kHd + d] = v * invl_s[g];
+    // Every block of the cluster has read q (before the first cluster barrier): the rotated
+    // heads go back, each block its slice.
+    if (fl.rope) a.q.data[int64_t(h0) * kHd + o] = q_s[g][d];
+  }
+  cluster_wait();  // the others' reads of this block's shared memory are done
+}
+
+template <int kHd, int kS, int kG>
+int cluster_capacity() {
+  static const int n = [] {
+    auto k = attention_cluster_kernel<kHd, kS, kG>;
+    if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kStageBytesC<kHd>)) !=
+        cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    if (kS > 8 && cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = kS;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(kS, 8, 1);
+    cfg.blockDim = dim3(kThreadsC);
+    cfg.dynamicSmemBytes = kStageBytesC<kHd>;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int c = 0;
+    if (cudaOccupancyMaxActiveClusters(&c, k, &cfg) != cudaSuccess) {
+      cudaGetLastError();
+      c = 0;
+    }
+    return c;
+  }();
+  return n;
+}
+
+template <int kHd, int kS, int kG>
+cudaError_t launch_cluster(const AttentionArgs& a, const Flags& fl, const AttentionRope& rp, cudaStream_t stream) {
+  cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = flags().no_cuda_pdl ? 0 : 1;
+  attr[1].id = cudaLaunchAttributeClusterDimension;
+  attr[1].val.clusterDim.x = kS;
+  attr[1].val.clusterDim.y = 1;
+  attr[1].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(kS), unsigned(a.n_head_kv), 1);
+  cfg.blockDim = dim3(kThreadsC);
+  cfg.dynamicSmemBytes = kStageBytesC<kHd>;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 2;
+  return cudaLaunchKernelEx(&cfg, attention_cluster_kernel<kHd, kS, kG>, a, fl, rp);
+}
+
+// Blocks per cluster for `a` on the cluster kernel, or 0 where it does not apply.
+int cluster_splits(const AttentionArgs& a) {
+  if (flags().no_cuda_attn_cluster || a.q.rows != 1) return 0;
+  if (a.k_cache.type != QuantType::F16 || a.v_cache.type != QuantType::F16) return 0;
+  if (a.head_dim != 64 && a.head_dim != 128) return 0;
+  const int group = a.n_head / a.n_head_kv;
+  if (group < 1 || group > kMaxG) return 0;
+  if (a.k_cache.row_bytes % 16 || a.v_cache.row_bytes % 16 || reinterpret_cast<uintptr_t>(a.k_cache.data) % 16 ||
+      reinterpret_cast<uintptr_t>(a.v_cache.data) % 16)
+    return 0;
+  int64_t span = a.k_cache.capacity;
+  if (a.window > 0 && a.window < span) span = a.window;
+  const bool g4 = group == 4;
+  for (const int n : {16, 8}) {
+    if ((span + n - 1) / n > kMaxChunkC) continue;
+    int c = 0;
+    if (a.head_dim == 128)
+      c = n == 16 ? (g4 ? cluster_capacity<128, 16, 4>() : cluster_capacity<128, 16, 0>())
+                  : (g4 ? cluster_capacity<128, 8, 4>() : cluster_capacity<128, 8, 0>());
+    else
+      c = n == 16 ? (g4 ? cluster_capacity<64, 16, 4>() : cluster_capacity<64, 16, 0>())
+                  : (g4 ? cluster_capacity<64, 8, 4>() : cluster_capacity<64, 8, 0>());
+    if (c > 0) return n;
+  }
+  return 0;
+}
+
+cudaError_t launch_attention_cluster(const AttentionArgs& a, int n, const Flags& fl, const AttentionRope& rp,
+                                     cudaStream_t s) {
+  const bool g4 = a.n_head / a.n_head_kv == 4;
+  if (a.head_dim == 128) {
+    if (n == 16) return g4 ? launch_cluster<128, 16, 4>(a, fl, rp, s) : launch_cluster<128, 16, 0>(a, fl, rp, s);
+    return g4 ? launch_cluster<128, 8, 4>(a, fl, rp, s) : launch_cluster<128, 8, 0>(a, fl, rp, s);
+  }
+  if (n == 16) return g4 ? launch_cluster<64, 16, 4>(a, fl, rp, s) : launch_cluster<64, 16, 0>(a, fl, rp, s);
+  return g4 ? launch_cluster<64, 8, 4>(a, fl, rp, s) : launch_cluster<64, 8, 0>(a, fl, rp, s);
+}
+
 // One block per (head, token): the merge of combine_heads.
 __global__ void combine_kernel(AttentionArgs a, int n_split, const float* part) {
   BRISK_PDL_ENTER();
@@ -562,11 +994,13 @@ Geometry geometry(const AttentionArgs& a) {
 }  // namespace
 
 size_t attention_counter_ints(const AttentionArgs& a) {
+  if (cluster_splits(a) > 0) return 0;
   const Geometry g = geometry(a);
   return g.n_split == 1 ? 0 : size_t(a.q.rows) * size_t(a.n_head_kv) * size_t(g.n_hg);
 }
 
 size_t attention_scratch_floats(const AttentionArgs& a) {
+  if (cluster_splits(a) > 0) return 0;
   const Geometry g = geometry(a);
   return g.n_split == 1 ? 0 : size_t(a.q.rows) * size_t(a.n_head) * size_t(g.n_split) * size_t(a.head_dim + 2);
 }
@@ -585,6 +1019,13 @@ cudaError_t launch_attention_rope(const AttentionArgs& a, const AttentionRope* r
                                   cudaStream_t s) {
   if (a.head_dim > kMaxHeadDim || a.q.rows > 65535) return cudaErrorInvalidValue;
   if (a.q.rows == 0) return cudaSuccess;
+  if (const int n = cluster_splits(a); n > 0) {
+    if (rope && !attention_rope_supported(a, rope->n_rot)) return cudaErrorInvalidValue;
+    const Flags fl{.prefetch = !flags().no_cuda_prefetch, .stage = true, .one_token = true, .rope = rope != nullptr,
+                   .merge_heads = false};
+    const cudaError_t e = launch_attention_cluster(a, n, fl, rope ? *rope : AttentionRope{}, s);
+    return e != cudaSuccess ? e : cudaGetLastError();
+  }
   const Geometry g = geometry(a);
   if (g.n_split > 1 && scratch == nullptr) return cudaErrorInvalidValue;
   if (rope && (!attention_rope_supported(a, rope->n_rot) || (g.n_split > 1 && counters == nullptr)))
