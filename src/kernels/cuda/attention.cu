@@ -527,27 +527,58 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
 
 // One-token attention as one thread-block cluster per KV head (F16 caches, head_dim 64 / 128,
 // up to kMaxG query heads per KV head, chunks of at most kMaxChunkC positions): the kS blocks of
-// a cluster take kS equal chunks of [lo, p] (as the split kernel cuts them), and merge their
+// a cluster take kS equal chunks of [lo, p] (cut as the split kernel cuts them) and merge their
 // partial results through distributed shared memory instead of through L2 (no scratch, no
 // counters, no fence + atomic, no serial merge in one block).
 // Per block (kThreadsC threads): the chunk's K / V rows go into shared memory in tiles of
-// kTileC rows (cp.async; the first tile's earlier rows before the dependent-launch wait). Lanes
-// own 8 head dims (one 16-byte piece of a row), kHd / 8 consecutive lanes one row: a lane dots
-// its piece of K with the same dims of every query head of the group (kept in registers), the
-// row's lanes sum the pieces with a shuffle tree; a warp per head folds a tile into its running
-// max / sum (online softmax, exact expf); each lane then adds p * v for its 8 dims of every head
-// over its rows. The lanes of a warp and then the 8 warps add their sums in a fixed order, and
-// after a cluster barrier block r merges slice r of the group's outputs over the kS blocks'
-// (max, sum, output) in split order. With rope (AttentionRope) the kernel rotates q / k and
-// stores the token's K / V row as the split kernel does.
+// kTileC rows (cp.async; the first tile's earlier rows before the dependent-launch wait). After
+// the wait, every load from global memory (q, and with rope the token's k / v) is issued at
+// once. Scores: one thread per (row, head), a dot product over 16-byte pieces of the staged K
+// row and of q in shared memory (four partial sums, added pairwise). A warp per head folds the
+// tile into its running max / sum (online softmax, exact expf). Output: a thread owns two dims
+// of one head and adds p * v over the tile's rows, so no sums across threads are left. Each
+// block then stores its (max, sum, output dims) with st.async straight into the shared memory
+// of the block that merges those dims (block r merges slice r of the group's outputs), whose
+// mbarrier counts the bytes in: no cluster-wide barrier or memory fence after the work (one
+// cluster barrier, passed long before, publishes the mbarriers' initialization). Block r then
+// sums its slice over the kS splits in split order. The code is compact loops rather than
+// unrolled blocks: each multiprocessor runs it once per launch, so instruction fetches count.
+// With rope (AttentionRope) the kernel rotates q / k and stores the token's K / V row as the
+// split kernel does.
 constexpr int kThreadsC = 256;
 constexpr int kWarpsC = kThreadsC / 32;
 constexpr int kTileC = 64;
 constexpr int kMaxChunkC = 256;
 static_assert(kWarpsC >= kMaxG, "a warp per head for the softmax");
 
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+__device__ __forceinline__ uint32_t smem_addr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+// The shared::cluster address of local shared address `a` in the block of cluster rank `rank`.
+__device__ __forceinline__ uint32_t cluster_addr(uint32_t a, int rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void st_async_f32(uint32_t addr, float v, uint32_t mbar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(addr),
+               "r"(__float_as_uint(v)), "r"(mbar)
+               : "memory");
+}
+__device__ __forceinline__ void st_async_f32x2(uint32_t addr, float x, float y, uint32_t mbar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];" ::"r"(addr),
+               "r"(__float_as_uint(x)), "r"(__float_as_uint(y)), "r"(mbar)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_wait_parity0(uint32_t mbar) {
+  asm volatile(
+      "{\n .reg .pred P;\n WAIT:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 P, [%0], 0;\n"
+      " @!P bra WAIT;\n}" ::"r"(mbar)
+      : "memory");
+}
 
 __device__ __forceinline__ void unpack_h8(const uint4 u, float* o) {
   const uint32_t w[4] = {u.x, u.y, u.z, u.w};
@@ -566,23 +597,26 @@ constexpr size_t kStageBytesC = size_t(2) * kTileC * (kHd * 2 + 16);
 // a.n_head_kv (<= kMaxG), predicated.
 template <int kHd, int kS, int kG>
 __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionArgs a, Flags fl, AttentionRope rp) {
-  constexpr int kR = kHd / 8;              // lanes per row
-  constexpr int kPW = 32 / kR;             // rows per warp and pass
-  constexpr int kPass = kWarpsC * kPW;     // rows per pass of the block
+  constexpr int kR = kHd / 8;              // 16-byte pieces per row
   constexpr int kRowB = kHd * 2 + 16;      // staged row bytes, padded: rows in other banks
-  static_assert(size_t(kWarpsC) * kMaxG * kHd * 4 <= kStageBytesC<kHd>, "warp sums fit the stage");
+  constexpr int kPairs = kHd / 2;          // output: dim pairs per head
+  constexpr int kItems = (kMaxG * kPairs + kThreadsC - 1) / kThreadsC;  // (head, pair) items per thread
+  constexpr int kQ = (kMaxG * kHd + kThreadsC - 1) / kThreadsC;         // q elements per thread
+  constexpr int kPer = ((kMaxG * kHd + kS - 1) / kS + 1) & ~1;          // outputs merged per block, at most
+  static_assert(kPairs % 32 == 0 && kHd <= kThreadsC, "a warp's pairs in one head; a thread per dim");
   extern __shared__ __align__(16) uint8_t stage_c[];
   uint8_t* ks = stage_c;
   uint8_t* vs = stage_c + kTileC * kRowB;
   __shared__ __align__(16) float q_s[kMaxG][kHd + 4];
   __shared__ float sc[kMaxG][kTileC];
   __shared__ float alpha_s[kMaxG];
-  __shared__ __align__(16) float part_s[kMaxG * kHd];
-  __shared__ float ml_s[2][kMaxG];
+  __shared__ __align__(16) float in_part[kS][kPer];  // from every block: its sums of this block's slice
+  __shared__ float in_ml[kS][2][kMaxG];               // from every block: its max and sum per head
   __shared__ float w_s[kMaxG][kS];
-  __shared__ float invl_s[kMaxG];
   __shared__ float rope_c[kHd / 2], rope_s[kHd / 2];
-  __shared__ __align__(16) __half own_k[kHd], own_v[kHd];
+  __shared__ float own_k[kHd];                        // the token's k (rotated in place) with rope
+  __shared__ __align__(16) __half own_kh[kHd], own_vh[kHd];  // its F16 row, for a later tile
+  __shared__ __align__(8) uint64_t mbar;
 
   const int split = blockIdx.x;  // the block's rank in its cluster (cluster = (kS, 1, 1))
   const int kvh = blockIdx.y;
@@ -590,10 +624,23 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
   const int h0 = kvh * G;
   const int64_t col = int64_t(kvh) * kHd;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int gi = lane / kR, r = lane % kR;
   const int sh = kv_block_shift(a.k_cache);
   const uint8_t* kbase = static_cast<const uint8_t*>(a.k_cache.data) + col * 2;
   const uint8_t* vbase = static_cast<const uint8_t*>(a.v_cache.data) + col * 2;
+  const int n_out = G * kHd, per = ((n_out + kS - 1) / kS + 1) & ~1;
+
+  // The mbarrier that counts this block's incoming bytes: from each of the kS blocks, its values
+  // of this block's slice and 2 G floats of max / sum. Published to the cluster by the barrier
+  // below (waited for before the first st.async).
+  if (tid == 0) {
+    const int n_mine = max(0, min(per, n_out - split * per));
+    const uint32_t bytes = uint32_t(4 * kS * (n_mine + 2 * G));
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&mbar)));
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(&mbar)), "r"(bytes)
+                 : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  cluster_arrive_relaxed();
 
   int64_t s = 0, p = 0, j_begin = 0, j_end = 0;
   auto locate = [&]() {
@@ -604,7 +651,7 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
     j_begin = lo + split * chunk;
     j_end = j_begin + chunk < p + 1 ? j_begin + chunk : p + 1;  // may be empty
   };
-  // mode 0: every row of the tile (but the token's own with rope, written from own_k / own_v);
+  // mode 0: every row of the tile (but the token's own with rope, written from own_kh / own_vh);
   // 1: the rows before the token's own (before the wait); 2: the rest after 1.
   auto stage_tile = [&](int64_t j0, int n_j, int mode) {
     for (int it = tid; it < n_j * kR; it += kThreadsC) {
@@ -635,132 +682,115 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
     locate();
     if (fl.rope) rope_angles();
   }
+  // Every global load the block needs now, issued together: q, and the token's k / v row.
+  const bool own_blk = fl.rope && p >= j_begin && p < j_end;
+  float qv[kQ];
+#pragma unroll
+  for (int k = 0; k < kQ; ++k) {
+    const int i = tid + kThreadsC * k;
+    if (i < G * kHd) qv[k] = a.q.data[int64_t(h0) * kHd + i];
+  }
+  float kv = 0.0f, vv = 0.0f;
+  if (own_blk && tid < kHd) {
+    kv = rp.k[col + tid];
+    vv = rp.v[col + tid];
+  }
   const int n_first = int(j_end - j_begin < kTileC ? j_end - j_begin : kTileC);
   if (n_first > 0) stage_tile(j_begin, n_first, early ? 2 : 0);
-
-  if (!fl.rope) {
-    for (int i = tid; i < G * kHd; i += kThreadsC) q_s[i / kHd][i % kHd] = a.q.data[int64_t(h0) * kHd + i];
-  } else {
+#pragma unroll
+  for (int k = 0; k < kQ; ++k) {
+    const int i = tid + kThreadsC * k;
+    if (i < G * kHd) q_s[i / kHd][i % kHd] = qv[k];
+  }
+  if (own_blk && tid < kHd) own_k[tid] = kv;
+  if (fl.rope) {
+    __syncthreads();  // q_s, own_k, rope_c / rope_s
     const int half = rp.n_rot / 2;
-    __syncthreads();  // rope_c / rope_s
-    for (int i = tid; i < G * kHd; i += kThreadsC) {
-      const int g = i / kHd, d = i % kHd;
-      const float* qr = a.q.data + int64_t(h0 + g) * kHd;
-      if (d >= rp.n_rot) {
-        q_s[g][d] = qr[d];
-      } else if (d < half) {
-        int d0, d1;
-        rope_dims(d, rp.n_rot, rp.neox, d0, d1);
-        rope_apply(qr[d0], qr[d1], rope_c[d], rope_s[d], q_s[g][d0], q_s[g][d1]);
-      }
+    for (int i = tid; i < G * half; i += kThreadsC) {
+      const int g = i / half, d = i % half;
+      int d0, d1;
+      rope_dims(d, rp.n_rot, rp.neox, d0, d1);
+      rope_apply(q_s[g][d0], q_s[g][d1], rope_c[d], rope_s[d], q_s[g][d0], q_s[g][d1]);
     }
-    if (p >= j_begin && p < j_end) {
+    if (own_blk && tid < kHd) {
       // The token's own K / V row of this KV head: rotated k and v into the cache (as
-      // rope_qk_store_kernel's cache_put), into own_k / own_v for the stage, the rotated k back.
+      // rope_qk_store_kernel's cache_put), into its staged row when it is in the first tile,
+      // else into own_kh / own_vh for a later tile; the rotated k back.
       const size_t slot = size_t(kv_slot(a.k_cache, sh, s, p));
       __half* kc = reinterpret_cast<__half*>(static_cast<uint8_t*>(a.k_cache.data) + slot * a.k_cache.row_bytes) + col;
       __half* vc = reinterpret_cast<__half*>(static_cast<uint8_t*>(a.v_cache.data) + slot * a.v_cache.row_bytes) + col;
-      float* kx = rp.k + col;
-      const float* vx = rp.v + col;
-      for (int d = tid; d < kHd; d += kThreadsC) {
-        const __half hv = __float2half_rn(vx[d]);
-        vc[d] = hv;
-        own_v[d] = hv;
-        if (d >= rp.n_rot) {
-          const __half hk = __float2half_rn(kx[d]);
-          kc[d] = hk;
-          own_k[d] = hk;
-        } else if (d < half) {
-          int d0, d1;
-          rope_dims(d, rp.n_rot, rp.neox, d0, d1);
-          float a2, b2;
-          rope_apply(kx[d0], kx[d1], rope_c[d], rope_s[d], a2, b2);
-          kx[d0] = a2;
-          kx[d1] = b2;
-          const __half h0k = __float2half_rn(a2), h1k = __float2half_rn(b2);
-          kc[d0] = h0k;
-          kc[d1] = h1k;
-          own_k[d0] = h0k;
-          own_k[d1] = h1k;
-        }
+      const bool first = p - j_begin < kTileC;
+      __half* kst = first ? reinterpret_cast<__half*>(ks + (p - j_begin) * kRowB) : own_kh;
+      __half* vst = first ? reinterpret_cast<__half*>(vs + (p - j_begin) * kRowB) : own_vh;
+      const int d = tid;
+      const __half hv = __float2half_rn(vv);
+      vc[d] = hv;
+      vst[d] = hv;
+      if (d >= rp.n_rot) {
+        const __half hk = __float2half_rn(kv);
+        kc[d] = hk;
+        kst[d] = hk;
+      } else if (d < half) {
+        int d0, d1;
+        rope_dims(d, rp.n_rot, rp.neox, d0, d1);
+        float a2, b2;
+        rope_apply(own_k[d0], own_k[d1], rope_c[d], rope_s[d], a2, b2);
+        rp.k[col + d0] = a2;
+        rp.k[col + d1] = b2;
+        const __half h0k = __float2half_rn(a2), h1k = __float2half_rn(b2);
+        kc[d0] = h0k;
+        kc[d1] = h1k;
+        kst[d0] = h0k;
+        kst[d1] = h1k;
       }
     }
   }
-  // The own row from own_k / own_v into its staged row (after the tile's copies landed).
-  auto put_own = [&](int64_t j0, int n_j) {
-    if (fl.rope && p >= j0 && p < j0 + n_j && tid < kR) {
-      const int jj = int(p - j0);
-      *reinterpret_cast<uint4*>(ks + jj * kRowB + 16 * tid) = reinterpret_cast<const uint4*>(own_k)[tid];
-      *reinterpret_cast<uint4*>(vs + jj * kRowB + 16 * tid) = reinterpret_cast<const uint4*>(own_v)[tid];
-    }
-  };
   cp_async_wait_all();
-  __syncthreads();  // q_s, own_k / own_v
-  if (n_first > 0) put_own(j_begin, n_first);
+  __syncthreads();  // q_s, the first tile
 
-  float qf[kMaxG][8];
+  // Output items: (head, dim pair) = tid + kThreadsC * k; a warp's pairs lie in one head.
+  float acc[kItems][2];
 #pragma unroll
-  for (int g = 0; g < kMaxG; ++g) {
-    if (g < G) {
-      const float4 x = *reinterpret_cast<const float4*>(&q_s[g][8 * r]);
-      const float4 y = *reinterpret_cast<const float4*>(&q_s[g][8 * r + 4]);
-      qf[g][0] = x.x; qf[g][1] = x.y; qf[g][2] = x.z; qf[g][3] = x.w;
-      qf[g][4] = y.x; qf[g][5] = y.y; qf[g][6] = y.z; qf[g][7] = y.w;
-    } else {
-#pragma unroll
-      for (int e = 0; e < 8; ++e) qf[g][e] = 0.0f;
-    }
-  }
-  float acc[kMaxG][8];
-#pragma unroll
-  for (int g = 0; g < kMaxG; ++g)
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
+  for (int k = 0; k < kItems; ++k) acc[k][0] = acc[k][1] = 0.0f;
   float m_run = -INFINITY, l_run = 0.0f;  // head `warp` (warps < G)
-  __syncthreads();  // the own row
 
   for (int64_t j0 = j_begin; j0 < j_end; j0 += kTileC) {
     const int n_j = int(j_end - j0 < kTileC ? j_end - j0 : kTileC);
     if (j0 != j_begin) {
       __syncthreads();  // the previous tile's rows are read
       stage_tile(j0, n_j, 0);
+      if (fl.rope && p >= j0 && p < j0 + n_j && tid < kR) {
+        const int jj = int(p - j0);
+        *reinterpret_cast<uint4*>(ks + jj * kRowB + 16 * tid) = reinterpret_cast<const uint4*>(own_kh)[tid];
+        *reinterpret_cast<uint4*>(vs + jj * kRowB + 16 * tid) = reinterpret_cast<const uint4*>(own_vh)[tid];
+      }
       cp_async_wait_all();
       __syncthreads();
-      put_own(j0, n_j);
-      __syncthreads();
     }
-    // Scores: the row's kR lanes sum their pieces (shuffle tree); lane r < G writes head r's.
-    for (int j = warp * kPW; j < n_j; j += kPass) {
-      const int jj = j + gi;
-      const bool valid = jj < n_j;
-      float part[kMaxG];
-      if (valid) {
+    // Scores: thread per (row, head); consecutive threads share a row.
+    for (int it = tid; it < n_j * G; it += kThreadsC) {
+      const int jj = it / G, g = it - jj * G;
+      const uint8_t* kr = ks + jj * kRowB;
+      const float* qg = q_s[g];
+      float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
+#pragma unroll 4
+      for (int e = 0; e < kR; ++e) {
         float kf[8];
-        unpack_h8(*reinterpret_cast<const uint4*>(ks + jj * kRowB + 16 * r), kf);
-#pragma unroll
-        for (int g = 0; g < kMaxG; ++g) {
-          if (g >= G) continue;
-          float dot = 0.0f;
-#pragma unroll
-          for (int e = 0; e < 8; ++e) dot = fmaf(qf[g][e], kf[e], dot);
-          part[g] = dot;
-        }
-      } else {
-#pragma unroll
-        for (int g = 0; g < kMaxG; ++g) part[g] = 0.0f;
+        unpack_h8(*reinterpret_cast<const uint4*>(kr + 16 * e), kf);
+        const float4 qa = *reinterpret_cast<const float4*>(qg + 8 * e);
+        const float4 qb = *reinterpret_cast<const float4*>(qg + 8 * e + 4);
+        d0 = fmaf(qa.x, kf[0], d0);
+        d1 = fmaf(qa.y, kf[1], d1);
+        d2 = fmaf(qa.z, kf[2], d2);
+        d3 = fmaf(qa.w, kf[3], d3);
+        d0 = fmaf(qb.x, kf[4], d0);
+        d1 = fmaf(qb.y, kf[5], d1);
+        d2 = fmaf(qb.z, kf[6], d2);
+        d3 = fmaf(qb.w, kf[7], d3);
       }
-#pragma unroll
-      for (int g = 0; g < kMaxG; ++g) {
-        if (g < G) {
-#pragma unroll
-          for (int o = kR / 2; o > 0; o >>= 1) part[g] += __shfl_xor_sync(0xffffffffu, part[g], o);
-          if (valid && r == g) {
-            float x = part[g] * a.scale;
-            if (a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
-            sc[g][jj] = x;
-          }
-        }
-      }
+      float x = ((d0 + d1) + (d2 + d3)) * a.scale;
+      if (a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
+      sc[g][jj] = x;
     }
     __syncthreads();
     if (warp < G) {
@@ -777,92 +807,70 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
     }
     __syncthreads();
 #pragma unroll
-    for (int g = 0; g < kMaxG; ++g) {
-      if (g < G) {
+    for (int k = 0; k < kItems; ++k) {
+      const int it = tid + kThreadsC * k;
+      const int g = it / kPairs, d = 2 * (it % kPairs);
+      if (g < G) {  // warp-uniform
         const float al = alpha_s[g];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[g][e] *= al;
-      }
-    }
-    for (int jj = warp * kPW + gi; jj < n_j; jj += kPass) {
-      float vf[8];
-      unpack_h8(*reinterpret_cast<const uint4*>(vs + jj * kRowB + 16 * r), vf);
-#pragma unroll
-      for (int g = 0; g < kMaxG; ++g) {
-        if (g < G) {
-          const float pg = sc[g][jj];
-#pragma unroll
-          for (int e = 0; e < 8; ++e) acc[g][e] = fmaf(pg, vf[e], acc[g][e]);
+        float x0 = acc[k][0] * al, x1 = acc[k][1] * al;
+        const uint8_t* vp = vs + 2 * d;
+        const float* pg = sc[g];
+#pragma unroll 4
+        for (int jj = 0; jj < n_j; ++jj) {
+          const float2 v = __half22float2(*reinterpret_cast<const __half2*>(vp + jj * kRowB));
+          const float pj = pg[jj];
+          x0 = fmaf(pj, v.x, x0);
+          x1 = fmaf(pj, v.y, x1);
         }
+        acc[k][0] = x0;
+        acc[k][1] = x1;
       }
     }
   }
-  // The rows' groups of a warp, then the warps, in a fixed order.
+  // Push: the output dims to the block that merges them, the max / sum of each head to all.
+  cluster_wait();  // every block's mbarrier is initialized (arrived at before the wait)
 #pragma unroll
-  for (int o = 16; o >= kR; o >>= 1)
-#pragma unroll
-    for (int g = 0; g < kMaxG; ++g)
-      if (g < G)
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
-  __syncthreads();  // the stage is free
-  float* red = reinterpret_cast<float*>(stage_c);  // [warp][kMaxG][kHd]
-  if (gi == 0) {
-#pragma unroll
-    for (int g = 0; g < kMaxG; ++g) {
-      if (g < G) {
-        float* dst = red + (warp * kMaxG + g) * kHd + 8 * r;
-        *reinterpret_cast<float4*>(dst) = make_float4(acc[g][0], acc[g][1], acc[g][2], acc[g][3]);
-        *reinterpret_cast<float4*>(dst + 4) = make_float4(acc[g][4], acc[g][5], acc[g][6], acc[g][7]);
-      }
+  for (int k = 0; k < kItems; ++k) {
+    const int it = tid + kThreadsC * k;
+    const int g = it / kPairs, d = 2 * (it % kPairs);
+    if (g < G) {
+      const int o = g * kHd + d, owner = o / per;
+      st_async_f32x2(cluster_addr(smem_addr(&in_part[split][o - owner * per]), owner), acc[k][0], acc[k][1],
+                     cluster_addr(smem_addr(&mbar), owner));
     }
   }
-  if (warp < G && lane == 0) {
-    ml_s[0][warp] = m_run;
-    ml_s[1][warp] = l_run;
+  if (warp < G && lane < kS) {
+    const uint32_t mb = cluster_addr(smem_addr(&mbar), lane);
+    st_async_f32(cluster_addr(smem_addr(&in_ml[split][0][warp]), lane), m_run, mb);
+    st_async_f32(cluster_addr(smem_addr(&in_ml[split][1][warp]), lane), l_run, mb);
+  }
+  mbar_wait_parity0(smem_addr(&mbar));
+  // Merge slice `split`: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s, in split order.
+  // The weights once per (split, head): lanes i + kS * g of the first warps.
+  if (warp < (kS * G + 31) / 32) {  // warp-uniform
+    const int i = tid % kS, g = tid / kS;
+    const float m = g < G ? in_ml[i][0][g] : -INFINITY;
+    float mx = m;
+#pragma unroll
+    for (int o = kS / 2; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    if (g < G) w_s[g][i] = m == -INFINITY ? 0.0f : expf(m - mx);
   }
   __syncthreads();
-  for (int o = tid; o < G * kHd; o += kThreadsC) {
+  const int o = split * per + tid;
+  if (tid < per && o < n_out) {
     const int g = o / kHd, d = o % kHd;
-    float v = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarpsC; ++w) v += red[(w * kMaxG + g) * kHd + d];
-    part_s[o] = v;
-  }
-  // Merge: block `split` takes outputs [split * per, (split + 1) * per) of the group.
-  cluster_arrive();
-  cluster_wait();
-  namespace cg = cooperative_groups;
-  const cg::cluster_group cluster = cg::this_cluster();
-  const int n_out = G * kHd, per = (n_out + kS - 1) / kS, o = split * per + tid;
-  const bool mine = tid < per && o < n_out;
-  float vals[kS];
-  if (mine) {
-#pragma unroll
-    for (int i = 0; i < kS; ++i) vals[i] = *cluster.map_shared_rank(part_s + o, i);
-  }
-  if (warp < G) {
-    const float m = lane < kS ? *cluster.map_shared_rank(&ml_s[0][warp], lane) : -INFINITY;
-    const float l = lane < kS ? *cluster.map_shared_rank(&ml_s[1][warp], lane) : 0.0f;
-    const float mx = warp_max(m);
-    const float e = m == -INFINITY ? 0.0f : expf(m - mx);
-    if (lane < kS) w_s[warp][lane] = e;
-    const float sum = warp_sum(e * l);
-    if (lane == 0) invl_s[warp] = 1.0f / sum;
-  }
-  cluster_arrive();  // this block's reads of the others' shared memory are done
-  __syncthreads();
-  if (mine) {
-    const int g = o / kHd, d = o % kHd;
-    float v = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kS; ++i) v = fmaf(w_s[g][i], vals[i], v);
-    a.out.data[int64_t(h0 + g) * kHd + d] = v * invl_s[g];
-    // Every block of the cluster has read q (before the first cluster barrier): the rotated
-    // heads go back, each block its slice.
+    float v = 0.0f, l = 0.0f;
+#pragma unroll 4
+    for (int i = 0; i < kS; ++i) {
+      const float w = w_s[g][i];
+      l = fmaf(w, in_ml[i][1][g], l);
+      v = fmaf(w, in_part[i][tid], v);
+    }
+    a.out.data[int64_t(h0 + g) * kHd + d] = v * (1.0f / l);
+    // Every block of the cluster has read q before it pushed: the rotated heads go back, each
+    // block its slice.
     if (fl.rope) a.q.data[int64_t(h0) * kHd + o] = q_s[g][d];
   }
-  cluster_wait();  // the others' reads of this block's shared memory are done
 }
 
 template <int kHd, int kS, int kG>
