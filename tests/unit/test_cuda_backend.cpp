@@ -574,11 +574,13 @@ TEST(CudaBackend, Embedding) {
 }
 
 // One-token decode layers in graph steps, where the queued launches are fused: the ropes of q / k
-// and the KV store inside the attention launch (BRISK_NO_CUDA_ATTN_ROPE), the residual adds in
-// the epilogue of the matmul before them (BRISK_NO_CUDA_GEMV_ADD; the matmul's output as the
-// add's first and as its second operand; Q8_0 and Q4_K o-projections). Staged and unstaged attention
-// chunks (positions 0 .. 3071, 33 splits), F16 and F32 caches, normal and NeoX partial rotary,
-// head groups of 4 and 8.
+// and the KV store inside the attention launch (BRISK_NO_CUDA_ATTN_ROPE), the o-projection's
+// activation quantization / rounding inside the cluster attention (BRISK_NO_CUDA_ATTN_QUANT;
+// Q8_0, Q8_K for Q4_K, BF16), the residual adds in the epilogue of the matmul before them
+// (BRISK_NO_CUDA_GEMV_ADD; the matmul's output as the add's first and as its second operand;
+// Q8_0, Q4_K and BF16 o-projections). Positions 0 .. 3071 (cluster chunks of up to 192
+// positions; the split kernel's staged and unstaged chunks for the F32 cache), F16 and F32
+// caches, normal and NeoX partial rotary, head groups of 4 and 8.
 // Everything the layers write (residual, rotated q and k, attention output, both caches) is
 // bit-equal with the fusions switched off, launch by launch, and with BRISK_NO_CUDA_PREFETCH.
 TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
@@ -590,7 +592,8 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
   std::vector<QuantWeight> keep;
   for (const Case cs : {Case{32, 8, 128, 128, false, QuantType::F16, QuantType::Q8_0},
                         Case{16, 2, 64, 32, true, QuantType::F32, QuantType::Q4_K},
-                        Case{16, 2, 64, 32, true, QuantType::F16, QuantType::Q4_K}}) {
+                        Case{16, 2, 64, 32, true, QuantType::F16, QuantType::Q4_K},
+                        Case{32, 8, 128, 128, false, QuantType::F16, QuantType::BF16}}) {
     const int64_t qw = int64_t(cs.n_head) * cs.hd, kw = int64_t(cs.n_head_kv) * cs.hd;
     keep.push_back(make_weight(QuantType::Q8_0, qw, n_embd, 71));
     keep.push_back(make_weight(QuantType::Q8_0, kw, n_embd, 72));
@@ -607,7 +610,7 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
       std::vector<std::unique_ptr<ScopedEnv>> off;
       if (!prefetch) off.push_back(std::make_unique<ScopedEnv>("BRISK_NO_CUDA_PREFETCH", "1"));
       if (!fused)
-        for (const char* env : {"BRISK_NO_CUDA_ATTN_ROPE", "BRISK_NO_CUDA_GEMV_ADD"})
+        for (const char* env : {"BRISK_NO_CUDA_ATTN_ROPE", "BRISK_NO_CUDA_GEMV_ADD", "BRISK_NO_CUDA_ATTN_QUANT"})
           off.push_back(std::make_unique<ScopedEnv>(env, "1"));
       auto be = make_cuda_backend(0, graphs);
       Cache c = make_cache(*be, cs.kv, 2, cap, kw, 78);

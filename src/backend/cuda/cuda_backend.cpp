@@ -610,9 +610,25 @@ class CudaBackend final : public Backend {
       };
       names_[prev.index] = "attention (+ rope, KV store)";
       key_.add(uint64_t(110));
+      attention_producer(d, &rp, prev.index);
       return;
     }
     enqueue("attention", [d, part, cnt](cudaStream_t s) { return cuda::launch_attention(d, part, cnt, s); });
+    attention_producer(d, nullptr, launches_.size() - 1);
+  }
+
+  // A one-token attention launch whose output the next matmul may quantize inside it
+  // (fuse_into_producer, cuda::AttentionQuant).
+  void attention_producer(const AttentionArgs& d, const cuda::AttentionRope* rp, size_t index) {
+    if (!in_step_ || step_eager_ || d.q.rows != 1 || !cuda::attention_quant_supported(d, cuda::ActRound::q8_0)) return;
+    Producer pr;
+    pr.kind = 8;
+    pr.index = index;
+    pr.out = d.out;
+    pr.attn = d;
+    if (rp) pr.attn_rope = *rp;
+    pr.attn_has_rope = rp != nullptr;
+    producer_ = pr;
   }
 
   void gated_act(const GatedActArgs& a) override {
@@ -759,6 +775,9 @@ class CudaBackend final : public Backend {
     const float* rope_inv = nullptr;
     RopeTable rope_table;
     KvStoreArgs store;  // kind 7: ropes of q and k + this KV store in one launch
+    AttentionArgs attn;  // kind 8: one-token cluster attention (+ rope and KV store with attn_has_rope)
+    cuda::AttentionRope attn_rope;
+    bool attn_has_rope = false;
   };
 
   // Matmuls on the tensor cores (queued like the kernels, so graphs capture them): more than
@@ -877,7 +896,9 @@ class CudaBackend final : public Backend {
   // + norm or a gated activation producing x: replaces it by the same op that also writes x's
   // quantized (q8_0 / q8_k) or rounded (f16 / bf16: into xq.d) activations. False otherwise.
   bool fuse_into_producer(const Mat& x, cuda::ActRound round, const cuda::QuantAct& xq) {
-    const bool fuse = in_step_ && !step_eager_ && producer_.kind >= 1 && producer_.kind <= 3 &&
+    const bool fuse = in_step_ && !step_eager_ &&
+                      ((producer_.kind >= 1 && producer_.kind <= 3) ||
+                       (producer_.kind == 8 && cuda::attention_quant_supported(producer_.attn, round))) &&
                       producer_.index + 1 == launches_.size() && same_mat(producer_.out, x);
     if (!fuse) return false;
     if (producer_.kind == 1) {
@@ -897,6 +918,17 @@ class CudaBackend final : public Backend {
         return cuda::launch_add_rms_norm(&pa, pn, round, &xq, s, bar, wc);
       };
       key_.add(uint64_t(106));
+    } else if (producer_.kind == 8) {
+      const AttentionArgs pd = producer_.attn;
+      const cuda::AttentionRope rp = producer_.attn_rope;
+      const bool has_rope = producer_.attn_has_rope;
+      const cuda::AttentionQuant aq{.kind = round, .q = xq};
+      launches_[producer_.index] = [pd, rp, has_rope, aq](cudaStream_t s) {
+        return cuda::launch_attention_rope(pd, has_rope ? &rp : nullptr, nullptr, nullptr, s, &aq);
+      };
+      names_[producer_.index] = has_rope ? "attention (+ rope, KV store, activation rounding)"
+                                         : "attention (+ activation rounding)";
+      key_.add(uint64_t(111));
     } else {
       const GatedActArgs pg = producer_.gated;
       launches_[producer_.index] = [pg, round, xq](cudaStream_t s) {

@@ -70,4 +70,45 @@ __device__ __forceinline__ void quant_block_warp(const float (&v)[kBlock / 32], 
   if (q && lane == 0) *d = dd;
 }
 
+// Q8_K by a block of 256 threads, thread t holding element t of the activation block in v: the
+// same largest |x| (lowest index among equals) and quants as quant_block_warp<256>. Every thread
+// of the block must call it (it has a block barrier).
+__device__ __forceinline__ void quant_q8k_block256(float v, int8_t* qb, float* db) {
+  __shared__ float vals[256];
+  __shared__ float w_amax[8];
+  __shared__ int w_idx[8];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  vals[tid] = v;
+  float amax = 0.0f;
+  int idx = 1 << 30;
+  if (fabsf(v) > amax) {
+    amax = fabsf(v);
+    idx = tid;
+  }
+  auto better = [](float oa, int oi, float a, int i) { return oa > a || (oa == a && oi < i); };
+  for (int o = 16; o > 0; o >>= 1) {
+    const float oa = __shfl_xor_sync(0xffffffffu, amax, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, idx, o);
+    if (better(oa, oi, amax, idx)) { amax = oa; idx = oi; }
+  }
+  if (lane == 0) {
+    w_amax[warp] = amax;
+    w_idx[warp] = idx;
+  }
+  __syncthreads();
+  amax = w_amax[0];
+  idx = w_idx[0];
+#pragma unroll
+  for (int w = 1; w < 8; ++w)
+    if (better(w_amax[w], w_idx[w], amax, idx)) { amax = w_amax[w]; idx = w_idx[w]; }
+  if (amax == 0.0f) {
+    qb[tid] = 0;
+    if (tid == 0) *db = 0.0f;
+    return;
+  }
+  const float iscale = -127.f / vals[idx];
+  qb[tid] = int8_t(fminf(127.0f, rintf(iscale * v)));
+  if (tid == 0) *db = 1.f / iscale;
+}
+
 }  // namespace brisk::cuda

@@ -13,8 +13,10 @@
 // expf, as the CPU does: the fast __expf is off by ~1e-5 relative for the wide score ranges
 // of QK-normed models (Qwen3), enough to flip a later Q8_0 activation rounding.
 #include <cooperative_groups.h>
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "kernels/cuda/act_quant.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/kv_paged.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -596,13 +598,15 @@ constexpr size_t kStageBytesC = size_t(2) * kTileC * (kHd * 2 + 16);
 // kS: blocks per cluster (= splits); kG > 0: exactly kG heads per group, else a.n_head /
 // a.n_head_kv (<= kMaxG), predicated.
 template <int kHd, int kS, int kG>
-__global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionArgs a, Flags fl, AttentionRope rp) {
+__global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionArgs a, Flags fl, AttentionRope rp,
+                                                                      AttentionQuant aq) {
   constexpr int kR = kHd / 8;              // 16-byte pieces per row
   constexpr int kRowB = kHd * 2 + 16;      // staged row bytes, padded: rows in other banks
   constexpr int kPairs = kHd / 2;          // output: dim pairs per head
   constexpr int kItems = (kMaxG * kPairs + kThreadsC - 1) / kThreadsC;  // (head, pair) items per thread
   constexpr int kQ = (kMaxG * kHd + kThreadsC - 1) / kThreadsC;         // q elements per thread
-  constexpr int kPer = ((kMaxG * kHd + kS - 1) / kS + 1) & ~1;          // outputs merged per block, at most
+  constexpr int kPer = 256;  // outputs merged per block, at most (a Q8_K block with aq)
+  static_assert(((kMaxG * kHd + kS - 1) / kS + 31) / 32 * 32 <= kPer, "slices fit");
   static_assert(kPairs % 32 == 0 && kHd <= kThreadsC, "a warp's pairs in one head; a thread per dim");
   extern __shared__ __align__(16) uint8_t stage_c[];
   uint8_t* ks = stage_c;
@@ -627,14 +631,19 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
   const int sh = kv_block_shift(a.k_cache);
   const uint8_t* kbase = static_cast<const uint8_t*>(a.k_cache.data) + col * 2;
   const uint8_t* vbase = static_cast<const uint8_t*>(a.v_cache.data) + col * 2;
-  const int n_out = G * kHd, per = ((n_out + kS - 1) / kS + 1) & ~1;
+  // Slices: whole quantization blocks with aq (Q8_0: 32, Q8_K: 256 outputs), else even.
+  const int n_out = G * kHd;
+  const int per = aq.kind == ActRound::q8_k   ? 256
+                  : aq.kind == ActRound::q8_0 ? ((n_out + kS - 1) / kS + 31) / 32 * 32
+                                              : ((n_out + kS - 1) / kS + 1) & ~1;
+  const int n_owners = (n_out + per - 1) / per;
 
   // The mbarrier that counts this block's incoming bytes: from each of the kS blocks, its values
   // of this block's slice and 2 G floats of max / sum. Published to the cluster by the barrier
   // below (waited for before the first st.async).
   if (tid == 0) {
     const int n_mine = max(0, min(per, n_out - split * per));
-    const uint32_t bytes = uint32_t(4 * kS * (n_mine + 2 * G));
+    const uint32_t bytes = n_mine > 0 ? uint32_t(4 * kS * (n_mine + 2 * G)) : 0u;
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&mbar)));
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(&mbar)), "r"(bytes)
                  : "memory");
@@ -839,11 +848,12 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
                      cluster_addr(smem_addr(&mbar), owner));
     }
   }
-  if (warp < G && lane < kS) {
+  if (warp < G && lane < n_owners) {
     const uint32_t mb = cluster_addr(smem_addr(&mbar), lane);
     st_async_f32(cluster_addr(smem_addr(&in_ml[split][0][warp]), lane), m_run, mb);
     st_async_f32(cluster_addr(smem_addr(&in_ml[split][1][warp]), lane), l_run, mb);
   }
+  if (split >= n_owners) return;  // nothing to merge (nothing comes in)
   mbar_wait_parity0(smem_addr(&mbar));
   // Merge slice `split`: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s, in split order.
   // The weights once per (split, head): lanes i + kS * g of the first warps.
@@ -857,19 +867,38 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
   }
   __syncthreads();
   const int o = split * per + tid;
-  if (tid < per && o < n_out) {
+  const bool mine = tid < per && o < n_out;
+  float v = 0.0f;
+  if (mine) {
     const int g = o / kHd, d = o % kHd;
-    float v = 0.0f, l = 0.0f;
+    float l = 0.0f;
 #pragma unroll 4
     for (int i = 0; i < kS; ++i) {
       const float w = w_s[g][i];
       l = fmaf(w, in_ml[i][1][g], l);
       v = fmaf(w, in_part[i][tid], v);
     }
-    a.out.data[int64_t(h0 + g) * kHd + d] = v * (1.0f / l);
+    v *= 1.0f / l;
+    a.out.data[int64_t(h0 + g) * kHd + d] = v;
     // Every block of the cluster has read q before it pushed: the rotated heads go back, each
     // block its slice.
     if (fl.rope) a.q.data[int64_t(h0) * kHd + o] = q_s[g][d];
+  }
+  // The slice for the next matmul (act_quant.cuh, act_round.cu's rules): Q8_0 a warp per block,
+  // Q8_K the whole block, F16 / BF16 per element.
+  const int64_t c0 = int64_t(h0) * kHd + split * per;  // the slice's first column of the row
+  if (aq.kind == ActRound::q8_0) {
+    if (warp * 32 < per && split * per + warp * 32 < n_out) {  // warp-uniform
+      const float vv[1] = {v};
+      const int64_t c = c0 + warp * 32;
+      quant_block_warp<32>(vv, const_cast<int8_t*>(aq.q.q) + c, const_cast<float*>(aq.q.d) + c / 32, nullptr);
+    }
+  } else if (aq.kind == ActRound::q8_k) {
+    quant_q8k_block256(v, const_cast<int8_t*>(aq.q.q) + c0, const_cast<float*>(aq.q.d) + c0 / 256);
+  } else if (aq.kind == ActRound::bf16 && mine) {
+    const_cast<float*>(aq.q.d)[c0 + tid] = __bfloat162float(__float2bfloat16_rn(v));
+  } else if (aq.kind == ActRound::f16 && mine) {
+    const_cast<float*>(aq.q.d)[c0 + tid] = __half2float(__float2half_rn(v));
   }
 }
 
@@ -908,7 +937,8 @@ int cluster_capacity() {
 }
 
 template <int kHd, int kS, int kG>
-cudaError_t launch_cluster(const AttentionArgs& a, const Flags& fl, const AttentionRope& rp, cudaStream_t stream) {
+cudaError_t launch_cluster(const AttentionArgs& a, const Flags& fl, const AttentionRope& rp, const AttentionQuant& aq,
+                           cudaStream_t stream) {
   cudaLaunchAttribute attr[2];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = flags().no_cuda_pdl ? 0 : 1;
@@ -923,7 +953,7 @@ cudaError_t launch_cluster(const AttentionArgs& a, const Flags& fl, const Attent
   cfg.stream = stream;
   cfg.attrs = attr;
   cfg.numAttrs = 2;
-  return cudaLaunchKernelEx(&cfg, attention_cluster_kernel<kHd, kS, kG>, a, fl, rp);
+  return cudaLaunchKernelEx(&cfg, attention_cluster_kernel<kHd, kS, kG>, a, fl, rp, aq);
 }
 
 // Blocks per cluster for `a` on the cluster kernel, or 0 where it does not apply.
@@ -954,14 +984,14 @@ int cluster_splits(const AttentionArgs& a) {
 }
 
 cudaError_t launch_attention_cluster(const AttentionArgs& a, int n, const Flags& fl, const AttentionRope& rp,
-                                     cudaStream_t s) {
+                                     const AttentionQuant& aq, cudaStream_t s) {
   const bool g4 = a.n_head / a.n_head_kv == 4;
   if (a.head_dim == 128) {
-    if (n == 16) return g4 ? launch_cluster<128, 16, 4>(a, fl, rp, s) : launch_cluster<128, 16, 0>(a, fl, rp, s);
-    return g4 ? launch_cluster<128, 8, 4>(a, fl, rp, s) : launch_cluster<128, 8, 0>(a, fl, rp, s);
+    if (n == 16) return g4 ? launch_cluster<128, 16, 4>(a, fl, rp, aq, s) : launch_cluster<128, 16, 0>(a, fl, rp, aq, s);
+    return g4 ? launch_cluster<128, 8, 4>(a, fl, rp, aq, s) : launch_cluster<128, 8, 0>(a, fl, rp, aq, s);
   }
-  if (n == 16) return g4 ? launch_cluster<64, 16, 4>(a, fl, rp, s) : launch_cluster<64, 16, 0>(a, fl, rp, s);
-  return g4 ? launch_cluster<64, 8, 4>(a, fl, rp, s) : launch_cluster<64, 8, 0>(a, fl, rp, s);
+  if (n == 16) return g4 ? launch_cluster<64, 16, 4>(a, fl, rp, aq, s) : launch_cluster<64, 16, 0>(a, fl, rp, aq, s);
+  return g4 ? launch_cluster<64, 8, 4>(a, fl, rp, aq, s) : launch_cluster<64, 8, 0>(a, fl, rp, aq, s);
 }
 
 // One block per (head, token): the merge of combine_heads.
@@ -1013,6 +1043,16 @@ size_t attention_scratch_floats(const AttentionArgs& a) {
   return g.n_split == 1 ? 0 : size_t(a.q.rows) * size_t(a.n_head) * size_t(g.n_split) * size_t(a.head_dim + 2);
 }
 
+bool attention_quant_supported(const AttentionArgs& a, ActRound kind) {
+  if (flags().no_cuda_attn_quant || cluster_splits(a) == 0) return false;
+  if (a.out.stride != 0 && a.out.stride != a.out.cols) return false;
+  switch (kind) {
+    case ActRound::q8_0: case ActRound::f16: case ActRound::bf16: return true;
+    case ActRound::q8_k: return (a.n_head / a.n_head_kv) * a.head_dim % 256 == 0;
+    default: return false;
+  }
+}
+
 bool attention_rope_supported(const AttentionArgs& a, int n_rot) {
   const Geometry g = geometry(a);
   return a.q.rows == 1 && g.n_hg == 1 && n_rot >= 0 && n_rot % 2 == 0 && n_rot <= a.head_dim &&
@@ -1024,16 +1064,19 @@ cudaError_t launch_attention(const AttentionArgs& a, float* scratch, int* counte
 }
 
 cudaError_t launch_attention_rope(const AttentionArgs& a, const AttentionRope* rope, float* scratch, int* counters,
-                                  cudaStream_t s) {
+                                  cudaStream_t s, const AttentionQuant* quant) {
   if (a.head_dim > kMaxHeadDim || a.q.rows > 65535) return cudaErrorInvalidValue;
   if (a.q.rows == 0) return cudaSuccess;
   if (const int n = cluster_splits(a); n > 0) {
     if (rope && !attention_rope_supported(a, rope->n_rot)) return cudaErrorInvalidValue;
     const Flags fl{.prefetch = !flags().no_cuda_prefetch, .stage = true, .one_token = true, .rope = rope != nullptr,
                    .merge_heads = false};
-    const cudaError_t e = launch_attention_cluster(a, n, fl, rope ? *rope : AttentionRope{}, s);
+    if (quant && quant->kind != ActRound::none && !attention_quant_supported(a, quant->kind)) return cudaErrorInvalidValue;
+    const cudaError_t e =
+        launch_attention_cluster(a, n, fl, rope ? *rope : AttentionRope{}, quant ? *quant : AttentionQuant{}, s);
     return e != cudaSuccess ? e : cudaGetLastError();
   }
+  if (quant && quant->kind != ActRound::none) return cudaErrorInvalidValue;
   const Geometry g = geometry(a);
   if (g.n_split > 1 && scratch == nullptr) return cudaErrorInvalidValue;
   if (rope && (!attention_rope_supported(a, rope->n_rot) || (g.n_split > 1 && counters == nullptr)))

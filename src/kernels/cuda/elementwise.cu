@@ -117,46 +117,11 @@ __global__ void __launch_bounds__(256) gated_act_quant_k_kernel(View2 out, View2
                                                                 bool gelu, int8_t* q, float* d) {
   BRISK_PDL_ENTER();
   const int64_t r = blockIdx.y, b = blockIdx.x;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x;
   const int64_t c = b * 256 + tid;
   const float v = __fmul_rn(act_fn(gate.p[r * gate.s + c], gelu), up.p[r * up.s + c]);
   out.p[r * out.s + c] = v;
-  __shared__ float vals[256];
-  __shared__ float w_amax[8];
-  __shared__ int w_idx[8];
-  vals[tid] = v;
-  float amax = 0.0f;
-  int idx = 1 << 30;
-  if (fabsf(v) > amax) {
-    amax = fabsf(v);
-    idx = tid;
-  }
-  auto better = [](float oa, int oi, float a, int i) { return oa > a || (oa == a && oi < i); };
-  for (int o = 16; o > 0; o >>= 1) {
-    const float oa = __shfl_xor_sync(0xffffffffu, amax, o);
-    const int oi = __shfl_xor_sync(0xffffffffu, idx, o);
-    if (better(oa, oi, amax, idx)) { amax = oa; idx = oi; }
-  }
-  if (lane == 0) {
-    w_amax[warp] = amax;
-    w_idx[warp] = idx;
-  }
-  __syncthreads();
-  amax = w_amax[0];
-  idx = w_idx[0];
-#pragma unroll
-  for (int w = 1; w < 8; ++w)
-    if (better(w_amax[w], w_idx[w], amax, idx)) { amax = w_amax[w]; idx = w_idx[w]; }
-  int8_t* qb = q + r * cols + b * 256;
-  float* db = d + r * (cols / 256) + b;
-  if (amax == 0.0f) {
-    qb[tid] = 0;
-    if (tid == 0) *db = 0.0f;
-    return;
-  }
-  const float iscale = -127.f / vals[idx];
-  qb[tid] = int8_t(fminf(127.0f, rintf(iscale * v)));
-  if (tid == 0) *db = 1.f / iscale;
+  quant_q8k_block256(v, q + r * cols + b * 256, d + r * (cols / 256) + b);
 }
 
 View2 view(const Mat& m) { return View2{m.data, m.row_stride()}; }

@@ -91,8 +91,17 @@ struct AttentionRope {
   bool neox = false;
 };
 bool attention_rope_supported(const AttentionArgs& a, int n_rot);
+// The attention output also quantized (q8_0 / q8_k, into q) or rounded (f16 / bf16, into q.d as
+// dense floats) for the matmul that reads it, in the same launch, exactly as
+// launch_quantize_activations / launch_round_activations would: for the one-token launches
+// that attention_quant_supported accepts.
+struct AttentionQuant {
+  ActRound kind = ActRound::none;
+  QuantAct q;
+};
+bool attention_quant_supported(const AttentionArgs& a, ActRound kind);
 cudaError_t launch_attention_rope(const AttentionArgs& a, const AttentionRope* rope, float* scratch, int* counters,
-                                  cudaStream_t stream);
+                                  cudaStream_t stream, const AttentionQuant* quant = nullptr);
 cudaError_t launch_gated_act(const GatedActArgs& a, cudaStream_t stream);
 // Fused producers of a matmul's quantized activations: the op as above (RMS norm over whole
 // rows only), then its output quantized through `kind` (q8_0 / q8_k) into q, exactly as
