@@ -12,7 +12,9 @@
 // block is looked up per row, V rows per run of rows inside one block. Exponentials use the accurate
 // expf, as the CPU does: the fast __expf is off by ~1e-5 relative for the wide score ranges
 // of QK-normed models (Qwen3), enough to flip a later Q8_0 activation rounding.
-#include <cooperative_groups.h>
+// One-token decode over short F16 caches runs attention_cluster_kernel instead (below): one
+// thread-block cluster per KV head whose blocks merge their splits through distributed shared
+// memory.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -546,7 +548,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
 // sums its slice over the kS splits in split order. The code is compact loops rather than
 // unrolled blocks: each multiprocessor runs it once per launch, so instruction fetches count.
 // With rope (AttentionRope) the kernel rotates q / k and stores the token's K / V row as the
-// split kernel does.
+// split kernel does. With aq (AttentionQuant) the merging blocks also quantize or round their
+// slice for the next matmul; the slices are then whole quantization blocks (Q8_0: multiples
+// of 32 outputs, Q8_K: one block of 256 per merging block).
 constexpr int kThreadsC = 256;
 constexpr int kWarpsC = kThreadsC / 32;
 constexpr int kTileC = 64;
