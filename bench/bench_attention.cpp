@@ -18,11 +18,13 @@
 #include "backend/backend.h"
 #include "backend/kv_table.h"
 #include "core/fp16.h"
+#include "core/cpu_features.h"
 #include "core/large_alloc.h"
+#include "kernels/cpu/ops.h"
 
 namespace {
 
-void run_attention(benchmark::State& st, bool dram) {
+void run_attention(benchmark::State& st, bool dram, bool part_only) {
   const int64_t positions = st.range(0);
   const int threads = int(st.range(1));
   const bool reversed = st.range(2) != 0;
@@ -59,6 +61,12 @@ void run_attention(benchmark::State& st, bool dram) {
     std::memcpy(pool + 2 * kv_bytes * c, k.data(), kv_bytes);
     std::memcpy(pool + 2 * kv_bytes * c + kv_bytes, v.data(), kv_bytes);
   }
+  if (part_only && !(brisk::cpu_features().avx512 && brisk::cpu::attention_avx512_supports(hd, n_head / n_head_kv))) {
+    st.SkipWithError("no AVX-512 attention kernel");
+    return;
+  }
+  std::vector<float> scratch(part_only ? size_t(brisk::cpu::attention_avx512_scratch_floats(n_head / n_head_kv, hd)) : 0);
+  std::vector<float> partials(part_only ? size_t(2 * brisk::cpu::attention_split_partial_floats(a)) : 0);
   size_t c = 0;
   for (auto _ : st) {
     brisk::AttentionArgs ac = a;
@@ -67,16 +75,28 @@ void run_attention(benchmark::State& st, bool dram) {
       ac.v_cache.data = pool + 2 * kv_bytes * c + kv_bytes;
       c = (c + 1) % copies;
     }
-    be->attention(ac);
+    if (part_only) {
+      // One thread's share of a two-thread split decode (CPU time of one core, free of the
+      // other thread's scheduling).
+      brisk::cpu::attention_split_avx512(ac, scratch.data(), partials.data(), 0, 2);
+      benchmark::DoNotOptimize(partials.data());
+    } else {
+      be->attention(ac);
+    }
     benchmark::DoNotOptimize(out.data());
   }
   if (pool) brisk::large_free(pool);
   st.SetBytesProcessed(int64_t(st.iterations()) * positions * width * 2 * 2);
 }
 
-BENCHMARK_CAPTURE(run_attention, cache, false)->Name("attention_decode")->Args({4096, 1, 0})->Args({4096, 2, 0})
+BENCHMARK_CAPTURE(run_attention, cache, false, false)->Name("attention_decode")->Args({256, 1, 0})->Args({1024, 1, 0})->Args({4096, 1, 0})->Args({4096, 2, 0})
     ->Args({4096, 2, 1})->Args({512, 2, 0})->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(run_attention, dram, true)->Name("attention_decode_dram")->Args({4096, 2, 0})->Args({4096, 2, 1})
+BENCHMARK_CAPTURE(run_attention, dram, true, false)->Name("attention_decode_dram")->Args({4096, 2, 0})->Args({4096, 2, 1})
+    ->Unit(benchmark::kMicrosecond);
+// The first of the two threads' parts of the split decode, on this thread alone.
+BENCHMARK_CAPTURE(run_attention, part, false, true)->Name("attention_split_part")->Args({4096, 1, 0})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(run_attention, part_dram, true, true)->Name("attention_split_part_dram")->Args({4096, 1, 0})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

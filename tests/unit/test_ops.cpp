@@ -346,7 +346,11 @@ TEST_P(AttentionKernels, MatchReferenceWithGqaWindowsAndCacheTypes) {
 // One decode token over a long cache: with several threads and few KV heads the AVX-512 kernel
 // splits the positions over the threads and merges the partial softmax results. Against the
 // reference for lengths with partial tiles, windows, softcap, F16 / F32 / Q8_0 caches, GQA.
-TEST(AttentionKernels, SplitDecodeOverLongContextsMatchesReference) {
+// F16 caches with head_dim 64 / 128 score with the pair layout unless BRISK_NO_ATTN_PAIRS.
+TEST_P(AttentionKernels, SplitDecodeOverLongContextsMatchesReference) {
+  const char* env = GetParam();
+  if (*env) setenv(env, "1", 1);
+  flags_reload();
   const std::vector<AttnCase> cases = {
       {QuantType::F16, 14, 2, 64, 0, 0.0f},   {QuantType::F16, 8, 1, 128, 0, 0.0f},
       {QuantType::F32, 4, 2, 64, 700, 0.0f},  {QuantType::Q8_0, 6, 3, 128, 0, 0.0f},
@@ -378,16 +382,23 @@ TEST(AttentionKernels, SplitDecodeOverLongContextsMatchesReference) {
         ref::attention(a);
         EXPECT_LT(max_abs_diff(got, want), 2e-5f) << quant_type_info(c.kv).name << " heads " << c.n_head << "/"
                                                   << c.n_head_kv << " hd " << c.head_dim << " pos " << p
-                                                  << " window " << c.window << " threads " << threads;
+                                                  << " window " << c.window << " threads " << threads << " "
+                                                  << (*env ? env : "best");
       }
     }
   }
+  if (*env) unsetenv(env);
+  flags_reload();
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, AttentionKernels, ::testing::Values("", "BRISK_NO_AVX512", "BRISK_NO_SIMD"),
+INSTANTIATE_TEST_SUITE_P(Ops, AttentionKernels,
+                         ::testing::Values("", "BRISK_NO_ATTN_PAIRS", "BRISK_NO_AVX512", "BRISK_NO_SIMD"),
                          [](const auto& info) {
                            const std::string e = info.param;
-                           return e.empty() ? std::string("best") : e == "BRISK_NO_AVX512" ? "no_avx512" : "no_simd";
+                           return e.empty()                    ? std::string("best")
+                                  : e == "BRISK_NO_ATTN_PAIRS" ? "no_pairs"
+                                  : e == "BRISK_NO_AVX512"     ? "no_avx512"
+                                                               : "no_simd";
                          });
 
 TEST(Ops, GatedActivationsAddEmbeddingGetRows) {

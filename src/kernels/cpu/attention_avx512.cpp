@@ -6,7 +6,10 @@
 // item, in three passes over its positions (a two-pass softmax, no running rescale):
 //   1. scores  (group, n_pos) floats: q_h · k_j * scale (soft-capped), 16 positions at a time,
 //              one partial vector per position reduced 16 at a time by a transpose-and-add
-//              tree; the running max per head
+//              tree; the running max per head. F16 K with head_dim 64 / 128: the tile is
+//              converted into a pair layout (8 dims of two positions per vector), so a head's
+//              FMAs leave one vector per two positions and the tree has 3 levels, not 4
+//              (BRISK_NO_ATTN_PAIRS: the one-vector-per-position form)
 //   2. weights p = exp(score - max) in place (vectorized exp), and their sum per head
 //   3. output  acc_h = sum_j p_hj * v_j: per 16-float chunk of the head, the group's heads keep
 //              one accumulator each and share every V load, so the FMA chains are independent
@@ -26,6 +29,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/flags.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/simd_math_avx512.h"
 
@@ -55,6 +59,54 @@ void load_tile(const KvView& v, int64_t seq, int64_t j0, int n, size_t byte_off,
     }
   }
   if (n < kTile) std::memset(out + size_t(n) * size_t(hd), 0, sizeof(float) * size_t(kTile - n) * size_t(hd));
+}
+
+// Rows of the F16 tile that share a vector in the pair layout: pair p holds rows kPairRows[2p]
+// (lanes 0-7) and kPairRows[2p + 1] (lanes 8-15). With this order the reduction in
+// reduce_pairs leaves the 16 scores in position order.
+constexpr int kPairRows[kTile] = {0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15};
+
+// Rows j0..j0+n-1 of one KV head of an F16 cache into out (8 pairs, 2 * hd / 16 vectors of 16
+// floats each) in the pair layout: vector (p, c) holds dims 8c..8c+7 of the two rows of pair p,
+// so a head's FMAs over a pair leave 8 partial sums per row in one vector. Rows n..15 are zero.
+void load_tile_pairs_f16(const KvView& v, int64_t seq, int64_t j0, int n, size_t byte_off, int32_t hd, float* out) {
+  alignas(64) static const uint16_t zeros[256] = {};
+  const uint8_t* rows[kTile];
+  for (int j = 0; j < kTile;) {
+    if (j >= n) {
+      rows[j++] = reinterpret_cast<const uint8_t*>(zeros);
+      continue;
+    }
+    const uint8_t* src = v.row(seq, j0 + j) + byte_off;
+    const int end = int(std::min<int64_t>(n, j + v.run(j0 + j)));
+    for (; j < end; ++j, src += v.row_bytes) rows[j] = src;
+  }
+  const int chunks = hd / 8;  // vectors per pair
+  for (int p = 0; p < kTile / 2; ++p) {
+    const uint8_t* lo = rows[kPairRows[2 * p]];
+    const uint8_t* hi = rows[kPairRows[2 * p + 1]];
+    float* dst = out + size_t(p) * size_t(chunks) * 16;
+    for (int c = 0; c < chunks; ++c) {
+      const __m256i h = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lo + 16 * c))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi + 16 * c)), 1);
+      _mm512_storeu_ps(dst + 16 * c, _mm512_cvtph_ps(h));
+    }
+  }
+}
+
+// v[p] (8 vectors): lanes 0-7 partial sums of the row kPairRows[2p], lanes 8-15 of the row
+// kPairRows[2p + 1]; returns the 16 row sums in row order. The first three levels of the
+// transpose-and-add tree of hsum16x16 (the layout did the fourth): 21 operations against 45.
+inline __m512 reduce_pairs(const __m512* v) {
+  __m512 a[4], b[2];
+  for (int i = 0; i < 4; ++i)
+    a[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+  for (int i = 0; i < 2; ++i) {
+    const __m512d x = _mm512_castps_pd(a[2 * i]), y = _mm512_castps_pd(a[2 * i + 1]);
+    b[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  return _mm512_add_ps(_mm512_shuffle_f32x4(b[0], b[1], 0x88), _mm512_shuffle_f32x4(b[0], b[1], 0xDD));
 }
 
 }  // namespace
@@ -203,6 +255,17 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
   if (score_buf.size() < size_t(group * n_pad)) score_buf.resize(size_t(group * n_pad));
   float* sc = score_buf.data();  // (group, n_pad)
   const float* q0 = a.q.row(t) + int64_t(kvh * group) * hd;
+  // F16 K (head_dim <= 128): the tile in the pair layout (load_tile_pairs_f16), and each head's
+  // q as 2 * NC vectors holding 8 dims twice, qp (group, 2 * NC, 16).
+  const bool pairs = NC <= 8 && a.k_cache.type == QuantType::F16 && !flags().no_attn_pairs;
+  thread_local std::vector<float> qp_buf;
+  if (pairs) {
+    if (qp_buf.size() < size_t(group * 2 * hd)) qp_buf.resize(size_t(group * 2 * hd));
+    for (int32_t g = 0; g < group; ++g)
+      for (int c = 0; c < 2 * NC; ++c)
+        _mm512_storeu_ps(qp_buf.data() + size_t(g * 2 * NC + c) * 16,
+                         _mm512_broadcast_f32x8(_mm256_loadu_ps(q0 + g * hd + 8 * c)));
+  }
 
   // 1. scores and running max per head
   __m512 mxv[16];  // running max per head, lane-wise (reduced once after the pass)
@@ -220,18 +283,36 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
       prefetch_row_l2(a.k_cache.row(s, start + j) + k_off, k_row_bytes);
       if (v_l2) prefetch_row_l2(a.v_cache.row(s, start + j) + v_off, v_row_bytes);
     }
-    load_tile(a.k_cache, s, start + j0, n, k_off, hd, kt);
+    if (pairs) load_tile_pairs_f16(a.k_cache, s, start + j0, n, k_off, hd, kt);
+    else load_tile(a.k_cache, s, start + j0, n, k_off, hd, kt);
     for (int32_t g = 0; g < group; ++g) {
-      const float* q = q0 + int64_t(g) * hd;
-      __m512 qv[NC];
-      for (int c = 0; c < NC; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
-      __m512 part[kTile];
-      for (int j = 0; j < kTile; ++j) {
-        __m512 d = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kt + j * hd));
-        for (int c = 1; c < NC; ++c) d = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(kt + j * hd + 16 * c), d);
-        part[j] = d;
+      __m512 v;
+      if (pairs) {
+        // 8 pairs of rows x 2 * NC vectors, q of head g in registers.
+        const float* q = qp_buf.data() + size_t(g) * 2 * NC * 16;
+        __m512 qv[2 * NC];
+        for (int c = 0; c < 2 * NC; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
+        __m512 part[kTile / 2];
+        for (int p = 0; p < kTile / 2; ++p) {
+          const float* kp = kt + size_t(p) * 2 * NC * 16;
+          __m512 d = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kp));
+          for (int c = 1; c < 2 * NC; ++c) d = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(kp + 16 * c), d);
+          part[p] = d;
+        }
+        v = reduce_pairs(part);
+      } else {
+        const float* q = q0 + int64_t(g) * hd;
+        __m512 qv[NC];
+        for (int c = 0; c < NC; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
+        __m512 part[kTile];
+        for (int j = 0; j < kTile; ++j) {
+          __m512 d = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kt + j * hd));
+          for (int c = 1; c < NC; ++c) d = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(kt + j * hd + 16 * c), d);
+          part[j] = d;
+        }
+        v = avx512::hsum16x16(part);
       }
-      __m512 v = _mm512_mul_ps(avx512::hsum16x16(part), _mm512_set1_ps(a.scale));
+      v = _mm512_mul_ps(v, _mm512_set1_ps(a.scale));
       if (a.softcap > 0.0f) {
         alignas(64) float tmp[kTile];
         _mm512_store_ps(tmp, v);
