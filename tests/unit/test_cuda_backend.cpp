@@ -676,6 +676,90 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
   }
 }
 
+// One-token graph steps of a feed-forward block (norm, gate / up matmuls, gated activation,
+// down matmul, residual add): with a Q8_0 / F16 / BF16 down projection the activation and its
+// quantization / rounding run in the gate / up launch's epilogue (one launch fewer per step);
+// every output is bit-equal to BRISK_NO_CUDA_GEMV_ACT and to launch by launch. Q8_K (K-quant
+// down weights) and Q4_0 gate / up keep the separate launch. Rows of 4608 columns take the
+// several-pass and wide paths; 1024 gate rows run 16 warps per block, 5120 rows 8.
+TEST(CudaBackend, GatedActInGemvMatchesUnfused) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  struct Case { QuantType gu, down; Activation act; int64_t n_ff; bool up_first, bias, fused; };
+  const int64_t n_embd = 4608;
+  const std::vector<Case> cases = {
+      {QuantType::Q8_0, QuantType::Q8_0, Activation::silu, 1024, false, false, true},
+      {QuantType::Q8_0, QuantType::Q8_0, Activation::gelu_tanh, 5120, true, true, true},
+      {QuantType::BF16, QuantType::BF16, Activation::silu, 1024, false, true, true},
+      {QuantType::F16, QuantType::F16, Activation::gelu_tanh, 5120, false, false, true},
+      {QuantType::Q4_K, QuantType::Q8_0, Activation::silu, 5120, true, false, true},
+      {QuantType::Q6_K, QuantType::BF16, Activation::silu, 1024, false, false, true},
+      {QuantType::F32, QuantType::Q8_0, Activation::silu, 1024, false, false, true},
+      {QuantType::Q4_K, QuantType::Q4_K, Activation::silu, 1024, false, false, false},
+      {QuantType::Q4_0, QuantType::Q8_0, Activation::silu, 1024, false, false, false},
+  };
+  const std::vector<float> norm_w = randn(size_t(n_embd), 81), x0 = randn(size_t(n_embd), 82, 2.0f);
+  for (const Case& cs : cases) {
+    const QuantWeight wg = make_weight(cs.gu, cs.n_ff, n_embd, 83), wu = make_weight(cs.gu, cs.n_ff, n_embd, 84),
+                      wd = make_weight(cs.down, n_embd, cs.n_ff, 85);
+    const std::vector<float> bg = randn(size_t(cs.n_ff), 86), bu = randn(size_t(cs.n_ff), 87);
+    struct Out { std::vector<std::vector<float>> x, gate, up, act; size_t launches = 0; };
+    auto run = [&](bool graphs, bool fused) {
+      std::unique_ptr<ScopedEnv> off;
+      if (!fused) off = std::make_unique<ScopedEnv>("BRISK_NO_CUDA_GEMV_ACT", "1");
+      auto be = make_cuda_backend(0, graphs);
+      DevMat x(*be, 1, n_embd, x0), h(*be, 1, n_embd), gate(*be, 1, cs.n_ff), up(*be, 1, cs.n_ff),
+          act(*be, 1, cs.n_ff), o(*be, 1, n_embd);
+      Out out;
+      int32_t id = 0, pos = 0, seq = 0, row = 0;
+      for (int step = 0; step < 4; ++step) {  // eager, captured, replayed
+        pos = step;
+        be->begin_step({.n_tok = 1, .ids = &id, .pos = &pos, .seq = &seq, .n_out = 1, .out_rows = &row});
+        be->rms_norm({.out = h.dev, .x = x.dev, .weight = norm_w.data(), .eps = 1e-5f});
+        const MatmulArgs mg{.out = gate.dev, .x = h.dev, .w = wg.w, .bias = cs.bias ? bg.data() : nullptr};
+        const MatmulArgs mu{.out = up.dev, .x = h.dev, .w = wu.w, .bias = cs.bias ? bu.data() : nullptr};
+        be->matmul(cs.up_first ? mu : mg);
+        be->matmul(cs.up_first ? mg : mu);
+        be->gated_act({.out = act.dev, .gate = gate.dev, .up = up.dev, .act = cs.act});
+        be->matmul({.out = o.dev, .x = act.dev, .w = wd.w});
+        be->add({.out = x.dev, .a = x.dev, .b = o.dev});
+        be->end_step();
+        out.x.push_back(x.fetch());
+        out.gate.push_back(gate.fetch());
+        out.up.push_back(up.fetch());
+        out.act.push_back(act.fetch());
+      }
+      out.launches = cuda_last_step_launches(*be);
+      if (graphs) {
+        EXPECT_GE(cuda_graph_replays(*be), 2u);
+      }
+      return out;
+    };
+    const std::string what = str_cat(quant_type_info(cs.gu).name, " gate/up, ", quant_type_info(cs.down).name,
+                                     " down, ", cs.n_ff, " rows", cs.act == Activation::silu ? ", silu" : ", gelu");
+    const Out got = run(true, true);
+    const Out unfused = run(true, false);
+    EXPECT_EQ(got.launches + (cs.fused ? 1 : 0), unfused.launches) << what;
+    for (const auto& [other, name] : {std::pair<const Out*, const char*>{&unfused, "BRISK_NO_CUDA_GEMV_ACT"},
+                                      std::pair<const Out*, const char*>{nullptr, "launch by launch"}}) {
+      const Out eager = other ? Out{} : run(false, true);
+      const Out& w = other ? *other : eager;
+      for (size_t i = 0; i < got.x.size(); ++i) {
+        const std::string at = str_cat(what, " against ", name, ", step ", i, ": ");
+        auto same = [&](const std::vector<float>& u, const std::vector<float>& v, const char* n) {
+          ASSERT_EQ(u.size(), v.size());
+          EXPECT_EQ(std::memcmp(u.data(), v.data(), sizeof(float) * u.size()), 0) << at << n;
+        };
+        same(got.gate[i], w.gate[i], "gate");
+        same(got.up[i], w.up[i], "up");
+        same(got.act[i], w.act[i], "gated activation");
+        same(got.x[i], w.x[i], "residual after the down projection");
+        EXPECT_TRUE(std::isfinite(got.x[i][0])) << at;
+      }
+    }
+  }
+}
+
 // Graph steps of 1, 3 and 8 tokens (the GEMV's token counts) whose decode matmuls are followed
 // by a residual add of their output (as first and as second operand, bias or not; Q8_0, Q4_K,
 // Q6_K, F32 weights): the add runs in the GEMV's epilogue, and the output, the sum and the norm
