@@ -685,18 +685,20 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
 TEST(CudaBackend, GatedActInGemvMatchesUnfused) {
   std::string reason;
   if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
-  struct Case { QuantType gu, down; Activation act; int64_t n_ff; bool up_first, bias, fused; };
+  // out: 0 over the gate output (as the models do), 1 over the up output, 2 a buffer of its own.
+  struct Case { QuantType gu, down; Activation act; int64_t n_ff; bool up_first, bias, fused; int out; };
   const int64_t n_embd = 4608;
   const std::vector<Case> cases = {
-      {QuantType::Q8_0, QuantType::Q8_0, Activation::silu, 1024, false, false, true},
-      {QuantType::Q8_0, QuantType::Q8_0, Activation::gelu_tanh, 5120, true, true, true},
-      {QuantType::BF16, QuantType::BF16, Activation::silu, 1024, false, true, true},
-      {QuantType::F16, QuantType::F16, Activation::gelu_tanh, 5120, false, false, true},
-      {QuantType::Q4_K, QuantType::Q8_0, Activation::silu, 5120, true, false, true},
-      {QuantType::Q6_K, QuantType::BF16, Activation::silu, 1024, false, false, true},
-      {QuantType::F32, QuantType::Q8_0, Activation::silu, 1024, false, false, true},
-      {QuantType::Q4_K, QuantType::Q4_K, Activation::silu, 1024, false, false, false},
-      {QuantType::Q4_0, QuantType::Q8_0, Activation::silu, 1024, false, false, false},
+      {QuantType::Q8_0, QuantType::Q8_0, Activation::silu, 1024, false, false, true, 0},
+      {QuantType::Q8_0, QuantType::Q8_0, Activation::silu, 5120, false, false, true, 2},
+      {QuantType::Q8_0, QuantType::Q8_0, Activation::gelu_tanh, 5120, true, true, true, 1},
+      {QuantType::BF16, QuantType::BF16, Activation::silu, 1024, false, true, true, 0},
+      {QuantType::F16, QuantType::F16, Activation::gelu_tanh, 5120, false, false, true, 2},
+      {QuantType::Q4_K, QuantType::Q8_0, Activation::silu, 5120, true, false, true, 0},
+      {QuantType::Q6_K, QuantType::BF16, Activation::silu, 1024, false, false, true, 1},
+      {QuantType::F32, QuantType::Q8_0, Activation::silu, 1024, false, false, true, 0},
+      {QuantType::Q4_K, QuantType::Q4_K, Activation::silu, 1024, false, false, false, 0},
+      {QuantType::Q4_0, QuantType::Q8_0, Activation::silu, 1024, false, false, false, 0},
   };
   const std::vector<float> norm_w = randn(size_t(n_embd), 81), x0 = randn(size_t(n_embd), 82, 2.0f);
   for (const Case& cs : cases) {
@@ -712,7 +714,8 @@ TEST(CudaBackend, GatedActInGemvMatchesUnfused) {
           act(*be, 1, cs.n_ff), o(*be, 1, n_embd);
       Out out;
       int32_t id = 0, pos = 0, seq = 0, row = 0;
-      for (int step = 0; step < 4; ++step) {  // eager, captured, replayed
+      const Mat act_out = cs.out == 0 ? gate.dev : cs.out == 1 ? up.dev : act.dev;
+      for (int step = 0; step < 6; ++step) {  // eager, captured, replayed
         pos = step;
         be->begin_step({.n_tok = 1, .ids = &id, .pos = &pos, .seq = &seq, .n_out = 1, .out_rows = &row});
         be->rms_norm({.out = h.dev, .x = x.dev, .weight = norm_w.data(), .eps = 1e-5f});
@@ -720,8 +723,8 @@ TEST(CudaBackend, GatedActInGemvMatchesUnfused) {
         const MatmulArgs mu{.out = up.dev, .x = h.dev, .w = wu.w, .bias = cs.bias ? bu.data() : nullptr};
         be->matmul(cs.up_first ? mu : mg);
         be->matmul(cs.up_first ? mg : mu);
-        be->gated_act({.out = act.dev, .gate = gate.dev, .up = up.dev, .act = cs.act});
-        be->matmul({.out = o.dev, .x = act.dev, .w = wd.w});
+        be->gated_act({.out = act_out, .gate = gate.dev, .up = up.dev, .act = cs.act});
+        be->matmul({.out = o.dev, .x = act_out, .w = wd.w});
         be->add({.out = x.dev, .a = x.dev, .b = o.dev});
         be->end_step();
         out.x.push_back(x.fetch());

@@ -650,8 +650,11 @@ class CudaBackend final : public Backend {
       producer_ = Producer{.kind = 2, .norm = {}, .gated = a, .add = {}, .index = launches_.size() - 1, .out = a.out};
       // The one-token gate / up matmul launch queued just before, producing gate and up: the
       // activation may go into its epilogue once the next matmul's rounding is known.
+      // Its output may be the gate or the up output (in place, as the models write it) or apart
+      // from both; never the matmuls' input.
+      auto apart_or_same = [&](const Mat& m) { return same_mat(a.out, m) || !overlaps(a.out, m); };
       if (!flags().no_cuda_gemv_act && g.valid && g.n == 2 && g.index + 2 == launches_.size() &&
-          !overlaps(a.out, g.a[0].x) && !overlaps(a.out, g.a[0].out) && !overlaps(a.out, g.a[1].out)) {
+          !overlaps(a.out, g.a[0].x) && apart_or_same(g.a[0].out) && apart_or_same(g.a[1].out)) {
         for (int gate = 0; gate < 2; ++gate) {
           if (!same_mat(a.gate, g.a[gate].out) || !same_mat(a.up, g.a[1 - gate].out)) continue;
           producer_.gemv_gate = gate;
@@ -969,8 +972,8 @@ class CudaBackend final : public Backend {
       names_[producer_.index] = has_rope ? "attention (+ rope, KV store, activation rounding)"
                                          : "attention (+ activation rounding)";
       key_.add(uint64_t(111));
-    } else if (gemv_act_pending(x, round) && xq.q != producer_.gemv_xq.q && xq.d != producer_.gemv_xq.d &&
-               xq.d != producer_.gemv_a[0].x.data) {
+    } else if (gemv_act_pending(x, round) && (!xq.q || xq.q != producer_.gemv_xq.q) &&
+               (!xq.d || xq.d != producer_.gemv_xq.d) && xq.d != producer_.gemv_a[0].x.data) {
       // Into the gate / up matmul launch queued before it (gemv_act_kernel); the gated
       // activation's own launch goes.
       const GatedActArgs pg = producer_.gated;

@@ -57,7 +57,8 @@ cudaError_t launch_embedding(const EmbeddingArgs& a, cudaStream_t stream);
 // projection; same row count, a multiple of 32) and the gated activation `act` of their outputs
 // (act.gate / act.up are those outputs) in one launch: every output as launch_matmuls followed by
 // launch_gated_act_quant(act, kind, dst) would write it (kind q8_0, f16 or bf16; not q8_k).
-// dst must not overlap xq, and act.out none of the matmuls' inputs and outputs.
+// dst must not overlap xq or the matmuls' input; act.out may be the gate or the up output (the
+// activation is then written over it, as launch_gated_act would) but must not overlap the input.
 bool matmuls_gated_act_supported(const MatmulArgs* a, int n, int gate, const GatedActArgs& act, ActRound kind);
 cudaError_t launch_matmuls_gated_act(const MatmulArgs* a, int gate, const QuantAct* xq, const GatedActArgs& act,
                                      ActRound kind, const QuantAct& dst, cudaStream_t stream,

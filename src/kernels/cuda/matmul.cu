@@ -460,7 +460,8 @@ __global__ void __launch_bounds__(32 * kMaxWarps) gemv_kernel(GemvParts parts, X
 // one after the other), each row exactly as gemv_kernel<F, 1, kWide, 1, kSpread> sums it (same
 // lane order, shuffle tree and bias add), writes both outputs as launch_matmuls would, then its
 // first warp applies the activation to the 32 columns and quantizes them as one Q8_0 block or
-// rounds them through F16 / BF16, as launch_gated_act_quant does.
+// rounds them through F16 / BF16, as launch_gated_act_quant does. The activation may be written
+// over the gate or up output (the same columns of the same block, after its barrier).
 struct GatedGemv {
   const uint8_t* w[2];  // gate, up weights (device layout L)
   float* out[2];        // gate, up outputs (one row)
