@@ -140,7 +140,6 @@ class CudaBackend final : public Backend {
   int n_threads() const override { return 1; }
 
   uint64_t graph_replays() const { return graphs_cache_.replays(); }
-  size_t last_step_launches() const { return last_step_launches_; }
   bool has_gemm() const { return blas_ != nullptr; }
 
   // out [m, n] (row stride ldo) = x [m, k] . w [n, k]^T, BF16 operands in device memory.
@@ -315,7 +314,6 @@ class CudaBackend final : public Backend {
     in_step_ = false;
     step_map_.clear();
     forget_quant();
-    last_step_launches_ = launches_.size();
     if (!launches_.empty() && flags().cuda_kernel_times) {
       time_launches();
     } else if (!launches_.empty()) {
@@ -362,8 +360,7 @@ class CudaBackend final : public Backend {
         k.add(uint64_t(100));
       } else {
         const size_t q_bytes = (n + 255) / 256 * 256;
-        Scratch& qs = gemv_act_pending(a.x, round) ? qact2_ : qact_;
-        auto* buf = static_cast<uint8_t*>(scratch(qs, q_bytes + sizeof(float) * (n / 32 + 1), "matmul"));
+        auto* buf = static_cast<uint8_t*>(scratch(qact_, q_bytes + sizeof(float) * (n / 32 + 1), "matmul"));
         xq = cuda::QuantAct{.q = reinterpret_cast<int8_t*>(buf), .d = reinterpret_cast<float*>(buf + q_bytes)};
         k.add(buf);
         // Quantize inside the producer of x when it is the launch queued last.
@@ -387,8 +384,7 @@ class CudaBackend final : public Backend {
         dr.x = fstate_.xr;  // the previous matmul's rounded input, unchanged since
         k.add(uint64_t(104));
       } else {
-        Scratch& rs = gemv_act_pending(a.x, round) ? act2_ : act_;
-        auto* xr = static_cast<float*>(scratch(rs, sizeof(float) * n, "matmul"));
+        auto* xr = static_cast<float*>(scratch(act_, sizeof(float) * n, "matmul"));
         dr.x = Mat{.data = xr, .rows = a.x.rows, .cols = a.w.n_in};
         k.add(xr);
         // Round inside the producer of x when it is the launch queued last (F16 / BF16).
@@ -643,31 +639,10 @@ class CudaBackend final : public Backend {
     key_.add(a.gate);
     key_.add(a.up);
     key_.add(uint64_t(a.act));
-    const GemvGroup g = gemv_;
     forget_quant();
     enqueue("gated_act", [a](cudaStream_t s) { return cuda::launch_gated_act(a, s); });
-    if (in_step_ && !step_eager_) {
+    if (in_step_ && !step_eager_)
       producer_ = Producer{.kind = 2, .norm = {}, .gated = a, .add = {}, .index = launches_.size() - 1, .out = a.out};
-      // The one-token gate / up matmul launch queued just before, producing gate and up: the
-      // activation may go into its epilogue once the next matmul's rounding is known.
-      // Its output may be the gate or the up output (in place, as the models write it) or apart
-      // from both; never the matmuls' input.
-      auto apart_or_same = [&](const Mat& m) { return same_mat(a.out, m) || !overlaps(a.out, m); };
-      if (!flags().no_cuda_gemv_act && g.valid && g.n == 2 && g.index + 2 == launches_.size() &&
-          !overlaps(a.out, g.a[0].x) && apart_or_same(g.a[0].out) && apart_or_same(g.a[1].out)) {
-        for (int gate = 0; gate < 2; ++gate) {
-          if (!same_mat(a.gate, g.a[gate].out) || !same_mat(a.up, g.a[1 - gate].out)) continue;
-          producer_.gemv_gate = gate;
-          producer_.gemv_a[0] = g.a[0];
-          producer_.gemv_a[1] = g.a[1];
-          producer_.gemv_xq = g.xq;
-          producer_.gemv_has_xq = g.has_xq;
-          producer_.gemv_wc = g.wc;
-          producer_.gemv_index = g.index;
-          break;
-        }
-      }
-    }
   }
 
   void add(const AddArgs& a) override {
@@ -803,25 +778,7 @@ class CudaBackend final : public Backend {
     AttentionArgs attn;  // kind 8: one-token cluster attention (+ rope and KV store with attn_has_rope)
     cuda::AttentionRope attn_rope;
     bool attn_has_rope = false;
-    // Kind 2 right after the one-token gate / up matmul launch that produces its gate and up
-    // (gemv_gate >= 0: a[gemv_gate] is the gate): the activation can run in that launch.
-    int gemv_gate = -1;
-    MatmulArgs gemv_a[2];
-    cuda::QuantAct gemv_xq;
-    bool gemv_has_xq = false;
-    bool gemv_wc = false;
-    size_t gemv_index = 0;
   };
-
-  // True when the matmul on x about to quantize / round it through `round` will move the gated
-  // activation producing x into the gate / up matmul launch (fuse_into_producer): x's rounded
-  // copy then goes to a second buffer, since that launch still reads the first.
-  bool gemv_act_pending(const Mat& x, cuda::ActRound round) const {
-    return in_step_ && !step_eager_ && producer_.kind == 2 && producer_.gemv_gate >= 0 &&
-           producer_.index + 1 == launches_.size() && producer_.gemv_index + 2 == launches_.size() &&
-           same_mat(producer_.out, x) &&
-           cuda::matmuls_gated_act_supported(producer_.gemv_a, 2, producer_.gemv_gate, producer_.gated, round);
-  }
 
   // Matmuls on the tensor cores (queued like the kernels, so graphs capture them): more than
   // kGemvMaxTokens rows for every weight format but F32 (kept exact on the GEMV; F32 weights are
@@ -972,22 +929,6 @@ class CudaBackend final : public Backend {
       names_[producer_.index] = has_rope ? "attention (+ rope, KV store, activation rounding)"
                                          : "attention (+ activation rounding)";
       key_.add(uint64_t(111));
-    } else if (gemv_act_pending(x, round) && (!xq.q || xq.q != producer_.gemv_xq.q) &&
-               (!xq.d || xq.d != producer_.gemv_xq.d) && xq.d != producer_.gemv_a[0].x.data) {
-      // Into the gate / up matmul launch queued before it (gemv_act_kernel); the gated
-      // activation's own launch goes.
-      const GatedActArgs pg = producer_.gated;
-      const MatmulArgs ma[2] = {producer_.gemv_a[0], producer_.gemv_a[1]};
-      const int gate = producer_.gemv_gate;
-      const cuda::QuantAct mq = producer_.gemv_xq;
-      const bool has_xq = producer_.gemv_has_xq, wc = producer_.gemv_wc;
-      launches_[producer_.gemv_index] = [ma, gate, mq, has_xq, wc, pg, round, xq](cudaStream_t s) {
-        return cuda::launch_matmuls_gated_act(ma, gate, has_xq ? &mq : nullptr, pg, round, xq, s, wc);
-      };
-      names_[producer_.gemv_index] = "matmul (gate / up + gated activation, activation rounding)";
-      launches_.pop_back();
-      names_.pop_back();
-      key_.add(uint64_t(112));
     } else {
       const GatedActArgs pg = producer_.gated;
       launches_[producer_.index] = [pg, round, xq](cudaStream_t s) {
@@ -1337,8 +1278,6 @@ class CudaBackend final : public Backend {
   std::set<int> warned_;
   Scratch act_;   // rounded / copied float activations of the matmul in flight
   Scratch qact_;  // quantized activations (qstate_)
-  Scratch act2_;   // the same for the input of a matmul after a gate / up launch with the
-  Scratch qact2_;  // gated activation (gemv_act_pending), which still reads act_ / qact_
   Scratch attn_;  // split partial results of attention
   Scratch norm_bar_;  // the RMS norm's block barrier (two zeroed unsigned ints)
   Scratch attn_cnt_;  // attention's per-(token, head group) split counters (zero between launches)
@@ -1359,7 +1298,6 @@ class CudaBackend final : public Backend {
 
   // The step being collected.
   bool in_step_ = false;
-  size_t last_step_launches_ = 0;  // launches queued by the last step collected for a graph
   bool step_eager_ = true;
   Key key_;
   std::vector<cuda::Launch> launches_;
@@ -1400,11 +1338,6 @@ std::unique_ptr<Backend> make_cuda_backend(int device, bool graphs) {
 uint64_t cuda_graph_replays(const Backend& be) {
   const auto* c = dynamic_cast<const CudaBackend*>(&be);
   return c ? c->graph_replays() : 0;
-}
-
-size_t cuda_last_step_launches(const Backend& be) {
-  const auto* c = dynamic_cast<const CudaBackend*>(&be);
-  return c ? c->last_step_launches() : 0;
 }
 
 void cuda_mark_constant(Backend& be, const void* p, size_t bytes) {

@@ -14,10 +14,6 @@ std::unique_ptr<Backend> make_cuda_backend(int device, bool graphs = true);
 // Steps a CUDA backend ran by replaying a captured graph (0 for other backends).
 uint64_t cuda_graph_replays(const Backend& be);
 
-// Launches the last step of a CUDA backend queued for its graph (0 when it ran launch by
-// launch, and for other backends).
-size_t cuda_last_step_launches(const Backend& be);
-
 // Declares [p, p + bytes) of device memory of `be` as weights that no kernel writes while
 // steps run (filled before and left alone, like uploaded weights): decode matmuls on them may
 // start reading before the previous kernel has ended. No effect on other backends.

@@ -4,7 +4,6 @@
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/act_quant.cuh"
-#include "kernels/cuda/gated_act.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/kv_paged.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -17,6 +16,12 @@ struct View2 {  // [rows, cols] with a row stride, as Mat
   float* p;
   int64_t s;
 };
+
+__device__ __forceinline__ float act_fn(float g, bool gelu) {
+  // exp in double rounded to float is the correctly rounded expf the CPU's libm gives.
+  if (!gelu) return __fdiv_rn(g, __fadd_rn(1.0f, float(exp(-double(g)))));
+  return 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g)));
+}
 
 __global__ void gated_act_kernel(View2 out, View2 gate, View2 up, int64_t rows, int64_t cols, bool gelu) {
   BRISK_PDL_ENTER();

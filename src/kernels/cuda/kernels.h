@@ -53,16 +53,6 @@ bool matmuls_share_launch(const MatmulArgs& a, const MatmulArgs& b);
 cudaError_t launch_matmuls(const MatmulArgs* a, int n, const QuantAct* xq, cudaStream_t stream,
                            bool weights_constant = false);
 cudaError_t launch_embedding(const EmbeddingArgs& a, cudaStream_t stream);
-// One token: the two matmuls of launch_matmuls (a[gate] the gate, a[1 - gate] the up
-// projection; same row count, a multiple of 32) and the gated activation `act` of their outputs
-// (act.gate / act.up are those outputs) in one launch: every output as launch_matmuls followed by
-// launch_gated_act_quant(act, kind, dst) would write it (kind q8_0, f16 or bf16; not q8_k).
-// dst must not overlap xq or the matmuls' input; act.out may be the gate or the up output (the
-// activation is then written over it, as launch_gated_act would) but must not overlap the input.
-bool matmuls_gated_act_supported(const MatmulArgs* a, int n, int gate, const GatedActArgs& act, ActRound kind);
-cudaError_t launch_matmuls_gated_act(const MatmulArgs* a, int gate, const QuantAct* xq, const GatedActArgs& act,
-                                     ActRound kind, const QuantAct& dst, cudaStream_t stream,
-                                     bool weights_constant = false);
 // barrier (here and in the fused norms below): two zeroed unsigned ints of device memory, left
 // zero / counted on by each launch, that let a norm written in place run one row on several
 // blocks; null keeps such a row on one block (same results). Launches that share a barrier

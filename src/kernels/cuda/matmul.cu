@@ -24,9 +24,7 @@
 
 #include <type_traits>
 
-#include "kernels/cuda/act_quant.cuh"
 #include "kernels/cuda/dequant.cuh"
-#include "kernels/cuda/gated_act.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -454,103 +452,6 @@ __global__ void __launch_bounds__(32 * kMaxWarps) gemv_kernel(GemvParts parts, X
   }
 }
 
-// One token, the gate and up matmuls of a gated activation (same format, row length and number
-// of rows, a multiple of 32) and the activation in one launch: block b computes gate and up rows
-// 32 b .. 32 b + 31 (local rows 0..31 gate, 32..63 up; warp w takes local rows w, w + warps, ...
-// one after the other), each row exactly as gemv_kernel<F, 1, kWide, 1, kSpread> sums it (same
-// lane order, shuffle tree and bias add), writes both outputs as launch_matmuls would, then its
-// first warp applies the activation to the 32 columns and quantizes them as one Q8_0 block or
-// rounds them through F16 / BF16, as launch_gated_act_quant does. The activation may be written
-// over the gate or up output (the same columns of the same block, after its barrier).
-struct GatedGemv {
-  const uint8_t* w[2];  // gate, up weights (device layout L)
-  float* out[2];        // gate, up outputs (one row)
-  const float* bias[2];
-  DevLayout L;
-  float* act;           // act(gate) * up (one row)
-  int8_t* q;            // Q8_0 quants (kind q8_0), else null
-  float* d;             // Q8_0 scales, or the F16 / BF16-rounded activations
-  ActRound kind;
-  bool gelu;
-};
-
-template <DevFormat F, int kWide, bool kSpread>
-__global__ void __launch_bounds__(512) gemv_act_kernel(GatedGemv g, XRef x, bool early) {
-  using U = std::conditional_t<kSpread, UnitQ4kSpread, Unit<F>>;
-  constexpr int kUnroll = U::kUnroll * kWide;
-  constexpr int kLanes = U::kLanes;
-  static_assert(kLanes == 32, "one row across the warp");
-  __shared__ float gu[2][32];
-  const int warps = int(blockDim.x >> 5), wid = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
-  const int64_t c0 = int64_t(blockIdx.x) * 32;
-  const DevLayout L = g.L;
-  auto row_of = [&](int li) {
-    const uint8_t* w = li >= 32 ? g.w[1] : g.w[0];
-    const size_t r = size_t(c0 + (li & 31));
-    return RowRef{.qs = w + r * L.qs_row, .sc = w + L.sc_offset + r * L.sc_row};
-  };
-  const int64_t n_units = U::count(x.n_in);
-  constexpr int64_t kStep = int64_t(kLanes) * kUnroll;
-  typename U::Raw raw[kUnroll];
-  auto load_pass = [&](const RowRef& row, int64_t base) {
-#pragma unroll
-    for (int k = 0; k < kUnroll; ++k) {
-      const int64_t u = base + kLanes * k + lane;
-      if (u < n_units) U::load(row, u, raw[k]);
-    }
-  };
-  RowRef row = row_of(wid);
-  if (early) load_pass(row, 0);
-  BRISK_PDL_ENTER();
-  if (!early) load_pass(row, 0);
-  for (int li = wid; li < 64; li += warps) {
-    if (li != wid) {
-      row = row_of(li);
-      load_pass(row, 0);
-    }
-    float acc = 0.0f;
-    for (int64_t base = 0; base < n_units; base += kStep) {
-      if (base > 0) load_pass(row, base);
-#pragma unroll
-      for (int k = 0; k < kUnroll; ++k) {
-        const int64_t u0 = base + kLanes * k;
-        if (u0 >= n_units) break;  // uniform
-        const int64_t u = u0 + lane;
-        const bool ok = u < n_units;
-        if constexpr (U::kInt) {
-          const float v = U::dot(raw[k], x, 0, ok ? u : u0);
-          if (ok) acc += v;
-        } else {
-          if (ok) acc += U::dot(raw[k], x, 0, u);
-        }
-      }
-    }
-    for (int o = kLanes / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    if (lane == 0) {
-      const int part = li >> 5;
-      const int64_t r = c0 + (li & 31);
-      const float* bias = part ? g.bias[1] : g.bias[0];
-      const float b = bias ? bias[r] : 0.0f;
-      const float o = acc + b;
-      (part ? g.out[1] : g.out[0])[r] = o;
-      gu[part][li & 31] = o;
-    }
-  }
-  __syncthreads();
-  if (wid != 0) return;
-  const int64_t c = c0 + lane;
-  const float v = __fmul_rn(act_fn(gu[0][lane], g.gelu), gu[1][lane]);
-  g.act[c] = v;
-  if (g.kind == ActRound::q8_0) {
-    const float vv[1] = {v};
-    quant_block_warp<32>(vv, g.q + c0, g.d + blockIdx.x, nullptr);
-  } else if (g.kind == ActRound::bf16) {
-    g.d[c] = __bfloat162float(__float2bfloat16_rn(v));
-  } else {
-    g.d[c] = __half2float(__float2half_rn(v));
-  }
-}
-
 int sm_count() {
   static int n = [] {
     int dev = 0, c = 0;
@@ -669,59 +570,6 @@ cudaError_t matmul_fmt(const MatmulArgs* a, int n_parts, const QuantAct* xq, boo
   return cudaSuccess;
 }
 
-// One token: gate/up GEMV + gated activation (gemv_act_kernel). 8 warps per block (each eight
-// rows), 16 (four rows each) when there are fewer blocks than multiprocessors.
-template <DevFormat F>
-cudaError_t gemv_act_fmt(const MatmulArgs* a, int gate, const QuantAct* xq, const GatedActArgs& act, ActRound kind,
-                         const QuantAct& dst, bool early, cudaStream_t s) {
-  if constexpr (Unit<F>::kLanes != 32) {
-    return cudaErrorInvalidValue;
-  } else {
-    if (Unit<F>::kInt != (xq != nullptr)) return cudaErrorInvalidValue;
-    early = early && !flags().no_cuda_prefetch;
-    const MatmulArgs& ga = a[gate];
-    const MatmulArgs& ua = a[1 - gate];
-    const int64_t cols = ga.w.n_out;
-    GatedGemv g{};
-    g.w[0] = static_cast<const uint8_t*>(ga.w.data);
-    g.w[1] = static_cast<const uint8_t*>(ua.w.data);
-    g.out[0] = ga.out.data;
-    g.out[1] = ua.out.data;
-    g.bias[0] = ga.bias;
-    g.bias[1] = ua.bias;
-    g.L = dev_layout(F, ga.w.n_in, cols);
-    g.act = act.out.data;
-    g.q = const_cast<int8_t*>(dst.q);
-    g.d = const_cast<float*>(dst.d);
-    g.kind = kind;
-    g.gelu = act.act == Activation::gelu_tanh;
-    XRef x{.q = nullptr, .d = nullptr, .f = nullptr, .n_in = ga.w.n_in, .x_stride = ga.x.row_stride()};
-    if (xq) {
-      x.q = xq->q;
-      x.d = xq->d;
-    } else {
-      x.f = ga.x.data;
-    }
-    const unsigned blocks = unsigned(cols / 32);
-    const int warps = int(blocks) < sm_count() ? 16 : 8;
-    const int64_t n_units = ga.w.n_in / (F == DevFormat::f32 ? 4 : F == DevFormat::f16 || F == DevFormat::bf16 ? 8
-                                         : F == DevFormat::q4_k ? 64 : F == DevFormat::q6_k ? 128 : 32);
-    constexpr bool kCanSpread = F == DevFormat::q4_k;
-    const bool spread = kCanSpread && !flags().no_cuda_q4k_spread;
-    const bool wide = (F == DevFormat::q4_k || F == DevFormat::q6_k) && !flags().no_cuda_gemv_wide &&
-                      n_units > int64_t(Unit<F>::kLanes) * Unit<F>::kUnroll;
-    if (wide && spread)
-      launch_kernel(gemv_act_kernel<F, 2, kCanSpread>, blocks, 32 * warps, 0, s, g, x, early);
-    else if (wide)
-      launch_kernel(gemv_act_kernel<F, 2, false>, blocks, 32 * warps, 0, s, g, x, early);
-    else if (spread)
-      launch_kernel(gemv_act_kernel<F, 1, kCanSpread>, blocks, 32 * warps, 0, s, g, x, early);
-    else
-      launch_kernel(gemv_act_kernel<F, 1, false>, blocks, 32 * warps, 0, s, g, x, early);
-    return cudaGetLastError();
-  }
-}
-
 // Embedding: out[t, :] = table[ids[t], :] * scale; one thread per group of 8 elements.
 template <DevFormat F>
 __global__ void embedding_kernel(float* out, int64_t out_stride, const uint8_t* table, DevLayout L, int64_t n_in,
@@ -831,24 +679,6 @@ cudaError_t launch_matmuls(const MatmulArgs* a, int n, const QuantAct* xq, cudaS
   for (int i = 1; i < n; ++i)
     if (!matmuls_share_launch(a[0], a[i])) return cudaErrorInvalidValue;
   BRISK_FMT_DISPATCH(matmul_fmt, a[0].w.type, a, n, xq, weights_constant, s)
-}
-
-bool matmuls_gated_act_supported(const MatmulArgs* a, int n, int gate, const GatedActArgs& act, ActRound kind) {
-  if (n != 2 || (gate != 0 && gate != 1) || !matmuls_share_launch(a[0], a[1])) return false;
-  const QuantType t = a[0].w.type;
-  if (!weight_format_on_device(t) || t == QuantType::Q4_0) return false;
-  if (a[0].x.rows != 1 || a[0].w.n_out != a[1].w.n_out || a[0].w.n_out % 32 != 0 || a[0].w.n_out < 32) return false;
-  if (act.gate.data != a[gate].out.data || act.up.data != a[1 - gate].out.data || act.gate.rows != 1 ||
-      act.up.rows != 1 || act.out.rows != 1 || act.gate.cols != a[0].w.n_out || act.up.cols != a[0].w.n_out ||
-      act.out.cols != a[0].w.n_out)
-    return false;
-  return kind == ActRound::q8_0 || kind == ActRound::f16 || kind == ActRound::bf16;
-}
-
-cudaError_t launch_matmuls_gated_act(const MatmulArgs* a, int gate, const QuantAct* xq, const GatedActArgs& act,
-                                     ActRound kind, const QuantAct& dst, cudaStream_t s, bool weights_constant) {
-  if (!matmuls_gated_act_supported(a, 2, gate, act, kind)) return cudaErrorInvalidValue;
-  BRISK_FMT_DISPATCH(gemv_act_fmt, a[0].w.type, a, gate, xq, act, kind, dst, weights_constant, s)
 }
 
 cudaError_t launch_embedding(const EmbeddingArgs& a, cudaStream_t s) {
