@@ -14,6 +14,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -120,6 +121,7 @@ class RunTest(unittest.TestCase):
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="brisk_run_test_")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
         self.env = dict(os.environ, HOME=self.tmp, HF_HUB_OFFLINE="1", TERM="xterm")
         self.env.pop("XDG_STATE_HOME", None)
 

@@ -7,6 +7,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import stat
@@ -133,5 +134,6 @@ p = subprocess.run([BIN, "serve", "--model", f"qwen3={MODEL_DIR}", "--unix", pat
 check(p.returncode != 0 and "not a socket" in p.stderr and open(path).read() == "keep",
       "a regular file at the socket path is left alone with an error")
 
+shutil.rmtree(tmp, ignore_errors=True)
 print(f"{len(checks) - len(failures)} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)

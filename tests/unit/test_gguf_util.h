@@ -11,15 +11,14 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_files.h"
+
 namespace brisk::test {
 
 // A fresh temporary path, unique within the process and across concurrent runs.
 inline std::string temp_path(const std::string& stem) {
   static std::atomic<int> counter{0};
-  const auto dir = std::filesystem::path(::testing::TempDir());
-  return (dir / ("brisk_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" +
-                 stem))
-      .string();
+  return (brisk::testing::process_temp_dir() / (std::to_string(counter++) + "_" + stem)).string();
 }
 
 inline std::vector<uint8_t> read_all(const std::string& path) {

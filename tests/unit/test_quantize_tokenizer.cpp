@@ -11,6 +11,7 @@
 
 #include "formats/gguf.h"
 #include "models/random_model.h"
+#include "temp_files.h"
 #include "test_tokenizer_common.h"
 #include "text/tokenizer.h"
 
@@ -18,7 +19,7 @@ namespace brisk {
 namespace {
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("brisk_test_" + std::to_string(::getpid()) + "_" + name)).string();
+  return (brisk::testing::process_temp_dir() / name).string();
 }
 
 void check_tokenizer(const std::string& package, const std::string& arch, int32_t n_vocab) {

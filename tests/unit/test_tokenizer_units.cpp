@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/flags.h"
 #include "formats/gguf.h"
+#include "temp_files.h"
 #include "test_tokenizer_common.h"
 #include "text/pretokenize.h"
 #include "text/tokenizer.h"
@@ -30,8 +31,7 @@ namespace {
 // Writes tokenizer.json (and optionally tokenizer_config.json) into a fresh folder.
 std::string write_dir(const std::string& tokenizer_json, const std::string& config = "") {
   static std::atomic<int> counter{0};
-  const fs::path dir = fs::path(::testing::TempDir()) /
-                       ("brisk_tok_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  const fs::path dir = brisk::testing::process_temp_dir() / ("tok_" + std::to_string(counter++));
   fs::create_directories(dir);
   std::ofstream(dir / "tokenizer.json") << tokenizer_json;
   if (!config.empty()) std::ofstream(dir / "tokenizer_config.json") << config;
@@ -296,7 +296,7 @@ TEST(TokenizerUnits, MalformedTokenizerJson) {
 }
 
 TEST(TokenizerUnits, MalformedGguf) {
-  const std::string base = ::testing::TempDir() + "/brisk_tok_" + std::to_string(::getpid());
+  const std::string base = (brisk::testing::process_temp_dir() / "tok").string();
   using brisk::gguf::Value;
   auto write = [&](const std::string& name, auto fill) {
     brisk::gguf::Writer w;
