@@ -255,6 +255,18 @@ void host_reference_attention(const AttentionArgs& a, DevMat& q, Cache& c, DevMa
   ref::attention(h);
 }
 
+// The output (1, qw) of one-token attention `a` on the device, with the switch `env` set to 1
+// during the call (none: nullptr).
+std::vector<float> attention_output(Backend& be, const AttentionArgs& a, int64_t qw, const char* env) {
+  std::unique_ptr<ScopedEnv> off;
+  if (env) off = std::make_unique<ScopedEnv>(env, "1");
+  DevMat out(be, 1, qw);
+  AttentionArgs d = a;
+  d.out = out.dev;
+  be.attention(d);
+  return out.fetch();
+}
+
 // kv_store of rows k, v at (seq, pos) on the device: both pools then equal ref::kv_store's
 // host copies (which it updates).
 void expect_kv_store(Backend& be, Cache& c, DevMat& k, DevMat& v, const std::vector<int32_t>& seq,
@@ -331,15 +343,7 @@ TEST(CudaBackend, DecodeAttentionStagedChunks) {
     AttentionArgs a{.out = {}, .q = q.dev, .k_cache = c.k, .v_cache = c.v, .seq = seq.data(), .pos = pos.data(),
                     .n_head = cs.n_head, .n_head_kv = cs.n_head_kv, .head_dim = cs.hd,
                     .scale = 1.0f / std::sqrt(float(cs.hd)), .window = cs.window};
-    auto run = [&](const char* env) {
-      std::unique_ptr<ScopedEnv> off;
-      if (env) off = std::make_unique<ScopedEnv>(env, "1");
-      DevMat out(*be, 1, qw);
-      AttentionArgs d = a;
-      d.out = out.dev;
-      be->attention(d);
-      return out.fetch();
-    };
+    auto run = [&](const char* env) { return attention_output(*be, a, qw, env); };
     const std::vector<float> got = run(nullptr);
     host_reference_attention(a, q, c, want);
     const std::string what = str_cat("decode attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " pos ",
@@ -375,15 +379,7 @@ TEST(CudaBackend, DecodeAttentionCluster) {
     AttentionArgs a{.out = {}, .q = q.dev, .k_cache = c.k, .v_cache = c.v, .seq = seq.data(), .pos = pos.data(),
                     .n_head = cs.n_head, .n_head_kv = cs.n_head_kv, .head_dim = cs.hd,
                     .scale = 1.0f / std::sqrt(float(cs.hd)), .window = cs.window, .softcap = cs.softcap};
-    auto run = [&](const char* env) {
-      std::unique_ptr<ScopedEnv> off;
-      if (env) off = std::make_unique<ScopedEnv>(env, "1");
-      DevMat out(*be, 1, qw);
-      AttentionArgs d = a;
-      d.out = out.dev;
-      be->attention(d);
-      return out.fetch();
-    };
+    auto run = [&](const char* env) { return attention_output(*be, a, qw, env); };
     const std::vector<float> got = run(nullptr);
     host_reference_attention(a, q, c, want);
     const std::string what = str_cat("decode attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " pos ",
