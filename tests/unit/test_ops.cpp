@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -153,6 +154,51 @@ INSTANTIATE_TEST_SUITE_P(Ops, MatmulFormats,
                                            QuantType::IQ2_XXS, QuantType::IQ3_S, QuantType::TQ2_0,
                                            QuantType::MXFP4, QuantType::Q4_0_R16, QuantType::Q5_0_R16),
                          [](const auto& info) { return std::string(quant_type_info(info.param).name); });
+
+// Matmuls of one input (q/k/v, gate/up) through matmuls(): the input is quantized (and, in
+// prefill, packed for the GEMM) once for every matmul that can share it. Every output must be
+// bit-equal to the matmul run on its own, for lists that share the packing (Q4_K with Q4_K),
+// lists that cannot (Q4_K with Q6_K, Q4_0 with Q8_0: other block or offset) and decode sizes.
+TEST(Ops, MatmulsOfOneInputEqualOneByOne) {
+  const std::vector<std::vector<QuantType>> lists = {{QuantType::Q4_K, QuantType::Q4_K, QuantType::Q4_K},
+                                                     {QuantType::Q4_K, QuantType::Q4_K, QuantType::Q6_K},
+                                                     {QuantType::Q8_0, QuantType::Q8_0},
+                                                     {QuantType::Q4_0, QuantType::Q8_0, QuantType::Q4_0_R16},
+                                                     {QuantType::F16, QuantType::F16}};
+  for (int threads : {1, 2, 3}) {
+    auto be = make_cpu_backend(threads);
+    for (const auto& types : lists) {
+      for (int64_t n_tok : {1, 5, 9, 40}) {
+        const int64_t n_in = 512;
+        std::vector<std::vector<uint8_t>> w(types.size());
+        std::vector<MatmulArgs> args(types.size());
+        std::vector<std::vector<float>> fused(types.size()), alone(types.size());
+        std::vector<float> x = random_vec(size_t(n_tok * n_in), uint32_t(n_tok));
+        for (size_t i = 0; i < types.size(); ++i) {
+          const int64_t n_out = 16 * int64_t(i + 1) + 8;
+          bool ok = true;
+          w[i] = make_weight(types[i], n_in, n_out, uint32_t(7 + i), &ok);
+          ASSERT_TRUE(ok);
+          fused[i].assign(size_t(n_tok * n_out), 0.0f);
+          alone[i].assign(size_t(n_tok * n_out), 1.0f);
+          args[i] = MatmulArgs{.out = mat(fused[i], n_tok, n_out), .x = mat(x, n_tok, n_in),
+                               .w = Weight{.type = types[i], .n_in = n_in, .n_out = n_out,
+                                           .row_bytes = size_t(quant_row_bytes(types[i], uint64_t(n_in)).value()),
+                                           .data = w[i].data()}};
+        }
+        be->matmuls(args.data(), int(args.size()));
+        for (size_t i = 0; i < types.size(); ++i) {
+          MatmulArgs one = args[i];
+          one.out = mat(alone[i], n_tok, one.w.n_out);
+          be->matmul(one);
+          ASSERT_EQ(0, std::memcmp(fused[i].data(), alone[i].data(), sizeof(float) * fused[i].size()))
+              << quant_type_info(types[i]).name << " in a list of " << types.size() << ", " << n_tok
+              << " tokens, " << threads << " threads";
+        }
+      }
+    }
+  }
+}
 
 TEST(Ops, MatmulQuantizedActivationsStayCloseToFloat) {
   // Q8_0 weights x Q8_0 activations vs the exact float product of the dequantized weights.

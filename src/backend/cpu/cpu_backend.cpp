@@ -82,18 +82,13 @@ class CpuBackend final : public Backend {
     run_matmuls(&a, 1);
   }
 
-  // Decode (at most 8 tokens) of matmuls sharing x and the activation format: x is quantized
-  // once and each thread runs its share of every matmul's rows in one parallel region, so the
-  // small q/k/v matmuls cost no barrier of their own. Otherwise one by one.
+  // Matmuls sharing x and the activation format (and, in prefill, the GEMM's packing of it): x
+  // is quantized (and packed) once and each thread runs its share of every matmul's rows in one
+  // parallel region, so the small q/k/v matmuls cost no barrier of their own. Otherwise one by
+  // one. BRISK_NO_SHARED_PREFILL_INPUT: prefill matmuls one by one, each quantizing x itself.
   void matmuls(const MatmulArgs* list, int n) override {
-    bool fused = !ref_ && n > 1 && list[0].x.rows <= 8;
-    const QuantType vt = format_traits(list[0].w.type).vec_dot_type;
-    for (int i = 0; i < n && fused; ++i) {
-      const MatmulArgs& a = list[i];
-      fused = a.x.data == list[0].x.data && a.x.rows == list[0].x.rows && a.x.cols == list[0].x.cols &&
-              a.x.row_stride() == list[0].x.row_stride() && format_traits(a.w.type).vec_dot_type == vt &&
-              cpu::matmul_packed_bytes(a) == 0;
-    }
+    bool fused = !ref_ && n > 1 && (list[0].x.rows <= 8 || !flags().no_shared_prefill_input);
+    for (int i = 1; i < n && fused; ++i) fused = cpu::matmul_shares_input(list[0], list[i]);
     if (!fused) {
       for (int i = 0; i < n; ++i) matmul(list[i]);
       return;
@@ -288,7 +283,7 @@ class CpuBackend final : public Backend {
     const MatmulArgs& a0 = list[0];
     const size_t rb = cpu::matmul_act_row_bytes(a0.w.type, a0.w.n_in);
     void* act = scratch(act_scratch_, rb * size_t(a0.x.rows));
-    const size_t packed_bytes = n == 1 ? cpu::matmul_packed_bytes(a0) : 0;
+    const size_t packed_bytes = cpu::matmul_packed_bytes(a0);  // the callers checked that list[i] share it
     void* packed = packed_bytes ? scratch(packed_scratch_, packed_bytes) : nullptr;
     double work = 0.0;
     for (int i = 0; i < n; ++i) work += double(list[i].x.rows) * double(list[i].w.n_in) * double(list[i].w.n_out);

@@ -8,6 +8,7 @@
 #include "core/flags.h"
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/gemm_isa.h"
+#include "kernels/cpu/gemm_pack.h"
 
 namespace brisk::kernels {
 
@@ -59,6 +60,14 @@ void gemm_rows(const GemmParams& p) {
 
 size_t gemm_packed_bytes(QuantType weight_type, int64_t k, int64_t n_tokens) {
   return selected_or_throw(weight_type).packed_bytes(weight_type, k, n_tokens);
+}
+
+bool gemm_packing_shared(QuantType a, QuantType b) {
+  if (a == b) return gemm_available(a);
+  const GemmIsaKernels ka = selected(a), kb = selected(b);
+  if (!ka || !kb || ka.pack_tokens != kb.pack_tokens || activation_type(a) != activation_type(b)) return false;
+  const GemmCodeSpec sa = gemm_code_spec(a), sb = gemm_code_spec(b);
+  return sa.block == sb.block && sa.offset == sb.offset && sa.has_min == sb.has_min;
 }
 
 void gemm_pack_tokens(const GemmParams& p, void* packed, int64_t group_begin, int64_t group_end) {

@@ -46,6 +46,9 @@ void gemm_rows(const GemmParams& p);
 constexpr int64_t kGemmGroup = 16;
 size_t gemm_packed_bytes(QuantType weight_type, int64_t k, int64_t n_tokens);
 void gemm_pack_tokens(const GemmParams& p, void* packed, int64_t group_begin, int64_t group_end);
+// True when activations packed for weight format a serve format b as they are (same ISA packing,
+// activation type and code block, offset and min handling): matmuls of one input then pack once.
+bool gemm_packing_shared(QuantType a, QuantType b);
 
 // Token count above which matmul uses the GEMM.
 constexpr int64_t kGemmMinTokens = 9;

@@ -53,6 +53,15 @@ size_t matmul_packed_bytes(const MatmulArgs& a) {
   return uses_gemm(a) ? kernels::gemm_packed_bytes(a.w.type, a.w.n_in, a.x.rows) : 0;
 }
 
+bool matmul_shares_input(const MatmulArgs& a, const MatmulArgs& b) {
+  if (a.x.data != b.x.data || a.x.rows != b.x.rows || a.x.cols != b.x.cols || a.x.row_stride() != b.x.row_stride() ||
+      a.w.n_in != b.w.n_in || format_traits(a.w.type).vec_dot_type != format_traits(b.w.type).vec_dot_type)
+    return false;
+  const bool ga = uses_gemm(a), gb = uses_gemm(b);
+  if (ga != gb) return false;
+  return !ga || kernels::gemm_packing_shared(a.w.type, b.w.type);
+}
+
 void matmul_quantize_rows(const MatmulArgs& a, void* act, void* packed, int ith, int nth) {
   const QuantType vt = format_traits(a.w.type).vec_dot_type;
   if (vt == QuantType::F32) return;  // rows are used in place

@@ -23,6 +23,9 @@ inline void split_range(int64_t n, int ith, int nth, int64_t* begin, int64_t* en
 // output features for every token (matmul_rows).
 size_t matmul_act_row_bytes(QuantType weight_type, int64_t n_in);
 size_t matmul_packed_bytes(const MatmulArgs& a);  // 0: this matmul does not use the GEMM
+// True when b can run on the activations quantized (and packed) for a: same input, same
+// activation format, and both on the GEMM with one packing or neither on it.
+bool matmul_shares_input(const MatmulArgs& a, const MatmulArgs& b);
 void matmul_quantize_rows(const MatmulArgs& a, void* act, void* packed, int ith, int nth);
 void matmul_rows(const MatmulArgs& a, const void* act, const void* packed, int ith, int nth);
 
