@@ -447,6 +447,48 @@ INSTANTIATE_TEST_SUITE_P(Ops, AttentionKernels,
                                                                : "no_simd";
                          });
 
+// The attention kernels' split of (token, head) items over threads: every item in exactly one
+// part, parts contiguous and in order, and for a causal prefill parts of about equal cost (the
+// even split by item count gave the last part of 512 tokens three times the first one's work).
+TEST(Ops, AttentionItemSplitCoversItemsWithBalancedCost) {
+  for (int32_t window : {0, 100}) {
+    for (int64_t n_tok : {1, 2, 7, 512}) {
+      std::vector<int32_t> pos(static_cast<size_t>(n_tok)), seq(static_cast<size_t>(n_tok), 0);
+      for (int64_t t = 0; t < n_tok; ++t) pos[size_t(t)] = int32_t(300 + t);
+      AttentionArgs a;
+      a.q.rows = n_tok;
+      a.pos = pos.data();
+      a.seq = seq.data();
+      a.window = window;
+      for (int64_t per_token : {1, 2, 14}) {
+        for (int nth : {1, 2, 3, 5}) {
+          const int64_t n = n_tok * per_token;
+          int64_t next = 0;
+          std::vector<double> part_cost;
+          for (int ith = 0; ith < nth; ++ith) {
+            int64_t b = -1, e = -1;
+            cpu::attention_split_items(a, per_token, ith, nth, &b, &e);
+            ASSERT_EQ(b, next) << "part " << ith << " of " << nth;
+            ASSERT_LE(b, e);
+            double c = 0.0;
+            for (int64_t i = b; i < e; ++i) {
+              const int64_t p = pos[size_t(i / per_token)];
+              c += double(window > 0 ? std::min<int64_t>(p + 1, window) : p + 1);
+            }
+            part_cost.push_back(c);
+            next = e;
+          }
+          ASSERT_EQ(next, n);
+          if (n_tok == 512 && nth == 2) {
+            const double hi = std::max(part_cost[0], part_cost[1]), lo = std::min(part_cost[0], part_cost[1]);
+            EXPECT_LT(hi / lo, 1.05) << "window " << window << ", " << per_token << " items per token";
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Ops, GatedActivationsAddEmbeddingGetRows) {
   auto be = make_cpu_backend(2);
   const int64_t rows = 6, cols = 37;

@@ -40,6 +40,39 @@ void kv_store_rows(const KvStoreArgs& a, int ith, int nth) {
 
 int64_t attention_scratch_floats(int32_t head_dim) { return 3 * int64_t(head_dim); }
 
+void attention_split_items(const AttentionArgs& a, int64_t per_token, int ith, int nth, int64_t* begin, int64_t* end) {
+  const int64_t n = a.q.rows * per_token;
+  if (nth <= 1 || n == 0) {
+    split_range(n, ith, nth, begin, end);
+    return;
+  }
+  // An item's fixed cost (the query's setup, the output) in positions.
+  constexpr double kItemCost = 32.0;
+  auto cost = [&](int64_t t) {
+    const int64_t p = a.pos[t];
+    const int64_t start = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+    return double(p + 1 - start) + kItemCost;
+  };
+  double total = 0.0;
+  for (int64_t t = 0; t < a.q.rows; ++t) total += cost(t) * double(per_token);
+  // Item i goes to the part whose cost interval [total * p / nth, total * (p + 1) / nth) holds
+  // the middle of the item's own interval; every item lands in exactly one part.
+  const double lo = total * double(ith) / double(nth), hi = total * double(ith + 1) / double(nth);
+  *begin = n;
+  *end = n;
+  double c = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double ci = cost(i / per_token), mid = c + 0.5 * ci;
+    if (*begin == n && mid >= lo) *begin = i;
+    if (ith + 1 < nth && mid >= hi) {
+      *end = i;
+      break;
+    }
+    c += ci;
+  }
+  if (*end < *begin) *end = *begin;
+}
+
 void attention_rows(const AttentionArgs& a, float* scratch, int ith, int nth) {
   const int32_t hd = a.head_dim;
   const int32_t group = a.n_head / a.n_head_kv;
@@ -47,7 +80,7 @@ void attention_rows(const AttentionArgs& a, float* scratch, int ith, int nth) {
   float* vbuf = scratch + hd;
   float* acc = scratch + 2 * hd;
   int64_t begin, end;
-  split_range(a.q.rows * a.n_head, ith, nth, &begin, &end);
+  attention_split_items(a, a.n_head, ith, nth, &begin, &end);
   for (int64_t item = begin; item < end; ++item) {
     const int64_t t = item / a.n_head;
     const int32_t h = int32_t(item % a.n_head);

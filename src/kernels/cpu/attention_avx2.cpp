@@ -43,7 +43,7 @@ void attention_rows_avx2(const AttentionArgs& a, float* scratch, int ith, int nt
   const bool direct = a.k_cache.type == QuantType::F32 || a.k_cache.type == QuantType::F16;
   const QuantType lt = direct ? a.k_cache.type : QuantType::F32;  // type of what load8 reads
   int64_t begin, end;
-  split_range(a.q.rows * a.n_head, ith, nth, &begin, &end);
+  attention_split_items(a, a.n_head, ith, nth, &begin, &end);
   for (int64_t item = begin; item < end; ++item) {
     const int64_t t = item / a.n_head;
     const int32_t h = int32_t(item % a.n_head);

@@ -415,7 +415,7 @@ void attention_rows_avx512(const AttentionArgs& a, float* scratch, int ith, int 
   float* kt = scratch;          // (kTile, hd)
   float* acc = kt + kTile * hd;  // (group, hd)
   int64_t begin, end;
-  split_range(a.q.rows * a.n_head_kv, ith, nth, &begin, &end);
+  attention_split_items(a, a.n_head_kv, ith, nth, &begin, &end);
   for (int64_t item = begin; item < end; ++item) {
     const int64_t t = item / a.n_head_kv;
     item_any(a, t, int32_t(item % a.n_head_kv), visible_positions(a, t), nullptr, kt, acc, nullptr);

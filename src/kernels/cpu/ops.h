@@ -39,6 +39,10 @@ inline size_t kv_segment_offset(const KvView& v, int64_t offset) {
   return size_t(offset / info.block_size) * info.type_size;
 }
 int64_t attention_scratch_floats(int32_t head_dim);
+// The items (token t, one of per_token heads or head groups), t-major, of part ith of nth:
+// contiguous ranges of about equal cost, an item costing the positions token t sees (plus a
+// constant), so that the parts of a causal prefill get equal work rather than equal item counts.
+void attention_split_items(const AttentionArgs& a, int64_t per_token, int ith, int nth, int64_t* begin, int64_t* end);
 void attention_rows(const AttentionArgs& a, float* scratch, int ith, int nth);
 // AVX2/FMA/F16C variant (attention_avx2.cpp); head_dim % 8 == 0. Callers check the CPU.
 void attention_rows_avx2(const AttentionArgs& a, float* scratch, int ith, int nth);
