@@ -1015,13 +1015,18 @@ int sm_count() {
   return n;
 }
 
-// Splits: enough blocks for two per multiprocessor, chunks of at least kMinChunk positions of the
+// Splits: enough blocks for 2-8 per multiprocessor (below), chunks of at least kMinChunk positions of the
 // cache capacity (the actual length is only known on the device), at most kMaxSplit.
 Geometry geometry(const AttentionArgs& a) {
   const int group = a.n_head / a.n_head_kv;
   Geometry g{.n_split = 1, .n_hg = (group + kMaxG - 1) / kMaxG};
   const int64_t base = a.q.rows * int64_t(a.n_head_kv) * g.n_hg;
-  const int64_t want = base > 0 ? (2 * int64_t(sm_count()) + base - 1) / base : 1;
+  // Blocks per multiprocessor to aim for: batched decode (many (KV head, token) blocks per
+  // split) is latency-bound per block, so more, shorter chunks pay there (H200, Llama-3.1-8B
+  // BF16, 512 past: batch 64 6,131 tok/s with 8 against 5,440 with 2; batch 32 3,970 with 4
+  // against 3,624; batch 8 1,283 with 4 against 1,268; docs/cuda.md).
+  const int64_t per_sm = base >= 512 ? 8 : base >= 64 ? 4 : 2;
+  const int64_t want = base > 0 ? (per_sm * int64_t(sm_count()) + base - 1) / base : 1;
   // Chunks of 16 when there are at least 8 (KV head, head group, token) blocks per split
   // (Llama-3 8B: 33 splits instead of 17 at 512 positions, faster); fewer (Qwen2.5-0.5B, two KV
   // heads) keep chunks of 32, where 37 splits measured slower than 19.
