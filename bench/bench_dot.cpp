@@ -127,6 +127,25 @@ void run_gemv_l2(benchmark::State& state, QuantType t, int64_t cols) {
   state.SetBytesProcessed(int64_t(state.iterations()) * rows * int64_t(row_bytes));
 }
 
+// As gemv_l2 for several tokens at once (gemv_rows_multi; bytes are the weights read once).
+void run_gemv_l2_tokens(benchmark::State& state, QuantType t, int n_tokens) {
+  const Problem& p = problem(t);
+  const size_t row_bytes = size_t(*brisk::quant_row_bytes(t, uint64_t(kCols)));
+  const int64_t rows = std::max<int64_t>(1, int64_t((size_t(512) << 10) / row_bytes));
+  const size_t xb = brisk::kernels::activation_row_bytes(t, kCols);
+  std::vector<uint8_t> x(xb * size_t(n_tokens));
+  for (int i = 0; i < n_tokens; ++i) std::copy(p.x.begin(), p.x.begin() + std::ptrdiff_t(xb), x.begin() + std::ptrdiff_t(xb * size_t(i)));
+  std::vector<float> y(static_cast<size_t>(rows * n_tokens));
+  for (auto _ : state) {
+    brisk::kernels::gemv_rows_multi({.weight_type = t, .w = p.w.data(), .row_bytes = row_bytes, .n_rows = rows,
+                                     .k = kCols, .x_quant = x.data(), .x_stride = xb, .n_tokens = n_tokens,
+                                     .y = y.data(), .y_stride = rows});
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * rows * int64_t(row_bytes));
+}
+
 const QuantType kAll[] = {
     QuantType::F32,   QuantType::F16,    QuantType::BF16,   QuantType::Q8_0,   QuantType::Q4_0,
     QuantType::Q4_1,  QuantType::Q5_0,   QuantType::Q5_1,   QuantType::IQ4_NL, QuantType::MXFP4,
@@ -147,6 +166,12 @@ int register_all() {
                                    run_gemv_l2, t, cols)
           ->Unit(benchmark::kMicrosecond);
   }
+  for (QuantType t : {QuantType::Q8_0, QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K})
+    for (int n_tokens : {2, 4, 8})
+      benchmark::RegisterBenchmark((std::string("gemv_l2_tokens/") + std::string(brisk::quant_type_info(t).name) +
+                                    "/tokens:" + std::to_string(n_tokens)).c_str(),
+                                   run_gemv_l2_tokens, t, n_tokens)
+          ->Unit(benchmark::kMicrosecond);
   for (QuantType t : kAll) {
     const std::string name = std::string("gemv_4096x4096/") + std::string(brisk::quant_type_info(t).name);
     benchmark::RegisterBenchmark((name + "/best").c_str(), run_gemv, t, VecDotFn{nullptr})->Unit(benchmark::kMillisecond);

@@ -112,8 +112,10 @@ TEST(KernelsDot, SimdMatchesScalarReference) {
 // The AVX2 and AVX-512 (VNNI) integer kernels built from dot_x86.inc compute identical integer
 // sums and the same float accumulation, so they agree exactly. (Q8_0, Q4_0 and Q5_0 have
 // 512-bit kernels of their own, dot_q32_avx512.cpp, which sum 16 blocks per FMA; they are
-// checked against the reference like every kernel.)
+// checked against the reference like every kernel. Q4_K, Q5_K and Q6_K have them too,
+// dot_kquant_avx512.cpp: BRISK_NO_AVX512_KQUANT selects the dot_x86.inc ones compared here.)
 TEST(KernelsDot, Avx2AndAvx512IntegerKernelsAgreeExactly) {
+  ScopedEnv kquant_256("BRISK_NO_AVX512_KQUANT", "1");
   bool any = false;
   for (QuantType t : kSimdFormats) {
     if (quant_type_info(t).block_size == 1) continue;  // float kernels differ in vector width
@@ -187,6 +189,11 @@ TEST(KernelsDot, SelectionHonoursKillSwitches) {
     EXPECT_EQ(best, vec_dot_variant(QuantType::Q4_K, Isa::avx512));
     ScopedEnv off("BRISK_NO_AVX512", "1");
     EXPECT_EQ(select_vec_dot(QuantType::Q4_K), vec_dot_variant(QuantType::Q4_K, Isa::avx2));
+  }
+  if (best == vec_dot_variant(QuantType::Q4_K, Isa::avx512)) {  // the 512-bit kernel unless switched off
+    ScopedEnv off("BRISK_NO_AVX512_KQUANT", "1");
+    EXPECT_NE(select_vec_dot(QuantType::Q4_K), best);
+    EXPECT_EQ(select_vec_dot(QuantType::Q4_K), vec_dot_variant(QuantType::Q4_K, Isa::avx512));
   }
   EXPECT_EQ(select_vec_dot(QuantType::Q4_K), best);
   // formats without a SIMD kernel (the Q8_1 x Q8_1 pairing) keep their scalar dot product
@@ -262,6 +269,71 @@ TEST(KernelsDot, NibbleKernelsWithAndWithoutVbmiMatchReference) {
         }
       }
       check_gemv_rows(t);
+    }
+  }
+}
+
+// Q4_K, Q5_K and Q6_K have two AVX-512 kernels: the 512-bit one (dot_kquant_avx512.cpp,
+// selected by default) and the 256-bit one of dot_x86.inc (BRISK_NO_AVX512_KQUANT). Both against
+// the reference, and both through the GEMV.
+TEST(KernelsDot, KquantKernelsWithAndWithoutWideMatchReference) {
+  if (!vec_dot_variant(QuantType::Q4_K, Isa::avx512)) GTEST_SKIP() << "needs AVX-512 VNNI";
+  for (bool wide_off : {false, true}) {
+    std::unique_ptr<ScopedEnv> off;
+    if (wide_off) off = std::make_unique<ScopedEnv>("BRISK_NO_AVX512_KQUANT", "1");
+    for (QuantType t : {QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K}) {
+      const VecDotFn simd = vec_dot_variant(t, Isa::avx512);
+      for (int64_t n : {256, 512, 768, 4096, 14336}) {
+        for (int source = 0; source < 2; ++source) {
+          const uint32_t seed = uint32_t(n) * 13u + uint32_t(t) + (wide_off ? 7u : 0u);
+          std::vector<uint8_t> w = source == 0 ? quantized(t, gaussian(size_t(n), seed)) : random_blocks(t, n, seed);
+          std::vector<uint8_t> a = quantized(QuantType::Q8_K, gaussian(size_t(n), seed + 1));
+          float want = 0, got = 0;
+          format_traits(t).vec_dot(n, &want, w.data(), a.data());
+          simd(n, &got, w.data(), a.data());
+          EXPECT_NEAR(got, want, 4e-6 * magnitude(t, w.data(), a.data(), n) + 1e-30)
+              << quant_type_info(t).name << " n=" << n << " source=" << source << " wide_off=" << wide_off;
+        }
+      }
+      check_gemv_rows(t);
+    }
+  }
+}
+
+// Speculative decoding verifies draft tokens with a multi-token GEMV and relies on each token's
+// result being bit-identical to the 1-token GEMV's: every K-quant kernel (512-bit and, with
+// BRISK_NO_AVX512_KQUANT, 256-bit) over long rows and every token count 1..8.
+TEST(KernelsGemv, KquantMultiTokenIsBitIdenticalToOneToken) {
+  for (bool wide_off : {false, true}) {
+    std::unique_ptr<ScopedEnv> off;
+    if (wide_off) off = std::make_unique<ScopedEnv>("BRISK_NO_AVX512_KQUANT", "1");
+    for (QuantType t : {QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K}) {
+      for (int64_t k : {256, 512, 4096, 14336}) {
+        const int64_t n_rows = 5;
+        const size_t rb = row_bytes(t, k);
+        std::vector<uint8_t> w(rb * size_t(n_rows));
+        for (int64_t r = 0; r < n_rows; ++r) {
+          std::vector<uint8_t> row = r % 2 ? random_blocks(t, k, uint32_t(r + k))
+                                           : quantized(t, gaussian(size_t(k), uint32_t(r + k)));
+          std::memcpy(w.data() + size_t(r) * rb, row.data(), row.size());
+        }
+        const size_t xb = activation_row_bytes(t, k);
+        std::vector<uint8_t> x(xb * 8);
+        for (int tok = 0; tok < 8; ++tok)
+          format_traits(QuantType::Q8_K).quantize_row_ref(gaussian(size_t(k), 900u + uint32_t(tok)).data(),
+                                                          x.data() + size_t(tok) * xb, k);
+        std::vector<float> single(size_t(n_rows) * 8);
+        for (int tok = 0; tok < 8; ++tok)
+          gemv_rows(t, w.data(), rb, n_rows, k, x.data() + size_t(tok) * xb, single.data() + size_t(tok) * n_rows);
+        for (int n_tokens = 1; n_tokens <= 8; ++n_tokens) {
+          std::vector<float> multi(size_t(n_rows) * size_t(n_tokens), -1.f);
+          gemv_rows_multi({.weight_type = t, .w = w.data(), .row_bytes = rb, .n_rows = n_rows, .k = k,
+                           .x_quant = x.data(), .x_stride = xb, .n_tokens = n_tokens, .y = multi.data(),
+                           .y_stride = n_rows});
+          EXPECT_EQ(std::memcmp(multi.data(), single.data(), multi.size() * sizeof(float)), 0)
+              << quant_type_info(t).name << " k=" << k << " " << n_tokens << " tokens, wide_off=" << wide_off;
+        }
+      }
     }
   }
 }

@@ -49,7 +49,8 @@ VecDotFn vec_dot_kernel(QuantType t) {
     case QuantType::F16: return dot_wide<uint16_t, load_f16x16, fp16_to_f32>;
     case QuantType::BF16: return dot_wide<uint16_t, load_bf16x16, bf16_to_f32>;
     default: {
-      if (VecDotFn f = wide_q32_kernel(t)) return f;  // dot_q32_avx512.cpp
+      if (VecDotFn f = wide_q32_kernel(t)) return f;     // dot_q32_avx512.cpp
+      if (VecDotFn f = wide_kquant_kernel(t)) return f;  // dot_kquant_avx512.cpp
       return kernel_256(t);
     }
   }

@@ -40,6 +40,11 @@ VecDotMultiFn wide_q32_multi_kernel(QuantType weight_type, int n_tokens);
 // Whole GEMV (gemv_rows_multi) with the activations prepared once for all rows; false when the
 // format or token count has no such kernel. Bit-identical to the two functions above.
 bool wide_q32_gemv(const GemvMultiParams& p, size_t prefetch_bytes);
+// 512-bit kernels of Q4_K / Q5_K / Q6_K x Q8_K (dot_kquant_avx512.cpp), which take precedence
+// over the 256-bit ones; nullptr under BRISK_NO_AVX512_KQUANT. The multi-token kernel covers
+// n_tokens 1..8, each token's result bit-identical to the 1-token kernel's.
+VecDotFn wide_kquant_kernel(QuantType weight_type);
+VecDotMultiFn wide_kquant_multi_kernel(QuantType weight_type, int n_tokens);
 }  // namespace brisk::kernels::avx512
 
 namespace brisk::kernels::avx512vbmi {  // AVX-512 + VBMI (dot_nibble_avx512vbmi.cpp)
