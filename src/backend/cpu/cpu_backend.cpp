@@ -278,7 +278,8 @@ class CpuBackend final : public Backend {
 
  private:
   // Matmuls of one input (checked by the caller): list[0].x is quantized once (and packed for
-  // the prefill GEMM when a single matmul uses it), then every matmul's rows run in one region.
+  // the prefill GEMM, which every matmul of the list then reads), then every matmul's rows run
+  // in one region.
   void run_matmuls(const MatmulArgs* list, int n) {
     const MatmulArgs& a0 = list[0];
     const size_t rb = cpu::matmul_act_row_bytes(a0.w.type, a0.w.n_in);
