@@ -246,6 +246,20 @@ TEST(KernelsGemv, RowsMatchSingleDotsAndMultiTokenIsBitIdentical) {
     check_gemv_rows(t);
 }
 
+// One selected SIMD kernel against the format's reference dot product on a row of n elements:
+// weights quantized from Gaussian floats (source 0) or random blocks (source 1), activations
+// in the format's vec_dot_type.
+void expect_kernel_matches_reference(VecDotFn simd, QuantType t, int64_t n, int source, uint32_t seed,
+                                     const char* label) {
+  std::vector<uint8_t> w = source == 0 ? quantized(t, gaussian(size_t(n), seed)) : random_blocks(t, n, seed);
+  std::vector<uint8_t> a = quantized(format_traits(t).vec_dot_type, gaussian(size_t(n), seed + 1));
+  float want = 0, got = 0;
+  format_traits(t).vec_dot(n, &want, w.data(), a.data());
+  simd(n, &got, w.data(), a.data());
+  EXPECT_NEAR(got, want, 4e-6 * magnitude(t, w.data(), a.data(), n) + 1e-30)
+      << quant_type_info(t).name << " n=" << n << " source=" << source << label;
+}
+
 // Q4_0 and Q5_0 have two AVX-512 kernels: the byte-permute one (CPUs with VBMI, selected by
 // default) and the plain AVX-512 one (BRISK_NO_AVX512_VBMI). Both against the reference, over
 // lengths with partial groups and partial quads of blocks, and both through the GEMV.
@@ -259,13 +273,7 @@ TEST(KernelsDot, NibbleKernelsWithAndWithoutVbmiMatchReference) {
       for (int64_t n : {32, 64, 96, 128, 160, 512, 544, 896, 4864}) {
         for (int source = 0; source < 2; ++source) {
           const uint32_t seed = uint32_t(n) * 17u + uint32_t(t) + (vbmi_off ? 5u : 0u);
-          std::vector<uint8_t> w = source == 0 ? quantized(t, gaussian(size_t(n), seed)) : random_blocks(t, n, seed);
-          std::vector<uint8_t> a = quantized(QuantType::Q8_0, gaussian(size_t(n), seed + 1));
-          float want = 0, got = 0;
-          format_traits(t).vec_dot(n, &want, w.data(), a.data());
-          simd(n, &got, w.data(), a.data());
-          EXPECT_NEAR(got, want, 4e-6 * magnitude(t, w.data(), a.data(), n) + 1e-30)
-              << quant_type_info(t).name << " n=" << n << " vbmi_off=" << vbmi_off;
+          expect_kernel_matches_reference(simd, t, n, source, seed, vbmi_off ? " vbmi_off" : "");
         }
       }
       check_gemv_rows(t);
@@ -286,13 +294,7 @@ TEST(KernelsDot, KquantKernelsWithAndWithoutWideMatchReference) {
       for (int64_t n : {256, 512, 768, 4096, 14336}) {
         for (int source = 0; source < 2; ++source) {
           const uint32_t seed = uint32_t(n) * 13u + uint32_t(t) + (wide_off ? 7u : 0u);
-          std::vector<uint8_t> w = source == 0 ? quantized(t, gaussian(size_t(n), seed)) : random_blocks(t, n, seed);
-          std::vector<uint8_t> a = quantized(QuantType::Q8_K, gaussian(size_t(n), seed + 1));
-          float want = 0, got = 0;
-          format_traits(t).vec_dot(n, &want, w.data(), a.data());
-          simd(n, &got, w.data(), a.data());
-          EXPECT_NEAR(got, want, 4e-6 * magnitude(t, w.data(), a.data(), n) + 1e-30)
-              << quant_type_info(t).name << " n=" << n << " source=" << source << " wide_off=" << wide_off;
+          expect_kernel_matches_reference(simd, t, n, source, seed, wide_off ? " wide_off" : "");
         }
       }
       check_gemv_rows(t);
