@@ -87,18 +87,22 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
   REQUIRE_GPU(be);
   const QuantType t = GetParam();
   struct Shape { int64_t n_tok, n_in, n_out; bool bias; };
-  std::vector<QuantWeight> keep;  // alive as long as the backend, like model weights
+  // Weights and biases alive as long as the backend, like a model's: the backend caches their
+  // device copies by host address.
+  std::vector<QuantWeight> keep;
+  std::vector<std::vector<float>> keep_bias;
   // Wide rows take several unrolled passes per lane (some lanes past the end); [1 x 4352] x
-  // [9001]: one-token Q6_K rows of two passes, two per warp, the last warp's second row missing.
+  // [9001]: one-token Q6_K rows of two passes, two per warp, the last warp's second row missing;
+  // [1 x 14336] x [37]: one-token Q8_0 / float rows split over 4-8 warps.
   for (const Shape s : {Shape{1, 256, 64, false}, Shape{3, 512, 33, true}, Shape{9, 256, 130, false},
                         Shape{17, 768, 7, true}, Shape{1, 5120, 24, true}, Shape{5, 12288, 9, false},
-                        Shape{1, 4352, 9001, true}}) {
+                        Shape{1, 4352, 9001, true}, Shape{1, 14336, 37, true}}) {
     const std::string what = str_cat(quant_type_info(t).name, " [", s.n_tok, "x", s.n_in, "] x [", s.n_out, "]");
     keep.push_back(make_weight(t, s.n_out, s.n_in, uint32_t(s.n_in + s.n_out)));
     const QuantWeight& q = keep.back();
     DevMat x(*be, s.n_tok, s.n_in, randn(size_t(s.n_tok * s.n_in), 11));
     DevMat out(*be, s.n_tok, s.n_out);
-    std::vector<float> bias = randn(size_t(s.n_out), 12);
+    const std::vector<float>& bias = keep_bias.emplace_back(randn(size_t(s.n_out), 12));
     be->matmul({.out = out.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
     const std::vector<float> got = out.fetch();
     if (s.n_tok == 1) {  // the wide and the two-row kernels: bit-equal to the narrow one
@@ -108,6 +112,13 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
       be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
       const std::vector<float> got2 = out2.fetch();
       ASSERT_EQ(std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " wide vs narrow";
+    }
+    std::vector<float> unsplit;  // one token: rows not split over warps (another summation order)
+    if (s.n_tok == 1) {
+      ScopedEnv no_split("BRISK_NO_CUDA_GEMV_SPLIT", "1");
+      DevMat out3(*be, s.n_tok, s.n_out);
+      be->matmul({.out = out3.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
+      unsplit = out3.fetch();
     }
     if (t == QuantType::Q4_K) {  // the spread lane layout: bit-equal to the adjacent one
       ScopedEnv adjacent("BRISK_NO_CUDA_Q4K_SPREAD", "1");
@@ -139,6 +150,9 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
           continue;
         }
         ASSERT_NEAR(got[i], ref_out.host[i], tol) << what << " token " << tk << " row " << r;
+        if (!unsplit.empty()) {
+          ASSERT_NEAR(unsplit[i], ref_out.host[i], tol) << what << " (rows not split) row " << r;
+        }
       }
     }
   }
