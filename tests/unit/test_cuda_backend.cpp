@@ -93,7 +93,7 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
   std::vector<std::vector<float>> keep_bias;
   // Wide rows take several unrolled passes per lane (some lanes past the end); [1 x 4352] x
   // [9001]: one-token Q6_K rows of two passes, two per warp, the last warp's second row missing;
-  // [1 x 14336] x [37]: one-token Q8_0 / float rows split over 4-8 warps.
+  // [1 x 14336] x [37]: one-token rows split over 2-8 warps.
   for (const Shape s : {Shape{1, 256, 64, false}, Shape{3, 512, 33, true}, Shape{9, 256, 130, false},
                         Shape{17, 768, 7, true}, Shape{1, 5120, 24, true}, Shape{5, 12288, 9, false},
                         Shape{1, 4352, 9001, true}, Shape{1, 14336, 37, true}}) {
@@ -105,27 +105,30 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
     const std::vector<float>& bias = keep_bias.emplace_back(randn(size_t(s.n_out), 12));
     be->matmul({.out = out.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
     const std::vector<float> got = out.fetch();
-    if (s.n_tok == 1) {  // the wide and the two-row kernels: bit-equal to the narrow one
-      ScopedEnv narrow("BRISK_NO_CUDA_GEMV_WIDE", "1");
-      ScopedEnv one_row("BRISK_NO_CUDA_GEMV_ROWS", "1");
-      DevMat out2(*be, s.n_tok, s.n_out);
-      be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
-      const std::vector<float> got2 = out2.fetch();
-      ASSERT_EQ(std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " wide vs narrow";
-    }
-    std::vector<float> unsplit;  // one token: rows not split over warps (another summation order)
+    // One token: rows not split over warps (another summation order; the bit-equality checks
+    // below compare kernels of the same split).
+    std::vector<float> unsplit;
     if (s.n_tok == 1) {
       ScopedEnv no_split("BRISK_NO_CUDA_GEMV_SPLIT", "1");
       DevMat out3(*be, s.n_tok, s.n_out);
       be->matmul({.out = out3.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
       unsplit = out3.fetch();
+      // The wide and the two-row kernels: bit-equal to the narrow one.
+      ScopedEnv narrow("BRISK_NO_CUDA_GEMV_WIDE", "1");
+      ScopedEnv one_row("BRISK_NO_CUDA_GEMV_ROWS", "1");
+      DevMat out2(*be, s.n_tok, s.n_out);
+      be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
+      const std::vector<float> got2 = out2.fetch();
+      ASSERT_EQ(std::memcmp(unsplit.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " wide vs narrow";
     }
     if (t == QuantType::Q4_K) {  // the spread lane layout: bit-equal to the adjacent one
+      const std::vector<float>& spread = s.n_tok == 1 ? unsplit : got;
+      ScopedEnv no_split("BRISK_NO_CUDA_GEMV_SPLIT", "1");
       ScopedEnv adjacent("BRISK_NO_CUDA_Q4K_SPREAD", "1");
       DevMat out2(*be, s.n_tok, s.n_out);
       be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
       const std::vector<float> got2 = out2.fetch();
-      ASSERT_EQ(std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " spread vs adjacent";
+      ASSERT_EQ(std::memcmp(spread.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " spread vs adjacent";
     }
     // The reference rounds activations through the weight's vec_dot_type, as the backend
     // does, then takes a double-precision dot; the tolerance scales with sum |w x|.
