@@ -15,12 +15,11 @@
 //     and float FMAs.
 // The per-lane partial sums are reduced with warp shuffles. Larger batches run as several
 // launches of kMaxTok tokens (weights re-read per launch).
-// One-token rows of several passes (down projections: 4096 rows of 14336) are split over up
-// to 8 warps of a block that take the row's passes in turn (kSplit; Q8_0, floats, the wide
-// spread Q4_K and the two-row Q6_K kernels): a launch with one warp per row is one wave of
-// warps that each wait on 2-7 dependent passes, and its tail leaves the memory idle; split, the
-// warps are short and come in several waves (Llama-3.1-8B decode: BF16 196 -> 229 tok/s,
-// Q8_0 366 -> 385, Q4_K_M 361 -> 368).
+// One-token Q8_0 / float rows of several passes (down projections: 4096 rows of 14336) are
+// split over up to 8 warps of a block that take the row's passes in turn (kSplit): a launch
+// with one warp per row is one wave of warps that each wait on 4-7 dependent passes, and its
+// tail leaves the memory idle; split, the warps are short and come in several waves
+// (Llama-3.1-8B decode: BF16 211 -> 228 tok/s, Q8_0 372 -> 382).
 // Q4_K blocks are spread over their lanes so that every warp load reads whole sectors
 // (UnitQ4kSpread: Llama-3.1-8B Q4_K_M matmuls at 64% of the copy bandwidth against 58% with
 // adjacent chunks), and a launch can add a residual to its output in the epilogue
@@ -359,9 +358,12 @@ template <> struct Unit<DevFormat::bf16> : FloatUnit<DevFormat::bf16> {};
 // same units of each, so the activations of a unit are read once for kRows rows (the L1 traffic
 // of the K-quant dots is mostly activations); each row is summed as with kRows = 1.
 // kSpread (Q4_K only): UnitQ4kSpread's lane layout.
-// kSplit > 1 (one row per warp): kSplit consecutive warps share a row (below).
-template <DevFormat F, int NT, int kWide = 1, int kRows = 1, bool kSpread = false, int kSplit = 1>
-__global__ void __launch_bounds__(32 * kMaxWarps, kSplit > 1 ? (F == DevFormat::q4_k || F == DevFormat::q6_k ? 2 : 4) : 1)
+// kSplit > 1 (one row per warp): kSplit consecutive warps share a row (below). Split kernels are
+// built for 4 resident blocks per multiprocessor; the others for kMinB, 0 (unset) unless the
+// launcher asks: a minimum of 1 lets ptxas spend more registers (Q8_0 64 -> 80, Q4_K 64 -> 84),
+// which cuts the resident blocks (Llama-3.1-8B Q4_K_M 433 -> 369 tok/s with 1 for all).
+template <DevFormat F, int NT, int kWide = 1, int kRows = 1, bool kSpread = false, int kSplit = 1, int kMinB = 0>
+__global__ void __launch_bounds__(32 * kMaxWarps, kSplit > 1 ? 4 : kMinB)
     gemv_kernel(GemvParts parts, XRef x, bool early) {
   static_assert(!kSpread || F == DevFormat::q4_k, "the spread layout is Q4_K's");
 
@@ -413,10 +415,11 @@ __global__ void __launch_bounds__(32 * kMaxWarps, kSplit > 1 ? (F == DevFormat::
   };
   // kSplit > 1: the kSplit warps of a row take its passes in turn (warp part takes passes part,
   // part + kSplit, ...), and add their sums through shared memory in warp order.
-  const int64_t first = r0 < n_out ? int64_t(part) * kStep : n_units;  // warps past the end: no passes
-  if (early && first < n_units) load_pass(first);
+  // (kSplit == 1: warps past the end have left, and the first pass is 0 at compile time.)
+  const int64_t first = kSplit == 1 ? 0 : r0 < n_out ? int64_t(part) * kStep : n_units;  // past the end: no passes
+  if (early && (kSplit == 1 || first < n_units)) load_pass(first);
   BRISK_PDL_ENTER();
-  if (!early && first < n_units) load_pass(first);
+  if (!early && (kSplit == 1 || first < n_units)) load_pass(first);
   float acc[kRows][NT];
 #pragma unroll
   for (int j = 0; j < kRows; ++j)
@@ -527,12 +530,11 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
                     n_units > int64_t(Unit<F>::kLanes) * Unit<F>::kUnroll;
   const int64_t step = int64_t(Unit<F>::kLanes) * Unit<F>::kUnroll * (wide ? 2 : 1);
   const int64_t passes = (n_units + step - 1) / step;
-  // One token over rows of more than one pass (Q8_0, floats, spread wide Q4_K, two-row Q6_K):
-  // split rows (gemv_kernel's kSplit), up to one pass per warp. (The adjacent Q4_K layout is
-  // not split, so that it stays bit-equal to the spread one for the tests.)
+  // One token over Q8_0 / float rows of more than one pass: split rows (gemv_kernel's kSplit),
+  // up to one pass per warp. (The wide Q4_K and two-row Q6_K kernels measured no faster split:
+  // 432.5 against 434.5 tok/s for Llama-3.1-8B Q4_K_M.)
   constexpr bool kFloat = F == DevFormat::f32 || F == DevFormat::f16 || F == DevFormat::bf16;
-  const bool can_split = nt == 1 && !flags().no_cuda_gemv_split &&
-                         (F == DevFormat::q8_0 || kFloat || (F == DevFormat::q4_k && wide && !flags().no_cuda_q4k_spread) || two_rows);
+  const bool can_split = nt == 1 && !flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || kFloat);
   int split = 1;
   while (can_split && split * 2 <= passes && split * 2 <= kMaxWarps) split *= 2;
   const int rows_per_warp = 32 / Unit<F>::kLanes * (two_rows ? 2 : 1);
@@ -568,9 +570,7 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   }
   if constexpr (F == DevFormat::q6_k) {
     if (two_rows) {
-      if (split == 4) launch_kernel(gemv_kernel<F, 1, 1, 2, false, 4>, grid, block, 0, s, parts, x, early);
-      else if (split == 2) launch_kernel(gemv_kernel<F, 1, 1, 2, false, 2>, grid, block, 0, s, parts, x, early);
-      else launch_kernel(gemv_kernel<F, 1, 1, 2>, grid, block, 0, s, parts, x, early);
+      launch_kernel(gemv_kernel<F, 1, 1, 2>, grid, block, 0, s, parts, x, early);
       return;
     }
   }
@@ -579,14 +579,18 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   const bool spread = kCanSpread && !flags().no_cuda_q4k_spread;
   if constexpr (F == DevFormat::q4_k || F == DevFormat::q6_k) {
     if (wide) {
-      if (spread && split == 2)
-        launch_kernel(gemv_kernel<F, 1, 2, 1, kCanSpread, 2>, grid, block, 0, s, parts, x, early);
-      else if (spread && split == 4)
-        launch_kernel(gemv_kernel<F, 1, 2, 1, kCanSpread, 4>, grid, block, 0, s, parts, x, early);
-      else if (spread)
+      if (spread)
         launch_kernel(gemv_kernel<F, 1, 2, 1, kCanSpread>, grid, block, 0, s, parts, x, early);
       else
         launch_kernel(gemv_kernel<F, 1, 2>, grid, block, 0, s, parts, x, early);
+      return;
+    }
+  }
+  if constexpr (F == DevFormat::q8_0) {
+    // One-token Q8_0 rows of one pass: built with a minimum of 1 resident block (80 registers,
+    // 3 blocks per multiprocessor instead of 4; same code): 382.0 against 378.8 tok/s.
+    if (nt == 1 && split == 1) {
+      launch_kernel(gemv_kernel<F, 1, 1, 1, false, 1, 1>, grid, block, 0, s, parts, x, early);
       return;
     }
   }
