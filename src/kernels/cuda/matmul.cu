@@ -15,11 +15,11 @@
 //     and float FMAs.
 // The per-lane partial sums are reduced with warp shuffles. Larger batches run as several
 // launches of kMaxTok tokens (weights re-read per launch).
-// One-token Q8_0 / float rows of several passes (down projections: 4096 rows of 14336) are
-// split over up to 8 warps of a block that take the row's passes in turn (kSplit): a launch
-// with one warp per row is one wave of warps that each wait on 4-7 dependent passes, and its
-// tail leaves the memory idle; split, the warps are short and come in several waves
-// (Llama-3.1-8B decode: BF16 211 -> 228 tok/s, Q8_0 372 -> 382).
+// One-token Q8_0 / float / spread Q4_K rows of several passes (down projections: 4096 rows of
+// 14336) are split over up to 8 warps of a block that take the row's passes in turn (kSplit):
+// a launch with one warp per row is one wave of warps that each wait on 4-7 dependent passes,
+// and its tail leaves the memory idle; split, the warps are short and come in several waves
+// (Llama-3.1-8B decode: BF16 211 -> 228 tok/s, Q8_0 372 -> 382, Q4_K_M 435 -> 450).
 // Q4_K blocks are spread over their lanes so that every warp load reads whole sectors
 // (UnitQ4kSpread: Llama-3.1-8B Q4_K_M matmuls at 64% of the copy bandwidth against 58% with
 // adjacent chunks), and a launch can add a residual to its output in the epilogue
@@ -521,20 +521,24 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
                  bool early, cudaStream_t s) {
   // One token over Q6_K: two rows per warp (gemv_kernel's kRows; Q4_K measured slower with 2
   // or 4, as was Q6_K's wide variant with 2 rows).
+  // One token over spread Q4_K rows: the usual units per lane and pass, rows of several passes
+  // split over warps (below), instead of the wide kernel (Llama-3.1-8B Q4_K_M 435 -> 450 tok/s).
+  const bool q4k_split = F == DevFormat::q4_k && nt == 1 && !flags().no_cuda_gemv_split && !flags().no_cuda_q4k_spread;
   const bool two_rows = F == DevFormat::q6_k && nt == 1 && !flags().no_cuda_gemv_rows;
   const int64_t n_units = a[0].w.n_in / (F == DevFormat::f32 ? 4 : F == DevFormat::f16 || F == DevFormat::bf16 ? 8
                                          : F == DevFormat::q4_k ? 64 : F == DevFormat::q6_k ? 128 : 32);
   // One token over K-quant rows of more than one pass: the wide variant (measured slower for
   // BF16 and no faster for Q8_0, whose passes already hold 4-8 units per lane).
-  const bool wide = (F == DevFormat::q4_k || F == DevFormat::q6_k) && !two_rows && nt == 1 && !flags().no_cuda_gemv_wide &&
+  const bool wide = (F == DevFormat::q4_k || F == DevFormat::q6_k) && !two_rows && nt == 1 && !flags().no_cuda_gemv_wide && !q4k_split &&
                     n_units > int64_t(Unit<F>::kLanes) * Unit<F>::kUnroll;
   const int64_t step = int64_t(Unit<F>::kLanes) * Unit<F>::kUnroll * (wide ? 2 : 1);
   const int64_t passes = (n_units + step - 1) / step;
-  // One token over Q8_0 / float rows of more than one pass: split rows (gemv_kernel's kSplit),
-  // up to one pass per warp. (The wide Q4_K and two-row Q6_K kernels measured no faster split:
-  // 432.5 against 434.5 tok/s for Llama-3.1-8B Q4_K_M.)
+  // One token over Q8_0 / float / spread Q4_K rows of more than one pass: split rows
+  // (gemv_kernel's kSplit), up to one pass per warp. (The wide Q4_K kernel split measured 432.5
+  // against 434.5 tok/s for Llama-3.1-8B Q4_K_M, and the Q6_K kernels split slower too: the
+  // down projection 30.2 us with one row per warp in 4 warps against 22.4 for two rows a warp.)
   constexpr bool kFloat = F == DevFormat::f32 || F == DevFormat::f16 || F == DevFormat::bf16;
-  const bool can_split = nt == 1 && !flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || kFloat);
+  const bool can_split = nt == 1 && !flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || kFloat || q4k_split);
   int split = 1;
   while (can_split && split * 2 <= passes && split * 2 <= kMaxWarps) split *= 2;
   const int rows_per_warp = 32 / Unit<F>::kLanes * (two_rows ? 2 : 1);
@@ -598,6 +602,11 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
     if (split == 8) { launch_kernel(gemv_kernel<F, 1, 1, 1, false, 8>, grid, block, 0, s, parts, x, early); return; }
     if (split == 4) { launch_kernel(gemv_kernel<F, 1, 1, 1, false, 4>, grid, block, 0, s, parts, x, early); return; }
     if (split == 2) { launch_kernel(gemv_kernel<F, 1, 1, 1, false, 2>, grid, block, 0, s, parts, x, early); return; }
+  }
+  if constexpr (F == DevFormat::q4_k) {
+    if (split == 8) { launch_kernel(gemv_kernel<F, 1, 1, 1, kCanSpread, 8>, grid, block, 0, s, parts, x, early); return; }
+    if (split == 4) { launch_kernel(gemv_kernel<F, 1, 1, 1, kCanSpread, 4>, grid, block, 0, s, parts, x, early); return; }
+    if (split == 2) { launch_kernel(gemv_kernel<F, 1, 1, 1, kCanSpread, 2>, grid, block, 0, s, parts, x, early); return; }
   }
   if (spread) {
 #define BRISK_GEMV_CASE(N) \
