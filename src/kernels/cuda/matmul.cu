@@ -519,11 +519,11 @@ DevFormat dev_format(QuantType t) {
 template <DevFormat F>
 void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat* res, const Mat* sum, int64_t t0, int nt,
                  bool early, cudaStream_t s) {
-  // One token over Q6_K: two rows per warp (gemv_kernel's kRows; Q4_K measured slower with 2
-  // or 4, as was Q6_K's wide variant with 2 rows).
   // One token over spread Q4_K rows: the usual units per lane and pass, rows of several passes
   // split over warps (below), instead of the wide kernel (Llama-3.1-8B Q4_K_M 435 -> 450 tok/s).
   const bool q4k_split = F == DevFormat::q4_k && nt == 1 && !flags().no_cuda_gemv_split && !flags().no_cuda_q4k_spread;
+  // One token over Q6_K: two rows per warp (gemv_kernel's kRows; Q4_K measured slower with 2
+  // or 4, as was Q6_K's wide variant with 2 rows).
   const bool two_rows = F == DevFormat::q6_k && nt == 1 && !flags().no_cuda_gemv_rows;
   const int64_t n_units = a[0].w.n_in / (F == DevFormat::f32 ? 4 : F == DevFormat::f16 || F == DevFormat::bf16 ? 8
                                          : F == DevFormat::q4_k ? 64 : F == DevFormat::q6_k ? 128 : 32);
@@ -538,7 +538,7 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   // against 434.5 tok/s for Llama-3.1-8B Q4_K_M, and the Q6_K kernels split slower too: the
   // down projection 30.2 us with one row per warp in 4 warps against 22.4 for two rows a warp.)
   constexpr bool kFloat = F == DevFormat::f32 || F == DevFormat::f16 || F == DevFormat::bf16;
-  const bool can_split = nt == 1 && !flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || kFloat || q4k_split);
+  const bool can_split = q4k_split || (nt == 1 && !flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || kFloat));
   int split = 1;
   while (can_split && split * 2 <= passes && split * 2 <= kMaxWarps) split *= 2;
   const int rows_per_warp = 32 / Unit<F>::kLanes * (two_rows ? 2 : 1);
@@ -598,12 +598,7 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
       return;
     }
   }
-  if constexpr (F == DevFormat::q8_0 || kFloat) {
-    if (split == 8) { launch_kernel(gemv_kernel<F, 1, 1, 1, false, 8>, grid, block, 0, s, parts, x, early); return; }
-    if (split == 4) { launch_kernel(gemv_kernel<F, 1, 1, 1, false, 4>, grid, block, 0, s, parts, x, early); return; }
-    if (split == 2) { launch_kernel(gemv_kernel<F, 1, 1, 1, false, 2>, grid, block, 0, s, parts, x, early); return; }
-  }
-  if constexpr (F == DevFormat::q4_k) {
+  if constexpr (F == DevFormat::q8_0 || kFloat || F == DevFormat::q4_k) {  // split rows (Q4_K: spread only)
     if (split == 8) { launch_kernel(gemv_kernel<F, 1, 1, 1, kCanSpread, 8>, grid, block, 0, s, parts, x, early); return; }
     if (split == 4) { launch_kernel(gemv_kernel<F, 1, 1, 1, kCanSpread, 4>, grid, block, 0, s, parts, x, early); return; }
     if (split == 2) { launch_kernel(gemv_kernel<F, 1, 1, 1, kCanSpread, 2>, grid, block, 0, s, parts, x, early); return; }
