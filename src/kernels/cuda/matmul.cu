@@ -27,6 +27,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <atomic>
 #include <type_traits>
 
 #include "kernels/cuda/dequant.cuh"
@@ -514,6 +515,25 @@ DevFormat dev_format(QuantType t) {
   }
 }
 
+// Blocks of `warps` warps of kernel k resident on the whole device at once (cached per kernel
+// variant `slot` and block size; 0 where the query fails).
+template <typename K>
+int64_t resident_blocks(K k, int warps, int slot) {
+  static std::atomic<int64_t> cache[2][kMaxWarps + 1] = {};
+  std::atomic<int64_t>& c = cache[slot][warps];
+  int64_t n = c.load(std::memory_order_relaxed);
+  if (n == 0) {
+    int b = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, k, 32 * warps, 0) != cudaSuccess) {
+      cudaGetLastError();
+      b = 0;
+    }
+    n = b > 0 ? int64_t(b) * sm_count() : -1;
+    c.store(n, std::memory_order_relaxed);
+  }
+  return n > 0 ? n : 0;
+}
+
 // Warps per block: kMaxWarps, halved while that leaves fewer than two blocks per multiprocessor
 // (small matrices spread over more multiprocessors); counted over all parts of the launch.
 template <DevFormat F>
@@ -592,9 +612,21 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   }
   if constexpr (F == DevFormat::q8_0) {
     // One-token Q8_0 rows of one pass: built with a minimum of 1 resident block (80 registers,
-    // 3 blocks per multiprocessor instead of 4; same code): 382.0 against 378.8 tok/s.
+    // 3 blocks per multiprocessor instead of 4; same code): 382.0 against 378.8 tok/s. Where
+    // the launch is one wave of the 64-register build and more of the 80-register one, the
+    // former: e.g. an o-projection of 512 blocks of 8 warps is one wave of 528 at 4 blocks per
+    // multiprocessor, 1.3 waves of 396 at 3 (10.4-10.9 us against 11.7-12.0 event-timed). (Over
+    // many waves the warps stagger and the faster build wins: gate / up 28672 rows took 34.4-35.1
+    // us with it, 35.6-36.3 with the 64-register one; q / k / v, 768 blocks, 1.9 waves at 3 and
+    // 1.5 at 4: Llama-3.1-8B Q8_0 384.5 against 393.4 tok/s with the 64-register build.)
     if (nt == 1 && split == 1) {
-      launch_kernel(gemv_kernel<F, 1, 1, 1, false, 1, 1>, grid, block, 0, s, parts, x, early);
+      auto k80 = gemv_kernel<F, 1, 1, 1, false, 1, 1>;
+      auto k64 = gemv_kernel<F, 1>;
+      const int64_t blocks = parts.p[n_parts - 1].block_end;
+      if (!flags().no_cuda_gemv_waves && blocks <= resident_blocks(k64, warps, 0) && blocks > resident_blocks(k80, warps, 1))
+        launch_kernel(k64, grid, block, 0, s, parts, x, early);
+      else
+        launch_kernel(k80, grid, block, 0, s, parts, x, early);
       return;
     }
   }
