@@ -361,9 +361,9 @@ template <> struct Unit<DevFormat::bf16> : FloatUnit<DevFormat::bf16> {};
 // kSpread (Q4_K only): UnitQ4kSpread's lane layout.
 // kSplit > 1 (one row per warp): kSplit consecutive warps share a row (below). Split kernels are
 // built for kMinB resident blocks per multiprocessor where given (Q8_0: 3), else 4; the others
-// for kMinB, 0 (unset) unless the
-// launcher asks: a minimum of 1 lets ptxas spend more registers (Q8_0 64 -> 80, Q4_K 64 -> 84),
-// which cuts the resident blocks (Llama-3.1-8B Q4_K_M 433 -> 369 tok/s with 1 for all).
+// for kMinB, 0 (unset) unless the launcher asks: a minimum of 1 lets ptxas spend more registers
+// (Q8_0 64 -> 80, Q4_K 64 -> 84), which cuts the resident blocks (Llama-3.1-8B Q4_K_M 433 -> 369
+// tok/s with 1 for all).
 template <DevFormat F, int NT, int kWide = 1, int kRows = 1, bool kSpread = false, int kSplit = 1, int kMinB = 0>
 __global__ void __launch_bounds__(32 * kMaxWarps, kSplit > 1 ? (kMinB ? kMinB : 4) : kMinB)
     gemv_kernel(GemvParts parts, XRef x, bool early) {
@@ -516,16 +516,16 @@ DevFormat dev_format(QuantType t) {
   }
 }
 
-// Blocks of `warps` warps of kernel k resident on the whole device at once (cached per kernel
-// variant `slot` and block size; 0 where the query fails).
-template <typename K>
-int64_t resident_blocks(K k, int warps, int slot) {
-  static std::atomic<int64_t> cache[2][kMaxWarps + 1] = {};
-  std::atomic<int64_t>& c = cache[slot][warps];
+// Blocks of `warps` warps of Kernel resident on the whole device at once (cached per kernel and
+// block size; 0 where the query fails).
+template <auto Kernel>
+int64_t resident_blocks(int warps) {
+  static std::atomic<int64_t> cache[kMaxWarps + 1] = {};
+  std::atomic<int64_t>& c = cache[warps];
   int64_t n = c.load(std::memory_order_relaxed);
   if (n == 0) {
     int b = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, k, 32 * warps, 0) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, Kernel, 32 * warps, 0) != cudaSuccess) {
       cudaGetLastError();
       b = 0;
     }
@@ -621,10 +621,10 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
     // us with it, 35.6-36.3 with the 64-register one; q / k / v, 768 blocks, 1.9 waves at 3 and
     // 1.5 at 4: Llama-3.1-8B Q8_0 384.5 against 393.4 tok/s with the 64-register build.)
     if (nt == 1 && split == 1) {
-      auto k80 = gemv_kernel<F, 1, 1, 1, false, 1, 1>;
-      auto k64 = gemv_kernel<F, 1>;
+      constexpr auto k80 = gemv_kernel<F, 1, 1, 1, false, 1, 1>;
+      constexpr auto k64 = gemv_kernel<F, 1>;
       const int64_t blocks = parts.p[n_parts - 1].block_end;
-      if (!flags().no_cuda_gemv_waves && blocks <= resident_blocks(k64, warps, 0) && blocks > resident_blocks(k80, warps, 1))
+      if (!flags().no_cuda_gemv_waves && blocks <= resident_blocks<k64>(warps) && blocks > resident_blocks<k80>(warps))
         launch_kernel(k64, grid, block, 0, s, parts, x, early);
       else
         launch_kernel(k80, grid, block, 0, s, parts, x, early);
