@@ -131,6 +131,13 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
       const std::vector<float> got2 = out2.fetch();
       ASSERT_EQ(std::memcmp(spread.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " spread vs adjacent";
     }
+    if (t == QuantType::Q6_K) {  // the spread lane layout: bit-equal to halves per lane
+      ScopedEnv halves("BRISK_NO_CUDA_Q6K_SPREAD", "1");
+      DevMat out2(*be, s.n_tok, s.n_out);
+      be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
+      const std::vector<float> got2 = out2.fetch();
+      ASSERT_EQ(std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " spread vs halves";
+    }
     // The reference rounds activations through the weight's vec_dot_type, as the backend
     // does, then takes a double-precision dot; the tolerance scales with sum |w x|.
     DevMat ref_out(*be, s.n_tok, s.n_out);
@@ -743,8 +750,8 @@ TEST(CudaBackend, MatmulResidualAddMatchesUnfused) {
 }
 
 // Decode-like steps (embedding, norm, K-quant / Q8_0 / BF16 matmuls, rope, KV store, split
-// attention) with and without CUDA graphs: bit-identical outputs at every step, and the graph
-// backend really replays its captured step.
+// attention, gated activation) with and without CUDA graphs: bit-identical outputs at every
+// step, and the graph backend really replays its captured step.
 std::vector<std::vector<float>> run_steps(Backend& be, int n_steps, std::vector<QuantWeight>& keep) {
   const int64_t n_embd = 256, n_head = 4, n_head_kv = 2, hd = 64, vocab = 40, cap = 200;
   keep.push_back(make_weight(QuantType::Q8_0, vocab, n_embd, 51));
@@ -752,13 +759,15 @@ std::vector<std::vector<float>> run_steps(Backend& be, int n_steps, std::vector<
   keep.push_back(make_weight(QuantType::Q6_K, n_head_kv * hd, n_embd, 53));
   keep.push_back(make_weight(QuantType::Q4_0, n_head_kv * hd, n_embd, 54));
   keep.push_back(make_weight(QuantType::BF16, n_embd, n_head * hd, 55));
+  keep.push_back(make_weight(QuantType::Q4_K, n_embd, n_embd, 56));
   const size_t b = keep.size();
-  const Weight emb = keep[b - 5].w, wq = keep[b - 4].w, wk = keep[b - 3].w, wv = keep[b - 2].w, wo = keep[b - 1].w;
+  const Weight emb = keep[b - 6].w, wq = keep[b - 5].w, wk = keep[b - 4].w, wv = keep[b - 3].w, wo = keep[b - 2].w,
+               wd = keep[b - 1].w;
   auto mat = [&](int64_t cols) {
     return Mat{.data = static_cast<float*>(be.alloc(sizeof(float) * size_t(cols))), .rows = 1, .cols = cols};
   };
   const Mat x = mat(n_embd), h = mat(n_embd), q = mat(n_head * hd), k = mat(n_head_kv * hd), v = mat(n_head_kv * hd),
-            att = mat(n_head * hd), o = mat(n_embd);
+            att = mat(n_head * hd), o = mat(n_embd), gt = mat(n_embd), o2 = mat(n_embd);
   const size_t rb = size_t(n_head_kv * hd) * 2;
   const std::vector<int32_t> table = testing::test_kv_table(1, (cap + 15) / 16, testing::KvLayout::scrambled);
   auto* dev_table = static_cast<int32_t*>(be.alloc(sizeof(int32_t) * table.size()));
@@ -791,9 +800,12 @@ std::vector<std::vector<float>> run_steps(Backend& be, int n_steps, std::vector<
                   .n_head_kv = int32_t(n_head_kv), .head_dim = int32_t(hd), .scale = 0.125f});
     be.matmul({.out = o, .x = att, .w = wo});
     be.add({.out = o, .a = o, .b = x});
+    be.gated_act({.out = gt, .gate = o, .up = x});  // quantized for the Q4_K matmul inside, in a graph
+    be.matmul({.out = o2, .x = gt, .w = wd});
     be.end_step();
-    std::vector<float> got(static_cast<size_t>(n_embd));
-    be.copy(got.data(), o.data, sizeof(float) * got.size());
+    std::vector<float> got(static_cast<size_t>(2 * n_embd));
+    be.copy(got.data(), o.data, sizeof(float) * size_t(n_embd));
+    be.copy(got.data() + n_embd, o2.data, sizeof(float) * size_t(n_embd));
     outs.push_back(std::move(got));
   }
   return outs;

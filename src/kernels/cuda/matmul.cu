@@ -22,8 +22,8 @@
 // (Llama-3.1-8B decode: BF16 211 -> 228 tok/s, Q8_0 372 -> 382, Q4_K_M 435 -> 450).
 // Q4_K blocks are spread over their lanes so that every warp load reads whole sectors
 // (UnitQ4kSpread: Llama-3.1-8B Q4_K_M matmuls at 64% of the copy bandwidth against 58% with
-// adjacent chunks), and a launch can add a residual to its output in the epilogue
-// (launch_matmul_add).
+// adjacent chunks), Q6_K blocks likewise (UnitQ6kSpread: the Q6_K output GEMV 157 -> 125 us),
+// and a launch can add a residual to its output in the epilogue (launch_matmul_add).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -293,6 +293,62 @@ struct Unit<DevFormat::q6_k> {
   }
 };
 
+// Q6_K with each block's bytes spread over its 2 lanes so that each load instruction of a warp
+// reads whole 32-byte sectors: lane p takes elements 16 p .. 16 p + 15 of every 32-element
+// quarter of both halves (the ql bytes 32 k + 16 p .. + 15 for k = 0..3 and the qh bytes
+// 128 + 32 m + 16 p .. + 15 for m = 0, 1; all 16 scale bytes), where Unit<q6_k> gives lane h the
+// half h (ql bytes 64 h + 16 k, each load instruction then half of 32 sectors). The activation
+// loads cover 16 full sectors per instruction too. The block's integer sum is the same integer
+// (the same terms, grouped by lane differently), so results equal Unit<q6_k>'s.
+struct UnitQ6kSpread : Unit<DevFormat::q6_k> {
+  struct Raw { uint4 l[4], hq[2], sc; float d; };
+  static __device__ void load(const RowRef& w, int64_t u, Raw& r) {
+    const uint8_t* blk = w.qs + 208 * (u >> 1);
+    const int p = int(u & 1);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) r.l[k] = ld_stream(blk + 32 * k + 16 * p);
+    r.hq[0] = ld_stream(blk + 128 + 16 * p);
+    r.hq[1] = ld_stream(blk + 160 + 16 * p);
+    r.sc = ld_stream(blk + 192);
+    r.d = half_at(w.sc, u >> 1);
+  }
+  static __device__ float dot(const Raw& r, const XRef& x, int t, int64_t u) {
+    const int p = int(u & 1);
+    const int4* xq = reinterpret_cast<const int4*>(x.q + t * x.n_in + 256 * (u >> 1) + 16 * p);
+    const uint32_t* L = reinterpret_cast<const uint32_t*>(r.l);   // ql words [16]: chunk 2 h + (q & 1)
+    const uint32_t* H = reinterpret_cast<const uint32_t*>(r.hq);  // qh words [8]: chunk h
+    const uint32_t* S = reinterpret_cast<const uint32_t*>(&r.sc);  // scale words [4]
+    int isum = 0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {        // half: elements 128 h ..
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {      // quarter: elements 128 h + 32 q + 16 p .. + 15
+        const int4 xv = xq[(128 * h + 32 * q) / 16];
+        const int X[4] = {xv.x, xv.y, xv.z, xv.w};
+        int s = 0, bx = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const uint32_t lo = (L[4 * (2 * h + (q & 1)) + k] >> (4 * (q >> 1))) & 0x0f0f0f0fu;
+          const uint32_t hi = ((H[4 * h + k] >> (2 * q)) & 0x03030303u) << 4;
+          s = __dp4a(int(lo | hi), X[k], s);
+          bx = __dp4a(0x01010101, X[k], bx);
+        }
+        const int sb = 8 * h + 2 * q + p;  // scale byte: group p of quarter q of half h
+        const int scale = int(int8_t(uint8_t(S[sb >> 2] >> (8 * (sb & 3)))));
+        isum += scale * (s - 32 * bx);
+      }
+    }
+    isum += __shfl_xor_sync(0xffffffffu, isum, 1);
+    if (u & 1) return 0.0f;
+    const float xd = x.d[t * (x.n_in / 256) + (u >> 1)];
+    return __fmul_rn(__fmul_rn(r.d, xd), float(isum));
+  }
+};
+
+// The spread lane layout of a K-quant format.
+template <DevFormat F>
+using SpreadUnit = std::conditional_t<F == DevFormat::q6_k, UnitQ6kSpread, UnitQ4kSpread>;
+
 // Float formats: a unit is 16 bytes of weights (8 F16/BF16 or 4 F32 elements).
 template <DevFormat F>
 struct FloatUnit {
@@ -358,7 +414,7 @@ template <> struct Unit<DevFormat::bf16> : FloatUnit<DevFormat::bf16> {};
 // kRows > 1 (formats of 32 lanes per row) gives a warp kRows consecutive rows: a lane takes the
 // same units of each, so the activations of a unit are read once for kRows rows (the L1 traffic
 // of the K-quant dots is mostly activations); each row is summed as with kRows = 1.
-// kSpread (Q4_K only): UnitQ4kSpread's lane layout.
+// kSpread (Q4_K / Q6_K): the spread lane layout (UnitQ4kSpread, UnitQ6kSpread).
 // kSplit > 1 (one row per warp): kSplit consecutive warps share a row (below). Split kernels are
 // built for kMinB resident blocks per multiprocessor where given (Q8_0: 3), else 4; the others
 // for kMinB, 0 (unset) unless the launcher asks: a minimum of 1 lets ptxas spend more registers
@@ -367,9 +423,9 @@ template <> struct Unit<DevFormat::bf16> : FloatUnit<DevFormat::bf16> {};
 template <DevFormat F, int NT, int kWide = 1, int kRows = 1, bool kSpread = false, int kSplit = 1, int kMinB = 0>
 __global__ void __launch_bounds__(32 * kMaxWarps, kSplit > 1 ? (kMinB ? kMinB : 4) : kMinB)
     gemv_kernel(GemvParts parts, XRef x, bool early) {
-  static_assert(!kSpread || F == DevFormat::q4_k, "the spread layout is Q4_K's");
+  static_assert(!kSpread || F == DevFormat::q4_k || F == DevFormat::q6_k, "the spread layouts are Q4_K's and Q6_K's");
 
-  using U = std::conditional_t<kSpread, UnitQ4kSpread, Unit<F>>;
+  using U = std::conditional_t<kSpread, SpreadUnit<F>, Unit<F>>;
   constexpr int kUnroll = U::kUnroll * kWide;
   constexpr int kLanes = U::kLanes;         // lanes per row
   static_assert(kRows == 1 || kLanes == 32, "several rows per warp: one row across the warp");
@@ -593,15 +649,19 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   } else {
     x.f = a[0].x.row(t0);
   }
+  // Q4_K / Q6_K: the spread lane layouts unless BRISK_NO_CUDA_Q4K_SPREAD / _Q6K_SPREAD.
+  constexpr bool kCanSpread = F == DevFormat::q4_k || F == DevFormat::q6_k;
+  const bool spread = F == DevFormat::q4_k ? !flags().no_cuda_q4k_spread
+                      : F == DevFormat::q6_k ? !flags().no_cuda_q6k_spread : false;
   if constexpr (F == DevFormat::q6_k) {
     if (two_rows) {
-      launch_kernel(gemv_kernel<F, 1, 1, 2>, grid, block, 0, s, parts, x, early);
+      if (spread)
+        launch_kernel(gemv_kernel<F, 1, 1, 2, kCanSpread>, grid, block, 0, s, parts, x, early);
+      else
+        launch_kernel(gemv_kernel<F, 1, 1, 2>, grid, block, 0, s, parts, x, early);
       return;
     }
   }
-  // Q4_K: the spread lane layout (UnitQ4kSpread) unless BRISK_NO_CUDA_Q4K_SPREAD.
-  constexpr bool kCanSpread = F == DevFormat::q4_k;
-  const bool spread = kCanSpread && !flags().no_cuda_q4k_spread;
   if constexpr (F == DevFormat::q4_k || F == DevFormat::q6_k) {
     if (wide) {
       if (spread)
