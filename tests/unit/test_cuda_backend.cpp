@@ -94,10 +94,12 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
   // Wide rows take several unrolled passes per lane (some lanes past the end); [1 x 4352] x
   // [9001]: one-token Q6_K rows of two passes, two per warp, the last warp's second row missing;
   // [1 x 14336] x [37]: one-token Q8_0 / float / Q4_K rows split over 4-8 warps; [1 x 1024] x
-  // [4000]: one-pass Q8_0 rows in one wave of the 64-register kernel.
+  // [4000]: one-pass Q8_0 rows in one wave of the 64-register kernel; [1 x 36864] x [5]: Q4_K
+  // rows of 9 passes in blocks of at most 4 warps (8 for the other formats).
   for (const Shape s : {Shape{1, 256, 64, false}, Shape{3, 512, 33, true}, Shape{9, 256, 130, false},
                         Shape{17, 768, 7, true}, Shape{1, 5120, 24, true}, Shape{5, 12288, 9, false},
-                        Shape{1, 4352, 9001, true}, Shape{1, 14336, 37, true}, Shape{1, 1024, 4000, true}}) {
+                        Shape{1, 4352, 9001, true}, Shape{1, 14336, 37, true}, Shape{1, 1024, 4000, true},
+                        Shape{1, 36864, 5, false}}) {
     const std::string what = str_cat(quant_type_info(t).name, " [", s.n_tok, "x", s.n_in, "] x [", s.n_out, "]");
     keep.push_back(make_weight(t, s.n_out, s.n_in, uint32_t(s.n_in + s.n_out)));
     const QuantWeight& q = keep.back();

@@ -616,16 +616,17 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   // down projection 30.2 us with one row per warp in 4 warps against 22.4 for two rows a warp.)
   constexpr bool kFloat = F == DevFormat::f32 || F == DevFormat::f16 || F == DevFormat::bf16;
   const bool can_split = q4k_split || (nt == 1 && !flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || kFloat));
-  int split = 1;
-  while (can_split && split * 2 <= passes && split * 2 <= kMaxWarps) split *= 2;
-  const int rows_per_warp = 32 / Unit<F>::kLanes * (two_rows ? 2 : 1);
-  int64_t rows = 0;
-  for (int i = 0; i < n_parts; ++i) rows += a[i].w.n_out;
   // One token over Q4_K / Q6_K rows: blocks of at most 4 warps, whose resident slots free as
   // soon as their 4 warps finish (Llama-3.1-8B Q4_K_M 461.0 -> 465.8-466.1 tok/s, gate / up
   // 24.0-24.6 -> 23.2-23.7 us event-timed; Q8_0 measured slower with 4: 391.8 against 396.6).
   const bool small_blocks = nt == 1 && (F == DevFormat::q4_k || F == DevFormat::q6_k) && !flags().no_cuda_gemv_small_blocks;
-  int warps = small_blocks ? kMaxWarps / 2 : kMaxWarps;
+  const int max_warps = small_blocks ? kMaxWarps / 2 : kMaxWarps;
+  int split = 1;
+  while (can_split && split * 2 <= passes && split * 2 <= max_warps) split *= 2;
+  const int rows_per_warp = 32 / Unit<F>::kLanes * (two_rows ? 2 : 1);
+  int64_t rows = 0;
+  for (int i = 0; i < n_parts; ++i) rows += a[i].w.n_out;
+  int warps = max_warps;
   while (warps > split && (rows * split + warps * rows_per_warp - 1) / (warps * rows_per_warp) < 2 * sm_count()) warps /= 2;
   const int64_t rows_per_block = int64_t(warps / split) * rows_per_warp;
   GemvParts parts{};
