@@ -558,7 +558,8 @@ __global__ void __launch_bounds__(32 * kMaxWarps, kSplit > 1 ? (kMinB ? kMinB : 
 // activation loads, the dots, the sums of 16 and the reductions remain: the launches that fit in
 // one wave (q / k, v, o) find their weights decoded when their input lands (Llama-3.1-8B Q4_K_M
 // 465.5 / 466.0 -> 477.9 / 478.7 tok/s with one-pass rows).
-// kSplit > 1: the row's passes (one per warp) are split as gemv_kernel splits them.
+// kSplit > 1: the row's passes (one per warp) are split as gemv_kernel splits them. kMixed: parts
+// whose bit is set in q6k_parts are Q6_K rows (q6k_early_row; one pass, one row per warp).
 __device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c) {
   int d;
   asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
@@ -595,8 +596,81 @@ __device__ __forceinline__ void q4k_decode(const UnitQ4kSpread::Raw& r, int jq, 
   o.dmin = half_bits_to_f32(uint16_t(r.h.x >> 16));
 }
 
-template <int kSplit>
-__global__ void __launch_bounds__(32 * kMaxWarps, 4) q4k_early_kernel(GemvParts parts, XRef x, bool early) {
+// A one-pass Q6_K row (n_in <= 4096: one spread unit per lane) of a q4k_early_kernel launch that
+// also holds Q4_K parts (q / k with a Q6_K v): the lane's 128 six-bit values are assembled into
+// bytes before the wait, the dots and sums after it. Same integers, float steps and shuffle tree
+// as gemv_kernel's spread Q6_K rows (bit-equal).
+__device__ __forceinline__ void q6k_early_row(const GemvPart& P, int64_t r, const XRef& x, int lane, bool early) {
+  if (r >= P.n_out) {
+    BRISK_PDL_ENTER();
+    return;
+  }
+  const int64_t n_units = x.n_in / 128;
+  const bool ok = lane < n_units;  // a block's 2 lanes alike (n_units is even)
+  const int p = lane & 1;
+  const RowRef row{.qs = P.w + size_t(r) * P.L.qs_row, .sc = P.w + P.L.sc_offset + size_t(r) * P.L.sc_row};
+  uint32_t q[32];  // 6-bit values: words 4 (4 h + qq) + k hold elements 128 h + 32 qq + 16 p + 4 k ..
+  uint4 scw;
+  float d = 0.0f;
+  auto load_decode = [&] {
+    UnitQ6kSpread::Raw raw;
+    if (ok) {
+      UnitQ6kSpread::load(row, lane, raw);
+    } else {
+      raw.l[0] = raw.l[1] = raw.l[2] = raw.l[3] = raw.hq[0] = raw.hq[1] = raw.sc = make_uint4(0, 0, 0, 0);
+      raw.d = 0.0f;
+    }
+    const uint32_t* L = reinterpret_cast<const uint32_t*>(raw.l);
+    const uint32_t* H = reinterpret_cast<const uint32_t*>(raw.hq);
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int qq = 0; qq < 4; ++qq)
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          q[4 * (4 * h + qq) + k] = ((L[4 * (2 * h + (qq & 1)) + k] >> (4 * (qq >> 1))) & 0x0f0f0f0fu) |
+                                    (((H[4 * h + k] >> (2 * qq)) & 0x03030303u) << 4);
+    scw = raw.sc;
+    d = raw.d;
+  };
+  if (early) load_decode();
+  BRISK_PDL_ENTER();
+  if (!early) load_decode();
+  const int64_t u = ok ? lane : 0;  // lanes without a unit read unit 0's activations, drop the result
+  const int4* xq = reinterpret_cast<const int4*>(x.q + 256 * (u >> 1) + 16 * p);
+  const uint32_t* S = reinterpret_cast<const uint32_t*>(&scw);
+  int isum = 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+#pragma unroll
+    for (int qq = 0; qq < 4; ++qq) {
+      const int4 xv = xq[(128 * h + 32 * qq) / 16];
+      const int X[4] = {xv.x, xv.y, xv.z, xv.w};
+      int sd = 0, bx = 0;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        sd = __dp4a(int(q[4 * (4 * h + qq) + k]), X[k], sd);
+        bx = __dp4a(0x01010101, X[k], bx);
+      }
+      const int sb = 8 * h + 2 * qq + p;
+      const int scale = int(int8_t(uint8_t(S[sb >> 2] >> (8 * (sb & 3)))));
+      isum += scale * (sd - 32 * bx);
+    }
+  }
+  isum += __shfl_xor_sync(0xffffffffu, isum, 1);
+  float acc = 0.0f;
+  if (ok && p == 0) acc += __fmul_rn(__fmul_rn(d, x.d[u >> 1]), float(isum));
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if (lane == 0) {
+    const float o = acc + (P.bias ? P.bias[r] : 0.0f);
+    P.out[r] = o;
+    if (P.res) P.sum[r] = P.res[r] + o;
+  }
+}
+
+template <int kSplit, bool kMixed = false>
+__global__ void __launch_bounds__(32 * kMaxWarps, 4) q4k_early_kernel(GemvParts parts, XRef x, unsigned q6k_parts, bool early) {
   int m = 0;
 #pragma unroll
   for (int i = 0; i + 1 < kMaxParts; ++i)
@@ -605,6 +679,10 @@ __global__ void __launch_bounds__(32 * kMaxWarps, 4) q4k_early_kernel(GemvParts 
   const unsigned b_local = blockIdx.x - (m > 0 ? parts.p[m - 1].block_end : 0u);
   const int lane = threadIdx.x & 31, warp = int(threadIdx.x >> 5), part = warp % kSplit;
   const int64_t r = int64_t(b_local) * (blockDim.x / 32 / kSplit) + warp / kSplit;
+  if (kMixed && ((q6k_parts >> m) & 1u)) {  // block-uniform
+    q6k_early_row(P, r, x, lane, early);
+    return;
+  }
   if (kSplit == 1 && r >= P.n_out) {  // whole warps leave together
     BRISK_PDL_ENTER();
     return;
@@ -832,9 +910,9 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   if constexpr (F == DevFormat::q4_k) {
     // One-token spread Q4_K rows of 1, 2 or 4 passes (one per warp): decoded before the wait.
     if (nt == 1 && spread && !wide && split == passes && !flags().no_cuda_q4k_early_decode) {
-      if (split == 4) { launch_kernel(q4k_early_kernel<4>, grid, block, 0, s, parts, x, early); return; }
-      if (split == 2) { launch_kernel(q4k_early_kernel<2>, grid, block, 0, s, parts, x, early); return; }
-      if (split == 1) { launch_kernel(q4k_early_kernel<1>, grid, block, 0, s, parts, x, early); return; }
+      if (split == 4) { launch_kernel(q4k_early_kernel<4>, grid, block, 0, s, parts, x, 0u, early); return; }
+      if (split == 2) { launch_kernel(q4k_early_kernel<2>, grid, block, 0, s, parts, x, 0u, early); return; }
+      if (split == 1) { launch_kernel(q4k_early_kernel<1>, grid, block, 0, s, parts, x, 0u, early); return; }
     }
   }
   if constexpr (kFloat || F == DevFormat::q4_k) {  // split rows (Q4_K: spread only)
@@ -976,15 +1054,52 @@ cudaError_t launch_matmul_add(const MatmulArgs& a, const QuantAct* xq, const Mat
   BRISK_FMT_DISPATCH(matmul_fmt, a.w.type, &a, 1, xq, weights_constant, s, &residual, &sum)
 }
 
+namespace {
+
+// Q4_K and Q6_K matmuls of one token over rows of at most 4096 (one pass each) can share one
+// q4k_early_kernel launch: Q4_K_M stores attn_v (and ffn_down) of some layers as Q6_K, whose
+// v then joins the q / k launch instead of following it (both take Q8_K activations).
+bool kquant_mixes(const MatmulArgs& a) {
+  return (a.w.type == QuantType::Q4_K || a.w.type == QuantType::Q6_K) && a.x.rows == 1 && a.w.n_in <= 4096 &&
+         a.w.n_in % 256 == 0 && !flags().no_cuda_gemv_mixed && !flags().no_cuda_q4k_early_decode &&
+         !flags().no_cuda_q4k_spread && !flags().no_cuda_q6k_spread;
+}
+
+cudaError_t launch_kquant_mixed(const MatmulArgs* a, int n, const QuantAct& xq, bool early, cudaStream_t s) {
+  early = early && !flags().no_cuda_prefetch;
+  constexpr int kWarps = 4;  // one row per warp
+  GemvParts parts{};
+  parts.n = n;
+  unsigned blocks = 0, q6k_parts = 0;
+  for (int i = 0; i < n; ++i) {
+    const DevFormat f = dev_format(a[i].w.type);
+    blocks += unsigned((a[i].w.n_out + kWarps - 1) / kWarps);
+    if (f == DevFormat::q6_k) q6k_parts |= 1u << i;
+    parts.p[i] = GemvPart{.out = a[i].out.row(0), .out_stride = a[i].out.row_stride(),
+                          .w = static_cast<const uint8_t*>(a[i].w.data), .L = dev_layout(f, a[i].w.n_in, a[i].w.n_out),
+                          .n_out = a[i].w.n_out, .bias = a[i].bias, .block_end = blocks, .res = nullptr,
+                          .res_stride = 0, .sum = nullptr, .sum_stride = 0};
+  }
+  const XRef x{.q = xq.q, .d = xq.d, .f = nullptr, .n_in = a[0].w.n_in, .x_stride = a[0].x.row_stride()};
+  launch_kernel(q4k_early_kernel<1, true>, dim3{blocks}, dim3{32 * kWarps}, 0, s, parts, x, q6k_parts, early);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
 bool matmuls_share_launch(const MatmulArgs& a, const MatmulArgs& b) {
-  return a.w.type == b.w.type && a.w.n_in == b.w.n_in && a.x.data == b.x.data && a.x.rows == b.x.rows &&
+  return (a.w.type == b.w.type || (kquant_mixes(a) && kquant_mixes(b))) && a.w.n_in == b.w.n_in && a.x.data == b.x.data && a.x.rows == b.x.rows &&
          a.x.row_stride() == b.x.row_stride() && a.out.rows == b.out.rows;
 }
 
 cudaError_t launch_matmuls(const MatmulArgs* a, int n, const QuantAct* xq, cudaStream_t s, bool weights_constant) {
   if (n < 1 || n > kMaxParts) return cudaErrorInvalidValue;
-  for (int i = 1; i < n; ++i)
+  bool mixed = false;
+  for (int i = 1; i < n; ++i) {
     if (!matmuls_share_launch(a[0], a[i])) return cudaErrorInvalidValue;
+    mixed = mixed || a[i].w.type != a[0].w.type;
+  }
+  if (mixed) return xq ? launch_kquant_mixed(a, n, *xq, weights_constant, s) : cudaErrorInvalidValue;
   BRISK_FMT_DISPATCH(matmul_fmt, a[0].w.type, a, n, xq, weights_constant, s)
 }
 
