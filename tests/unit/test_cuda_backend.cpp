@@ -838,6 +838,46 @@ TEST(CudaBackend, GraphStepsMatchEagerBitExact) {
   EXPECT_EQ(cuda_graph_replays(*eager), 0u);
 }
 
+// q / k in Q4_K and v in Q6_K on the same 4096 activations (a Q4_K_M layer): a graph step runs
+// them as one launch (q4k_early_kernel with a Q6_K part); eager steps launch each on its own.
+// Outputs must be bit-identical, and within tolerance of the reference.
+TEST(CudaBackend, MixedQ4kQ6kLaunchMatchesSeparate) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  const int64_t n_in = 4096;
+  std::vector<QuantWeight> keep;
+  keep.push_back(make_weight(QuantType::Q4_K, 520, n_in, 61));
+  keep.push_back(make_weight(QuantType::Q4_K, 131, n_in, 62));
+  keep.push_back(make_weight(QuantType::Q6_K, 130, n_in, 63));
+  const std::vector<float> xh = randn(size_t(n_in), 64);
+  auto run = [&](Backend& be) {
+    DevMat x(be, 1, n_in, xh);
+    std::vector<DevMat> outs;
+    for (const QuantWeight& q : keep) outs.emplace_back(be, 1, q.w.n_out);
+    std::vector<std::vector<float>> got;
+    int32_t id = 0, pos = 0, seq = 0, row = 0;
+    for (int step = 0; step < 4; ++step) {  // eager, captured, replayed
+      be.begin_step({.n_tok = 1, .ids = &id, .pos = &pos, .seq = &seq, .n_out = 1, .out_rows = &row});
+      for (size_t i = 0; i < keep.size(); ++i) be.matmul({.out = outs[i].dev, .x = x.dev, .w = keep[i].w});
+      be.end_step();
+    }
+    for (DevMat& o : outs) got.push_back(o.fetch());
+    return got;
+  };
+  auto graphs = make_cuda_backend(0, true);
+  auto eager = make_cuda_backend(0, false);
+  const auto a = run(*graphs);
+  const auto b = run(*eager);
+  EXPECT_GE(cuda_graph_replays(*graphs), 1u);
+  DevMat xr(*eager, 1, n_in, xh);
+  for (size_t i = 0; i < keep.size(); ++i) {
+    ASSERT_EQ(std::memcmp(a[i].data(), b[i].data(), sizeof(float) * a[i].size()), 0) << "matrix " << i;
+    DevMat ref_out(*eager, 1, keep[i].w.n_out);
+    ref::matmul({.out = ref_out.hmat(), .x = xr.hmat(), .w = keep[i].w});
+    expect_close(a[i], ref_out.host, 0.2f, 1e-3f, str_cat("matrix ", i));  // sums of ~2600 |w x|: float order
+  }
+}
+
 TEST(CudaBackend, ErrorsNameTheOp) {
   REQUIRE_GPU(be);
   QuantWeight q = make_weight(QuantType::F32, 8, 64, 1);
