@@ -133,8 +133,10 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
       const std::vector<float> got2 = out2.fetch();
       ASSERT_EQ(std::memcmp(spread.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " spread vs adjacent";
     }
-    if (t == QuantType::Q4_K && s.n_tok == 1) {  // decoded before the wait: bit-equal to the spread kernel
+    if (t == QuantType::Q4_K && s.n_tok == 1) {  // decoded before the wait: bit-equal to the unsplit spread kernel
       ScopedEnv late("BRISK_NO_CUDA_Q4K_EARLY_DECODE", "1");
+      ScopedEnv no_split("BRISK_NO_CUDA_GEMV_SPLIT", "1");
+      ScopedEnv narrow("BRISK_NO_CUDA_GEMV_WIDE", "1");
       DevMat out2(*be, s.n_tok, s.n_out);
       be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
       const std::vector<float> got2 = out2.fetch();

@@ -550,16 +550,18 @@ __global__ void __launch_bounds__(32 * kMaxWarps, kSplit > 1 ? (kMinB ? kMinB : 
 }
 
 // One-token Q4_K rows with the weight-only work done before the dependent-launch wait
-// (q4k_early_kernel). Same lanes, units, integer sums, lane order, shuffle tree and (split rows)
-// warp order as gemv_kernel's spread Q4_K (bit-equal), but while the previous kernel still runs
+// (q4k_early_kernel). Same lanes, units, integer sums, lane order and shuffle tree as
+// gemv_kernel's unsplit spread Q4_K rows (bit-equal), but while the previous kernel still runs
 // a lane loads its two units, masks their nibbles (the low ones, and the high ones in place:
 // dp4a_us of w & 0xf0 against signed activations is 16 times the sum, shifted back exactly) and
 // packs the four scales and mins of its sub-blocks into bytes. After the wait only the
 // activation loads, the dots, the sums of 16 and the reductions remain: the launches that fit in
 // one wave (q / k, v, o) find their weights decoded when their input lands (Llama-3.1-8B Q4_K_M
-// 465.5 / 466.0 -> 477.9 / 478.7 tok/s with one-pass rows).
-// kSplit > 1: the row's passes (one per warp) are split as gemv_kernel splits them. kMixed: parts
-// whose bit is set in q6k_parts are Q6_K rows (q6k_early_row; one pass, one row per warp).
+// 465.5 / 466.0 -> 477.9 / 478.7 tok/s with one-pass rows). One warp per row: rows of several
+// passes (down projections) take them in turn, the first decoded early, as the unsplit spread
+// kernel does (same bits; kPasses, a separate build so that one-pass rows keep their registers).
+// kMixed: parts whose bit is set in q6k_parts are Q6_K rows (q6k_early_row; one pass, one row
+// per warp).
 __device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c) {
   int d;
   asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
@@ -669,7 +671,7 @@ __device__ __forceinline__ void q6k_early_row(const GemvPart& P, int64_t r, cons
   }
 }
 
-template <int kSplit, bool kMixed = false>
+template <bool kMixed = false, bool kPasses = false>
 __global__ void __launch_bounds__(32 * kMaxWarps, 4) q4k_early_kernel(GemvParts parts, XRef x, unsigned q6k_parts, bool early) {
   int m = 0;
 #pragma unroll
@@ -677,27 +679,27 @@ __global__ void __launch_bounds__(32 * kMaxWarps, 4) q4k_early_kernel(GemvParts 
     if (i + 1 < parts.n && blockIdx.x >= parts.p[i].block_end) m = i + 1;
   const GemvPart& P = parts.p[m];
   const unsigned b_local = blockIdx.x - (m > 0 ? parts.p[m - 1].block_end : 0u);
-  const int lane = threadIdx.x & 31, warp = int(threadIdx.x >> 5), part = warp % kSplit;
-  const int64_t r = int64_t(b_local) * (blockDim.x / 32 / kSplit) + warp / kSplit;
+  const int lane = threadIdx.x & 31;
+  const int64_t r = int64_t(b_local) * (blockDim.x / 32) + (threadIdx.x >> 5);
   if (kMixed && ((q6k_parts >> m) & 1u)) {  // block-uniform
     q6k_early_row(P, r, x, lane, early);
     return;
   }
-  if (kSplit == 1 && r >= P.n_out) {  // whole warps leave together
+  if (r >= P.n_out) {  // whole warps leave together
     BRISK_PDL_ENTER();
     return;
   }
-  const bool row_ok = r < P.n_out;  // split rows: warps past the end still reach the barrier
   const int64_t n_units = x.n_in / 64;
   const int j = lane & 3, jq = j >> 1, hh = j & 1;
-  const RowRef row{.qs = P.w + size_t(row_ok ? r : 0) * P.L.qs_row, .sc = nullptr};
+  const RowRef row{.qs = P.w + size_t(r) * P.L.qs_row, .sc = nullptr};
   bool ok[2];
   Q4kDecoded dec[2];
-  auto load_decode = [&] {
+  // Pass `pass` of this warp's row.
+  auto load_decode = [&](int64_t pass) {
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
-      const int64_t u = int64_t(part) * 64 + 32 * k + lane;
-      ok[k] = row_ok && u < n_units;  // a block's 4 lanes alike
+      const int64_t u = pass * 64 + 32 * k + lane;
+      ok[k] = u < n_units;  // a block's 4 lanes alike
       UnitQ4kSpread::Raw raw;
       if (ok[k]) {
         UnitQ4kSpread::load(row, u, raw);
@@ -707,45 +709,47 @@ __global__ void __launch_bounds__(32 * kMaxWarps, 4) q4k_early_kernel(GemvParts 
       q4k_decode(raw, jq, dec[k]);
     }
   };
-  if (early) load_decode();
+  if (early) load_decode(0);
   BRISK_PDL_ENTER();
-  if (!early) load_decode();
+  if (!early) load_decode(0);
   float acc = 0.0f;
+  auto dot_pass = [&](int64_t pass) {
 #pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    // Lanes without a unit read unit j's activations (always present) and drop the result;
-    // every lane takes part in the shuffles.
-    const int64_t u = ok[k] ? int64_t(part) * 64 + 32 * k + lane : j;
-    const int8_t* xb = x.q + 256 * (u >> 2) + 16 * hh + 64 * jq;
-    const int4 xa0 = ld_x(xb), xa1 = ld_x(xb + 32), xb0 = ld_x(xb + 128), xb1 = ld_x(xb + 160);
-    const float xd = x.d[u >> 2];
-    const Q4kDecoded& w = dec[k];
-    const int sa_lo = dp4a_us4(w.alo, xa0), sa_hi = dp4a_us4(w.ahi, xa1) >> 4;
-    const int sb_lo = dp4a_us4(w.blo, xb0), sb_hi = dp4a_us4(w.bhi, xb1) >> 4;
-    const int ba_lo = sum16(xa0, 0), ba_hi = sum16(xa1, 0), bb_lo = sum16(xb0, 0), bb_hi = sum16(xb1, 0);
-    int isum = int(w.sc & 0xffu) * sa_lo + int((w.sc >> 8) & 0xffu) * sa_hi + int((w.sc >> 16) & 0xffu) * sb_lo +
-               int(w.sc >> 24) * sb_hi;
-    int msum = int(w.mn & 0xffu) * ba_lo + int((w.mn >> 8) & 0xffu) * ba_hi + int((w.mn >> 16) & 0xffu) * bb_lo +
-               int(w.mn >> 24) * bb_hi;
-    isum += __shfl_xor_sync(0xffffffffu, isum, 1);
-    msum += __shfl_xor_sync(0xffffffffu, msum, 1);
-    isum += __shfl_xor_sync(0xffffffffu, isum, 2);
-    msum += __shfl_xor_sync(0xffffffffu, msum, 2);
-    if (ok[k] && j == 0)
-      acc += __fsub_rn(__fmul_rn(__fmul_rn(w.d, xd), float(isum)), __fmul_rn(__fmul_rn(w.dmin, xd), float(msum)));
+    for (int k = 0; k < 2; ++k) {
+      // Lanes without a unit read unit j's activations (always present) and drop the result;
+      // every lane takes part in the shuffles.
+      const int64_t u = ok[k] ? pass * 64 + 32 * k + lane : j;
+      const int8_t* xb = x.q + 256 * (u >> 2) + 16 * hh + 64 * jq;
+      const int4 xa0 = ld_x(xb), xa1 = ld_x(xb + 32), xb0 = ld_x(xb + 128), xb1 = ld_x(xb + 160);
+      const float xd = x.d[u >> 2];
+      const Q4kDecoded& w = dec[k];
+      const int sa_lo = dp4a_us4(w.alo, xa0), sa_hi = dp4a_us4(w.ahi, xa1) >> 4;
+      const int sb_lo = dp4a_us4(w.blo, xb0), sb_hi = dp4a_us4(w.bhi, xb1) >> 4;
+      const int ba_lo = sum16(xa0, 0), ba_hi = sum16(xa1, 0), bb_lo = sum16(xb0, 0), bb_hi = sum16(xb1, 0);
+      int isum = int(w.sc & 0xffu) * sa_lo + int((w.sc >> 8) & 0xffu) * sa_hi + int((w.sc >> 16) & 0xffu) * sb_lo +
+                 int(w.sc >> 24) * sb_hi;
+      int msum = int(w.mn & 0xffu) * ba_lo + int((w.mn >> 8) & 0xffu) * ba_hi + int((w.mn >> 16) & 0xffu) * bb_lo +
+                 int(w.mn >> 24) * bb_hi;
+      isum += __shfl_xor_sync(0xffffffffu, isum, 1);
+      msum += __shfl_xor_sync(0xffffffffu, msum, 1);
+      isum += __shfl_xor_sync(0xffffffffu, isum, 2);
+      msum += __shfl_xor_sync(0xffffffffu, msum, 2);
+      if (ok[k] && j == 0)
+        acc += __fsub_rn(__fmul_rn(__fmul_rn(w.d, xd), float(isum)), __fmul_rn(__fmul_rn(w.dmin, xd), float(msum)));
+    }
+  };
+  dot_pass(0);
+  // kPasses: the row's further passes in turn, adding to the same sums in the same lane order
+  // as the spread kernel's unsplit rows.
+  if constexpr (kPasses) {
+    for (int64_t pass = 1; pass * 64 < n_units; ++pass) {
+      load_decode(pass);
+      dot_pass(pass);
+    }
   }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-  if constexpr (kSplit > 1) {
-    __shared__ float part_sums[kMaxWarps];
-    if (lane == 0) part_sums[warp] = acc;
-    __syncthreads();
-    if (part != 0) return;
-    acc = part_sums[warp];
-#pragma unroll
-    for (int q = 1; q < kSplit; ++q) acc += part_sums[warp + q];
-  }
-  if (lane == 0 && row_ok) {
+  if (lane == 0) {
     const float o = acc + (P.bias ? P.bias[r] : 0.0f);
     P.out[r] = o;
     if (P.res) P.sum[r] = P.res[r] + o;
@@ -818,7 +822,11 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   // against 434.5 tok/s for Llama-3.1-8B Q4_K_M, and the Q6_K kernels split slower too: the
   // down projection 30.2 us with one row per warp in 4 warps against 22.4 for two rows a warp.)
   constexpr bool kFloat = F == DevFormat::f32 || F == DevFormat::f16 || F == DevFormat::bf16;
-  const bool can_split = q4k_split || (nt == 1 && !flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || kFloat));
+  // (Q4_K rows decoded early take their passes in one warp: Llama-3.1-8B Q4_K_M 485.4-485.9
+  // against 481.8-481.9 tok/s with the split, the Q4_K down projection 17.1-17.9 against
+  // 18.3-19.1 us event-timed.)
+  const bool can_split = (q4k_split && flags().no_cuda_q4k_early_decode) ||
+                         (nt == 1 && !flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || kFloat));
   // One token over Q4_K / Q6_K rows: blocks of at most 4 warps, whose resident slots free as
   // soon as their 4 warps finish (Llama-3.1-8B Q4_K_M 461.0 -> 465.8-466.1 tok/s, gate / up
   // 24.0-24.6 -> 23.2-23.7 us event-timed; Q8_0 measured slower with 4: 391.8 against 396.6).
@@ -908,11 +916,16 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
     if (split == 2) { launch_kernel(gemv_kernel<F, 1, 1, 1, false, 2, 3>, grid, block, 0, s, parts, x, early); return; }
   }
   if constexpr (F == DevFormat::q4_k) {
-    // One-token spread Q4_K rows of 1, 2 or 4 passes (one per warp): decoded before the wait.
-    if (nt == 1 && spread && !wide && split == passes && !flags().no_cuda_q4k_early_decode) {
-      if (split == 4) { launch_kernel(q4k_early_kernel<4>, grid, block, 0, s, parts, x, 0u, early); return; }
-      if (split == 2) { launch_kernel(q4k_early_kernel<2>, grid, block, 0, s, parts, x, 0u, early); return; }
-      if (split == 1) { launch_kernel(q4k_early_kernel<1>, grid, block, 0, s, parts, x, 0u, early); return; }
+    // One-token spread Q4_K rows (one per warp, not split): decoded before the wait.
+    if (nt == 1 && spread && !wide && split == 1 && !flags().no_cuda_q4k_early_decode) {
+      // Rows of several passes: 64 registers with 40 bytes of spills, one wave of 4096 down
+      // rows; built for 3 blocks (80 registers, no spills, 1.3 waves): 473.6-474.3 against
+      // 488.4-488.9 tok/s for Llama-3.1-8B Q4_K_M.
+      if (passes > 1)
+        launch_kernel(q4k_early_kernel<false, true>, grid, block, 0, s, parts, x, 0u, early);
+      else
+        launch_kernel(q4k_early_kernel<>, grid, block, 0, s, parts, x, 0u, early);
+      return;
     }
   }
   if constexpr (kFloat || F == DevFormat::q4_k) {  // split rows (Q4_K: spread only)
@@ -1081,7 +1094,7 @@ cudaError_t launch_kquant_mixed(const MatmulArgs* a, int n, const QuantAct& xq, 
                           .res_stride = 0, .sum = nullptr, .sum_stride = 0};
   }
   const XRef x{.q = xq.q, .d = xq.d, .f = nullptr, .n_in = a[0].w.n_in, .x_stride = a[0].x.row_stride()};
-  launch_kernel(q4k_early_kernel<1, true>, dim3{blocks}, dim3{32 * kWarps}, 0, s, parts, x, q6k_parts, early);
+  launch_kernel(q4k_early_kernel<true>, dim3{blocks}, dim3{32 * kWarps}, 0, s, parts, x, q6k_parts, early);
   return cudaGetLastError();
 }
 
