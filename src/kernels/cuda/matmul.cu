@@ -598,6 +598,18 @@ __device__ __forceinline__ void q4k_decode(const UnitQ4kSpread::Raw& r, int jq, 
   o.dmin = half_bits_to_f32(uint16_t(r.h.x >> 16));
 }
 
+// The end of a one-row-per-warp GEMV: the lanes' sums added by the shuffle tree, then lane 0
+// stores the row (plus its bias, and the residual sum where the part has one).
+__device__ __forceinline__ void finish_row(const GemvPart& P, int64_t r, float acc, int lane) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if (lane == 0) {
+    const float o = acc + (P.bias ? P.bias[r] : 0.0f);
+    P.out[r] = o;
+    if (P.res) P.sum[r] = P.res[r] + o;
+  }
+}
+
 // A one-pass Q6_K row (n_in <= 4096: one spread unit per lane) of a q4k_early_kernel launch that
 // also holds Q4_K parts (q / k with a Q6_K v): the lane's 128 six-bit values are assembled into
 // bytes before the wait, the dots and sums after it. Same integers, float steps and shuffle tree
@@ -662,13 +674,7 @@ __device__ __forceinline__ void q6k_early_row(const GemvPart& P, int64_t r, cons
   isum += __shfl_xor_sync(0xffffffffu, isum, 1);
   float acc = 0.0f;
   if (ok && p == 0) acc += __fmul_rn(__fmul_rn(d, x.d[u >> 1]), float(isum));
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-  if (lane == 0) {
-    const float o = acc + (P.bias ? P.bias[r] : 0.0f);
-    P.out[r] = o;
-    if (P.res) P.sum[r] = P.res[r] + o;
-  }
+  finish_row(P, r, acc, lane);
 }
 
 template <bool kMixed = false, bool kPasses = false>
@@ -747,13 +753,7 @@ __global__ void __launch_bounds__(32 * kMaxWarps, 4) q4k_early_kernel(GemvParts 
       dot_pass(pass);
     }
   }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-  if (lane == 0) {
-    const float o = acc + (P.bias ? P.bias[r] : 0.0f);
-    P.out[r] = o;
-    if (P.res) P.sum[r] = P.res[r] + o;
-  }
+  finish_row(P, r, acc, lane);
 }
 
 int sm_count() {
