@@ -95,11 +95,12 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
   // [9001]: one-token Q6_K rows of two passes, two per warp, the last warp's second row missing;
   // [1 x 14336] x [37]: one-token Q8_0 / float / Q4_K rows split over 4-8 warps; [1 x 1024] x
   // [4000]: one-pass Q8_0 rows in one wave of the 64-register kernel; [1 x 36864] x [5]: Q4_K
-  // rows of 9 passes in blocks of at most 4 warps (8 for the other formats).
+  // rows of 9 passes in blocks of at most 4 warps (8 for the other formats); [1 x 4096] x [4501]:
+  // one-pass Q4_K rows two per warp (more than one wave of one per warp on a 132-SM GPU).
   for (const Shape s : {Shape{1, 256, 64, false}, Shape{3, 512, 33, true}, Shape{9, 256, 130, false},
                         Shape{17, 768, 7, true}, Shape{1, 5120, 24, true}, Shape{5, 12288, 9, false},
                         Shape{1, 4352, 9001, true}, Shape{1, 14336, 37, true}, Shape{1, 1024, 4000, true},
-                        Shape{1, 36864, 5, false}}) {
+                        Shape{1, 36864, 5, false}, Shape{1, 4096, 4501, true}}) {
     const std::string what = str_cat(quant_type_info(t).name, " [", s.n_tok, "x", s.n_in, "] x [", s.n_out, "]");
     keep.push_back(make_weight(t, s.n_out, s.n_in, uint32_t(s.n_in + s.n_out)));
     const QuantWeight& q = keep.back();
@@ -843,14 +844,21 @@ TEST(CudaBackend, GraphStepsMatchEagerBitExact) {
 // q / k in Q4_K and v in Q6_K on the same 4096 activations (a Q4_K_M layer): a graph step runs
 // them as one launch (q4k_early_kernel with a Q6_K part); eager steps launch each on its own.
 // Outputs must be bit-identical, and within tolerance of the reference.
-TEST(CudaBackend, MixedQ4kQ6kLaunchMatchesSeparate) {
+// Also with rows enough for more than one wave of one row per warp (Llama-3.1-8B's q / k / v),
+// where the merged launch takes two rows per warp (q4k_pair_kernel): odd row counts leave the
+// last warp of a part one row.
+struct MixedLaunchCase { int64_t rows[3]; QuantType v_type; };
+class CudaMixedLaunch : public ::testing::TestWithParam<MixedLaunchCase> {};
+
+TEST_P(CudaMixedLaunch, MatchesSeparate) {
   std::string reason;
   if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  const MixedLaunchCase c = GetParam();
   const int64_t n_in = 4096;
   std::vector<QuantWeight> keep;
-  keep.push_back(make_weight(QuantType::Q4_K, 520, n_in, 61));
-  keep.push_back(make_weight(QuantType::Q4_K, 131, n_in, 62));
-  keep.push_back(make_weight(QuantType::Q6_K, 130, n_in, 63));
+  keep.push_back(make_weight(QuantType::Q4_K, c.rows[0], n_in, 61));
+  keep.push_back(make_weight(QuantType::Q4_K, c.rows[1], n_in, 62));
+  keep.push_back(make_weight(c.v_type, c.rows[2], n_in, 63));
   const std::vector<float> xh = randn(size_t(n_in), 64);
   auto run = [&](Backend& be) {
     DevMat x(be, 1, n_in, xh);
@@ -878,7 +886,21 @@ TEST(CudaBackend, MixedQ4kQ6kLaunchMatchesSeparate) {
     ref::matmul({.out = ref_out.hmat(), .x = xr.hmat(), .w = keep[i].w});
     expect_close(a[i], ref_out.host, 0.2f, 1e-3f, str_cat("matrix ", i));  // sums of ~2600 |w x|: float order
   }
+  // One row per warp in the merged launch: the same bits.
+  ScopedEnv no_pairs("BRISK_NO_CUDA_GEMV_PAIRS", "1");
+  auto single = make_cuda_backend(0, true);
+  const auto c1 = run(*single);
+  for (size_t i = 0; i < keep.size(); ++i)
+    ASSERT_EQ(std::memcmp(a[i].data(), c1[i].data(), sizeof(float) * a[i].size()), 0) << "matrix " << i << " (pairs)";
 }
+
+INSTANTIATE_TEST_SUITE_P(Rows, CudaMixedLaunch,
+                         ::testing::Values(MixedLaunchCase{{520, 131, 130}, QuantType::Q6_K},
+                                           MixedLaunchCase{{4099, 1024, 1025}, QuantType::Q6_K},
+                                           MixedLaunchCase{{4099, 1024, 1025}, QuantType::Q4_K}),
+                         [](const auto& info) {
+                           return str_cat(info.param.rows[0], "_", quant_type_info(info.param.v_type).name);
+                         });
 
 TEST(CudaBackend, ErrorsNameTheOp) {
   REQUIRE_GPU(be);

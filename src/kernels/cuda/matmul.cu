@@ -23,7 +23,9 @@
 // Q4_K blocks are spread over their lanes so that every warp load reads whole sectors
 // (UnitQ4kSpread: Llama-3.1-8B Q4_K_M matmuls at 64% of the copy bandwidth against 58% with
 // adjacent chunks), Q6_K blocks likewise (UnitQ6kSpread: the Q6_K output GEMV 157 -> 125 us),
-// and a launch can add a residual to its output in the epilogue (launch_matmul_add).
+// and a launch can add a residual to its output in the epilogue (launch_matmul_add). One-token
+// Q4_K rows load and decode their weights before the dependent-launch wait (q4k_early_kernel),
+// two rows per warp where that makes a launch one wave (q4k_pair_kernel).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -677,14 +679,79 @@ __device__ __forceinline__ void q6k_early_row(const GemvPart& P, int64_t r, cons
   finish_row(P, r, acc, lane);
 }
 
-template <bool kMixed = false, bool kPasses = false>
-__global__ void __launch_bounds__(32 * kMaxWarps, 4) q4k_early_kernel(GemvParts parts, XRef x, unsigned q6k_parts, bool early) {
+// The part of a launch that this block works on, and the block's index within that part.
+__device__ __forceinline__ int block_part(const GemvParts& parts, unsigned& b_local) {
   int m = 0;
 #pragma unroll
   for (int i = 0; i + 1 < kMaxParts; ++i)
     if (i + 1 < parts.n && blockIdx.x >= parts.p[i].block_end) m = i + 1;
+  b_local = blockIdx.x - (m > 0 ? parts.p[m - 1].block_end : 0u);
+  return m;
+}
+
+// One pass of a lane over a spread Q4_K row (units 64 pass + 32 k + lane, k = 0, 1): the raw
+// loads, their decoding, and the dots added to acc (lanes without a unit read unit j's
+// activations, always present, and drop the result; every lane takes part in the shuffles).
+__device__ __forceinline__ bool q4k_load_unit(const RowRef& row, int64_t n_units, int64_t u, UnitQ4kSpread::Raw& raw) {
+  const bool ok = u < n_units;  // a block's 4 lanes alike
+  if (ok) {
+    UnitQ4kSpread::load(row, u, raw);
+  } else {
+    raw.h = raw.a = raw.b = make_uint4(0, 0, 0, 0);
+  }
+  return ok;
+}
+__device__ __forceinline__ void q4k_load_pass(const RowRef& row, int64_t n_units, int64_t pass, int lane, bool ok[2],
+                                              UnitQ4kSpread::Raw raw[2]) {
+#pragma unroll
+  for (int k = 0; k < 2; ++k) ok[k] = q4k_load_unit(row, n_units, pass * 64 + 32 * k + lane, raw[k]);
+}
+// Loads and decodes unit by unit (the order q4k_early_kernel's registers are fitted to).
+__device__ __forceinline__ void q4k_load_decode_pass(const RowRef& row, int64_t n_units, int64_t pass, int lane, bool ok[2],
+                                                     Q4kDecoded dec[2]) {
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    UnitQ4kSpread::Raw raw;
+    ok[k] = q4k_load_unit(row, n_units, pass * 64 + 32 * k + lane, raw);
+    q4k_decode(raw, (lane & 3) >> 1, dec[k]);
+  }
+}
+__device__ __forceinline__ void q4k_decode_pass(const UnitQ4kSpread::Raw raw[2], int lane, Q4kDecoded dec[2]) {
+#pragma unroll
+  for (int k = 0; k < 2; ++k) q4k_decode(raw[k], (lane & 3) >> 1, dec[k]);
+}
+__device__ __forceinline__ float q4k_dot_pass(const Q4kDecoded dec[2], const bool ok[2], const XRef& x, int64_t pass,
+                                              int lane, float acc) {
+  const int j = lane & 3, jq = j >> 1, hh = j & 1;
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int64_t u = ok[k] ? pass * 64 + 32 * k + lane : j;
+    const int8_t* xb = x.q + 256 * (u >> 2) + 16 * hh + 64 * jq;
+    const int4 xa0 = ld_x(xb), xa1 = ld_x(xb + 32), xb0 = ld_x(xb + 128), xb1 = ld_x(xb + 160);
+    const float xd = x.d[u >> 2];
+    const Q4kDecoded& w = dec[k];
+    const int sa_lo = dp4a_us4(w.alo, xa0), sa_hi = dp4a_us4(w.ahi, xa1) >> 4;
+    const int sb_lo = dp4a_us4(w.blo, xb0), sb_hi = dp4a_us4(w.bhi, xb1) >> 4;
+    const int ba_lo = sum16(xa0, 0), ba_hi = sum16(xa1, 0), bb_lo = sum16(xb0, 0), bb_hi = sum16(xb1, 0);
+    int isum = int(w.sc & 0xffu) * sa_lo + int((w.sc >> 8) & 0xffu) * sa_hi + int((w.sc >> 16) & 0xffu) * sb_lo +
+               int(w.sc >> 24) * sb_hi;
+    int msum = int(w.mn & 0xffu) * ba_lo + int((w.mn >> 8) & 0xffu) * ba_hi + int((w.mn >> 16) & 0xffu) * bb_lo +
+               int(w.mn >> 24) * bb_hi;
+    isum += __shfl_xor_sync(0xffffffffu, isum, 1);
+    msum += __shfl_xor_sync(0xffffffffu, msum, 1);
+    isum += __shfl_xor_sync(0xffffffffu, isum, 2);
+    msum += __shfl_xor_sync(0xffffffffu, msum, 2);
+    if (ok[k] && j == 0)
+      acc += __fsub_rn(__fmul_rn(__fmul_rn(w.d, xd), float(isum)), __fmul_rn(__fmul_rn(w.dmin, xd), float(msum)));
+  }
+  return acc;
+}
+
+template <bool kMixed = false, bool kPasses = false>
+__global__ void __launch_bounds__(32 * kMaxWarps, 4) q4k_early_kernel(GemvParts parts, XRef x, unsigned q6k_parts, bool early) {
+  unsigned b_local;
+  const int m = block_part(parts, b_local);
   const GemvPart& P = parts.p[m];
-  const unsigned b_local = blockIdx.x - (m > 0 ? parts.p[m - 1].block_end : 0u);
   const int lane = threadIdx.x & 31;
   const int64_t r = int64_t(b_local) * (blockDim.x / 32) + (threadIdx.x >> 5);
   if (kMixed && ((q6k_parts >> m) & 1u)) {  // block-uniform
@@ -696,64 +763,103 @@ __global__ void __launch_bounds__(32 * kMaxWarps, 4) q4k_early_kernel(GemvParts 
     return;
   }
   const int64_t n_units = x.n_in / 64;
-  const int j = lane & 3, jq = j >> 1, hh = j & 1;
   const RowRef row{.qs = P.w + size_t(r) * P.L.qs_row, .sc = nullptr};
   bool ok[2];
   Q4kDecoded dec[2];
-  // Pass `pass` of this warp's row.
-  auto load_decode = [&](int64_t pass) {
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const int64_t u = pass * 64 + 32 * k + lane;
-      ok[k] = u < n_units;  // a block's 4 lanes alike
-      UnitQ4kSpread::Raw raw;
-      if (ok[k]) {
-        UnitQ4kSpread::load(row, u, raw);
-      } else {
-        raw.h = raw.a = raw.b = make_uint4(0, 0, 0, 0);
-      }
-      q4k_decode(raw, jq, dec[k]);
-    }
-  };
-  if (early) load_decode(0);
+  if (early) q4k_load_decode_pass(row, n_units, 0, lane, ok, dec);
   BRISK_PDL_ENTER();
-  if (!early) load_decode(0);
-  float acc = 0.0f;
-  auto dot_pass = [&](int64_t pass) {
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      // Lanes without a unit read unit j's activations (always present) and drop the result;
-      // every lane takes part in the shuffles.
-      const int64_t u = ok[k] ? pass * 64 + 32 * k + lane : j;
-      const int8_t* xb = x.q + 256 * (u >> 2) + 16 * hh + 64 * jq;
-      const int4 xa0 = ld_x(xb), xa1 = ld_x(xb + 32), xb0 = ld_x(xb + 128), xb1 = ld_x(xb + 160);
-      const float xd = x.d[u >> 2];
-      const Q4kDecoded& w = dec[k];
-      const int sa_lo = dp4a_us4(w.alo, xa0), sa_hi = dp4a_us4(w.ahi, xa1) >> 4;
-      const int sb_lo = dp4a_us4(w.blo, xb0), sb_hi = dp4a_us4(w.bhi, xb1) >> 4;
-      const int ba_lo = sum16(xa0, 0), ba_hi = sum16(xa1, 0), bb_lo = sum16(xb0, 0), bb_hi = sum16(xb1, 0);
-      int isum = int(w.sc & 0xffu) * sa_lo + int((w.sc >> 8) & 0xffu) * sa_hi + int((w.sc >> 16) & 0xffu) * sb_lo +
-                 int(w.sc >> 24) * sb_hi;
-      int msum = int(w.mn & 0xffu) * ba_lo + int((w.mn >> 8) & 0xffu) * ba_hi + int((w.mn >> 16) & 0xffu) * bb_lo +
-                 int(w.mn >> 24) * bb_hi;
-      isum += __shfl_xor_sync(0xffffffffu, isum, 1);
-      msum += __shfl_xor_sync(0xffffffffu, msum, 1);
-      isum += __shfl_xor_sync(0xffffffffu, isum, 2);
-      msum += __shfl_xor_sync(0xffffffffu, msum, 2);
-      if (ok[k] && j == 0)
-        acc += __fsub_rn(__fmul_rn(__fmul_rn(w.d, xd), float(isum)), __fmul_rn(__fmul_rn(w.dmin, xd), float(msum)));
-    }
-  };
-  dot_pass(0);
+  if (!early) q4k_load_decode_pass(row, n_units, 0, lane, ok, dec);
+  float acc = q4k_dot_pass(dec, ok, x, 0, lane, 0.0f);
   // kPasses: the row's further passes in turn, adding to the same sums in the same lane order
   // as the spread kernel's unsplit rows.
   if constexpr (kPasses) {
     for (int64_t pass = 1; pass * 64 < n_units; ++pass) {
-      load_decode(pass);
-      dot_pass(pass);
+      q4k_load_decode_pass(row, n_units, pass, lane, ok, dec);
+      acc = q4k_dot_pass(dec, ok, x, pass, lane, acc);
     }
   }
   finish_row(P, r, acc, lane);
+}
+
+// One-token one-pass K-quant rows two per warp (rows 2 w and 2 w + 1 of a part), for launches
+// whose rows at one per warp take more than one wave of q4k_early_kernel (64 registers, 8 blocks
+// of 4 warps per multiprocessor) and whose pairs fit in one wave of this kernel (80 registers, 6
+// blocks): Llama-3.1-8B's q / k / v, 6144 rows of 4096, are 1536 blocks, 1.45 waves of the one
+// and 768 blocks, one wave, of the other, so no warp waits for a slot that a warp of the first
+// wave frees. Before the dependent-launch wait a lane loads its units of both rows (raw: the
+// registers of two decoded rows do not fit); after it, each row is decoded and dotted as
+// q4k_early_kernel / q6k_early_row compute it (same integers, float steps and shuffle tree:
+// the same bits). kMixed: parts whose bit is set in q6k_parts are Q6_K rows (a Q4_K_M layer's
+// Q6_K v with its Q4_K q / k).
+__device__ __forceinline__ void q4k_pair_rows(const GemvPart& P, int64_t r, const XRef& x, int lane, bool early) {
+  if (r >= P.n_out) {  // whole warps leave together
+    BRISK_PDL_ENTER();
+    return;
+  }
+  const bool has_b = r + 1 < P.n_out;  // warp-uniform; without a second row, the first is read twice
+  const int64_t n_units = x.n_in / 64;
+  const RowRef row_a{.qs = P.w + size_t(r) * P.L.qs_row, .sc = nullptr};
+  const RowRef row_b{.qs = has_b ? row_a.qs + P.L.qs_row : row_a.qs, .sc = nullptr};
+  bool ok[2];
+  UnitQ4kSpread::Raw raw_a[2], raw_b[2];
+  if (early) {
+    q4k_load_pass(row_a, n_units, 0, lane, ok, raw_a);
+    q4k_load_pass(row_b, n_units, 0, lane, ok, raw_b);
+  }
+  BRISK_PDL_ENTER();
+  if (!early) {
+    q4k_load_pass(row_a, n_units, 0, lane, ok, raw_a);
+    q4k_load_pass(row_b, n_units, 0, lane, ok, raw_b);
+  }
+  Q4kDecoded dec[2];
+  q4k_decode_pass(raw_a, lane, dec);
+  finish_row(P, r, q4k_dot_pass(dec, ok, x, 0, lane, 0.0f), lane);
+  q4k_decode_pass(raw_b, lane, dec);
+  const float acc_b = q4k_dot_pass(dec, ok, x, 0, lane, 0.0f);
+  if (has_b) finish_row(P, r + 1, acc_b, lane);
+}
+__device__ __forceinline__ void q6k_pair_rows(const GemvPart& P, int64_t r, const XRef& x, int lane, bool early) {
+  if (r >= P.n_out) {
+    BRISK_PDL_ENTER();
+    return;
+  }
+  const bool has_b = r + 1 < P.n_out;
+  const int64_t n_units = x.n_in / 128;
+  const bool ok = lane < n_units;  // a block's 2 lanes alike (n_units is even)
+  const RowRef row_a{.qs = P.w + size_t(r) * P.L.qs_row, .sc = P.w + P.L.sc_offset + size_t(r) * P.L.sc_row};
+  const RowRef row_b = has_b ? RowRef{.qs = row_a.qs + P.L.qs_row, .sc = row_a.sc + P.L.sc_row} : row_a;
+  UnitQ6kSpread::Raw raw_a, raw_b;
+  auto load = [&] {
+    if (ok) {
+      UnitQ6kSpread::load(row_a, lane, raw_a);
+      UnitQ6kSpread::load(row_b, lane, raw_b);
+    } else {
+      raw_a.l[0] = raw_a.l[1] = raw_a.l[2] = raw_a.l[3] = raw_a.hq[0] = raw_a.hq[1] = raw_a.sc = make_uint4(0, 0, 0, 0);
+      raw_a.d = 0.0f;
+      raw_b = raw_a;
+    }
+  };
+  if (early) load();
+  BRISK_PDL_ENTER();
+  if (!early) load();
+  const int64_t u = ok ? lane : 0;  // lanes without a unit read unit 0's activations, drop the result
+  const float va = UnitQ6kSpread::dot(raw_a, x, 0, u);
+  finish_row(P, r, ok ? 0.0f + va : 0.0f, lane);
+  const float vb = UnitQ6kSpread::dot(raw_b, x, 0, u);
+  if (has_b) finish_row(P, r + 1, ok ? 0.0f + vb : 0.0f, lane);
+}
+
+template <bool kMixed = false>
+__global__ void __launch_bounds__(32 * 4, 6) q4k_pair_kernel(GemvParts parts, XRef x, unsigned q6k_parts, bool early) {
+  unsigned b_local;
+  const int m = block_part(parts, b_local);
+  const GemvPart& P = parts.p[m];
+  const int lane = threadIdx.x & 31;
+  const int64_t r = (int64_t(b_local) * (blockDim.x / 32) + (threadIdx.x >> 5)) * 2;
+  if (kMixed && ((q6k_parts >> m) & 1u))  // block-uniform
+    q6k_pair_rows(P, r, x, lane, early);
+  else
+    q4k_pair_rows(P, r, x, lane, early);
 }
 
 int sm_count() {
@@ -796,6 +902,23 @@ int64_t resident_blocks(int warps) {
     c.store(n, std::memory_order_relaxed);
   }
   return n > 0 ? n : 0;
+}
+
+// Blocks of 4 warps of two rows each over the parts (their block_end set in `pairs`).
+unsigned pair_blocks(const MatmulArgs* a, int n_parts, GemvParts& pairs) {
+  unsigned b = 0;
+  for (int i = 0; i < n_parts; ++i) {
+    b += unsigned((a[i].w.n_out + 7) / 8);
+    pairs.p[i].block_end = b;
+  }
+  return b;
+}
+// Rows two per warp (q4k_pair_kernel) where one per warp takes more than one wave of Single and
+// the pairs fit in one wave of Pair (blocks of 4 warps).
+template <auto Single, auto Pair>
+bool pairs_pay(unsigned single_blocks, unsigned pair_blocks) {
+  return !flags().no_cuda_gemv_pairs && int64_t(single_blocks) > resident_blocks<Single>(4) &&
+         int64_t(pair_blocks) <= resident_blocks<Pair>(4);
 }
 
 // Warps per block: kMaxWarps, halved while that leaves fewer than two blocks per multiprocessor
@@ -921,10 +1044,18 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
       // Rows of several passes: 64 registers with 40 bytes of spills, one wave of 4096 down
       // rows; built for 3 blocks (80 registers, no spills, 1.3 waves): 473.6-474.3 against
       // 488.4-488.9 tok/s for Llama-3.1-8B Q4_K_M.
-      if (passes > 1)
+      if (passes > 1) {
         launch_kernel(q4k_early_kernel<false, true>, grid, block, 0, s, parts, x, 0u, early);
-      else
-        launch_kernel(q4k_early_kernel<>, grid, block, 0, s, parts, x, 0u, early);
+        return;
+      }
+      if (warps == 4) {
+        GemvParts pairs = parts;
+        if (pairs_pay<q4k_early_kernel<>, q4k_pair_kernel<>>(blocks, pair_blocks(a, n_parts, pairs))) {
+          launch_kernel(q4k_pair_kernel<>, dim3(pairs.p[n_parts - 1].block_end), block, 0, s, pairs, x, 0u, early);
+          return;
+        }
+      }
+      launch_kernel(q4k_early_kernel<>, grid, block, 0, s, parts, x, 0u, early);
       return;
     }
   }
@@ -1094,6 +1225,11 @@ cudaError_t launch_kquant_mixed(const MatmulArgs* a, int n, const QuantAct& xq, 
                           .res_stride = 0, .sum = nullptr, .sum_stride = 0};
   }
   const XRef x{.q = xq.q, .d = xq.d, .f = nullptr, .n_in = a[0].w.n_in, .x_stride = a[0].x.row_stride()};
+  GemvParts pairs = parts;
+  if (pairs_pay<q4k_early_kernel<true>, q4k_pair_kernel<true>>(blocks, pair_blocks(a, n, pairs))) {
+    launch_kernel(q4k_pair_kernel<true>, dim3{pairs.p[n - 1].block_end}, dim3{32 * kWarps}, 0, s, pairs, x, q6k_parts, early);
+    return cudaGetLastError();
+  }
   launch_kernel(q4k_early_kernel<true>, dim3{blocks}, dim3{32 * kWarps}, 0, s, parts, x, q6k_parts, early);
   return cudaGetLastError();
 }
