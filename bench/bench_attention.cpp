@@ -5,7 +5,7 @@
 // copies of them totalling 400 MiB on huge pages (more than the last-level cache), as a decode
 // step finds them after streaming the weights. The third argument lays the cache's 256-position
 // blocks out in order (0) or in reverse (1: every block boundary a jump, as a paged cache
-// shared by many sequences holds them).
+// shared by many sequences holds them). The fifth tiles the K cache (KvView::tiled).
 //   build/release/bench/brisk_microbench --benchmark_filter=attention
 #include <benchmark/benchmark.h>
 
@@ -31,6 +31,8 @@ void run_attention(benchmark::State& st, bool dram, bool part_only) {
   // Fourth argument 1: one KV head with its 7 query heads (half the work, rows of one head
   // contiguous), as a cache laid out head by head would be read in each pass.
   const bool one_head = st.range(3) != 0;
+  // Fifth argument 1: the K cache tiled (KvView::tiled; the data is random either way).
+  const bool tiled = st.range(4) != 0;
   const int32_t n_head = one_head ? 7 : 14, n_head_kv = one_head ? 1 : 2, hd = 64;
   const int64_t width = int64_t(n_head_kv) * hd;
   std::vector<uint16_t> k(size_t(positions * width)), v(k.size());
@@ -51,10 +53,12 @@ void run_attention(benchmark::State& st, bool dram, bool part_only) {
                          .device_table = table.data(), .table_stride = per_seq};
   brisk::KvView vc = kc;
   vc.data = v.data();
+  brisk::KvView kt = kc;
+  kt.tiled = tiled;
   const int32_t seq = 0, pos = int32_t(positions - 1);
   const brisk::AttentionArgs a{.out = {.data = out.data(), .rows = 1, .cols = n_head * hd},
                                .q = {.data = q.data(), .rows = 1, .cols = n_head * hd},
-                               .k_cache = kc, .v_cache = vc, .seq = &seq, .pos = &pos,
+                               .k_cache = kt, .v_cache = vc, .seq = &seq, .pos = &pos,
                                .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd,
                                .scale = 1.0f / std::sqrt(float(hd))};
   const size_t kv_bytes = k.size() * sizeof(uint16_t);
@@ -92,14 +96,14 @@ void run_attention(benchmark::State& st, bool dram, bool part_only) {
   st.SetBytesProcessed(int64_t(st.iterations()) * positions * width * 2 * 2);
 }
 
-BENCHMARK_CAPTURE(run_attention, cache, false, false)->Name("attention_decode")->Args({256, 1, 0, 0})->Args({1024, 1, 0, 0})
-    ->Args({4096, 1, 0, 0})->Args({4096, 2, 0, 0})->Args({4096, 2, 1, 0})->Args({512, 2, 0, 0})->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(run_attention, dram, true, false)->Name("attention_decode_dram")->Args({4096, 2, 0, 0})->Args({4096, 2, 1, 0})->Args({4096, 2, 0, 1})
+BENCHMARK_CAPTURE(run_attention, cache, false, false)->Name("attention_decode")->Args({256, 1, 0, 0, 0})->Args({1024, 1, 0, 0, 0})
+    ->Args({4096, 1, 0, 0, 0})->Args({4096, 2, 0, 0, 0})->Args({4096, 2, 1, 0, 0})->Args({512, 2, 0, 0, 0})->Args({4096, 2, 0, 0, 1})->Args({4096, 1, 0, 0, 1})->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(run_attention, dram, true, false)->Name("attention_decode_dram")->Args({4096, 2, 0, 0, 0})->Args({4096, 2, 1, 0, 0})->Args({4096, 2, 0, 1, 0})->Args({4096, 2, 0, 0, 1})
     ->Unit(benchmark::kMicrosecond);
 // The first of the two threads' parts of the split decode, on this thread alone.
-BENCHMARK_CAPTURE(run_attention, part, false, true)->Name("attention_split_part")->Args({4096, 1, 0, 0})->Args({4096, 1, 0, 1})
+BENCHMARK_CAPTURE(run_attention, part, false, true)->Name("attention_split_part")->Args({4096, 1, 0, 0, 0})->Args({4096, 1, 0, 1, 0})->Args({4096, 1, 0, 0, 1})
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(run_attention, part_dram, true, true)->Name("attention_split_part_dram")->Args({4096, 1, 0, 0})->Args({4096, 1, 0, 1})
+BENCHMARK_CAPTURE(run_attention, part_dram, true, true)->Name("attention_split_part_dram")->Args({4096, 1, 0, 0, 0})->Args({4096, 1, 0, 1, 0})->Args({4096, 1, 0, 0, 1})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

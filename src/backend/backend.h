@@ -11,7 +11,9 @@
 //   KvView   one layer's K or V cache, paged: a pool of blocks [n_blocks, block_size, width]
 //            in F32 / F16 / Q8_0 and a block table [n_seq, table_stride] of block ids;
 //            position pos of sequence seq is row pos % block_size of block
-//            table[seq * table_stride + pos / block_size]
+//            table[seq * table_stride + pos / block_size]; a tiled F16 view (the CPU
+//            backend's K cache) stores each 16 positions of a block column-major instead,
+//            [width, 16] in the bytes of their 16 rows (KvView::tiled)
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -54,6 +56,12 @@ struct KvView {
   const int32_t* table = nullptr;         // [n_seq, table_stride] block ids, host memory
   const int32_t* device_table = nullptr;  // the same in the backend's memory (== table on the CPU)
   int64_t table_stride = 0;               // block ids per sequence row of the table
+  // F16 only: each tile of kKvTile positions of a block (tile_start(seq, pos), the bytes of
+  // its kKvTile rows) holds element c of position p at (c * kKvTile + p % kKvTile) halves, so
+  // one column's 16 positions are one 32-byte vector (the CPU attention's score pass). Read
+  // and write rows of any view with cpu::kv_read_f32 / kv_write_f32 (kernels/cpu/ops.h).
+  bool tiled = false;
+  static constexpr int kKvTile = 16;
   int block_shift() const { return __builtin_ctz(unsigned(block_size)); }
   // The pool row of (seq, pos): block * block_size + pos % block_size.
   int64_t slot(int64_t seq, int64_t pos) const {
@@ -65,6 +73,8 @@ struct KvView {
   }
   // Positions pos .. pos + run(pos) - 1 lie in one block: their rows are row_bytes apart.
   int64_t run(int64_t pos) const { return block_size - (pos & (block_size - 1)); }
+  // The first byte of the tile of kKvTile positions that holds (seq, pos) (tiled views).
+  uint8_t* tile_start(int64_t seq, int64_t pos) const { return row(seq, pos & ~int64_t(kKvTile - 1)); }
 };
 
 // Rotary embedding frequencies resolved at load time (scaling already applied):
@@ -261,6 +271,14 @@ class Backend {
     (void)edits;
     (void)n_edits;
     (void)ids;
+    return false;
+  }
+  // Whether this backend's attention wants K caches of `type` tiled (KvView::tiled) for these
+  // heads. Default: no (row layout).
+  virtual bool wants_tiled_k(QuantType type, int32_t head_dim, int32_t group) const {
+    (void)type;
+    (void)head_dim;
+    (void)group;
     return false;
   }
   // Free and total bytes of the device memory; false for host memory (the CPU backend).

@@ -39,7 +39,10 @@ class ModelContext final : public Context {
     kv_ = std::make_unique<KvCache>(*backend_, KvCacheOptions{.n_layer = cfg_.n_layer, .width = cfg_.kv_width(),
                                                               .n_seq = opt_.n_seq_max, .n_ctx = opt_.n_ctx,
                                                               .type = opt_.kv_type,
-                                                              .block_size = opt_.kv_block_size});
+                                                              .block_size = opt_.kv_block_size,
+                                                              .tiled_k = backend_->wants_tiled_k(
+                                                                  opt_.kv_type, cfg_.head_dim,
+                                                                  cfg_.n_head / std::max(1, cfg_.n_head_kv))});
     plan_arena();
   }
 

@@ -15,6 +15,8 @@ KvCache::KvCache(Backend& backend, const KvCacheOptions& opt) : backend_(backend
               "KV cache: layers, width, sequences and context must be positive");
   BRISK_CHECK(opt.block_size >= 16 && opt.block_size <= (1 << 16) && (opt.block_size & (opt.block_size - 1)) == 0,
               "KV cache: block size ", opt.block_size, " is not a power of two in [16, 65536]");
+  BRISK_CHECK(!opt.tiled_k || opt.type == QuantType::F16, "KV cache: tiled K needs f16, got ",
+              quant_type_info(opt.type).name);
   const auto rb = quant_row_bytes(opt.type, uint64_t(opt.width));
   BRISK_CHECK(rb.has_value(), "KV cache: ", quant_type_info(opt.type).name, " needs a width that is a "
               "multiple of its block size, got ", opt.width);
@@ -50,7 +52,7 @@ void KvCache::refresh_views() {
                             .capacity = capacity_, .n_seq = opt_.n_seq, .block_size = opt_.block_size,
                             .n_blocks = alloc_.n_blocks(), .table = table_.data(),
                             .device_table = device_table_ ? device_table_ : table_.data(),
-                            .table_stride = max_blocks_});
+                            .table_stride = max_blocks_, .tiled = dst == &k_ && opt_.tiled_k});
     }
   }
 }
@@ -85,6 +87,9 @@ int32_t KvCache::new_block() {
 
 void KvCache::copy_rows(int32_t dst, int32_t src, int32_t n) {
   if (n <= 0) return;
+  // Whole tiles (a tiled view keeps 16 positions in the bytes of 16 rows); the rows past n are
+  // rewritten before they are read.
+  n = std::min(opt_.block_size, (n + KvView::kKvTile - 1) / KvView::kKvTile * KvView::kKvTile);
   for (auto* pools : {&k_pool_, &v_pool_}) {
     for (void* p : *pools) {
       auto* base = static_cast<uint8_t*>(p);

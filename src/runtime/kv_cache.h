@@ -33,6 +33,7 @@ struct KvCacheOptions {
   QuantType type = QuantType::F16;
   int32_t initial_capacity = 256;
   int32_t block_size = kKvDefaultBlockSize;  // positions per block: a power of two >= 16
+  bool tiled_k = false;          // K views tiled (KvView::tiled; F16 only)
 };
 
 class KvCache {

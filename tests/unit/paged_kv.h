@@ -39,9 +39,10 @@ struct HostKv {
   HostKv(HostKv&&) = default;
 };
 
-// Pools for n_seq sequences of cap positions in blocks of block_size (zero-filled).
+// Pools for n_seq sequences of cap positions in blocks of block_size (zero-filled); tiled_k:
+// the K view tiled (KvView::tiled, F16 only).
 inline HostKv make_host_kv(QuantType type, int64_t width, int64_t cap, int64_t n_seq, int32_t block_size,
-                           KvLayout layout, int64_t n_shared = 0) {
+                           KvLayout layout, int64_t n_shared = 0, bool tiled_k = false) {
   HostKv h;
   const int64_t per_seq = (cap + block_size - 1) / block_size;
   h.table = test_kv_table(n_seq, per_seq, layout, n_shared);
@@ -53,6 +54,7 @@ inline HostKv make_host_kv(QuantType type, int64_t width, int64_t cap, int64_t n
                 .device_table = h.table.data(), .table_stride = per_seq};
   h.vc = h.kc;
   h.vc.data = h.v.data();
+  h.kc.tiled = tiled_k && type == QuantType::F16;
   return h;
 }
 

@@ -7,6 +7,8 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "core/fp16.h"
+#include "kernels/cpu/ops.h"
 #include "runtime/kv_blocks.h"
 #include "runtime/kv_cache.h"
 
@@ -125,6 +127,43 @@ TEST(KvCache, SharesPrefixBlocksAndCopiesOnWrite) {
   // Releasing everything frees every block.
   for (int32_t s = 0; s < 3; ++s) kv.truncate(s, 0);
   EXPECT_EQ(kv.blocks().n_used(), 0);
+}
+
+// A tiled K cache (F16, 16 positions of a block column-major): rows written and read back
+// through kv_write_f32 / kv_read_f32 land where the layout says, and a copy of a partial block
+// (seq_copy) carries the positions of a partial tile.
+TEST(KvCache, TiledKeysRoundTripAndCopyPartialTiles) {
+  auto be = make_cpu_backend(1);
+  KvCache kv(*be, {.n_layer = 1, .width = 6, .n_seq = 2, .n_ctx = 64, .type = QuantType::F16,
+                   .initial_capacity = 64, .block_size = 32, .tiled_k = true});
+  const KvView& k = kv.k()[0];
+  ASSERT_TRUE(k.tiled);
+  ASSERT_FALSE(kv.v()[0].tiled);
+  auto value = [](int32_t seq, int32_t pos, int64_t c) { return float(seq * 512 + pos * 8 + c); };  // exact in f16
+  std::vector<int32_t> len = {40, 0};
+  kv.prepare(len);
+  std::vector<float> row(6), got(6);
+  for (int32_t p = 0; p < 40; ++p) {
+    for (int64_t c = 0; c < 6; ++c) row[size_t(c)] = value(0, p, c);
+    cpu::kv_write_f32(k, 0, p, row.data());
+  }
+  kv.set_length(0, 40);
+  // Position 21, column 4: tile 1 of block 0, half 4 * 16 + 5 of the tile.
+  const auto* tile = reinterpret_cast<const uint16_t*>(k.tile_start(0, 21));
+  EXPECT_EQ(tile, reinterpret_cast<const uint16_t*>(k.row(0, 16)));
+  EXPECT_EQ(fp16_to_f32(tile[4 * 16 + 5]), value(0, 21, 4));
+  kv.copy(0, 1, 37);  // block 0 shared, block 1 (positions 32..36, a partial tile) copied
+  EXPECT_EQ(kv.block(1, 0), kv.block(0, 0));
+  EXPECT_NE(kv.block(1, 1), kv.block(0, 1));
+  for (int32_t p = 0; p < 37; ++p) {
+    cpu::kv_read_f32(k, 1, p, 0, 6, got.data());
+    for (int64_t c = 0; c < 6; ++c) ASSERT_EQ(got[size_t(c)], value(0, p, c)) << p << " " << c;
+    cpu::kv_read_f32(k, 1, p, 2, 3, got.data());  // a column range
+    for (int64_t c = 0; c < 3; ++c) ASSERT_EQ(got[size_t(c)], value(0, p, 2 + c)) << p << " " << c;
+  }
+  EXPECT_THROW(KvCache(*be, {.n_layer = 1, .width = 8, .n_seq = 1, .n_ctx = 64, .type = QuantType::F32,
+                             .tiled_k = true}),
+               Error);
 }
 
 TEST(KvCache, RejectsBadBlockSizes) {

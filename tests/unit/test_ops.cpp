@@ -352,9 +352,12 @@ TEST_P(AttentionKernels, MatchReferenceWithGqaWindowsAndCacheTypes) {
   for (int threads : {1, 2}) {
     auto be = make_cpu_backend(threads);
     for (const AttnCase& c : cases) {
+     for (bool tiled : {false, true}) {
+      if (tiled && c.kv != QuantType::F16) continue;
       const int64_t width = int64_t(c.n_head_kv) * c.head_dim;
       const int64_t cap = 40, n_seq = 2;
-      const testing::HostKv pool = testing::make_host_kv(c.kv, width, cap, n_seq, 16, testing::KvLayout::scrambled);
+      const testing::HostKv pool =
+          testing::make_host_kv(c.kv, width, cap, n_seq, 16, testing::KvLayout::scrambled, 0, tiled);
       const KvView kc = pool.kc, vc = pool.vc;
       // Sequence 0 holds 37 positions, sequence 1 holds 7; the batch queries a mix.
       std::vector<int32_t> seq, pos;
@@ -374,7 +377,7 @@ TEST_P(AttentionKernels, MatchReferenceWithGqaWindowsAndCacheTypes) {
       a.out = mat(want, n, qw);
       ref::attention(a);
       EXPECT_LT(max_abs_diff(got, want), 2e-5f) << (*env ? env : "best") << " " << quant_type_info(c.kv).name << " heads " << c.n_head << "/"
-                                                << c.n_head_kv << " window " << c.window;
+                                                << c.n_head_kv << " window " << c.window << " tiled " << tiled;
       // The first position of each sequence attends only to itself: output == its V head.
       for (int32_t h = 0; h < c.n_head; ++h) {
         const int32_t kvh = h / (c.n_head / c.n_head_kv);
@@ -383,6 +386,7 @@ TEST_P(AttentionKernels, MatchReferenceWithGqaWindowsAndCacheTypes) {
         for (int32_t i = 0; i < c.head_dim; ++i)
           EXPECT_NEAR(got[size_t(h * c.head_dim + i)], vrow[size_t(kvh * c.head_dim + i)], 1e-5f);
       }
+     }
     }
   }
   if (*env) unsetenv(env);
@@ -392,7 +396,8 @@ TEST_P(AttentionKernels, MatchReferenceWithGqaWindowsAndCacheTypes) {
 // One decode token over a long cache: with several threads and few KV heads the AVX-512 kernel
 // splits the positions over the threads and merges the partial softmax results. Against the
 // reference for lengths with partial tiles, windows, softcap, F16 / F32 / Q8_0 caches, GQA.
-// F16 caches with head_dim 64 / 128 score with the pair layout unless BRISK_NO_ATTN_PAIRS.
+// F16 caches with head_dim 64 / 128 score with the pair layout unless BRISK_NO_ATTN_PAIRS, tiled ones
+// (KvView::tiled) column by column.
 TEST_P(AttentionKernels, SplitDecodeOverLongContextsMatchesReference) {
   const char* env = GetParam();
   if (*env) setenv(env, "1", 1);
@@ -400,14 +405,19 @@ TEST_P(AttentionKernels, SplitDecodeOverLongContextsMatchesReference) {
   const std::vector<AttnCase> cases = {
       {QuantType::F16, 14, 2, 64, 0, 0.0f},   {QuantType::F16, 8, 1, 128, 0, 0.0f},
       {QuantType::F32, 4, 2, 64, 700, 0.0f},  {QuantType::Q8_0, 6, 3, 128, 0, 0.0f},
-      {QuantType::F16, 4, 2, 256, 0, 30.0f},
+      {QuantType::F16, 4, 2, 256, 0, 30.0f},  {QuantType::F16, 14, 2, 64, 700, 0.0f},
+      {QuantType::F16, 3, 1, 128, 0, 0.0f},   {QuantType::F16, 4, 2, 32, 0, 0.0f},
+      {QuantType::F16, 4, 2, 16, 300, 0.0f},
   };
   for (int threads : {2, 3}) {
     auto be = make_cpu_backend(threads);
     for (const AttnCase& c : cases) {
       for (int32_t p : {511, 1000, 2049}) {
+       for (bool tiled : {false, true}) {
+        if (tiled && c.kv != QuantType::F16) continue;
         const int64_t width = int64_t(c.n_head_kv) * c.head_dim, cap = p + 1;
-        const testing::HostKv pool = testing::make_host_kv(c.kv, width, cap, 1, 256, testing::KvLayout::contiguous);
+        const testing::HostKv pool =
+            testing::make_host_kv(c.kv, width, cap, 1, 256, testing::KvLayout::contiguous, 0, tiled);
         const KvView kc = pool.kc, vc = pool.vc;
         const size_t n_rows = static_cast<size_t>(cap);
         std::vector<int32_t> seq(n_rows, 0), pos(n_rows);
@@ -429,7 +439,8 @@ TEST_P(AttentionKernels, SplitDecodeOverLongContextsMatchesReference) {
         EXPECT_LT(max_abs_diff(got, want), 2e-5f) << quant_type_info(c.kv).name << " heads " << c.n_head << "/"
                                                   << c.n_head_kv << " hd " << c.head_dim << " pos " << p
                                                   << " window " << c.window << " threads " << threads << " "
-                                                  << (*env ? env : "best");
+                                                  << (*env ? env : "best") << " tiled " << tiled;
+       }
       }
     }
   }

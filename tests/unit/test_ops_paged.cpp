@@ -2,7 +2,8 @@
 // through a scrambled block table (each sequence's blocks out of order and apart) or a shared
 // one (sequence 1's first block is sequence 0's) give bit-identical outputs to contiguous
 // storage, for the scalar reference and the CPU backend's fast kernels (AVX-512 / AVX2, the
-// split decode over long contexts), decode and prefill shapes, several block sizes.
+// split decode over long contexts), decode and prefill shapes, several block sizes, F16 K
+// caches in rows and tiled (KvView::tiled).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -37,9 +38,10 @@ struct Filled {
   HostKv kv;
   int32_t len0, len1;
 };
-Filled fill(Backend& be, const Shape& sh, int32_t bs, KvLayout layout, int32_t len0, int32_t len1) {
+// tiled: the K view tiled (KvView::tiled) where the cache is F16.
+Filled fill(Backend& be, const Shape& sh, int32_t bs, KvLayout layout, int32_t len0, int32_t len1, bool tiled = false) {
   const int64_t width = int64_t(sh.n_head_kv) * sh.head_dim;
-  Filled f{testing::make_host_kv(sh.kv, width, std::max(len0, len1), 2, bs, layout, 1), len0, len1};
+  Filled f{testing::make_host_kv(sh.kv, width, std::max(len0, len1), 2, bs, layout, 1, tiled), len0, len1};
   const std::vector<float> k0 = test::gaussian(size_t(len0 * width), 1), v0 = test::gaussian(size_t(len0 * width), 2);
   const std::vector<float> k1 = test::gaussian(size_t(len1 * width), 3), v1 = test::gaussian(size_t(len1 * width), 4);
   std::vector<float> k, v;
@@ -96,17 +98,19 @@ TEST(AttentionPaged, ScrambledAndSharedTablesMatchContiguous) {
     for (int threads : {1, 3}) {
       auto be = make_cpu_backend(threads);
       for (const Shape& sh : shapes) {
+       for (const bool tiled : {false, true}) {
+        if (tiled && sh.kv != QuantType::F16) continue;
         for (const int32_t bs : {16, 64}) {
           const int32_t len0 = 3 * bs + 5, len1 = 2 * bs + 7;
-          const Filled flat = fill(*be, sh, bs, KvLayout::contiguous, len0, len1);
+          const Filled flat = fill(*be, sh, bs, KvLayout::contiguous, len0, len1, tiled);
           for (const KvLayout layout : {KvLayout::scrambled, KvLayout::shared}) {
-            const Filled paged = fill(*be, sh, bs, layout, len0, len1);
+            const Filled paged = fill(*be, sh, bs, layout, len0, len1, tiled);
             std::vector<int32_t> dseq = {0, 1}, dpos = {len0 - 1, len1 - 1}, pseq, ppos;
             for (int32_t p = 0; p < len0; ++p) { pseq.push_back(0); ppos.push_back(p); }
             for (int32_t p = 0; p < len1; ++p) { pseq.push_back(1); ppos.push_back(p); }
             const std::string what = str_cat(*env ? env : "best", " threads ", threads, " ",
                                              quant_type_info(sh.kv).name, " heads ", sh.n_head, "/", sh.n_head_kv,
-                                             " hd ", sh.head_dim, " block ", bs,
+                                             " hd ", sh.head_dim, " block ", bs, tiled ? " tiled" : "",
                                              layout == KvLayout::shared ? " shared" : " scrambled");
             const bool with_ref = !*env && threads == 1;  // the reference runs the same everywhere
             for (Backend* b : {be.get(), static_cast<Backend*>(nullptr)}) {
@@ -118,6 +122,7 @@ TEST(AttentionPaged, ScrambledAndSharedTablesMatchContiguous) {
             }
           }
         }
+       }
       }
     }
   }
@@ -128,14 +133,17 @@ TEST(AttentionPaged, ScrambledAndSharedTablesMatchContiguous) {
 TEST(AttentionPaged, SplitDecodeOverScrambledBlocks) {
   auto be = make_cpu_backend(3);
   for (const Shape& sh : {Shape{QuantType::F16, 8, 1, 128, 0, 0.0f}, Shape{QuantType::F32, 4, 2, 64, 900, 0.0f},
-                          Shape{QuantType::Q8_0, 6, 3, 128, 0, 0.0f}}) {
-    for (const int32_t bs : {16, 256}) {
-      const int32_t len = 2049;
-      const Filled flat = fill(*be, sh, bs, KvLayout::contiguous, len, 1);
-      const Filled paged = fill(*be, sh, bs, KvLayout::scrambled, len, 1);
-      const std::vector<int32_t> seq = {0}, pos = {len - 1};
-      EXPECT_TRUE(same(attend(be.get(), sh, paged.kv, seq, pos), attend(be.get(), sh, flat.kv, seq, pos)))
-          << quant_type_info(sh.kv).name << " hd " << sh.head_dim << " block " << bs;
+                          Shape{QuantType::Q8_0, 6, 3, 128, 0, 0.0f}, Shape{QuantType::F16, 14, 2, 64, 900, 0.0f}}) {
+    for (const bool tiled : {false, true}) {
+      if (tiled && sh.kv != QuantType::F16) continue;
+      for (const int32_t bs : {16, 256}) {
+        const int32_t len = 2049;
+        const Filled flat = fill(*be, sh, bs, KvLayout::contiguous, len, 1, tiled);
+        const Filled paged = fill(*be, sh, bs, KvLayout::scrambled, len, 1, tiled);
+        const std::vector<int32_t> seq = {0}, pos = {len - 1};
+        EXPECT_TRUE(same(attend(be.get(), sh, paged.kv, seq, pos), attend(be.get(), sh, flat.kv, seq, pos)))
+            << quant_type_info(sh.kv).name << " hd " << sh.head_dim << " block " << bs << " tiled " << tiled;
+      }
     }
   }
 }

@@ -133,6 +133,13 @@ class CpuBackend final : public Backend {
               parts_for(double(a.k.rows) * double(a.k.cols) * 8.0));
   }
 
+  // F16 K caches are tiled where the AVX-512 attention runs (its score pass reads a head's 16
+  // positions of one dim as one vector).
+  bool wants_tiled_k(QuantType type, int32_t head_dim, int32_t group) const override {
+    return type == QuantType::F16 && avx512_ && cpu::attention_avx512_supports(head_dim, group) &&
+           !flags().no_attn_tiles;
+  }
+
   void attention(const AttentionArgs& a) override {
     OpProfile::Scope prof(profile_, a.q.rows > 8 ? "attention(prefill)" : "attention");
     BRISK_CHECK(a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0, "attention: ", a.n_head,

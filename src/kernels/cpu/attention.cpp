@@ -4,37 +4,63 @@
 // score matrix is materialized and long contexts cost O(head_dim) memory per (token, head).
 //
 // Layout: q/out [n_tok, n_head * head_dim]; K/V cache paged (backend.h KvView: rows of
-// n_head_kv * head_dim reached through the block table) in F32, F16 or Q8_0 (head_dim is then a multiple of 32, so a head's slice is whole blocks).
+// n_head_kv * head_dim reached through the block table, or F16 tiles) in F32, F16 or Q8_0
+// (head_dim is then a multiple of 32, so a head's slice is whole blocks).
 // Query head h reads KV head h / (n_head / n_head_kv). Token t attends positions
 // [max(0, pos[t] - window + 1), pos[t]] of sequence seq[t]; its own K/V must be stored first.
 // Work is split over (token, head) pairs.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "core/error.h"
+#include "core/fp16.h"
 #include "kernels/cpu/ops.h"
 
 namespace brisk::cpu {
 
 namespace {
 
-const float* load_segment(const KvView& v, int64_t seq, int64_t pos, size_t byte_off, int64_t n,
-                          float* buf) {
-  const uint8_t* src = v.row(seq, pos) + byte_off;
-  if (v.type == QuantType::F32) return reinterpret_cast<const float*>(src);
-  row_to_f32(v.type, src, buf, n);
+// Elements [col0, col0 + n) of (seq, pos): in place for F32 rows, else converted into buf.
+const float* load_segment(const KvView& v, int64_t seq, int64_t pos, int64_t col0, int64_t n, float* buf) {
+  if (v.type == QuantType::F32 && !v.tiled) return reinterpret_cast<const float*>(v.row(seq, pos)) + col0;
+  kv_read_f32(v, seq, pos, col0, n, buf);
   return buf;
 }
 
 }  // namespace
 
+void kv_read_f32(const KvView& v, int64_t seq, int64_t pos, int64_t col0, int64_t n, float* out) {
+  if (!v.tiled) {
+    row_to_f32(v.type, v.row(seq, pos) + kv_segment_offset(v, col0), out, n);
+    return;
+  }
+  const uint16_t* t = reinterpret_cast<const uint16_t*>(v.tile_start(seq, pos)) + (pos & (KvView::kKvTile - 1));
+  for (int64_t i = 0; i < n; ++i) out[i] = fp16_to_f32(t[(col0 + i) * KvView::kKvTile]);
+}
+
+void kv_write_f32(const KvView& v, int64_t seq, int64_t pos, const float* src) {
+  if (!v.tiled) {
+    row_from_f32(v.type, src, v.row(seq, pos), v.width);
+    return;
+  }
+  // Converted as a row (the same bits as an untiled cache), then scattered 16 halves apart.
+  uint16_t* t = reinterpret_cast<uint16_t*>(v.tile_start(seq, pos)) + (pos & (KvView::kKvTile - 1));
+  uint16_t h[256];
+  for (int64_t c0 = 0; c0 < v.width; c0 += 256) {
+    const int64_t n = std::min<int64_t>(256, v.width - c0);
+    row_from_f32(QuantType::F16, src + c0, h, n);
+    for (int64_t i = 0; i < n; ++i) t[(c0 + i) * KvView::kKvTile] = h[i];
+  }
+}
+
 void kv_store_rows(const KvStoreArgs& a, int ith, int nth) {
   int64_t begin, end;
   split_range(a.k.rows, ith, nth, &begin, &end);
   for (int64_t t = begin; t < end; ++t) {
-    row_from_f32(a.k_cache.type, a.k.row(t), a.k_cache.row(a.seq[t], a.pos[t]), a.k_cache.width);
-    row_from_f32(a.v_cache.type, a.v.row(t), a.v_cache.row(a.seq[t], a.pos[t]), a.v_cache.width);
+    kv_write_f32(a.k_cache, a.seq[t], a.pos[t], a.k.row(t));
+    kv_write_f32(a.v_cache, a.seq[t], a.pos[t], a.v.row(t));
   }
 }
 
@@ -88,18 +114,17 @@ void attention_rows(const AttentionArgs& a, float* scratch, int ith, int nth) {
     const float* q = a.q.row(t) + int64_t(h) * hd;
     const int64_t s = a.seq[t], p = a.pos[t];
     const int64_t start = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
-    const size_t k_off = kv_segment_offset(a.k_cache, int64_t(kvh) * hd);
-    const size_t v_off = kv_segment_offset(a.v_cache, int64_t(kvh) * hd);
+    const int64_t col0 = int64_t(kvh) * hd;
     float m = -std::numeric_limits<float>::infinity();
     float l = 0.0f;
     std::memset(acc, 0, sizeof(float) * size_t(hd));
     for (int64_t j = start; j <= p; ++j) {
-      const float* k = load_segment(a.k_cache, s, j, k_off, hd, kbuf);
+      const float* k = load_segment(a.k_cache, s, j, col0, hd, kbuf);
       float score = 0.0f;
       for (int32_t i = 0; i < hd; ++i) score += q[i] * k[i];
       score *= a.scale;
       if (a.softcap > 0.0f) score = a.softcap * std::tanh(score / a.softcap);
-      const float* v = load_segment(a.v_cache, s, j, v_off, hd, vbuf);
+      const float* v = load_segment(a.v_cache, s, j, col0, hd, vbuf);
       if (score > m) {
         const float corr = std::exp(m - score);  // 0 on the first position
         l *= corr;

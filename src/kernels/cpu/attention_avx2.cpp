@@ -2,7 +2,7 @@
 // online-softmax scheme; kernels/cpu/ref.h the reference it is tested against). Same loop
 // structure; the per-position work is vectorized 8 floats at a time: q·k with FMA, K/V rows
 // of an F16 cache converted with F16C on the fly, and the rescaled accumulator update as one
-// FMA per 8 dims. Q8_0 caches are dequantized through the format's row function. Needs
+// FMA per 8 dims. Q8_0 caches (and tiled ones) are read through kv_read_f32. Needs
 // head_dim % 8 == 0 (the dispatcher falls back to the scalar kernel otherwise).
 // Decode cost per (token, head) is O(positions * head_dim); at long contexts this kernel, not
 // the matmuls, would dominate a scalar build.
@@ -40,8 +40,11 @@ void attention_rows_avx2(const AttentionArgs& a, float* scratch, int ith, int nt
   float* kbuf = scratch;
   float* vbuf = scratch + hd;
   float* acc = scratch + 2 * hd;
-  const bool direct = a.k_cache.type == QuantType::F32 || a.k_cache.type == QuantType::F16;
-  const QuantType lt = direct ? a.k_cache.type : QuantType::F32;  // type of what load8 reads
+  // K / V rows read in place (F32 / F16 rows), else converted into kbuf / vbuf first.
+  const bool k_direct = (a.k_cache.type == QuantType::F32 || a.k_cache.type == QuantType::F16) && !a.k_cache.tiled;
+  const bool v_direct = (a.v_cache.type == QuantType::F32 || a.v_cache.type == QuantType::F16) && !a.v_cache.tiled;
+  const QuantType kt = k_direct ? a.k_cache.type : QuantType::F32;  // type of what load8 reads
+  const QuantType vt = v_direct ? a.v_cache.type : QuantType::F32;
   int64_t begin, end;
   attention_split_items(a, a.n_head, ith, nth, &begin, &end);
   for (int64_t item = begin; item < end; ++item) {
@@ -57,16 +60,14 @@ void attention_rows_avx2(const AttentionArgs& a, float* scratch, int ith, int nt
     float l = 0.0f;
     std::memset(acc, 0, sizeof(float) * size_t(hd));
     for (int64_t j = start; j <= p; ++j) {
-      const void* k = a.k_cache.row(s, j) + k_off;
-      const void* v = a.v_cache.row(s, j) + v_off;
-      if (!direct) {
-        row_to_f32(a.k_cache.type, k, kbuf, hd);
-        row_to_f32(a.v_cache.type, v, vbuf, hd);
-        k = kbuf;
-        v = vbuf;
-      }
+      const void* k = kbuf;
+      const void* v = vbuf;
+      if (k_direct) k = a.k_cache.row(s, j) + k_off;
+      else kv_read_f32(a.k_cache, s, j, int64_t(kvh) * hd, hd, kbuf);
+      if (v_direct) v = a.v_cache.row(s, j) + v_off;
+      else kv_read_f32(a.v_cache, s, j, int64_t(kvh) * hd, hd, vbuf);
       __m256 dot = _mm256_setzero_ps();
-      for (int32_t i = 0; i < hd; i += 8) dot = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(lt, k, i), dot);
+      for (int32_t i = 0; i < hd; i += 8) dot = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(kt, k, i), dot);
       float score = hsum(dot) * a.scale;
       if (a.softcap > 0.0f) score = a.softcap * std::tanh(score / a.softcap);
       if (score > m) {
@@ -79,7 +80,7 @@ void attention_rows_avx2(const AttentionArgs& a, float* scratch, int ith, int nt
       l += w;
       const __m256 wv = _mm256_set1_ps(w);
       for (int32_t i = 0; i < hd; i += 8)
-        _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(wv, load8(lt, v, i), _mm256_loadu_ps(acc + i)));
+        _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(wv, load8(vt, v, i), _mm256_loadu_ps(acc + i)));
     }
     float* out = a.out.row(t) + int64_t(h) * hd;
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;

@@ -9,12 +9,15 @@
 //              tree; the running max per head. F16 K with head_dim 64 / 128: the tile is
 //              converted into a pair layout (8 dims of two positions per vector), so a head's
 //              FMAs leave one vector per two positions and the tree has 3 levels, not 4
-//              (BRISK_NO_ATTN_PAIRS: the one-vector-per-position form)
+//              (BRISK_NO_ATTN_PAIRS: the one-vector-per-position form). A tiled F16 K cache
+//              (KvView::tiled: a tile's 16 positions of one dim are one vector) needs no
+//              reduction: per dim, one conversion and one FMA per head with q_h[d] broadcast,
+//              over the cache's own tiles (the first and last masked to the range)
 //   2. weights p = exp(score - max) in place (vectorized exp), and their sum per head
 //   3. output  acc_h = sum_j p_hj * v_j: per 16-float chunk of the head, the group's heads keep
 //              one accumulator each and share every V load, so the FMA chains are independent
 //              (the online-softmax form had one long dependent chain per head and tile)
-// Scores live in a per-thread buffer of group * n_pos floats. Needs head_dim 64, 128 or 256 and
+// Scores live in a per-thread buffer of group * n_pos floats. Needs head_dim 16, 32, 64, 128 or 256 and
 // a group of at most 16 heads (attention_avx512_supports; the caller checks).
 // GCC 12's AVX-512 headers trip its own (maybe-)uninitialized warnings (false positives).
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -107,6 +110,39 @@ inline __m512 reduce_pairs(const __m512* v) {
     b[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
   }
   return _mm512_add_ps(_mm512_shuffle_f32x4(b[0], b[1], 0x88), _mm512_shuffle_f32x4(b[0], b[1], 0xDD));
+}
+
+// Scores of G heads over one tile of a tiled F16 K cache: out[g] (16 positions) = sum over d
+// of q[g * NC * 16 + d] * tile[d] (tile: one head's [NC * 16, 16] halves). With fewer than 4
+// heads the dims alternate between two sums per head, so that enough FMA chains are in flight.
+template <int NC, int G>
+inline void score_tile_cols(const uint16_t* tile, const float* q, __m512* out) {
+  constexpr int hd = NC * 16;
+  constexpr int S = G < 4 ? 2 : 1;
+  __m512 acc[S][G];
+  for (int k = 0; k < S; ++k)
+    for (int g = 0; g < G; ++g) acc[k][g] = _mm512_setzero_ps();
+  for (int d = 0; d < hd; d += S) {
+    for (int k = 0; k < S; ++k) {
+      const __m512 kd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + (d + k) * 16)));
+      for (int g = 0; g < G; ++g) acc[k][g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + d + k]), kd, acc[k][g]);
+    }
+  }
+  for (int g = 0; g < G; ++g) out[g] = S == 2 ? _mm512_add_ps(acc[0][g], acc[S - 1][g]) : acc[0][g];
+}
+
+template <int NC>
+inline void score_tile_cols(const uint16_t* tile, const float* q, int ng, __m512* out) {
+  switch (ng) {
+    case 1: score_tile_cols<NC, 1>(tile, q, out); break;
+    case 2: score_tile_cols<NC, 2>(tile, q, out); break;
+    case 3: score_tile_cols<NC, 3>(tile, q, out); break;
+    case 4: score_tile_cols<NC, 4>(tile, q, out); break;
+    case 5: score_tile_cols<NC, 5>(tile, q, out); break;
+    case 6: score_tile_cols<NC, 6>(tile, q, out); break;
+    case 7: score_tile_cols<NC, 7>(tile, q, out); break;
+    default: score_tile_cols<NC, 8>(tile, q, out); break;
+  }
 }
 
 }  // namespace
@@ -245,7 +281,11 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
   const int64_t s = a.seq[t];
   const int64_t start = range.first;
   const int64_t n_pos = range.count;
-  const int64_t n_pad = (n_pos + kTile - 1) / kTile * kTile;
+  // Tiled K: the score pass runs over the cache's tiles, so a head's scores start at buffer
+  // index w0 (the range's offset in its first tile), with one more tile of room for pass 2.
+  const bool tiled = a.k_cache.tiled && a.k_cache.type == QuantType::F16;
+  const int64_t w0 = tiled ? (start & (kTile - 1)) : 0;
+  const int64_t n_pad = (w0 + n_pos + kTile - 1) / kTile * kTile + (w0 > 0 ? kTile : 0);
   const size_t k_off = kv_segment_offset(a.k_cache, int64_t(kvh) * hd);
   const size_t v_off = kv_segment_offset(a.v_cache, int64_t(kvh) * hd);
   const size_t k_row_bytes = size_t(quant_row_bytes(a.k_cache.type, uint64_t(hd)).value_or(0));
@@ -257,7 +297,7 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
   const float* q0 = a.q.row(t) + int64_t(kvh * group) * hd;
   // F16 K (head_dim <= 128): the tile in the pair layout (load_tile_pairs_f16), and each head's
   // q as 2 * NC vectors holding 8 dims twice, qp (group, 2 * NC, 16).
-  const bool pairs = NC <= 8 && a.k_cache.type == QuantType::F16 && !flags().no_attn_pairs;
+  const bool pairs = !tiled && NC <= 8 && a.k_cache.type == QuantType::F16 && !flags().no_attn_pairs;
   thread_local std::vector<float> qp_buf;
   if (pairs) {
     if (qp_buf.size() < size_t(group * 2 * hd)) qp_buf.resize(size_t(group * 2 * hd));
@@ -270,7 +310,42 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
   // 1. scores and running max per head
   __m512 mxv[16];  // running max per head, lane-wise (reduced once after the pass)
   for (int32_t g = 0; g < group; ++g) mxv[g] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  for (int64_t j0 = 0; j0 < n_pos; j0 += kTile) {
+  // Scale and soft-cap the 16 scores v of head g for buffer index b0 (lanes `valid` are real).
+  auto finish_scores = [&](int32_t g, __m512 v, int64_t b0, __mmask16 valid) {
+    v = _mm512_mul_ps(v, _mm512_set1_ps(a.scale));
+    if (a.softcap > 0.0f) {
+      alignas(64) float tmp[kTile];
+      _mm512_store_ps(tmp, v);
+      for (int j = 0; j < kTile; ++j) tmp[j] = a.softcap * std::tanh(tmp[j] / a.softcap);
+      v = _mm512_load_ps(tmp);
+    }
+    _mm512_storeu_ps(sc + g * n_pad + b0, v);
+    mxv[g] = _mm512_mask_max_ps(mxv[g], valid, mxv[g], v);
+  };
+  if (tiled) {
+    const size_t head_bytes = size_t(hd) * kTile * sizeof(uint16_t);  // one head's part of a tile
+    const int64_t tile0 = start - w0;                                 // first tile's first position
+    for (int64_t b0 = 0; b0 < w0 + n_pos; b0 += kTile) {
+      const int lo = int(std::max<int64_t>(0, w0 - b0)), hi = int(std::min<int64_t>(kTile, w0 + n_pos - b0));
+      const __mmask16 valid = __mmask16(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+      if (b0 + kTile < w0 + n_pos) prefetch_row(a.k_cache.tile_start(s, tile0 + b0 + kTile) + size_t(kvh) * head_bytes, head_bytes);
+      if (stream) stream->lines(kStreamLinesPerTile);
+      else if (b0 + kL2PrefetchRows < w0 + n_pos) {
+        prefetch_row_l2(a.k_cache.tile_start(s, tile0 + b0 + kL2PrefetchRows) + size_t(kvh) * head_bytes, head_bytes);
+        for (int64_t j = b0 + kL2PrefetchRows; j < std::min(w0 + n_pos, b0 + kL2PrefetchRows + kTile) && v_l2; ++j)
+          if (j >= w0) prefetch_row_l2(a.v_cache.row(s, tile0 + j) + v_off, v_row_bytes);
+      }
+      const uint16_t* tile =
+          reinterpret_cast<const uint16_t*>(a.k_cache.tile_start(s, tile0 + b0) + size_t(kvh) * head_bytes);
+      for (int32_t g0 = 0; g0 < group; g0 += 8) {
+        const int32_t ng = std::min<int32_t>(8, group - g0);
+        __m512 v[8];
+        score_tile_cols<NC>(tile, q0 + int64_t(g0) * hd, ng, v);
+        for (int32_t g = 0; g < ng; ++g) finish_scores(g0 + g, v[g], b0, valid);
+      }
+    }
+  }
+  for (int64_t j0 = 0; j0 < n_pos && !tiled; j0 += kTile) {
     const int n = int(std::min<int64_t>(kTile, n_pos - j0));
     const __mmask16 valid = __mmask16((1u << n) - 1u);
     // K and V rows (strided streams the hardware prefetchers follow poorly): K of the next tile
@@ -312,15 +387,7 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
         }
         v = avx512::hsum16x16(part);
       }
-      v = _mm512_mul_ps(v, _mm512_set1_ps(a.scale));
-      if (a.softcap > 0.0f) {
-        alignas(64) float tmp[kTile];
-        _mm512_store_ps(tmp, v);
-        for (int j = 0; j < kTile; ++j) tmp[j] = a.softcap * std::tanh(tmp[j] / a.softcap);
-        v = _mm512_load_ps(tmp);
-      }
-      _mm512_storeu_ps(sc + g * n_pad + j0, v);
-      mxv[g] = _mm512_mask_max_ps(mxv[g], valid, mxv[g], v);
+      finish_scores(g, v, j0, valid);
     }
   }
   float mx[16];
@@ -328,7 +395,7 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
   // 2. weights and their sums (positions past n_pos get weight 0)
   float sum[16];
   for (int32_t g = 0; g < group; ++g) {
-    float* row = sc + g * n_pad;
+    float* row = sc + g * n_pad + w0;
     const __m512 m = _mm512_set1_ps(mx[g]);
     __m512 tot = _mm512_setzero_ps();
     for (int64_t j0 = 0; j0 < n_pos; j0 += kTile) {
@@ -359,7 +426,7 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
     // Heads in batches of up to 8 with a compile-time count, so the accumulators stay in registers.
     for (int32_t g0 = 0; g0 < group; g0 += 8) {
       const int32_t ng = std::min<int32_t>(8, group - g0);
-      const float* w = sc + int64_t(g0) * n_pad + j;
+      const float* w = sc + int64_t(g0) * n_pad + w0 + j;
       float* acc_g = acc + int64_t(g0) * hd;
       const bool more = j > 0;
       switch (ng) {
@@ -398,6 +465,8 @@ void run_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange range, Ro
 void item_any(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange range, RowStream* stream, float* kt, float* acc,
               float* partial) {
   switch (a.head_dim) {
+    case 16: run_item<1>(a, t, kvh, range, stream, kt, acc, partial); break;
+    case 32: run_item<2>(a, t, kvh, range, stream, kt, acc, partial); break;
     case 64: run_item<4>(a, t, kvh, range, stream, kt, acc, partial); break;
     case 128: run_item<8>(a, t, kvh, range, stream, kt, acc, partial); break;
     default: run_item<16>(a, t, kvh, range, stream, kt, acc, partial); break;
@@ -407,7 +476,8 @@ void item_any(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange range, Ro
 }  // namespace
 
 bool attention_avx512_supports(int32_t head_dim, int32_t group) {
-  return (head_dim == 64 || head_dim == 128 || head_dim == 256) && group >= 1 && group <= 16;
+  return (head_dim == 16 || head_dim == 32 || head_dim == 64 || head_dim == 128 || head_dim == 256) && group >= 1 &&
+         group <= 16;
 }
 
 void attention_rows_avx512(const AttentionArgs& a, float* scratch, int ith, int nth) {

@@ -32,6 +32,10 @@ void matmul_rows(const MatmulArgs& a, const void* act, const void* packed, int i
 void rms_norm_rows(const RmsNormArgs& a, int ith, int nth);
 void rope_rows(const RopeArgs& a, int ith, int nth);
 void kv_store_rows(const KvStoreArgs& a, int ith, int nth);
+// Elements [col0, col0 + n) of position pos of sequence seq of a KV view as floats (any layout;
+// col0 and n whole blocks of the view's type), and a whole row written from floats.
+void kv_read_f32(const KvView& v, int64_t seq, int64_t pos, int64_t col0, int64_t n, float* out);
+void kv_write_f32(const KvView& v, int64_t seq, int64_t pos, const float* src);
 // scratch: at least attention_scratch_floats(head_dim) floats for this part.
 // Bytes from the start of a KV cache row to element `offset` (a multiple of the block size).
 inline size_t kv_segment_offset(const KvView& v, int64_t offset) {

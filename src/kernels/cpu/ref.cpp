@@ -84,8 +84,8 @@ void rope(const RopeArgs& a) {
 
 void kv_store(const KvStoreArgs& a) {
   for (int64_t t = 0; t < a.k.rows; ++t) {
-    cpu::row_from_f32(a.k_cache.type, a.k.row(t), a.k_cache.row(a.seq[t], a.pos[t]), a.k_cache.width);
-    cpu::row_from_f32(a.v_cache.type, a.v.row(t), a.v_cache.row(a.seq[t], a.pos[t]), a.v_cache.width);
+    cpu::kv_write_f32(a.k_cache, a.seq[t], a.pos[t], a.k.row(t));
+    cpu::kv_write_f32(a.v_cache, a.seq[t], a.pos[t], a.v.row(t));
   }
 }
 
@@ -109,7 +109,7 @@ void attention(const AttentionArgs& a) {
       std::vector<float> scores(size_t(p + 1));
       for (int64_t j = 0; j <= p; ++j) {
         const bool masked = a.window > 0 && p - j >= a.window;
-        cpu::row_to_f32(a.k_cache.type, a.k_cache.row(s, j), krow.data(), a.k_cache.width);
+        cpu::kv_read_f32(a.k_cache, s, j, 0, a.k_cache.width, krow.data());
         double dot = 0.0;
         for (int32_t i = 0; i < hd; ++i) dot += double(q[i]) * krow[size_t(kvh * hd + i)];
         double sc = dot * a.scale;
@@ -120,7 +120,7 @@ void attention(const AttentionArgs& a) {
       float* out = a.out.row(t) + int64_t(h) * hd;
       for (int32_t i = 0; i < hd; ++i) out[i] = 0.0f;
       for (int64_t j = 0; j <= p; ++j) {
-        cpu::row_to_f32(a.v_cache.type, a.v_cache.row(s, j), vrow.data(), a.v_cache.width);
+        cpu::kv_read_f32(a.v_cache, s, j, 0, a.v_cache.width, vrow.data());
         for (int32_t i = 0; i < hd; ++i) out[i] += scores[size_t(j)] * vrow[size_t(kvh * hd + i)];
       }
     }
