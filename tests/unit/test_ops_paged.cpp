@@ -112,7 +112,10 @@ TEST(AttentionPaged, ScrambledAndSharedTablesMatchContiguous) {
                                              quant_type_info(sh.kv).name, " heads ", sh.n_head, "/", sh.n_head_kv,
                                              " hd ", sh.head_dim, " block ", bs, tiled ? " tiled" : "",
                                              layout == KvLayout::shared ? " shared" : " scrambled");
-            const bool with_ref = !*env && threads == 1;  // the reference runs the same everywhere
+            // The reference runs the same everywhere: once, on the shapes of up to 8 heads (its
+            // scalar prefill over the 32-head shape took most of this test's time, 105 s under
+            // the sanitizers).
+            const bool with_ref = !*env && threads == 1 && sh.n_head <= 8;
             for (Backend* b : {be.get(), static_cast<Backend*>(nullptr)}) {
               if (!b && !with_ref) continue;
               EXPECT_TRUE(same(attend(b, sh, paged.kv, dseq, dpos), attend(b, sh, flat.kv, dseq, dpos)))
