@@ -7,11 +7,8 @@
 // Its state is a small fixed-size value (the container stack is a bitset), so copying it is
 // cheap: the token mask copies it at every trie node it visits.
 //
-// ToolCallConstraint forces one tool call in a format's syntax:
-//   before_name NAME between_name_and_arguments {JSON object} after_arguments
-// with NAME one of the allowed names (tool_choice "required": all tools; named: one).
-//
-// TokenMask turns either constraint into a per-token allowed mask: a trie over the decoded
+// TokenMask turns a constraint (this one, SchemaConstraint of schema_constraint.h or
+// ToolCallConstraint of tool_call_constraint.h) into a per-token allowed mask: a trie over the decoded
 // token texts is walked with the constraint's state, pruning a subtree at the first byte that
 // is rejected. Inside a JSON string (the common state) tokens made only of plain string bytes
 // are allowed without walking (a precomputed mask), and only the rest of the vocabulary is
@@ -24,9 +21,11 @@
 #include <string_view>
 #include <vector>
 
-#include "text/chat_output.h"
 
 namespace brisk {
+
+class SchemaConstraint;    // schema_constraint.h
+class ToolCallConstraint;  // tool_call_constraint.h
 
 struct JsonConstraintOptions {
   bool require_object = false;     // response_format json_object: the top level is an object
@@ -75,54 +74,6 @@ class JsonConstraint {
   std::array<uint64_t, 4> stack_{};  // bit d: container at depth d+1 is an object
 };
 
-// How a format writes one tool call whose arguments are a JSON object.
-struct ToolCallSyntax {
-  std::string before_name;                // e.g. "<tool_call>\n{\"name\": \""
-  std::string between_name_and_arguments; // e.g. "\", \"arguments\": "
-  std::string after_arguments;            // e.g. "}\n</tool_call>"
-  // When set, any text is allowed first, up to and including this marker, then whitespace:
-  // the reasoning close when the prompt opened a reasoning block (e.g. "</think>").
-  std::string free_text_until = {};
-};
-
-// The forced-call syntax of a chat output format whose call arguments are a JSON object
-// (hermes, mistral, llama3, gemma, deepseek, gpt_oss); throws brisk::Error for the others.
-ToolCallSyntax tool_call_syntax(ChatFormat format);
-
-class ToolCallConstraint {
- public:
-  // names: the allowed function names (non-empty; each non-empty).
-  ToolCallConstraint(ToolCallSyntax syntax, std::vector<std::string> names,
-                     JsonConstraintOptions arguments_options = {.require_object = true});
-  bool accepts(std::string_view piece) const;
-  void advance(std::string_view piece);  // throws brisk::Error when !accepts(piece)
-  bool complete() const { return phase_ == Phase::kDone; }
-  bool in_plain_string() const { return phase_ == Phase::kArguments && args_.in_plain_string(); }
-  // Before free_text_until has appeared every byte is accepted.
-  bool accepts_any_text() const { return phase_ == Phase::kFreeText; }
-  bool step(uint8_t byte);
-
- private:
-  enum class Phase : uint8_t { kFreeText, kBefore, kName, kBetween, kArguments, kAfter, kDone };
-  struct Shared {
-    ToolCallSyntax syntax;
-    std::vector<std::string> names;
-  };
-  void enter_after();
-  friend class TokenMask;
-  // A copy for the mask walk: borrows the syntax from `this` (no reference count traffic).
-  ToolCallConstraint borrowed_copy() const;
-  ToolCallConstraint() = default;
-
-  std::shared_ptr<const Shared> owner_;  // null in borrowed copies
-  const Shared* shared_ = nullptr;
-  Phase phase_ = Phase::kBefore;
-  size_t pos_ = 0;           // position in the current literal
-  std::string tail_;         // kFreeText: the last bytes, to spot free_text_until
-  std::string name_;         // name bytes read so far
-  JsonConstraint args_;
-};
-
 // Allowed-token masks for a vocabulary. vocab[i] is the decoded text of token i (raw bytes;
 // may be a partial UTF-8 sequence). Empty texts are never allowed; `end_tokens` (EOS,
 // end-of-turn) are allowed exactly when the constraint is complete.
@@ -133,6 +84,7 @@ class TokenMask {
   // allowed: resized to n_vocab.
   void compute(const JsonConstraint& constraint, std::vector<bool>& allowed) const;
   void compute(const ToolCallConstraint& constraint, std::vector<bool>& allowed) const;
+  void compute(const SchemaConstraint& constraint, std::vector<bool>& allowed) const;
 
  private:
   struct Node {

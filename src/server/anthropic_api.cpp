@@ -143,7 +143,27 @@ ChatRequest parse_messages(const httplib::Request& http_req, const json& body, c
   if (auto v = get_number(body, "temperature", 0.0, 1.0)) r.sampling.temperature = float(*v);
   if (auto v = get_number(body, "top_p", 0.0, 1.0)) r.sampling.top_p = float(*v);
   if (auto v = get_int(body, "top_k", -1, 1 << 20)) r.sampling.top_k = int32_t(*v);
+  r.sampling.seed = fresh_sampling_seed();  // the Messages API has no seed
   r.stop = parse_stop(body, "stop_sequences");
+  // Structured output: output_config.format, or the earlier output_format; {type: json_schema, schema}.
+  const json* format = nullptr;
+  const char* format_param = "output_config";
+  if (const json* oc = field(body, "output_config")) {
+    if (!oc->is_object()) bad_request("output_config", "'output_config' must be an object");
+    format = field(*oc, "format");
+  }
+  if (!format) {
+    format = field(body, "output_format");
+    format_param = "output_format";
+  }
+  if (format) {
+    if (!format->is_object() || format->value("type", json()) != "json_schema")
+      bad_request(format_param, "the output format must be {type: json_schema, schema}");
+    const json* schema = field(*format, "schema");
+    if (!schema) bad_request(format_param, "the output format needs a 'schema'");
+    r.json_object = true;
+    r.json_schema = parse_json_schema(*schema, format_param);
+  }
   r.stream = get_bool(body, "stream").value_or(false);
   std::string user;
   if (const json* md = field(body, "metadata")) {

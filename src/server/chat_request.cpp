@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "core/error.h"
 #include "server/constraints.h"
@@ -18,6 +19,19 @@ static std::string random_call_seed() {
   return str_cat("call_", std::chrono::steady_clock::now().time_since_epoch().count() % 1000000007, "_", n++);
 }
 
+uint64_t fresh_sampling_seed() {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t base = [] {
+    std::random_device rd;
+    return (uint64_t(rd()) << 32) ^ rd() ^ uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
+  }();
+  // splitmix64 of a per-process random base plus a counter: distinct for every request.
+  uint64_t z = base + 0x9E3779B97F4A7C15ull * (counter.fetch_add(1) + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 void parse_sampling(const json& body, SamplerParams& p, int32_t n_vocab) {
   if (auto v = get_number(body, "temperature", 0.0, 2.0)) p.temperature = float(*v);
   if (auto v = get_number(body, "top_p", 0.0, 1.0)) p.top_p = float(*v);
@@ -28,6 +42,8 @@ void parse_sampling(const json& body, SamplerParams& p, int32_t n_vocab) {
   if (auto v = get_number(body, "repetition_penalty", 0.01, 10.0)) p.repeat_penalty = float(*v);
   if (auto v = get_int(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
     p.seed = uint64_t(*v);
+  else
+    p.seed = fresh_sampling_seed();
   if (const json* lb = field(body, "logit_bias")) {
     if (!lb->is_object()) bad_request("logit_bias", "'logit_bias' must be an object of token id -> bias");
     for (auto it = lb->begin(); it != lb->end(); ++it) {
@@ -67,6 +83,14 @@ std::vector<std::string> parse_stop(const json& body, const char* name) {
 
 std::vector<int32_t> tokenize_prompt(const LoadedModel& model, const std::string& text, bool add_special) {
   return model.tokenizer->encode(text, EncodeOptions{.add_special = add_special, .parse_special = true});
+}
+
+std::shared_ptr<const CompiledSchema> parse_json_schema(const nlohmann::json& schema, const char* param) {
+  try {
+    return compile_json_schema(schema);
+  } catch (const Error& e) {
+    bad_request(param, e.what());
+  }
 }
 
 PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_tokens_ceiling) {
@@ -121,6 +145,22 @@ PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_token
     } else {
       for (const auto& t : tools) names.push_back(t["function"]["name"].get<std::string>());
     }
+    // Each function's parameters schema shapes its arguments; one the recognizer does not
+    // support leaves that function's arguments a free JSON object.
+    std::vector<std::shared_ptr<const CompiledSchema>> schemas;
+    for (const std::string& name : names) {
+      std::shared_ptr<const CompiledSchema> s;
+      for (const auto& t : tools) {
+        const auto& f = t["function"];
+        if (f.value("name", "") != name || !f.contains("parameters")) continue;
+        try {
+          s = compile_json_schema(f["parameters"]);
+        } catch (const Error&) {
+        }
+        break;
+      }
+      schemas.push_back(std::move(s));
+    }
     const std::string free_until = o.starts_in_reasoning ? "</think>" : "";
     try {
       (void)tool_call_syntax(model.chat_format);
@@ -130,8 +170,13 @@ PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_token
                                          chat_format_name(model.chat_format), "' of model '", model.name, "'"));
     }
     LoadedModel* m = &model;
-    spec.make_constraint = [m, names, free_until] { return make_tool_call_constraint(*m, names, free_until); };
+    spec.make_constraint = [m, names, free_until, schemas] {
+      return make_tool_call_constraint(*m, names, free_until, schemas);
+    };
     spec.single_tool_call = true;
+  } else if (req.json_schema) {
+    LoadedModel* m = &model;
+    spec.make_constraint = [m, schema = req.json_schema] { return make_schema_constraint(*m, schema); };
   } else if (req.json_object) {
     LoadedModel* m = &model;
     spec.make_constraint = [m] { return make_json_constraint(*m); };

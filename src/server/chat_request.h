@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/schema_constraint.h"
 #include "server/generation.h"
 #include "server/model_registry.h"
 
@@ -32,6 +33,7 @@ struct ChatRequest {
   std::string tool_name;                  // for ToolChoice::named
   bool parallel_tool_calls = true;
   bool json_object = false;               // response_format json_object / json_schema
+  std::shared_ptr<const CompiledSchema> json_schema;  // json_schema: the output conforms to it
   bool ignore_eos = false;                // extension: generate through end-of-generation tokens
 };
 
@@ -45,8 +47,15 @@ struct PreparedChat {
 // output is forced to a JSON object. Throws HttpError 400 for what the model cannot honor.
 PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_tokens_ceiling);
 
+// A request's JSON Schema (response_format.json_schema.schema, output_config.format.schema),
+// compiled; HttpError 400 naming `param` when it is malformed or not supported.
+std::shared_ptr<const CompiledSchema> parse_json_schema(const nlohmann::json& schema, const char* param);
+
+// A seed for a request that names none: different for every request (as OpenAI, vLLM and
+// llama.cpp sample), so repeated requests at temperature > 0 give different answers.
+uint64_t fresh_sampling_seed();
 // Sampling fields shared by the dialects (temperature, top_p, top_k, min_p, penalties, seed,
-// logit_bias); `n_vocab` bounds logit_bias ids.
+// logit_bias); `n_vocab` bounds logit_bias ids; without `seed`, fresh_sampling_seed().
 void parse_sampling(const nlohmann::json& body, SamplerParams& p, int32_t n_vocab);
 // `stop` / `stop_sequences`: a string or an array of strings.
 std::vector<std::string> parse_stop(const nlohmann::json& body, const char* name);

@@ -65,14 +65,21 @@ std::unique_ptr<TokenConstraint> make_json_constraint(LoadedModel& model) {
       model.end_ids);
 }
 
+std::unique_ptr<TokenConstraint> make_schema_constraint(LoadedModel& model, std::shared_ptr<const CompiledSchema> schema) {
+  auto mask = model_token_mask(model);
+  return std::make_unique<MaskedConstraint<SchemaConstraint>>(SchemaConstraint(std::move(schema), 4), mask,
+                                                              model.vocab_texts, model.end_ids);
+}
+
 std::unique_ptr<TokenConstraint> make_tool_call_constraint(LoadedModel& model, std::vector<std::string> names,
-                                                           const std::string& free_text_until) {
+                                                           const std::string& free_text_until,
+                                                           std::vector<std::shared_ptr<const CompiledSchema>> schemas) {
   ToolCallSyntax syntax = tool_call_syntax(model.chat_format);
   syntax.free_text_until = free_text_until;
   auto mask = model_token_mask(model);
   return std::make_unique<MaskedConstraint<ToolCallConstraint>>(
       ToolCallConstraint(std::move(syntax), std::move(names),
-                         {.require_object = true, .max_depth = 64, .max_whitespace_run = 4}),
+                         {.require_object = true, .max_depth = 64, .max_whitespace_run = 4}, std::move(schemas)),
       mask, model.vocab_texts, model.end_ids);
 }
 

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "server/chat_request.h"
 #include "server/client_probe.h"
+#include "server/constraints.h"
 #include "server/json_fields.h"
 #include "server/route_util.h"
 #include "server/sse.h"
@@ -12,6 +13,25 @@
 
 namespace brisk::server {
 namespace {
+
+// response_format: text | json_object | json_schema ({name, schema, strict}); also llama.cpp's
+// {type: json_object, schema}.
+void parse_response_format(const json& body, bool& json_object, std::shared_ptr<const CompiledSchema>& schema) {
+  const json* rf = field(body, "response_format");
+  if (!rf) return;
+  const json type = rf->is_object() ? rf->value("type", json()) : json();
+  if (type == "json_object" || type == "json_schema") json_object = true;
+  else if (type != "text") bad_request("response_format", "response_format.type must be text, json_object or json_schema");
+  const json* s = nullptr;
+  if (type == "json_schema") {
+    const json* js = field(*rf, "json_schema");
+    if (js && !js->is_object()) bad_request("response_format", "response_format.json_schema must be an object");
+    s = js ? field(*js, "schema") : nullptr;
+  } else if (type == "json_object") {
+    s = field(*rf, "schema");
+  }
+  if (s) schema = parse_json_schema(*s, "response_format");
+}
 
 constexpr auto kStallTimeout = std::chrono::minutes(10);
 
@@ -154,11 +174,7 @@ ChatRequest parse_chat(const httplib::Request& http_req, const json& body, const
     }
   }
   if (auto p = get_bool(body, "parallel_tool_calls")) r.parallel_tool_calls = *p;
-  if (const json* rf = field(body, "response_format")) {
-    const std::string type = rf->is_object() ? rf->value("type", "") : "";
-    if (type == "json_object" || type == "json_schema") r.json_object = true;
-    else if (type != "text") bad_request("response_format", "response_format.type must be text, json_object or json_schema");
-  }
+  parse_response_format(body, r.json_object, r.json_schema);
   if (const json* kw = field(body, "chat_template_kwargs")) {
     if (!kw->is_object()) bad_request("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     r.render.kwargs = *kw;
@@ -323,6 +339,16 @@ void completions(ServerState& state, const httplib::Request& req, httplib::Respo
   if (auto lp = get_int(body, "logprobs", 0, 20)) spec.logprobs = int32_t(*lp);
   spec.session = session_key(req, get_string(body, "user").value_or(""));
   spec.ignore_eos = get_bool(body, "ignore_eos").value_or(false);
+  bool json_object = false;
+  std::shared_ptr<const CompiledSchema> schema;
+  parse_response_format(body, json_object, schema);
+  if (schema) {
+    LoadedModel* m = model.get();
+    spec.make_constraint = [m, schema] { return make_schema_constraint(*m, schema); };
+  } else if (json_object) {
+    LoadedModel* m = model.get();
+    spec.make_constraint = [m] { return make_json_constraint(*m); };
+  }
   const bool stream = get_bool(body, "stream").value_or(false);
   bool include_usage = false;
   if (const json* so = field(body, "stream_options"))

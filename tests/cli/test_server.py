@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """System test of `brisk serve` on the Qwen3 random-weight fixture (real tokenizer and chat
 template): greedy output equals `brisk generate`, streaming, usage, prefix-cache reuse per
-session, 16 concurrent streams each equal to their solo answer, bad input answered without
+session, fresh sampling seeds unless one is given, 16 concurrent streams each equal to their solo answer, bad input answered without
 the server dying, disconnect mid-stream, auth, the official SDKs (when fetched), a soak with
 stable resident memory, graceful SIGTERM. Exit 77 = skipped."""
 import http.client
@@ -115,6 +115,12 @@ try:
           f"server greedy {r['choices'][0]['message']['content']!r} != generate {gen_text!r}")
     st, s = stream_text(user, 16)
     check(s == r["choices"][0]["message"]["content"], "stream == non-stream")
+
+    # 1b. Sampling without a seed differs from request to request; the same seed repeats.
+    unseeded = [chat(user, 24, temperature=1.0)[1]["choices"][0]["message"]["content"] for _ in range(3)]
+    check(len(set(unseeded)) > 1, f"unseeded sampling repeated itself: {unseeded}")
+    seeded = [chat(user, 24, temperature=1.0, seed=11)[1]["choices"][0]["message"]["content"] for _ in range(2)]
+    check(seeded[0] == seeded[1], f"seed 11 gave {seeded}")
 
     # 2. Second turn reports the first turn's tokens as cached; another session shares nothing.
     conv = [{"role": "user", "content": "Tell me a story about a lighthouse keeper and the sea."}]

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "runtime/json_constraint.h"
+#include "runtime/tool_call_constraint.h"
 #include "runtime/sampler.h"
 #include "text/chat_output.h"
 

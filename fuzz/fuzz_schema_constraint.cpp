@@ -1,0 +1,56 @@
+// libFuzzer target: the JSON Schema compiler and recognizer (SchemaConstraint). Input: a
+// control byte (piece size), a schema as JSON text up to the first NUL, then a document fed
+// piece by piece through accepts()/advance() until a piece is rejected. Checks: compile either
+// succeeds or throws brisk::Error; accepts() and advance() agree; an accepted prefix that is
+// complete() parses as JSON with nlohmann::json (numbers beyond double range excepted).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "runtime/schema_constraint.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace brisk;
+  if (size < 2 || size > (64u << 10)) return 0;
+  const size_t piece = 1 + (data[0] & 7);
+  const std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
+  const size_t nul = rest.find('\0');
+  if (nul == std::string_view::npos) return 0;
+  const auto schema = nlohmann::json::parse(rest.substr(0, nul), nullptr, /*allow_exceptions=*/false);
+  if (schema.is_discarded()) return 0;
+  const std::string_view text = rest.substr(nul + 1);
+  try {
+    SchemaConstraint c(compile_json_schema(schema));
+    size_t pos = 0;
+    while (pos < text.size()) {
+      const std::string_view p = text.substr(pos, std::min(piece, text.size() - pos));
+      const bool ok = c.accepts(p);
+      SchemaConstraint copy = c;
+      bool advanced = true;
+      try {
+        copy.advance(p);
+      } catch (const Error&) {
+        advanced = false;
+      }
+      if (ok != advanced) std::abort();
+      if (!ok) break;
+      c = copy;
+      pos += p.size();
+    }
+    if (c.complete()) {
+      try {
+        (void)nlohmann::json::parse(text.substr(0, pos));
+      } catch (const nlohmann::json::out_of_range&) {
+      } catch (const nlohmann::json::exception&) {
+        std::abort();
+      }
+    }
+  } catch (const Error&) {
+  }
+  return 0;
+}
