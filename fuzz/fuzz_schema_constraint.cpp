@@ -1,8 +1,9 @@
-// libFuzzer target: the JSON Schema compiler and recognizer (SchemaConstraint). Input: a
-// control byte (piece size), a schema as JSON text up to the first NUL, then a document fed
-// piece by piece through accepts()/advance() until a piece is rejected. Checks: compile either
-// succeeds or throws brisk::Error; accepts() and advance() agree; an accepted prefix that is
-// complete() parses as JSON with nlohmann::json (numbers beyond double range excepted).
+// libFuzzer target: the JSON Schema compiler and recognizer (SchemaConstraint), and the forced
+// XML tool call built from the same schema as a function's parameters (XmlToolCallConstraint).
+// Input: a control byte (piece size), a schema as JSON text up to the first NUL, then a text
+// fed piece by piece through accepts()/advance() until a piece is rejected. Checks: compile
+// either succeeds or throws brisk::Error; accepts() and advance() agree; an accepted prefix
+// that is complete() parses as JSON with nlohmann::json (numbers beyond double range excepted).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include "core/error.h"
 #include "runtime/schema_constraint.h"
+#include "runtime/xml_tool_call_constraint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace brisk;
@@ -24,13 +26,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto schema = nlohmann::json::parse(rest.substr(0, nul), nullptr, /*allow_exceptions=*/false);
   if (schema.is_discarded()) return 0;
   const std::string_view text = rest.substr(nul + 1);
-  try {
-    SchemaConstraint c(compile_json_schema(schema));
+  const auto feed = [&](auto c) {  // accepts() / advance() agreement; returns the accepted length
     size_t pos = 0;
     while (pos < text.size()) {
       const std::string_view p = text.substr(pos, std::min(piece, text.size() - pos));
       const bool ok = c.accepts(p);
-      SchemaConstraint copy = c;
+      auto copy = c;
       bool advanced = true;
       try {
         copy.advance(p);
@@ -42,7 +43,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       c = copy;
       pos += p.size();
     }
-    if (c.complete()) {
+    return std::make_pair(pos, c.complete());
+  };
+  try {
+    (void)feed(XmlToolCallConstraint({xml_function_spec("f", &schema)}));
+  } catch (const Error&) {
+  }
+  try {
+    const auto [pos, complete] = feed(SchemaConstraint(compile_json_schema(schema)));
+    if (complete) {
       try {
         (void)nlohmann::json::parse(text.substr(0, pos));
       } catch (const nlohmann::json::out_of_range&) {

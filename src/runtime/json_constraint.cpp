@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "runtime/schema_constraint.h"
 #include "runtime/tool_call_constraint.h"
+#include "runtime/xml_tool_call_constraint.h"
 
 namespace brisk {
 namespace {
@@ -477,6 +478,10 @@ void TokenMask::compute(const ToolCallConstraint& constraint, std::vector<bool>&
 }
 
 void TokenMask::compute(const SchemaConstraint& constraint, std::vector<bool>& allowed) const {
+  compute_any(constraint, allowed);
+}
+
+void TokenMask::compute(const XmlToolCallConstraint& constraint, std::vector<bool>& allowed) const {
   compute_any(constraint, allowed);
 }
 

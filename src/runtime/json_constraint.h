@@ -26,6 +26,7 @@ namespace brisk {
 
 class SchemaConstraint;    // schema_constraint.h
 class ToolCallConstraint;  // tool_call_constraint.h
+class XmlToolCallConstraint;  // xml_tool_call_constraint.h
 
 struct JsonConstraintOptions {
   bool require_object = false;     // response_format json_object: the top level is an object
@@ -85,6 +86,7 @@ class TokenMask {
   void compute(const JsonConstraint& constraint, std::vector<bool>& allowed) const;
   void compute(const ToolCallConstraint& constraint, std::vector<bool>& allowed) const;
   void compute(const SchemaConstraint& constraint, std::vector<bool>& allowed) const;
+  void compute(const XmlToolCallConstraint& constraint, std::vector<bool>& allowed) const;
 
  private:
   struct Node {

@@ -144,9 +144,10 @@ class SchemaCompiler {
  public:
   explicit SchemaCompiler(const json& root) : root_(root) { nodes_.emplace_back(); }  // node 0: any
 
-  std::shared_ptr<const CompiledSchema> run() {
+  std::shared_ptr<const CompiledSchema> run() { return run(root_); }
+  std::shared_ptr<const CompiledSchema> run(const json& top) {
     auto out = std::make_shared<CompiledSchema>();
-    out->root = compile(root_, 0, "schema");
+    out->root = compile(top, 0, "schema");
     out->nodes = std::move(nodes_);
     out->compute_first_bytes();
     return out;
@@ -385,6 +386,31 @@ class SchemaCompiler {
 
 std::shared_ptr<const CompiledSchema> compile_json_schema(const nlohmann::json& schema) {
   return SchemaCompiler(schema).run();
+}
+
+std::shared_ptr<const CompiledSchema> compile_json_schema(const nlohmann::json& root, const nlohmann::json& sub) {
+  return SchemaCompiler(root).run(sub);
+}
+
+bool json_schema_admits_string(const CompiledSchema& schema) { return schema.admits(schema.root, '"'); }
+
+std::optional<std::vector<std::string>> json_schema_string_choices(const CompiledSchema& schema) {
+  int32_t n = schema.root;
+  for (int i = 0; i <= kMaxResolveDepth; ++i) {
+    const SchemaNode& s = schema.nodes[size_t(n)];
+    if (s.kind == SchemaNode::Kind::kLiteral) {
+      std::vector<std::string> out;
+      for (const std::string& l : s.literals) {
+        if (l[0] != '"') return std::nullopt;
+        out.push_back(nlohmann::json::parse(l).get<std::string>());
+      }
+      std::sort(out.begin(), out.end());
+      return out;
+    }
+    if (s.kind != SchemaNode::Kind::kUnion || s.alternatives.size() != 1) return std::nullopt;
+    n = s.alternatives[0];
+  }
+  return std::nullopt;
 }
 
 bool json_schema_requires_object(const CompiledSchema& schema) {

@@ -20,6 +20,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,8 +38,14 @@ struct CompiledSchema;
 // property that cannot be written) or larger than the limits (64 properties per object, 4096
 // nodes, 16384 enum / const values).
 std::shared_ptr<const CompiledSchema> compile_json_schema(const nlohmann::json& schema);
+// A subschema of `root` (e.g. one property's), its $refs resolved against `root`.
+std::shared_ptr<const CompiledSchema> compile_json_schema(const nlohmann::json& root, const nlohmann::json& sub);
 // Whether every conforming value is a JSON object (a tool's parameters schema should be).
 bool json_schema_requires_object(const CompiledSchema& schema);
+// Whether a string can conform.
+bool json_schema_admits_string(const CompiledSchema& schema);
+// When the schema is an enum / const of strings only: those strings (decoded), sorted.
+std::optional<std::vector<std::string>> json_schema_string_choices(const CompiledSchema& schema);
 
 class SchemaConstraint {
  public:
@@ -65,7 +72,8 @@ class SchemaConstraint {
   SchemaConstraint() = default;
   struct Borrow {};
   SchemaConstraint(const SchemaConstraint& o, Borrow);  // every field but owner_; live frames only
-  friend class ToolCallConstraint;  // holds one, default-made, until a name picks the schema
+  friend class ToolCallConstraint;     // hold one, default-made, until a name picks the schema
+  friend class XmlToolCallConstraint;
   enum class Mode : uint8_t { kValue, kLex, kLiteral, kKey, kFrame, kDone };
   enum class Phase : uint8_t { kObjFirst, kObjKey, kColon, kObjAfter, kArrFirst, kArrItem, kArrAfter };
   struct Frame {  // trivial: only frames_[0, depth_) are ever read, and copies copy those

@@ -162,6 +162,24 @@ PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_token
       schemas.push_back(std::move(s));
     }
     const std::string free_until = o.starts_in_reasoning ? "</think>" : "";
+    LoadedModel* m = &model;
+    if (model.chat_format == ChatFormat::kQwenXml) {  // <function=NAME><parameter=P>... calls
+      std::vector<XmlFunctionSpec> functions;
+      for (const std::string& name : names) {
+        const json* params = nullptr;
+        for (const auto& t : tools) {
+          const json& f = t["function"];
+          if (f.value("name", "") != name) continue;
+          if (auto it = f.find("parameters"); it != f.end()) params = &*it;
+          break;
+        }
+        functions.push_back(xml_function_spec(name, params));
+      }
+      spec.make_constraint = [m, functions, free_until] { return make_xml_tool_call_constraint(*m, functions, free_until); };
+      spec.single_tool_call = true;
+      spec.output = std::move(o);
+      return out;
+    }
     try {
       (void)tool_call_syntax(model.chat_format);
     } catch (const Error&) {
@@ -169,7 +187,6 @@ PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_token
                                          "' cannot be enforced for the tool-call format '",
                                          chat_format_name(model.chat_format), "' of model '", model.name, "'"));
     }
-    LoadedModel* m = &model;
     spec.make_constraint = [m, names, free_until, schemas] {
       return make_tool_call_constraint(*m, names, free_until, schemas);
     };

@@ -83,4 +83,11 @@ std::unique_ptr<TokenConstraint> make_tool_call_constraint(LoadedModel& model, s
       mask, model.vocab_texts, model.end_ids);
 }
 
+std::unique_ptr<TokenConstraint> make_xml_tool_call_constraint(LoadedModel& model, std::vector<XmlFunctionSpec> functions,
+                                                               const std::string& free_text_until) {
+  auto mask = model_token_mask(model);
+  return std::make_unique<MaskedConstraint<XmlToolCallConstraint>>(
+      XmlToolCallConstraint(std::move(functions), free_text_until, 4), mask, model.vocab_texts, model.end_ids);
+}
+
 }  // namespace brisk::server

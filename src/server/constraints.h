@@ -2,7 +2,8 @@
 //   response_format json_object -> JsonConstraint (top-level object), EOS only once complete;
 //   response_format json_schema -> SchemaConstraint (the compiled schema), likewise;
 //   tool_choice required / named -> ToolCallConstraint in the model's tool-call syntax, the
-//   arguments following the function's parameters schema where it compiles.
+//   arguments following the function's parameters schema where it compiles
+//   (XmlToolCallConstraint for the Qwen XML syntax).
 // Both use the model's TokenMask (a trie over the decoded token texts), built once per model
 // on first use.
 #pragma once
@@ -13,6 +14,7 @@
 #include "runtime/json_constraint.h"
 #include "runtime/schema_constraint.h"
 #include "runtime/tool_call_constraint.h"
+#include "runtime/xml_tool_call_constraint.h"
 #include "server/model_registry.h"
 #include "server/scheduler.h"
 
@@ -30,5 +32,9 @@ std::unique_ptr<TokenConstraint> make_schema_constraint(LoadedModel& model, std:
 std::unique_ptr<TokenConstraint> make_tool_call_constraint(LoadedModel& model, std::vector<std::string> names,
                                                            const std::string& free_text_until,
                                                            std::vector<std::shared_ptr<const CompiledSchema>> schemas = {});
+
+// The same for the XML call syntax (ChatFormat kQwenXml).
+std::unique_ptr<TokenConstraint> make_xml_tool_call_constraint(LoadedModel& model, std::vector<XmlFunctionSpec> functions,
+                                                               const std::string& free_text_until);
 
 }  // namespace brisk::server

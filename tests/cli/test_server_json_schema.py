@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """System test of structured output in `brisk serve` on the Qwen3 random-weight fixture: sampled
 answers (temperature 1, many seeds) under response_format json_schema (chat and completions), Anthropic's
-output_config.format and tool_choice required / named are checked against their schemas with
+output_config.format and tool_choice required / named (JSON and Qwen XML call syntax) are checked against their schemas with
 the `jsonschema` package as the oracle; malformed or unsupported schemas get a 400 with a JSON
 error body. A random-weight model writes the widest range of texts the constraint allows, so
 this exercises the recognizer rather than the model. Exit 77 = skipped."""
@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -23,6 +24,7 @@ except ImportError:
 BIN = os.environ.get("BRISK_BIN", "")
 SHARED = os.environ.get("BRISK_SHARED_DATA", "")
 MODEL_DIR = os.path.join(SHARED, "models", "qwen3", "hf")
+XML_TEMPLATE = os.path.join(SHARED, "templates", "Qwen3.5-4B.jinja")  # <function=...> tool calls
 SEEDS = range(1, 9)
 
 if not BIN or not os.path.exists(BIN):
@@ -43,7 +45,17 @@ s = socket.socket()
 s.bind(("127.0.0.1", 0))
 PORT = s.getsockname()[1]
 s.close()
-server = subprocess.Popen([BIN, "serve", "--model", f"qwen3={MODEL_DIR}", "--port", str(PORT), "--ctx", "2048",
+# The same weights and tokenizer under the Qwen3.5 template: the XML tool-call syntax.
+xml_dir = None
+if os.path.exists(XML_TEMPLATE):
+    xml_dir = tempfile.mkdtemp(prefix="brisk_xml_")
+    for f in os.listdir(MODEL_DIR):
+        if f != "chat_template.jinja":
+            os.symlink(os.path.join(os.path.abspath(MODEL_DIR), f), os.path.join(xml_dir, f))
+    with open(XML_TEMPLATE) as src, open(os.path.join(xml_dir, "chat_template.jinja"), "w") as dst:
+        dst.write(src.read())
+models = ["--model", f"qwen3={MODEL_DIR}"] + (["--model", f"qwen35xml={xml_dir}", "--max-models", "2"] if xml_dir else [])
+server = subprocess.Popen([BIN, "serve", *models, "--port", str(PORT), "--ctx", "2048",
                            "--parallel", "4", "-t", "2"], stderr=subprocess.PIPE, text=True)
 log_lines = []
 threading.Thread(target=lambda: log_lines.extend(server.stderr), daemon=True).start()
@@ -189,6 +201,30 @@ try:
                 validate(params[fn], call["function"]["arguments"], f"tool {fn} seed {seed}")
     check(calls >= 8, f"only {calls} forced calls finished")
 
+    # Forced calls in the XML syntax (<function=NAME><parameter=P>...): parsed back into
+    # arguments that follow the parameters schema.
+    if xml_dir:
+        xml_tools = [{"type": "function", "function": {"name": "set_mode", "parameters": {
+            "type": "object", "properties": {"mode": {"enum": ["eco", "turbo"]}, "level": {"type": "integer"},
+                                             "on": {"type": "boolean"}, "note": {"type": "object", "properties": {
+                                                 "k": {"type": "null"}}, "additionalProperties": False}},
+            "required": ["mode", "on"], "additionalProperties": False}}}]
+        xml_calls = 0
+        for seed in SEEDS:
+            st, r = post("/v1/chat/completions", {"model": "qwen35xml", "messages": user, "max_tokens": 300,
+                                                  "temperature": 1.0, "seed": seed, "tools": xml_tools,
+                                                  "tool_choice": "required",
+                                                  "chat_template_kwargs": {"enable_thinking": False}})
+            check(st == 200, f"xml tools seed {seed}: status {st} {r}")
+            if st != 200 or r["choices"][0]["finish_reason"] != "tool_calls":
+                continue
+            for call in r["choices"][0]["message"]["tool_calls"]:
+                xml_calls += 1
+                check(call["function"]["name"] == "set_mode", f"xml call named {call['function']['name']}")
+                validate(xml_tools[0]["function"]["parameters"], call["function"]["arguments"], f"xml call seed {seed}")
+        print(f"xml forced calls: {xml_calls} checked")
+        check(xml_calls >= 4, f"only {xml_calls} forced XML calls finished")
+
     # Bad schemas: 400 with an error body naming the parameter.
     for bad in ({"$ref": "#/$defs/missing"}, {"type": "objekt"}, False, {"enum": []},
                 {"type": "array", "minItems": 2, "maxItems": 1}, {"allOf": [{"type": "string"}, {"minLength": 2}]}):
@@ -200,6 +236,8 @@ try:
                                   "output_config": {"format": {"type": "json_schema"}}})
     check(st == 400 and isinstance(r, dict) and "error" in r, f"anthropic format without schema: {st} {r}")
 finally:
+    if xml_dir:
+        subprocess.run(["rm", "-rf", xml_dir])
     server.send_signal(signal.SIGTERM)
     try:
         server.wait(timeout=30)
