@@ -227,7 +227,7 @@ class SchemaCompiler {
     for (const char* key : {"anyOf", "oneOf"}) {
       if (auto it = s.find(key); it != s.end()) {
         if (!it->is_array() || it->empty()) bad(where + "." + key, "must be a non-empty array");
-        return compile_union(*it, depth, where + "." + key);
+        return compile_union(*it, depth, where + "." + key, std::string_view(key) == "oneOf");
       }
     }
     if (s.contains("enum") || s.contains("const")) return compile_literals(s, where);
@@ -266,12 +266,10 @@ class SchemaCompiler {
 
   void compile_object(const json& s, SchemaNode& n, int depth, const std::string& where) {
     std::vector<std::pair<std::string, int32_t>> props;
-    std::vector<std::string> names;
     if (auto it = s.find("properties"); it != s.end()) {
       if (!it->is_object()) bad(where + ".properties", "must be an object");
       if (it->size() > kMaxProperties) bad(where + ".properties", "more than 64 properties");
       for (auto p = it->begin(); p != it->end(); ++p) {
-        names.push_back(p.key());
         props.emplace_back(json(p.key()).dump(), compile(p.value(), depth + 1, where + ".properties." + p.key()));
       }
     }
@@ -352,7 +350,7 @@ class SchemaCompiler {
     return add(std::move(n));
   }
 
-  int32_t compile_union(const json& alts, int depth, const std::string& where) {
+  int32_t compile_union(const json& alts, int depth, const std::string& where, bool one_of) {
     std::vector<int32_t> ids;
     for (size_t i = 0; i < alts.size(); ++i)
       ids.push_back(compile(alts[i], depth + 1, where + "[" + std::to_string(i) + "]"));
@@ -363,7 +361,17 @@ class SchemaCompiler {
       return a.kind == SchemaNode::Kind::kTyped && a.any_object && a.additional < 0 && a.any_array &&
              a.min_length == 0 && a.max_length < 0;
     };
-    if (std::all_of(ids.begin(), ids.end(), plain)) {
+    // For oneOf only types no two alternatives share (integer counts as a number), so that a
+    // value still matches exactly one.
+    uint8_t seen = 0;
+    bool disjoint = true;
+    for (int32_t id : ids) {
+      uint8_t t = nodes_[size_t(id)].types;
+      if (t & (kNumber | kInteger)) t |= kNumber | kInteger;
+      disjoint = disjoint && (seen & t) == 0;
+      seen |= t;
+    }
+    if (std::all_of(ids.begin(), ids.end(), plain) && (!one_of || disjoint)) {
       SchemaNode merged;
       merged.kind = SchemaNode::Kind::kTyped;
       for (int32_t id : ids) merged.types |= nodes_[size_t(id)].types;

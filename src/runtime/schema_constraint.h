@@ -8,7 +8,8 @@
 //   properties, each at most once, in any order; a schema or true with no properties: a map
 //   whose values follow it), items, prefixItems (and draft-4 tuple `items`), minItems,
 //   maxItems, minLength, maxLength (code points), anyOf / oneOf (the first alternative whose
-//   type admits the value's first byte; alternatives that are plain type sets are merged),
+//   type admits the value's first byte; alternatives that are plain type sets are merged; for
+//   oneOf a value that also fits a later alternative is not excluded),
 //   allOf of one schema, $ref to "#" or a JSON pointer into the same document ($defs,
 //   definitions), boolean schemas.
 // Accepted but not enforced (annotations or value checks the grammar does not express):
