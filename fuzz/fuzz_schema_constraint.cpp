@@ -1,9 +1,9 @@
 // libFuzzer target: the JSON Schema compiler and recognizer (SchemaConstraint), and the forced
-// XML tool call built from the same schema as a function's parameters (XmlToolCallConstraint).
+// XML and Gemma 4 tool calls built from the same schema as a function's parameters.
 // Input: a control byte (piece size), a schema as JSON text up to the first NUL, then a text
 // fed piece by piece through accepts()/advance() until a piece is rejected. Checks: compile
 // either succeeds or throws brisk::Error; accepts() and advance() agree; an accepted prefix
-// that is complete() parses as JSON with nlohmann::json (numbers beyond double range excepted).
+// that is complete() parses as JSON with nlohmann::json (numbers included: they stay finite).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "runtime/gemma4_tool_call_constraint.h"
 #include "runtime/schema_constraint.h"
 #include "runtime/xml_tool_call_constraint.h"
 
@@ -46,15 +47,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return std::make_pair(pos, c.complete());
   };
   try {
-    (void)feed(XmlToolCallConstraint({xml_function_spec("f", &schema)}));
+    (void)feed(XmlToolCallConstraint({tool_function_spec("f", &schema)}));
+    (void)feed(Gemma4ToolCallConstraint({tool_function_spec("f", &schema)}));
   } catch (const Error&) {
   }
   try {
     const auto [pos, complete] = feed(SchemaConstraint(compile_json_schema(schema)));
-    if (complete) {
+    if (complete) {  // numbers are kept finite, so nlohmann reads every one
       try {
         (void)nlohmann::json::parse(text.substr(0, pos));
-      } catch (const nlohmann::json::out_of_range&) {
       } catch (const nlohmann::json::exception&) {
         std::abort();
       }

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "runtime/schema_constraint.h"
 #include "runtime/tool_call_constraint.h"
+#include "runtime/gemma4_tool_call_constraint.h"
 #include "runtime/xml_tool_call_constraint.h"
 
 namespace brisk {
@@ -127,9 +128,13 @@ bool JsonConstraint::step_value_start(uint8_t b) {
       return true;
     case '-':
       mode_ = Mode::kNumMinus;
+      number_bytes_ = 1;
+      exponent_digits_ = 0;
       return true;
     case '0':
       mode_ = Mode::kNumZero;
+      number_bytes_ = 1;
+      exponent_digits_ = 0;
       return true;
     case 't':
     case 'f':
@@ -141,10 +146,18 @@ bool JsonConstraint::step_value_start(uint8_t b) {
     default:
       if (b >= '1' && b <= '9') {
         mode_ = Mode::kNumInt;
+        number_bytes_ = 1;
+        exponent_digits_ = 0;
         return true;
       }
       return false;
   }
+}
+
+bool JsonConstraint::number_byte(bool exponent_digit) {
+  if (!options_.finite_numbers) return true;
+  if (++number_bytes_ > 40) return false;
+  return !exponent_digit || ++exponent_digits_ <= 2;
 }
 
 bool JsonConstraint::step(uint8_t b) {
@@ -274,50 +287,50 @@ bool JsonConstraint::step(uint8_t b) {
       case Mode::kNumMinus:
         if (b == '0') {
           mode_ = Mode::kNumZero;
-          return true;
+          return number_byte(false);
         }
         if (b >= '1' && b <= '9') {
           mode_ = Mode::kNumInt;
-          return true;
+          return number_byte(false);
         }
         return false;
       case Mode::kNumZero:
       case Mode::kNumInt:
-        if (is_digit(b)) return mode_ == Mode::kNumInt;  // no leading zeros
+        if (is_digit(b)) return mode_ == Mode::kNumInt && number_byte(false);  // no leading zeros
         if (b == '.') {
           mode_ = Mode::kNumDot;
-          return true;
+          return number_byte(false);
         }
         if (b == 'e' || b == 'E') {
           mode_ = Mode::kNumE;
-          return true;
+          return number_byte(false);
         }
         finish_value();
         continue;
       case Mode::kNumDot:
         if (!is_digit(b)) return false;
         mode_ = Mode::kNumFrac;
-        return true;
+        return number_byte(false);
       case Mode::kNumFrac:
-        if (is_digit(b)) return true;
+        if (is_digit(b)) return number_byte(false);
         if (b == 'e' || b == 'E') {
           mode_ = Mode::kNumE;
-          return true;
+          return number_byte(false);
         }
         finish_value();
         continue;
       case Mode::kNumE:
         if (b == '+' || b == '-') {
           mode_ = Mode::kNumESign;
-          return true;
+          return number_byte(false);
         }
         [[fallthrough]];
       case Mode::kNumESign:
         if (!is_digit(b)) return false;
         mode_ = Mode::kNumExp;
-        return true;
+        return number_byte(true);
       case Mode::kNumExp:
-        if (is_digit(b)) return true;
+        if (is_digit(b)) return number_byte(true);
         finish_value();
         continue;
 
@@ -482,6 +495,10 @@ void TokenMask::compute(const SchemaConstraint& constraint, std::vector<bool>& a
 }
 
 void TokenMask::compute(const XmlToolCallConstraint& constraint, std::vector<bool>& allowed) const {
+  compute_any(constraint, allowed);
+}
+
+void TokenMask::compute(const Gemma4ToolCallConstraint& constraint, std::vector<bool>& allowed) const {
   compute_any(constraint, allowed);
 }
 

@@ -27,12 +27,15 @@ namespace brisk {
 class SchemaConstraint;    // schema_constraint.h
 class ToolCallConstraint;  // tool_call_constraint.h
 class XmlToolCallConstraint;  // xml_tool_call_constraint.h
+class Gemma4ToolCallConstraint;  // gemma4_tool_call_constraint.h
 
 struct JsonConstraintOptions {
   bool require_object = false;     // response_format json_object: the top level is an object
   int32_t max_depth = 64;          // nesting limit, at most 256
   int32_t max_whitespace_run = 0;  // > 0: at most this many whitespace bytes in a row outside
                                    // strings (stops a model from emitting blank lines forever)
+  bool finite_numbers = false;     // numbers of at most 40 bytes and 2 exponent digits, which
+                                   // every double parser reads as finite (below 1e140)
 };
 
 class JsonConstraint {
@@ -61,6 +64,7 @@ class JsonConstraint {
   bool top_is_object() const { return (stack_[(depth_ - 1) / 64] >> ((depth_ - 1) % 64)) & 1; }
   bool push(bool is_object);
   bool whitespace(uint8_t byte);
+  bool number_byte(bool exponent_digit);  // finite_numbers: the current number may grow
 
   JsonConstraintOptions options_;
   Mode mode_ = Mode::kValue;
@@ -72,6 +76,7 @@ class JsonConstraint {
   uint16_t hex_value_ = 0;
   int32_t depth_ = 0;
   int32_t whitespace_run_ = 0;
+  uint8_t number_bytes_ = 0, exponent_digits_ = 0;  // finite_numbers: of the current number
   std::array<uint64_t, 4> stack_{};  // bit d: container at depth d+1 is an object
 };
 
@@ -87,6 +92,7 @@ class TokenMask {
   void compute(const ToolCallConstraint& constraint, std::vector<bool>& allowed) const;
   void compute(const SchemaConstraint& constraint, std::vector<bool>& allowed) const;
   void compute(const XmlToolCallConstraint& constraint, std::vector<bool>& allowed) const;
+  void compute(const Gemma4ToolCallConstraint& constraint, std::vector<bool>& allowed) const;
 
  private:
   struct Node {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "runtime/constraint_steps.h"
 
 namespace brisk {
 
@@ -39,17 +40,6 @@ uint8_t type_of_first_byte(uint8_t b) {
 }
 
 bool is_number_spelling(const std::string& s) { return !s.empty() && (s[0] == '-' || is_digit(uint8_t(s[0]))); }
-
-// In sorted strings [lo, hi) that share their first `pos` bytes, the subrange whose byte at
-// `pos` is b (a string of length pos sorts first). Empty (lo == hi) when none.
-std::pair<uint32_t, uint32_t> narrow(const std::vector<std::string>& v, uint32_t lo, uint32_t hi, uint32_t pos,
-                                     uint8_t b) {
-  const auto key = [pos](const std::string& s) { return s.size() <= pos ? -1 : int(uint8_t(s[pos])); };
-  const auto first = v.begin() + lo, last = v.begin() + hi;
-  const auto a = std::partition_point(first, last, [&](const std::string& s) { return key(s) < int(b); });
-  const auto z = std::partition_point(a, last, [&](const std::string& s) { return key(s) == int(b); });
-  return {uint32_t(a - v.begin()), uint32_t(z - v.begin())};
-}
 
 }  // namespace
 
@@ -402,6 +392,17 @@ std::shared_ptr<const CompiledSchema> compile_json_schema(const nlohmann::json& 
 
 bool json_schema_admits_string(const CompiledSchema& schema) { return schema.admits(schema.root, '"'); }
 
+bool json_schema_admits_first_byte(const CompiledSchema& schema, uint8_t byte) {
+  return schema.admits(schema.root, byte);
+}
+
+bool json_schema_integer_only(const CompiledSchema& schema) {
+  const int32_t n = schema.resolve(schema.root, '1');
+  if (n < 0) return false;
+  const SchemaNode& s = schema.nodes[size_t(n)];
+  return s.kind == SchemaNode::Kind::kTyped && (s.types & kInteger) && !(s.types & kNumber);
+}
+
 std::optional<std::vector<std::string>> json_schema_string_choices(const CompiledSchema& schema) {
   int32_t n = schema.root;
   for (int i = 0; i <= kMaxResolveDepth; ++i) {
@@ -502,20 +503,12 @@ SchemaConstraint::SchemaConstraint(const SchemaConstraint& o, Borrow)
 // A copy for one mask computation: no reference count traffic.
 SchemaConstraint SchemaConstraint::borrowed_copy() const { return SchemaConstraint(*this, Borrow{}); }
 
-bool SchemaConstraint::accepts(std::string_view piece) const {
-  SchemaConstraint copy = borrowed_copy();
-  for (char c : piece)
-    if (!copy.step(uint8_t(c))) return false;
-  return true;
-}
+bool SchemaConstraint::accepts(std::string_view piece) const { return steps_accept(*this, piece); }
 
 void SchemaConstraint::advance(std::string_view piece) {
-  SchemaConstraint copy = borrowed_copy();
-  for (size_t i = 0; i < piece.size(); ++i)
-    BRISK_CHECK(copy.step(uint8_t(piece[i])), "json schema constraint: byte ", i,
-                " of the appended piece does not continue a conforming JSON text");
+  SchemaConstraint next = steps_advance(*this, piece, "json schema constraint");
   std::shared_ptr<const CompiledSchema> keep = std::move(owner_);
-  *this = copy;
+  *this = next;
   owner_ = std::move(keep);
 }
 
@@ -570,7 +563,7 @@ bool SchemaConstraint::end_value() {
 }
 
 bool SchemaConstraint::begin_leaf(int32_t node, uint8_t b, bool is_key) {
-  lex_ = JsonConstraint({.require_object = false, .max_depth = 64, .max_whitespace_run = max_ws_});
+  lex_ = JsonConstraint({.require_object = false, .max_depth = 64, .max_whitespace_run = max_ws_, .finite_numbers = true});
   const SchemaNode& n = schema_->nodes[size_t(node)];
   leaf_node_ = node;
   leaf_is_key_ = is_key;
@@ -590,7 +583,7 @@ bool SchemaConstraint::begin_value(int32_t node, uint8_t b) {
   if (node < 0) return false;
   const SchemaNode& n = schema_->nodes[size_t(node)];
   if (n.kind == SchemaNode::Kind::kLiteral) {
-    const auto [lo, hi] = narrow(n.literals, 0, uint32_t(n.literals.size()), 0, b);
+    const auto [lo, hi] = narrow_candidates(n.literals, 0, uint32_t(n.literals.size()), 0, b);
     if (lo == hi) return false;
     leaf_node_ = node;
     lo_ = lo;
@@ -644,7 +637,7 @@ bool SchemaConstraint::step_lex(uint8_t b) {
 
 bool SchemaConstraint::step_literal(uint8_t b) {
   const std::vector<std::string>& lits = schema_->nodes[size_t(leaf_node_)].literals;
-  const auto [lo, hi] = narrow(lits, lo_, hi_, pos_, b);
+  const auto [lo, hi] = narrow_candidates(lits, lo_, hi_, pos_, b);
   if (lo == hi) return false;
   lo_ = lo;
   hi_ = hi;
@@ -656,7 +649,7 @@ bool SchemaConstraint::step_literal(uint8_t b) {
 bool SchemaConstraint::step_key(uint8_t b) {
   Frame& f = frames_[size_t(depth_ - 1)];
   const SchemaNode& n = schema_->nodes[size_t(f.node)];
-  const auto [lo, hi] = narrow(n.keys, lo_, hi_, pos_, b);
+  const auto [lo, hi] = narrow_candidates(n.keys, lo_, hi_, pos_, b);
   bool open = false;  // an unwritten property still matches
   for (uint32_t i = lo; i < hi; ++i) open = open || !((f.seen >> i) & 1);
   if (!open) return false;

@@ -45,6 +45,10 @@ std::shared_ptr<const CompiledSchema> compile_json_schema(const nlohmann::json& 
 bool json_schema_requires_object(const CompiledSchema& schema);
 // Whether a string can conform.
 bool json_schema_admits_string(const CompiledSchema& schema);
+// Whether a conforming JSON text can start with `byte`.
+bool json_schema_admits_first_byte(const CompiledSchema& schema, uint8_t byte);
+// Whether the numbers that conform are integers only (no fraction or exponent is written).
+bool json_schema_integer_only(const CompiledSchema& schema);
 // When the schema is an enum / const of strings only: those strings (decoded), sorted.
 std::optional<std::vector<std::string>> json_schema_string_choices(const CompiledSchema& schema);
 

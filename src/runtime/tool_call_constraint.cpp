@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "runtime/constraint_steps.h"
 
 namespace brisk {
 
@@ -79,17 +80,12 @@ void ToolCallConstraint::enter_after() {
 bool ToolCallConstraint::step(uint8_t b) {
   const ToolCallSyntax& syn = shared_->syntax;
   switch (phase_) {
-    case Phase::kFreeText: {
-      const std::string& marker = syn.free_text_until;
-      tail_.push_back(static_cast<char>(b));
-      if (tail_.size() > marker.size()) tail_.erase(0, tail_.size() - marker.size());
-      if (tail_ == marker) {
+    case Phase::kFreeText:
+      if (marker_reached(tail_, syn.free_text_until, b)) {
         phase_ = Phase::kBefore;
         pos_ = 0;
-        tail_.clear();
       }
       return true;
-    }
     case Phase::kBefore:
       // Whitespace may separate the reasoning close from the call.
       if (pos_ == 0 && !syn.free_text_until.empty() &&

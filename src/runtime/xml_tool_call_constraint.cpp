@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "runtime/constraint_steps.h"
 
 namespace brisk {
 namespace {
@@ -16,8 +17,8 @@ constexpr const char* kParamOpen = "<parameter=";
 constexpr const char* kValueEnd = "\n</parameter>\n";
 constexpr const char* kClose = "</function>\n</tool_call>";
 constexpr std::string_view kTextEnd = "\n</parameter>";
-// Inside raw text these would end the value early for the parser.
-constexpr std::string_view kForbidden[] = {"</parameter>", "<parameter=", "</function>"};
+// Inside raw text these would end the value (or the call) early for the parser.
+constexpr std::string_view kForbidden[] = {"</parameter>", "<parameter=", "</function>", "</tool_call>"};
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -26,50 +27,7 @@ bool is_ws(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; 
 
 }  // namespace
 
-XmlFunctionSpec xml_function_spec(std::string name, const nlohmann::json* parameters) {
-  XmlFunctionSpec f;
-  f.name = std::move(name);
-  const nlohmann::json* props = nullptr;
-  if (parameters && parameters->is_object()) {
-    auto it = parameters->find("properties");
-    if (it != parameters->end() && it->is_object() && !it->empty() && it->size() <= 64) props = &*it;
-  }
-  if (!props) {
-    f.open_params = true;
-    return f;
-  }
-  const auto ap = parameters->find("additionalProperties");
-  f.open_params = ap != parameters->end() && !(ap->is_boolean() && !ap->get<bool>());
-  for (auto p = props->begin(); p != props->end(); ++p) {
-    XmlParamSpec s;
-    s.name = p.key();
-    try {
-      auto compiled = compile_json_schema(*parameters, p.value());
-      if (auto choices = json_schema_string_choices(*compiled)) {
-        s.kind = XmlParamSpec::Kind::kChoice;
-        s.choices = std::move(*choices);
-      } else if (!json_schema_admits_string(*compiled)) {
-        s.kind = XmlParamSpec::Kind::kJson;
-        s.json = std::move(compiled);
-      }
-    } catch (const Error&) {
-      // Left as raw text.
-    }
-    const bool bad_name = s.name.empty() || s.name.find_first_of(">\n<") != std::string::npos;
-    if (!bad_name) f.params.push_back(std::move(s));
-  }
-  std::sort(f.params.begin(), f.params.end(), [](const XmlParamSpec& a, const XmlParamSpec& b) { return a.name < b.name; });
-  if (auto req = parameters->find("required"); req != parameters->end() && req->is_array()) {
-    for (const auto& r : *req) {
-      if (!r.is_string()) continue;
-      for (size_t i = 0; i < f.params.size(); ++i)
-        if (f.params[i].name == r.get_ref<const std::string&>()) f.required |= uint64_t{1} << i;
-    }
-  }
-  return f;
-}
-
-XmlToolCallConstraint::XmlToolCallConstraint(std::vector<XmlFunctionSpec> functions, std::string free_text_until,
+XmlToolCallConstraint::XmlToolCallConstraint(std::vector<ToolFunctionSpec> functions, std::string free_text_until,
                                              int32_t max_whitespace_run) {
   BRISK_CHECK(!functions.empty(), "xml tool call constraint: no functions given");
   for (const auto& f : functions) {
@@ -100,20 +58,12 @@ XmlToolCallConstraint XmlToolCallConstraint::borrowed_copy() const {
   return c;
 }
 
-bool XmlToolCallConstraint::accepts(std::string_view piece) const {
-  XmlToolCallConstraint copy = borrowed_copy();
-  for (char c : piece)
-    if (!copy.step(uint8_t(c))) return false;
-  return true;
-}
+bool XmlToolCallConstraint::accepts(std::string_view piece) const { return steps_accept(*this, piece); }
 
 void XmlToolCallConstraint::advance(std::string_view piece) {
-  XmlToolCallConstraint copy = borrowed_copy();
-  for (size_t i = 0; i < piece.size(); ++i)
-    BRISK_CHECK(copy.step(uint8_t(piece[i])), "xml tool call constraint: byte ", i,
-                " of the appended piece does not continue the forced tool call");
+  XmlToolCallConstraint next = steps_advance(*this, piece, "xml tool call constraint");
   std::shared_ptr<const Shared> keep = std::move(owner_);
-  *this = std::move(copy);
+  *this = std::move(next);
   owner_ = std::move(keep);
 }
 
@@ -138,17 +88,17 @@ bool XmlToolCallConstraint::start_value() {
     phase_ = Phase::kText;
     return true;
   }
-  const XmlParamSpec& p = shared_->functions[size_t(fn_)].params[size_t(param_)];
+  const ToolParamSpec& p = shared_->functions[size_t(fn_)].params[size_t(param_)];
   switch (p.kind) {
-    case XmlParamSpec::Kind::kText:
+    case ToolParamSpec::Kind::kText:
       phase_ = Phase::kText;
       break;
-    case XmlParamSpec::Kind::kChoice:
+    case ToolParamSpec::Kind::kChoice:
       phase_ = Phase::kChoice;
       lo_ = 0;
       hi_ = uint32_t(p.choices.size());
       break;
-    case XmlParamSpec::Kind::kJson:
+    case ToolParamSpec::Kind::kJson:
       phase_ = Phase::kJson;
       json_ = SchemaConstraint::unowned(p.json.get(), shared_->max_whitespace_run);
       break;
@@ -158,17 +108,12 @@ bool XmlToolCallConstraint::start_value() {
 
 bool XmlToolCallConstraint::step(uint8_t b) {
   switch (phase_) {
-    case Phase::kFreeText: {
-      const std::string& marker = shared_->free_text_until;
-      buf_.push_back(char(b));
-      if (buf_.size() > marker.size()) buf_.erase(0, buf_.size() - marker.size());
-      if (buf_ == marker) {
+    case Phase::kFreeText:
+      if (marker_reached(buf_, shared_->free_text_until, b)) {
         phase_ = Phase::kOpen;
         pos_ = 0;
-        buf_.clear();
       }
       return true;
-    }
     case Phase::kOpen:
       // Whitespace may separate the reasoning close from the call.
       if (pos_ == 0 && !shared_->free_text_until.empty() && is_ws(b)) return true;
@@ -193,12 +138,12 @@ bool XmlToolCallConstraint::step(uint8_t b) {
       }
       buf_.push_back(char(b));
       return std::any_of(fns.begin(), fns.end(),
-                         [&](const XmlFunctionSpec& f) { return f.name.compare(0, buf_.size(), buf_) == 0 && f.name.size() >= buf_.size(); });
+                         [&](const ToolFunctionSpec& f) { return f.name.compare(0, buf_.size(), buf_) == 0 && f.name.size() >= buf_.size(); });
     }
     case Phase::kTag: {
       // "<parameter=" while a parameter can still be written, "</function>..." once every
       // required one has been.
-      const XmlFunctionSpec& f = shared_->functions[size_t(fn_)];
+      const ToolFunctionSpec& f = shared_->functions[size_t(fn_)];
       const bool more = f.open_params || uint32_t(__builtin_popcountll(seen_)) < f.params.size();
       const bool can_close = (f.required & ~seen_) == 0;
       if (pos_ == 0) {
@@ -217,9 +162,9 @@ bool XmlToolCallConstraint::step(uint8_t b) {
       return false;
     }
     case Phase::kParamName: {
-      const XmlFunctionSpec& f = shared_->functions[size_t(fn_)];
+      const ToolFunctionSpec& f = shared_->functions[size_t(fn_)];
       if (b == '>') {
-        if (buf_.empty()) return false;
+        if (buf_.empty() || uint8_t(buf_.back()) < 0x21) return false;
         param_ = -1;
         for (size_t i = 0; i < f.params.size(); ++i) {
           if (f.params[i].name != buf_) continue;
@@ -234,12 +179,12 @@ bool XmlToolCallConstraint::step(uint8_t b) {
       }
       if (b == '\n' || b == '<') return false;
       buf_.push_back(char(b));
-      if (f.open_params) return true;
       for (size_t i = 0; i < f.params.size(); ++i) {
         const std::string& n = f.params[i].name;
         if (!((seen_ >> i) & 1) && n.size() >= buf_.size() && n.compare(0, buf_.size(), buf_) == 0) return true;
       }
-      return false;
+      // An open name: no whitespace or control bytes, which the parser would trim away.
+      return f.open_params && b >= 0x21;
     }
     case Phase::kParamNewline:
       return b == '\n' && start_value();
@@ -259,12 +204,7 @@ bool XmlToolCallConstraint::step(uint8_t b) {
         expect(kValueEnd, 1, Phase::kTag);
         return true;
       }
-      uint32_t lo = hi_, hi = hi_;
-      for (uint32_t i = lo_; i < hi_; ++i) {
-        if (choices[i].size() <= pos_ || uint8_t(choices[i][pos_]) != b) continue;
-        if (lo == hi_) lo = i;
-        hi = i + 1;
-      }
+      const auto [lo, hi] = narrow_candidates(choices, lo_, hi_, pos_, b);
       if (lo == hi) return false;
       lo_ = lo;
       hi_ = hi;

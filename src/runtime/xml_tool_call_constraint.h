@@ -8,7 +8,8 @@
 // </function>. A VALUE follows how the output parser (text/tool_call_parse.cpp) reads it back:
 // parameters that may be strings are raw text (enums of strings: exactly one of the strings),
 // the others JSON conforming to the parameter's schema (SchemaConstraint). Raw text may not
-// contain "</parameter>", "<parameter=" or "</function>", which would end it early.
+// contain "</parameter>", "<parameter=", "</function>" or "</tool_call>", which would end it
+// early.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -19,32 +20,14 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "runtime/schema_constraint.h"
+#include "runtime/tool_function_spec.h"
 
 namespace brisk {
-
-struct XmlParamSpec {
-  enum class Kind : uint8_t { kText, kChoice, kJson };
-  std::string name;
-  Kind kind = Kind::kText;
-  std::vector<std::string> choices;            // kChoice: raw texts, sorted
-  std::shared_ptr<const CompiledSchema> json;  // kJson
-};
-
-struct XmlFunctionSpec {
-  std::string name;
-  std::vector<XmlParamSpec> params;  // sorted by name, at most 64
-  uint64_t required = 0;             // bit i: params[i] must be written
-  bool open_params = false;          // names beyond params are allowed (raw text values)
-};
-
-// From a function's parameters schema (null or not an object schema: any parameters).
-// Properties whose schema does not compile become raw text.
-XmlFunctionSpec xml_function_spec(std::string name, const nlohmann::json* parameters);
 
 class XmlToolCallConstraint {
  public:
   // free_text_until: any text first, up to this marker (the reasoning close), then whitespace.
-  explicit XmlToolCallConstraint(std::vector<XmlFunctionSpec> functions, std::string free_text_until = "",
+  explicit XmlToolCallConstraint(std::vector<ToolFunctionSpec> functions, std::string free_text_until = "",
                                  int32_t max_whitespace_run = 4);
   bool accepts(std::string_view piece) const;
   void advance(std::string_view piece);  // throws brisk::Error when !accepts(piece)
@@ -59,7 +42,7 @@ class XmlToolCallConstraint {
     kFreeText, kOpen, kName, kTag, kParamName, kParamNewline, kText, kChoice, kJson, kLiteral, kDone,
   };
   struct Shared {
-    std::vector<XmlFunctionSpec> functions;
+    std::vector<ToolFunctionSpec> functions;
     std::string free_text_until;
     int32_t max_whitespace_run = 4;
   };

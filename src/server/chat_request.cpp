@@ -161,10 +161,13 @@ PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_token
       }
       schemas.push_back(std::move(s));
     }
-    const std::string free_until = o.starts_in_reasoning ? "</think>" : "";
+    const std::string free_until =
+        o.starts_in_reasoning ? std::string(chat_prompt_reasoning_close(out.prompt_text, o.format)) : "";
     LoadedModel* m = &model;
-    if (model.chat_format == ChatFormat::kQwenXml) {  // <function=NAME><parameter=P>... calls
-      std::vector<XmlFunctionSpec> functions;
+    if (model.chat_format == ChatFormat::kQwenXml || model.chat_format == ChatFormat::kGemma4) {
+      // Calls whose arguments are not a JSON object: <function=NAME><parameter=P>... (Qwen
+      // XML) or call:NAME{key:value} (Gemma 4).
+      std::vector<ToolFunctionSpec> functions;
       for (const std::string& name : names) {
         const json* params = nullptr;
         for (const auto& t : tools) {
@@ -173,9 +176,17 @@ PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_token
           if (auto it = f.find("parameters"); it != f.end()) params = &*it;
           break;
         }
-        functions.push_back(xml_function_spec(name, params));
+        functions.push_back(tool_function_spec(name, params));
       }
-      spec.make_constraint = [m, functions, free_until] { return make_xml_tool_call_constraint(*m, functions, free_until); };
+      if (model.chat_format == ChatFormat::kQwenXml) {
+        spec.make_constraint = [m, functions, free_until] {
+          return make_xml_tool_call_constraint(*m, functions, free_until);
+        };
+      } else {
+        spec.make_constraint = [m, functions, free_until] {
+          return make_gemma4_tool_call_constraint(*m, functions, free_until);
+        };
+      }
       spec.single_tool_call = true;
       spec.output = std::move(o);
       return out;

@@ -61,7 +61,8 @@ class MaskedConstraint : public TokenConstraint {
 std::unique_ptr<TokenConstraint> make_json_constraint(LoadedModel& model) {
   auto mask = model_token_mask(model);
   return std::make_unique<MaskedConstraint<JsonConstraint>>(
-      JsonConstraint({.require_object = true, .max_depth = 64, .max_whitespace_run = 4}), mask, model.vocab_texts,
+      JsonConstraint({.require_object = true, .max_depth = 64, .max_whitespace_run = 4, .finite_numbers = true}), mask,
+      model.vocab_texts,
       model.end_ids);
 }
 
@@ -83,11 +84,19 @@ std::unique_ptr<TokenConstraint> make_tool_call_constraint(LoadedModel& model, s
       mask, model.vocab_texts, model.end_ids);
 }
 
-std::unique_ptr<TokenConstraint> make_xml_tool_call_constraint(LoadedModel& model, std::vector<XmlFunctionSpec> functions,
+std::unique_ptr<TokenConstraint> make_xml_tool_call_constraint(LoadedModel& model, std::vector<ToolFunctionSpec> functions,
                                                                const std::string& free_text_until) {
   auto mask = model_token_mask(model);
   return std::make_unique<MaskedConstraint<XmlToolCallConstraint>>(
       XmlToolCallConstraint(std::move(functions), free_text_until, 4), mask, model.vocab_texts, model.end_ids);
+}
+
+std::unique_ptr<TokenConstraint> make_gemma4_tool_call_constraint(LoadedModel& model,
+                                                                  std::vector<ToolFunctionSpec> functions,
+                                                                  const std::string& free_text_until) {
+  auto mask = model_token_mask(model);
+  return std::make_unique<MaskedConstraint<Gemma4ToolCallConstraint>>(
+      Gemma4ToolCallConstraint(std::move(functions), free_text_until), mask, model.vocab_texts, model.end_ids);
 }
 
 }  // namespace brisk::server

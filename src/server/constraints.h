@@ -3,7 +3,7 @@
 //   response_format json_schema -> SchemaConstraint (the compiled schema), likewise;
 //   tool_choice required / named -> ToolCallConstraint in the model's tool-call syntax, the
 //   arguments following the function's parameters schema where it compiles
-//   (XmlToolCallConstraint for the Qwen XML syntax).
+//   (XmlToolCallConstraint for the Qwen XML syntax, Gemma4ToolCallConstraint for Gemma 4's).
 // Both use the model's TokenMask (a trie over the decoded token texts), built once per model
 // on first use.
 #pragma once
@@ -14,6 +14,7 @@
 #include "runtime/json_constraint.h"
 #include "runtime/schema_constraint.h"
 #include "runtime/tool_call_constraint.h"
+#include "runtime/gemma4_tool_call_constraint.h"
 #include "runtime/xml_tool_call_constraint.h"
 #include "server/model_registry.h"
 #include "server/scheduler.h"
@@ -33,8 +34,11 @@ std::unique_ptr<TokenConstraint> make_tool_call_constraint(LoadedModel& model, s
                                                            const std::string& free_text_until,
                                                            std::vector<std::shared_ptr<const CompiledSchema>> schemas = {});
 
-// The same for the XML call syntax (ChatFormat kQwenXml).
-std::unique_ptr<TokenConstraint> make_xml_tool_call_constraint(LoadedModel& model, std::vector<XmlFunctionSpec> functions,
+// The same for the XML call syntax (ChatFormat kQwenXml) and the Gemma 4 one (kGemma4).
+std::unique_ptr<TokenConstraint> make_xml_tool_call_constraint(LoadedModel& model, std::vector<ToolFunctionSpec> functions,
                                                                const std::string& free_text_until);
+std::unique_ptr<TokenConstraint> make_gemma4_tool_call_constraint(LoadedModel& model,
+                                                                  std::vector<ToolFunctionSpec> functions,
+                                                                  const std::string& free_text_until);
 
 }  // namespace brisk::server

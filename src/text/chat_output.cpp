@@ -168,7 +168,7 @@ ChatFormat chat_format_detect(std::string_view tpl, std::string_view family) {
   return ChatFormat::kContentOnly;
 }
 
-bool chat_prompt_opens_reasoning(std::string_view prompt, ChatFormat format) {
+std::string_view chat_prompt_reasoning_close(std::string_view prompt, ChatFormat format) {
   // Open when the last reasoning open marker has no close after it and only whitespace
   // (Gemma 4: the channel name) follows it.
   for (const ReasoningSpec& r : format_spec(format).reasoning) {
@@ -176,9 +176,13 @@ bool chat_prompt_opens_reasoning(std::string_view prompt, ChatFormat format) {
     if (open == std::string_view::npos) continue;
     const std::string_view after = prompt.substr(open + r.open.size());
     if (contains(after, r.close)) continue;
-    if (std::all_of(after.begin(), after.end(), is_ws)) return true;
+    if (std::all_of(after.begin(), after.end(), is_ws)) return r.close;
   }
-  return false;
+  return {};
+}
+
+bool chat_prompt_opens_reasoning(std::string_view prompt, ChatFormat format) {
+  return !chat_prompt_reasoning_close(prompt, format).empty();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -48,6 +48,9 @@ ChatFormat chat_format_detect(std::string_view template_text, std::string_view m
 // True when the rendered prompt leaves a reasoning block open (e.g. it ends with "<think>\n"),
 // so the output starts inside reasoning.
 bool chat_prompt_opens_reasoning(std::string_view rendered_prompt, ChatFormat format);
+// The marker that closes the reasoning block the prompt left open ("</think>", Gemma 4's
+// "<channel|>"), or empty when none is open.
+std::string_view chat_prompt_reasoning_close(std::string_view rendered_prompt, ChatFormat format);
 
 struct ChatOutputOptions {
   ChatFormat format = ChatFormat::kContentOnly;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """System test of structured output in `brisk serve` on the Qwen3 random-weight fixture: sampled
 answers (temperature 1, many seeds) under response_format json_schema (chat and completions), Anthropic's
-output_config.format and tool_choice required / named (JSON and Qwen XML call syntax) are checked against their schemas with
+output_config.format and tool_choice required / named (JSON, Qwen XML and Gemma 4 call syntax) are checked against their schemas with
 the `jsonschema` package as the oracle; malformed or unsupported schemas get a 400 with a JSON
 error body. A random-weight model writes the widest range of texts the constraint allows, so
 this exercises the recognizer rather than the model. Exit 77 = skipped."""
@@ -25,6 +25,7 @@ BIN = os.environ.get("BRISK_BIN", "")
 SHARED = os.environ.get("BRISK_SHARED_DATA", "")
 MODEL_DIR = os.path.join(SHARED, "models", "qwen3", "hf")
 XML_TEMPLATE = os.path.join(SHARED, "templates", "Qwen3.5-4B.jinja")  # <function=...> tool calls
+GEMMA4_TEMPLATE = os.path.join(SHARED, "templates", "google-gemma-4-31B-it.jinja")  # call:NAME{k:v}
 SEEDS = range(1, 9)
 
 if not BIN or not os.path.exists(BIN):
@@ -45,16 +46,27 @@ s = socket.socket()
 s.bind(("127.0.0.1", 0))
 PORT = s.getsockname()[1]
 s.close()
-# The same weights and tokenizer under the Qwen3.5 template: the XML tool-call syntax.
-xml_dir = None
-if os.path.exists(XML_TEMPLATE):
-    xml_dir = tempfile.mkdtemp(prefix="brisk_xml_")
+
+def with_template(template, prefix):
+    """The same weights and tokenizer under another chat template (another tool-call syntax)."""
+    if not os.path.exists(template):
+        return None
+    d = tempfile.mkdtemp(prefix=prefix)
     for f in os.listdir(MODEL_DIR):
         if f != "chat_template.jinja":
-            os.symlink(os.path.join(os.path.abspath(MODEL_DIR), f), os.path.join(xml_dir, f))
-    with open(XML_TEMPLATE) as src, open(os.path.join(xml_dir, "chat_template.jinja"), "w") as dst:
+            os.symlink(os.path.join(os.path.abspath(MODEL_DIR), f), os.path.join(d, f))
+    with open(template) as src, open(os.path.join(d, "chat_template.jinja"), "w") as dst:
         dst.write(src.read())
-models = ["--model", f"qwen3={MODEL_DIR}"] + (["--model", f"qwen35xml={xml_dir}", "--max-models", "2"] if xml_dir else [])
+    return d
+
+
+xml_dir = with_template(XML_TEMPLATE, "brisk_xml_")
+gemma4_dir = with_template(GEMMA4_TEMPLATE, "brisk_gemma4_")
+models = ["--model", f"qwen3={MODEL_DIR}", "--max-models", "3"]
+if xml_dir:
+    models += ["--model", f"qwen35xml={xml_dir}"]
+if gemma4_dir:
+    models += ["--model", f"gemma4={gemma4_dir}"]
 server = subprocess.Popen([BIN, "serve", *models, "--port", str(PORT), "--ctx", "2048",
                            "--parallel", "4", "-t", "2"], stderr=subprocess.PIPE, text=True)
 log_lines = []
@@ -201,29 +213,33 @@ try:
                 validate(params[fn], call["function"]["arguments"], f"tool {fn} seed {seed}")
     check(calls >= 8, f"only {calls} forced calls finished")
 
-    # Forced calls in the XML syntax (<function=NAME><parameter=P>...): parsed back into
-    # arguments that follow the parameters schema.
-    if xml_dir:
+    # Forced calls in the XML syntax (<function=NAME><parameter=P>...) and the Gemma 4 one
+    # (call:NAME{key:value}): parsed back into arguments that follow the parameters schema.
+    for model_name, model_dir in (("qwen35xml", xml_dir), ("gemma4", gemma4_dir)):
+        if not model_dir:
+            continue
+        # (Gemma 4 checks a parameter's top-level type only, not what is nested in it.)
+        note = ({"type": "object", "properties": {"k": {"type": "null"}}, "additionalProperties": False}
+                if model_name == "qwen35xml" else {"type": "object"})
         xml_tools = [{"type": "function", "function": {"name": "set_mode", "parameters": {
             "type": "object", "properties": {"mode": {"enum": ["eco", "turbo"]}, "level": {"type": "integer"},
-                                             "on": {"type": "boolean"}, "note": {"type": "object", "properties": {
-                                                 "k": {"type": "null"}}, "additionalProperties": False}},
+                                             "on": {"type": "boolean"}, "note": note},
             "required": ["mode", "on"], "additionalProperties": False}}}]
         xml_calls = 0
-        for seed in SEEDS:
-            st, r = post("/v1/chat/completions", {"model": "qwen35xml", "messages": user, "max_tokens": 300,
+        for seed in range(1, 17):
+            st, r = post("/v1/chat/completions", {"model": model_name, "messages": user, "max_tokens": 600,
                                                   "temperature": 1.0, "seed": seed, "tools": xml_tools,
                                                   "tool_choice": "required",
                                                   "chat_template_kwargs": {"enable_thinking": False}})
-            check(st == 200, f"xml tools seed {seed}: status {st} {r}")
+            check(st == 200, f"{model_name} tools seed {seed}: status {st} {r}")
             if st != 200 or r["choices"][0]["finish_reason"] != "tool_calls":
                 continue
             for call in r["choices"][0]["message"]["tool_calls"]:
                 xml_calls += 1
-                check(call["function"]["name"] == "set_mode", f"xml call named {call['function']['name']}")
-                validate(xml_tools[0]["function"]["parameters"], call["function"]["arguments"], f"xml call seed {seed}")
-        print(f"xml forced calls: {xml_calls} checked")
-        check(xml_calls >= 4, f"only {xml_calls} forced XML calls finished")
+                check(call["function"]["name"] == "set_mode", f"{model_name} call named {call['function']['name']}")
+                validate(xml_tools[0]["function"]["parameters"], call["function"]["arguments"], f"{model_name} call seed {seed}")
+        print(f"{model_name} forced calls: {xml_calls} checked")
+        check(xml_calls >= 3, f"only {xml_calls} forced {model_name} calls finished")
 
     # Bad schemas: 400 with an error body naming the parameter.
     for bad in ({"$ref": "#/$defs/missing"}, {"type": "objekt"}, False, {"enum": []},
@@ -236,8 +252,9 @@ try:
                                   "output_config": {"format": {"type": "json_schema"}}})
     check(st == 400 and isinstance(r, dict) and "error" in r, f"anthropic format without schema: {st} {r}")
 finally:
-    if xml_dir:
-        subprocess.run(["rm", "-rf", xml_dir])
+    for d in (xml_dir, gemma4_dir):
+        if d:
+            subprocess.run(["rm", "-rf", d])
     server.send_signal(signal.SIGTERM)
     try:
         server.wait(timeout=30)

@@ -65,7 +65,8 @@ const std::vector<Case>& cases() {
        {R"({"c":"y"})", "{}"}, {R"({"c":"z"})"}},
       {R"(true)", {"1", R"({"a":[]})", R"("s")"}, {"{", "tru"}},
       {R"({"description":"anything"})", {"1", "[]"}, {"x"}},
-      {R"({"type":"integer"})", {"0", "-7", "123"}, {"01", "1.0", "-", "1e2"}},
+      {R"({"type":"integer"})", {"0", "-7", "123"}, {"01", "1.0", "-", "1e2", "12345678901234567890123456789012345678901"}},
+      {R"({"type":"number"})", {"1e99", "-2.5E-12", "0.5"}, {"1e100", "1E-999", "1e+308"}},
       {R"({"type":"boolean"})", {"true", "false"}, {"null", "1"}},
       {R"({"properties":{"q\"uote":{"type":"null"},"é":{"type":"null"}}})",
        {R"({"q\"uote":null})", "{\"\xC3\xA9\":null}"}, {R"({"q\u0022uote":null})"}},
@@ -233,9 +234,7 @@ TEST(SchemaConstraint, RandomWalksConformToTheSchema) {
       ++done;
       json v;
       try {
-        v = json::parse(text);
-      } catch (const json::out_of_range&) {
-        continue;  // a number beyond double range (valid JSON, which the reference refuses)
+        v = json::parse(text);  // numbers included: the recognizer keeps them finite
       } catch (const json::exception& e) {
         FAIL() << c.schema << " produced " << text << ": " << e.what();
       }

@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "forced_call_tools.h"
 #include "runtime/json_constraint.h"
 #include "runtime/xml_tool_call_constraint.h"
 #include "text/chat_output.h"
@@ -18,23 +20,8 @@ using nlohmann::json;
 
 namespace {
 
-const json& tools() {
-  static const json t = json::parse(R"([
-    {"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{
-      "city":{"type":"string"},"unit":{"enum":["celsius","fahrenheit"]},"days":{"type":"integer"},
-      "opts":{"type":"object","properties":{"hourly":{"type":"boolean"}}}},
-      "required":["city","unit"]}}},
-    {"type":"function","function":{"name":"get_time","parameters":{"type":"object","properties":{
-      "tz":{"anyOf":[{"type":"string"},{"type":"null"}]}}}}},
-    {"type":"function","function":{"name":"free","parameters":{"type":"object"}}}])");
-  return t;
-}
-
-std::vector<XmlFunctionSpec> specs() {
-  std::vector<XmlFunctionSpec> out;
-  for (const auto& t : tools()) out.push_back(xml_function_spec(t["function"]["name"], &t["function"]["parameters"]));
-  return out;
-}
+using forced_call_fixture::specs;
+using forced_call_fixture::tools;
 
 bool full_match(const std::string& text) {
   XmlToolCallConstraint c(specs());
@@ -70,9 +57,10 @@ TEST(XmlToolCallConstraint, RefusesWhatTheParserWouldMisread) {
   EXPECT_FALSE(full_match(call("get_weather", {{"city", "a</function>"}, {"unit", "celsius"}})));
   EXPECT_FALSE(full_match(call("get_weather", {{"city", "a<parameter=x>"}, {"unit", "celsius"}})));
   EXPECT_FALSE(full_match(call("get_weather", {{"city", "a</parameter>b"}, {"unit", "celsius"}})));
+  EXPECT_FALSE(full_match(call("get_weather", {{"city", "a</tool_call>b"}, {"unit", "celsius"}})));
   EXPECT_FALSE(full_match(call("get_weather", {{"city", "a"}, {"unit", "celsius"}, {"opts", "{\"hourly\": 1}"}})));
   EXPECT_FALSE(full_match("Sure! " + call("get_time", {})));
-  EXPECT_THROW(XmlToolCallConstraint(std::vector<XmlFunctionSpec>{}), Error);
+  EXPECT_THROW(XmlToolCallConstraint(std::vector<ToolFunctionSpec>{}), Error);
 }
 
 TEST(XmlToolCallConstraint, CallsRoundTripThroughTheParser) {
@@ -97,7 +85,7 @@ TEST(XmlToolCallConstraint, FreeTextUntilReasoningCloses) {
 // Random byte walks (biased towards closing): every finished call parses, names a function,
 // writes only its parameters, all the required ones, and typed values of the right type.
 TEST(XmlToolCallConstraint, RandomWalksYieldParseableConformingCalls) {
-  std::mt19937_64 rng(3);
+  std::mt19937_64 rng(uint64_t(std::getenv("BRISK_TEST_SEED") ? std::atoi(std::getenv("BRISK_TEST_SEED")) : 3));
   const auto fns = specs();
   int done = 0;
   for (int run = 0; run < 40; ++run) {
