@@ -13,6 +13,10 @@
 
 namespace brisk {
 
+// JSON whitespace (RFC 8259) and ASCII digits.
+inline bool is_json_ws(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
+inline bool is_ascii_digit(uint8_t b) { return b >= '0' && b <= '9'; }
+
 // Whether every byte of `piece` would be accepted in turn.
 template <class C>
 bool steps_accept(const C& c, std::string_view piece) {

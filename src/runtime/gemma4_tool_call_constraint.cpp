@@ -13,15 +13,13 @@ constexpr std::string_view kOpen = "<|tool_call>call:";
 constexpr std::string_view kClose = "<tool_call|>";
 constexpr std::string_view kQuote = "<|\"|>";
 
-bool is_ws(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
-bool is_digit(uint8_t b) { return b >= '0' && b <= '9'; }
 // Bytes a bare key may hold (the parser reads a key up to ':' and trims it).
 bool key_byte(uint8_t b) {
   return b >= 0x20 && b != ':' && b != '{' && b != '}' && b != '[' && b != ']' && b != ',' && b != '<';
 }
 bool writable_key(const std::string& k) {
   return !k.empty() && std::all_of(k.begin(), k.end(), [](char c) { return key_byte(uint8_t(c)); }) &&
-         !is_ws(uint8_t(k.front())) && !is_ws(uint8_t(k.back()));
+         !is_json_ws(uint8_t(k.front())) && !is_json_ws(uint8_t(k.back()));
 }
 
 }  // namespace
@@ -90,7 +88,7 @@ bool Gemma4ToolCallConstraint::end_value() {
 
 bool Gemma4ToolCallConstraint::end_key() {
   Level& level = levels_[size_t(depth_ - 1)];
-  if (buf_.empty() || is_ws(uint8_t(buf_.back()))) return false;
+  if (buf_.empty() || is_json_ws(uint8_t(buf_.back()))) return false;
   if (depth_ == 1) {
     const ToolFunctionSpec& f = shared_->functions[size_t(fn_)];
     param_ = -1;
@@ -124,7 +122,7 @@ bool Gemma4ToolCallConstraint::begin_value(uint8_t b) {
     leaf_ = Leaf::kNone;
     return true;
   }
-  if (b == '-' || is_digit(b) || b == 't' || b == 'f' || b == 'n') {
+  if (b == '-' || is_ascii_digit(b) || b == 't' || b == 'f' || b == 'n') {
     scalar_ = JsonConstraint({.require_object = false, .max_depth = 1, .max_whitespace_run = 0, .finite_numbers = true});
     integer_ = p && p->kind == ToolParamSpec::Kind::kJson && json_schema_integer_only(*p->json);
     leaf_ = Leaf::kScalar;
@@ -190,7 +188,7 @@ bool Gemma4ToolCallConstraint::step_args(uint8_t b) {
         if (!scalar_.complete() || !end_value()) return false;
         return step_args(b);
       }
-      if (is_ws(b) || (integer_ && (b == '.' || b == 'e' || b == 'E'))) return false;
+      if (is_json_ws(b) || (integer_ && (b == '.' || b == 'e' || b == 'E'))) return false;
       return scalar_.step(b);
     case Leaf::kNone:
       break;
@@ -209,7 +207,7 @@ bool Gemma4ToolCallConstraint::step_args(uint8_t b) {
     return end_value();
   };
   const auto start_key = [&] {
-    if (!key_byte(b) || is_ws(b)) return false;
+    if (!key_byte(b) || is_json_ws(b)) return false;
     leaf_ = Leaf::kKey;
     buf_.clear();
     return step_args(b);
@@ -259,7 +257,7 @@ bool Gemma4ToolCallConstraint::step(uint8_t b) {
       }
       return true;
     case Phase::kOpen:
-      if (pos_ == 0 && !shared_->free_text_until.empty() && is_ws(b)) return true;
+      if (pos_ == 0 && !shared_->free_text_until.empty() && is_json_ws(b)) return true;
       if (b != uint8_t(kOpen[pos_])) return false;
       if (++pos_ == kOpen.size()) {
         phase_ = Phase::kName;

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "runtime/constraint_steps.h"
 #include "runtime/schema_constraint.h"
 #include "runtime/tool_call_constraint.h"
 #include "runtime/gemma4_tool_call_constraint.h"
@@ -16,8 +17,6 @@ namespace {
 constexpr int32_t kMaxDepthLimit = 256;
 constexpr std::string_view kLiterals[3] = {"true", "false", "null"};
 
-bool is_ws(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
-bool is_digit(uint8_t b) { return b >= '0' && b <= '9'; }
 int hex_digit(uint8_t b) {
   if (b >= '0' && b <= '9') return b - '0';
   if (b >= 'a' && b <= 'f') return b - 'a' + 10;
@@ -95,7 +94,7 @@ bool JsonConstraint::complete() const {
 }
 
 bool JsonConstraint::whitespace(uint8_t byte) {
-  if (!is_ws(byte)) return false;
+  if (!is_json_ws(byte)) return false;
   ++whitespace_run_;
   return options_.max_whitespace_run == 0 || whitespace_run_ <= options_.max_whitespace_run;
 }
@@ -164,7 +163,7 @@ bool JsonConstraint::step(uint8_t b) {
   // Whitespace runs are counted outside strings only.
   if (mode_ != Mode::kString && mode_ != Mode::kEscape && mode_ != Mode::kUnicode &&
       mode_ != Mode::kUtf8 && mode_ != Mode::kLowBackslash && mode_ != Mode::kLowU &&
-      !is_ws(b)) {
+      !is_json_ws(b)) {
     whitespace_run_ = 0;
   }
   while (true) {  // loops only when a number ends and the byte is read again
@@ -296,7 +295,7 @@ bool JsonConstraint::step(uint8_t b) {
         return false;
       case Mode::kNumZero:
       case Mode::kNumInt:
-        if (is_digit(b)) return mode_ == Mode::kNumInt && number_byte(false);  // no leading zeros
+        if (is_ascii_digit(b)) return mode_ == Mode::kNumInt && number_byte(false);  // no leading zeros
         if (b == '.') {
           mode_ = Mode::kNumDot;
           return number_byte(false);
@@ -308,11 +307,11 @@ bool JsonConstraint::step(uint8_t b) {
         finish_value();
         continue;
       case Mode::kNumDot:
-        if (!is_digit(b)) return false;
+        if (!is_ascii_digit(b)) return false;
         mode_ = Mode::kNumFrac;
         return number_byte(false);
       case Mode::kNumFrac:
-        if (is_digit(b)) return number_byte(false);
+        if (is_ascii_digit(b)) return number_byte(false);
         if (b == 'e' || b == 'E') {
           mode_ = Mode::kNumE;
           return number_byte(false);
@@ -326,11 +325,11 @@ bool JsonConstraint::step(uint8_t b) {
         }
         [[fallthrough]];
       case Mode::kNumESign:
-        if (!is_digit(b)) return false;
+        if (!is_ascii_digit(b)) return false;
         mode_ = Mode::kNumExp;
         return number_byte(true);
       case Mode::kNumExp:
-        if (is_digit(b)) return number_byte(true);
+        if (is_ascii_digit(b)) return number_byte(true);
         finish_value();
         continue;
 

@@ -24,8 +24,6 @@ constexpr size_t kMaxProperties = 64;
 constexpr int kMaxCompileDepth = 64;
 constexpr int kMaxResolveDepth = 256;  // unions and $ref links in a row (compile nesting is at most 64)
 
-bool is_ws(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
-bool is_digit(uint8_t b) { return b >= '0' && b <= '9'; }
 
 // The type a value starting with `b` has (number covers integer); 0: no value starts so.
 uint8_t type_of_first_byte(uint8_t b) {
@@ -35,11 +33,11 @@ uint8_t type_of_first_byte(uint8_t b) {
     case '"': return kString;
     case 't': case 'f': return kBoolean;
     case 'n': return kNull;
-    default: return (b == '-' || is_digit(b)) ? uint8_t(kNumber | kInteger) : 0;
+    default: return (b == '-' || is_ascii_digit(b)) ? uint8_t(kNumber | kInteger) : 0;
   }
 }
 
-bool is_number_spelling(const std::string& s) { return !s.empty() && (s[0] == '-' || is_digit(uint8_t(s[0]))); }
+bool is_number_spelling(const std::string& s) { return !s.empty() && (s[0] == '-' || is_ascii_digit(uint8_t(s[0]))); }
 
 }  // namespace
 
@@ -528,7 +526,7 @@ bool SchemaConstraint::in_plain_string() const {
 }
 
 bool SchemaConstraint::whitespace(uint8_t b) {
-  if (!is_ws(b)) return false;
+  if (!is_json_ws(b)) return false;
   ++ws_run_;
   return max_ws_ == 0 || ws_run_ <= max_ws_;
 }
@@ -567,7 +565,7 @@ bool SchemaConstraint::begin_leaf(int32_t node, uint8_t b, bool is_key) {
   const SchemaNode& n = schema_->nodes[size_t(node)];
   leaf_node_ = node;
   leaf_is_key_ = is_key;
-  leaf_number_ = b == '-' || is_digit(b);
+  leaf_number_ = b == '-' || is_ascii_digit(b);
   leaf_integer_ = leaf_number_ && n.kind == SchemaNode::Kind::kTyped && (n.types & kInteger) && !(n.types & kNumber);
   leaf_string_ = b == '"' && !is_key && n.kind == SchemaNode::Kind::kTyped && (n.min_length > 0 || n.max_length >= 0);
   esc_ = 0;
@@ -666,7 +664,7 @@ bool SchemaConstraint::step_key(uint8_t b) {
 }
 
 bool SchemaConstraint::step_frame(uint8_t b) {
-  if (is_ws(b)) return whitespace(b);
+  if (is_json_ws(b)) return whitespace(b);
   ws_run_ = 0;
   Frame& f = frames_[size_t(depth_ - 1)];
   const SchemaNode& n = schema_->nodes[size_t(f.node)];
@@ -726,12 +724,12 @@ bool SchemaConstraint::step_frame(uint8_t b) {
 bool SchemaConstraint::step(uint8_t b) {
   switch (mode_) {
     case Mode::kValue:
-      if (is_ws(b)) return whitespace(b);
+      if (is_json_ws(b)) return whitespace(b);
       ws_run_ = 0;
       return begin_value(value_node_, b);
     case Mode::kLex:
       if (leaf_number_) {
-        const bool number_byte = is_digit(b) || b == '-' || b == '+' || b == '.' || b == 'e' || b == 'E';
+        const bool number_byte = is_ascii_digit(b) || b == '-' || b == '+' || b == '.' || b == 'e' || b == 'E';
         if (!number_byte) {  // the number ends before this byte
           if (!lex_.complete() || !end_value()) return false;
           return step(b);

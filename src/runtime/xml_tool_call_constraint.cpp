@@ -23,7 +23,6 @@ constexpr std::string_view kForbidden[] = {"</parameter>", "<parameter=", "</fun
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
-bool is_ws(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
 
 }  // namespace
 
@@ -116,7 +115,7 @@ bool XmlToolCallConstraint::step(uint8_t b) {
       return true;
     case Phase::kOpen:
       // Whitespace may separate the reasoning close from the call.
-      if (pos_ == 0 && !shared_->free_text_until.empty() && is_ws(b)) return true;
+      if (pos_ == 0 && !shared_->free_text_until.empty() && is_json_ws(b)) return true;
       if (b != uint8_t(kOpen[0])) return false;
       expect(kOpen, 1, Phase::kName);
       return true;

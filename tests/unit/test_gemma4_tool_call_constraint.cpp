@@ -82,52 +82,19 @@ TEST(Gemma4ToolCallConstraint, FreeTextUntilReasoningCloses) {
 }
 
 TEST(Gemma4ToolCallConstraint, RandomWalksYieldParseableConformingCalls) {
-  std::mt19937_64 rng(uint64_t(std::getenv("BRISK_TEST_SEED") ? std::atoi(std::getenv("BRISK_TEST_SEED")) : 5));
+  std::mt19937_64 rng(forced_call_fixture::walk_seed(5));
   const auto fns = specs();
   int done = 0;
   for (int run = 0; run < 40; ++run) {
-    Gemma4ToolCallConstraint c(fns);
-    std::string text;
-    for (int step = 0; step < 3000 && !c.complete(); ++step) {
-      static const char* const kPieces[] = {"<|\"|>", "}<tool_call|>", "}", "]", ","};
-      const char* piece = kPieces[rng() % 5];
-      if (rng() % 6 == 0 && c.accepts(piece)) {
-        c.advance(piece);
-        text += piece;
-        continue;
-      }
-      std::vector<uint8_t> ok;
-      std::vector<double> w;
-      for (int b = 0; b < 256; ++b) {
-        if (!c.accepts(std::string(1, char(b)))) continue;
-        ok.push_back(uint8_t(b));
-        w.push_back(b == '<' || b == ':' || b == '}' || b == ']' || b == ',' ? 20.0 : b >= 0x80 ? 0.02 : 1.0);
-      }
-      ASSERT_FALSE(ok.empty()) << "dead end after " << text;
-      const uint8_t b = ok[std::discrete_distribution<size_t>(w.begin(), w.end())(rng)];
-      c.advance(std::string(1, char(b)));
-      text += char(b);
-    }
-    if (!c.complete()) continue;
+    const auto walk = forced_call_fixture::random_walk(Gemma4ToolCallConstraint(fns), rng,
+                                                       {"<|\"|>", "}<tool_call|>", "}", "]", ","}, "<:}],");
+    ASSERT_FALSE(walk.dead_end) << "dead end after " << walk.text;
+    if (!walk.complete) continue;
     ++done;
-    const ChatOutput out = chat_output_parse(text, {.format = ChatFormat::kGemma4, .tools = tools()});
-    ASSERT_EQ(out.tool_calls.size(), 1u) << text;
-    const std::string& name = out.tool_calls[0].name;
-    const json args = json::parse(out.tool_calls[0].arguments);
-    if (name == "get_weather") {
-      EXPECT_TRUE(args.contains("city") && args.contains("unit")) << text;
-      for (auto it = args.begin(); it != args.end(); ++it)
-        EXPECT_TRUE(it.key() == "city" || it.key() == "unit" || it.key() == "days" || it.key() == "opts") << text;
-      EXPECT_TRUE(args["city"].is_string()) << text;
-      EXPECT_TRUE(args["unit"] == "celsius" || args["unit"] == "fahrenheit") << text;
-      if (args.contains("days")) {
-        EXPECT_TRUE(args["days"].is_number_integer()) << text;
-      }
-      if (args.contains("opts")) {
-        EXPECT_TRUE(args["opts"].is_object()) << text;
-      }
-    } else {
-      EXPECT_TRUE(name == "get_time" || name == "free") << text;
+    const ChatOutput out = chat_output_parse(walk.text, {.format = ChatFormat::kGemma4, .tools = tools()});
+    forced_call_fixture::expect_conforming_call(out, walk.text);
+    if (!out.tool_calls.empty() && out.tool_calls[0].name == "get_weather") {
+      EXPECT_TRUE(json::parse(out.tool_calls[0].arguments)["city"].is_string()) << walk.text;
     }
   }
   EXPECT_GT(done, 30);  // of 40
