@@ -4,12 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <random>
 
 #include "core/error.h"
 #include "server/constraints.h"
 #include "server/errors.h"
 #include "server/json_fields.h"
+#include "server/route_util.h"
 #include "text/tokenizer.h"
 
 namespace brisk::server {
@@ -19,18 +19,7 @@ static std::string random_call_seed() {
   return str_cat("call_", std::chrono::steady_clock::now().time_since_epoch().count() % 1000000007, "_", n++);
 }
 
-uint64_t fresh_sampling_seed() {
-  static std::atomic<uint64_t> counter{0};
-  static const uint64_t base = [] {
-    std::random_device rd;
-    return (uint64_t(rd()) << 32) ^ rd() ^ uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
-  }();
-  // splitmix64 of a per-process random base plus a counter: distinct for every request.
-  uint64_t z = base + 0x9E3779B97F4A7C15ull * (counter.fetch_add(1) + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+uint64_t fresh_sampling_seed() { return random_u64(); }
 
 void parse_sampling(const json& body, SamplerParams& p, int32_t n_vocab) {
   if (auto v = get_number(body, "temperature", 0.0, 2.0)) p.temperature = float(*v);

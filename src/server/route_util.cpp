@@ -35,13 +35,17 @@ void guarded(ServerState& state, Dialect dialect, const char* route, const httpl
   state.metrics.count_request(route, res.status);
 }
 
-std::string random_id(const char* prefix) {
-  static std::atomic<uint64_t> counter{0};
+uint64_t random_u64() {
   thread_local std::mt19937_64 rng{std::random_device{}() ^
                                    uint64_t(std::chrono::steady_clock::now().time_since_epoch().count())};
+  return rng();
+}
+
+std::string random_id(const char* prefix) {
+  static std::atomic<uint64_t> counter{0};
   // 24 hex digits: 16 from (random ^ counter), 8 more from a second draw.
-  const uint64_t a = rng() ^ counter.fetch_add(1);
-  const uint64_t b = rng();
+  const uint64_t a = random_u64() ^ counter.fetch_add(1);
+  const uint64_t b = random_u64();
   static const char* hex = "0123456789abcdef";
   std::string out = prefix;
   for (int i = 0; i < 16; ++i) out += hex[(a >> (4 * i)) & 15];

@@ -19,6 +19,8 @@ void reply_json(httplib::Response& res, const nlohmann::json& body, int status =
 void reply_error(httplib::Response& res, Dialect dialect, int status, const std::string& message,
                  const std::string& param = {});
 std::string random_id(const char* prefix);
+// 64 random bits (a per-thread generator seeded from the OS).
+uint64_t random_u64();
 int64_t unix_now();
 // x-brisk-session header, else the dialect's user field (may be "").
 std::string session_key(const httplib::Request& req, const std::string& user_field);
