@@ -271,7 +271,8 @@ TEST(CudaSample, RowSamplersMatchHostSampling) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModel,
                          ::testing::Values("llama/model-f32", "llama/model-q8_0", "qwen2/model-f32",
                                            "qwen2/model-q8_0", "qwen3/model-f32", "qwen3/model-q8_0",
-                                           "mistral/model-f32", "mistral/model-q8_0"),
+                                           "mistral/model-f32", "mistral/model-q8_0", "gemma3/model-f32",
+                                           "gemma3/model-q8_0", "qwen3_moe/model-f32", "qwen3_moe/model-q8_0"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '/', '_');

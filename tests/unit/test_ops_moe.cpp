@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "moe_experts.h"
 #include "random_values.h"
 #include "backend/backend.h"
 #include "core/error.h"
@@ -17,24 +18,8 @@ namespace {
 
 std::vector<float> randn(size_t n, uint32_t seed, float scale) { return test::gaussian(n, seed, scale); }
 
-// n_expert stacked [n_out, n_in] matrices in `type` (like GGUF's 3-D expert tensors).
-struct Experts {
-  std::vector<uint8_t> bytes;
-  std::vector<Weight> views;
-};
-
-Experts make_experts(QuantType type, int64_t n_in, int64_t n_out, int32_t n_expert, uint32_t seed) {
-  const size_t rb = size_t(quant_row_bytes(type, uint64_t(n_in)).value());
-  Experts e;
-  e.bytes.resize(rb * size_t(n_out) * size_t(n_expert));
-  const std::vector<float> f = randn(size_t(n_in * n_out * n_expert), seed, 0.2f);
-  for (int64_t r = 0; r < n_out * n_expert; ++r)
-    cpu::row_from_f32(type, f.data() + r * n_in, e.bytes.data() + size_t(r) * rb, n_in);
-  for (int32_t i = 0; i < n_expert; ++i)
-    e.views.push_back(Weight{.type = type, .n_in = n_in, .n_out = n_out, .row_bytes = rb,
-                             .data = e.bytes.data() + rb * size_t(n_out) * size_t(i)});
-  return e;
-}
+using test::Experts;
+using test::make_experts;
 
 TEST(OpsMoe, MatchesReferenceOverFormatsAndTopK) {
   auto be = make_cpu_backend(2);

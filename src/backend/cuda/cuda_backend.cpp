@@ -359,10 +359,8 @@ class CudaBackend final : public Backend {
         xq = qstate_.q;  // the previous matmul's input, unchanged since
         k.add(uint64_t(100));
       } else {
-        const size_t q_bytes = (n + 255) / 256 * 256;
-        auto* buf = static_cast<uint8_t*>(scratch(qact_, q_bytes + sizeof(float) * (n / 32 + 1), "matmul"));
-        xq = cuda::QuantAct{.q = reinterpret_cast<int8_t*>(buf), .d = reinterpret_cast<float*>(buf + q_bytes)};
-        k.add(buf);
+        xq = quant_scratch(qact_, n, "matmul");
+        k.add(xq.q);
         // Quantize inside the producer of x when it is the launch queued last.
         if (!fuse_into_producer(a.x, round, xq)) {
           enqueue("matmul (activation quantization)", [d, xq, round](cudaStream_t s) {
@@ -687,10 +685,62 @@ class CudaBackend final : public Backend {
     enqueue("softcap", [a](cudaStream_t s) { return cuda::launch_softcap(a, s); });
   }
 
-  // Mixture-of-experts layers are not implemented on CUDA yet: the model loader reports it
-  // at the first forward rather than computing something else.
-  void moe(const MoeArgs&) override {
-    fail("moe: mixture-of-experts layers are not implemented on the CUDA backend yet; use --device cpu");
+  // Mixture of experts: routing, the expert matmuls of each (token, slot) pair, the gated
+  // activation and the weighted sum all run on the device (cuda::launch_moe_*), so a step
+  // never waits on the host for the experts a token chose. Activations go through each
+  // weight format's vec_dot_type as in matmul(); the CPU backend's roundings throughout.
+  void moe(const MoeArgs& a) override {
+    const int64_t n_tok = a.x.rows, n_embd = a.x.cols;
+    BRISK_CHECK(a.gate && a.up && a.down && a.n_expert > 0 && a.n_used > 0 && a.n_used <= a.n_expert, "moe: ",
+                a.n_used, " of ", a.n_expert, " experts, or expert weights missing");
+    BRISK_CHECK(a.n_expert <= cuda::kMoeMaxExperts && a.n_used <= cuda::kMoeMaxUsed, "moe: ", a.n_used, " of ",
+                a.n_expert, " experts (CUDA takes at most ", cuda::kMoeMaxUsed, " of ", cuda::kMoeMaxExperts, ")");
+    check_mat(a.x, n_tok, n_embd, "moe", "x");
+    check_mat(a.logits, n_tok, a.n_expert, "moe", "logits");
+    check_mat(a.out, n_tok, n_embd, "moe", "out");
+    BRISK_CHECK(a.out.data != a.x.data, "moe: out must not alias x");
+    const MoeTables& tb = moe_tables(a);
+    if (n_tok == 0) return;
+    forget_quant();
+    const int64_t n_ff = tb.n_ff, nk = n_tok * int64_t(a.n_used);
+    BRISK_CHECK(n_tok <= 65535, "moe: ", n_tok, " tokens in one step (CUDA takes at most 65535)");
+    auto* route = static_cast<uint8_t*>(scratch(moe_route_, size_t(nk) * 8, "moe"));
+    auto* ids = reinterpret_cast<int32_t*>(route);
+    auto* wts = reinterpret_cast<float*>(route + size_t(nk) * 4);
+    auto* gu = static_cast<float*>(scratch(moe_gu_, sizeof(float) * size_t(nk) * size_t(2 * n_ff), "moe"));
+    auto* dn = static_cast<float*>(scratch(moe_down_, sizeof(float) * size_t(nk) * size_t(n_embd), "moe"));
+    const Mat g{.data = gu, .rows = nk, .cols = n_ff};
+    const Mat u{.data = gu + size_t(nk) * size_t(n_ff), .rows = nk, .cols = n_ff};
+    const Mat d{.data = dn, .rows = nk, .cols = n_embd};
+    Key& k = key_;
+    k.add(uint64_t(12));
+    k.add(a.out);
+    k.add(a.x);
+    k.add(a.logits);
+    k.add(tb.gate);
+    k.add(route);
+    k.add(gu);
+    k.add(dn);
+    k.add(uint64_t(a.n_used) << 32 | uint64_t(a.n_expert) << 1 | uint64_t(a.norm_topk));
+    k.add(uint64_t(a.act));
+    const Mat logits = a.logits;
+    const int ne = a.n_expert, nu = a.n_used;
+    const bool norm = a.norm_topk;
+    enqueue("moe (route)", [=](cudaStream_t s) { return cuda::launch_moe_route(logits, ne, nu, norm, ids, wts, s); });
+    // gate / up of every pair on its token's row of x, then the activation, then down.
+    const MoeInput xin = moe_input(a.x, tb.gate_host_type, tb.gate_type, moe_xq_, "moe");
+    moe_matmul(tb.gate, tb.gate_type, n_embd, n_ff, a, ids, nk, false, xin, g);
+    const MoeInput xup = tb.up_type == tb.gate_type && tb.up_host_type == tb.gate_host_type
+                             ? xin
+                             : moe_input(a.x, tb.up_host_type, tb.up_type, moe_xq2_, "moe");
+    moe_matmul(tb.up, tb.up_type, n_embd, n_ff, a, ids, nk, false, xup, u);
+    const GatedActArgs ga{.out = g, .gate = g, .up = u, .act = a.act};
+    enqueue("moe (gated activation)", [ga](cudaStream_t s) { return cuda::launch_gated_act(ga, s); });
+    const MoeInput hin = moe_input(g, tb.down_host_type, tb.down_type, moe_hq_, "moe");
+    moe_matmul(tb.down, tb.down_type, n_ff, n_embd, a, ids, nk, true, hin, d);
+    const Mat out = a.out;
+    enqueue("moe (combine)", [=](cudaStream_t s) { return cuda::launch_moe_combine(out, dn, ids, wts, nu, s); });
+    forget_quant();
   }
 
   void embedding(const EmbeddingArgs& a) override {
@@ -740,6 +790,88 @@ class CudaBackend final : public Backend {
     void* p = nullptr;
     size_t bytes = 0;
   };
+
+  // The device copies of one MoE layer's expert weights and a device array of their
+  // addresses per matrix, made at the layer's first forward (keyed by its host Weight array).
+  struct MoeTables {
+    const void* const* gate = nullptr;  // device [n_expert]
+    const void* const* up = nullptr;
+    const void* const* down = nullptr;
+    QuantType gate_type{}, up_type{}, down_type{};                 // device formats
+    QuantType gate_host_type{}, up_host_type{}, down_host_type{};  // stored formats (vec_dot_type)
+    int64_t n_ff = 0;
+  };
+  const MoeTables& moe_tables(const MoeArgs& a) {
+    auto it = moe_tables_.find(a.gate);
+    if (it != moe_tables_.end()) return it->second;
+    const int64_t n_embd = a.x.cols, n_ff = a.gate[0].n_out;
+    MoeTables t;
+    t.n_ff = n_ff;
+    auto table = [&](const Weight* ws, int64_t n_in, int64_t n_out, QuantType& dev_type, QuantType& host_type,
+                     const char* what) {
+      std::vector<const void*> ptrs(size_t(a.n_expert));
+      for (int32_t e = 0; e < a.n_expert; ++e) {
+        BRISK_CHECK(ws[e].n_in == n_in && ws[e].n_out == n_out && ws[e].type == ws[0].type, "moe: expert ", e, " ",
+                    what, " weight is not [", n_out, ", ", n_in, "] ", quant_type_info(ws[0].type).name);
+        const Weight d = device_weight(ws[e], "moe");
+        if (e == 0) dev_type = d.type;
+        BRISK_CHECK(d.type == dev_type, "moe: expert ", e, " ", what, " weight changed format on upload");
+        ptrs[size_t(e)] = d.data;
+      }
+      host_type = ws[0].type;
+      const size_t bytes = sizeof(void*) * ptrs.size();
+      void* dev = raw_alloc(bytes, "moe");
+      upload(dev, ptrs.data(), bytes, "moe");
+      return static_cast<const void* const*>(dev);
+    };
+    t.gate = table(a.gate, n_embd, n_ff, t.gate_type, t.gate_host_type, "gate");
+    t.up = table(a.up, n_embd, n_ff, t.up_type, t.up_host_type, "up");
+    t.down = table(a.down, n_ff, n_embd, t.down_type, t.down_host_type, "down");
+    return moe_tables_.emplace(a.gate, t).first->second;
+  }
+  // A matmul input for weights stored as `host` and held as `dev` on the device: quantized
+  // (dp4a formats), rounded through the stored format's vec_dot_type, or a dense float copy.
+  struct MoeInput {
+    cuda::QuantAct xq;
+    const float* x = nullptr;
+    int64_t x_stride = 0;
+  };
+  MoeInput moe_input(const Mat& x, QuantType host, QuantType dev, Scratch& buf, const char* op) {
+    const cuda::ActRound round = cuda::act_round_for(format_traits(host).vec_dot_type);
+    const size_t n = size_t(x.rows) * size_t(x.cols);
+    MoeInput in;
+    if (cuda::weight_takes_quantized_act(dev)) {
+      BRISK_CHECK(round == cuda::ActRound::q8_0 || round == cuda::ActRound::q8_k, op, ": ",
+                  quant_type_info(host).name, " weights need Q8 activations");
+      in.xq = quant_scratch(buf, n, op);
+      key_.add(in.xq.q);
+      const cuda::QuantAct q = in.xq;
+      enqueue("moe (activation quantization)",
+              [round, q, x](cudaStream_t s) { return cuda::launch_quantize_activations(round, q, x, s); });
+      return in;
+    }
+    auto* f = static_cast<float*>(scratch(buf, sizeof(float) * n, op));
+    key_.add(f);
+    const Mat dst{.data = f, .rows = x.rows, .cols = x.cols};
+    if (round != cuda::ActRound::none)
+      enqueue("moe (activation rounding)",
+              [round, f, x](cudaStream_t s) { return cuda::launch_round_activations(round, f, x, s); });
+    else
+      enqueue("moe (activation copy)", [dst, x](cudaStream_t s) {
+        return cudaMemcpy2DAsync(dst.data, sizeof(float) * size_t(dst.cols), x.data, sizeof(float) * size_t(x.row_stride()),
+                                 sizeof(float) * size_t(dst.cols), size_t(dst.rows), cudaMemcpyDeviceToDevice, s);
+      });
+    in.x = f;
+    in.x_stride = x.cols;
+    return in;
+  }
+  void moe_matmul(const void* const* w, QuantType type, int64_t n_in, int64_t n_out, const MoeArgs& a,
+                  const int32_t* ids, int64_t n_pairs, bool x_per_pair, const MoeInput& in, const Mat& out) {
+    const cuda::MoeMatmulArgs m{.w = w, .type = type, .n_in = n_in, .n_out = n_out, .n_expert = a.n_expert,
+                                .ids = ids, .n_pairs = n_pairs, .n_used = a.n_used, .x_per_pair = x_per_pair,
+                                .xq = in.xq, .x = in.x, .x_stride = in.x_stride, .out = out.data};
+    enqueue("moe (expert matmul)", [m](cudaStream_t s) { return cuda::launch_moe_matmul(m, s); });
+  }
   // The latest quantized matmul input, valid while nothing may have written x since (any op
   // but a matmul not writing x, copies, allocations end it): a following matmul on the same
   // x reuses it (q / k / v, gate / up).
@@ -1049,6 +1181,14 @@ class CudaBackend final : public Backend {
     return s.p;
   }
 
+  // Room in `s` for n activations quantized to int8 and their scales (one per block of 32 at
+  // most), as launch_quantize_activations writes them.
+  cuda::QuantAct quant_scratch(Scratch& s, size_t n, const char* op) {
+    const size_t q_bytes = (n + 255) / 256 * 256;
+    auto* p = static_cast<uint8_t*>(scratch(s, q_bytes + sizeof(float) * (n / 32 + 1), op));
+    return cuda::QuantAct{.q = reinterpret_cast<int8_t*>(p), .d = reinterpret_cast<float*>(p + q_bytes)};
+  }
+
   // Frees device memory of this backend now, or at the end of the step when launches are queued.
   void release(void* p, const char* op) {
     allocs_.erase(reinterpret_cast<uintptr_t>(p));
@@ -1285,6 +1425,11 @@ class CudaBackend final : public Backend {
   Scratch gemm_w_;  // BF16 weight rows of the GEMM in flight
   Scratch argmax_;  // token ids of argmax_rows
   Scratch sample_;  // ids, specs, edits and working rows of sample_rows
+  Scratch moe_route_;  // MoE: expert ids and weights of every (token, slot) pair
+  Scratch moe_gu_;     // MoE: gate and up outputs of every pair
+  Scratch moe_down_;   // MoE: down outputs of every pair
+  Scratch moe_xq_, moe_xq2_, moe_hq_;  // MoE: quantized / rounded inputs of gate, up, down
+  std::unordered_map<const Weight*, MoeTables> moe_tables_;
   // The GEMM input last converted into gemm_x_ (valid like qstate_).
   Mat bstate_x_;
   uint16_t* bstate_buf_ = nullptr;

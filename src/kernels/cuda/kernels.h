@@ -118,4 +118,33 @@ cudaError_t launch_add(const AddArgs& a, cudaStream_t stream);
 cudaError_t launch_softcap(const SoftcapArgs& a, cudaStream_t stream);
 cudaError_t launch_get_rows(const GetRowsArgs& a, cudaStream_t stream);
 
+// Mixture of experts (MoeArgs) as four launches with no host decision in between:
+// launch_moe_route picks each token's experts on the device (ids [n_tok, n_used], weights
+// [n_tok, n_used]: the CPU's softmax, top-k with ties to the lower id, renormalization);
+// launch_moe_matmul runs one matmul per (token, slot) pair on the expert its id names;
+// launch_moe_combine sums each token's expert outputs weighted, in expert id order as the CPU
+// backend does. n_expert <= kMoeMaxExperts, n_used <= kMoeMaxUsed.
+constexpr int kMoeMaxExperts = 1024;
+constexpr int kMoeMaxUsed = 64;
+cudaError_t launch_moe_route(const Mat& logits, int n_expert, int n_used, bool norm_topk, int32_t* ids, float* w,
+                             cudaStream_t stream);
+struct MoeMatmulArgs {
+  const void* const* w = nullptr;  // device [n_expert]: each expert's weight in the device layout of `type`
+  QuantType type = QuantType::F32;  // device format (weight_format_on_device)
+  int64_t n_in = 0, n_out = 0;
+  int32_t n_expert = 0;
+  const int32_t* ids = nullptr;  // device [n_pairs]: the expert of each pair (out of range: output 0)
+  int64_t n_pairs = 0;
+  int32_t n_used = 0;
+  bool x_per_pair = false;       // pair i reads x row i (else row i / n_used, its token)
+  QuantAct xq;                   // quantized x [rows, n_in] when weight_takes_quantized_act(type)
+  const float* x = nullptr;      // else float x (16-byte aligned rows)
+  int64_t x_stride = 0;
+  float* out = nullptr;          // [n_pairs, n_out] dense
+};
+cudaError_t launch_moe_matmul(const MoeMatmulArgs& a, cudaStream_t stream);
+// out [n_tok, n_embd] = sum over each token's slots, in expert id order, of w * d[token * n_used + slot].
+cudaError_t launch_moe_combine(const Mat& out, const float* d, const int32_t* ids, const float* w, int n_used,
+                               cudaStream_t stream);
+
 }  // namespace brisk::cuda

@@ -1252,6 +1252,110 @@ cudaError_t launch_matmuls(const MatmulArgs* a, int n, const QuantAct* xq, cudaS
   BRISK_FMT_DISPATCH(matmul_fmt, a[0].w.type, a, n, xq, weights_constant, s)
 }
 
+namespace {
+
+// Mixture-of-experts matmul: blockIdx.y is a (token, slot) pair, whose expert id (read on the
+// device) selects the weight; rows as in gemv_kernel (kLanes lanes a row, each lane whole
+// units, then a shuffle sum), x the pair's row (or its token's). Plain unit loop: the expert
+// matmuls of a fixture-sized model, not a tuned path.
+struct MoeGemv {
+  const uint8_t* const* w;
+  DevLayout L;
+  int64_t n_out;
+  int n_expert;
+  const int32_t* ids;
+  int64_t pair0;
+  int n_used;
+  bool x_per_pair;
+  XRef x;
+  float* out;
+};
+
+template <DevFormat F>
+__global__ void __launch_bounds__(128) moe_gemv_kernel(MoeGemv g) {
+  using U = Unit<F>;
+  constexpr int kLanes = U::kLanes;
+  constexpr int kRowsPerWarp = 32 / kLanes;
+  const int lane = threadIdx.x & 31, sl = lane % kLanes;
+  const int64_t r0 = (int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32) * kRowsPerWarp;
+  BRISK_PDL_ENTER();
+  if (r0 >= g.n_out) return;  // whole warps
+  const int64_t pair = g.pair0 + blockIdx.y;
+  const int e = g.ids[pair];
+  const int64_t r = r0 + lane / kLanes;
+  float* out = g.out + pair * g.n_out;
+  if (e < 0 || e >= g.n_expert) {
+    if (sl == 0 && r < g.n_out) out[r] = 0.0f;
+    return;
+  }
+  const int64_t rr = r < g.n_out ? r : g.n_out - 1;  // lanes of a missing row read a real one
+  const uint8_t* w = g.w[e];
+  const RowRef row{.qs = w + size_t(rr) * g.L.qs_row, .sc = w + g.L.sc_offset + size_t(rr) * g.L.sc_row};
+  const int64_t xr = g.x_per_pair ? pair : pair / g.n_used;
+  XRef x = g.x;
+  if (x.q) {
+    const int64_t blk = F == DevFormat::q8_0 || F == DevFormat::q4_0 ? 32 : 256;
+    x.q += xr * x.n_in;
+    x.d += xr * (x.n_in / blk);
+  } else {
+    x.f += xr * x.x_stride;
+  }
+  const int64_t n_units = U::count(x.n_in);
+  constexpr int kB = U::kUnroll;
+  float acc = 0.0f;
+  for (int64_t base = 0; base < n_units; base += int64_t(kLanes) * kB) {
+    typename U::Raw raw[kB] = {};
+#pragma unroll
+    for (int k = 0; k < kB; ++k) {
+      const int64_t u = base + kLanes * k + sl;
+      if (u < n_units) U::load(row, u, raw[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < kB; ++k) {
+      const int64_t u0 = base + kLanes * k;
+      if (u0 >= n_units) break;  // uniform
+      const int64_t u = u0 + sl;
+      const bool ok = u < n_units;
+      if constexpr (U::kInt) {
+        const float v = U::dot(raw[k], x, 0, ok ? u : u0);  // every lane: the K-quant dots shuffle
+        if (ok) acc += v;
+      } else {
+        if (ok) acc += U::dot(raw[k], x, 0, u);
+      }
+    }
+  }
+  for (int o = kLanes / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if (sl == 0 && r < g.n_out) out[r] = acc;
+}
+
+template <DevFormat F>
+cudaError_t moe_matmul_fmt(const MoeMatmulArgs& a, cudaStream_t s) {
+  if (Unit<F>::kInt != (a.xq.q != nullptr)) return cudaErrorInvalidValue;
+  MoeGemv g{.w = reinterpret_cast<const uint8_t* const*>(a.w), .L = dev_layout(F, a.n_in, a.n_out), .n_out = a.n_out,
+            .n_expert = a.n_expert, .ids = a.ids, .pair0 = 0, .n_used = a.n_used, .x_per_pair = a.x_per_pair,
+            .x = XRef{.q = a.xq.q, .d = a.xq.d, .f = a.x, .n_in = a.n_in, .x_stride = a.x_stride}, .out = a.out};
+  constexpr int kWarps = 4;
+  const int64_t rows_per_block = int64_t(kWarps) * (32 / Unit<F>::kLanes);
+  const unsigned bx = unsigned((a.n_out + rows_per_block - 1) / rows_per_block);
+  for (int64_t p0 = 0; p0 < a.n_pairs; p0 += 65535) {
+    g.pair0 = p0;
+    const unsigned by = unsigned(a.n_pairs - p0 < 65535 ? a.n_pairs - p0 : 65535);
+    launch_kernel(moe_gemv_kernel<F>, dim3(bx, by), dim3(32 * kWarps), 0, s, g);
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace
+
+cudaError_t launch_moe_matmul(const MoeMatmulArgs& a, cudaStream_t s) {
+  if (a.n_expert < 1 || a.n_used < 1 || a.n_in <= 0 || a.n_out <= 0 || !a.w || !a.ids || !a.out) return cudaErrorInvalidValue;
+  if (a.n_pairs == 0) return cudaSuccess;
+  if (!a.xq.q && (!a.x || reinterpret_cast<uintptr_t>(a.x) % 16 != 0 || a.x_stride % 4 != 0)) return cudaErrorInvalidValue;
+  BRISK_FMT_DISPATCH(moe_matmul_fmt, a.type, a, s)
+}
+
 cudaError_t launch_embedding(const EmbeddingArgs& a, cudaStream_t s) {
   BRISK_FMT_DISPATCH(embedding_fmt, a.table.type, a, s)
 }

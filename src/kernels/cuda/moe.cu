@@ -1,0 +1,126 @@
+// Mixture-of-experts routing and the weighted sum of the experts' outputs, on the device so
+// that a decode step never asks the host which experts a token chose.
+//   route:   one warp per token; lanes hold experts lane, lane + 32, ...; the max, the sum of
+//            exponentials (double, as the CPU), then n_used rounds of a warp argmax over the
+//            experts not yet taken (ties: the lower id), each weight p = exp(l - max) / sum,
+//            renormalized by the sum of the chosen p when norm_topk, with the CPU's roundings
+//            (kernels/cpu/moe.cpp).
+//   combine: one block per token; the token's slots sorted by expert id, then each output
+//            element summed over them in that order, as the CPU backend adds expert by expert.
+#include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
+
+namespace brisk::cuda {
+
+namespace {
+
+constexpr int kPerLane = kMoeMaxExperts / 32;
+
+__global__ void moe_route_kernel(const float* logits, int64_t stride, int64_t n_tok, int n_expert, int n_used,
+                                 bool norm_topk, int32_t* ids, float* w) {
+  BRISK_PDL_ENTER();
+  const int lane = threadIdx.x & 31;
+  const int64_t t = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (t >= n_tok) return;  // whole warps
+  const float* l = logits + t * stride;
+  float v[kPerLane];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    v[i] = e < n_expert ? l[e] : -INFINITY;
+    if (e < n_expert) mx = fmaxf(mx, v[i]);
+  }
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  double sum = 0.0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i)
+    if (lane + 32 * i < n_expert) sum += exp(double(v[i]) - double(mx));
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  uint32_t taken = 0;  // bit i: expert lane + 32 i
+  double chosen = 0.0;
+  int32_t* ti = ids + t * n_used;
+  float* tw = w + t * n_used;
+  for (int j = 0; j < n_used; ++j) {
+    int best = -1;
+    float bv = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      if (e < n_expert && !(taken >> i & 1u) && (best < 0 || v[i] > bv)) {
+        best = e;
+        bv = v[i];
+      }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      const int ob = __shfl_xor_sync(0xffffffffu, best, o);
+      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+      if (ob >= 0 && (best < 0 || ov > bv || (ov == bv && ob < best))) {
+        best = ob;
+        bv = ov;
+      }
+    }
+    if (best >= 0 && (best & 31) == lane) taken |= 1u << (best >> 5);
+    const double p = best >= 0 ? exp(double(bv) - double(mx)) / sum : 0.0;
+    chosen += p;
+    if (lane == 0) {
+      ti[j] = best;
+      tw[j] = float(p);
+    }
+  }
+  if (norm_topk && lane == 0)
+    for (int j = 0; j < n_used; ++j) tw[j] = float(double(tw[j]) / chosen);
+}
+
+__global__ void moe_combine_kernel(float* out, int64_t out_stride, int64_t n_embd, const float* d,
+                                   const int32_t* ids, const float* w, int n_used) {
+  BRISK_PDL_ENTER();
+  __shared__ int order[kMoeMaxUsed];
+  const int64_t t = blockIdx.y;
+  if (threadIdx.x == 0) {
+    // Insertion sort of the token's slots by expert id (n_used is small).
+    for (int j = 0; j < n_used; ++j) {
+      int k = j;
+      while (k > 0 && ids[t * n_used + order[k - 1]] > ids[t * n_used + j]) {
+        order[k] = order[k - 1];
+        --k;
+      }
+      order[k] = j;
+    }
+  }
+  __syncthreads();
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n_embd) return;
+  float o = 0.0f;
+  for (int j = 0; j < n_used; ++j) {
+    const int slot = order[j];
+    o = fmaf(w[t * n_used + slot], d[(t * n_used + slot) * n_embd + i], o);
+  }
+  out[t * out_stride + i] = o;
+}
+
+}  // namespace
+
+cudaError_t launch_moe_route(const Mat& logits, int n_expert, int n_used, bool norm_topk, int32_t* ids, float* w,
+                             cudaStream_t s) {
+  if (n_expert < 1 || n_expert > kMoeMaxExperts || n_used < 1 || n_used > n_expert || n_used > kMoeMaxUsed ||
+      logits.cols < n_expert)
+    return cudaErrorInvalidValue;
+  if (logits.rows == 0) return cudaSuccess;
+  constexpr int kWarps = 4;
+  const unsigned blocks = unsigned((logits.rows + kWarps - 1) / kWarps);
+  launch_kernel(moe_route_kernel, blocks, 32 * kWarps, 0, s, static_cast<const float*>(logits.data),
+                logits.row_stride(), logits.rows, n_expert, n_used, norm_topk, ids, w);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_moe_combine(const Mat& out, const float* d, const int32_t* ids, const float* w, int n_used,
+                               cudaStream_t s) {
+  if (n_used < 1 || n_used > kMoeMaxUsed || out.rows > 65535) return cudaErrorInvalidValue;
+  if (out.rows == 0 || out.cols == 0) return cudaSuccess;
+  const dim3 grid(unsigned((out.cols + 255) / 256), unsigned(out.rows));
+  launch_kernel(moe_combine_kernel, grid, 256, 0, s, out.data, out.row_stride(), out.cols, d, ids, w, n_used);
+  return cudaGetLastError();
+}
+
+}  // namespace brisk::cuda
