@@ -57,8 +57,13 @@ class CudaModel : public ::testing::TestWithParam<std::string> {};
 TEST_P(CudaModel, MatchesCpu) {
   std::string reason;
   if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
-  const std::string path = std::string(BRISK_SHARED_DATA) + "/models/" + GetParam() + ".gguf";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared model fixture " << path << " is missing";
+  // "own/NAME": a Hugging Face folder of tests/fixtures/models (rope scalings, sliding window,
+  // biases, head_dim 32); else a GGUF of the shared fixtures.
+  const std::string& name = GetParam();
+  const std::string path = name.rfind("own/", 0) == 0
+                               ? std::string(BRISK_FIXTURES) + "/models/" + name.substr(4)
+                               : std::string(BRISK_SHARED_DATA) + "/models/" + name + ".gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "model fixture " << path << " is missing";
   auto model = Model::load({.path = path});
   std::vector<int32_t> prompt;
   for (int i = 0; i < 40; ++i) prompt.push_back(int32_t((i * 37 + 11) % model->info().n_vocab));
@@ -119,8 +124,13 @@ class CudaTaps : public ::testing::TestWithParam<std::string> {};
 TEST_P(CudaTaps, TrackCpu) {
   std::string reason;
   if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
-  const std::string path = std::string(BRISK_SHARED_DATA) + "/models/" + GetParam() + ".gguf";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared model fixture " << path << " is missing";
+  // "own/NAME": a Hugging Face folder of tests/fixtures/models (rope scalings, sliding window,
+  // biases, head_dim 32); else a GGUF of the shared fixtures.
+  const std::string& name = GetParam();
+  const std::string path = name.rfind("own/", 0) == 0
+                               ? std::string(BRISK_FIXTURES) + "/models/" + name.substr(4)
+                               : std::string(BRISK_SHARED_DATA) + "/models/" + name + ".gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "model fixture " << path << " is missing";
   auto model = Model::load({.path = path});
   std::vector<int32_t> prompt;
   for (int i = 0; i < 40; ++i) prompt.push_back(int32_t((i * 37 + 11) % model->info().n_vocab));
@@ -272,7 +282,10 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModel,
                          ::testing::Values("llama/model-f32", "llama/model-q8_0", "qwen2/model-f32",
                                            "qwen2/model-q8_0", "qwen3/model-f32", "qwen3/model-q8_0",
                                            "mistral/model-f32", "mistral/model-q8_0", "gemma3/model-f32",
-                                           "gemma3/model-q8_0", "qwen3_moe/model-f32", "qwen3_moe/model-q8_0"),
+                                           "gemma3/model-q8_0", "qwen3_moe/model-f32", "qwen3_moe/model-q8_0",
+                                           "own/llama_tied_gqa", "own/llama_linear", "own/llama_llama3",
+                                           "own/llama_yarn", "own/mistral_window", "own/qwen2_untied",
+                                           "own/qwen3_mha_tied"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '/', '_');
