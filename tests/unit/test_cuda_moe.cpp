@@ -1,7 +1,9 @@
 // The CUDA mixture-of-experts op against the CPU backend's: every device weight format (and
-// one converted to BF16 at upload), one and several tokens, top-k of 1 / 2 / all, with and
-// without renormalization, SiLU and GELU, 6 and 40 experts; and the routing's tie rule. Skips
-// when the build has no CUDA backend or the machine has no GPU.
+// one converted to BF16 at upload), 1 token (the per-pair path of decode) and 9 / 40 tokens
+// (each expert's tokens gathered into one matmul, and the per-pair path again with
+// BRISK_NO_CUDA_MOE_GROUPED), top-k of 1 / 2 / all, with and without renormalization, SiLU and
+// GELU, 6 and 40 experts; and the routing's tie rule. Skips when the build has no CUDA backend
+// or the machine has no GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 
 #include "moe_experts.h"
 #include "random_values.h"
+#include "scoped_env.h"
 #include "backend/backend.h"
 #include "core/error.h"
 #include "kernels/cpu/ops.h"
@@ -73,34 +76,45 @@ TEST(CudaMoe, MatchesCpuBackend) {
       const Experts& gate = keep[keep.size() - 3];
       const Experts& up = keep[keep.size() - 2];
       const Experts& down = keep[keep.size() - 1];
-      for (const int64_t n_tok : {1, 9}) {
+      for (const int64_t n_tok : {1, 9, 40}) {
         const std::vector<float> x = test::gaussian(size_t(n_tok * n_embd), 1, 1.0f);
         const std::vector<float> logits = test::gaussian(size_t(n_tok * n_expert), 2, 2.0f);
         for (const int32_t k : {1, 2, n_expert}) {
           for (const bool norm : {false, true}) {
             for (const Activation act : {Activation::silu, Activation::gelu_tanh}) {
-              if (n_tok == 9 && act == Activation::gelu_tanh && k == 1) continue;
+              if (n_tok > 1 && act == Activation::gelu_tanh && k == 1) continue;
               const MoeArgs a{.out = {.data = nullptr, .rows = n_tok, .cols = n_embd},
                               .x = {.data = const_cast<float*>(x.data()), .rows = n_tok, .cols = n_embd},
                               .logits = {.data = const_cast<float*>(logits.data()), .rows = n_tok, .cols = n_expert},
                               .gate = gate.views.data(), .up = up.views.data(), .down = down.views.data(),
                               .n_expert = n_expert, .n_used = k, .norm_topk = norm, .act = act};
               const std::vector<float> want = run_moe(*cpu, a, false);
-              const std::vector<float> got = run_moe(*gpu, a, true);
-              float err = 0.0f, mag = 0.0f;
-              for (size_t i = 0; i < got.size(); ++i) {
-                err = std::max(err, std::fabs(got[i] - want[i]));
-                mag = std::max(mag, std::fabs(want[i]));
-              }
               const std::string what = str_cat(quant_type_info(type).name, " experts=", n_expert, " tokens=", n_tok,
                                                " k=", k, " norm=", norm, " act=", int(act));
-              EXPECT_GT(mag, 1e-3f) << what;
               // Same integer dot products and roundings as the CPU; float sums in another
               // order, which can move a quantized activation by one step. Q5_K has no CUDA
               // kernel: its weights are dequantized to BF16 at upload (8 significant bits; on the
               // CPU the same BF16 weights differ from Q5_K's by 2-3 % of the largest output here).
-              const float tol = type == QuantType::F32 ? 1e-4f : type == QuantType::Q5_K ? 5e-2f : 1e-2f;
-              EXPECT_LT(err, tol * mag) << what << " max |diff| " << err;
+              // An expert given more than 8 tokens takes the tensor-core GEMM, whose activations
+              // are rounded to BF16 (prefill precision, docs/cuda.md): up to ~1.2 % here.
+              auto check = [&](const std::vector<float>& got, bool gemm, const char* path) {
+                float err = 0.0f, mag = 0.0f;
+                for (size_t i = 0; i < got.size(); ++i) {
+                  err = std::max(err, std::fabs(got[i] - want[i]));
+                  mag = std::max(mag, std::fabs(want[i]));
+                }
+                EXPECT_GT(mag, 1e-3f) << what;
+                const float tol = type == QuantType::F32    ? 1e-4f
+                                  : type == QuantType::Q5_K ? 5e-2f
+                                  : gemm                    ? 3e-2f
+                                                            : 1e-2f;
+                EXPECT_LT(err, tol * mag) << what << " " << path << " max |diff| " << err;
+              };
+              check(run_moe(*gpu, a, true), n_tok > 8, "grouped");
+              if (n_tok == 9 && norm) {  // the per-pair path on the same tokens
+                ScopedEnv pairs("BRISK_NO_CUDA_MOE_GROUPED", "1");
+                check(run_moe(*gpu, a, true), false, "pairs");
+              }
             }
           }
         }

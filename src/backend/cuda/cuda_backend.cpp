@@ -701,6 +701,7 @@ class CudaBackend final : public Backend {
     BRISK_CHECK(a.out.data != a.x.data, "moe: out must not alias x");
     const MoeTables& tb = moe_tables(a);
     if (n_tok == 0) return;
+    if (n_tok > kGemvMaxTokens && !flags().no_cuda_moe_grouped) return moe_grouped(a);
     forget_quant();
     const int64_t n_ff = tb.n_ff, nk = n_tok * int64_t(a.n_used);
     BRISK_CHECK(n_tok <= 65535, "moe: ", n_tok, " tokens in one step (CUDA takes at most 65535)");
@@ -790,6 +791,67 @@ class CudaBackend final : public Backend {
     void* p = nullptr;
     size_t bytes = 0;
   };
+
+  // A MoE layer of more than kGemvMaxTokens tokens (prefill, never a graph step): the routing
+  // runs on the device and is read back (which runs the step launch by launch); then, as the
+  // CPU backend does, each chosen expert in id order takes its tokens' rows of x as one matmul
+  // input (the GEMM), and its weighted outputs are added to those tokens' rows.
+  void moe_grouped(const MoeArgs& a) {
+    const int64_t n_tok = a.x.rows, n_embd = a.x.cols, n_ff = a.gate[0].n_out;
+    const int64_t nk = n_tok * int64_t(a.n_used);
+    forget_quant();
+    auto* route = static_cast<uint8_t*>(scratch(moe_route_, size_t(nk) * 16, "moe"));
+    auto* ids = reinterpret_cast<int32_t*>(route);
+    auto* wts = reinterpret_cast<float*>(route + size_t(nk) * 4);
+    auto* sorted_tok = reinterpret_cast<int32_t*>(route + size_t(nk) * 8);   // pairs grouped by expert: token
+    auto* sorted_pair = reinterpret_cast<int32_t*>(route + size_t(nk) * 12); // and pair index
+    const Mat logits = a.logits;
+    const int ne = a.n_expert, nu = a.n_used;
+    const bool norm = a.norm_topk;
+    enqueue("moe (route)", [=](cudaStream_t s) { return cuda::launch_moe_route(logits, ne, nu, norm, ids, wts, s); });
+    std::vector<int32_t> host_ids(static_cast<size_t>(nk));
+    copy(host_ids.data(), ids, sizeof(int32_t) * host_ids.size());
+    std::vector<int64_t> start(size_t(ne) + 1, 0);
+    for (const int32_t e : host_ids) {
+      BRISK_CHECK(e >= 0 && e < ne, "moe: routing chose expert ", e, " of ", ne);
+      ++start[size_t(e) + 1];
+    }
+    for (int32_t e = 0; e < ne; ++e) start[size_t(e) + 1] += start[size_t(e)];
+    std::vector<int32_t> order(size_t(nk) * 2);  // [tokens | pairs], grouped by expert, pairs in order
+    std::vector<int64_t> fill(start.begin(), start.end() - 1);
+    for (int64_t i = 0; i < nk; ++i) {
+      const int64_t at = fill[size_t(host_ids[size_t(i)])]++;
+      order[size_t(at)] = int32_t(i / a.n_used);
+      order[size_t(nk + at)] = int32_t(i);
+    }
+    copy(sorted_tok, order.data(), sizeof(int32_t) * order.size());
+    auto* xs = static_cast<float*>(scratch(moe_down_, sizeof(float) * size_t(n_tok) * size_t(2 * n_embd), "moe"));
+    auto* gu = static_cast<float*>(scratch(moe_gu_, sizeof(float) * size_t(n_tok) * size_t(2 * n_ff), "moe"));
+    const Mat out = a.out;
+    enqueue("moe (zero)", [out](cudaStream_t s) {
+      return cudaMemset2DAsync(out.data, sizeof(float) * size_t(out.row_stride()), 0, sizeof(float) * size_t(out.cols),
+                               size_t(out.rows), s);
+    });
+    for (int32_t e = 0; e < ne; ++e) {
+      const int64_t m = start[size_t(e) + 1] - start[size_t(e)];
+      if (m == 0) continue;
+      const Mat xm{.data = xs, .rows = m, .cols = n_embd};
+      const Mat dm{.data = xs + size_t(n_tok) * size_t(n_embd), .rows = m, .cols = n_embd};
+      const Mat gm{.data = gu, .rows = m, .cols = n_ff};
+      const Mat um{.data = gu + size_t(n_tok) * size_t(n_ff), .rows = m, .cols = n_ff};
+      get_rows({.out = xm, .x = a.x, .rows = sorted_tok + start[size_t(e)]});
+      matmul({.out = gm, .x = xm, .w = a.gate[e]});
+      matmul({.out = um, .x = xm, .w = a.up[e]});
+      gated_act({.out = gm, .gate = gm, .up = um, .act = a.act});
+      matmul({.out = dm, .x = gm, .w = a.down[e]});
+      const int32_t* tok = sorted_tok + start[size_t(e)];
+      const int32_t* pair = sorted_pair + start[size_t(e)];
+      const float* dd = dm.data;
+      enqueue("moe (scatter-add)",
+              [=](cudaStream_t s) { return cuda::launch_moe_scatter_add(out, dd, m, tok, pair, wts, s); });
+      forget_quant();
+    }
+  }
 
   // The device copies of one MoE layer's expert weights and a device array of their
   // addresses per matrix, made at the layer's first forward (keyed by its host Weight array).

@@ -146,5 +146,9 @@ cudaError_t launch_moe_matmul(const MoeMatmulArgs& a, cudaStream_t stream);
 // out [n_tok, n_embd] = sum over each token's slots, in expert id order, of w * d[token * n_used + slot].
 cudaError_t launch_moe_combine(const Mat& out, const float* d, const int32_t* ids, const float* w, int n_used,
                                cudaStream_t stream);
+// out[tok[j]] += w[pair[j]] * d[j] for the m rows of d ([m, out.cols] dense): one expert's
+// outputs added to their tokens (each token at most once per launch).
+cudaError_t launch_moe_scatter_add(const Mat& out, const float* d, int64_t m, const int32_t* tok, const int32_t* pair,
+                                   const float* w, cudaStream_t stream);
 
 }  // namespace brisk::cuda

@@ -7,6 +7,9 @@
 //            (kernels/cpu/moe.cpp).
 //   combine: one block per token; the token's slots sorted by expert id, then each output
 //            element summed over them in that order, as the CPU backend adds expert by expert.
+//   scatter-add: for prefill, where the backend gathers each expert's tokens into one matmul:
+//            one expert's output rows added, weighted, to their tokens' rows (one launch per
+//            expert, in id order).
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -99,7 +102,25 @@ __global__ void moe_combine_kernel(float* out, int64_t out_stride, int64_t n_emb
   out[t * out_stride + i] = o;
 }
 
+__global__ void moe_scatter_add_kernel(float* out, int64_t out_stride, int64_t cols, const float* d, const int32_t* tok,
+                                       const int32_t* pair, const float* w) {
+  BRISK_PDL_ENTER();
+  const int64_t j = blockIdx.y, i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= cols) return;
+  float& o = out[int64_t(tok[j]) * out_stride + i];
+  o = fmaf(w[pair[j]], d[j * cols + i], o);
+}
+
 }  // namespace
+
+cudaError_t launch_moe_scatter_add(const Mat& out, const float* d, int64_t m, const int32_t* tok, const int32_t* pair,
+                                   const float* w, cudaStream_t s) {
+  if (m > 65535) return cudaErrorInvalidValue;
+  if (m == 0 || out.cols == 0) return cudaSuccess;
+  const dim3 grid(unsigned((out.cols + 255) / 256), unsigned(m));
+  launch_kernel(moe_scatter_add_kernel, grid, 256, 0, s, out.data, out.row_stride(), out.cols, d, tok, pair, w);
+  return cudaGetLastError();
+}
 
 cudaError_t launch_moe_route(const Mat& logits, int n_expert, int n_used, bool norm_topk, int32_t* ids, float* w,
                              cudaStream_t s) {
