@@ -811,16 +811,17 @@ class CudaBackend final : public Backend {
     enqueue("moe (route)", [=](cudaStream_t s) { return cuda::launch_moe_route(logits, ne, nu, norm, ids, wts, s); });
     std::vector<int32_t> host_ids(static_cast<size_t>(nk));
     copy(host_ids.data(), ids, sizeof(int32_t) * host_ids.size());
+    // A pair without an expert (routing of NaN logits) adds nothing, as on the per-pair path.
     std::vector<int64_t> start(size_t(ne) + 1, 0);
-    for (const int32_t e : host_ids) {
-      BRISK_CHECK(e >= 0 && e < ne, "moe: routing chose expert ", e, " of ", ne);
-      ++start[size_t(e) + 1];
-    }
+    for (const int32_t e : host_ids)
+      if (e >= 0 && e < ne) ++start[size_t(e) + 1];
     for (int32_t e = 0; e < ne; ++e) start[size_t(e) + 1] += start[size_t(e)];
     std::vector<int32_t> order(size_t(nk) * 2);  // [tokens | pairs], grouped by expert, pairs in order
     std::vector<int64_t> fill(start.begin(), start.end() - 1);
     for (int64_t i = 0; i < nk; ++i) {
-      const int64_t at = fill[size_t(host_ids[size_t(i)])]++;
+      const int32_t e = host_ids[size_t(i)];
+      if (e < 0 || e >= ne) continue;
+      const int64_t at = fill[size_t(e)]++;
       order[size_t(at)] = int32_t(i / a.n_used);
       order[size_t(nk + at)] = int32_t(i);
     }
