@@ -724,10 +724,7 @@ class CudaBackend final : public Backend {
     k.add(dn);
     k.add(uint64_t(a.n_used) << 32 | uint64_t(a.n_expert) << 1 | uint64_t(a.norm_topk));
     k.add(uint64_t(a.act));
-    const Mat logits = a.logits;
-    const int ne = a.n_expert, nu = a.n_used;
-    const bool norm = a.norm_topk;
-    enqueue("moe (route)", [=](cudaStream_t s) { return cuda::launch_moe_route(logits, ne, nu, norm, ids, wts, s); });
+    enqueue_moe_route(a, ids, wts);
     // gate / up of every pair on its token's row of x, then the activation, then down.
     const MoeInput xin = moe_input(a.x, tb.gate_host_type, tb.gate_type, moe_xq_, "moe");
     moe_matmul(tb.gate, tb.gate_type, n_embd, n_ff, a, ids, nk, false, xin, g);
@@ -740,6 +737,7 @@ class CudaBackend final : public Backend {
     const MoeInput hin = moe_input(g, tb.down_host_type, tb.down_type, moe_hq_, "moe");
     moe_matmul(tb.down, tb.down_type, n_ff, n_embd, a, ids, nk, true, hin, d);
     const Mat out = a.out;
+    const int nu = a.n_used;
     enqueue("moe (combine)", [=](cudaStream_t s) { return cuda::launch_moe_combine(out, dn, ids, wts, nu, s); });
     forget_quant();
   }
@@ -792,6 +790,14 @@ class CudaBackend final : public Backend {
     size_t bytes = 0;
   };
 
+  // Routing of every token: expert ids and weights [n_tok, n_used] into ids / wts (device).
+  void enqueue_moe_route(const MoeArgs& a, int32_t* ids, float* wts) {
+    const Mat logits = a.logits;
+    const int ne = a.n_expert, nu = a.n_used;
+    const bool norm = a.norm_topk;
+    enqueue("moe (route)", [=](cudaStream_t s) { return cuda::launch_moe_route(logits, ne, nu, norm, ids, wts, s); });
+  }
+
   // A MoE layer of more than kGemvMaxTokens tokens (prefill, never a graph step): the routing
   // runs on the device and is read back (which runs the step launch by launch); then, as the
   // CPU backend does, each chosen expert in id order takes its tokens' rows of x as one matmul
@@ -805,10 +811,8 @@ class CudaBackend final : public Backend {
     auto* wts = reinterpret_cast<float*>(route + size_t(nk) * 4);
     auto* sorted_tok = reinterpret_cast<int32_t*>(route + size_t(nk) * 8);   // pairs grouped by expert: token
     auto* sorted_pair = reinterpret_cast<int32_t*>(route + size_t(nk) * 12); // and pair index
-    const Mat logits = a.logits;
-    const int ne = a.n_expert, nu = a.n_used;
-    const bool norm = a.norm_topk;
-    enqueue("moe (route)", [=](cudaStream_t s) { return cuda::launch_moe_route(logits, ne, nu, norm, ids, wts, s); });
+    enqueue_moe_route(a, ids, wts);
+    const int32_t ne = a.n_expert;
     std::vector<int32_t> host_ids(static_cast<size_t>(nk));
     copy(host_ids.data(), ids, sizeof(int32_t) * host_ids.size());
     // A pair without an expert (routing of NaN logits) adds nothing, as on the per-pair path.
