@@ -32,7 +32,7 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
     } else if (f == "--shape") {
       shape = v;
       BRISK_CHECK(brisk::cuda_bench_shape(v, p), "cuda-bench: unknown --shape '", v,
-                  "' (llama-3.1-8b, qwen3-8b or qwen2.5-0.5b)");
+                  "' (llama-3.1-8b, qwen3-8b, qwen2.5-0.5b or qwen3-30b-a3b)");
     } else if (f == "--graphs") {
       BRISK_CHECK(v == "on" || v == "off" || v == "both", "cuda-bench: --graphs on|off|both");
       graphs = v;
@@ -52,7 +52,7 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
       prefill = true;
     } else {
       brisk::fail("cuda-bench: unknown argument '", f,
-                  "' (--type q8_0|bf16|q4_k_m|... --shape llama-3.1-8b|qwen3-8b|qwen2.5-0.5b --graphs on|off|both "
+                  "' (--type q8_0|bf16|q4_k_m|... --shape llama-3.1-8b|qwen3-8b|qwen2.5-0.5b|qwen3-30b-a3b --graphs on|off|both "
                   "--gemv-only yes|no "
                   "--layers N --steps N --past N --batch N --prefill N)");
     }
@@ -68,7 +68,8 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
     std::printf("cuda-bench %s %s (%d layers) prefill pp%d: %.0f tok/s, matmuls %.1f TFLOP/s = %.1f%% of the "
                 "BF16 GEMM rate %.1f TFLOP/s ([%d x %d] . [%d x %d]^T, same run)\n",
                 type_name.c_str(), shape.c_str(), p.n_layer, p.prefill, r.tok_per_s, r.matmul_tflops,
-                100.0 * r.matmul_tflops / r.gemm_tflops, r.gemm_tflops, p.prefill, p.n_embd, p.n_ff, p.n_embd);
+                100.0 * r.matmul_tflops / r.gemm_tflops, r.gemm_tflops, p.prefill, p.n_embd,
+                int(brisk::cuda_bench_gemm_cols(p)), p.n_embd);
     std::fflush(stdout);
     return 0;
   }
@@ -95,5 +96,5 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
 
 BRISK_COMMAND("cuda-bench",
               "decode (or with --prefill N, prefill) benchmark of the CUDA backend at a real model shape "
-              "(--type q8_0|bf16|q4_k_m, --shape llama-3.1-8b|qwen3-8b|qwen2.5-0.5b)",
+              "(--type q8_0|bf16|q4_k_m, --shape llama-3.1-8b|qwen3-8b|qwen2.5-0.5b|qwen3-30b-a3b)",
               cmd_cuda_bench);

@@ -724,17 +724,48 @@ class CudaBackend final : public Backend {
     k.add(dn);
     k.add(uint64_t(a.n_used) << 32 | uint64_t(a.n_expert) << 1 | uint64_t(a.norm_topk));
     k.add(uint64_t(a.act));
-    enqueue_moe_route(a, ids, wts);
-    // gate / up of every pair on its token's row of x, then the activation, then down.
-    const MoeInput xin = moe_input(a.x, tb.gate_host_type, tb.gate_type, moe_xq_, "moe");
-    moe_matmul(tb.gate, tb.gate_type, n_embd, n_ff, a, ids, nk, false, xin, g);
-    const MoeInput xup = tb.up_type == tb.gate_type && tb.up_host_type == tb.gate_host_type
-                             ? xin
-                             : moe_input(a.x, tb.up_host_type, tb.up_type, moe_xq2_, "moe");
-    moe_matmul(tb.up, tb.up_type, n_embd, n_ff, a, ids, nk, false, xup, u);
+    const bool fused = !flags().no_cuda_moe_fused;
+    // The routing, with the gate's quantized input in the same launch where it can.
+    const cuda::ActRound x_round = cuda::act_round_for(format_traits(tb.gate_host_type).vec_dot_type);
+    MoeInput xin;
+    if (fused && cuda::weight_takes_quantized_act(tb.gate_type) && quant_fits(x_round, n_embd)) {
+      xin.xq = quant_scratch(moe_xq_, size_t(n_tok) * size_t(n_embd), "moe");
+      k.add(xin.xq.q);
+      const Mat logits = a.logits, x = a.x;
+      const int ne = a.n_expert, nu = a.n_used;
+      const bool norm = a.norm_topk;
+      const cuda::QuantAct q = xin.xq;
+      enqueue("moe (route + activation quantization)", [=](cudaStream_t s) {
+        return cuda::launch_moe_route(logits, ne, nu, norm, ids, wts, s, x_round, &q, &x);
+      });
+    } else {
+      enqueue_moe_route(a, ids, wts);
+      xin = moe_input(a.x, tb.gate_host_type, tb.gate_type, moe_xq_, "moe");
+    }
+    // gate / up of every pair on its token's row of x (one launch when they share the input),
+    // then the activation, then down.
+    const bool same_input = tb.up_type == tb.gate_type && tb.up_host_type == tb.gate_host_type;
+    if (fused && same_input) {
+      moe_matmul(tb.gate, tb.gate_type, n_embd, n_ff, a, ids, nk, false, xin, g, tb.up, &u);
+    } else {
+      moe_matmul(tb.gate, tb.gate_type, n_embd, n_ff, a, ids, nk, false, xin, g);
+      const MoeInput xup = same_input ? xin : moe_input(a.x, tb.up_host_type, tb.up_type, moe_xq2_, "moe");
+      moe_matmul(tb.up, tb.up_type, n_embd, n_ff, a, ids, nk, false, xup, u);
+    }
     const GatedActArgs ga{.out = g, .gate = g, .up = u, .act = a.act};
-    enqueue("moe (gated activation)", [ga](cudaStream_t s) { return cuda::launch_gated_act(ga, s); });
-    const MoeInput hin = moe_input(g, tb.down_host_type, tb.down_type, moe_hq_, "moe");
+    const cuda::ActRound h_round = cuda::act_round_for(format_traits(tb.down_host_type).vec_dot_type);
+    MoeInput hin;
+    if (fused && cuda::weight_takes_quantized_act(tb.down_type) && quant_fits(h_round, n_ff)) {
+      // The activation and the down projection's quantized input in one launch.
+      hin.xq = quant_scratch(moe_hq_, size_t(nk) * size_t(n_ff), "moe");
+      k.add(hin.xq.q);
+      const cuda::QuantAct q = hin.xq;
+      enqueue("moe (gated activation + quantization)",
+              [=](cudaStream_t s) { return cuda::launch_gated_act_quant(ga, h_round, q, s); });
+    } else {
+      enqueue("moe (gated activation)", [ga](cudaStream_t s) { return cuda::launch_gated_act(ga, s); });
+      hin = moe_input(g, tb.down_host_type, tb.down_type, moe_hq_, "moe");
+    }
     moe_matmul(tb.down, tb.down_type, n_ff, n_embd, a, ids, nk, true, hin, d);
     const Mat out = a.out;
     const int nu = a.n_used;
@@ -932,12 +963,21 @@ class CudaBackend final : public Backend {
     in.x_stride = x.cols;
     return in;
   }
+  // w2 / out2: a second matrix of the same format and shape on the same input, same launch.
   void moe_matmul(const void* const* w, QuantType type, int64_t n_in, int64_t n_out, const MoeArgs& a,
-                  const int32_t* ids, int64_t n_pairs, bool x_per_pair, const MoeInput& in, const Mat& out) {
+                  const int32_t* ids, int64_t n_pairs, bool x_per_pair, const MoeInput& in, const Mat& out,
+                  const void* const* w2 = nullptr, const Mat* out2 = nullptr) {
+    const int lanes = flags().no_cuda_moe_fused ? (type == QuantType::Q4_0 ? 16 : 32) : 0;
     const cuda::MoeMatmulArgs m{.w = w, .type = type, .n_in = n_in, .n_out = n_out, .n_expert = a.n_expert,
                                 .ids = ids, .n_pairs = n_pairs, .n_used = a.n_used, .x_per_pair = x_per_pair,
-                                .xq = in.xq, .x = in.x, .x_stride = in.x_stride, .out = out.data};
-    enqueue("moe (expert matmul)", [m](cudaStream_t s) { return cuda::launch_moe_matmul(m, s); });
+                                .xq = in.xq, .x = in.x, .x_stride = in.x_stride, .out = out.data, .w2 = w2,
+                                .out2 = out2 ? out2->data : nullptr, .row_lanes = lanes};
+    enqueue(w2 ? "moe (expert matmuls x2)" : "moe (expert matmul)",
+            [m](cudaStream_t s) { return cuda::launch_moe_matmul(m, s); });
+  }
+  // Whether rows of `cols` quantize through `kind` in whole blocks (Q8_0 / Q8_K only).
+  static bool quant_fits(cuda::ActRound kind, int64_t cols) {
+    return (kind == cuda::ActRound::q8_0 && cols % 32 == 0) || (kind == cuda::ActRound::q8_k && cols % 256 == 0);
   }
   // The latest quantized matmul input, valid while nothing may have written x since (any op
   // but a matmul not writing x, copies, allocations end it): a following matmul on the same

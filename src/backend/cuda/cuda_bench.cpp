@@ -40,6 +40,15 @@ class WeightMaker {
     bytes_ += double(rb) * double(n_out);
     return Weight{.type = type_, .n_in = n_in, .n_out = n_out, .row_bytes = rb, .data = dev};
   }
+  // n views [n_out, n_in] into one allocation, as a GGUF file stacks a layer's experts.
+  std::vector<Weight> make_stacked(int n, int64_t n_out, int64_t n_in) {
+    const Weight all = make(int64_t(n) * n_out, n_in);
+    std::vector<Weight> v;
+    for (int e = 0; e < n; ++e)
+      v.push_back(Weight{.type = type_, .n_in = n_in, .n_out = n_out, .row_bytes = all.row_bytes,
+                         .data = static_cast<const uint8_t*>(all.data) + all.row_bytes * size_t(n_out) * size_t(e)});
+    return v;
+  }
   double bytes() const { return bytes_; }
 
  private:
@@ -65,14 +74,27 @@ class WeightMaker {
 
 struct Layer {
   Weight wq, wk, wv, wo, gate, up, down;
+  Weight router;                            // MoE: [n_expert, n_embd] F32
+  std::vector<Weight> e_gate, e_up, e_down; // MoE: n_expert views each
   KvView k, v;
+};
+
+// The formats' weight makers: dense matrices, Q6_K (Q4_K_M's mixture), F32 routers, and the
+// experts apart, so that bytes per token count only the experts a step touches.
+struct Makers {
+  WeightMaker wm, wm6, f32, experts, experts6;
+  Makers(Backend& be, const CudaBenchParams& p)
+      : wm(be, p.q4_k_m ? QuantType::Q4_K : p.type), wm6(be, QuantType::Q6_K), f32(be, QuantType::F32),
+        experts(be, p.q4_k_m ? QuantType::Q4_K : p.type), experts6(be, QuantType::Q6_K) {}
+  double dense_bytes() const { return wm.bytes() + wm6.bytes() + f32.bytes(); }
+  double expert_bytes() const { return experts.bytes() + experts6.bytes(); }
 };
 
 // The layers' weights (Q4_K_M: llama.cpp's Q6_K layers for attn_v and ffn_down) and an F16
 // paged KV cache of `cap` positions for `n_seq` sequences, blocks of kKvDefaultBlockSize, the
 // sequences' blocks interleaved through the pool (as a serving cache holds them).
-std::vector<Layer> make_layers(Backend& be, const CudaBenchParams& p, WeightMaker& wm, WeightMaker& wm6, int64_t cap,
-                               int32_t n_seq) {
+std::vector<Layer> make_layers(Backend& be, const CudaBenchParams& p, Makers& mk, int64_t cap, int32_t n_seq) {
+  WeightMaker& wm = mk.wm;
   const int64_t q_w = int64_t(p.n_head) * p.head_dim, kv_w = int64_t(p.n_head_kv) * p.head_dim;
   const int32_t bs = kKvDefaultBlockSize;
   const int64_t per_seq = (cap + bs - 1) / bs;
@@ -85,14 +107,21 @@ std::vector<Layer> make_layers(Backend& be, const CudaBenchParams& p, WeightMake
     Layer& l = layers[size_t(i)];
     const int n = p.n_layer;
     const bool more_bits = i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
-    WeightMaker& vd = p.q4_k_m && more_bits ? wm6 : wm;
+    WeightMaker& vd = p.q4_k_m && more_bits ? mk.wm6 : wm;
     l.wq = wm.make(q_w, p.n_embd);
     l.wk = wm.make(kv_w, p.n_embd);
     l.wv = vd.make(kv_w, p.n_embd);
     l.wo = wm.make(p.n_embd, q_w);
-    l.gate = wm.make(p.n_ff, p.n_embd);
-    l.up = wm.make(p.n_ff, p.n_embd);
-    l.down = vd.make(p.n_embd, p.n_ff);
+    if (p.n_expert > 0) {
+      l.router = mk.f32.make(p.n_expert, p.n_embd);
+      l.e_gate = mk.experts.make_stacked(p.n_expert, p.n_ff_exp, p.n_embd);
+      l.e_up = mk.experts.make_stacked(p.n_expert, p.n_ff_exp, p.n_embd);
+      l.e_down = (p.q4_k_m && more_bits ? mk.experts6 : mk.experts).make_stacked(p.n_expert, p.n_embd, p.n_ff_exp);
+    } else {
+      l.gate = wm.make(p.n_ff, p.n_embd);
+      l.up = wm.make(p.n_ff, p.n_embd);
+      l.down = vd.make(p.n_embd, p.n_ff);
+    }
     const size_t rb = size_t(kv_w) * 2;
     l.k = KvView{.type = QuantType::F16, .data = be.alloc(rb * pool_rows), .width = kv_w, .row_bytes = rb,
                  .capacity = cap, .n_seq = n_seq, .block_size = bs, .n_blocks = per_seq * n_seq,
@@ -107,6 +136,7 @@ std::vector<Layer> make_layers(Backend& be, const CudaBenchParams& p, WeightMake
 
 CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
   BRISK_CHECK(p.n_head % p.n_head_kv == 0 && p.steps > 0 && p.n_past >= 0 && p.batch >= 1, "cuda bench: bad parameters");
+  BRISK_CHECK(!(p.matmul_only && p.n_expert > 0), "cuda bench: matmuls only is for dense shapes");
   auto be = make_cuda_backend(p.device, p.graphs);
   const int32_t nb = p.batch;
   CudaBenchResult res;
@@ -129,10 +159,9 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
 
   const int64_t q_w = int64_t(p.n_head) * p.head_dim, kv_w = int64_t(p.n_head_kv) * p.head_dim;
   const int64_t cap = p.n_past + p.steps + 8;
-  WeightMaker wm(*be, p.q4_k_m ? QuantType::Q4_K : p.type);
-  WeightMaker wm6(*be, QuantType::Q6_K);
-  const std::vector<Layer> layers = make_layers(*be, p, wm, wm6, cap, nb);
-  const Weight output = (p.q4_k_m ? wm6 : wm).make(p.n_vocab, p.n_embd);  // also the embedding table (one row read)
+  Makers mk(*be, p);
+  const std::vector<Layer> layers = make_layers(*be, p, mk, cap, nb);
+  const Weight output = (p.q4_k_m ? mk.wm6 : mk.wm).make(p.n_vocab, p.n_embd);  // also the embedding table (one row read)
   std::vector<float> ones(size_t(std::max<int64_t>(p.n_embd, p.head_dim)), 1.0f);
   RopeTable rope{.n_rot = p.head_dim, .inv_freq = {}};
   for (int i = 0; i < p.head_dim / 2; ++i) rope.inv_freq.push_back(std::pow(500000.0f, -2.0f * float(i) / float(p.head_dim)));
@@ -141,8 +170,10 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
   auto buf = [&](int64_t cols) {
     return Mat{.data = static_cast<float*>(be->alloc(sizeof(float) * size_t(cols) * size_t(nb))), .rows = nb, .cols = cols};
   };
+  const int64_t ff = std::max<int64_t>({p.n_ff, p.n_ff_exp, 1});
   const Mat x = buf(p.n_embd), h = buf(p.n_embd), t = buf(p.n_embd), q = buf(q_w), k = buf(kv_w), v = buf(kv_w),
-            attn = buf(q_w), gate = buf(p.n_ff), up = buf(p.n_ff), logits = buf(p.n_vocab);
+            attn = buf(q_w), gate = buf(ff), up = buf(ff), logits = buf(p.n_vocab),
+            router = buf(std::max<int32_t>(p.n_expert, 1));
   const size_t n_seq = static_cast<size_t>(nb);
   std::vector<int32_t> ids(n_seq, 1), seqs(n_seq), poss(n_seq, 0), out_rows(n_seq);
   for (int32_t b = 0; b < nb; ++b) seqs[size_t(b)] = out_rows[size_t(b)] = b;
@@ -150,6 +181,20 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
   const int32_t* seq = seqs.data();
   const int32_t* pos = poss.data();
   const float scale = 1.0f / std::sqrt(float(p.head_dim));
+
+  // The FFN of layer l on h into t: dense, or the router + the experts.
+  auto ffn = [&](const Layer& l, const Mat& hn) {
+    if (p.n_expert > 0) {
+      be->matmul({.out = router, .x = hn, .w = l.router});
+      be->moe({.out = t, .x = hn, .logits = router, .gate = l.e_gate.data(), .up = l.e_up.data(),
+               .down = l.e_down.data(), .n_expert = p.n_expert, .n_used = p.n_expert_used});
+      return;
+    }
+    be->matmul({.out = gate, .x = hn, .w = l.gate});
+    be->matmul({.out = up, .x = hn, .w = l.up});
+    be->gated_act({.out = gate, .gate = gate, .up = up});
+    be->matmul({.out = t, .x = gate, .w = l.down});
+  };
 
   // The decode step. With matmul_only: the same matmuls, grouped by input (all those reading
   // h, then all reading the gate activations) so that the activations are quantized twice per
@@ -185,10 +230,7 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
       be->matmul({.out = t, .x = attn, .w = l.wo});
       be->add({.out = x, .a = x, .b = t});
       be->rms_norm({.out = h, .x = x, .weight = ones.data()});
-      be->matmul({.out = gate, .x = h, .w = l.gate});
-      be->matmul({.out = up, .x = h, .w = l.up});
-      be->gated_act({.out = gate, .gate = gate, .up = up});
-      be->matmul({.out = t, .x = gate, .w = l.down});
+      ffn(l, h);
       be->add({.out = x, .a = x, .b = t});
     }
     be->rms_norm({.out = h, .x = x, .weight = ones.data()});
@@ -209,7 +251,10 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
   res.tok_per_s = double(p.steps) * double(nb) / secs;
   // Bytes per token: the weights once per step shared by the batch, each sequence's KV cache.
   const double kv_bytes = p.matmul_only ? 0.0 : 2.0 * double(p.n_layer) * double(p.n_past + p.steps / 2) * double(kv_w) * 2.0;
-  res.bytes_per_token = (wm.bytes() + wm6.bytes()) / double(nb) + kv_bytes;
+  // Experts: the expected share a step touches when each sequence picks n_used of n_expert at
+  // random, 1 - (1 - n_used / n_expert)^batch.
+  const double touched = p.n_expert > 0 ? 1.0 - std::pow(1.0 - double(p.n_expert_used) / p.n_expert, nb) : 0.0;
+  res.bytes_per_token = (mk.dense_bytes() + mk.expert_bytes() * touched) / double(nb) + kv_bytes;
   res.achieved_gbps = res.bytes_per_token * res.tok_per_s / 1e9;
   return res;
 }
@@ -223,7 +268,7 @@ CudaPrefillResult cuda_prefill_bench(const CudaBenchParams& p) {
 
   // Tensor-core rate: out [n, n_ff] = x [n, n_embd] . w [n_ff, n_embd]^T, random BF16 operands.
   {
-    const int64_t m = n, nn = p.n_ff, k = p.n_embd;
+    const int64_t m = n, nn = cuda_bench_gemm_cols(p), k = p.n_embd;
     std::mt19937 rng(7);
     std::normal_distribution<float> d(0.0f, 1.0f);
     std::vector<uint16_t> pool(size_t(k) * 256);
@@ -251,10 +296,9 @@ CudaPrefillResult cuda_prefill_bench(const CudaBenchParams& p) {
 
   const int64_t q_w = int64_t(p.n_head) * p.head_dim, kv_w = int64_t(p.n_head_kv) * p.head_dim;
   const int64_t cap = n + 8;
-  WeightMaker wm(*be, p.q4_k_m ? QuantType::Q4_K : p.type);
-  WeightMaker wm6(*be, QuantType::Q6_K);
-  const std::vector<Layer> layers = make_layers(*be, p, wm, wm6, cap, 1);
-  const Weight output = (p.q4_k_m ? wm6 : wm).make(p.n_vocab, p.n_embd);
+  Makers mk(*be, p);
+  const std::vector<Layer> layers = make_layers(*be, p, mk, cap, 1);
+  const Weight output = (p.q4_k_m ? mk.wm6 : mk.wm).make(p.n_vocab, p.n_embd);
   std::vector<float> ones(size_t(std::max<int64_t>(p.n_embd, p.head_dim)), 1.0f);
   RopeTable rope{.n_rot = p.head_dim, .inv_freq = {}};
   for (int i = 0; i < p.head_dim / 2; ++i) rope.inv_freq.push_back(std::pow(500000.0f, -2.0f * float(i) / float(p.head_dim)));
@@ -263,7 +307,9 @@ CudaPrefillResult cuda_prefill_bench(const CudaBenchParams& p) {
     return Mat{.data = static_cast<float*>(be->alloc(sizeof(float) * size_t(rows * cols))), .rows = rows, .cols = cols};
   };
   const Mat x = buf(n, p.n_embd), h = buf(n, p.n_embd), t = buf(n, p.n_embd), q = buf(n, q_w), k = buf(n, kv_w),
-            v = buf(n, kv_w), attn = buf(n, q_w), gate = buf(n, p.n_ff), up = buf(n, p.n_ff), logits = buf(1, p.n_vocab);
+            v = buf(n, kv_w), attn = buf(n, q_w), gate = buf(n, std::max(p.n_ff, 1)), up = buf(n, std::max(p.n_ff, 1)),
+            logits = buf(1, p.n_vocab),
+            router = buf(n, std::max<int32_t>(p.n_expert, 1));
   const Mat h_last{.data = h.row(n - 1), .rows = 1, .cols = p.n_embd};
   std::vector<int32_t> ids(static_cast<size_t>(n), 1), seq(static_cast<size_t>(n), 0), pos(static_cast<size_t>(n), 0);
   for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(i);
@@ -287,10 +333,16 @@ CudaPrefillResult cuda_prefill_bench(const CudaBenchParams& p) {
       be->matmul({.out = t, .x = attn, .w = l.wo});
       be->add({.out = x, .a = x, .b = t});
       be->rms_norm({.out = h, .x = x, .weight = ones.data()});
-      be->matmul({.out = gate, .x = h, .w = l.gate});
-      be->matmul({.out = up, .x = h, .w = l.up});
-      be->gated_act({.out = gate, .gate = gate, .up = up});
-      be->matmul({.out = t, .x = gate, .w = l.down});
+      if (p.n_expert > 0) {
+        be->matmul({.out = router, .x = h, .w = l.router});
+        be->moe({.out = t, .x = h, .logits = router, .gate = l.e_gate.data(), .up = l.e_up.data(),
+                 .down = l.e_down.data(), .n_expert = p.n_expert, .n_used = p.n_expert_used});
+      } else {
+        be->matmul({.out = gate, .x = h, .w = l.gate});
+        be->matmul({.out = up, .x = h, .w = l.up});
+        be->gated_act({.out = gate, .gate = gate, .up = up});
+        be->matmul({.out = t, .x = gate, .w = l.down});
+      }
       be->add({.out = x, .a = x, .b = t});
     }
     be->rms_norm({.out = h, .x = x, .weight = ones.data()});
@@ -305,13 +357,19 @@ CudaPrefillResult cuda_prefill_bench(const CudaBenchParams& p) {
   be->synchronize();
   const double secs = seconds_since(t0);
   res.tok_per_s = double(n) * p.steps / secs;
-  const double per_layer = 2.0 * double(p.n_embd) * double(2 * q_w + 2 * kv_w + 3 * int64_t(p.n_ff));
+  const int64_t ffn_rows = p.n_expert > 0 ? 3 * int64_t(p.n_ff_exp) * p.n_expert_used + p.n_expert : 3 * int64_t(p.n_ff);
+  const double per_layer = 2.0 * double(p.n_embd) * double(2 * q_w + 2 * kv_w + ffn_rows);
   const double flops = double(n) * per_layer * p.n_layer + 2.0 * double(p.n_embd) * double(p.n_vocab);
   res.matmul_tflops = flops * p.steps / secs / 1e12;
   return res;
 }
 
+int64_t cuda_bench_gemm_cols(const CudaBenchParams& p) {
+  return p.n_expert > 0 ? int64_t(p.n_ff_exp) * p.n_expert_used : p.n_ff;
+}
+
 bool cuda_bench_shape(const std::string& name, CudaBenchParams& p) {
+  p.n_expert = p.n_expert_used = p.n_ff_exp = 0;
   if (name == "llama-3.1-8b") {
     const CudaBenchParams d;
     p.n_layer = d.n_layer; p.n_embd = d.n_embd; p.n_head = d.n_head; p.n_head_kv = d.n_head_kv;
@@ -321,6 +379,11 @@ bool cuda_bench_shape(const std::string& name, CudaBenchParams& p) {
   if (name == "qwen3-8b") {  // random_model_preset's shape
     p.n_layer = 36; p.n_embd = 4096; p.n_head = 32; p.n_head_kv = 8; p.head_dim = 128; p.n_ff = 12288;
     p.n_vocab = 151936;
+    return true;
+  }
+  if (name == "qwen3-30b-a3b") {  // Qwen3-30B-A3B: 128 experts of 768, 8 per token
+    p.n_layer = 48; p.n_embd = 2048; p.n_head = 32; p.n_head_kv = 4; p.head_dim = 128; p.n_ff = 0;
+    p.n_vocab = 151936; p.n_expert = 128; p.n_expert_used = 8; p.n_ff_exp = 768;
     return true;
   }
   if (name == "qwen2.5-0.5b") {

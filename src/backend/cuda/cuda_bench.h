@@ -25,6 +25,11 @@ struct CudaBenchParams {
   int32_t head_dim = 128;
   int32_t n_ff = 14336;
   int32_t n_vocab = 128256;
+  // Mixture of experts (n_expert > 0): every layer's FFN is a router (F32, as GGUF files keep
+  // it) + n_expert experts of n_ff_exp, n_expert_used per token, instead of the dense n_ff.
+  int32_t n_expert = 0;
+  int32_t n_expert_used = 0;
+  int32_t n_ff_exp = 0;
   int32_t n_past = 512;     // positions already in the KV cache (F16)
   int32_t steps = 64;
   int32_t batch = 1;        // sequences decoded together, one token each per step
@@ -34,13 +39,18 @@ struct CudaBenchParams {
 
 struct CudaBenchResult {
   double tok_per_s = 0.0;         // tokens of all sequences per second
-  double bytes_per_token = 0.0;   // weights read (+ KV cache read) per decoded token
+  double bytes_per_token = 0.0;   // weights read (+ KV cache read) per decoded token; for MoE
+                                  // the experts a step is expected to touch (random routing)
   double achieved_gbps = 0.0;     // bytes_per_token * tok_per_s
   double copy_gbps = 0.0;         // device-to-device copy (read + write bytes per second)
 };
 
-// Named shapes: "llama-3.1-8b" (the defaults) and "qwen2.5-0.5b"; false for an unknown name.
+// Named shapes: "llama-3.1-8b" (the defaults), "qwen3-8b", "qwen2.5-0.5b" and the MoE
+// "qwen3-30b-a3b"; false for an unknown name.
 bool cuda_bench_shape(const std::string& name, CudaBenchParams& p);
+
+// Columns of the prefill benchmark's reference GEMM: the FFN width (MoE: n_used experts' worth).
+int64_t cuda_bench_gemm_cols(const CudaBenchParams& p);
 
 CudaBenchResult cuda_decode_bench(const CudaBenchParams& p);
 

@@ -126,8 +126,11 @@ cudaError_t launch_get_rows(const GetRowsArgs& a, cudaStream_t stream);
 // backend does. n_expert <= kMoeMaxExperts, n_used <= kMoeMaxUsed.
 constexpr int kMoeMaxExperts = 1024;
 constexpr int kMoeMaxUsed = 64;
+// With quant q8_0 / q8_k, the same launch also quantizes x [n_tok, n_in] into *q exactly as
+// launch_quantize_activations(quant, *q, *x) would.
 cudaError_t launch_moe_route(const Mat& logits, int n_expert, int n_used, bool norm_topk, int32_t* ids, float* w,
-                             cudaStream_t stream);
+                             cudaStream_t stream, ActRound quant = ActRound::none, const QuantAct* q = nullptr,
+                             const Mat* x = nullptr);
 struct MoeMatmulArgs {
   const void* const* w = nullptr;  // device [n_expert]: each expert's weight in the device layout of `type`
   QuantType type = QuantType::F32;  // device format (weight_format_on_device)
@@ -141,6 +144,11 @@ struct MoeMatmulArgs {
   const float* x = nullptr;      // else float x (16-byte aligned rows)
   int64_t x_stride = 0;
   float* out = nullptr;          // [n_pairs, n_out] dense
+  // A second matrix of the same format and shape on the same input in the same launch (the
+  // up projection next to the gate): its table and output (nullptr: none).
+  const void* const* w2 = nullptr;
+  float* out2 = nullptr;
+  int row_lanes = 0;             // lanes a row, 8 / 16 / 32 (0: as few as take a row in one pass)
 };
 cudaError_t launch_moe_matmul(const MoeMatmulArgs& a, cudaStream_t stream);
 // out [n_tok, n_embd] = sum over each token's slots, in expert id order, of w * d[token * n_used + slot].

@@ -1255,13 +1255,17 @@ cudaError_t launch_matmuls(const MatmulArgs* a, int n, const QuantAct* xq, cudaS
 namespace {
 
 // Mixture-of-experts matmul: blockIdx.y is a (token, slot) pair, whose expert id (read on the
-// device) selects the weight; rows as in gemv_kernel (kLanes lanes a row, each lane whole
-// units, then a shuffle sum), x the pair's row (or its token's). Plain unit loop: the expert
-// matmuls of a fixture-sized model, not a tuned path.
+// device) selects the weight; blocks [0, bx1) take the first matrix, [bx1, ..) the second (the
+// gate and up projections of the same input in one launch). kRowLanes lanes a row (8 / 16 /
+// 32: as few as take the row's units in one pass, so short expert rows, e.g. 768 columns, do
+// not leave most of a warp idle), each lane whole units, then a shuffle sum over the row's
+// lanes; x the pair's row (or its token's).
 struct MoeGemv {
   const uint8_t* const* w;
+  const uint8_t* const* w2;  // the second matrix (nullptr: one)
   DevLayout L;
   int64_t n_out;
+  unsigned bx1;              // blocks of the first matrix
   int n_expert;
   const int32_t* ids;
   int64_t pair0;
@@ -1269,27 +1273,30 @@ struct MoeGemv {
   bool x_per_pair;
   XRef x;
   float* out;
+  float* out2;
 };
 
-template <DevFormat F>
+template <DevFormat F, int kRowLanes>
 __global__ void __launch_bounds__(128) moe_gemv_kernel(MoeGemv g) {
   using U = Unit<F>;
-  constexpr int kLanes = U::kLanes;
-  constexpr int kRowsPerWarp = 32 / kLanes;
-  const int lane = threadIdx.x & 31, sl = lane % kLanes;
-  const int64_t r0 = (int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32) * kRowsPerWarp;
+  static_assert(kRowLanes >= 4 && kRowLanes <= 32 && kRowLanes % 4 == 0, "rows of whole K-quant lane groups");
+  constexpr int kRowsPerWarp = 32 / kRowLanes;
+  const bool second = blockIdx.x >= g.bx1;
+  const unsigned bx = second ? blockIdx.x - g.bx1 : blockIdx.x;
+  const int lane = threadIdx.x & 31, sl = lane % kRowLanes;
+  const int64_t r0 = (int64_t(bx) * (blockDim.x / 32) + threadIdx.x / 32) * kRowsPerWarp;
   BRISK_PDL_ENTER();
   if (r0 >= g.n_out) return;  // whole warps
   const int64_t pair = g.pair0 + blockIdx.y;
   const int e = g.ids[pair];
-  const int64_t r = r0 + lane / kLanes;
-  float* out = g.out + pair * g.n_out;
+  const int64_t r = r0 + lane / kRowLanes;
+  float* out = (second ? g.out2 : g.out) + pair * g.n_out;
   if (e < 0 || e >= g.n_expert) {
     if (sl == 0 && r < g.n_out) out[r] = 0.0f;
     return;
   }
   const int64_t rr = r < g.n_out ? r : g.n_out - 1;  // lanes of a missing row read a real one
-  const uint8_t* w = g.w[e];
+  const uint8_t* w = (second ? g.w2 : g.w)[e];
   const RowRef row{.qs = w + size_t(rr) * g.L.qs_row, .sc = w + g.L.sc_offset + size_t(rr) * g.L.sc_row};
   const int64_t xr = g.x_per_pair ? pair : pair / g.n_used;
   XRef x = g.x;
@@ -1303,48 +1310,69 @@ __global__ void __launch_bounds__(128) moe_gemv_kernel(MoeGemv g) {
   const int64_t n_units = U::count(x.n_in);
   constexpr int kB = U::kUnroll;
   float acc = 0.0f;
-  for (int64_t base = 0; base < n_units; base += int64_t(kLanes) * kB) {
+  for (int64_t base = 0; base < n_units; base += int64_t(kRowLanes) * kB) {
     typename U::Raw raw[kB] = {};
 #pragma unroll
     for (int k = 0; k < kB; ++k) {
-      const int64_t u = base + kLanes * k + sl;
+      const int64_t u = base + kRowLanes * k + sl;
       if (u < n_units) U::load(row, u, raw[k]);
     }
 #pragma unroll
     for (int k = 0; k < kB; ++k) {
-      const int64_t u0 = base + kLanes * k;
+      const int64_t u0 = base + kRowLanes * k;
       if (u0 >= n_units) break;  // uniform
       const int64_t u = u0 + sl;
       const bool ok = u < n_units;
       if constexpr (U::kInt) {
-        const float v = U::dot(raw[k], x, 0, ok ? u : u0);  // every lane: the K-quant dots shuffle
+        // Every lane: the K-quant dots shuffle within a block's 2 / 4 lanes, which a row's
+        // lanes hold whole (n_units is a multiple of the units per block).
+        const float v = U::dot(raw[k], x, 0, ok ? u : u0);
         if (ok) acc += v;
       } else {
         if (ok) acc += U::dot(raw[k], x, 0, u);
       }
     }
   }
-  for (int o = kLanes / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  for (int o = kRowLanes / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
   if (sl == 0 && r < g.n_out) out[r] = acc;
 }
 
-template <DevFormat F>
-cudaError_t moe_matmul_fmt(const MoeMatmulArgs& a, cudaStream_t s) {
-  if (Unit<F>::kInt != (a.xq.q != nullptr)) return cudaErrorInvalidValue;
-  MoeGemv g{.w = reinterpret_cast<const uint8_t* const*>(a.w), .L = dev_layout(F, a.n_in, a.n_out), .n_out = a.n_out,
-            .n_expert = a.n_expert, .ids = a.ids, .pair0 = 0, .n_used = a.n_used, .x_per_pair = a.x_per_pair,
-            .x = XRef{.q = a.xq.q, .d = a.xq.d, .f = a.x, .n_in = a.n_in, .x_stride = a.x_stride}, .out = a.out};
+template <DevFormat F, int kRowLanes>
+cudaError_t moe_matmul_lanes(const MoeMatmulArgs& a, cudaStream_t s) {
+  MoeGemv g{.w = reinterpret_cast<const uint8_t* const*>(a.w), .w2 = reinterpret_cast<const uint8_t* const*>(a.w2),
+            .L = dev_layout(F, a.n_in, a.n_out), .n_out = a.n_out, .bx1 = 0, .n_expert = a.n_expert, .ids = a.ids,
+            .pair0 = 0, .n_used = a.n_used, .x_per_pair = a.x_per_pair,
+            .x = XRef{.q = a.xq.q, .d = a.xq.d, .f = a.x, .n_in = a.n_in, .x_stride = a.x_stride}, .out = a.out,
+            .out2 = a.out2};
   constexpr int kWarps = 4;
-  const int64_t rows_per_block = int64_t(kWarps) * (32 / Unit<F>::kLanes);
-  const unsigned bx = unsigned((a.n_out + rows_per_block - 1) / rows_per_block);
+  const int64_t rows_per_block = int64_t(kWarps) * (32 / kRowLanes);
+  g.bx1 = unsigned((a.n_out + rows_per_block - 1) / rows_per_block);
+  const unsigned bx = g.bx1 * (a.w2 ? 2u : 1u);
   for (int64_t p0 = 0; p0 < a.n_pairs; p0 += 65535) {
     g.pair0 = p0;
     const unsigned by = unsigned(a.n_pairs - p0 < 65535 ? a.n_pairs - p0 : 65535);
-    launch_kernel(moe_gemv_kernel<F>, dim3(bx, by), dim3(32 * kWarps), 0, s, g);
+    launch_kernel(moe_gemv_kernel<F, kRowLanes>, dim3(bx, by), dim3(32 * kWarps), 0, s, g);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
+}
+
+template <DevFormat F>
+cudaError_t moe_matmul_fmt(const MoeMatmulArgs& a, cudaStream_t s) {
+  if (Unit<F>::kInt != (a.xq.q != nullptr) || (a.w2 && !a.out2)) return cudaErrorInvalidValue;
+  // Lanes a row: halved (down to 8) while half as many still take the row's units in one pass.
+  const int64_t n_units = a.n_in / (F == DevFormat::f32 ? 4 : F == DevFormat::f16 || F == DevFormat::bf16 ? 8
+                                    : F == DevFormat::q4_k ? 64 : F == DevFormat::q6_k ? 128 : 32);
+  int lanes = 32;
+  while (a.row_lanes == 0 && lanes > 8 && int64_t(lanes / 2) * Unit<F>::kUnroll >= n_units) lanes /= 2;
+  if (a.row_lanes != 0) lanes = a.row_lanes;
+  switch (lanes) {
+    case 8: return moe_matmul_lanes<F, 8>(a, s);
+    case 16: return moe_matmul_lanes<F, 16>(a, s);
+    case 32: return moe_matmul_lanes<F, 32>(a, s);
+    default: return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace

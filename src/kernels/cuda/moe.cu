@@ -1,6 +1,7 @@
 // Mixture-of-experts routing and the weighted sum of the experts' outputs, on the device so
 // that a decode step never asks the host which experts a token chose.
-//   route:   one warp per token; lanes hold experts lane, lane + 32, ...; the max, the sum of
+//   route:   one warp per token (the same launch may quantize the experts' input, one warp per
+//            activation block); lanes hold experts lane, lane + 32, ...; the max, the sum of
 //            exponentials (double, as the CPU), then n_used rounds of a warp argmax over the
 //            experts not yet taken (ties: the lower id), each weight p = exp(l - max) / sum,
 //            renormalized by the sum of the chosen p when norm_topk, with the CPU's roundings
@@ -10,6 +11,7 @@
 //   scatter-add: for prefill, where the backend gathers each expert's tokens into one matmul:
 //            one expert's output rows added, weighted, to their tokens' rows (one launch per
 //            expert, in id order).
+#include "kernels/cuda/act_quant.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -17,19 +19,17 @@ namespace brisk::cuda {
 
 namespace {
 
-constexpr int kPerLane = kMoeMaxExperts / 32;
-
-__global__ void moe_route_kernel(const float* logits, int64_t stride, int64_t n_tok, int n_expert, int n_used,
-                                 bool norm_topk, int32_t* ids, float* w) {
-  BRISK_PDL_ENTER();
+// The routing of token t by one warp; kPer experts a lane (n_expert <= 32 kPer).
+template <int kPer>
+__device__ __forceinline__ void moe_route_token(const float* logits, int64_t stride, int64_t t, int n_expert,
+                                                int n_used, bool norm_topk, int32_t* ids, float* w) {
+  static_assert(kPer >= 1 && kPer <= 32, "taken is one 32-bit mask");
   const int lane = threadIdx.x & 31;
-  const int64_t t = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  if (t >= n_tok) return;  // whole warps
   const float* l = logits + t * stride;
-  float v[kPerLane];
+  float v[kPer];
   float mx = -INFINITY;
 #pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
+  for (int i = 0; i < kPer; ++i) {
     const int e = lane + 32 * i;
     v[i] = e < n_expert ? l[e] : -INFINITY;
     if (e < n_expert) mx = fmaxf(mx, v[i]);
@@ -37,7 +37,7 @@ __global__ void moe_route_kernel(const float* logits, int64_t stride, int64_t n_
   for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
   double sum = 0.0;
 #pragma unroll
-  for (int i = 0; i < kPerLane; ++i)
+  for (int i = 0; i < kPer; ++i)
     if (lane + 32 * i < n_expert) sum += exp(double(v[i]) - double(mx));
   for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
   uint32_t taken = 0;  // bit i: expert lane + 32 i
@@ -48,7 +48,7 @@ __global__ void moe_route_kernel(const float* logits, int64_t stride, int64_t n_
     int best = -1;
     float bv = 0.0f;
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
+    for (int i = 0; i < kPer; ++i) {
       const int e = lane + 32 * i;
       if (e < n_expert && !(taken >> i & 1u) && (best < 0 || v[i] > bv)) {
         best = e;
@@ -73,6 +73,59 @@ __global__ void moe_route_kernel(const float* logits, int64_t stride, int64_t n_
   }
   if (norm_topk && lane == 0)
     for (int j = 0; j < n_used; ++j) tw[j] = float(double(tw[j]) / chosen);
+}
+
+struct RouteArgs {
+  const float* logits;
+  int64_t stride, n_tok;
+  int n_expert, n_used;
+  bool norm_topk;
+  int32_t* ids;
+  float* w;
+  // The experts' input quantized in the same launch (kQBlock > 0): x [n_tok, n_in] (row
+  // stride x_stride) into q / d, one warp per block as launch_quantize_activations does.
+  const float* x;
+  int64_t x_stride, n_in;
+  int8_t* q;
+  float* d;
+};
+
+// Warps 0 .. n_tok - 1 route a token each; with kQBlock, the next n_tok * n_in / kQBlock warps
+// quantize one activation block each (round_q8_kernel's arithmetic: the same bits).
+template <int kPer, int kQBlock>
+__global__ void moe_route_kernel(RouteArgs a) {
+  BRISK_PDL_ENTER();
+  const int64_t wi = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (wi < a.n_tok) {
+    moe_route_token<kPer>(a.logits, a.stride, wi, a.n_expert, a.n_used, a.norm_topk, a.ids, a.w);
+    return;
+  }
+  if constexpr (kQBlock > 0) {
+    const int64_t per_row = a.n_in / kQBlock, qi = wi - a.n_tok;
+    if (qi >= a.n_tok * per_row) return;  // whole warps
+    const int64_t r = qi / per_row, b = qi % per_row;
+    const int lane = threadIdx.x & 31;
+    const float* xb = a.x + r * a.x_stride + b * kQBlock;
+    float v[kQBlock / 32];
+#pragma unroll
+    for (int k = 0; k < kQBlock / 32; ++k) v[k] = xb[k * 32 + lane];
+    quant_block_warp<kQBlock>(v, a.q + r * a.n_in + b * kQBlock, a.d + r * per_row + b, nullptr);
+  }
+}
+
+template <int kQBlock>
+cudaError_t launch_route(const RouteArgs& a, cudaStream_t s) {
+  constexpr int kWarps = 4;
+  const int64_t warps = a.n_tok + (kQBlock > 0 ? a.n_tok * (a.n_in / kQBlock) : 0);
+  const unsigned blocks = unsigned((warps + kWarps - 1) / kWarps);
+  const int per = (a.n_expert + 31) / 32;
+  if (per <= 1) launch_kernel(moe_route_kernel<1, kQBlock>, blocks, 32 * kWarps, 0, s, a);
+  else if (per <= 2) launch_kernel(moe_route_kernel<2, kQBlock>, blocks, 32 * kWarps, 0, s, a);
+  else if (per <= 4) launch_kernel(moe_route_kernel<4, kQBlock>, blocks, 32 * kWarps, 0, s, a);
+  else if (per <= 8) launch_kernel(moe_route_kernel<8, kQBlock>, blocks, 32 * kWarps, 0, s, a);
+  else if (per <= 16) launch_kernel(moe_route_kernel<16, kQBlock>, blocks, 32 * kWarps, 0, s, a);
+  else launch_kernel(moe_route_kernel<32, kQBlock>, blocks, 32 * kWarps, 0, s, a);
+  return cudaGetLastError();
 }
 
 __global__ void moe_combine_kernel(float* out, int64_t out_stride, int64_t n_embd, const float* d,
@@ -123,16 +176,26 @@ cudaError_t launch_moe_scatter_add(const Mat& out, const float* d, int64_t m, co
 }
 
 cudaError_t launch_moe_route(const Mat& logits, int n_expert, int n_used, bool norm_topk, int32_t* ids, float* w,
-                             cudaStream_t s) {
+                             cudaStream_t s, ActRound quant, const QuantAct* q, const Mat* x) {
+  static_assert(kMoeMaxExperts <= 32 * 32, "the routing keeps at most 32 experts a lane");
   if (n_expert < 1 || n_expert > kMoeMaxExperts || n_used < 1 || n_used > n_expert || n_used > kMoeMaxUsed ||
       logits.cols < n_expert)
     return cudaErrorInvalidValue;
+  if (quant != ActRound::none &&
+      (!q || !x || x->rows != logits.rows || (quant != ActRound::q8_0 && quant != ActRound::q8_k) ||
+       x->cols % (quant == ActRound::q8_0 ? 32 : 256) != 0))
+    return cudaErrorInvalidValue;
   if (logits.rows == 0) return cudaSuccess;
-  constexpr int kWarps = 4;
-  const unsigned blocks = unsigned((logits.rows + kWarps - 1) / kWarps);
-  launch_kernel(moe_route_kernel, blocks, 32 * kWarps, 0, s, static_cast<const float*>(logits.data),
-                logits.row_stride(), logits.rows, n_expert, n_used, norm_topk, ids, w);
-  return cudaGetLastError();
+  RouteArgs a{.logits = static_cast<const float*>(logits.data), .stride = logits.row_stride(), .n_tok = logits.rows,
+              .n_expert = n_expert, .n_used = n_used, .norm_topk = norm_topk, .ids = ids, .w = w, .x = nullptr,
+              .x_stride = 0, .n_in = 0, .q = nullptr, .d = nullptr};
+  if (quant == ActRound::none) return launch_route<0>(a, s);
+  a.x = x->data;
+  a.x_stride = x->row_stride();
+  a.n_in = x->cols;
+  a.q = const_cast<int8_t*>(q->q);
+  a.d = const_cast<float*>(q->d);
+  return quant == ActRound::q8_0 ? launch_route<32>(a, s) : launch_route<256>(a, s);
 }
 
 cudaError_t launch_moe_combine(const Mat& out, const float* d, const int32_t* ids, const float* w, int n_used,
