@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "moe_experts.h"
@@ -118,6 +119,64 @@ TEST(CudaMoe, MatchesCpuBackend) {
             }
           }
         }
+      }
+    }
+  }
+}
+
+// Decode-sized expert rows (2048 in, 768 out: 8, 16 and 32 lanes a row): the fused launches
+// (routing + quantization, gate + up, activation + quantization, down + weighted sum) give the
+// bits of the launch-per-stage path, and both stay within tolerance of the CPU, with the
+// fewer-lane rows and with a whole warp a row.
+TEST(CudaMoe, DecodeFusionsMatchUnfusedBitExact) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  auto gpu = make_cuda_backend(0);
+  auto cpu = make_cpu_backend(2);
+  const int64_t n_embd = 2048, n_ff = 768;
+  const int32_t n_expert = 12;
+  std::vector<Experts> keep;
+  for (const QuantType type : {QuantType::Q4_K, QuantType::Q8_0, QuantType::Q4_0, QuantType::Q6_K, QuantType::BF16,
+                               QuantType::F32}) {
+    keep.push_back(make_experts(type, n_embd, n_ff, n_expert, 21));
+    keep.push_back(make_experts(type, n_embd, n_ff, n_expert, 22));
+    keep.push_back(make_experts(type == QuantType::Q4_K ? QuantType::Q6_K : type, n_ff, n_embd, n_expert, 23));
+    const Experts& gate = keep[keep.size() - 3];
+    const Experts& up = keep[keep.size() - 2];
+    const Experts& down = keep[keep.size() - 1];
+    for (const int64_t n_tok : {1, 3}) {
+      const std::vector<float> x = test::gaussian(size_t(n_tok * n_embd), 31, 1.0f);
+      const std::vector<float> logits = test::gaussian(size_t(n_tok * n_expert), 32, 2.0f);
+      for (const int32_t k : {3, 8}) {
+        const MoeArgs a{.out = {.data = nullptr, .rows = n_tok, .cols = n_embd},
+                        .x = {.data = const_cast<float*>(x.data()), .rows = n_tok, .cols = n_embd},
+                        .logits = {.data = const_cast<float*>(logits.data()), .rows = n_tok, .cols = n_expert},
+                        .gate = gate.views.data(), .up = up.views.data(), .down = down.views.data(),
+                        .n_expert = n_expert, .n_used = k, .norm_topk = true, .act = Activation::silu};
+        const std::string what = str_cat(quant_type_info(type).name, " tokens=", n_tok, " k=", k);
+        const std::vector<float> want = run_moe(*cpu, a, false);
+        const std::vector<float> fused = run_moe(*gpu, a, true);
+        std::vector<float> unfused, whole_warp;
+        {
+          ScopedEnv off("BRISK_NO_CUDA_MOE_FUSED", "1");
+          unfused = run_moe(*gpu, a, true);
+        }
+        {
+          ScopedEnv lanes("BRISK_NO_CUDA_MOE_LANES", "1");
+          whole_warp = run_moe(*gpu, a, true);
+        }
+        ASSERT_EQ(fused.size(), unfused.size());
+        EXPECT_EQ(0, std::memcmp(fused.data(), unfused.data(), sizeof(float) * fused.size())) << what;
+        float mag = 0.0f, err = 0.0f, err_w = 0.0f;
+        for (size_t i = 0; i < want.size(); ++i) {
+          mag = std::max(mag, std::fabs(want[i]));
+          err = std::max(err, std::fabs(fused[i] - want[i]));
+          err_w = std::max(err_w, std::fabs(whole_warp[i] - want[i]));
+        }
+        const float tol = type == QuantType::F32 ? 1e-4f : 1e-2f;
+        EXPECT_GT(mag, 1e-3f) << what;
+        EXPECT_LT(err, tol * mag) << what << " max |diff| " << err;
+        EXPECT_LT(err_w, tol * mag) << what << " whole warp: max |diff| " << err_w;
       }
     }
   }

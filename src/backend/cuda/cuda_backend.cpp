@@ -766,10 +766,16 @@ class CudaBackend final : public Backend {
       enqueue("moe (gated activation)", [ga](cudaStream_t s) { return cuda::launch_gated_act(ga, s); });
       hin = moe_input(g, tb.down_host_type, tb.down_type, moe_hq_, "moe");
     }
-    moe_matmul(tb.down, tb.down_type, n_ff, n_embd, a, ids, nk, true, hin, d);
     const Mat out = a.out;
-    const int nu = a.n_used;
-    enqueue("moe (combine)", [=](cudaStream_t s) { return cuda::launch_moe_combine(out, dn, ids, wts, nu, s); });
+    if (fused) {  // down and the weighted sum in one launch
+      const cuda::MoeMatmulArgs m = moe_matmul_args(tb.down, tb.down_type, n_ff, n_embd, a, ids, nk, true, hin, d);
+      enqueue("moe (expert matmul + combine)",
+              [m, wts, out](cudaStream_t s) { return cuda::launch_moe_matmul_combine(m, wts, out, s); });
+    } else {
+      moe_matmul(tb.down, tb.down_type, n_ff, n_embd, a, ids, nk, true, hin, d);
+      const int nu = a.n_used;
+      enqueue("moe (combine)", [=](cudaStream_t s) { return cuda::launch_moe_combine(out, dn, ids, wts, nu, s); });
+    }
     forget_quant();
   }
 
@@ -967,13 +973,19 @@ class CudaBackend final : public Backend {
   void moe_matmul(const void* const* w, QuantType type, int64_t n_in, int64_t n_out, const MoeArgs& a,
                   const int32_t* ids, int64_t n_pairs, bool x_per_pair, const MoeInput& in, const Mat& out,
                   const void* const* w2 = nullptr, const Mat* out2 = nullptr) {
-    const int lanes = flags().no_cuda_moe_fused ? (type == QuantType::Q4_0 ? 16 : 32) : 0;
-    const cuda::MoeMatmulArgs m{.w = w, .type = type, .n_in = n_in, .n_out = n_out, .n_expert = a.n_expert,
-                                .ids = ids, .n_pairs = n_pairs, .n_used = a.n_used, .x_per_pair = x_per_pair,
-                                .xq = in.xq, .x = in.x, .x_stride = in.x_stride, .out = out.data, .w2 = w2,
-                                .out2 = out2 ? out2->data : nullptr, .row_lanes = lanes};
+    const cuda::MoeMatmulArgs m = moe_matmul_args(w, type, n_in, n_out, a, ids, n_pairs, x_per_pair, in, out, w2, out2);
     enqueue(w2 ? "moe (expert matmuls x2)" : "moe (expert matmul)",
             [m](cudaStream_t s) { return cuda::launch_moe_matmul(m, s); });
+  }
+  cuda::MoeMatmulArgs moe_matmul_args(const void* const* w, QuantType type, int64_t n_in, int64_t n_out,
+                                      const MoeArgs& a, const int32_t* ids, int64_t n_pairs, bool x_per_pair,
+                                      const MoeInput& in, const Mat& out, const void* const* w2 = nullptr,
+                                      const Mat* out2 = nullptr) {
+    const int lanes = flags().no_cuda_moe_lanes ? (type == QuantType::Q4_0 ? 16 : 32) : 0;
+    return cuda::MoeMatmulArgs{.w = w, .type = type, .n_in = n_in, .n_out = n_out, .n_expert = a.n_expert,
+                               .ids = ids, .n_pairs = n_pairs, .n_used = a.n_used, .x_per_pair = x_per_pair,
+                               .xq = in.xq, .x = in.x, .x_stride = in.x_stride, .out = out.data, .w2 = w2,
+                               .out2 = out2 ? out2->data : nullptr, .row_lanes = lanes};
   }
   // Whether rows of `cols` quantize through `kind` in whole blocks (Q8_0 / Q8_K only).
   static bool quant_fits(cuda::ActRound kind, int64_t cols) {

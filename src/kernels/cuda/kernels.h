@@ -151,6 +151,10 @@ struct MoeMatmulArgs {
   int row_lanes = 0;             // lanes a row, 8 / 16 / 32 (0: as few as take a row in one pass)
 };
 cudaError_t launch_moe_matmul(const MoeMatmulArgs& a, cudaStream_t stream);
+// The down projection of every pair (x one row per pair, w2 unused) and launch_moe_combine of
+// its outputs with weights w into out [n_tok, n_out] in one launch (n_pairs = n_tok * n_used):
+// the same bits as launch_moe_matmul then launch_moe_combine.
+cudaError_t launch_moe_matmul_combine(const MoeMatmulArgs& a, const float* w, const Mat& out, cudaStream_t stream);
 // out [n_tok, n_embd] = sum over each token's slots, in expert id order, of w * d[token * n_used + slot].
 cudaError_t launch_moe_combine(const Mat& out, const float* d, const int32_t* ids, const float* w, int n_used,
                                cudaStream_t stream);

@@ -1276,27 +1276,17 @@ struct MoeGemv {
   float* out2;
 };
 
+// Row r of pair `pair`'s expert in `table` (r < n_out, or a real row whose result is dropped),
+// dotted with the pair's input: the sum over the row's kRowLanes lanes, in all of them; 0 for
+// an expert id out of range. The whole warp calls it for one pair.
 template <DevFormat F, int kRowLanes>
-__global__ void __launch_bounds__(128) moe_gemv_kernel(MoeGemv g) {
+__device__ __forceinline__ float moe_pair_row(const MoeGemv& g, const uint8_t* const* table, int64_t pair, int64_t r,
+                                              int sl) {
   using U = Unit<F>;
-  static_assert(kRowLanes >= 4 && kRowLanes <= 32 && kRowLanes % 4 == 0, "rows of whole K-quant lane groups");
-  constexpr int kRowsPerWarp = 32 / kRowLanes;
-  const bool second = blockIdx.x >= g.bx1;
-  const unsigned bx = second ? blockIdx.x - g.bx1 : blockIdx.x;
-  const int lane = threadIdx.x & 31, sl = lane % kRowLanes;
-  const int64_t r0 = (int64_t(bx) * (blockDim.x / 32) + threadIdx.x / 32) * kRowsPerWarp;
-  BRISK_PDL_ENTER();
-  if (r0 >= g.n_out) return;  // whole warps
-  const int64_t pair = g.pair0 + blockIdx.y;
   const int e = g.ids[pair];
-  const int64_t r = r0 + lane / kRowLanes;
-  float* out = (second ? g.out2 : g.out) + pair * g.n_out;
-  if (e < 0 || e >= g.n_expert) {
-    if (sl == 0 && r < g.n_out) out[r] = 0.0f;
-    return;
-  }
-  const int64_t rr = r < g.n_out ? r : g.n_out - 1;  // lanes of a missing row read a real one
-  const uint8_t* w = (second ? g.w2 : g.w)[e];
+  if (e < 0 || e >= g.n_expert) return 0.0f;  // warp-uniform
+  const int64_t rr = r < g.n_out ? r : g.n_out - 1;
+  const uint8_t* w = table[e];
   const RowRef row{.qs = w + size_t(rr) * g.L.qs_row, .sc = w + g.L.sc_offset + size_t(rr) * g.L.sc_row};
   const int64_t xr = g.x_per_pair ? pair : pair / g.n_used;
   XRef x = g.x;
@@ -1334,7 +1324,64 @@ __global__ void __launch_bounds__(128) moe_gemv_kernel(MoeGemv g) {
     }
   }
   for (int o = kRowLanes / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-  if (sl == 0 && r < g.n_out) out[r] = acc;
+  return acc;
+}
+
+template <DevFormat F, int kRowLanes>
+__global__ void __launch_bounds__(128) moe_gemv_kernel(MoeGemv g) {
+  static_assert(kRowLanes >= 4 && kRowLanes <= 32 && kRowLanes % 4 == 0, "rows of whole K-quant lane groups");
+  constexpr int kRowsPerWarp = 32 / kRowLanes;
+  const bool second = blockIdx.x >= g.bx1;
+  const unsigned bx = second ? blockIdx.x - g.bx1 : blockIdx.x;
+  const int lane = threadIdx.x & 31, sl = lane % kRowLanes;
+  const int64_t r0 = (int64_t(bx) * (blockDim.x / 32) + threadIdx.x / 32) * kRowsPerWarp;
+  BRISK_PDL_ENTER();
+  if (r0 >= g.n_out) return;  // whole warps
+  const int64_t pair = g.pair0 + blockIdx.y;
+  const int64_t r = r0 + lane / kRowLanes;
+  const float acc = moe_pair_row<F, kRowLanes>(g, second ? g.w2 : g.w, pair, r, sl);
+  if (sl == 0 && r < g.n_out) (second ? g.out2 : g.out)[pair * g.n_out + r] = acc;
+}
+
+// The down projection of every slot of a token and their weighted sum in one launch:
+// blockIdx.y is a token, blockIdx.x a group of kRowsPerWarp output rows; warp w computes those
+// rows for slots w, w + warps, ... (each exactly as moe_gemv_kernel computes a pair's rows) into
+// shared memory, then thread i < kRowsPerWarp sums row i over the slots in expert id order with
+// their weights, as launch_moe_combine does: the same bits as the two launches.
+template <DevFormat F, int kRowLanes>
+__global__ void __launch_bounds__(256) moe_down_combine_kernel(MoeGemv g, const float* wts, float* out,
+                                                                int64_t out_stride) {
+  constexpr int kRowsPerWarp = 32 / kRowLanes;
+  __shared__ float part[kMoeMaxUsed][kRowsPerWarp];
+  __shared__ int32_t sid[kMoeMaxUsed];
+  __shared__ int order[kMoeMaxUsed];
+  const int lane = threadIdx.x & 31, sl = lane % kRowLanes, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const int64_t t = blockIdx.y, r0 = int64_t(blockIdx.x) * kRowsPerWarp, r = r0 + lane / kRowLanes;
+  const int n_used = g.n_used;
+  BRISK_PDL_ENTER();
+  // The slots in expert id order (stable: equal ids keep slot order, as the insertion sort of
+  // launch_moe_combine leaves them).
+  if (threadIdx.x < n_used) sid[threadIdx.x] = g.ids[t * n_used + threadIdx.x];
+  __syncthreads();
+  if (threadIdx.x < n_used) {
+    const int j = threadIdx.x, id = sid[j];
+    int rank = 0;
+    for (int k = 0; k < n_used; ++k) rank += sid[k] < id || (sid[k] == id && k < j);
+    order[rank] = j;
+  }
+  for (int slot = warp; slot < n_used; slot += warps) {
+    const float acc = moe_pair_row<F, kRowLanes>(g, g.w, t * n_used + slot, r, sl);
+    if (sl == 0) part[slot][lane / kRowLanes] = acc;
+  }
+  __syncthreads();
+  if (threadIdx.x < kRowsPerWarp && r0 + threadIdx.x < g.n_out) {
+    float o = 0.0f;
+    for (int j = 0; j < n_used; ++j) {
+      const int slot = order[j];
+      o = fmaf(wts[t * n_used + slot], part[slot][threadIdx.x], o);
+    }
+    out[t * out_stride + r0 + threadIdx.x] = o;
+  }
 }
 
 template <DevFormat F, int kRowLanes>
@@ -1358,16 +1405,47 @@ cudaError_t moe_matmul_lanes(const MoeMatmulArgs& a, cudaStream_t s) {
   return cudaSuccess;
 }
 
+template <DevFormat F, int kRowLanes>
+cudaError_t moe_combine_lanes(const MoeMatmulArgs& a, const float* wts, const Mat& out, cudaStream_t s) {
+  const MoeGemv g{.w = reinterpret_cast<const uint8_t* const*>(a.w), .w2 = nullptr,
+                  .L = dev_layout(F, a.n_in, a.n_out), .n_out = a.n_out, .bx1 = 0, .n_expert = a.n_expert,
+                  .ids = a.ids, .pair0 = 0, .n_used = a.n_used, .x_per_pair = true,
+                  .x = XRef{.q = a.xq.q, .d = a.xq.d, .f = a.x, .n_in = a.n_in, .x_stride = a.x_stride},
+                  .out = nullptr, .out2 = nullptr};
+  constexpr int kRowsPerWarp = 32 / kRowLanes;
+  const int warps = a.n_used < 8 ? a.n_used : 8;
+  const dim3 grid(unsigned((a.n_out + kRowsPerWarp - 1) / kRowsPerWarp), unsigned(out.rows));
+  launch_kernel(moe_down_combine_kernel<F, kRowLanes>, grid, dim3(32 * warps), 0, s, g, wts, out.data,
+                out.row_stride());
+  return cudaGetLastError();
+}
+
+// Lanes a row: halved (down to 8) while half as many still take the row's units in one pass.
 template <DevFormat F>
-cudaError_t moe_matmul_fmt(const MoeMatmulArgs& a, cudaStream_t s) {
-  if (Unit<F>::kInt != (a.xq.q != nullptr) || (a.w2 && !a.out2)) return cudaErrorInvalidValue;
-  // Lanes a row: halved (down to 8) while half as many still take the row's units in one pass.
+int moe_row_lanes(const MoeMatmulArgs& a) {
+  if (a.row_lanes != 0) return a.row_lanes;
   const int64_t n_units = a.n_in / (F == DevFormat::f32 ? 4 : F == DevFormat::f16 || F == DevFormat::bf16 ? 8
                                     : F == DevFormat::q4_k ? 64 : F == DevFormat::q6_k ? 128 : 32);
   int lanes = 32;
-  while (a.row_lanes == 0 && lanes > 8 && int64_t(lanes / 2) * Unit<F>::kUnroll >= n_units) lanes /= 2;
-  if (a.row_lanes != 0) lanes = a.row_lanes;
-  switch (lanes) {
+  while (lanes > 8 && int64_t(lanes / 2) * Unit<F>::kUnroll >= n_units) lanes /= 2;
+  return lanes;
+}
+
+template <DevFormat F>
+cudaError_t moe_combine_fmt(const MoeMatmulArgs& a, const float* wts, const Mat& out, cudaStream_t s) {
+  if (Unit<F>::kInt != (a.xq.q != nullptr)) return cudaErrorInvalidValue;
+  switch (moe_row_lanes<F>(a)) {
+    case 8: return moe_combine_lanes<F, 8>(a, wts, out, s);
+    case 16: return moe_combine_lanes<F, 16>(a, wts, out, s);
+    case 32: return moe_combine_lanes<F, 32>(a, wts, out, s);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+template <DevFormat F>
+cudaError_t moe_matmul_fmt(const MoeMatmulArgs& a, cudaStream_t s) {
+  if (Unit<F>::kInt != (a.xq.q != nullptr) || (a.w2 && !a.out2)) return cudaErrorInvalidValue;
+  switch (moe_row_lanes<F>(a)) {
     case 8: return moe_matmul_lanes<F, 8>(a, s);
     case 16: return moe_matmul_lanes<F, 16>(a, s);
     case 32: return moe_matmul_lanes<F, 32>(a, s);
@@ -1382,6 +1460,15 @@ cudaError_t launch_moe_matmul(const MoeMatmulArgs& a, cudaStream_t s) {
   if (a.n_pairs == 0) return cudaSuccess;
   if (!a.xq.q && (!a.x || reinterpret_cast<uintptr_t>(a.x) % 16 != 0 || a.x_stride % 4 != 0)) return cudaErrorInvalidValue;
   BRISK_FMT_DISPATCH(moe_matmul_fmt, a.type, a, s)
+}
+
+cudaError_t launch_moe_matmul_combine(const MoeMatmulArgs& a, const float* w, const Mat& out, cudaStream_t s) {
+  if (a.n_expert < 1 || a.n_used < 1 || a.n_used > kMoeMaxUsed || a.n_in <= 0 || a.n_out <= 0 || !a.w || !a.ids ||
+      !w || a.w2 || out.rows > 65535 || out.cols != a.n_out || a.n_pairs != out.rows * a.n_used)
+    return cudaErrorInvalidValue;
+  if (out.rows == 0) return cudaSuccess;
+  if (!a.xq.q && (!a.x || reinterpret_cast<uintptr_t>(a.x) % 16 != 0 || a.x_stride % 4 != 0)) return cudaErrorInvalidValue;
+  BRISK_FMT_DISPATCH(moe_combine_fmt, a.type, a, w, out, s)
 }
 
 cudaError_t launch_embedding(const EmbeddingArgs& a, cudaStream_t s) {
