@@ -1,9 +1,11 @@
 // The CUDA mixture-of-experts op against the CPU backend's: every device weight format (and
-// one converted to BF16 at upload), 1 token (the per-pair path of decode) and 9 / 40 tokens
-// (each expert's tokens gathered into one matmul, and the per-pair path again with
-// BRISK_NO_CUDA_MOE_GROUPED), top-k of 1 / 2 / all, with and without renormalization, SiLU and
-// GELU, 6 and 40 experts; and the routing's tie rule. Skips when the build has no CUDA backend
-// or the machine has no GPU.
+// one converted to BF16 at upload), 1 token (the per-pair path of decode) and 9 / 40 / 130
+// tokens (the pairs gathered in expert order: grouped launches for runs of at most 64 rows,
+// the GEMM beyond; each expert apart with BRISK_NO_CUDA_MOE_ITEMS; the per-pair path again
+// with BRISK_NO_CUDA_MOE_GROUPED, bit-equal to the grouped launches), top-k of 1 / 2 / 3 / all,
+// with and without renormalization, SiLU and GELU, 6 and 40 experts; the fused decode
+// launches against the unfused ones; and the routing's tie rule. Skips when the build has no
+// CUDA backend or the machine has no GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -77,10 +79,14 @@ TEST(CudaMoe, MatchesCpuBackend) {
       const Experts& gate = keep[keep.size() - 3];
       const Experts& up = keep[keep.size() - 2];
       const Experts& down = keep[keep.size() - 1];
-      for (const int64_t n_tok : {1, 9, 40}) {
+      for (const int64_t n_tok : {1, 9, 40, 130}) {
+        if (n_tok == 130 && n_expert != 6) continue;
         const std::vector<float> x = test::gaussian(size_t(n_tok * n_embd), 1, 1.0f);
         const std::vector<float> logits = test::gaussian(size_t(n_tok * n_expert), 2, 2.0f);
-        for (const int32_t k : {1, 2, n_expert}) {
+        // 130 tokens over 6 experts: k = 3 gives runs of rows on both sides of the grouped
+        // launch's limit (64), k = 6 only GEMM experts.
+        for (const int32_t k : {1, 2, 3, n_expert}) {
+          if (k == 3 && n_tok != 130) continue;
           for (const bool norm : {false, true}) {
             for (const Activation act : {Activation::silu, Activation::gelu_tanh}) {
               if (n_tok > 1 && act == Activation::gelu_tanh && k == 1) continue;
@@ -111,10 +117,22 @@ TEST(CudaMoe, MatchesCpuBackend) {
                                                             : 1e-2f;
                 EXPECT_LT(err, tol * mag) << what << " " << path << " max |diff| " << err;
               };
-              check(run_moe(*gpu, a, true), n_tok > 8, "grouped");
+              const std::vector<float> grouped = run_moe(*gpu, a, true);
+              check(grouped, n_tok > 8, "grouped");
               if (n_tok == 9 && norm) {  // the per-pair path on the same tokens
-                ScopedEnv pairs("BRISK_NO_CUDA_MOE_GROUPED", "1");
-                check(run_moe(*gpu, a, true), false, "pairs");
+                std::vector<float> pairs;
+                {
+                  ScopedEnv off("BRISK_NO_CUDA_MOE_GROUPED", "1");
+                  pairs = run_moe(*gpu, a, true);
+                }
+                check(pairs, false, "pairs");
+                // Runs of at most 64 rows: the grouped launches give each pair the bits of
+                // the per-pair path.
+                EXPECT_EQ(0, std::memcmp(grouped.data(), pairs.data(), sizeof(float) * pairs.size())) << what;
+              }
+              if (n_tok > 8 && k == 2 && norm) {  // each expert apart (the previous prefill path)
+                ScopedEnv off("BRISK_NO_CUDA_MOE_ITEMS", "1");
+                check(run_moe(*gpu, a, true), true, "per expert");
               }
             }
           }

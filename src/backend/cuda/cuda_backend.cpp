@@ -701,7 +701,8 @@ class CudaBackend final : public Backend {
     BRISK_CHECK(a.out.data != a.x.data, "moe: out must not alias x");
     const MoeTables& tb = moe_tables(a);
     if (n_tok == 0) return;
-    if (n_tok > kGemvMaxTokens && !flags().no_cuda_moe_grouped) return moe_grouped(a);
+    if (n_tok > kGemvMaxTokens && !flags().no_cuda_moe_grouped)
+      return flags().no_cuda_moe_items || n_tok * int64_t(a.n_used) > 65535 ? moe_grouped(a) : moe_grouped_items(a);
     forget_quant();
     const int64_t n_ff = tb.n_ff, nk = n_tok * int64_t(a.n_used);
     BRISK_CHECK(n_tok <= 65535, "moe: ", n_tok, " tokens in one step (CUDA takes at most 65535)");
@@ -839,6 +840,142 @@ class CudaBackend final : public Backend {
   // runs on the device and is read back (which runs the step launch by launch); then, as the
   // CPU backend does, each chosen expert in id order takes its tokens' rows of x as one matmul
   // input (the GEMM), and its weighted outputs are added to those tokens' rows.
+  // Prefill (more than 8 tokens), one launch per stage: the routing is read back, the pairs'
+  // rows are gathered in expert order, then experts with at most kMoeItemMaxRows rows run
+  // together in grouped GEMV launches (cuda::launch_moe_items: each weight unit loaded once
+  // per run of up to 8 rows, activations quantized as in decode), experts with more rows take
+  // the tensor-core GEMM on their run of rows; one gated activation over all rows, and one
+  // weighted sum per token in expert id order (cuda::launch_moe_combine over the sorted rows).
+  static constexpr int64_t kMoeItemMaxRows = 64;
+  void moe_grouped_items(const MoeArgs& a) {
+    const auto& tb = moe_tables(a);
+    const int64_t n_tok = a.x.rows, n_embd = a.x.cols, n_ff = tb.n_ff;
+    const int64_t nk = n_tok * int64_t(a.n_used);
+    const int32_t ne = a.n_expert;
+    forget_quant();
+    auto* route = static_cast<uint8_t*>(scratch(moe_route_, size_t(nk) * 8, "moe"));
+    auto* ids = reinterpret_cast<int32_t*>(route);
+    auto* wts = reinterpret_cast<float*>(route + size_t(nk) * 4);
+    enqueue_moe_route(a, ids, wts);
+    std::vector<int32_t> host_ids(static_cast<size_t>(nk));
+    copy(host_ids.data(), ids, sizeof(int32_t) * host_ids.size());
+    // Rows in expert order: start[e] .. start[e + 1]; a pair without an expert (routing of NaN
+    // logits) has no row and adds nothing.
+    std::vector<int64_t> start(size_t(ne) + 1, 0);
+    for (const int32_t e : host_ids)
+      if (e >= 0 && e < ne) ++start[size_t(e) + 1];
+    for (int32_t e = 0; e < ne; ++e) start[size_t(e) + 1] += start[size_t(e)];
+    const int64_t n_rows = start[size_t(ne)];
+    // Device tables: [row -> token | pair -> row | items (expert, first row, rows)].
+    std::vector<int32_t> tab(size_t(n_rows) + size_t(nk));
+    std::vector<int64_t> fill(start.begin(), start.end() - 1);
+    for (int64_t i = 0; i < nk; ++i) {
+      const int32_t e = host_ids[size_t(i)];
+      int32_t row = -1;
+      if (e >= 0 && e < ne) {
+        row = int32_t(fill[size_t(e)]++);
+        tab[size_t(row)] = int32_t(i / a.n_used);
+      }
+      tab[size_t(n_rows + i)] = row;
+    }
+    int64_t n_items = 0;
+    std::vector<int32_t> large;  // experts for the GEMM
+    for (int32_t e = 0; e < ne; ++e) {
+      const int64_t m = start[size_t(e) + 1] - start[size_t(e)];
+      if (m > kMoeItemMaxRows) {
+        large.push_back(e);
+        continue;
+      }
+      for (int64_t r = 0; r < m; r += cuda::kMoeItemRows) {
+        tab.push_back(e);
+        tab.push_back(int32_t(start[size_t(e)] + r));
+        tab.push_back(int32_t(std::min<int64_t>(cuda::kMoeItemRows, m - r)));
+        ++n_items;
+      }
+    }
+    auto* dtab = static_cast<int32_t*>(scratch(moe_items_, sizeof(int32_t) * tab.size(), "moe"));
+    copy(dtab, tab.data(), sizeof(int32_t) * tab.size());
+    const int32_t* row_tok = dtab;
+    const int32_t* pair_row = dtab + n_rows;
+    const int32_t* items = dtab + n_rows + nk;
+    const Mat out = a.out;
+    if (n_rows == 0) {
+      enqueue("moe (zero)", [out](cudaStream_t s) {
+        return cudaMemset2DAsync(out.data, sizeof(float) * size_t(out.row_stride()), 0,
+                                 sizeof(float) * size_t(out.cols), size_t(out.rows), s);
+      });
+      return;
+    }
+    // [n_rows, n_embd] gathered inputs and down outputs, [n_rows, n_ff] gate / up outputs.
+    auto* xd = static_cast<float*>(scratch(moe_down_, sizeof(float) * size_t(n_rows) * size_t(2 * n_embd), "moe"));
+    auto* gu = static_cast<float*>(scratch(moe_gu_, sizeof(float) * size_t(n_rows) * size_t(2 * n_ff), "moe"));
+    const Mat xs{.data = xd, .rows = n_rows, .cols = n_embd};
+    const Mat dm{.data = xd + size_t(n_rows) * size_t(n_embd), .rows = n_rows, .cols = n_embd};
+    const Mat g{.data = gu, .rows = n_rows, .cols = n_ff};
+    const Mat u{.data = gu + size_t(n_rows) * size_t(n_ff), .rows = n_rows, .cols = n_ff};
+    auto rows_of = [](const Mat& m, int64_t r0, int64_t n) {
+      return Mat{.data = m.data + size_t(r0) * size_t(m.row_stride()), .rows = n, .cols = m.cols};
+    };
+    get_rows({.out = xs, .x = a.x, .rows = row_tok});
+    forget_quant();
+    // gate / up: the grouped launch, then the GEMMs of the large experts.
+    const bool same_input = tb.up_type == tb.gate_type && tb.up_host_type == tb.gate_host_type;
+    if (n_items > 0) {
+      const MoeInput xin = moe_input(xs, tb.gate_host_type, tb.gate_type, moe_xq_, "moe");
+      auto items_launch = [&](const void* const* w, QuantType type, const MoeInput& in, const Mat& o,
+                              const void* const* w2, const Mat* o2, int64_t n_in, int64_t n_out) {
+        const cuda::MoeMatmulArgs m = moe_matmul_args(w, type, n_in, n_out, a, nullptr, 0, true, in, o, w2, o2);
+        enqueue("moe (grouped expert matmul)",
+                [m, items, n_items](cudaStream_t s) { return cuda::launch_moe_items(m, items, n_items, s); });
+      };
+      if (same_input) {
+        items_launch(tb.gate, tb.gate_type, xin, g, tb.up, &u, n_embd, n_ff);
+      } else {
+        items_launch(tb.gate, tb.gate_type, xin, g, nullptr, nullptr, n_embd, n_ff);
+        const MoeInput xup = moe_input(xs, tb.up_host_type, tb.up_type, moe_xq2_, "moe");
+        items_launch(tb.up, tb.up_type, xup, u, nullptr, nullptr, n_embd, n_ff);
+      }
+      // The large experts' gate / up on the tensor cores, on their runs of rows.
+      for (const int32_t e : large) {
+        const int64_t r0 = start[size_t(e)], m = start[size_t(e) + 1] - r0;
+        matmul({.out = rows_of(g, r0, m), .x = rows_of(xs, r0, m), .w = a.gate[e]});
+        matmul({.out = rows_of(u, r0, m), .x = rows_of(xs, r0, m), .w = a.up[e]});
+      }
+      forget_quant();
+      const GatedActArgs ga{.out = g, .gate = g, .up = u, .act = a.act};
+      const cuda::ActRound h_round = cuda::act_round_for(format_traits(tb.down_host_type).vec_dot_type);
+      MoeInput hin;
+      if (cuda::weight_takes_quantized_act(tb.down_type) && quant_fits(h_round, n_ff)) {
+        hin.xq = quant_scratch(moe_hq_, size_t(n_rows) * size_t(n_ff), "moe");
+        key_.add(hin.xq.q);
+        const cuda::QuantAct q = hin.xq;
+        enqueue("moe (gated activation + quantization)",
+                [=](cudaStream_t s) { return cuda::launch_gated_act_quant(ga, h_round, q, s); });
+      } else {
+        enqueue("moe (gated activation)", [ga](cudaStream_t s) { return cuda::launch_gated_act(ga, s); });
+        hin = moe_input(g, tb.down_host_type, tb.down_type, moe_hq_, "moe");
+      }
+      items_launch(tb.down, tb.down_type, hin, dm, nullptr, nullptr, n_ff, n_embd);
+    } else {
+      for (const int32_t e : large) {
+        const int64_t r0 = start[size_t(e)], m = start[size_t(e) + 1] - r0;
+        matmul({.out = rows_of(g, r0, m), .x = rows_of(xs, r0, m), .w = a.gate[e]});
+        matmul({.out = rows_of(u, r0, m), .x = rows_of(xs, r0, m), .w = a.up[e]});
+      }
+      gated_act({.out = g, .gate = g, .up = u, .act = a.act});
+    }
+    forget_quant();
+    for (const int32_t e : large) {
+      const int64_t r0 = start[size_t(e)], m = start[size_t(e) + 1] - r0;
+      matmul({.out = rows_of(dm, r0, m), .x = rows_of(g, r0, m), .w = a.down[e]});
+    }
+    forget_quant();
+    const int nu = a.n_used;
+    const float* dd = dm.data;
+    enqueue("moe (combine)",
+            [=](cudaStream_t s) { return cuda::launch_moe_combine(out, dd, ids, wts, nu, s, pair_row); });
+  }
+
   void moe_grouped(const MoeArgs& a) {
     const int64_t n_tok = a.x.rows, n_embd = a.x.cols, n_ff = a.gate[0].n_out;
     const int64_t nk = n_tok * int64_t(a.n_used);
@@ -1548,6 +1685,7 @@ class CudaBackend final : public Backend {
   Scratch moe_gu_;     // MoE: gate and up outputs of every pair
   Scratch moe_down_;   // MoE: down outputs of every pair
   Scratch moe_xq_, moe_xq2_, moe_hq_;  // MoE: quantized / rounded inputs of gate, up, down
+  Scratch moe_items_;  // MoE prefill: row / pair maps and grouped-matmul items
   std::unordered_map<const Weight*, MoeTables> moe_tables_;
   // The GEMM input last converted into gemm_x_ (valid like qstate_).
   Mat bstate_x_;

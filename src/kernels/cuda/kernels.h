@@ -155,9 +155,17 @@ cudaError_t launch_moe_matmul(const MoeMatmulArgs& a, cudaStream_t stream);
 // its outputs with weights w into out [n_tok, n_out] in one launch (n_pairs = n_tok * n_used):
 // the same bits as launch_moe_matmul then launch_moe_combine.
 cudaError_t launch_moe_matmul_combine(const MoeMatmulArgs& a, const float* w, const Mat& out, cudaStream_t stream);
+// Grouped expert matmuls (prefill): x (xq or x / x_stride) holds rows sorted by expert; items
+// (device, [n_items][3] int32: expert, first row, rows 1..kMoeItemRows) name runs of rows that
+// share an expert; out (and out2 with w2) [rows, n_out] in the same row order. ids / n_pairs /
+// x_per_pair are unused. Each row gets the bits launch_moe_matmul gives its pair.
+constexpr int kMoeItemRows = 8;
+cudaError_t launch_moe_items(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, cudaStream_t stream);
 // out [n_tok, n_embd] = sum over each token's slots, in expert id order, of w * d[token * n_used + slot].
+// With rows (device [n_tok * n_used]): pair i's output is row rows[i] of d, and a pair whose
+// row is negative adds nothing.
 cudaError_t launch_moe_combine(const Mat& out, const float* d, const int32_t* ids, const float* w, int n_used,
-                               cudaStream_t stream);
+                               cudaStream_t stream, const int32_t* rows = nullptr);
 // out[tok[j]] += w[pair[j]] * d[j] for the m rows of d ([m, out.cols] dense): one expert's
 // outputs added to their tokens (each token at most once per launch).
 cudaError_t launch_moe_scatter_add(const Mat& out, const float* d, int64_t m, const int32_t* tok, const int32_t* pair,

@@ -1384,6 +1384,93 @@ __global__ void __launch_bounds__(256) moe_down_combine_kernel(MoeGemv g, const 
   }
 }
 
+// Expert matmuls of a prefill batch, grouped: x holds the pairs' rows sorted by expert, and
+// each item (blockIdx.y) is up to kMoeItemRows consecutive rows that share one expert: {expert,
+// first row, rows}. A warp loads each weight unit of its row once and dots it with every row of
+// the item (as the multi-token GEMV reuses its loads); each row's sum is moe_pair_row's (the
+// same units per lane, the same shuffle tree), so a pair gets the bits it gets in decode.
+template <DevFormat F, int kRowLanes>
+__global__ void __launch_bounds__(128) moe_items_kernel(MoeGemv g, const int32_t* items) {
+  using U = Unit<F>;
+  constexpr int kNt = kMoeItemRows;
+  constexpr int kRowsPerWarp = 32 / kRowLanes;
+  const bool second = blockIdx.x >= g.bx1;
+  const unsigned bx = second ? blockIdx.x - g.bx1 : blockIdx.x;
+  const int lane = threadIdx.x & 31, sl = lane % kRowLanes;
+  const int64_t r0 = (int64_t(bx) * (blockDim.x / 32) + threadIdx.x / 32) * kRowsPerWarp;
+  BRISK_PDL_ENTER();
+  if (r0 >= g.n_out) return;  // whole warps
+  const int32_t* it = items + 3 * int64_t(blockIdx.y);
+  const int e = it[0], n = it[2];
+  const int64_t first = it[1];
+  if (e < 0 || e >= g.n_expert || n < 1 || n > kNt) return;  // not made by the backend
+  const int64_t r = r0 + lane / kRowLanes;
+  const int64_t rr = r < g.n_out ? r : g.n_out - 1;
+  const uint8_t* w = (second ? g.w2 : g.w)[e];
+  const RowRef row{.qs = w + size_t(rr) * g.L.qs_row, .sc = w + g.L.sc_offset + size_t(rr) * g.L.sc_row};
+  XRef x = g.x;
+  if (x.q) {
+    const int64_t blk = F == DevFormat::q8_0 || F == DevFormat::q4_0 ? 32 : 256;
+    x.q += first * x.n_in;
+    x.d += first * (x.n_in / blk);
+  } else {
+    x.f += first * x.x_stride;
+  }
+  const int64_t n_units = U::count(x.n_in);
+  constexpr int kB = U::kUnroll;
+  float acc[kNt];
+#pragma unroll
+  for (int t = 0; t < kNt; ++t) acc[t] = 0.0f;
+  for (int64_t base = 0; base < n_units; base += int64_t(kRowLanes) * kB) {
+    typename U::Raw raw[kB] = {};
+#pragma unroll
+    for (int k = 0; k < kB; ++k) {
+      const int64_t u = base + kRowLanes * k + sl;
+      if (u < n_units) U::load(row, u, raw[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < kB; ++k) {
+      const int64_t u0 = base + kRowLanes * k;
+      if (u0 >= n_units) break;  // uniform
+      const int64_t u = u0 + sl;
+      const bool ok = u < n_units;
+#pragma unroll
+      for (int t = 0; t < kNt; ++t) {
+        if (t >= n) break;  // uniform
+        if constexpr (U::kInt) {
+          const float v = U::dot(raw[k], x, t, ok ? u : u0);
+          if (ok) acc[t] += v;
+        } else {
+          if (ok) acc[t] += U::dot(raw[k], x, t, u);
+        }
+      }
+    }
+  }
+  float* out = second ? g.out2 : g.out;
+#pragma unroll
+  for (int t = 0; t < kNt; ++t) {
+    if (t >= n) break;
+    float v = acc[t];
+    for (int o = kRowLanes / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (sl == 0 && r < g.n_out) out[(first + t) * g.n_out + r] = v;
+  }
+}
+
+template <DevFormat F, int kRowLanes>
+cudaError_t moe_items_lanes(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, cudaStream_t s) {
+  MoeGemv g{.w = reinterpret_cast<const uint8_t* const*>(a.w), .w2 = reinterpret_cast<const uint8_t* const*>(a.w2),
+            .L = dev_layout(F, a.n_in, a.n_out), .n_out = a.n_out, .bx1 = 0, .n_expert = a.n_expert, .ids = nullptr,
+            .pair0 = 0, .n_used = a.n_used, .x_per_pair = true,
+            .x = XRef{.q = a.xq.q, .d = a.xq.d, .f = a.x, .n_in = a.n_in, .x_stride = a.x_stride}, .out = a.out,
+            .out2 = a.out2};
+  constexpr int kWarps = 4;
+  const int64_t rows_per_block = int64_t(kWarps) * (32 / kRowLanes);
+  g.bx1 = unsigned((a.n_out + rows_per_block - 1) / rows_per_block);
+  launch_kernel(moe_items_kernel<F, kRowLanes>, dim3(g.bx1 * (a.w2 ? 2u : 1u), unsigned(n_items)), dim3(32 * kWarps),
+                0, s, g, items);
+  return cudaGetLastError();
+}
+
 template <DevFormat F, int kRowLanes>
 cudaError_t moe_matmul_lanes(const MoeMatmulArgs& a, cudaStream_t s) {
   MoeGemv g{.w = reinterpret_cast<const uint8_t* const*>(a.w), .w2 = reinterpret_cast<const uint8_t* const*>(a.w2),
@@ -1443,6 +1530,17 @@ cudaError_t moe_combine_fmt(const MoeMatmulArgs& a, const float* wts, const Mat&
 }
 
 template <DevFormat F>
+cudaError_t moe_items_fmt(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, cudaStream_t s) {
+  if (Unit<F>::kInt != (a.xq.q != nullptr) || (a.w2 && !a.out2)) return cudaErrorInvalidValue;
+  switch (moe_row_lanes<F>(a)) {
+    case 8: return moe_items_lanes<F, 8>(a, items, n_items, s);
+    case 16: return moe_items_lanes<F, 16>(a, items, n_items, s);
+    case 32: return moe_items_lanes<F, 32>(a, items, n_items, s);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+template <DevFormat F>
 cudaError_t moe_matmul_fmt(const MoeMatmulArgs& a, cudaStream_t s) {
   if (Unit<F>::kInt != (a.xq.q != nullptr) || (a.w2 && !a.out2)) return cudaErrorInvalidValue;
   switch (moe_row_lanes<F>(a)) {
@@ -1469,6 +1567,14 @@ cudaError_t launch_moe_matmul_combine(const MoeMatmulArgs& a, const float* w, co
   if (out.rows == 0) return cudaSuccess;
   if (!a.xq.q && (!a.x || reinterpret_cast<uintptr_t>(a.x) % 16 != 0 || a.x_stride % 4 != 0)) return cudaErrorInvalidValue;
   BRISK_FMT_DISPATCH(moe_combine_fmt, a.type, a, w, out, s)
+}
+
+cudaError_t launch_moe_items(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, cudaStream_t s) {
+  if (a.n_expert < 1 || a.n_in <= 0 || a.n_out <= 0 || !a.w || !a.out || !items || n_items < 0 || n_items > 65535)
+    return cudaErrorInvalidValue;
+  if (n_items == 0) return cudaSuccess;
+  if (!a.xq.q && (!a.x || reinterpret_cast<uintptr_t>(a.x) % 16 != 0 || a.x_stride % 4 != 0)) return cudaErrorInvalidValue;
+  BRISK_FMT_DISPATCH(moe_items_fmt, a.type, a, items, n_items, s)
 }
 
 cudaError_t launch_embedding(const EmbeddingArgs& a, cudaStream_t s) {

@@ -129,7 +129,7 @@ cudaError_t launch_route(const RouteArgs& a, cudaStream_t s) {
 }
 
 __global__ void moe_combine_kernel(float* out, int64_t out_stride, int64_t n_embd, const float* d,
-                                   const int32_t* ids, const float* w, int n_used) {
+                                   const int32_t* ids, const float* w, int n_used, const int32_t* rows) {
   BRISK_PDL_ENTER();
   __shared__ int order[kMoeMaxUsed];
   const int64_t t = blockIdx.y;
@@ -149,8 +149,9 @@ __global__ void moe_combine_kernel(float* out, int64_t out_stride, int64_t n_emb
   if (i >= n_embd) return;
   float o = 0.0f;
   for (int j = 0; j < n_used; ++j) {
-    const int slot = order[j];
-    o = fmaf(w[t * n_used + slot], d[(t * n_used + slot) * n_embd + i], o);
+    const int64_t pair = t * n_used + order[j];
+    const int64_t row = rows ? rows[pair] : pair;
+    if (row >= 0) o = fmaf(w[pair], d[row * n_embd + i], o);
   }
   out[t * out_stride + i] = o;
 }
@@ -199,11 +200,11 @@ cudaError_t launch_moe_route(const Mat& logits, int n_expert, int n_used, bool n
 }
 
 cudaError_t launch_moe_combine(const Mat& out, const float* d, const int32_t* ids, const float* w, int n_used,
-                               cudaStream_t s) {
+                               cudaStream_t s, const int32_t* rows) {
   if (n_used < 1 || n_used > kMoeMaxUsed || out.rows > 65535) return cudaErrorInvalidValue;
   if (out.rows == 0 || out.cols == 0) return cudaSuccess;
   const dim3 grid(unsigned((out.cols + 255) / 256), unsigned(out.rows));
-  launch_kernel(moe_combine_kernel, grid, 256, 0, s, out.data, out.row_stride(), out.cols, d, ids, w, n_used);
+  launch_kernel(moe_combine_kernel, grid, 256, 0, s, out.data, out.row_stride(), out.cols, d, ids, w, n_used, rows);
   return cudaGetLastError();
 }
 
