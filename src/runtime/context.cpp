@@ -237,9 +237,12 @@ class ModelContext final : public Context {
     const double kv = 2.0 * cfg_.n_layer * blocks * opt_.kv_block_size * cfg_.kv_width() * kv_elem + 4.0 * blocks;
     const double rows = double(opt_.n_batch);
     const double widest = double(std::max({cfg_.n_ff, cfg_.n_embd, cfg_.q_width()}));
+    // Mixture of experts: every (token, expert) pair's rows (gathered input and output, gate and
+    // up outputs, as floats, and their quantized copies).
+    const double moe = cfg_.n_expert > 0 ? 5.0 * rows * cfg_.n_expert_used * (2.0 * cfg_.n_embd + 2.0 * cfg_.n_ff_exp) : 0.0;
     // Arena + logits rows + the matmul's activation scratch + a reserve for the runtime.
     const double act = 4.0 * rows * (4.0 * cfg_.n_embd + 2.0 * cfg_.q_width() + 2.0 * cfg_.kv_width() + 2.0 * cfg_.n_ff) +
-                       4.0 * rows * cfg_.n_vocab + 5.0 * rows * widest + (device ? 256.0 * 1024 * 1024 : 0.0);
+                       4.0 * rows * cfg_.n_vocab + 5.0 * rows * widest + moe + (device ? 256.0 * 1024 * 1024 : 0.0);
     const double need = weights + kv + act;
     if (!device) {
       if (log_level() <= LogLevel::warn)
