@@ -7,6 +7,9 @@
 // two depths compares runs of the same moments. The bandwidth probe runs right before each
 // timed decode and each repetition's fraction uses its own probe: on a shared host the
 // bandwidth available moves over seconds, and both sides of the ratio should see the same.
+// --device (default auto: the GPU when one is usable) runs the model there; on a GPU the
+// probe is the device-to-device copy bandwidth (bytes read + written per second), the figure
+// `brisk cuda-bench` compares decode with.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,6 +23,7 @@
 #include "cli/command.h"
 #include "core/bandwidth.h"
 #include "core/error.h"
+#include "backend/backend.h"
 #include "core/thread_pool.h"
 #include "runtime/engine_api.h"
 
@@ -29,7 +33,7 @@ using brisk::fail;
 using Clock = std::chrono::steady_clock;
 
 struct Args {
-  std::string model;
+  std::string model, device = "auto";
   int32_t n_prompt = 512, n_gen = 128, threads = 0, reps = 3, n_batch = 512, bw_mib = 512;
   std::vector<int32_t> depths{0};
   bool json = false, mmap = false;
@@ -70,12 +74,14 @@ Args parse(const std::vector<std::string>& argv) {
     }
     else if (f == "-b" || f == "--batch") a.n_batch = parse_int(f, value(), 1, 1 << 16);
     else if (f == "--bw-mib") a.bw_mib = parse_int(f, value(), 1, 1 << 16);
+    else if (f == "--device") a.device = value();
     else if (f == "--json") a.json = true;
     else if (f == "--mmap") a.mmap = true;
     else if (f == "-h" || f == "--help") {
       std::printf(
           "usage: brisk bench --model M [-p 512] [-n 128] [-t N] [-r 3] [--depth D[,D...]] [-b 512] [--json] [--mmap]\n"
-          "       [--bw-mib 512]   size of the read-bandwidth probe buffer\n");
+          "       [--device auto|cpu|cuda|cuda:N]   where the model runs (default auto: the GPU when one is usable)\n"
+          "       [--bw-mib 512]   size of the read-bandwidth probe buffer (a GPU's copy probe: at least 1024)\n");
       std::exit(0);
     } else fail("bench: unknown argument '", f, "'");
   }
@@ -119,14 +125,23 @@ class Runner {
  public:
   Runner(std::shared_ptr<const brisk::Model> model, const Args& a) : model_(std::move(model)), a_(a) {
     const int32_t need = *std::max_element(a.depths.begin(), a.depths.end()) + std::max(a.n_prompt, a.n_gen) + 1;
-    opts_ = {.n_ctx = need, .n_seq_max = 1, .n_batch = a.n_batch, .n_threads = a.threads};
+    opts_ = {.n_ctx = need, .n_seq_max = 1, .n_batch = a.n_batch, .n_threads = a.threads, .device = a.device};
   }
 
-  // Fresh context with `depth` tokens already decoded (untimed).
-  std::unique_ptr<brisk::Context> fresh(int32_t depth) {
-    auto ctx = brisk::Context::create(model_, opts_);
-    feed(*ctx, depth, false);
-    return ctx;
+  // The backend the contexts run on ("auto" resolved once, so that it warns once). On a GPU
+  // one context serves every repetition, emptied in between: a context's backend uploads the
+  // weights at their first use, which a fresh context per repetition would time.
+  void set_device(const std::string& d) {
+    opts_.device = d;
+    reuse_ = d != "cpu";
+  }
+
+  // A context with an empty KV cache and then `depth` tokens decoded (untimed).
+  brisk::Context& fresh(int32_t depth) {
+    if (reuse_ && ctx_) ctx_->seq_truncate(0, 0);
+    else ctx_ = brisk::Context::create(model_, opts_);
+    feed(*ctx_, depth, false);
+    return *ctx_;
   }
 
   // Decodes n tokens in batches of n_batch; logits only for the last of each batch.
@@ -144,18 +159,18 @@ class Runner {
   }
 
   double time_prompt(int32_t depth) {
-    auto ctx = fresh(depth);
+    brisk::Context& ctx = fresh(depth);
     const auto t0 = Clock::now();
-    feed(*ctx, a_.n_prompt, true);
+    feed(ctx, a_.n_prompt, true);
     return double(a_.n_prompt) / std::chrono::duration<double>(Clock::now() - t0).count();
   }
 
   double time_decode(int32_t depth) {
-    auto ctx = fresh(depth);
-    int32_t pos = ctx->seq_length(0);
+    brisk::Context& ctx = fresh(depth);
+    int32_t pos = ctx.seq_length(0);
     const auto t0 = Clock::now();
     for (int32_t i = 0; i < a_.n_gen; ++i)
-      ctx->decode({{.token = next_token(), .pos = pos++, .seq = 0, .want_logits = true}});
+      ctx.decode({{.token = next_token(), .pos = pos++, .seq = 0, .want_logits = true}});
     return double(a_.n_gen) / std::chrono::duration<double>(Clock::now() - t0).count();
   }
 
@@ -167,6 +182,8 @@ class Runner {
   std::shared_ptr<const brisk::Model> model_;
   Args a_;
   brisk::ContextOptions opts_;
+  bool reuse_ = false;
+  std::unique_ptr<brisk::Context> ctx_;
   uint64_t rng_ = 42;
 };
 
@@ -187,11 +204,19 @@ int cmd_bench(const std::vector<std::string>& argv) {
   BRISK_CHECK(info.n_vocab > 0, "bench: ", a.model, " has no vocabulary");
 
   Runner run(model, a);
-  {  // warm-up: first touch of weights and scratch buffers
-    auto ctx = run.fresh(0);
-    run.feed(*ctx, std::min(a.n_prompt > 0 ? a.n_prompt : 1, 32), true);
-    run.feed(*ctx, 1, true);
+  std::string device;  // the backend's name: "cpu", "cuda:0"
+  {  // warm-up: first touch of weights and scratch buffers (on a GPU: the uploads)
+    brisk::Context& ctx = run.fresh(0);
+    device = ctx.options().device;
+    run.set_device(device);
+    run.feed(ctx, std::min(a.n_prompt > 0 ? a.n_prompt : 1, 32), true);
+    run.feed(ctx, 1, true);
+    if (device != "cpu" && a.n_prompt > 32) {  // the prompt's batch shape (scratch buffers)
+      run.fresh(0);
+      run.feed(ctx, a.n_prompt, true);
+    }
   }
+  const bool on_device = device != "cpu";
   std::vector<Stats> results;
   for (int32_t d : a.depths) {
     const std::string at = d > 0 ? " @ d" + std::to_string(d) : "";
@@ -200,8 +225,27 @@ int cmd_bench(const std::vector<std::string>& argv) {
   }
   // Best of 5 passes over the probe buffer with the bench's thread count, after the model is
   // loaded so that both see the same memory pressure.
+  // On a GPU: best of 5 device-to-device copies of at least 1 GiB (read + write bytes).
+  std::unique_ptr<brisk::Backend> dev_be = on_device ? brisk::make_backend(device, 1) : nullptr;
   const auto probe = [&] {
-    return brisk::measure_read_bandwidth({.n_threads = n_threads, .buffer_bytes = uint64_t(a.bw_mib) << 20, .reps = 5});
+    if (!on_device)
+      return brisk::measure_read_bandwidth({.n_threads = n_threads, .buffer_bytes = uint64_t(a.bw_mib) << 20, .reps = 5});
+    const size_t bytes = size_t(std::max(a.bw_mib, 1024)) << 20;
+    void* src = dev_be->alloc(bytes);
+    void* dst = dev_be->alloc(bytes);
+    dev_be->copy(dst, src, bytes);  // first touch
+    double best = 1e30, sum = 0;
+    for (int i = 0; i < 5; ++i) {
+      const auto t0 = Clock::now();
+      dev_be->copy(dst, src, bytes);
+      const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+      best = std::min(best, t);
+      sum += t;
+    }
+    dev_be->free(src);
+    dev_be->free(dst);
+    return brisk::BandwidthResult{.bytes_per_s = 2.0 * double(bytes) / best, .mean_bytes_per_s = 2.0 * double(bytes) * 5 / sum,
+                                  .n_threads = 0, .buffer_bytes = uint64_t(bytes)};
   };
   std::vector<brisk::BandwidthResult> probes;
   for (int r = 0; r < a.reps; ++r) {
@@ -240,6 +284,8 @@ int cmd_bench(const std::vector<std::string>& argv) {
         {"n_params", info.n_params},
         {"weight_bytes_per_token", info.weight_bytes},
         {"threads", n_threads},
+        {"device", device},
+        {"bandwidth_probe", on_device ? "device copy (read + write)" : "host read"},
         {"mmap", a.mmap},
         {"n_prompt", a.n_prompt},
         {"n_gen", a.n_gen},
@@ -266,13 +312,15 @@ int cmd_bench(const std::vector<std::string>& argv) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("| model | size | params | threads | mmap | test | t/s | B/token | read BW | of BW |\n");
+  std::printf("| model | size | params | %s | mmap | test | t/s | B/token | %s | of BW |\n",
+              on_device ? "device" : "threads", on_device ? "copy BW" : "read BW");
   std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   const std::string name = info.architecture + " " + std::filesystem::path(a.model).filename().string();
   for (const auto& s : results) {
-    std::printf("| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s |\n", name.c_str(),
+    std::printf("| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s |\n", name.c_str(),
                 fmt("%.2f MiB", double(file_bytes) / 1048576.0).c_str(),
-                fmt("%.2f M", double(info.n_params) / 1e6).c_str(), n_threads, a.mmap ? 1 : 0, s.name.c_str(),
+                fmt("%.2f M", double(info.n_params) / 1e6).c_str(),
+                on_device ? device.c_str() : std::to_string(n_threads).c_str(), a.mmap ? 1 : 0, s.name.c_str(),
                 fmt("%.2f ± %.2f", s.mean(), s.sd()).c_str(),
                 fmt("%.1f MB", double(info.weight_bytes) / 1e6).c_str(),
                 fmt("%.2f GB/s", (s.decode ? s.mean_bw() : bw.bytes_per_s) / gb).c_str(),
@@ -288,4 +336,5 @@ int cmd_bench(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-BRISK_COMMAND("bench", "measure prompt and decode speed against the machine's read bandwidth", cmd_bench);
+BRISK_COMMAND("bench", "measure prompt and decode speed against the machine's read bandwidth (a GPU's copy bandwidth)",
+              cmd_bench);
