@@ -251,6 +251,16 @@ class Backend {
   // and synchronize() inside a step first run what is queued. Defaults: nothing.
   virtual void begin_step(const StepInputs& in) { (void)in; }
   virtual void end_step() {}
+  // Runs the previous step again on new step inputs, in place of begin_step, the ops and
+  // end_step: the caller vouches that it would issue the same ops on the same buffers and
+  // shapes (the same model, n_tok, n_out, output rows, sequences and KV capacity; only ids and
+  // positions differ). True when the backend did (a CUDA backend whose previous step ran as
+  // one graph and read no host array but the step's), false when the caller must run the
+  // step op by op. Default: false.
+  virtual bool replay_step(const StepInputs& in) {
+    (void)in;
+    return false;
+  }
   // Greedy pick on the backend: ids[t] (host) = the first index of the largest value of row t
   // of x (this backend's memory), NaN counting as -inf, -1 when a row has no finite or +inf
   // value; only the ids are copied back. False when the backend has no such op (the caller

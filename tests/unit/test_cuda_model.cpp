@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 
+#include "scoped_env.h"
 #include "core/flags.h"
 #include "runtime/engine_api.h"
 #include "runtime/sampler.h"
@@ -185,6 +186,53 @@ TEST(CudaGraphs, DecodeMatchesNoGraphsBitExact) {
   ASSERT_EQ(with.all_logits.size(), without.all_logits.size());
   EXPECT_EQ(std::memcmp(with.all_logits.data(), without.all_logits.data(), sizeof(float) * with.all_logits.size()), 0);
   EXPECT_EQ(with.greedy, without.greedy);
+}
+
+// Decode steps that replay the previous step's graph (Backend::replay_step) give the bits of
+// steps issued op by op: 300 one-token steps (past the first KV block of 256 positions and
+// through the capacity's doublings), then two sequences whose one-token steps alternate (each
+// step shaped unlike the one before it), then steps of both together, then one sequence again.
+TEST(CudaGraphs, StepReplayMatchesOpByOpBitExact) {
+  std::string skip;
+  auto model = load_shared_llama_on_cuda(&skip);
+  if (!model) GTEST_SKIP() << skip;
+  const int32_t nv = model->info().n_vocab;
+  const auto run = [&]() {
+    auto ctx = Context::create(model, {.n_ctx = 512, .n_seq_max = 2, .n_batch = 64, .n_threads = 2, .device = "cuda"});
+    std::vector<float> all;
+    const auto keep = [&](int32_t n) {
+      for (int32_t i = 0; i < n; ++i) all.insert(all.end(), ctx->logits(i), ctx->logits(i) + nv);
+    };
+    int32_t pos0 = 0, pos1 = 0;
+    for (int i = 0; i < 300; ++i) {
+      ctx->decode({{.token = int32_t((i * 31 + 3) % nv), .pos = pos0++, .seq = 0, .want_logits = true}});
+      keep(1);
+    }
+    for (int i = 0; i < 20; ++i) {
+      const int32_t s = i % 2;
+      int32_t& p = s == 0 ? pos0 : pos1;
+      ctx->decode({{.token = int32_t((i * 17 + 5) % nv), .pos = p++, .seq = s, .want_logits = true}});
+      keep(1);
+    }
+    for (int i = 0; i < 8; ++i) {
+      ctx->decode({{.token = int32_t((i * 13 + 1) % nv), .pos = pos0++, .seq = 0, .want_logits = true},
+                   {.token = int32_t((i * 7 + 2) % nv), .pos = pos1++, .seq = 1, .want_logits = true}});
+      keep(2);
+    }
+    for (int i = 0; i < 6; ++i) {
+      ctx->decode({{.token = int32_t((i * 11 + 9) % nv), .pos = pos1++, .seq = 1, .want_logits = true}});
+      keep(1);
+    }
+    return all;
+  };
+  const std::vector<float> replayed = run();
+  std::vector<float> op_by_op;
+  {
+    ScopedEnv off("BRISK_NO_CUDA_STEP_REPLAY", "1");
+    op_by_op = run();
+  }
+  ASSERT_EQ(replayed.size(), op_by_op.size());
+  EXPECT_EQ(std::memcmp(replayed.data(), op_by_op.data(), sizeof(float) * replayed.size()), 0);
 }
 
 // Prefix sharing on the GPU (blocks of 16): a sequence copied from another (whole blocks

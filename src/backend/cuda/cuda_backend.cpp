@@ -271,6 +271,8 @@ class CudaBackend final : public Backend {
       free_retired();
     }
     BRISK_CHECK(in.n_tok >= 0 && in.n_out >= 0 && in.n_out <= in.n_tok, "cuda backend: bad step inputs");
+    replay_ok_ = false;
+    staged_other_ = false;
     std::lock_guard<std::mutex> lock(mutex_);
     const int64_t n = std::max<int64_t>(in.n_tok, 1);
     if (n > step_cap_) {
@@ -285,8 +287,20 @@ class CudaBackend final : public Backend {
       cuda_check(cudaMallocHost(reinterpret_cast<void**>(&step_host_), sizeof(int32_t) * 4 * size_t(step_cap_)),
                  "begin_step", "cudaMallocHost");
     }
+    upload_step_inputs(in, "begin_step");
+    in_step_ = true;
+    step_eager_ = !graphs_ || in.n_tok > kGraphMaxTokens;
+    forget_quant();
+    key_.w.clear();
+    key_.add(uint64_t(in.n_tok));
+    key_.add(uint64_t(in.n_out));
+  }
+
+  // The step's ids, positions, sequences and output rows into the fixed device buffers (one
+  // copy through the pinned buffer); step_map_ maps the host arrays to them.
+  void upload_step_inputs(const StepInputs& in, const char* op) {
     // The pinned buffer is reused: wait for the previous step's copy out of it.
-    cuda_check(cudaEventSynchronize(step_copied_), "begin_step", "cudaEventSynchronize");
+    cuda_check(cudaEventSynchronize(step_copied_), op, "cudaEventSynchronize");
     const int32_t* src[4] = {in.ids, in.pos, in.seq, in.out_rows};
     const int64_t cnt[4] = {in.n_tok, in.n_tok, in.n_tok, in.n_out};
     step_map_.clear();
@@ -299,14 +313,22 @@ class CudaBackend final : public Backend {
     }
     cuda_check(cudaMemcpyAsync(step_dev_, step_host_, sizeof(int32_t) * 4 * size_t(step_cap_), cudaMemcpyHostToDevice,
                                stream_),
-               "begin_step", "cudaMemcpyAsync");
-    cuda_check(cudaEventRecord(step_copied_, stream_), "begin_step", "cudaEventRecord");
-    in_step_ = true;
-    step_eager_ = !graphs_ || in.n_tok > kGraphMaxTokens;
-    forget_quant();
-    key_.w.clear();
-    key_.add(uint64_t(in.n_tok));
-    key_.add(uint64_t(in.n_out));
+               op, "cudaMemcpyAsync");
+    cuda_check(cudaEventRecord(step_copied_, stream_), op, "cudaEventRecord");
+  }
+
+  bool replay_step(const StepInputs& in) override {
+    if (flags().no_cuda_step_replay || !replay_ok_ || in_step_ || in.n_tok != replay_n_tok_ ||
+        in.n_out != replay_n_out_ || std::max<int64_t>(in.n_tok, 1) > step_cap_ || !graphs_cache_.last())
+      return false;
+    use_device();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      upload_step_inputs(in, "replay_step");
+      step_map_.clear();
+    }
+    cuda_check(graphs_cache_.replay_last(stream_), "replay_step", "cudaGraphLaunch");
+    return true;
   }
 
   void end_step() override {
@@ -322,6 +344,11 @@ class CudaBackend final : public Backend {
       launches_.clear();
       names_.clear();
       cuda_check(e, "end_step", what);
+      // The next step may be this graph again (replay_step) when it ran as one graph and no op
+      // read a host array other than the step's (such an array could change under it).
+      replay_ok_ = !step_eager_ && !staged_other_ && graphs_cache_.last() != nullptr;
+      replay_n_tok_ = key_.w.size() >= 2 ? int64_t(key_.w[0]) : -1;
+      replay_n_out_ = key_.w.size() >= 2 ? int64_t(key_.w[1]) : -1;
     }
     free_retired();
   }
@@ -1642,6 +1669,7 @@ class CudaBackend final : public Backend {
     }
     std::lock_guard<std::mutex> lock(mutex_);
     if (is_device(p)) return p;
+    staged_other_ = true;
     Staged& s = staged_[p];
     if (s.cap >= n && int64_t(s.last.size()) == n &&
         std::memcmp(s.last.data(), p, sizeof(int32_t) * size_t(n)) == 0)
@@ -1700,6 +1728,9 @@ class CudaBackend final : public Backend {
 
   // The step being collected.
   bool in_step_ = false;
+  bool replay_ok_ = false;     // the last step ran as one graph that replay_step may launch again
+  bool staged_other_ = false;  // an op of this step staged a host array that is not the step's
+  int64_t replay_n_tok_ = -1, replay_n_out_ = -1;
   bool step_eager_ = true;
   Key key_;
   std::vector<cuda::Launch> launches_;

@@ -17,6 +17,13 @@ void GraphCache::clear() {
     if (e.exec) cudaGraphExecDestroy(e.exec);
   entries_.clear();
   seen_.clear();
+  last_ = nullptr;
+}
+
+cudaError_t GraphCache::replay_last(cudaStream_t stream) {
+  if (!last_) return cudaErrorInvalidValue;
+  ++replays_;
+  return cudaGraphLaunch(last_, stream);
 }
 
 cudaError_t GraphCache::run(const std::vector<uint64_t>& key, const std::vector<Launch>& launches,
@@ -26,8 +33,10 @@ cudaError_t GraphCache::run(const std::vector<uint64_t>& key, const std::vector<
     entries_.splice(entries_.begin(), entries_, it);
     ++replays_;
     *what = "cudaGraphLaunch";
-    return cudaGraphLaunch(entries_.front().exec, stream);
+    last_ = entries_.front().exec;
+    return cudaGraphLaunch(last_, stream);
   }
+  last_ = nullptr;
   const uint64_t h = hash(key);
   int& count = seen_[h];
   if (count++ == 0) {
@@ -74,6 +83,7 @@ cudaError_t GraphCache::run(const std::vector<uint64_t>& key, const std::vector<
   entries_.push_front(Entry{.key = key, .exec = exec});
   ++captures_;
   *what = "cudaGraphLaunch";
+  last_ = exec;
   return cudaGraphLaunch(exec, stream);
 }
 

@@ -29,6 +29,10 @@ class GraphCache {
   cudaError_t run(const std::vector<uint64_t>& key, const std::vector<Launch>& launches,
                   const std::vector<const char*>& names, cudaStream_t stream, const char** what);
   void clear();
+  // The graph the last run() launched (nullptr when it ran launch by launch, or after clear()).
+  cudaGraphExec_t last() const { return last_; }
+  // Launches last() again (a replay).
+  cudaError_t replay_last(cudaStream_t stream);
   size_t graphs() const { return entries_.size(); }
   uint64_t replays() const { return replays_; }
   uint64_t captures() const { return captures_; }
@@ -43,6 +47,7 @@ class GraphCache {
   std::list<Entry> entries_;                  // most recently used first
   std::unordered_map<uint64_t, int> seen_;    // key hash -> times seen without a graph
   uint64_t replays_ = 0, captures_ = 0;
+  cudaGraphExec_t last_ = nullptr;
 };
 
 }  // namespace brisk::cuda
