@@ -130,6 +130,14 @@ TEST(CudaMoe, MatchesCpuBackend) {
                 // the per-pair path.
                 EXPECT_EQ(0, std::memcmp(grouped.data(), pairs.data(), sizeof(float) * pairs.size())) << what;
               }
+              if ((n_tok == 9 || n_tok == 40) && norm) {  // grouped on the host: the same bits
+                std::vector<float> host;
+                {
+                  ScopedEnv off("BRISK_NO_CUDA_MOE_DEVICE_GROUP", "1");
+                  host = run_moe(*gpu, a, true);
+                }
+                EXPECT_EQ(0, std::memcmp(grouped.data(), host.data(), sizeof(float) * host.size())) << what;
+              }
               if (n_tok > 8 && k == 2 && norm) {  // each expert apart (the previous prefill path)
                 ScopedEnv off("BRISK_NO_CUDA_MOE_ITEMS", "1");
                 check(run_moe(*gpu, a, true), true, "per expert");
@@ -198,6 +206,50 @@ TEST(CudaMoe, DecodeFusionsMatchUnfusedBitExact) {
       }
     }
   }
+}
+
+// A step of 24 tokens (grouped on the device) inside begin_step / end_step three times: run
+// launch by launch, captured, replayed; every output equals the host-grouped one.
+TEST(CudaMoe, DeviceGroupedStepRunsAsGraph) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  auto gpu = make_cuda_backend(0);
+  const int64_t n_embd = 256, n_ff = 512, n_tok = 24;
+  const int32_t n_expert = 16, k = 4;
+  std::vector<Experts> keep;
+  keep.push_back(make_experts(QuantType::Q4_K, n_embd, n_ff, n_expert, 41));
+  keep.push_back(make_experts(QuantType::Q4_K, n_embd, n_ff, n_expert, 42));
+  keep.push_back(make_experts(QuantType::Q6_K, n_ff, n_embd, n_expert, 43));
+  const std::vector<float> x = test::gaussian(size_t(n_tok * n_embd), 44, 1.0f);
+  const std::vector<float> logits = test::gaussian(size_t(n_tok * n_expert), 45, 2.0f);
+  MoeArgs a{.out = {.data = nullptr, .rows = n_tok, .cols = n_embd},
+            .x = {.data = const_cast<float*>(x.data()), .rows = n_tok, .cols = n_embd},
+            .logits = {.data = const_cast<float*>(logits.data()), .rows = n_tok, .cols = n_expert},
+            .gate = keep[0].views.data(), .up = keep[1].views.data(), .down = keep[2].views.data(),
+            .n_expert = n_expert, .n_used = k, .norm_topk = true, .act = Activation::silu};
+  std::vector<float> want;
+  {
+    ScopedEnv off("BRISK_NO_CUDA_MOE_DEVICE_GROUP", "1");
+    want = run_moe(*gpu, a, true);
+  }
+  a.x.data = to_device(*gpu, x);
+  a.logits.data = to_device(*gpu, logits);
+  a.out.data = to_device(*gpu, std::vector<float>(size_t(n_tok * n_embd), 7.0f));
+  std::vector<int32_t> ids(static_cast<size_t>(n_tok), 1), pos(static_cast<size_t>(n_tok), 0),
+      seq(static_cast<size_t>(n_tok), 0);
+  for (int64_t i = 0; i < n_tok; ++i) pos[size_t(i)] = int32_t(i);
+  const uint64_t replays0 = cuda_graph_replays(*gpu);
+  for (int step = 0; step < 3; ++step) {
+    gpu->begin_step({.n_tok = int32_t(n_tok), .ids = ids.data(), .pos = pos.data(), .seq = seq.data(), .n_out = 0,
+                     .out_rows = nullptr});
+    gpu->moe(a);
+    gpu->end_step();
+    gpu->synchronize();
+    std::vector<float> got(want.size());
+    gpu->copy(got.data(), a.out.data, sizeof(float) * got.size());
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(float) * got.size())) << "step " << step;
+  }
+  EXPECT_GE(cuda_graph_replays(*gpu) - replays0, 1u);
 }
 
 TEST(CudaMoe, RoutingTiesGoToTheLowerExpert) {

@@ -728,8 +728,12 @@ class CudaBackend final : public Backend {
     BRISK_CHECK(a.out.data != a.x.data, "moe: out must not alias x");
     const MoeTables& tb = moe_tables(a);
     if (n_tok == 0) return;
-    if (n_tok > kGemvMaxTokens && !flags().no_cuda_moe_grouped)
-      return flags().no_cuda_moe_items || n_tok * int64_t(a.n_used) > 65535 ? moe_grouped(a) : moe_grouped_items(a);
+    if (n_tok > kGemvMaxTokens && !flags().no_cuda_moe_grouped) {
+      if (flags().no_cuda_moe_items || n_tok * int64_t(a.n_used) > 65535) return moe_grouped(a);
+      // Up to a graph step's tokens no expert gets more than 64 rows: grouped on the device.
+      if (n_tok <= kGraphMaxTokens && !flags().no_cuda_moe_device_group) return moe_grouped_device(a);
+      return moe_grouped_items(a);
+    }
     forget_quant();
     const int64_t n_ff = tb.n_ff, nk = n_tok * int64_t(a.n_used);
     BRISK_CHECK(n_tok <= 65535, "moe: ", n_tok, " tokens in one step (CUDA takes at most 65535)");
@@ -1001,6 +1005,88 @@ class CudaBackend final : public Backend {
     const float* dd = dm.data;
     enqueue("moe (combine)",
             [=](cudaStream_t s) { return cuda::launch_moe_combine(out, dd, ids, wts, nu, s, pair_row); });
+  }
+
+  // Steps of 9..64 tokens (graph steps, e.g. a server's batched decode): moe_grouped_items'
+  // launches with the grouping done on the device (cuda::launch_moe_group), so the step needs
+  // no routing read back and runs as one graph. Every expert has at most 64 rows here, so all
+  // take the grouped launches, as on the host path; each row gets the same bits.
+  void moe_grouped_device(const MoeArgs& a) {
+    const auto& tb = moe_tables(a);
+    const int64_t n_tok = a.x.rows, n_embd = a.x.cols, n_ff = tb.n_ff;
+    const int64_t nk = n_tok * int64_t(a.n_used);
+    const int32_t ne = a.n_expert;
+    forget_quant();
+    auto* route = static_cast<uint8_t*>(scratch(moe_route_, size_t(nk) * 8, "moe"));
+    auto* ids = reinterpret_cast<int32_t*>(route);
+    auto* wts = reinterpret_cast<float*>(route + size_t(nk) * 4);
+    const int64_t max_items = cuda::moe_group_max_items(nk, ne);
+    auto* dtab = static_cast<int32_t*>(scratch(moe_items_, sizeof(int32_t) * size_t(2 * nk + 3 * max_items + 1), "moe"));
+    int32_t* row_tok = dtab;
+    int32_t* pair_row = dtab + nk;
+    int32_t* items = dtab + 2 * nk;
+    int32_t* n_items = items + 3 * max_items;
+    auto* xd = static_cast<float*>(scratch(moe_down_, sizeof(float) * size_t(nk) * size_t(2 * n_embd), "moe"));
+    auto* gu = static_cast<float*>(scratch(moe_gu_, sizeof(float) * size_t(nk) * size_t(2 * n_ff), "moe"));
+    const Mat xs{.data = xd, .rows = nk, .cols = n_embd};
+    const Mat dm{.data = xd + size_t(nk) * size_t(n_embd), .rows = nk, .cols = n_embd};
+    const Mat g{.data = gu, .rows = nk, .cols = n_ff};
+    const Mat u{.data = gu + size_t(nk) * size_t(n_ff), .rows = nk, .cols = n_ff};
+    Key& k = key_;
+    k.add(uint64_t(13));
+    k.add(a.out);
+    k.add(a.x);
+    k.add(a.logits);
+    k.add(tb.gate);
+    k.add(route);
+    k.add(dtab);
+    k.add(xd);
+    k.add(gu);
+    k.add(uint64_t(a.n_used) << 32 | uint64_t(a.n_expert) << 1 | uint64_t(a.norm_topk));
+    k.add(uint64_t(a.act));
+    enqueue_moe_route(a, ids, wts);
+    const int nu = a.n_used;
+    enqueue("moe (grouping)", [=](cudaStream_t s) {
+      return cuda::launch_moe_group(ids, nk, nu, ne, row_tok, pair_row, items, n_items, s);
+    });
+    const Mat x = a.x;
+    enqueue("moe (gather)", [=](cudaStream_t s) {
+      return cuda::launch_get_rows(GetRowsArgs{.out = xs, .x = x, .rows = row_tok}, s);
+    });
+    auto items_launch = [&](const void* const* w, QuantType type, const MoeInput& in, const Mat& o,
+                            const void* const* w2, const Mat* o2, int64_t n_in, int64_t n_out) {
+      const cuda::MoeMatmulArgs m = moe_matmul_args(w, type, n_in, n_out, a, nullptr, 0, true, in, o, w2, o2);
+      enqueue("moe (grouped expert matmul)", [m, items, max_items, n_items](cudaStream_t s) {
+        return cuda::launch_moe_items(m, items, max_items, s, n_items);
+      });
+    };
+    const MoeInput xin = moe_input(xs, tb.gate_host_type, tb.gate_type, moe_xq_, "moe");
+    if (tb.up_type == tb.gate_type && tb.up_host_type == tb.gate_host_type) {
+      items_launch(tb.gate, tb.gate_type, xin, g, tb.up, &u, n_embd, n_ff);
+    } else {
+      items_launch(tb.gate, tb.gate_type, xin, g, nullptr, nullptr, n_embd, n_ff);
+      const MoeInput xup = moe_input(xs, tb.up_host_type, tb.up_type, moe_xq2_, "moe");
+      items_launch(tb.up, tb.up_type, xup, u, nullptr, nullptr, n_embd, n_ff);
+    }
+    const GatedActArgs ga{.out = g, .gate = g, .up = u, .act = a.act};
+    const cuda::ActRound h_round = cuda::act_round_for(format_traits(tb.down_host_type).vec_dot_type);
+    MoeInput hin;
+    if (cuda::weight_takes_quantized_act(tb.down_type) && quant_fits(h_round, n_ff)) {
+      hin.xq = quant_scratch(moe_hq_, size_t(nk) * size_t(n_ff), "moe");
+      k.add(hin.xq.q);
+      const cuda::QuantAct q = hin.xq;
+      enqueue("moe (gated activation + quantization)",
+              [=](cudaStream_t s) { return cuda::launch_gated_act_quant(ga, h_round, q, s); });
+    } else {
+      enqueue("moe (gated activation)", [ga](cudaStream_t s) { return cuda::launch_gated_act(ga, s); });
+      hin = moe_input(g, tb.down_host_type, tb.down_type, moe_hq_, "moe");
+    }
+    items_launch(tb.down, tb.down_type, hin, dm, nullptr, nullptr, n_ff, n_embd);
+    const Mat out = a.out;
+    const float* dd = dm.data;
+    enqueue("moe (combine)",
+            [=](cudaStream_t s) { return cuda::launch_moe_combine(out, dd, ids, wts, nu, s, pair_row); });
+    forget_quant();
   }
 
   void moe_grouped(const MoeArgs& a) {

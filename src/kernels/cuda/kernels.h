@@ -159,8 +159,15 @@ cudaError_t launch_moe_matmul_combine(const MoeMatmulArgs& a, const float* w, co
 // (device, [n_items][3] int32: expert, first row, rows 1..kMoeItemRows) name runs of rows that
 // share an expert; out (and out2 with w2) [rows, n_out] in the same row order. ids / n_pairs /
 // x_per_pair are unused. Each row gets the bits launch_moe_matmul gives its pair.
+// With n_items_dev (device): launched for n_items runs, of which the first *n_items_dev exist.
 constexpr int kMoeItemRows = 8;
-cudaError_t launch_moe_items(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, cudaStream_t stream);
+cudaError_t launch_moe_items(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, cudaStream_t stream,
+                             const int32_t* n_items_dev = nullptr);
+// The pairs grouped by expert without the host (moe_group_kernel in moe.cu): from ids [nk]
+// (n_used a token), row_tok [nk], pair_row [nk], items [moe_group_max_items][3], n_items [1].
+int64_t moe_group_max_items(int64_t nk, int n_expert);
+cudaError_t launch_moe_group(const int32_t* ids, int64_t nk, int n_used, int n_expert, int32_t* row_tok,
+                             int32_t* pair_row, int32_t* items, int32_t* n_items, cudaStream_t stream);
 // out [n_tok, n_embd] = sum over each token's slots, in expert id order, of w * d[token * n_used + slot].
 // With rows (device [n_tok * n_used]): pair i's output is row rows[i] of d, and a pair whose
 // row is negative adds nothing.

@@ -1390,7 +1390,7 @@ __global__ void __launch_bounds__(256) moe_down_combine_kernel(MoeGemv g, const 
 // the item (as the multi-token GEMV reuses its loads); each row's sum is moe_pair_row's (the
 // same units per lane, the same shuffle tree), so a pair gets the bits it gets in decode.
 template <DevFormat F, int kRowLanes>
-__global__ void __launch_bounds__(128) moe_items_kernel(MoeGemv g, const int32_t* items) {
+__global__ void __launch_bounds__(128) moe_items_kernel(MoeGemv g, const int32_t* items, const int32_t* n_items) {
   using U = Unit<F>;
   constexpr int kNt = kMoeItemRows;
   constexpr int kRowsPerWarp = 32 / kRowLanes;
@@ -1399,7 +1399,7 @@ __global__ void __launch_bounds__(128) moe_items_kernel(MoeGemv g, const int32_t
   const int lane = threadIdx.x & 31, sl = lane % kRowLanes;
   const int64_t r0 = (int64_t(bx) * (blockDim.x / 32) + threadIdx.x / 32) * kRowsPerWarp;
   BRISK_PDL_ENTER();
-  if (r0 >= g.n_out) return;  // whole warps
+  if (r0 >= g.n_out || (n_items && int(blockIdx.y) >= *n_items)) return;  // whole warps
   const int32_t* it = items + 3 * int64_t(blockIdx.y);
   const int e = it[0], n = it[2];
   const int64_t first = it[1];
@@ -1457,7 +1457,8 @@ __global__ void __launch_bounds__(128) moe_items_kernel(MoeGemv g, const int32_t
 }
 
 template <DevFormat F, int kRowLanes>
-cudaError_t moe_items_lanes(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, cudaStream_t s) {
+cudaError_t moe_items_lanes(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, const int32_t* n_items_dev,
+                            cudaStream_t s) {
   MoeGemv g{.w = reinterpret_cast<const uint8_t* const*>(a.w), .w2 = reinterpret_cast<const uint8_t* const*>(a.w2),
             .L = dev_layout(F, a.n_in, a.n_out), .n_out = a.n_out, .bx1 = 0, .n_expert = a.n_expert, .ids = nullptr,
             .pair0 = 0, .n_used = a.n_used, .x_per_pair = true,
@@ -1467,7 +1468,7 @@ cudaError_t moe_items_lanes(const MoeMatmulArgs& a, const int32_t* items, int64_
   const int64_t rows_per_block = int64_t(kWarps) * (32 / kRowLanes);
   g.bx1 = unsigned((a.n_out + rows_per_block - 1) / rows_per_block);
   launch_kernel(moe_items_kernel<F, kRowLanes>, dim3(g.bx1 * (a.w2 ? 2u : 1u), unsigned(n_items)), dim3(32 * kWarps),
-                0, s, g, items);
+                0, s, g, items, n_items_dev);
   return cudaGetLastError();
 }
 
@@ -1530,12 +1531,13 @@ cudaError_t moe_combine_fmt(const MoeMatmulArgs& a, const float* wts, const Mat&
 }
 
 template <DevFormat F>
-cudaError_t moe_items_fmt(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, cudaStream_t s) {
+cudaError_t moe_items_fmt(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, const int32_t* n_items_dev,
+                          cudaStream_t s) {
   if (Unit<F>::kInt != (a.xq.q != nullptr) || (a.w2 && !a.out2)) return cudaErrorInvalidValue;
   switch (moe_row_lanes<F>(a)) {
-    case 8: return moe_items_lanes<F, 8>(a, items, n_items, s);
-    case 16: return moe_items_lanes<F, 16>(a, items, n_items, s);
-    case 32: return moe_items_lanes<F, 32>(a, items, n_items, s);
+    case 8: return moe_items_lanes<F, 8>(a, items, n_items, n_items_dev, s);
+    case 16: return moe_items_lanes<F, 16>(a, items, n_items, n_items_dev, s);
+    case 32: return moe_items_lanes<F, 32>(a, items, n_items, n_items_dev, s);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -1569,12 +1571,13 @@ cudaError_t launch_moe_matmul_combine(const MoeMatmulArgs& a, const float* w, co
   BRISK_FMT_DISPATCH(moe_combine_fmt, a.type, a, w, out, s)
 }
 
-cudaError_t launch_moe_items(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, cudaStream_t s) {
+cudaError_t launch_moe_items(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, cudaStream_t s,
+                             const int32_t* n_items_dev) {
   if (a.n_expert < 1 || a.n_in <= 0 || a.n_out <= 0 || !a.w || !a.out || !items || n_items < 0 || n_items > 65535)
     return cudaErrorInvalidValue;
   if (n_items == 0) return cudaSuccess;
   if (!a.xq.q && (!a.x || reinterpret_cast<uintptr_t>(a.x) % 16 != 0 || a.x_stride % 4 != 0)) return cudaErrorInvalidValue;
-  BRISK_FMT_DISPATCH(moe_items_fmt, a.type, a, items, n_items, s)
+  BRISK_FMT_DISPATCH(moe_items_fmt, a.type, a, items, n_items, n_items_dev, s)
 }
 
 cudaError_t launch_embedding(const EmbeddingArgs& a, cudaStream_t s) {

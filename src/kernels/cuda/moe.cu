@@ -156,6 +156,57 @@ __global__ void moe_combine_kernel(float* out, int64_t out_stride, int64_t n_emb
   out[t * out_stride + i] = o;
 }
 
+// The pairs grouped by expert on the device, for steps that must not ask the host (one block):
+// each valid pair gets a row in its expert's run of rows (runs in expert id order; within a run
+// the order the block's atomics hand out, which no row's result depends on). Writes row_tok
+// [nk] (each row's token; 0 past the valid rows, so that a gather of nk rows stays in bounds),
+// pair_row [nk] (-1: the pair has no expert), items [..][3] (expert, first row, rows <= 8: the
+// runs cut in pieces of 8) and n_items [1].
+__global__ void moe_group_kernel(const int32_t* ids, int64_t nk, int n_used, int n_expert, int32_t* row_tok,
+                                 int32_t* pair_row, int32_t* items, int32_t* n_items) {
+  BRISK_PDL_ENTER();
+  __shared__ int cnt[kMoeMaxExperts], start[kMoeMaxExperts], istart[kMoeMaxExperts], fill[kMoeMaxExperts];
+  __shared__ int total;
+  const int tid = threadIdx.x, nt = blockDim.x;
+  for (int e = tid; e < n_expert; e += nt) cnt[e] = fill[e] = 0;
+  __syncthreads();
+  for (int64_t i = tid; i < nk; i += nt) {
+    const int e = ids[i];
+    if (e >= 0 && e < n_expert) atomicAdd(&cnt[e], 1);
+  }
+  __syncthreads();
+  if (tid == 0) {
+    int s = 0, si = 0;
+    for (int e = 0; e < n_expert; ++e) {
+      start[e] = s;
+      istart[e] = si;
+      s += cnt[e];
+      si += (cnt[e] + kMoeItemRows - 1) / kMoeItemRows;
+    }
+    total = s;
+    n_items[0] = si;
+  }
+  __syncthreads();
+  for (int64_t i = tid; i < nk; i += nt) {
+    const int e = ids[i];
+    if (e >= 0 && e < n_expert) {
+      const int r = start[e] + atomicAdd(&fill[e], 1);
+      row_tok[r] = int32_t(i / n_used);
+      pair_row[i] = r;
+    } else {
+      pair_row[i] = -1;
+    }
+  }
+  for (int64_t r = total + tid; r < nk; r += nt) row_tok[r] = 0;
+  for (int e = tid; e < n_expert; e += nt)
+    for (int k = 0; k * kMoeItemRows < cnt[e]; ++k) {
+      int32_t* it = items + 3 * int64_t(istart[e] + k);
+      it[0] = e;
+      it[1] = start[e] + k * kMoeItemRows;
+      it[2] = min(kMoeItemRows, cnt[e] - k * kMoeItemRows);
+    }
+}
+
 __global__ void moe_scatter_add_kernel(float* out, int64_t out_stride, int64_t cols, const float* d, const int32_t* tok,
                                        const int32_t* pair, const float* w) {
   BRISK_PDL_ENTER();
@@ -173,6 +224,16 @@ cudaError_t launch_moe_scatter_add(const Mat& out, const float* d, int64_t m, co
   if (m == 0 || out.cols == 0) return cudaSuccess;
   const dim3 grid(unsigned((out.cols + 255) / 256), unsigned(m));
   launch_kernel(moe_scatter_add_kernel, grid, 256, 0, s, out.data, out.row_stride(), out.cols, d, tok, pair, w);
+  return cudaGetLastError();
+}
+
+int64_t moe_group_max_items(int64_t nk, int n_expert) { return nk / kMoeItemRows + (nk < n_expert ? nk : n_expert); }
+
+cudaError_t launch_moe_group(const int32_t* ids, int64_t nk, int n_used, int n_expert, int32_t* row_tok,
+                             int32_t* pair_row, int32_t* items, int32_t* n_items, cudaStream_t s) {
+  if (n_expert < 1 || n_expert > kMoeMaxExperts || n_used < 1 || nk < 0) return cudaErrorInvalidValue;
+  if (nk == 0) return cudaSuccess;
+  launch_kernel(moe_group_kernel, 1, 1024, 0, s, ids, nk, n_used, n_expert, row_tok, pair_row, items, n_items);
   return cudaGetLastError();
 }
 
