@@ -3,8 +3,11 @@
 # this machine, the CUDA unit tests (ops against the CPU references, fixture models against
 # the CPU backend, graphs against launch by launch) and the decode benchmarks of docs/cuda.md:
 # Llama-3.1-8B shape in BF16, Q8_0 and Q4_K_M (graphs on and off, and the matmuls alone),
-# Qwen2.5-0.5B shape in Q8_0; and the prefill benchmark (pp512 at the 8B shape for BF16, Q8_0,
-# Q4_K_M, with the same-run BF16 GEMM rate). The build links cuBLAS from the toolkit; its
+# Qwen2.5-0.5B shape in Q8_0, the mixture-of-experts Qwen3-30B-A3B shape in Q4_K_M (decode at 1
+# and 16 sequences, pp512); the prefill benchmark (pp512 at the 8B shape for BF16, Q8_0,
+# Q4_K_M, with the same-run BF16 GEMM rate); and `brisk bench` / `brisk generate` on a
+# random-weight 8B Q4_K_M GGUF file (written to $TMPDIR, about 4.9 GB, then removed).
+# The build links cuBLAS from the toolkit; its
 # libcublas.so.13 / libcublasLt.so.13 must be on the loader path to run.
 # Usage: scripts/cuda_check.sh [build-dir]   (JOBS=N for the build parallelism)
 set -euo pipefail
@@ -21,3 +24,11 @@ for type in bf16 q8_0 q4_k_m; do
   "$build/brisk" cuda-bench --type "$type" --graphs on --gemv-only yes
 done
 "$build/brisk" cuda-bench --type q8_0 --shape qwen2.5-0.5b
+"$build/brisk" cuda-bench --type q4_k_m --shape qwen3-30b-a3b --graphs on
+"$build/brisk" cuda-bench --type q4_k_m --shape qwen3-30b-a3b --graphs on --batch 16 --steps 16
+"$build/brisk" cuda-bench --type q4_k_m --shape qwen3-30b-a3b --prefill 512
+gguf=${TMPDIR:-/tmp}/brisk-cuda-check-l8-q4_k_m.gguf
+"$build/brisk" make-random-model --shape llama-3.1-8b --type q4_k_m --out "$gguf"
+"$build/brisk" bench -m "$gguf" -p 512 -n 128 -r 3 --device cuda
+"$build/brisk" generate -m "$gguf" --prompt-ids 1,2,3,4,5,6,7,8 -n 256 --temp 0 --device cuda
+rm -f "$gguf"
