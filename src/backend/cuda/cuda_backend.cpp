@@ -784,20 +784,7 @@ class CudaBackend final : public Backend {
       const MoeInput xup = same_input ? xin : moe_input(a.x, tb.up_host_type, tb.up_type, moe_xq2_, "moe");
       moe_matmul(tb.up, tb.up_type, n_embd, n_ff, a, ids, nk, false, xup, u);
     }
-    const GatedActArgs ga{.out = g, .gate = g, .up = u, .act = a.act};
-    const cuda::ActRound h_round = cuda::act_round_for(format_traits(tb.down_host_type).vec_dot_type);
-    MoeInput hin;
-    if (fused && cuda::weight_takes_quantized_act(tb.down_type) && quant_fits(h_round, n_ff)) {
-      // The activation and the down projection's quantized input in one launch.
-      hin.xq = quant_scratch(moe_hq_, size_t(nk) * size_t(n_ff), "moe");
-      k.add(hin.xq.q);
-      const cuda::QuantAct q = hin.xq;
-      enqueue("moe (gated activation + quantization)",
-              [=](cudaStream_t s) { return cuda::launch_gated_act_quant(ga, h_round, q, s); });
-    } else {
-      enqueue("moe (gated activation)", [ga](cudaStream_t s) { return cuda::launch_gated_act(ga, s); });
-      hin = moe_input(g, tb.down_host_type, tb.down_type, moe_hq_, "moe");
-    }
+    const MoeInput hin = moe_act_input(g, u, a.act, tb, fused);
     const Mat out = a.out;
     if (fused) {  // down and the weighted sum in one launch
       const cuda::MoeMatmulArgs m = moe_matmul_args(tb.down, tb.down_type, n_ff, n_embd, a, ids, nk, true, hin, d);
@@ -950,22 +937,8 @@ class CudaBackend final : public Backend {
     get_rows({.out = xs, .x = a.x, .rows = row_tok});
     forget_quant();
     // gate / up: the grouped launch, then the GEMMs of the large experts.
-    const bool same_input = tb.up_type == tb.gate_type && tb.up_host_type == tb.gate_host_type;
     if (n_items > 0) {
-      const MoeInput xin = moe_input(xs, tb.gate_host_type, tb.gate_type, moe_xq_, "moe");
-      auto items_launch = [&](const void* const* w, QuantType type, const MoeInput& in, const Mat& o,
-                              const void* const* w2, const Mat* o2, int64_t n_in, int64_t n_out) {
-        const cuda::MoeMatmulArgs m = moe_matmul_args(w, type, n_in, n_out, a, nullptr, 0, true, in, o, w2, o2);
-        enqueue("moe (grouped expert matmul)",
-                [m, items, n_items](cudaStream_t s) { return cuda::launch_moe_items(m, items, n_items, s); });
-      };
-      if (same_input) {
-        items_launch(tb.gate, tb.gate_type, xin, g, tb.up, &u, n_embd, n_ff);
-      } else {
-        items_launch(tb.gate, tb.gate_type, xin, g, nullptr, nullptr, n_embd, n_ff);
-        const MoeInput xup = moe_input(xs, tb.up_host_type, tb.up_type, moe_xq2_, "moe");
-        items_launch(tb.up, tb.up_type, xup, u, nullptr, nullptr, n_embd, n_ff);
-      }
+      moe_items_gate_up(a, tb, xs, g, u, items, n_items, nullptr);
       // The large experts' gate / up on the tensor cores, on their runs of rows.
       for (const int32_t e : large) {
         const int64_t r0 = start[size_t(e)], m = start[size_t(e) + 1] - r0;
@@ -973,20 +946,8 @@ class CudaBackend final : public Backend {
         matmul({.out = rows_of(u, r0, m), .x = rows_of(xs, r0, m), .w = a.up[e]});
       }
       forget_quant();
-      const GatedActArgs ga{.out = g, .gate = g, .up = u, .act = a.act};
-      const cuda::ActRound h_round = cuda::act_round_for(format_traits(tb.down_host_type).vec_dot_type);
-      MoeInput hin;
-      if (cuda::weight_takes_quantized_act(tb.down_type) && quant_fits(h_round, n_ff)) {
-        hin.xq = quant_scratch(moe_hq_, size_t(n_rows) * size_t(n_ff), "moe");
-        key_.add(hin.xq.q);
-        const cuda::QuantAct q = hin.xq;
-        enqueue("moe (gated activation + quantization)",
-                [=](cudaStream_t s) { return cuda::launch_gated_act_quant(ga, h_round, q, s); });
-      } else {
-        enqueue("moe (gated activation)", [ga](cudaStream_t s) { return cuda::launch_gated_act(ga, s); });
-        hin = moe_input(g, tb.down_host_type, tb.down_type, moe_hq_, "moe");
-      }
-      items_launch(tb.down, tb.down_type, hin, dm, nullptr, nullptr, n_ff, n_embd);
+      const MoeInput hin = moe_act_input(g, u, a.act, tb, true);
+      moe_items_launch(a, tb.down, tb.down_type, hin, dm, nullptr, nullptr, n_ff, n_embd, items, n_items, nullptr);
     } else {
       for (const int32_t e : large) {
         const int64_t r0 = start[size_t(e)], m = start[size_t(e) + 1] - r0;
@@ -1053,35 +1014,9 @@ class CudaBackend final : public Backend {
     enqueue("moe (gather)", [=](cudaStream_t s) {
       return cuda::launch_get_rows(GetRowsArgs{.out = xs, .x = x, .rows = row_tok}, s);
     });
-    auto items_launch = [&](const void* const* w, QuantType type, const MoeInput& in, const Mat& o,
-                            const void* const* w2, const Mat* o2, int64_t n_in, int64_t n_out) {
-      const cuda::MoeMatmulArgs m = moe_matmul_args(w, type, n_in, n_out, a, nullptr, 0, true, in, o, w2, o2);
-      enqueue("moe (grouped expert matmul)", [m, items, max_items, n_items](cudaStream_t s) {
-        return cuda::launch_moe_items(m, items, max_items, s, n_items);
-      });
-    };
-    const MoeInput xin = moe_input(xs, tb.gate_host_type, tb.gate_type, moe_xq_, "moe");
-    if (tb.up_type == tb.gate_type && tb.up_host_type == tb.gate_host_type) {
-      items_launch(tb.gate, tb.gate_type, xin, g, tb.up, &u, n_embd, n_ff);
-    } else {
-      items_launch(tb.gate, tb.gate_type, xin, g, nullptr, nullptr, n_embd, n_ff);
-      const MoeInput xup = moe_input(xs, tb.up_host_type, tb.up_type, moe_xq2_, "moe");
-      items_launch(tb.up, tb.up_type, xup, u, nullptr, nullptr, n_embd, n_ff);
-    }
-    const GatedActArgs ga{.out = g, .gate = g, .up = u, .act = a.act};
-    const cuda::ActRound h_round = cuda::act_round_for(format_traits(tb.down_host_type).vec_dot_type);
-    MoeInput hin;
-    if (cuda::weight_takes_quantized_act(tb.down_type) && quant_fits(h_round, n_ff)) {
-      hin.xq = quant_scratch(moe_hq_, size_t(nk) * size_t(n_ff), "moe");
-      k.add(hin.xq.q);
-      const cuda::QuantAct q = hin.xq;
-      enqueue("moe (gated activation + quantization)",
-              [=](cudaStream_t s) { return cuda::launch_gated_act_quant(ga, h_round, q, s); });
-    } else {
-      enqueue("moe (gated activation)", [ga](cudaStream_t s) { return cuda::launch_gated_act(ga, s); });
-      hin = moe_input(g, tb.down_host_type, tb.down_type, moe_hq_, "moe");
-    }
-    items_launch(tb.down, tb.down_type, hin, dm, nullptr, nullptr, n_ff, n_embd);
+    moe_items_gate_up(a, tb, xs, g, u, items, max_items, n_items);
+    const MoeInput hin = moe_act_input(g, u, a.act, tb, true);
+    moe_items_launch(a, tb.down, tb.down_type, hin, dm, nullptr, nullptr, n_ff, n_embd, items, max_items, n_items);
     const Mat out = a.out;
     const float* dd = dm.data;
     enqueue("moe (combine)",
@@ -1190,6 +1125,48 @@ class CudaBackend final : public Backend {
     const float* x = nullptr;
     int64_t x_stride = 0;
   };
+  // The gated activation of the experts' gate / up rows g, u and the down projection's input:
+  // one launch that also quantizes (fused, Q8_0 / Q8_K that fit) or the activation, then its
+  // rounding / quantization.
+  MoeInput moe_act_input(const Mat& g, const Mat& u, Activation act, const MoeTables& tb, bool fused) {
+    const GatedActArgs ga{.out = g, .gate = g, .up = u, .act = act};
+    const cuda::ActRound h_round = cuda::act_round_for(format_traits(tb.down_host_type).vec_dot_type);
+    if (!(fused && cuda::weight_takes_quantized_act(tb.down_type) && quant_fits(h_round, g.cols))) {
+      enqueue("moe (gated activation)", [ga](cudaStream_t s) { return cuda::launch_gated_act(ga, s); });
+      return moe_input(g, tb.down_host_type, tb.down_type, moe_hq_, "moe");
+    }
+    MoeInput hin;
+    hin.xq = quant_scratch(moe_hq_, size_t(g.rows) * size_t(g.cols), "moe");
+    key_.add(hin.xq.q);
+    const cuda::QuantAct q = hin.xq;
+    enqueue("moe (gated activation + quantization)",
+            [=](cudaStream_t s) { return cuda::launch_gated_act_quant(ga, h_round, q, s); });
+    return hin;
+  }
+  // A grouped expert matmul over the runs `items` (n_items of them; with n_items_dev, at most
+  // n_items, the count in device memory).
+  void moe_items_launch(const MoeArgs& a, const void* const* w, QuantType type, const MoeInput& in, const Mat& o,
+                        const void* const* w2, const Mat* o2, int64_t n_in, int64_t n_out, const int32_t* items,
+                        int64_t n_items, const int32_t* n_items_dev) {
+    const cuda::MoeMatmulArgs m = moe_matmul_args(w, type, n_in, n_out, a, nullptr, 0, true, in, o, w2, o2);
+    enqueue("moe (grouped expert matmul)", [m, items, n_items, n_items_dev](cudaStream_t s) {
+      return cuda::launch_moe_items(m, items, n_items, s, n_items_dev);
+    });
+  }
+  // Gate and up of the gathered rows xs over the runs (one launch when they share the input).
+  void moe_items_gate_up(const MoeArgs& a, const MoeTables& tb, const Mat& xs, const Mat& g, const Mat& u,
+                         const int32_t* items, int64_t n_items, const int32_t* n_items_dev) {
+    const int64_t n_embd = xs.cols, n_ff = g.cols;
+    const MoeInput xin = moe_input(xs, tb.gate_host_type, tb.gate_type, moe_xq_, "moe");
+    if (tb.up_type == tb.gate_type && tb.up_host_type == tb.gate_host_type) {
+      moe_items_launch(a, tb.gate, tb.gate_type, xin, g, tb.up, &u, n_embd, n_ff, items, n_items, n_items_dev);
+      return;
+    }
+    moe_items_launch(a, tb.gate, tb.gate_type, xin, g, nullptr, nullptr, n_embd, n_ff, items, n_items, n_items_dev);
+    const MoeInput xup = moe_input(xs, tb.up_host_type, tb.up_type, moe_xq2_, "moe");
+    moe_items_launch(a, tb.up, tb.up_type, xup, u, nullptr, nullptr, n_embd, n_ff, items, n_items, n_items_dev);
+  }
+
   MoeInput moe_input(const Mat& x, QuantType host, QuantType dev, Scratch& buf, const char* op) {
     const cuda::ActRound round = cuda::act_round_for(format_traits(host).vec_dot_type);
     const size_t n = size_t(x.rows) * size_t(x.cols);

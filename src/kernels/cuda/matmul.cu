@@ -1276,6 +1276,19 @@ struct MoeGemv {
   float* out2;
 };
 
+// x from its row `r` on (quantized rows with their scales, or float rows).
+template <DevFormat F>
+__device__ __forceinline__ XRef x_from_row(XRef x, int64_t r) {
+  if (x.q) {
+    const int64_t blk = F == DevFormat::q8_0 || F == DevFormat::q4_0 ? 32 : 256;
+    x.q += r * x.n_in;
+    x.d += r * (x.n_in / blk);
+  } else {
+    x.f += r * x.x_stride;
+  }
+  return x;
+}
+
 // Row r of pair `pair`'s expert in `table` (r < n_out, or a real row whose result is dropped),
 // dotted with the pair's input: the sum over the row's kRowLanes lanes, in all of them; 0 for
 // an expert id out of range. The whole warp calls it for one pair.
@@ -1288,15 +1301,7 @@ __device__ __forceinline__ float moe_pair_row(const MoeGemv& g, const uint8_t* c
   const int64_t rr = r < g.n_out ? r : g.n_out - 1;
   const uint8_t* w = table[e];
   const RowRef row{.qs = w + size_t(rr) * g.L.qs_row, .sc = w + g.L.sc_offset + size_t(rr) * g.L.sc_row};
-  const int64_t xr = g.x_per_pair ? pair : pair / g.n_used;
-  XRef x = g.x;
-  if (x.q) {
-    const int64_t blk = F == DevFormat::q8_0 || F == DevFormat::q4_0 ? 32 : 256;
-    x.q += xr * x.n_in;
-    x.d += xr * (x.n_in / blk);
-  } else {
-    x.f += xr * x.x_stride;
-  }
+  const XRef x = x_from_row<F>(g.x, g.x_per_pair ? pair : pair / g.n_used);
   const int64_t n_units = U::count(x.n_in);
   constexpr int kB = U::kUnroll;
   float acc = 0.0f;
@@ -1408,14 +1413,7 @@ __global__ void __launch_bounds__(128) moe_items_kernel(MoeGemv g, const int32_t
   const int64_t rr = r < g.n_out ? r : g.n_out - 1;
   const uint8_t* w = (second ? g.w2 : g.w)[e];
   const RowRef row{.qs = w + size_t(rr) * g.L.qs_row, .sc = w + g.L.sc_offset + size_t(rr) * g.L.sc_row};
-  XRef x = g.x;
-  if (x.q) {
-    const int64_t blk = F == DevFormat::q8_0 || F == DevFormat::q4_0 ? 32 : 256;
-    x.q += first * x.n_in;
-    x.d += first * (x.n_in / blk);
-  } else {
-    x.f += first * x.x_stride;
-  }
+  const XRef x = x_from_row<F>(g.x, first);
   const int64_t n_units = U::count(x.n_in);
   constexpr int kB = U::kUnroll;
   float acc[kNt];
@@ -1456,37 +1454,37 @@ __global__ void __launch_bounds__(128) moe_items_kernel(MoeGemv g, const int32_t
   }
 }
 
+// The kernels' view of a launch: blocks of kMoeWarps warps, kRowLanes lanes a row; bx1 blocks
+// for the first matrix.
+constexpr int kMoeWarps = 4;
+template <DevFormat F, int kRowLanes>
+MoeGemv moe_gemv_of(const MoeMatmulArgs& a) {
+  constexpr int64_t kRowsPerBlock = int64_t(kMoeWarps) * (32 / kRowLanes);
+  return MoeGemv{.w = reinterpret_cast<const uint8_t* const*>(a.w), .w2 = reinterpret_cast<const uint8_t* const*>(a.w2),
+                 .L = dev_layout(F, a.n_in, a.n_out), .n_out = a.n_out,
+                 .bx1 = unsigned((a.n_out + kRowsPerBlock - 1) / kRowsPerBlock), .n_expert = a.n_expert, .ids = a.ids,
+                 .pair0 = 0, .n_used = a.n_used, .x_per_pair = a.x_per_pair,
+                 .x = XRef{.q = a.xq.q, .d = a.xq.d, .f = a.x, .n_in = a.n_in, .x_stride = a.x_stride}, .out = a.out,
+                 .out2 = a.out2};
+}
+
 template <DevFormat F, int kRowLanes>
 cudaError_t moe_items_lanes(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, const int32_t* n_items_dev,
                             cudaStream_t s) {
-  MoeGemv g{.w = reinterpret_cast<const uint8_t* const*>(a.w), .w2 = reinterpret_cast<const uint8_t* const*>(a.w2),
-            .L = dev_layout(F, a.n_in, a.n_out), .n_out = a.n_out, .bx1 = 0, .n_expert = a.n_expert, .ids = nullptr,
-            .pair0 = 0, .n_used = a.n_used, .x_per_pair = true,
-            .x = XRef{.q = a.xq.q, .d = a.xq.d, .f = a.x, .n_in = a.n_in, .x_stride = a.x_stride}, .out = a.out,
-            .out2 = a.out2};
-  constexpr int kWarps = 4;
-  const int64_t rows_per_block = int64_t(kWarps) * (32 / kRowLanes);
-  g.bx1 = unsigned((a.n_out + rows_per_block - 1) / rows_per_block);
-  launch_kernel(moe_items_kernel<F, kRowLanes>, dim3(g.bx1 * (a.w2 ? 2u : 1u), unsigned(n_items)), dim3(32 * kWarps),
-                0, s, g, items, n_items_dev);
+  const MoeGemv g = moe_gemv_of<F, kRowLanes>(a);
+  launch_kernel(moe_items_kernel<F, kRowLanes>, dim3(g.bx1 * (a.w2 ? 2u : 1u), unsigned(n_items)),
+                dim3(32 * kMoeWarps), 0, s, g, items, n_items_dev);
   return cudaGetLastError();
 }
 
 template <DevFormat F, int kRowLanes>
 cudaError_t moe_matmul_lanes(const MoeMatmulArgs& a, cudaStream_t s) {
-  MoeGemv g{.w = reinterpret_cast<const uint8_t* const*>(a.w), .w2 = reinterpret_cast<const uint8_t* const*>(a.w2),
-            .L = dev_layout(F, a.n_in, a.n_out), .n_out = a.n_out, .bx1 = 0, .n_expert = a.n_expert, .ids = a.ids,
-            .pair0 = 0, .n_used = a.n_used, .x_per_pair = a.x_per_pair,
-            .x = XRef{.q = a.xq.q, .d = a.xq.d, .f = a.x, .n_in = a.n_in, .x_stride = a.x_stride}, .out = a.out,
-            .out2 = a.out2};
-  constexpr int kWarps = 4;
-  const int64_t rows_per_block = int64_t(kWarps) * (32 / kRowLanes);
-  g.bx1 = unsigned((a.n_out + rows_per_block - 1) / rows_per_block);
+  MoeGemv g = moe_gemv_of<F, kRowLanes>(a);
   const unsigned bx = g.bx1 * (a.w2 ? 2u : 1u);
   for (int64_t p0 = 0; p0 < a.n_pairs; p0 += 65535) {
     g.pair0 = p0;
     const unsigned by = unsigned(a.n_pairs - p0 < 65535 ? a.n_pairs - p0 : 65535);
-    launch_kernel(moe_gemv_kernel<F, kRowLanes>, dim3(bx, by), dim3(32 * kWarps), 0, s, g);
+    launch_kernel(moe_gemv_kernel<F, kRowLanes>, dim3(bx, by), dim3(32 * kMoeWarps), 0, s, g);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
@@ -1495,11 +1493,8 @@ cudaError_t moe_matmul_lanes(const MoeMatmulArgs& a, cudaStream_t s) {
 
 template <DevFormat F, int kRowLanes>
 cudaError_t moe_combine_lanes(const MoeMatmulArgs& a, const float* wts, const Mat& out, cudaStream_t s) {
-  const MoeGemv g{.w = reinterpret_cast<const uint8_t* const*>(a.w), .w2 = nullptr,
-                  .L = dev_layout(F, a.n_in, a.n_out), .n_out = a.n_out, .bx1 = 0, .n_expert = a.n_expert,
-                  .ids = a.ids, .pair0 = 0, .n_used = a.n_used, .x_per_pair = true,
-                  .x = XRef{.q = a.xq.q, .d = a.xq.d, .f = a.x, .n_in = a.n_in, .x_stride = a.x_stride},
-                  .out = nullptr, .out2 = nullptr};
+  MoeGemv g = moe_gemv_of<F, kRowLanes>(a);
+  g.x_per_pair = true;
   constexpr int kRowsPerWarp = 32 / kRowLanes;
   const int warps = a.n_used < 8 ? a.n_used : 8;
   const dim3 grid(unsigned((a.n_out + kRowsPerWarp - 1) / kRowsPerWarp), unsigned(out.rows));
