@@ -432,8 +432,9 @@ TEST(CudaBackend, DecodeAttentionCluster) {
 // the next matmul's BF16-rounded or Q8_K-quantized input, and is written over its input), and a
 // gated activation + BF16 matmul (rounding fused the same way) and + Q4_K matmul (Q8_K
 // quantization fused, one block per activation block): rows of 4096 run the norm on 16
-// blocks each. Against the CPU reference, and bit-equal to one block per row
-// (BRISK_NO_CUDA_NORM_SPLIT) and to the launch-by-launch backend (no fusion).
+// blocks each (a one-token norm into Q8_K keeps one block, BRISK_NO_CUDA_NORM_WHOLE_Q8K splits
+// it too). Against the CPU reference, and bit-equal to one block per row
+// (BRISK_NO_CUDA_NORM_SPLIT), to split Q8_K norms and to the launch-by-launch backend (no fusion).
 TEST(CudaBackend, SplitRmsNormMatchesOneBlock) {
   std::string reason;
   if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
@@ -484,9 +485,10 @@ TEST(CudaBackend, SplitRmsNormMatchesOneBlock) {
     expect_close(got.sum, sum, 0.0f, 0.0f, str_cat("residual sum, rows ", rows));
     expect_close(got.norm, norm, 1e-5f, 1e-5f, str_cat("split rms_norm, rows ", rows));
     for (const auto& [graphs, env] : {std::pair<bool, const char*>{true, "BRISK_NO_CUDA_NORM_SPLIT"},
+                                      std::pair<bool, const char*>{true, "BRISK_NO_CUDA_NORM_WHOLE_Q8K"},
                                       std::pair<bool, const char*>{false, nullptr}}) {
       const Out other = run(graphs, env);
-      const std::string what = str_cat("rows ", rows, graphs ? " graphs" : " eager", env ? " no split" : "");
+      const std::string what = str_cat("rows ", rows, graphs ? " graphs" : " eager", env ? " " : "", env ? env : "");
       auto same = [&](const std::vector<float>& u, const std::vector<float>& v, const char* name) {
         ASSERT_EQ(u.size(), v.size());
         EXPECT_EQ(std::memcmp(u.data(), v.data(), sizeof(float) * u.size()), 0) << what << ": " << name;
