@@ -164,9 +164,13 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, i
 // row for short or odd rows and for many rows.
 // A row written in place (`in_place`) is cut only with a barrier, for at most one block per
 // multiprocessor in all (so that every block of the launch is resident together).
-int64_t norm_slice(int64_t rows, int64_t cols, bool in_place, const unsigned* bar) {
+// One token's norm into Q8_K activations (`kind`) stays one block (same results): split, it
+// measured slower (H200, Q4_K_M decode: Llama-3.1-8B shape -0.7 %, Qwen3-30B-A3B shape
+// -2.4 %), while Q8_0 decode gains 3 % from the split; several rows keep the split.
+int64_t norm_slice(int64_t rows, int64_t cols, bool in_place, const unsigned* bar, ActRound kind) {
   if (flags().no_cuda_norm_split || cols % 256 != 0 || cols < 1024 || cols > int64_t(kNormPer) * kNormMaxThreads)
     return cols;
+  if (kind == ActRound::q8_k && rows == 1 && !flags().no_cuda_norm_whole_q8k) return cols;
   if (in_place && !bar) return cols;
   int dev = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
@@ -288,7 +292,7 @@ cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t s, unsigned* barr
   if (blocks == 0) return cudaSuccess;
   const bool in_place = overlap(a.out.data, span(a.x.rows, a.out.row_stride(), a.x.cols), a.x.data,
                                 span(a.x.rows, a.x.row_stride(), a.x.cols));
-  const int64_t slice = n_groups == 1 ? norm_slice(a.x.rows, group, in_place, barrier) : group;
+  const int64_t slice = n_groups == 1 ? norm_slice(a.x.rows, group, in_place, barrier, ActRound::none) : group;
   const int64_t n_sl = (group + slice - 1) / slice;
   unsigned* bar = n_sl > 1 && in_place ? barrier : nullptr;
   launch_kernel(rms_norm_kernel<0>, unsigned(blocks * n_sl), norm_threads(group), 0, s, a.out.data, a.out.row_stride(),
@@ -322,11 +326,7 @@ cudaError_t launch_add_rms_norm(const AddArgs* add, const RmsNormArgs& a, ActRou
                overlap(a.out.data, span(rows, a.out.row_stride(), cols), add->b.data,
                        span(rows, add->b.row_stride(), cols));
   }
-  // One token's norm into Q8_K activations stays one block (same results): split, it measured
-  // slower (H200, Q4_K_M decode: Llama-3.1-8B shape -0.7 %, Qwen3-30B-A3B shape -2.4 %), while
-  // Q8_0 decode gains 3 % from the split; several rows keep the split.
-  const bool whole = q && kind == ActRound::q8_k && rows == 1 && !flags().no_cuda_norm_whole_q8k;
-  const int64_t slice = whole ? cols : norm_slice(rows, cols, in_place, barrier);
+  const int64_t slice = norm_slice(rows, cols, in_place, barrier, q ? kind : ActRound::none);
   unsigned* bar = slice < cols && in_place ? barrier : nullptr;
   const unsigned blocks = unsigned(a.x.rows * ((cols + slice - 1) / slice)), threads = norm_threads(cols);
   if (!q)
