@@ -18,6 +18,9 @@
 
 namespace brisk::gguf {
 
+// Tensor dimensions a GGUF tensor may have (GGML_MAX_DIMS: what llama.cpp reads and writes).
+constexpr uint32_t kMaxDims = 4;
+
 enum class ValueType : uint32_t {
   UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
   STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,

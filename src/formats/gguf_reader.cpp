@@ -13,7 +13,6 @@
 namespace brisk::gguf {
 namespace {
 
-constexpr uint32_t kMaxDims = 4;          // GGML_MAX_DIMS: what llama.cpp accepts
 constexpr int kMaxArrayDepth = 8;         // nested arrays deeper than this are rejected
 constexpr uint64_t kDefaultAlignment = 32;
 // Each parsed value costs sizeof(Value) (48 bytes) of memory however small its encoding, so the

@@ -15,7 +15,6 @@
 namespace brisk::gguf {
 namespace {
 
-constexpr uint32_t kMaxDims = 4;
 constexpr size_t kMaxNameBytes = 64;  // GGML_MAX_NAME, including the terminating zero
 
 using Sink = std::function<void(const void*, size_t)>;

@@ -197,7 +197,7 @@ TEST(JinjaRender, MacroClosuresAreFreedAfterRender) {
   auto t = Template::parse(
       "{% set kept = items %}{% macro m(n) %}{{ n }}{% if n > 0 %}{{ m(n - 1) }}{% endif %}{% endmacro %}"
       "{% call m(1) %}{% endcall %}{{ m(2) }}{{ kept|length }}");
-  const Value globals = from_json(nlohmann::ordered_json::parse(R"({"items": [1, 2]})"));
+  const brisk::jinja::Value globals = from_json(nlohmann::ordered_json::parse(R"({"items": [1, 2]})"));
   const ListPtr& items = globals.as_dict()->find(std::string_view("items"))->as_list();
   const long before = items.use_count();
   EXPECT_EQ(t.render_values(globals), "102102");
@@ -212,7 +212,7 @@ TEST(JinjaRender, SelfReferencingNamespacesAreFreedAfterRender) {
   auto t = Template::parse(
       "{% set ns = namespace(kept=items) %}{% set ns.self = ns %}{% set ns.l = [ns] %}"
       "{{ ns.self.self.kept|length }}");
-  const Value globals = from_json(nlohmann::ordered_json::parse(R"({"items": [1, 2]})"));
+  const brisk::jinja::Value globals = from_json(nlohmann::ordered_json::parse(R"({"items": [1, 2]})"));
   const ListPtr& items = globals.as_dict()->find(std::string_view("items"))->as_list();
   const long before = items.use_count();
   EXPECT_EQ(t.render_values(globals), "2");

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "dot_magnitude.h"
 #include "random_values.h"
 #include "scoped_env.h"
 #include "core/error.h"
@@ -61,15 +62,6 @@ std::vector<uint8_t> quantized(QuantType t, const std::vector<float>& x) {
 }
 
 // sum |w_i * a_i| of the dequantized operands: the scale of the rounding error
-double magnitude(QuantType wt, const void* w, const void* a, int64_t n) {
-  std::vector<float> wf(static_cast<size_t>(n)), af(static_cast<size_t>(n));
-  format_traits(wt).dequantize_row(w, wf.data(), n);
-  format_traits(activation_type(wt)).dequantize_row(a, af.data(), n);
-  double m = 0;
-  for (int64_t i = 0; i < n; ++i) m += std::fabs(double(wf[size_t(i)]) * af[size_t(i)]);
-  return m;
-}
-
 std::vector<int64_t> lengths_for(QuantType t) {
   const uint32_t bs = quant_type_info(t).block_size;
   if (bs == 1) return {1, 7, 31, 32, 33, 64, 100, 257, 4096};
@@ -98,7 +90,7 @@ TEST(KernelsDot, SimdMatchesScalarReference) {
           float want = 0, got = 0;
           scalar(n, &want, w.data(), a.data());
           simd(n, &got, w.data(), a.data());
-          const double mag = magnitude(t, w.data(), a.data(), n);
+          const double mag = dot_magnitude(t, w.data(), a.data(), n);
           EXPECT_NEAR(got, want, rel * mag + 1e-30)
               << info.name << " " << isa_name(isa) << " n=" << n << " source=" << source;
           ++compared;
@@ -256,7 +248,7 @@ void expect_kernel_matches_reference(VecDotFn simd, QuantType t, int64_t n, int 
   float want = 0, got = 0;
   format_traits(t).vec_dot(n, &want, w.data(), a.data());
   simd(n, &got, w.data(), a.data());
-  EXPECT_NEAR(got, want, 4e-6 * magnitude(t, w.data(), a.data(), n) + 1e-30)
+  EXPECT_NEAR(got, want, 4e-6 * dot_magnitude(t, w.data(), a.data(), n) + 1e-30)
       << quant_type_info(t).name << " n=" << n << " source=" << source << label;
 }
 

@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "dot_magnitude.h"
 #include "scoped_env.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
@@ -60,15 +61,6 @@ std::vector<uint8_t> random_matrix(QuantType t, int64_t n_rows, int64_t k, size_
 }
 
 // sum |w_i * x_i| of the dequantized operands: the scale of the float rounding error
-double magnitude(QuantType wt, const void* w, const void* x, int64_t k) {
-  std::vector<float> wf(static_cast<size_t>(k)), xf(static_cast<size_t>(k));
-  format_traits(wt).dequantize_row(w, wf.data(), k);
-  format_traits(activation_type(wt)).dequantize_row(x, xf.data(), k);
-  double m = 0;
-  for (int64_t i = 0; i < k; ++i) m += std::fabs(double(wf[size_t(i)]) * xf[size_t(i)]);
-  return m;
-}
-
 struct Shape {
   int64_t rows, k, tokens;
 };
@@ -104,7 +96,7 @@ void check_operands(QuantType wt, const Shape& s, const Operands& o, const std::
       const uint8_t* wr = o.w.data() + size_t(r) * o.wrow;
       const uint8_t* xr = o.x.data() + size_t(t) * o.xrow;
       ref(s.k, &want[size_t(t * s.rows + r)], wr, xr);
-      tol[size_t(t * s.rows + r)] = float(2e-6 * magnitude(wt, wr, xr, s.k) + 1e-30);
+      tol[size_t(t * s.rows + r)] = float(2e-6 * dot_magnitude(wt, wr, xr, s.k) + 1e-30);
     }
   }
   for (const Runner& run : runners) {

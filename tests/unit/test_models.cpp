@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "model_fixtures.h"
 #include "core/error.h"
 #include "core/flags.h"
 #include "formats/gguf.h"
@@ -30,12 +31,6 @@ struct Ref {
   std::vector<int32_t> greedy;
   std::string prompt;
 };
-
-std::string model_dir(const std::string& arch) { return std::string(BRISK_SHARED_DATA) + "/models/" + arch; }
-
-#define REQUIRE_MODEL(arch)                                                                   \
-  if (!fs::exists(model_dir(arch) + "/ref.json"))                                             \
-  GTEST_SKIP() << "shared model fixture " << model_dir(arch) << " is missing"
 
 Ref load_ref_file(const std::string& path) {
   const nlohmann::json j = read_json_file(path);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "model_fixtures.h"
 #include "core/error.h"
 #include "formats/json_file.h"
 #include "runtime/engine_api.h"
@@ -16,12 +17,6 @@ namespace brisk {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string model_dir(const std::string& arch) { return std::string(BRISK_SHARED_DATA) + "/models/" + arch; }
-
-#define REQUIRE_MODEL(arch)                                                                   \
-  if (!fs::exists(model_dir(arch) + "/ref.json"))                                             \
-  GTEST_SKIP() << "shared model fixture " << model_dir(arch) << " is missing"
 
 // A folder with the fixture's weights and a patched config.json.
 fs::path patched_copy(const std::string& arch, const nlohmann::json& patch, const std::string& tag) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 
+#include "mat_view.h"
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/flags.h"
@@ -29,8 +30,6 @@ std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.0f) {
   for (float& x : v) x = d(rng);
   return v;
 }
-
-Mat mat(std::vector<float>& v, int64_t rows, int64_t cols) { return Mat{.data = v.data(), .rows = rows, .cols = cols}; }
 
 float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "mat_view.h"
 #include "backend/backend.h"
 #include "core/error.h"
 #include "kernels/cpu/ref.h"
@@ -24,9 +25,7 @@ namespace {
 using testing::HostKv;
 using testing::KvLayout;
 
-Mat mat(std::vector<float>& v, int64_t rows, int64_t cols) { return Mat{.data = v.data(), .rows = rows, .cols = cols}; }
-
-struct Shape {
+struct PagedShape {
   QuantType kv;
   int32_t n_head, n_head_kv, head_dim, window;
   float softcap;
@@ -39,7 +38,8 @@ struct Filled {
   int32_t len0, len1;
 };
 // tiled: the K view tiled (KvView::tiled) where the cache is F16.
-Filled fill(Backend& be, const Shape& sh, int32_t bs, KvLayout layout, int32_t len0, int32_t len1, bool tiled = false) {
+Filled fill(Backend& be, const PagedShape& sh, int32_t bs, KvLayout layout, int32_t len0, int32_t len1,
+            bool tiled = false) {
   const int64_t width = int64_t(sh.n_head_kv) * sh.head_dim;
   Filled f{testing::make_host_kv(sh.kv, width, std::max(len0, len1), 2, bs, layout, 1, tiled), len0, len1};
   const std::vector<float> k0 = test::gaussian(size_t(len0 * width), 1), v0 = test::gaussian(size_t(len0 * width), 2);
@@ -69,7 +69,7 @@ Filled fill(Backend& be, const Shape& sh, int32_t bs, KvLayout layout, int32_t l
 }
 
 // Attention of tokens (seq, pos) with queries q through `be` (nullptr: ref::attention).
-std::vector<float> attend(Backend* be, const Shape& sh, const HostKv& kv, const std::vector<int32_t>& seq,
+std::vector<float> attend(Backend* be, const PagedShape& sh, const HostKv& kv, const std::vector<int32_t>& seq,
                           const std::vector<int32_t>& pos) {
   const int64_t n = int64_t(seq.size()), qw = int64_t(sh.n_head) * sh.head_dim;
   std::vector<float> q = test::gaussian(size_t(n * qw), 9, 2.0f), out(size_t(n * qw));
@@ -87,7 +87,7 @@ bool same(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 TEST(AttentionPaged, ScrambledAndSharedTablesMatchContiguous) {
-  const std::vector<Shape> shapes = {
+  const std::vector<PagedShape> shapes = {
       {QuantType::F16, 8, 2, 64, 0, 0.0f},   {QuantType::F16, 32, 8, 128, 0, 0.0f},
       {QuantType::F32, 4, 2, 64, 20, 0.0f},  {QuantType::Q8_0, 6, 3, 128, 0, 0.0f},
       {QuantType::F16, 4, 4, 32, 0, 30.0f},  {QuantType::F16, 4, 1, 256, 0, 0.0f},
@@ -97,7 +97,7 @@ TEST(AttentionPaged, ScrambledAndSharedTablesMatchContiguous) {
     if (*env) off = std::make_unique<ScopedEnv>(env, "1");
     for (int threads : {1, 3}) {
       auto be = make_cpu_backend(threads);
-      for (const Shape& sh : shapes) {
+      for (const PagedShape& sh : shapes) {
        for (const bool tiled : {false, true}) {
         if (tiled && sh.kv != QuantType::F16) continue;
         for (const int32_t bs : {16, 64}) {
@@ -135,8 +135,9 @@ TEST(AttentionPaged, ScrambledAndSharedTablesMatchContiguous) {
 // threads, each streaming its rows block by block. Bit-equal to contiguous storage.
 TEST(AttentionPaged, SplitDecodeOverScrambledBlocks) {
   auto be = make_cpu_backend(3);
-  for (const Shape& sh : {Shape{QuantType::F16, 8, 1, 128, 0, 0.0f}, Shape{QuantType::F32, 4, 2, 64, 900, 0.0f},
-                          Shape{QuantType::Q8_0, 6, 3, 128, 0, 0.0f}, Shape{QuantType::F16, 14, 2, 64, 900, 0.0f}}) {
+  for (const PagedShape& sh :
+       {PagedShape{QuantType::F16, 8, 1, 128, 0, 0.0f}, PagedShape{QuantType::F32, 4, 2, 64, 900, 0.0f},
+        PagedShape{QuantType::Q8_0, 6, 3, 128, 0, 0.0f}, PagedShape{QuantType::F16, 14, 2, 64, 900, 0.0f}}) {
     for (const bool tiled : {false, true}) {
       if (tiled && sh.kv != QuantType::F16) continue;
       for (const int32_t bs : {16, 256}) {
@@ -154,7 +155,7 @@ TEST(AttentionPaged, SplitDecodeOverScrambledBlocks) {
 // The store writes each row where the table says: reading back through the table gives the rows.
 TEST(AttentionPaged, KvStoreWritesThroughTheTable) {
   auto be = make_cpu_backend(2);
-  const Shape sh{QuantType::F32, 4, 2, 32, 0, 0.0f};
+  const PagedShape sh{QuantType::F32, 4, 2, 32, 0, 0.0f};
   const Filled a = fill(*be, sh, 16, KvLayout::contiguous, 50, 40);
   const Filled b = fill(*be, sh, 16, KvLayout::shared, 50, 40);
   for (int32_t s = 0; s < 2; ++s)

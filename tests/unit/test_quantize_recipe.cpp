@@ -13,12 +13,12 @@
 namespace brisk {
 namespace {
 
-struct Shape {
+struct ModelShape {
   int64_t n_vocab, n_embd, n_layer, q_width, kv_width, n_ff;
   bool tied;
 };
 
-std::vector<RecipeTensor> tensors_of(const Shape& s) {
+std::vector<RecipeTensor> tensors_of(const ModelShape& s) {
   std::vector<RecipeTensor> v;
   auto m = [&](std::string n, int64_t in, int64_t out) { v.push_back({n, {uint64_t(in), uint64_t(out)}}); };
   m("token_embd.weight", s.n_embd, s.n_vocab);
@@ -38,7 +38,7 @@ std::vector<RecipeTensor> tensors_of(const Shape& s) {
   return v;
 }
 
-double mib_of(const Shape& s, const char* recipe_name, std::map<std::string, QuantType>* types = nullptr) {
+double mib_of(const ModelShape& s, const char* recipe_name, std::map<std::string, QuantType>* types = nullptr) {
   const auto r = quant_recipe_from_name(recipe_name);
   EXPECT_TRUE(r.has_value());
   const auto list = tensors_of(s);
@@ -56,8 +56,8 @@ double mib_of(const Shape& s, const char* recipe_name, std::map<std::string, Qua
   return bytes / 1048576.0;
 }
 
-const Shape kQwen25_05B{151936, 896, 24, 896, 128, 4864, true};
-const Shape kLlama32_1B{128256, 2048, 16, 2048, 512, 8192, true};
+const ModelShape kQwen25_05B{151936, 896, 24, 896, 128, 4864, true};
+const ModelShape kLlama32_1B{128256, 2048, 16, 2048, 512, 8192, true};
 
 TEST(QuantizeRecipe, FileSizesMatchLlamaCpp) {
   EXPECT_NEAR(mib_of(kQwen25_05B, "Q8_0"), 500.8, 2.0);

@@ -8,7 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "text/tokenizer.h"
+
 namespace brisk::testing {
+
+// ids decoded one at a time through StreamDecoder, as a streaming client receives them.
+inline std::string stream_decode(const Tokenizer& tok, const std::vector<int32_t>& ids, bool skip = false) {
+  StreamDecoder dec(tok, skip);
+  std::string out;
+  for (int32_t id : ids) out += dec.push(id);
+  return out + dec.flush();
+}
 
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

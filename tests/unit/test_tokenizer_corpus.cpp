@@ -15,13 +15,6 @@ using namespace brisk::testing;
 
 namespace {
 
-std::string stream_decode(const Tokenizer& tok, const std::vector<int32_t>& ids, bool skip) {
-  brisk::StreamDecoder dec(tok, skip);
-  std::string out;
-  for (int32_t id : ids) out += dec.push(id);
-  return out + dec.flush();
-}
-
 std::string show(const std::string& s) {
   std::string out;
   for (unsigned char c : s) {

@@ -16,13 +16,6 @@ using namespace brisk::testing;
 
 namespace {
 
-std::string stream_decode(const Tokenizer& tok, const std::vector<int32_t>& ids) {
-  brisk::StreamDecoder dec(tok);
-  std::string out;
-  for (int32_t id : ids) out += dec.push(id);
-  return out + dec.flush();
-}
-
 class VocabGguf : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(VocabGguf, MatchesLlamaCppVectors) {

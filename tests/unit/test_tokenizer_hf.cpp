@@ -16,14 +16,6 @@ using namespace brisk::testing;
 
 namespace {
 
-std::string stream_decode(const Tokenizer& tok, const std::vector<int32_t>& ids, bool skip = false) {
-  brisk::StreamDecoder dec(tok, skip);
-  std::string out;
-  for (int32_t id : ids) out += dec.push(id);
-  out += dec.flush();
-  return out;
-}
-
 void check_vocab_pair(const std::string& dir, const std::string& name) {
   const std::string base = shared_data() + "/vocab/ggml-vocab-" + name + ".gguf";
   if (!fs::exists(base + ".inp")) GTEST_SKIP() << "missing " << base << ".inp (shared data)";

@@ -60,13 +60,6 @@ json bpe_json(json vocab, json merges, json extra_model = json::object()) {
           {"pre_tokenizer", nullptr}, {"post_processor", nullptr}, {"decoder", nullptr}};
 }
 
-std::string stream_decode(const Tokenizer& tok, const std::vector<int32_t>& ids, bool skip = false) {
-  brisk::StreamDecoder dec(tok, skip);
-  std::string out;
-  for (int32_t id : ids) out += dec.push(id);
-  return out + dec.flush();
-}
-
 std::vector<std::string> pieces(const std::vector<brisk::text::PreTokenizerStep>& steps, const std::string& s) {
   std::vector<brisk::text::Piece> p{{s, true}};
   brisk::text::pre_tokenize(steps, p);
