@@ -155,12 +155,13 @@ const QuantType kAll[] = {
 
 int register_all() {
   for (QuantType t : {QuantType::F16, QuantType::BF16, QuantType::Q8_0, QuantType::Q4_0, QuantType::Q5_0, QuantType::Q4_K,
-                      QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_XS, QuantType::Q4_0_R16, QuantType::Q5_0_R16}) {
+                      QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_XS, QuantType::Q4_0_R16, QuantType::Q5_0_R16,
+                      QuantType::Q8_0_R16}) {
     benchmark::RegisterBenchmark(
         (std::string("gemv_dram_4096x4096/") + std::string(brisk::quant_type_info(t).name)).c_str(),
         run_gemv_dram, t)
         ->Unit(benchmark::kMillisecond);
-    for (int64_t cols : {kCols, int64_t(1024)})
+    for (int64_t cols : {kCols, int64_t(1024), int64_t(896)})
       benchmark::RegisterBenchmark((std::string("gemv_l2/") + std::string(brisk::quant_type_info(t).name) + "/cols:" +
                                     std::to_string(cols)).c_str(),
                                    run_gemv_l2, t, cols)

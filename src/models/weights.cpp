@@ -144,7 +144,9 @@ Weight WeightStore::matrix_opt(const std::string& name, int64_t n_in, int64_t n_
 int WeightStore::repack_matmul_weights(std::optional<QuantType> (*layout_of)(QuantType stored)) {
   int n = 0;
   for (auto& [name, t] : tensors_) {
-    const bool matmul_weight = name == "output.weight" ||
+    // The embedding table too: with tied embeddings it is the output matrix, and the lookup
+    // reads a whole row through its format's dequantizer, which takes the repacked layouts.
+    const bool matmul_weight = name == "output.weight" || name == "token_embd.weight" ||
                                (name.rfind("blk.", 0) == 0 && name.size() > 7 && name.ends_with(".weight"));
     if (!matmul_weight || !t.writable || t.ne.size() < 2) continue;
     int64_t rows = 1;

@@ -50,9 +50,9 @@ class WeightStore {
   const float* vector(const std::string& name, int64_t n);
   const float* vector_opt(const std::string& name, int64_t n);
 
-  // Rewrites in place the 2-D matmul weights (blk.*.weight, output.weight) whose format
-  // layout_of maps to another layout of the same bytes (quant/repack.h), where the store may
-  // write them; call before taking views. Returns the number of tensors rewritten.
+  // Rewrites in place the 2-D matmul weights (blk.*.weight, output.weight, token_embd.weight)
+  // whose format layout_of maps to another layout of the same bytes (quant/repack.h), where
+  // the store may write them; call before taking views. Returns the number of tensors rewritten.
   int repack_matmul_weights(std::optional<QuantType> (*layout_of)(QuantType stored));
 
   uint64_t total_bytes() const;

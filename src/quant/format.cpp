@@ -46,6 +46,7 @@ constexpr std::array kTraits = {
     // in-memory layouts (quant/repack.h): functions of whole rows
     FormatTraits{Q::Q4_0_R16, dequantize_row_q4_0_r16, quantize_row_q4_0_r16_ref, Q::Q8_0, vec_dot_q4_0_r16_q8_0},
     FormatTraits{Q::Q5_0_R16, dequantize_row_q5_0_r16, quantize_row_q5_0_r16_ref, Q::Q8_0, vec_dot_q5_0_r16_q8_0},
+    FormatTraits{Q::Q8_0_R16, dequantize_row_q8_0_r16, quantize_row_q8_0_r16_ref, Q::Q8_0, vec_dot_q8_0_r16_q8_0},
 };
 
 }  // namespace

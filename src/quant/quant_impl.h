@@ -34,10 +34,10 @@ BRISK_DOT(iq2_xxs_q8_k); BRISK_DOT(iq2_xs_q8_k); BRISK_DOT(iq2_s_q8_k); BRISK_DO
 BRISK_DOT(iq3_s_q8_k); BRISK_DOT(iq1_s_q8_k); BRISK_DOT(iq1_m_q8_k); BRISK_DOT(iq4_nl_q8_0);
 BRISK_DOT(iq4_xs_q8_k);
 
-// repack.cpp: the repacked row layouts of Q4_0 / Q5_0 (whole rows only)
-BRISK_DEQ(q4_0_r16); BRISK_DEQ(q5_0_r16);
-BRISK_QREF(q4_0_r16); BRISK_QREF(q5_0_r16);
-BRISK_DOT(q4_0_r16_q8_0); BRISK_DOT(q5_0_r16_q8_0);
+// repack.cpp: the repacked row layouts of Q4_0 / Q5_0 / Q8_0 (whole rows only)
+BRISK_DEQ(q4_0_r16); BRISK_DEQ(q5_0_r16); BRISK_DEQ(q8_0_r16);
+BRISK_QREF(q4_0_r16); BRISK_QREF(q5_0_r16); BRISK_QREF(q8_0_r16);
+BRISK_DOT(q4_0_r16_q8_0); BRISK_DOT(q5_0_r16_q8_0); BRISK_DOT(q8_0_r16_q8_0);
 
 // ternary.cpp
 BRISK_DEQ(tq1_0); BRISK_DEQ(tq2_0);

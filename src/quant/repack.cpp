@@ -14,12 +14,14 @@ namespace {
 struct Shape {
   bool high_bits = false;  // Q5_0
   size_t block_bytes = 0;
+  bool bytes = false;      // Q8_0: whole groups only (codes, then scales in lane order)
 };
 
 Shape shape_of(QuantType stored) {
   switch (stored) {
     case QuantType::Q4_0: return {false, sizeof(BlockQ4_0)};
     case QuantType::Q5_0: return {true, sizeof(BlockQ5_0)};
+    case QuantType::Q8_0: return {false, sizeof(BlockQ8_0), true};
     default: fail("no repacked layout for ", quant_type_info(stored).name);
   }
 }
@@ -92,14 +94,36 @@ void convert_group(const Shape& s, int blocks, bool to_repacked, const uint8_t* 
   }
 }
 
+// Block of each scale word of a whole Q8_0 group (the lane order of the kernel's block sums).
+constexpr int kQ8BlockOfWord[16] = {0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
+
+// A whole Q8_0 group: 16 stored blocks <-> codes [16][32] then 16 scale words.
+void convert_q8_group(bool to_repacked, const uint8_t* stored_in, uint8_t* stored_out, const uint8_t* packed_in,
+                      uint8_t* packed_out) {
+  constexpr size_t kB = sizeof(BlockQ8_0), kCodes = 16 * 32;
+  for (int l = 0; l < 16; ++l) {
+    const int k = kQ8BlockOfWord[l];
+    if (to_repacked) {
+      std::memcpy(packed_out + 32 * k, stored_in + k * kB + 2, 32);
+      std::memcpy(packed_out + kCodes + 2 * l, stored_in + k * kB, 2);
+    } else {
+      std::memcpy(stored_out + k * kB + 2, packed_in + 32 * k, 32);
+      std::memcpy(stored_out + k * kB, packed_in + kCodes + 2 * l, 2);
+    }
+  }
+}
+
 void convert_row(QuantType stored, bool to_repacked, const uint8_t* src, uint8_t* dst, int64_t nb) {
   const Shape s = shape_of(stored);
   BRISK_CHECK(nb >= 0, "repack: negative block count");
   for (int64_t b0 = 0; b0 < nb; b0 += 16) {
     const int m = int(nb - b0 < 16 ? nb - b0 : 16);
-    const int whole = m == 16 ? 16 : 4 * (m / 4);
+    const int whole = m == 16 ? 16 : s.bytes ? 0 : 4 * (m / 4);
     const size_t at = size_t(b0) * s.block_bytes;
-    if (whole > 0) {
+    if (whole > 0 && s.bytes) {
+      if (to_repacked) convert_q8_group(true, src + at, nullptr, nullptr, dst + at);
+      else convert_q8_group(false, nullptr, dst + at, src + at, nullptr);
+    } else if (whole > 0) {
       if (to_repacked) convert_group(s, whole, true, src + at, nullptr, nullptr, dst + at);
       else convert_group(s, whole, false, nullptr, dst + at, src + at, nullptr);
     }
@@ -114,6 +138,7 @@ std::optional<QuantType> repacked_type(QuantType stored) {
   switch (stored) {
     case QuantType::Q4_0: return QuantType::Q4_0_R16;
     case QuantType::Q5_0: return QuantType::Q5_0_R16;
+    case QuantType::Q8_0: return QuantType::Q8_0_R16;
     default: return std::nullopt;
   }
 }
@@ -122,6 +147,7 @@ QuantType stored_type(QuantType t) {
   switch (t) {
     case QuantType::Q4_0_R16: return QuantType::Q4_0;
     case QuantType::Q5_0_R16: return QuantType::Q5_0;
+    case QuantType::Q8_0_R16: return QuantType::Q8_0;
     default: return t;
   }
 }
@@ -198,6 +224,16 @@ void vec_dot_q4_0_r16_q8_0(int64_t n, float* out, const void* w, const void* a) 
 }
 void vec_dot_q5_0_r16_q8_0(int64_t n, float* out, const void* w, const void* a) {
   dot_repacked<QuantType::Q5_0_R16, sizeof(BlockQ5_0), vec_dot_q5_0_q8_0>(n, out, w, a);
+}
+
+void dequantize_row_q8_0_r16(const void* src, float* dst, int64_t n) {
+  dequantize_repacked<QuantType::Q8_0_R16, sizeof(BlockQ8_0), dequantize_row_q8_0>(src, dst, n);
+}
+void quantize_row_q8_0_r16_ref(const float* src, void* dst, int64_t n) {
+  quantize_repacked<QuantType::Q8_0, sizeof(BlockQ8_0), quantize_row_q8_0_ref>(src, dst, n);
+}
+void vec_dot_q8_0_r16_q8_0(int64_t n, float* out, const void* w, const void* a) {
+  dot_repacked<QuantType::Q8_0_R16, sizeof(BlockQ8_0), vec_dot_q8_0_q8_0>(n, out, w, a);
 }
 
 }  // namespace brisk::quant

@@ -1,5 +1,6 @@
-// Row layouts of Q4_0 / Q5_0 weights rearranged at load for the CPU decode kernels
-// (kernels/cpu/dot_nibble_avx512vbmi.cpp), with the same bytes per row as the stored format.
+// Row layouts of Q4_0 / Q5_0 / Q8_0 weights rearranged at load for the CPU decode kernels
+// (kernels/cpu/dot_nibble_avx512vbmi.cpp, dot_q32_avx512.cpp), with the same bytes per row as
+// the stored format.
 //
 // A stored row is nb blocks {d, [qh,] qs[16]} (18 or 22 bytes each). Its repacked form
 // (QuantType::Q4_0_R16 / Q5_0_R16) cuts the row into groups of 16 blocks; a group is 4 "quads"
@@ -13,8 +14,18 @@
 //   scales (16 x f16)       word l = d of block 4 (l % 4) + l / 4 of the group (the order of
 //                           the kernel's reduced block sums).
 // A last partial group of m = 4q + r blocks keeps this layout for its q whole quads (codes,
-// qh, then the 4q scales in block order) followed by its r last blocks as stored. Rows of the
-// same length have the same layout; repack_row / unrepack_row convert one row either way.
+// qh, then the 4q scales in block order) followed by its r last blocks as stored.
+//
+// Q8_0 (QuantType::Q8_0_R16, for kernels/cpu/dot_q32_avx512.cpp): a group of 16 blocks {d,
+// qs[32]} becomes
+//   codes  (16 x 32 B)      block k's qs at byte 32k, so that one 64-byte load gives blocks
+//                           2j, 2j + 1 (the pair order of the kernel's prepared activations);
+//   scales (16 x f16)       word l = d of block {0,2,4,6,1,3,5,7,8,10,12,14,9,11,13,15}[l] (the
+//                           lane order of the kernel's reduced block sums, read with one load
+//                           instead of a gather).
+// A last partial group of Q8_0 keeps its blocks as stored.
+// Rows of the same length have the same layout; repack_row / unrepack_row convert one row
+// either way.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -23,7 +34,8 @@
 
 namespace brisk::quant {
 
-// The repacked layout of a stored format (Q4_0 -> Q4_0_R16, Q5_0 -> Q5_0_R16), if any.
+// The repacked layout of a stored format (Q4_0 -> Q4_0_R16, Q5_0 -> Q5_0_R16, Q8_0 ->
+// Q8_0_R16), if any.
 std::optional<QuantType> repacked_type(QuantType stored);
 // The stored format of a repacked layout; any other format is its own.
 QuantType stored_type(QuantType t);

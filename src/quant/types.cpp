@@ -46,9 +46,10 @@ constexpr std::array<QuantTypeInfo, 32> kInfos = {{
 
 // Layouts of the engine's own (quant/repack.h): known to quant_type_info(QuantType) but never
 // accepted as a file's type id or a user's type name.
-constexpr std::array<QuantTypeInfo, 2> kInternal = {{
+constexpr std::array<QuantTypeInfo, 3> kInternal = {{
     {QuantType::Q4_0_R16, "Q4_0_R16", 32, 18, true},
     {QuantType::Q5_0_R16, "Q5_0_R16", 32, 22, true},
+    {QuantType::Q8_0_R16, "Q8_0_R16", 32, 34, true},
 }};
 
 const QuantTypeInfo* find_info(QuantType t) {

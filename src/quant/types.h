@@ -13,8 +13,8 @@ enum class QuantType : uint32_t {
   IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
   TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39,
   // In-memory layouts of the engine, never read from or written to a file (quant/repack.h):
-  // Q4_0 / Q5_0 rows rearranged for the CPU decode kernels, same bytes per block.
-  Q4_0_R16 = 1002, Q5_0_R16 = 1006,
+  // Q4_0 / Q5_0 / Q8_0 rows rearranged for the CPU decode kernels, same bytes per block.
+  Q4_0_R16 = 1002, Q5_0_R16 = 1006, Q8_0_R16 = 1008,
 };
 
 }  // namespace brisk

@@ -49,7 +49,7 @@ void finish(LoadedModel& m, const ArchEntry& entry) {
   }
   if (entry.sanitize) entry.sanitize(c);
   c.finalize();
-  // Q4_0 / Q5_0 matmul weights into the layout of this CPU's decode kernels (in memory only;
+  // Q4_0 / Q5_0 / Q8_0 matmul weights into the layout of this CPU's decode kernels (in memory only;
   // other backends convert them back when they upload).
   m.weights_->repack_matmul_weights(kernels::cpu_weight_layout);
   m.arch_ = entry.build(c, *m.weights_);

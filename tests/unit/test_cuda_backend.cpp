@@ -206,7 +206,7 @@ INSTANTIATE_TEST_SUITE_P(Formats, CudaMatmul,
                          ::testing::Values(QuantType::F32, QuantType::F16, QuantType::BF16, QuantType::Q8_0,
                                            QuantType::Q4_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_K,
                                            // CPU layouts (quant/repack.h), converted back at upload
-                                           QuantType::Q4_0_R16, QuantType::Q5_0_R16),
+                                           QuantType::Q4_0_R16, QuantType::Q5_0_R16, QuantType::Q8_0_R16),
                          [](const auto& info) { return std::string(quant_type_info(info.param).name); });
 
 TEST(CudaBackend, RmsNorm) {

@@ -151,7 +151,8 @@ INSTANTIATE_TEST_SUITE_P(Ops, MatmulFormats,
                                            QuantType::Q2_K, QuantType::Q3_K, QuantType::Q4_K, QuantType::Q5_K,
                                            QuantType::Q6_K, QuantType::IQ4_NL, QuantType::IQ4_XS,
                                            QuantType::IQ2_XXS, QuantType::IQ3_S, QuantType::TQ2_0,
-                                           QuantType::MXFP4, QuantType::Q4_0_R16, QuantType::Q5_0_R16),
+                                           QuantType::MXFP4, QuantType::Q4_0_R16, QuantType::Q5_0_R16,
+                                           QuantType::Q8_0_R16),
                          [](const auto& info) { return std::string(quant_type_info(info.param).name); });
 
 // Matmuls of one input (q/k/v, gate/up) through matmuls(): the input is quantized (and, in
@@ -161,7 +162,7 @@ INSTANTIATE_TEST_SUITE_P(Ops, MatmulFormats,
 TEST(Ops, MatmulsOfOneInputEqualOneByOne) {
   const std::vector<std::vector<QuantType>> lists = {{QuantType::Q4_K, QuantType::Q4_K, QuantType::Q4_K},
                                                      {QuantType::Q4_K, QuantType::Q4_K, QuantType::Q6_K},
-                                                     {QuantType::Q8_0, QuantType::Q8_0},
+                                                     {QuantType::Q8_0, QuantType::Q8_0, QuantType::Q8_0_R16},
                                                      {QuantType::Q4_0, QuantType::Q8_0, QuantType::Q4_0_R16},
                                                      {QuantType::F16, QuantType::F16}};
   for (int threads : {1, 2, 3}) {

@@ -1,4 +1,4 @@
-// The repacked Q4_0 / Q5_0 row layouts (quant/repack.h) and the decode kernels that read them:
+// The repacked Q4_0 / Q5_0 / Q8_0 row layouts (quant/repack.h) and the decode kernels that read them:
 // conversions are exact permutations, the layouts dequantize to the stored values, and the
 // GEMV over repacked rows gives bit for bit what it gives over the stored rows, for 1..8
 // tokens and rows with whole groups, partial groups and partial quads.
@@ -36,7 +36,7 @@ std::vector<uint8_t> stored_rows(QuantType t, int64_t k, int64_t n_rows, uint32_
 }
 
 TEST(QuantRepack, ConversionsAreExactInverses) {
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q5_0}) {
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q5_0, QuantType::Q8_0}) {
     const QuantType r = *quant::repacked_type(t);
     EXPECT_EQ(quant::stored_type(r), t);
     EXPECT_TRUE(quant::is_repacked(r));
@@ -49,12 +49,15 @@ TEST(QuantRepack, ConversionsAreExactInverses) {
       quant::repack_row(t, src.data(), packed.data(), nb);
       quant::unrepack_row(r, packed.data(), back.data(), nb);
       EXPECT_EQ(back, src) << quant_type_info(t).name << " nb=" << nb;
-      if (nb >= 4) {
+      // Q8_0 rearranges whole groups of 16 blocks only; Q4_0 / Q5_0 whole quads too.
+      if (nb >= (t == QuantType::Q8_0 ? 16 : 4)) {
         EXPECT_NE(packed, src) << quant_type_info(t).name << " nb=" << nb;
+      } else if (t == QuantType::Q8_0) {
+        EXPECT_EQ(packed, src) << quant_type_info(t).name << " nb=" << nb;
       }
     }
   }
-  EXPECT_FALSE(quant::repacked_type(QuantType::Q8_0).has_value());
+  EXPECT_FALSE(quant::repacked_type(QuantType::Q4_K).has_value());
   EXPECT_THROW(quant::unrepack_row(QuantType::Q4_0, nullptr, nullptr, 1), Error);
 }
 
@@ -63,10 +66,12 @@ TEST(QuantRepack, RepackedLayoutsAreNotFileFormats) {
   EXPECT_FALSE(quant_type_from_name("Q4_0_R16").has_value());
   EXPECT_EQ(quant_type_info(QuantType::Q5_0_R16).type_size, quant_type_info(QuantType::Q5_0).type_size);
   EXPECT_EQ(*quant_row_bytes(QuantType::Q4_0_R16, 896), *quant_row_bytes(QuantType::Q4_0, 896));
+  EXPECT_EQ(quant_type_info(uint32_t(QuantType::Q8_0_R16)), nullptr);
+  EXPECT_EQ(*quant_row_bytes(QuantType::Q8_0_R16, 896), *quant_row_bytes(QuantType::Q8_0, 896));
 }
 
 TEST(QuantRepack, DequantizesAndQuantizesLikeTheStoredFormat) {
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q5_0}) {
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q5_0, QuantType::Q8_0}) {
     const QuantType r = *quant::repacked_type(t);
     for (int64_t nb : kBlockCounts) {
       const int64_t k = 32 * nb;
@@ -88,7 +93,7 @@ TEST(QuantRepack, DequantizesAndQuantizesLikeTheStoredFormat) {
 // gemv_rows_multi over repacked rows == over the stored rows, bit for bit, where this CPU has
 // the repacked kernel (elsewhere the layouts go through the reference and agree to rounding).
 TEST(QuantRepack, GemvOverRepackedRowsMatchesStoredBitExact) {
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q5_0}) {
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q5_0, QuantType::Q8_0}) {
     const QuantType r = *quant::repacked_type(t);
     const bool fast = kernels::cpu_weight_layout(t).has_value();
     for (int64_t nb : kBlockCounts) {
@@ -137,7 +142,11 @@ TEST(QuantRepack, KillSwitchesKeepTheStoredLayout) {
     ScopedEnv off("BRISK_NO_AVX512_VBMI", "1");
     EXPECT_FALSE(kernels::cpu_weight_layout(QuantType::Q5_0).has_value());
   }
-  EXPECT_FALSE(kernels::cpu_weight_layout(QuantType::Q8_0).has_value());
+  {
+    ScopedEnv off("BRISK_NO_REPACK", "1");
+    EXPECT_FALSE(kernels::cpu_weight_layout(QuantType::Q8_0).has_value());
+  }
+  EXPECT_FALSE(kernels::cpu_weight_layout(QuantType::Q4_K).has_value());
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ GemmCodeSpec gemm_code_spec(QuantType t) {
     case QuantType::IQ4_NL: return {.block = 32, .offset = 128, .code_max = 255};
     case QuantType::IQ4_XS: return {.block = 32, .offset = 128, .code_max = 255};
     case QuantType::Q4_0_R16:
-    case QuantType::Q5_0_R16: return gemm_code_spec(quant::stored_type(t));
+    case QuantType::Q5_0_R16:
+    case QuantType::Q8_0_R16: return gemm_code_spec(quant::stored_type(t));
     default: return {};
   }
 }
