@@ -14,7 +14,7 @@ namespace {
 struct Shape {
   bool high_bits = false;  // Q5_0
   size_t block_bytes = 0;
-  bool bytes = false;      // Q8_0: whole groups only (codes, then scales in lane order)
+  bool whole_groups_only = false;  // Q8_0: only groups of 16 blocks change (codes, then scales)
 };
 
 Shape shape_of(QuantType stored) {
@@ -118,9 +118,9 @@ void convert_row(QuantType stored, bool to_repacked, const uint8_t* src, uint8_t
   BRISK_CHECK(nb >= 0, "repack: negative block count");
   for (int64_t b0 = 0; b0 < nb; b0 += 16) {
     const int m = int(nb - b0 < 16 ? nb - b0 : 16);
-    const int whole = m == 16 ? 16 : s.bytes ? 0 : 4 * (m / 4);
+    const int whole = m == 16 ? 16 : s.whole_groups_only ? 0 : 4 * (m / 4);
     const size_t at = size_t(b0) * s.block_bytes;
-    if (whole > 0 && s.bytes) {
+    if (whole > 0 && s.whole_groups_only) {
       if (to_repacked) convert_q8_group(true, src + at, nullptr, nullptr, dst + at);
       else convert_q8_group(false, nullptr, dst + at, src + at, nullptr);
     } else if (whole > 0) {
