@@ -12,12 +12,15 @@
 //              (BRISK_NO_ATTN_PAIRS: the one-vector-per-position form). A tiled F16 K cache
 //              (KvView::tiled: a tile's 16 positions of one dim are one vector) needs no
 //              reduction: per dim, one conversion and one FMA per head with q_h[d] broadcast,
-//              over the cache's own tiles (the first and last masked to the range)
+//              over the cache's own tiles (the first and last masked to the range), two tiles
+//              at a time so that twice as many independent FMA chains are in flight
 //   2. weights p = exp(score - max) in place (vectorized exp), and their sum per head
 //   3. output  acc_h = sum_j p_hj * v_j: per 16-float chunk of the head, the group's heads keep
 //              one accumulator each and share every V load, so the FMA chains are independent
 //              (the online-softmax form had one long dependent chain per head and tile)
-// Scores live in a per-thread buffer of group * n_pos floats. Needs head_dim 16, 32, 64, 128 or 256 and
+// Scores live in a per-thread buffer of group rows; a range of at most kSplitChunk positions (a
+// chunk of a split decode) uses a fixed row stride, so pass 3 reads the G weights of a position
+// at constant offsets from one register. Needs head_dim 16, 32, 64, 128 or 256 and
 // a group of at most 16 heads (attention_avx512_supports; the caller checks).
 // GCC 12's AVX-512 headers trip its own (maybe-)uninitialized warnings (false positives).
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -131,6 +134,49 @@ inline void score_tile_cols(const uint16_t* tile, const float* q, __m512* out) {
   for (int g = 0; g < G; ++g) out[g] = S == 2 ? _mm512_add_ps(acc[0][g], acc[S - 1][g]) : acc[0][g];
 }
 
+// The same for two tiles at once (ta -> oa, tb -> ob): each tile's sums are formed exactly as
+// score_tile_cols forms them (the same bits), but the two sets of FMA chains share each
+// broadcast of q and are independent, so twice as many are in flight (one tile's G chains of
+// 4-cycle FMAs leave the FMA units idle for G < 8).
+template <int NC, int G>
+__attribute__((always_inline)) inline void score_two_tiles_cols(const uint16_t* ta, const uint16_t* tb, const float* q,
+                                                                 __m512* oa, __m512* ob) {
+  constexpr int hd = NC * 16;
+  constexpr int S = G < 4 ? 2 : 1;
+  __m512 acc_a[S][G], acc_b[S][G];
+  for (int k = 0; k < S; ++k)
+    for (int g = 0; g < G; ++g) acc_a[k][g] = acc_b[k][g] = _mm512_setzero_ps();
+  for (int d = 0; d < hd; d += S) {
+    for (int k = 0; k < S; ++k) {
+      const __m512 ka = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ta + (d + k) * 16)));
+      const __m512 kb = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tb + (d + k) * 16)));
+      for (int g = 0; g < G; ++g) {
+        const __m512 qd = _mm512_set1_ps(q[g * hd + d + k]);
+        acc_a[k][g] = _mm512_fmadd_ps(qd, ka, acc_a[k][g]);
+        acc_b[k][g] = _mm512_fmadd_ps(qd, kb, acc_b[k][g]);
+      }
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    oa[g] = S == 2 ? _mm512_add_ps(acc_a[0][g], acc_a[S - 1][g]) : acc_a[0][g];
+    ob[g] = S == 2 ? _mm512_add_ps(acc_b[0][g], acc_b[S - 1][g]) : acc_b[0][g];
+  }
+}
+
+template <int NC>
+inline void score_two_tiles_cols(const uint16_t* ta, const uint16_t* tb, const float* q, int ng, __m512* oa, __m512* ob) {
+  switch (ng) {
+    case 1: score_two_tiles_cols<NC, 1>(ta, tb, q, oa, ob); break;
+    case 2: score_two_tiles_cols<NC, 2>(ta, tb, q, oa, ob); break;
+    case 3: score_two_tiles_cols<NC, 3>(ta, tb, q, oa, ob); break;
+    case 4: score_two_tiles_cols<NC, 4>(ta, tb, q, oa, ob); break;
+    case 5: score_two_tiles_cols<NC, 5>(ta, tb, q, oa, ob); break;
+    case 6: score_two_tiles_cols<NC, 6>(ta, tb, q, oa, ob); break;
+    case 7: score_two_tiles_cols<NC, 7>(ta, tb, q, oa, ob); break;
+    default: score_two_tiles_cols<NC, 8>(ta, tb, q, oa, ob); break;
+  }
+}
+
 template <int NC>
 inline void score_tile_cols(const uint16_t* tile, const float* q, int ng, __m512* out) {
   switch (ng) {
@@ -164,6 +210,9 @@ constexpr int64_t kSplitMinPositions = 512;
 // the next chunk, merged online), so that its K/V rows stream in (RowStream) while earlier
 // chunks compute.
 constexpr int64_t kSplitChunk = 256;
+// Floats per head in the score buffer when a range needs no more (a chunk of a split decode,
+// with a partial tile at each end): a fixed stride that accumulate_v knows at compile time.
+constexpr int64_t kChunkRowFloats = kSplitChunk + 2 * kTile;
 
 inline void prefetch_row(const uint8_t* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p) + off, _MM_HINT_T0);
@@ -200,7 +249,7 @@ struct RowStream {
     x.next += n;
     return true;
   }
-  inline void lines(int n) {
+  __attribute__((always_inline)) inline void lines(int n) {
     for (int i = 0; i < n; ++i) {
       for (int k = 0; k < 2; ++k) {
         if (c[k].p >= c[k].end && !refill(k)) continue;
@@ -220,9 +269,12 @@ constexpr size_t kVPrefetchMaxBytes = size_t(1) << 20;
 // v_j, one load shared by the G heads' accumulators.
 // V rows: row j at v + j * v_stride bytes, F16 (kF16) or F32. With `more`, acc already holds
 // the sums over earlier positions (an earlier block) and these add to them.
-template <int NC, int G, bool kF16>
+// kWStride: w_stride known at compile time (0: not), so that the G weights of a position are
+// read from one base register at fixed offsets rather than through G pointers.
+template <int NC, int G, bool kF16, int64_t kWStride = 0>
 inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, const uint8_t* v, size_t v_stride, float* acc,
                          RowStream* stream, bool more) {
+  if constexpr (kWStride > 0) w_stride = kWStride;
   // Two chunks per pass over the positions (one when NC is odd), so each head's weight is
   // broadcast once for 32 floats of v_j: 2 * G accumulators.
   constexpr int CP = NC % 2 == 0 ? 2 : 1;
@@ -253,7 +305,9 @@ inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, const 
 template <int NC, int G>
 inline void accumulate_v(const float* w, int64_t w_stride, int64_t n_pos, bool f16, const uint8_t* v, size_t v_stride,
                          float* acc, RowStream* stream, bool more) {
-  if (f16) accumulate_v<NC, G, true>(w, w_stride, n_pos, v, v_stride, acc, stream, more);
+  if (f16 && w_stride == kChunkRowFloats)
+    accumulate_v<NC, G, true, kChunkRowFloats>(w, w_stride, n_pos, v, v_stride, acc, stream, more);
+  else if (f16) accumulate_v<NC, G, true>(w, w_stride, n_pos, v, v_stride, acc, stream, more);
   else accumulate_v<NC, G, false>(w, w_stride, n_pos, v, v_stride, acc, stream, more);
 }
 
@@ -292,8 +346,9 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
   const size_t v_row_bytes = size_t(quant_row_bytes(a.v_cache.type, uint64_t(hd)).value_or(0));
   // Prefetching V in pass 1 pays while this item's V rows fit in L2 with room to spare.
   const bool v_l2 = size_t(n_pos) * v_row_bytes <= kVPrefetchMaxBytes;
-  if (score_buf.size() < size_t(group * n_pad)) score_buf.resize(size_t(group * n_pad));
-  float* sc = score_buf.data();  // (group, n_pad)
+  const int64_t w_stride = n_pad <= kChunkRowFloats ? kChunkRowFloats : n_pad;
+  if (score_buf.size() < size_t(group * w_stride)) score_buf.resize(size_t(group * w_stride));
+  float* sc = score_buf.data();  // (group, w_stride), n_pad of each row used
   const float* q0 = a.q.row(t) + int64_t(kvh * group) * hd;
   // F16 K (head_dim <= 128): the tile in the pair layout (load_tile_pairs_f16), and each head's
   // q as 2 * NC vectors holding 8 dims twice, qp (group, 2 * NC, 16).
@@ -311,7 +366,7 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
   __m512 mxv[16];  // running max per head, lane-wise (reduced once after the pass)
   for (int32_t g = 0; g < group; ++g) mxv[g] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   // Scale and soft-cap the 16 scores v of head g for buffer index b0 (lanes `valid` are real).
-  auto finish_scores = [&](int32_t g, __m512 v, int64_t b0, __mmask16 valid) {
+  auto finish_scores = [&](int32_t g, __m512 v, int64_t b0, __mmask16 valid) __attribute__((always_inline)) {
     v = _mm512_mul_ps(v, _mm512_set1_ps(a.scale));
     if (a.softcap > 0.0f) {
       alignas(64) float tmp[kTile];
@@ -319,15 +374,18 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
       for (int j = 0; j < kTile; ++j) tmp[j] = a.softcap * std::tanh(tmp[j] / a.softcap);
       v = _mm512_load_ps(tmp);
     }
-    _mm512_storeu_ps(sc + g * n_pad + b0, v);
+    _mm512_storeu_ps(sc + g * w_stride + b0, v);
     mxv[g] = _mm512_mask_max_ps(mxv[g], valid, mxv[g], v);
   };
   if (tiled) {
     const size_t head_bytes = size_t(hd) * kTile * sizeof(uint16_t);  // one head's part of a tile
     const int64_t tile0 = start - w0;                                 // first tile's first position
-    for (int64_t b0 = 0; b0 < w0 + n_pos; b0 += kTile) {
+    // Per tile: its valid lanes, and the prefetches issued while it is scored.
+    auto tile_mask = [&](int64_t b0) __attribute__((always_inline)) {
       const int lo = int(std::max<int64_t>(0, w0 - b0)), hi = int(std::min<int64_t>(kTile, w0 + n_pos - b0));
-      const __mmask16 valid = __mmask16(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+      return __mmask16(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+    };
+    auto tile_prefetch = [&](int64_t b0) __attribute__((always_inline)) {
       if (b0 + kTile < w0 + n_pos) prefetch_row(a.k_cache.tile_start(s, tile0 + b0 + kTile) + size_t(kvh) * head_bytes, head_bytes);
       if (stream) stream->lines(kStreamLinesPerTile);
       else if (b0 + kL2PrefetchRows < w0 + n_pos) {
@@ -335,14 +393,39 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
         for (int64_t j = b0 + kL2PrefetchRows; j < std::min(w0 + n_pos, b0 + kL2PrefetchRows + kTile) && v_l2; ++j)
           if (j >= w0) prefetch_row_l2(a.v_cache.row(s, tile0 + j) + v_off, v_row_bytes);
       }
-      const uint16_t* tile =
-          reinterpret_cast<const uint16_t*>(a.k_cache.tile_start(s, tile0 + b0) + size_t(kvh) * head_bytes);
+    };
+    auto tile_at = [&](int64_t b0) __attribute__((always_inline)) {
+      return reinterpret_cast<const uint16_t*>(a.k_cache.tile_start(s, tile0 + b0) + size_t(kvh) * head_bytes);
+    };
+    for (int64_t b0 = 0; b0 < w0 + n_pos;) {
+      if (b0 + kTile < w0 + n_pos) {  // two tiles
+        const int64_t b1 = b0 + kTile;
+        tile_prefetch(b0);
+        tile_prefetch(b1);
+        const __mmask16 valid0 = tile_mask(b0), valid1 = tile_mask(b1);
+        const uint16_t *t0 = tile_at(b0), *t1 = tile_at(b1);
+        for (int32_t g0 = 0; g0 < group; g0 += 8) {
+          const int32_t ng = std::min<int32_t>(8, group - g0);
+          __m512 v0[8], v1[8];
+          score_two_tiles_cols<NC>(t0, t1, q0 + int64_t(g0) * hd, ng, v0, v1);
+          for (int32_t g = 0; g < ng; ++g) {
+            finish_scores(g0 + g, v0[g], b0, valid0);
+            finish_scores(g0 + g, v1[g], b1, valid1);
+          }
+        }
+        b0 += 2 * kTile;
+        continue;
+      }
+      tile_prefetch(b0);
+      const __mmask16 valid = tile_mask(b0);
+      const uint16_t* tile = tile_at(b0);
       for (int32_t g0 = 0; g0 < group; g0 += 8) {
         const int32_t ng = std::min<int32_t>(8, group - g0);
         __m512 v[8];
         score_tile_cols<NC>(tile, q0 + int64_t(g0) * hd, ng, v);
         for (int32_t g = 0; g < ng; ++g) finish_scores(g0 + g, v[g], b0, valid);
       }
+      b0 += kTile;
     }
   }
   for (int64_t j0 = 0; j0 < n_pos && !tiled; j0 += kTile) {
@@ -395,7 +478,7 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
   // 2. weights and their sums (positions past n_pos get weight 0)
   float sum[16];
   for (int32_t g = 0; g < group; ++g) {
-    float* row = sc + g * n_pad + w0;
+    float* row = sc + g * w_stride + w0;
     const __m512 m = _mm512_set1_ps(mx[g]);
     __m512 tot = _mm512_setzero_ps();
     for (int64_t j0 = 0; j0 < n_pos; j0 += kTile) {
@@ -426,18 +509,18 @@ void attention_item(const AttentionArgs& a, int64_t t, int32_t kvh, PosRange ran
     // Heads in batches of up to 8 with a compile-time count, so the accumulators stay in registers.
     for (int32_t g0 = 0; g0 < group; g0 += 8) {
       const int32_t ng = std::min<int32_t>(8, group - g0);
-      const float* w = sc + int64_t(g0) * n_pad + w0 + j;
+      const float* w = sc + int64_t(g0) * w_stride + w0 + j;
       float* acc_g = acc + int64_t(g0) * hd;
       const bool more = j > 0;
       switch (ng) {
-        case 1: accumulate_v<NC, 1>(w, n_pad, m, v_f16, v0, v_stride, acc_g, stream, more); break;
-        case 2: accumulate_v<NC, 2>(w, n_pad, m, v_f16, v0, v_stride, acc_g, stream, more); break;
-        case 3: accumulate_v<NC, 3>(w, n_pad, m, v_f16, v0, v_stride, acc_g, stream, more); break;
-        case 4: accumulate_v<NC, 4>(w, n_pad, m, v_f16, v0, v_stride, acc_g, stream, more); break;
-        case 5: accumulate_v<NC, 5>(w, n_pad, m, v_f16, v0, v_stride, acc_g, stream, more); break;
-        case 6: accumulate_v<NC, 6>(w, n_pad, m, v_f16, v0, v_stride, acc_g, stream, more); break;
-        case 7: accumulate_v<NC, 7>(w, n_pad, m, v_f16, v0, v_stride, acc_g, stream, more); break;
-        default: accumulate_v<NC, 8>(w, n_pad, m, v_f16, v0, v_stride, acc_g, stream, more); break;
+        case 1: accumulate_v<NC, 1>(w, w_stride, m, v_f16, v0, v_stride, acc_g, stream, more); break;
+        case 2: accumulate_v<NC, 2>(w, w_stride, m, v_f16, v0, v_stride, acc_g, stream, more); break;
+        case 3: accumulate_v<NC, 3>(w, w_stride, m, v_f16, v0, v_stride, acc_g, stream, more); break;
+        case 4: accumulate_v<NC, 4>(w, w_stride, m, v_f16, v0, v_stride, acc_g, stream, more); break;
+        case 5: accumulate_v<NC, 5>(w, w_stride, m, v_f16, v0, v_stride, acc_g, stream, more); break;
+        case 6: accumulate_v<NC, 6>(w, w_stride, m, v_f16, v0, v_stride, acc_g, stream, more); break;
+        case 7: accumulate_v<NC, 7>(w, w_stride, m, v_f16, v0, v_stride, acc_g, stream, more); break;
+        default: accumulate_v<NC, 8>(w, w_stride, m, v_f16, v0, v_stride, acc_g, stream, more); break;
       }
     }
     j += m;
