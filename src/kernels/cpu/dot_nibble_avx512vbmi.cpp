@@ -302,7 +302,7 @@ inline void decode_packed_quad(const uint8_t* codes, const uint8_t* qh, __m512i*
 // Repacked layout: whole groups read straight into the reduction's order; a partial group's
 // whole quads likewise, its last r < 4 blocks (stored layout) through decode_quad.
 template <int NT, class Fmt>
-void row_dot_repacked(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
+__attribute__((always_inline)) inline void row_dot_repacked(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
   using Stored = typename Fmt::StoredFmt;
   using Block = typename Fmt::Block;
   constexpr int kQhBytes = Fmt::kHighBit ? 16 : 0;  // per quad
@@ -345,7 +345,7 @@ void row_dot_repacked(int64_t nb, const void* w, const Prepared* xp, float* out,
 }
 
 template <int NT, class Fmt>
-void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
+__attribute__((always_inline)) inline void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
   if constexpr (Fmt::kRepacked) row_dot_repacked<NT, Fmt>(nb, w, xp, out, out_stride);
   else row_dot_stored<NT, Fmt>(nb, w, xp, out, out_stride);
 }

@@ -199,7 +199,7 @@ inline __mmask16 valid_lanes(int nv) { return kValidLanes[size_t(nv)]; }
 
 // out[t * out_stride] = dot(row w, token t) for NT prepared tokens.
 template <int NT, class Fmt>
-void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
+__attribute__((always_inline)) inline void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
   using Block = typename Fmt::Block;
   const auto* x = static_cast<const Block*>(w);
   __m512 acc[NT];
