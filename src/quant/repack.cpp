@@ -14,7 +14,7 @@ namespace {
 struct Shape {
   bool high_bits = false;  // Q5_0
   size_t block_bytes = 0;
-  bool whole_groups_only = false;  // Q8_0: only groups of 16 blocks change (codes, then scales)
+  bool codes_then_scales = false;  // Q8_0: every group, the last partial one too, is codes then scales
 };
 
 Shape shape_of(QuantType stored) {
@@ -97,12 +97,14 @@ void convert_group(const Shape& s, int blocks, bool to_repacked, const uint8_t* 
 // Block of each scale word of a whole Q8_0 group (the lane order of the kernel's block sums).
 constexpr int kQ8BlockOfWord[16] = {0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
 
-// A whole Q8_0 group: 16 stored blocks <-> codes [16][32] then 16 scale words.
-void convert_q8_group(bool to_repacked, const uint8_t* stored_in, uint8_t* stored_out, const uint8_t* packed_in,
+// A Q8_0 group of m blocks: m stored blocks <-> codes [m][32] then m scale words (a whole group:
+// in kQ8BlockOfWord order; a partial last group: in block order).
+void convert_q8_group(int m, bool to_repacked, const uint8_t* stored_in, uint8_t* stored_out, const uint8_t* packed_in,
                       uint8_t* packed_out) {
-  constexpr size_t kB = sizeof(BlockQ8_0), kCodes = 16 * 32;
-  for (int l = 0; l < 16; ++l) {
-    const int k = kQ8BlockOfWord[l];
+  constexpr size_t kB = sizeof(BlockQ8_0);
+  const size_t kCodes = size_t(m) * 32;
+  for (int l = 0; l < m; ++l) {
+    const int k = m == 16 ? kQ8BlockOfWord[l] : l;
     if (to_repacked) {
       std::memcpy(packed_out + 32 * k, stored_in + k * kB + 2, 32);
       std::memcpy(packed_out + kCodes + 2 * l, stored_in + k * kB, 2);
@@ -118,11 +120,11 @@ void convert_row(QuantType stored, bool to_repacked, const uint8_t* src, uint8_t
   BRISK_CHECK(nb >= 0, "repack: negative block count");
   for (int64_t b0 = 0; b0 < nb; b0 += 16) {
     const int m = int(nb - b0 < 16 ? nb - b0 : 16);
-    const int whole = m == 16 ? 16 : s.whole_groups_only ? 0 : 4 * (m / 4);
+    const int whole = m == 16 || s.codes_then_scales ? m : 4 * (m / 4);
     const size_t at = size_t(b0) * s.block_bytes;
-    if (whole > 0 && s.whole_groups_only) {
-      if (to_repacked) convert_q8_group(true, src + at, nullptr, nullptr, dst + at);
-      else convert_q8_group(false, nullptr, dst + at, src + at, nullptr);
+    if (s.codes_then_scales) {
+      if (to_repacked) convert_q8_group(m, true, src + at, nullptr, nullptr, dst + at);
+      else convert_q8_group(m, false, nullptr, dst + at, src + at, nullptr);
     } else if (whole > 0) {
       if (to_repacked) convert_group(s, whole, true, src + at, nullptr, nullptr, dst + at);
       else convert_group(s, whole, false, nullptr, dst + at, src + at, nullptr);

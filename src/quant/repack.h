@@ -23,7 +23,8 @@
 //   scales (16 x f16)       word l = d of block {0,2,4,6,1,3,5,7,8,10,12,14,9,11,13,15}[l] (the
 //                           lane order of the kernel's reduced block sums, read with one load
 //                           instead of a gather).
-// A last partial group of Q8_0 keeps its blocks as stored.
+// A last partial group of m < 16 blocks is likewise its m blocks' codes (32 B each), then their
+// m scale words, in block order (the kernel permutes them into its lane order).
 // Rows of the same length have the same layout; repack_row / unrepack_row convert one row
 // either way.
 #pragma once

@@ -70,7 +70,8 @@ struct FmtQ8_0 {
 
 // Q8_0 in the repacked row layout of quant/repack.h (Q8_0_R16): a whole group's codes are 8
 // contiguous 64-byte pairs and its scales one 32-byte load in lane order; a last partial group
-// is stored as Q8_0. Same arithmetic as FmtQ8_0, so the same bits.
+// has its codes first too, then its scales in block order (one masked load and a permute
+// instead of a gather). Same arithmetic as FmtQ8_0, so the same bits.
 struct FmtQ8_0R16 : FmtQ8_0 {
   static constexpr bool kRepacked = true;
   static __m512i group_codes(const uint8_t* group, int j) {
@@ -83,6 +84,9 @@ struct FmtQ8_0R16 : FmtQ8_0 {
   static __m512 group_scales(const uint8_t* group) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + kGroup * 32)));
   }
+  // A row's last partial group of nv (1..15) blocks: codes [nv][32], then nv scales in block
+  // order, permuted into lane order here (lanes of missing blocks 0, as the stored path's gather).
+  static void tail_group(const uint8_t* group, int nv, __m512i* u, __m512* dw);
 };
 
 inline __m512i split_nibbles_pair(const uint8_t* qa, const uint8_t* qb, bool two) {
@@ -197,6 +201,25 @@ constexpr std::array<__mmask16, 17> kValidLanes = [] {
 
 inline __mmask16 valid_lanes(int nv) { return kValidLanes[size_t(nv)]; }
 
+alignas(32) constexpr uint16_t kBlockOfLane16[16] = {0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
+
+__attribute__((always_inline)) inline void FmtQ8_0R16::tail_group(const uint8_t* group, int nv, __m512i* u, __m512* dw) {
+  for (int j = 0; j < kPairs; ++j) {
+    if (2 * j + 1 < nv) {
+      u[j] = group_codes(group, j);
+    } else if (2 * j < nv) {  // block 2j alone (the stored path's upper half: zero codes, flipped)
+      const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + 64 * j));
+      u[j] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_setzero_si256(), 1),
+                              _mm512_set1_epi8(char(0x80)));
+    } else {
+      u[j] = _mm512_setzero_si512();
+    }
+  }
+  const __m256i words = _mm256_maskz_loadu_epi16(__mmask16((1u << nv) - 1u), group + 32 * nv);
+  *dw = _mm512_cvtph_ps(_mm256_maskz_permutexvar_epi16(
+      valid_lanes(nv), _mm256_load_si256(reinterpret_cast<const __m256i*>(kBlockOfLane16)), words));
+}
+
 // out[t * out_stride] = dot(row w, token t) for NT prepared tokens.
 template <int NT, class Fmt>
 __attribute__((always_inline)) inline void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
@@ -217,12 +240,12 @@ __attribute__((always_inline)) inline void row_dot(int64_t nb, const void* w, co
       dw = gather_scales(&x[g0], int(sizeof(Block)), nv == kGroup ? __mmask16(0xFFFF) : valid_lanes(nv));
     };
     if constexpr (Fmt::kRepacked) {
+      const auto* group = reinterpret_cast<const uint8_t*>(&x[g0]);
       if (nv == kGroup) {
-        const auto* group = reinterpret_cast<const uint8_t*>(&x[g0]);
         for (int j = 0; j < kPairs; ++j) u[j] = Fmt::group_codes(group, j);
         dw = Fmt::group_scales(group);
       } else {
-        stored_group();
+        Fmt::tail_group(group, nv, u, &dw);
       }
     } else {
       stored_group();
