@@ -20,7 +20,9 @@
 // The activation row is prepared once per GEMV call (shared by all rows), per group of 16
 // blocks: 8 x 64 bytes x (quad j: its lo-half activations, then its hi-half ones, one block
 // per lane), 16 int32 corr = -offset * (sum of the block's activations) and 16 float dx, both
-// in the reduction's lane order. acc += float(block sums + corr) * (d_w * d_x).
+// in the reduction's lane order. acc += float(block sums + corr) * (d_w * d_x). For one token over
+// rows of at most two groups (up to 1024 elements) the prepared codes stay in registers across
+// all the rows (gemv_short_rows).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -34,6 +36,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/flags.h"
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/dot_isa.h"
 #include "quant/blocks.h"
@@ -299,55 +302,116 @@ inline void decode_packed_quad(const uint8_t* codes, const uint8_t* qh, __m512i*
   }
 }
 
+// The codes of a whole repacked group at gw, and its 16 scales (fp16, reduction lane order).
+template <class Fmt>
+inline __m512i decode_full_group(const uint8_t* gw, __m512i* lo, __m512i* hi) {
+  constexpr int kQhBytes = Fmt::kHighBit ? 16 : 0;  // per quad
+  for (int j = 0; j < kQuads; ++j) decode_packed_quad<Fmt>(gw + 64 * j, gw + 256 + kQhBytes * j, &lo[j], &hi[j]);
+  return _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(gw + 256 + 4 * kQhBytes)));
+}
+
+// The same for a row's last partial group of m (1..15) blocks: its whole quads as above, its
+// last r < 4 blocks (stored layout) through decode_quad; missing blocks are zero.
+template <class Fmt>
+inline __m512i decode_tail_group(const uint8_t* gw, int m, __m512i* lo, __m512i* hi) {
+  using Stored = typename Fmt::StoredFmt;
+  using Block = typename Fmt::Block;
+  constexpr int kQhBytes = Fmt::kHighBit ? 16 : 0;
+  const int q = m / 4, r = m % 4;
+  for (int j = 0; j < kQuads; ++j) lo[j] = hi[j] = _mm512_setzero_si512();
+  for (int j = 0; j < q; ++j) decode_packed_quad<Fmt>(gw + 64 * j, gw + 64 * q + kQhBytes * j, &lo[j], &hi[j]);
+  const uint8_t* sc = gw + (64 + kQhBytes) * q;
+  const __m256i words = _mm256_maskz_loadu_epi16(__mmask16((1u << (4 * q)) - 1), sc);
+  constexpr __mmask16 kLanes[4] = {tail_scale_lanes(0), tail_scale_lanes(1), tail_scale_lanes(2), tail_scale_lanes(3)};
+  __m512i scales16 = _mm512_castsi256_si512(_mm256_maskz_permutexvar_epi16(
+      kLanes[q], _mm256_load_si256(reinterpret_cast<const __m256i*>(kTailScaleIdx.data())), words));
+  scales16 = _mm512_zextsi256_si512(_mm512_castsi512_si256(scales16));
+  if (r > 0) {  // a zero-padded copy of the stored blocks (never read past the row)
+    alignas(64) uint8_t tail[4 * sizeof(Block)] = {};
+    std::memcpy(tail, gw + 4 * q * int64_t(sizeof(Block)), size_t(r) * sizeof(Block));
+    decode_quad<Stored>(tail, q, &lo[q], &hi[q], &scales16);
+  }
+  return scales16;
+}
+
+inline void prefetch_ahead(const uint8_t* gw, size_t bytes) {
+  for (size_t off = 0; off < bytes; off += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(gw) + kWeightPrefetchBytes + off, _MM_HINT_T1);
+}
+
 // Repacked layout: whole groups read straight into the reduction's order; a partial group's
 // whole quads likewise, its last r < 4 blocks (stored layout) through decode_quad.
 template <int NT, class Fmt>
-__attribute__((always_inline)) inline void row_dot_repacked(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
-  using Stored = typename Fmt::StoredFmt;
+__attribute__((always_inline)) inline void row_dot_repacked(int64_t nb, const void* w, const Prepared* xp, float* out,
+                                                            size_t out_stride) {
   using Block = typename Fmt::Block;
-  constexpr int kQhBytes = Fmt::kHighBit ? 16 : 0;  // per quad
   const auto* x = static_cast<const uint8_t*>(w);
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const int64_t n_full = nb / kGroup;
   for (int64_t g = 0; g < n_full; ++g) {
     const uint8_t* gw = x + g * kGroup * int64_t(sizeof(Block));
-    for (size_t off = 0; off < kGroup * sizeof(Block); off += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(gw) + kWeightPrefetchBytes + off, _MM_HINT_T1);
+    prefetch_ahead(gw, kGroup * sizeof(Block));
     __m512i lo[kQuads], hi[kQuads];
-    for (int j = 0; j < kQuads; ++j) decode_packed_quad<Fmt>(gw + 64 * j, gw + 256 + kQhBytes * j, &lo[j], &hi[j]);
-    const __m512i scales16 = _mm512_castsi256_si512(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gw + 256 + 4 * kQhBytes)));
+    const __m512i scales16 = decode_full_group<Fmt>(gw, lo, hi);
     accumulate_group<NT>(lo, hi, scales16, xp, g, acc);
   }
   if (const int m = int(nb - n_full * kGroup); m > 0) {
     const uint8_t* gw = x + n_full * kGroup * int64_t(sizeof(Block));
-    for (size_t off = 0; off < size_t(m) * sizeof(Block); off += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(gw) + kWeightPrefetchBytes + off, _MM_HINT_T1);
-    const int q = m / 4, r = m % 4;
+    prefetch_ahead(gw, size_t(m) * sizeof(Block));
     __m512i lo[kQuads], hi[kQuads];
-    for (int j = 0; j < kQuads; ++j) lo[j] = hi[j] = _mm512_setzero_si512();
-    for (int j = 0; j < q; ++j) decode_packed_quad<Fmt>(gw + 64 * j, gw + 64 * q + kQhBytes * j, &lo[j], &hi[j]);
-    const uint8_t* sc = gw + (64 + kQhBytes) * q;
-    const __m256i words = _mm256_maskz_loadu_epi16(__mmask16((1u << (4 * q)) - 1), sc);
-    constexpr __mmask16 kLanes[4] = {tail_scale_lanes(0), tail_scale_lanes(1), tail_scale_lanes(2), tail_scale_lanes(3)};
-    __m512i scales16 = _mm512_castsi256_si512(_mm256_maskz_permutexvar_epi16(
-        kLanes[q], _mm256_load_si256(reinterpret_cast<const __m256i*>(kTailScaleIdx.data())), words));
-    scales16 = _mm512_zextsi256_si512(_mm512_castsi512_si256(scales16));
-    if (r > 0) {  // a zero-padded copy of the stored blocks (never read past the row)
-      alignas(64) uint8_t tail[4 * sizeof(Block)] = {};
-      std::memcpy(tail, gw + 4 * q * int64_t(sizeof(Block)), size_t(r) * sizeof(Block));
-      decode_quad<Stored>(tail, q, &lo[q], &hi[q], &scales16);
-    }
+    const __m512i scales16 = decode_tail_group<Fmt>(gw, m, lo, hi);
     accumulate_group<NT>(lo, hi, scales16, xp, n_full, acc);
   }
   for (int t = 0; t < NT; ++t) out[size_t(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
+}
+
+// One token over rows of G = 1 or 2 groups (up to 1024 elements: Qwen2.5-0.5B's rows of 896)
+// in the repacked layout: the prepared activation codes stay in registers (8 vectors per
+// group) for all the rows instead of being reloaded per row. Per row the operations of
+// row_dot_repacked<1> in the same order, so the same bits.
+template <class Fmt, int G>
+void gemv_short_rows(int64_t nb, const uint8_t* w, size_t row_bytes, int64_t n_rows, const Prepared& xp, float* y) {
+  using Block = typename Fmt::Block;
+  const int m_last = int(nb - (G - 1) * kGroup);  // blocks of the last group, 1..16
+  __m512i xv[G][2 * kQuads];
+  for (int g = 0; g < G; ++g)
+    for (int v = 0; v < 2 * kQuads; ++v) xv[g][v] = _mm512_load_si512(xp.x(g, v));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const uint8_t* row = w + size_t(r) * row_bytes;
+    __m512 acc = _mm512_setzero_ps();
+#pragma GCC unroll 2
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* gw = row + g * kGroup * int64_t(sizeof(Block));
+      const bool whole = g < G - 1 || m_last == kGroup;
+      prefetch_ahead(gw, size_t(whole ? kGroup : m_last) * sizeof(Block));
+      __m512i lo[kQuads], hi[kQuads];
+      const __m512i scales16 = whole ? decode_full_group<Fmt>(gw, lo, hi) : decode_tail_group<Fmt>(gw, m_last, lo, hi);
+      const __m512 dw = _mm512_cvtph_ps(_mm512_castsi512_si256(scales16));
+      __m512i part[kQuads];
+      for (int j = 0; j < kQuads; ++j)
+        part[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[j], xv[g][2 * j]), hi[j],
+                                      xv[g][2 * j + 1]);
+      const __m512i sums = _mm512_add_epi32(reduce_quads(part), _mm512_load_si512(xp.corr(g)));
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw, _mm512_load_ps(xp.dx(g))), acc);
+    }
+    y[r] = _mm512_reduce_add_ps(acc);
+  }
 }
 
 template <int NT, class Fmt>
 __attribute__((always_inline)) inline void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
   if constexpr (Fmt::kRepacked) row_dot_repacked<NT, Fmt>(nb, w, xp, out, out_stride);
   else row_dot_stored<NT, Fmt>(nb, w, xp, out, out_stride);
+}
+
+// Rows of one or two groups for one token: gemv_short_rows (repacked layouts only).
+template <class Fmt>
+constexpr bool kHasShortRows = Fmt::kRepacked;
+template <class Fmt>
+void short_rows(int64_t nb, const uint8_t* w, size_t row_bytes, int64_t n_rows, const Prepared& xp, float* y) {
+  if (nb <= kGroup) gemv_short_rows<Fmt, 1>(nb, w, row_bytes, n_rows, xp, y);
+  else gemv_short_rows<Fmt, 2>(nb, w, row_bytes, n_rows, xp, y);
 }
 
 #include "kernels/cpu/dot_prepared.inc"

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/flags.h"
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/dot_isa.h"
 #include "quant/blocks.h"
@@ -261,6 +262,11 @@ __attribute__((always_inline)) inline void row_dot(int64_t nb, const void* w, co
   }
   for (int t = 0; t < NT; ++t) out[size_t(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
 }
+
+template <class Fmt>
+constexpr bool kHasShortRows = false;
+template <class Fmt>
+void short_rows(int64_t, const uint8_t*, size_t, int64_t, const Prepared&, float*) {}
 
 #include "kernels/cpu/dot_prepared.inc"
 
