@@ -5,7 +5,7 @@
 // One 4096 x 4096 matrix (3-67 MB) stays in this machine's 260 MB L3, so those runs measure the
 // kernels' compute speed; the gemv_dram/ runs cycle through copies totalling over 512 MB so that
 // every pass streams from DRAM, to compare with the measured single-thread read bandwidth
-// (about 13.5 GB/s here).
+// (about 13.5 GB/s here); gemv_dram_2t/ does the same on two threads, as decode does.
 //   build/release/bench/brisk_microbench --benchmark_filter=gemv
 #include <benchmark/benchmark.h>
 
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "kernels/cpu/dot.h"
 #include "quant/format.h"
 #include "quant/types.h"
@@ -94,20 +95,29 @@ void run_gemv(benchmark::State& state, QuantType t, VecDotFn dot) {
 }
 
 // Same GEMV, each iteration on the next of enough copies of W to exceed the last-level cache.
-void run_gemv_dram(benchmark::State& state, QuantType t) {
+// cols < kCols: the same bytes as rows of that length (as gemv_l2). threads > 1: the rows split
+// over a pool in contiguous parts, as decode splits them.
+void run_gemv_dram(benchmark::State& state, QuantType t, int64_t cols, int threads) {
   const Problem& p = problem(t);
   const size_t copies = (size_t(512) << 20) / p.w.size() + 1;
   std::vector<uint8_t> big(p.w.size() * copies);
   for (size_t c = 0; c < copies; ++c) std::memcpy(big.data() + c * p.w.size(), p.w.data(), p.w.size());
-  std::vector<float> y(kRows);
+  const size_t row_bytes = size_t(*brisk::quant_row_bytes(t, uint64_t(cols)));
+  const int64_t rows = int64_t(p.w.size() / row_bytes);
+  std::vector<float> y(static_cast<size_t>(rows));
+  brisk::ThreadPool pool(threads);
   size_t c = 0;
   for (auto _ : state) {
-    gemv_rows(t, big.data() + c * p.w.size(), p.row_bytes, kRows, kCols, p.x.data(), y.data());
+    const uint8_t* w = big.data() + c * p.w.size();
+    pool.run([&](int ith, int nth) {
+      const int64_t per = (rows + nth - 1) / nth, r0 = std::min(rows, per * ith), r1 = std::min(rows, r0 + per);
+      if (r0 < r1) gemv_rows(t, w + size_t(r0) * row_bytes, row_bytes, r1 - r0, cols, p.x.data(), y.data() + r0);
+    });
     c = (c + 1) % copies;
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(p.w.size()));
+  state.SetBytesProcessed(int64_t(state.iterations()) * rows * int64_t(row_bytes));
 }
 
 // The first rows of W (about 512 KB, so they stay in L2) swept repeatedly: the kernel's compute
@@ -159,13 +169,28 @@ int register_all() {
                       QuantType::Q8_0_R16}) {
     benchmark::RegisterBenchmark(
         (std::string("gemv_dram_4096x4096/") + std::string(brisk::quant_type_info(t).name)).c_str(),
-        run_gemv_dram, t)
+        run_gemv_dram, t, kCols, 1)
         ->Unit(benchmark::kMillisecond);
-    for (int64_t cols : {kCols, int64_t(1024), int64_t(896)})
+    benchmark::RegisterBenchmark(
+        (std::string("gemv_dram_2t/") + std::string(brisk::quant_type_info(t).name) + "/cols:4096").c_str(),
+        run_gemv_dram, t, kCols, 2)
+        ->Unit(benchmark::kMillisecond)->UseRealTime();
+    if (brisk::quant_row_bytes(t, 896))
+      benchmark::RegisterBenchmark(
+          (std::string("gemv_dram_2t/") + std::string(brisk::quant_type_info(t).name) + "/cols:896").c_str(),
+          run_gemv_dram, t, int64_t(896), 2)
+          ->Unit(benchmark::kMillisecond)->UseRealTime();
+    if (brisk::quant_row_bytes(t, 896))  // not the 256-element K-quant blocks
+      benchmark::RegisterBenchmark((std::string("gemv_dram/") + std::string(brisk::quant_type_info(t).name) + "/cols:896").c_str(),
+                                   run_gemv_dram, t, int64_t(896), 1)
+          ->Unit(benchmark::kMillisecond);
+    for (int64_t cols : {kCols, int64_t(1024), int64_t(896)}) {
+      if (!brisk::quant_row_bytes(t, uint64_t(cols))) continue;  // K-quant blocks are 256 elements
       benchmark::RegisterBenchmark((std::string("gemv_l2/") + std::string(brisk::quant_type_info(t).name) + "/cols:" +
                                     std::to_string(cols)).c_str(),
                                    run_gemv_l2, t, cols)
           ->Unit(benchmark::kMicrosecond);
+    }
   }
   for (QuantType t : {QuantType::Q8_0, QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K})
     for (int n_tokens : {2, 4, 8})

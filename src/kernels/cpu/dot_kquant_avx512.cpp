@@ -40,6 +40,7 @@
 #include "core/flags.h"
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/dot_isa.h"
+#include "kernels/cpu/stream_load_avx512.h"
 #include "quant/blocks.h"
 
 namespace brisk::kernels::avx512 {
@@ -196,7 +197,7 @@ struct FmtQ6_K {
     // high nibbles bits 4,5 / 6,7
     const __m512i shl = halves_i16(4, 2), shr = halves_i16(0, 2);
     for (int h = 0; h < 2; ++h) {
-      const __m512i ql = load512(x.ql + 64 * h);
+      const __m512i ql = load_weights_512(x.ql + 64 * h);
       const __m512i qh = load256_twice(x.qh + 32 * h);
       o.q[2 * h] = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, m4), _mm512_sllv_epi16(qh, shl), m2, 0xF8);
       o.q[2 * h + 1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),

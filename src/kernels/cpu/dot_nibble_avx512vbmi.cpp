@@ -39,6 +39,7 @@
 #include "core/flags.h"
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/dot_isa.h"
+#include "kernels/cpu/stream_load_avx512.h"
 #include "quant/blocks.h"
 
 namespace brisk::kernels::avx512vbmi {
@@ -161,8 +162,8 @@ inline __m512i high_nibbles(__m512i x) {
 template <class Fmt>
 inline void decode_quad(const uint8_t* q, int j, __m512i* lo, __m512i* hi, __m512i* scales16) {
   using T = typename Fmt::Tables;
-  const __m512i a = _mm512_loadu_si512(q);
-  const __m512i b = _mm512_loadu_si512(q + T::kSecond);
+  const __m512i a = load_weights_512(q);
+  const __m512i b = load_weights_512(q + T::kSecond);
   const __m512i codes = _mm512_permutex2var_epi8(a, load_table(T::qs), b);
   *lo = _mm512_and_si512(codes, _mm512_set1_epi8(0x0F));
   *hi = high_nibbles(codes);
@@ -291,7 +292,7 @@ constexpr __mmask16 tail_scale_lanes(int q) {
 // Codes of a repacked quad: one load, no permute.
 template <class Fmt>
 inline void decode_packed_quad(const uint8_t* codes, const uint8_t* qh, __m512i* lo, __m512i* hi) {
-  const __m512i c = _mm512_loadu_si512(codes);
+  const __m512i c = load_weights_512(codes);
   *lo = _mm512_and_si512(c, _mm512_set1_epi8(0x0F));
   *hi = high_nibbles(c);
   if constexpr (Fmt::kHighBit) {

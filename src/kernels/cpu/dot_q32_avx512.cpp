@@ -30,6 +30,7 @@
 #include "core/flags.h"
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/dot_isa.h"
+#include "kernels/cpu/stream_load_avx512.h"
 #include "quant/blocks.h"
 
 namespace brisk::kernels::avx512 {
@@ -76,11 +77,7 @@ struct FmtQ8_0 {
 struct FmtQ8_0R16 : FmtQ8_0 {
   static constexpr bool kRepacked = true;
   static __m512i group_codes(const uint8_t* group, int j) {
-    // Two 32-byte loads: from DRAM, 64-byte loads that straddle lines (every other group)
-    // streamed 10-15 % slower.
-    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + 64 * j));
-    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + 64 * j + 32));
-    return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_set1_epi8(char(0x80)));
+    return _mm512_xor_si512(load_weights_512(group + 64 * j), _mm512_set1_epi8(char(0x80)));
   }
   static __m512 group_scales(const uint8_t* group) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + kGroup * 32)));
