@@ -175,15 +175,15 @@ int register_all() {
         (std::string("gemv_dram_2t/") + std::string(brisk::quant_type_info(t).name) + "/cols:4096").c_str(),
         run_gemv_dram, t, kCols, 2)
         ->Unit(benchmark::kMillisecond)->UseRealTime();
-    if (brisk::quant_row_bytes(t, 896))
+    if (brisk::quant_row_bytes(t, 896)) {  // not the 256-element K-quant blocks
       benchmark::RegisterBenchmark(
           (std::string("gemv_dram_2t/") + std::string(brisk::quant_type_info(t).name) + "/cols:896").c_str(),
           run_gemv_dram, t, int64_t(896), 2)
           ->Unit(benchmark::kMillisecond)->UseRealTime();
-    if (brisk::quant_row_bytes(t, 896))  // not the 256-element K-quant blocks
       benchmark::RegisterBenchmark((std::string("gemv_dram/") + std::string(brisk::quant_type_info(t).name) + "/cols:896").c_str(),
                                    run_gemv_dram, t, int64_t(896), 1)
           ->Unit(benchmark::kMillisecond);
+    }
     for (int64_t cols : {kCols, int64_t(1024), int64_t(896)}) {
       if (!brisk::quant_row_bytes(t, uint64_t(cols))) continue;  // K-quant blocks are 256 elements
       benchmark::RegisterBenchmark((std::string("gemv_l2/") + std::string(brisk::quant_type_info(t).name) + "/cols:" +
