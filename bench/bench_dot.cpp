@@ -184,7 +184,7 @@ int register_all() {
                                    run_gemv_dram, t, int64_t(896), 1)
           ->Unit(benchmark::kMillisecond);
     }
-    for (int64_t cols : {kCols, int64_t(1024), int64_t(896)}) {
+    for (int64_t cols : {kCols, int64_t(4864), int64_t(1024), int64_t(896)}) {
       if (!brisk::quant_row_bytes(t, uint64_t(cols))) continue;  // K-quant blocks are 256 elements
       benchmark::RegisterBenchmark((std::string("gemv_l2/") + std::string(brisk::quant_type_info(t).name) + "/cols:" +
                                     std::to_string(cols)).c_str(),

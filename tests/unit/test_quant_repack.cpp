@@ -21,6 +21,13 @@ namespace {
 
 // Block counts: fewer than a quad, whole quads, partial quads, one and several groups.
 const int64_t kBlockCounts[] = {1, 2, 3, 4, 5, 7, 8, 12, 13, 15, 16, 17, 20, 28, 29, 31, 32, 35, 48, 152};
+// Every row length of one or two groups (each has its own short-row GEMV), then longer rows.
+const std::vector<int64_t> kGemvBlockCounts = [] {
+  std::vector<int64_t> v;
+  for (int64_t nb = 1; nb <= 33; ++nb) v.push_back(nb);
+  for (int64_t nb : {35, 48, 152}) v.push_back(nb);
+  return v;
+}();
 
 using test::gaussian;
 
@@ -96,7 +103,7 @@ TEST(QuantRepack, GemvOverRepackedRowsMatchesStoredBitExact) {
   for (QuantType t : {QuantType::Q4_0, QuantType::Q5_0, QuantType::Q8_0}) {
     const QuantType r = *quant::repacked_type(t);
     const bool fast = kernels::cpu_weight_layout(t).has_value();
-    for (int64_t nb : kBlockCounts) {
+    for (int64_t nb : kGemvBlockCounts) {
       const int64_t k = 32 * nb, n_rows = 11;
       const size_t rb = size_t(*quant_row_bytes(t, uint64_t(k)));
       const std::vector<uint8_t> ws = stored_rows(t, k, n_rows, uint32_t(nb) * 31u);

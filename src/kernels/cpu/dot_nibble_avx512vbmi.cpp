@@ -311,27 +311,44 @@ inline __m512i decode_full_group(const uint8_t* gw, __m512i* lo, __m512i* hi) {
   return _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(gw + 256 + 4 * kQhBytes)));
 }
 
-// The same for a row's last partial group of m (1..15) blocks: its whole quads as above, its
-// last r < 4 blocks (stored layout) through decode_quad; missing blocks are zero.
-template <class Fmt>
-inline __m512i decode_tail_group(const uint8_t* gw, int m, __m512i* lo, __m512i* hi) {
+// The codes and scales of a row's last partial group of M (1..15) blocks, M known at compile
+// time: its q = M / 4 whole quads as in decode_full_group (then their 4q scales in block order),
+// its last r = M % 4 blocks (stored layout) through decode_quad. Only the kTailQuads<M> quads
+// that hold blocks are written; with M a constant they stay in registers (a run-time tail put
+// them on the stack: rows of 896 ran at half the rate of rows of 1024 in gemv_l2).
+template <int M>
+constexpr int kTailQuads = (M + 3) / 4;
+template <class Fmt, int M>
+__attribute__((always_inline)) inline __m512i decode_tail_group_fixed(const uint8_t* gw, __m512i* lo, __m512i* hi) {
+  static_assert(M >= 1 && M < kGroup);
   using Stored = typename Fmt::StoredFmt;
   using Block = typename Fmt::Block;
   constexpr int kQhBytes = Fmt::kHighBit ? 16 : 0;
-  const int q = m / 4, r = m % 4;
-  for (int j = 0; j < kQuads; ++j) lo[j] = hi[j] = _mm512_setzero_si512();
+  constexpr int q = M / 4, r = M % 4;
   for (int j = 0; j < q; ++j) decode_packed_quad<Fmt>(gw + 64 * j, gw + 64 * q + kQhBytes * j, &lo[j], &hi[j]);
   const uint8_t* sc = gw + (64 + kQhBytes) * q;
-  const __m256i words = _mm256_maskz_loadu_epi16(__mmask16((1u << (4 * q)) - 1), sc);
-  constexpr __mmask16 kLanes[4] = {tail_scale_lanes(0), tail_scale_lanes(1), tail_scale_lanes(2), tail_scale_lanes(3)};
-  __m512i scales16 = _mm512_castsi256_si512(_mm256_maskz_permutexvar_epi16(
-      kLanes[q], _mm256_load_si256(reinterpret_cast<const __m256i*>(kTailScaleIdx.data())), words));
-  scales16 = _mm512_zextsi256_si512(_mm512_castsi512_si256(scales16));
-  if (r > 0) {  // a zero-padded copy of the stored blocks (never read past the row)
+  __m512i scales16 = _mm512_setzero_si512();
+  if constexpr (q > 0) {
+    const __m256i words = _mm256_maskz_loadu_epi16(__mmask16((1u << (4 * q)) - 1), sc);
+    scales16 = _mm512_zextsi256_si512(_mm256_maskz_permutexvar_epi16(
+        tail_scale_lanes(q), _mm256_load_si256(reinterpret_cast<const __m256i*>(kTailScaleIdx.data())), words));
+  }
+  if constexpr (r > 0) {  // a zero-padded copy of the stored blocks (never read past the row)
     alignas(64) uint8_t tail[4 * sizeof(Block)] = {};
     std::memcpy(tail, gw + 4 * q * int64_t(sizeof(Block)), size_t(r) * sizeof(Block));
     decode_quad<Stored>(tail, q, &lo[q], &hi[q], &scales16);
   }
+  return scales16;
+}
+
+// decode_tail_group_fixed for a run-time m (1..15; rows of more than two groups): one compare per
+// shape, each inlined, so that the quads stay in registers; the quads past the tail are zero.
+template <class Fmt, int... M>
+__attribute__((always_inline)) inline __m512i decode_tail_group_any(const uint8_t* gw, int m, __m512i* lo, __m512i* hi,
+                                                                    std::integer_sequence<int, M...>) {
+  for (int j = 0; j < kQuads; ++j) lo[j] = hi[j] = _mm512_setzero_si512();
+  __m512i scales16 = _mm512_setzero_si512();
+  (void)((m == M + 1 && (scales16 = decode_tail_group_fixed<Fmt, M + 1>(gw, lo, hi), true)) || ...);
   return scales16;
 }
 
@@ -361,22 +378,24 @@ __attribute__((always_inline)) inline void row_dot_repacked(int64_t nb, const vo
     const uint8_t* gw = x + n_full * kGroup * int64_t(sizeof(Block));
     prefetch_ahead(gw, size_t(m) * sizeof(Block));
     __m512i lo[kQuads], hi[kQuads];
-    const __m512i scales16 = decode_tail_group<Fmt>(gw, m, lo, hi);
+    const __m512i scales16 = decode_tail_group_any<Fmt>(gw, m, lo, hi, std::make_integer_sequence<int, kGroup - 1>{});
     accumulate_group<NT>(lo, hi, scales16, xp, n_full, acc);
   }
   for (int t = 0; t < NT; ++t) out[size_t(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
 }
 
 // One token over rows of G = 1 or 2 groups (up to 1024 elements: Qwen2.5-0.5B's rows of 896)
-// in the repacked layout: the prepared activation codes stay in registers (8 vectors per
-// group) for all the rows instead of being reloaded per row. Per row the operations of
-// row_dot_repacked<1> in the same order, so the same bits. (They are written out here rather than
-// shared with accumulate_group: passing the vectors to a helper by pointer put them back on the
-// stack, and rows of 1024 fell from 67 to 36 GB/s in gemv_l2.)
-template <class Fmt, int G>
-void gemv_short_rows(int64_t nb, const uint8_t* w, size_t row_bytes, int64_t n_rows, const Prepared& xp, float* y) {
+// in the repacked layout, the last group holding M blocks: the prepared activation codes stay in
+// registers (8 vectors per group) for all the rows instead of being reloaded per row, and the
+// shape of the last group is fixed at compile time (with a run-time tail, rows of 896 ran at
+// half the rate of rows of 1024 in gemv_l2). Per row the operations of row_dot_repacked<1> in
+// the same order, less the products of the all-zero quads past a partial group's blocks (which
+// add 0), so the same bits. (They are written out here rather than shared with
+// accumulate_group: passing the vectors to a helper by pointer put them back on the stack, and
+// rows of 1024 fell from 67 to 36 GB/s in gemv_l2.)
+template <class Fmt, int G, int M>
+void gemv_short_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, const Prepared& xp, float* y) {
   using Block = typename Fmt::Block;
-  const int m_last = int(nb - (G - 1) * kGroup);  // blocks of the last group, 1..16
   __m512i xv[G][2 * kQuads];
   for (int g = 0; g < G; ++g)
     for (int v = 0; v < 2 * kQuads; ++v) xv[g][v] = _mm512_load_si512(xp.x(g, v));
@@ -386,20 +405,33 @@ void gemv_short_rows(int64_t nb, const uint8_t* w, size_t row_bytes, int64_t n_r
 #pragma GCC unroll 2
     for (int g = 0; g < G; ++g) {
       const uint8_t* gw = row + g * kGroup * int64_t(sizeof(Block));
-      const bool whole = g < G - 1 || m_last == kGroup;
-      prefetch_ahead(gw, size_t(whole ? kGroup : m_last) * sizeof(Block));
+      const bool whole = g < G - 1 || M == kGroup;
+      prefetch_ahead(gw, size_t(whole ? kGroup : M) * sizeof(Block));
       __m512i lo[kQuads], hi[kQuads];
-      const __m512i scales16 = whole ? decode_full_group<Fmt>(gw, lo, hi) : decode_tail_group<Fmt>(gw, m_last, lo, hi);
+      __m512i scales16;
+      if constexpr (M == kGroup) {
+        scales16 = decode_full_group<Fmt>(gw, lo, hi);
+      } else {
+        scales16 = whole ? decode_full_group<Fmt>(gw, lo, hi) : decode_tail_group_fixed<Fmt, M>(gw, lo, hi);
+      }
+      const int used = whole ? kQuads : kTailQuads<M>;
       const __m512 dw = _mm512_cvtph_ps(_mm512_castsi512_si256(scales16));
       __m512i part[kQuads];
       for (int j = 0; j < kQuads; ++j)
-        part[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[j], xv[g][2 * j]), hi[j],
-                                      xv[g][2 * j + 1]);
+        part[j] = j < used ? _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[j], xv[g][2 * j]),
+                                                 hi[j], xv[g][2 * j + 1])
+                           : _mm512_setzero_si512();
       const __m512i sums = _mm512_add_epi32(reduce_quads(part), _mm512_load_si512(xp.corr(g)));
       acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw, _mm512_load_ps(xp.dx(g))), acc);
     }
     y[r] = _mm512_reduce_add_ps(acc);
   }
+}
+
+using ShortRowsFn = void (*)(const uint8_t*, size_t, int64_t, const Prepared&, float*);
+template <class Fmt, int... I>
+constexpr std::array<ShortRowsFn, 2 * kGroup> short_rows_table(std::integer_sequence<int, I...>) {
+  return {gemv_short_rows<Fmt, I / kGroup + 1, I % kGroup + 1>...};
 }
 
 template <int NT, class Fmt>
@@ -408,13 +440,14 @@ __attribute__((always_inline)) inline void row_dot(int64_t nb, const void* w, co
   else row_dot_stored<NT, Fmt>(nb, w, xp, out, out_stride);
 }
 
-// Rows of one or two groups for one token: gemv_short_rows (repacked layouts only).
+// Rows of one or two groups (nb in 1..32 blocks) for one token: gemv_short_rows (repacked
+// layouts only), instantiated for each shape of the last group.
 template <class Fmt>
 constexpr bool kHasShortRows = Fmt::kRepacked;
 template <class Fmt>
 void short_rows(int64_t nb, const uint8_t* w, size_t row_bytes, int64_t n_rows, const Prepared& xp, float* y) {
-  if (nb <= kGroup) gemv_short_rows<Fmt, 1>(nb, w, row_bytes, n_rows, xp, y);
-  else gemv_short_rows<Fmt, 2>(nb, w, row_bytes, n_rows, xp, y);
+  static constexpr auto table = short_rows_table<Fmt>(std::make_integer_sequence<int, 2 * kGroup>{});
+  table[size_t(nb - 1)](w, row_bytes, n_rows, xp, y);
 }
 
 #include "kernels/cpu/dot_prepared.inc"
