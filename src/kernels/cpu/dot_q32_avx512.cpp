@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <array>
+#include <type_traits>
 #include <utility>
 #include <cstring>
 #include <vector>
@@ -260,10 +261,63 @@ __attribute__((always_inline)) inline void row_dot(int64_t nb, const void* w, co
   for (int t = 0; t < NT; ++t) out[size_t(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
 }
 
+// One token over Q8_0_R16 rows of G = 1 or 2 groups (up to 1024 elements: Qwen2.5-0.5B's rows of
+// 896, its output matrix among them), the last group holding M blocks: the prepared activation
+// pairs stay in registers (8 vectors per group) for all the rows, the shape of the last group is
+// fixed at compile time, and the pairs past its blocks (all-zero codes, which add 0) are not
+// multiplied. Per row the operations of row_dot<1, FmtQ8_0R16> in the same order, so the same
+// bits.
+template <int G, int M>
+void gemv_short_rows_q8(const uint8_t* w, size_t row_bytes, int64_t n_rows, const Prepared& xp, float* y) {
+  using Fmt = FmtQ8_0R16;
+  __m512i xv[G][kPairs];
+  for (int g = 0; g < G; ++g)
+    for (int j = 0; j < kPairs; ++j) xv[g][j] = _mm512_load_si512(xp.x(g, j));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const uint8_t* row = w + size_t(r) * row_bytes;
+    __m512 acc = _mm512_setzero_ps();
+#pragma GCC unroll 2
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* group = row + size_t(g) * kGroup * sizeof(BlockQ8_0);
+      const bool whole = g < G - 1 || M == kGroup;
+      const int nv = whole ? kGroup : M;
+      for (size_t off = 0; off < size_t(nv) * sizeof(BlockQ8_0); off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(group) + kWeightPrefetchBytes + off, _MM_HINT_T1);
+      __m512i u[kPairs];
+      __m512 dw;
+      if (whole) {
+        for (int j = 0; j < kPairs; ++j) u[j] = Fmt::group_codes(group, j);
+        dw = Fmt::group_scales(group);
+      } else {
+        Fmt::tail_group(group, nv, u, &dw);
+      }
+      __m512i part[kPairs];
+      for (int j = 0; j < kPairs; ++j)
+        part[j] = 2 * j < nv ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[j], xv[g][j]) : _mm512_setzero_si512();
+      const __m512i sums = _mm512_add_epi32(reduce16<Fmt::kSplit>(part), _mm512_load_si512(xp.corr(g)));
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw, _mm512_load_ps(xp.dx(g))), acc);
+    }
+    y[r] = _mm512_reduce_add_ps(acc);
+  }
+}
+
+using ShortRowsFn = void (*)(const uint8_t*, size_t, int64_t, const Prepared&, float*);
+template <int... I>
+constexpr std::array<ShortRowsFn, 2 * kGroup> short_rows_q8_table(std::integer_sequence<int, I...>) {
+  return {gemv_short_rows_q8<I / kGroup + 1, I % kGroup + 1>...};
+}
+
+// Rows of one or two groups (nb in 1..32 blocks) for one token: gemv_short_rows_q8 for the
+// repacked Q8_0 layout, instantiated for each shape of the last group.
 template <class Fmt>
-constexpr bool kHasShortRows = false;
+constexpr bool kHasShortRows = std::is_same_v<Fmt, FmtQ8_0R16>;
 template <class Fmt>
-void short_rows(int64_t, const uint8_t*, size_t, int64_t, const Prepared&, float*) {}
+void short_rows(int64_t nb, const uint8_t* w, size_t row_bytes, int64_t n_rows, const Prepared& xp, float* y) {
+  if constexpr (kHasShortRows<Fmt>) {
+    static constexpr auto table = short_rows_q8_table(std::make_integer_sequence<int, 2 * kGroup>{});
+    table[size_t(nb - 1)](w, row_bytes, n_rows, xp, y);
+  }
+}
 
 #include "kernels/cpu/dot_prepared.inc"
 
