@@ -158,7 +158,8 @@ INSTANTIATE_TEST_SUITE_P(Ops, MatmulFormats,
 // Matmuls of one input (q/k/v, gate/up) through matmuls(): the input is quantized (and, in
 // prefill, packed for the GEMM) once for every matmul that can share it. Every output must be
 // bit-equal to the matmul run on its own, for lists that share the packing (Q4_K with Q4_K),
-// lists that cannot (Q4_K with Q6_K, Q4_0 with Q8_0: other block or offset) and decode sizes.
+// lists that cannot (Q4_K with Q6_K, Q4_0 with Q8_0: other block or offset) and decode sizes
+// (5 tokens: the list's row tiles split over 2-3 threads as one sequence, parts crossing matmuls).
 TEST(Ops, MatmulsOfOneInputEqualOneByOne) {
   const std::vector<std::vector<QuantType>> lists = {{QuantType::Q4_K, QuantType::Q4_K, QuantType::Q4_K},
                                                      {QuantType::Q4_K, QuantType::Q4_K, QuantType::Q6_K},

@@ -308,7 +308,7 @@ class CpuBackend final : public Backend {
                                            : std::string(),
                           bytes);
     pool_.run([&](int ith, int nth) {
-      for (int i = 0; i < n; ++i) cpu::matmul_rows(list[i], act, packed, ith, nth);
+      cpu::matmul_list_rows(list, n, act, packed, ith, nth);
     }, parts_for(work));
   }
 

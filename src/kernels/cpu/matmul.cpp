@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/flags.h"
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/ops.h"
@@ -84,14 +85,15 @@ void matmul_quantize_rows(const MatmulArgs& a, void* act, void* packed, int ith,
   kernels::gemm_pack_tokens(gemm_params(a, act, 0, 0), packed, begin, end);
 }
 
-void matmul_rows(const MatmulArgs& a, const void* act, const void* packed, int ith, int nth) {
+namespace {
+int64_t row_tiles(const MatmulArgs& a) { return (a.w.n_out + kRowTile - 1) / kRowTile; }
+
+// Output rows [tile_begin * 16, tile_end * 16) of one matmul.
+void matmul_tiles(const MatmulArgs& a, const void* act, const void* packed, int64_t tile_begin, int64_t tile_end) {
   const bool in_place = format_traits(a.w.type).vec_dot_type == QuantType::F32;
   const size_t x_stride = in_place ? sizeof(float) * size_t(a.x.row_stride()) : matmul_act_row_bytes(a.w.type, a.w.n_in);
   const uint8_t* x0 = in_place ? reinterpret_cast<const uint8_t*>(a.x.data) : static_cast<const uint8_t*>(act);
   const int64_t n_tok = a.x.rows;
-  const int64_t n_tiles = (a.w.n_out + kRowTile - 1) / kRowTile;
-  int64_t tile_begin, tile_end;
-  split_range(n_tiles, ith, nth, &tile_begin, &tile_end);
   const int64_t row_begin = tile_begin * kRowTile;
   const int64_t row_end = std::min(a.w.n_out, tile_end * kRowTile);
   if (row_begin >= row_end) return;
@@ -125,6 +127,32 @@ void matmul_rows(const MatmulArgs& a, const void* act, const void* packed, int i
         }
       }
     }
+  }
+}
+}  // namespace
+
+void matmul_rows(const MatmulArgs& a, const void* act, const void* packed, int ith, int nth) {
+  int64_t tile_begin, tile_end;
+  split_range(row_tiles(a), ith, nth, &tile_begin, &tile_end);
+  matmul_tiles(a, act, packed, tile_begin, tile_end);
+}
+
+void matmul_list_rows(const MatmulArgs* list, int n, const void* act, const void* packed, int ith, int nth) {
+  if (packed || list[0].x.rows > kTokenGroup || flags().no_joint_split) {
+    for (int i = 0; i < n; ++i) matmul_rows(list[i], act, packed, ith, nth);
+    return;
+  }
+  // Decode: the matmuls' row tiles as one sequence, cut into contiguous parts.
+  int64_t total = 0;
+  for (int i = 0; i < n; ++i) total += row_tiles(list[i]);
+  int64_t begin, end;
+  split_range(total, ith, nth, &begin, &end);
+  int64_t first = 0;  // the first tile of matmul i in the sequence
+  for (int i = 0; i < n && first < end; ++i) {
+    const int64_t tiles = row_tiles(list[i]);
+    const int64_t b = std::max(begin, first) - first, e = std::min(end, first + tiles) - first;
+    if (b < e) matmul_tiles(list[i], act, packed, b, e);
+    first += tiles;
   }
 }
 

@@ -28,6 +28,11 @@ size_t matmul_packed_bytes(const MatmulArgs& a);  // 0: this matmul does not use
 bool matmul_shares_input(const MatmulArgs& a, const MatmulArgs& b);
 void matmul_quantize_rows(const MatmulArgs& a, void* act, void* packed, int ith, int nth);
 void matmul_rows(const MatmulArgs& a, const void* act, const void* packed, int ith, int nth);
+// Part ith of nth of the rows of n matmuls that share one input. Decode (at most 8 tokens, no
+// GEMM): the matmuls' rows as one sequence cut into nth contiguous parts, so that a part of q /
+// k / v starts fewer weight streams (BRISK_NO_JOINT_SPLIT: each matmul split on its own, as
+// prefill does).
+void matmul_list_rows(const MatmulArgs* list, int n, const void* act, const void* packed, int ith, int nth);
 
 void rms_norm_rows(const RmsNormArgs& a, int ith, int nth);
 void rope_rows(const RopeArgs& a, int ith, int nth);
