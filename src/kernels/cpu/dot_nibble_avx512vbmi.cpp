@@ -428,27 +428,15 @@ void gemv_short_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, const P
   }
 }
 
-using ShortRowsFn = void (*)(const uint8_t*, size_t, int64_t, const Prepared&, float*);
-template <class Fmt, int... I>
-constexpr std::array<ShortRowsFn, 2 * kGroup> short_rows_table(std::integer_sequence<int, I...>) {
-  return {gemv_short_rows<Fmt, I / kGroup + 1, I % kGroup + 1>...};
-}
-
 template <int NT, class Fmt>
 __attribute__((always_inline)) inline void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
   if constexpr (Fmt::kRepacked) row_dot_repacked<NT, Fmt>(nb, w, xp, out, out_stride);
   else row_dot_stored<NT, Fmt>(nb, w, xp, out, out_stride);
 }
 
-// Rows of one or two groups (nb in 1..32 blocks) for one token: gemv_short_rows (repacked
-// layouts only), instantiated for each shape of the last group.
+// gemv_short_rows serves the repacked layouts only.
 template <class Fmt>
 constexpr bool kHasShortRows = Fmt::kRepacked;
-template <class Fmt>
-void short_rows(int64_t nb, const uint8_t* w, size_t row_bytes, int64_t n_rows, const Prepared& xp, float* y) {
-  static constexpr auto table = short_rows_table<Fmt>(std::make_integer_sequence<int, 2 * kGroup>{});
-  table[size_t(nb - 1)](w, row_bytes, n_rows, xp, y);
-}
 
 #include "kernels/cpu/dot_prepared.inc"
 

@@ -267,9 +267,9 @@ __attribute__((always_inline)) inline void row_dot(int64_t nb, const void* w, co
 // fixed at compile time, and the pairs past its blocks (all-zero codes, which add 0) are not
 // multiplied. Per row the operations of row_dot<1, FmtQ8_0R16> in the same order, so the same
 // bits.
-template <int G, int M>
-void gemv_short_rows_q8(const uint8_t* w, size_t row_bytes, int64_t n_rows, const Prepared& xp, float* y) {
-  using Fmt = FmtQ8_0R16;
+template <class Fmt, int G, int M>
+void gemv_short_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, const Prepared& xp, float* y) {
+  static_assert(std::is_same_v<Fmt, FmtQ8_0R16>);
   __m512i xv[G][kPairs];
   for (int g = 0; g < G; ++g)
     for (int j = 0; j < kPairs; ++j) xv[g][j] = _mm512_load_si512(xp.x(g, j));
@@ -301,23 +301,9 @@ void gemv_short_rows_q8(const uint8_t* w, size_t row_bytes, int64_t n_rows, cons
   }
 }
 
-using ShortRowsFn = void (*)(const uint8_t*, size_t, int64_t, const Prepared&, float*);
-template <int... I>
-constexpr std::array<ShortRowsFn, 2 * kGroup> short_rows_q8_table(std::integer_sequence<int, I...>) {
-  return {gemv_short_rows_q8<I / kGroup + 1, I % kGroup + 1>...};
-}
-
-// Rows of one or two groups (nb in 1..32 blocks) for one token: gemv_short_rows_q8 for the
-// repacked Q8_0 layout, instantiated for each shape of the last group.
+// gemv_short_rows serves the repacked Q8_0 layout only.
 template <class Fmt>
 constexpr bool kHasShortRows = std::is_same_v<Fmt, FmtQ8_0R16>;
-template <class Fmt>
-void short_rows(int64_t nb, const uint8_t* w, size_t row_bytes, int64_t n_rows, const Prepared& xp, float* y) {
-  if constexpr (kHasShortRows<Fmt>) {
-    static constexpr auto table = short_rows_q8_table(std::make_integer_sequence<int, 2 * kGroup>{});
-    table[size_t(nb - 1)](w, row_bytes, n_rows, xp, y);
-  }
-}
 
 #include "kernels/cpu/dot_prepared.inc"
 
