@@ -55,14 +55,6 @@ void write_block(const Shape& s, uint8_t* b, uint16_t d, uint32_t qh, const uint
   }
 }
 
-// Word 2L + h of a quad's qh: the fifth bits of elements 8h..8h+7 (bits 0-7) and 16+8h..16+8h+7.
-uint16_t qh_word(uint32_t qh, int h) {
-  return uint16_t(((qh >> (8 * h)) & 0xFF) | (((qh >> (16 + 8 * h)) & 0xFF) << 8));
-}
-uint32_t qh_from_words(uint16_t w0, uint16_t w1) {
-  return uint32_t(w0 & 0xFF) | (uint32_t(w1 & 0xFF) << 8) | (uint32_t(w0 >> 8) << 16) | (uint32_t(w1 >> 8) << 24);
-}
-
 // Group of `blocks` (16, or 4q for a partial group's quads) starting at block b0. to_repacked:
 // stored blocks at `stored` -> repacked bytes at `packed`; else the reverse.
 void convert_group(const Shape& s, int blocks, bool to_repacked, const uint8_t* stored_in, uint8_t* stored_out,
@@ -78,18 +70,21 @@ void convert_group(const Shape& s, int blocks, bool to_repacked, const uint8_t* 
     if (to_repacked) {
       const BlockView v = read_block(s, stored_in + size_t(k) * s.block_bytes);
       std::memcpy(packed_out + 64 * j + 16 * L, v.qs, 16);
-      if (s.high_bits)
-        for (int h = 0; h < 2; ++h) {
-          const uint16_t w = qh_word(v.qh, h);
-          std::memcpy(packed_out + codes_bytes + 16 * j + 2 * (2 * L + h), &w, 2);
-        }
+      if (s.high_bits) {  // the low 16 bits at word L of the quad's qh, the high 16 at word 4 + L
+        const uint16_t lo = uint16_t(v.qh & 0xFFFF), hi = uint16_t(v.qh >> 16);
+        std::memcpy(packed_out + codes_bytes + 16 * j + 2 * L, &lo, 2);
+        std::memcpy(packed_out + codes_bytes + 16 * j + 8 + 2 * L, &hi, 2);
+      }
       std::memcpy(packed_out + codes_bytes + qh_bytes + 2 * scale_slot(k), &v.d, 2);
     } else {
-      uint16_t d, w[2] = {0, 0};
+      uint16_t d, lo = 0, hi = 0;
       std::memcpy(&d, packed_in + codes_bytes + qh_bytes + 2 * scale_slot(k), 2);
-      if (s.high_bits)
-        for (int h = 0; h < 2; ++h) std::memcpy(&w[h], packed_in + codes_bytes + 16 * j + 2 * (2 * L + h), 2);
-      write_block(s, stored_out + size_t(k) * s.block_bytes, d, qh_from_words(w[0], w[1]), packed_in + 64 * j + 16 * L);
+      if (s.high_bits) {
+        std::memcpy(&lo, packed_in + codes_bytes + 16 * j + 2 * L, 2);
+        std::memcpy(&hi, packed_in + codes_bytes + 16 * j + 8 + 2 * L, 2);
+      }
+      write_block(s, stored_out + size_t(k) * s.block_bytes, d, uint32_t(lo) | (uint32_t(hi) << 16),
+                  packed_in + 64 * j + 16 * L);
     }
   }
 }

@@ -7,10 +7,11 @@
 // of 4 consecutive blocks, block L (0..3) of quad j (0..3) being block 4j + L of the group:
 //   codes  (4 quads, 64 B)  quad j byte 16L + i = qs[i] of block L, so that one 64-byte load
 //                           gives each block's 16 code bytes in its own 128-bit lane;
-//   qh     (Q5_0 only; 4 quads, 16 B) quad j u16 word 2L + h (h = 0, 1): bit b = the fifth bit
-//                           of element 8h + b of block L, bit 8 + b that of element 16 + 8h + b,
-//                           so that widening the words to 64 bits puts each block's bits in
-//                           the qwords of its code bytes (vpshufbitqmb then picks them);
+//   qh     (Q5_0 only; 4 quads, 16 B) quad j u16 word L = the fifth bits of elements 0..15 of
+//                           block L (bits 0-15 of its stored qh), word 4 + L those of elements
+//                           16..31, so that bytes 0-7 are the 64-bit mask of the low-nibble code
+//                           bytes (bit 16L + i for code byte 16L + i) and bytes 8-15 that of the
+//                           high-nibble ones, loaded straight into mask registers;
 //   scales (16 x f16)       word l = d of block 4 (l % 4) + l / 4 of the group (the order of
 //                           the kernel's reduced block sums).
 // A last partial group of m = 4q + r blocks keeps this layout for its q whole quads (codes,

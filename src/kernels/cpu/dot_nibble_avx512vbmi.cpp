@@ -11,7 +11,8 @@
 //   lo = codes & 15          lane L: elements 0..15 of block L of the quad
 //   hi = codes >> 4          lane L: elements 16..31 (one GFNI affine map per vector)
 // Q5_0's fifth bits come the same way: a permute of the qh bytes, then two bit-shuffles
-// (vpshufbitqmb) into 64-bit masks that add 16 to the selected code bytes. vpdpbusd of lo and hi against the prepared activations
+// (vpshufbitqmb) into 64-bit masks that add 16 to the selected code bytes (the repacked layout
+// stores those two masks as they are). vpdpbusd of lo and hi against the prepared activations
 // gives each block's sum in 4 int32 of its lane; the 4 quads of a group of 16 blocks reduce to
 // one vector of 16 block sums in 6 instructions, lane 4L + j holding block 4j + L. The weight
 // scales are permuted straight from the loaded bytes into that lane order (masked vpermb), so
@@ -271,10 +272,6 @@ void row_dot_stored(int64_t nb, const void* w, const Prepared* xp, float* out, s
   for (int t = 0; t < NT; ++t) out[size_t(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
 }
 
-// vpshufbitqmb selectors of the repacked qh (quant/repack.h): code byte m = 16L + i lies in
-// qword 2L + i / 8, which holds word 2L + i / 8: bit i % 8 for element i, 8 + i % 8 for 16 + i.
-alignas(64) constexpr std::array<uint8_t, 64> kPackedBitLo = bit_selectors(0, 8);
-alignas(64) constexpr std::array<uint8_t, 64> kPackedBitHi = bit_selectors(8, 8);
 // Scale words of a partial group (4q scales in block order) -> reduction lane order: lane l
 // takes block 4 (l % 4) + l / 4, present when l % 4 < q.
 alignas(32) constexpr std::array<uint16_t, 16> kTailScaleIdx = [] {
@@ -289,17 +286,22 @@ constexpr __mmask16 tail_scale_lanes(int q) {
   return m;
 }
 
-// Codes of a repacked quad: one load, no permute.
+// Codes of a repacked quad: one load, no permute. Q5_0: the quad's 16 qh bytes are the two
+// 64-bit masks of the code bytes that get their fifth bit (low nibbles, then high nibbles), read
+// straight into mask registers (widening them and two vpshufbitqmb instead cost 10-15 % of the
+// kernel's rate in gemv_l2).
 template <class Fmt>
 inline void decode_packed_quad(const uint8_t* codes, const uint8_t* qh, __m512i* lo, __m512i* hi) {
   const __m512i c = load_weights_512(codes);
   *lo = _mm512_and_si512(c, _mm512_set1_epi8(0x0F));
   *hi = high_nibbles(c);
   if constexpr (Fmt::kHighBit) {
-    const __m512i h = _mm512_cvtepu16_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh)));
+    uint64_t mask_lo, mask_hi;
+    std::memcpy(&mask_lo, qh, 8);
+    std::memcpy(&mask_hi, qh + 8, 8);
     const __m512i c16 = _mm512_set1_epi8(0x10);
-    *lo = _mm512_mask_add_epi8(*lo, _mm512_bitshuffle_epi64_mask(h, load_table(kPackedBitLo)), *lo, c16);
-    *hi = _mm512_mask_add_epi8(*hi, _mm512_bitshuffle_epi64_mask(h, load_table(kPackedBitHi)), *hi, c16);
+    *lo = _mm512_mask_add_epi8(*lo, _cvtu64_mask64(mask_lo), *lo, c16);
+    *hi = _mm512_mask_add_epi8(*hi, _cvtu64_mask64(mask_hi), *hi, c16);
   }
 }
 
