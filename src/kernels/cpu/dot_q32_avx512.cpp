@@ -301,9 +301,49 @@ void gemv_short_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, const P
   }
 }
 
-// gemv_short_rows serves the repacked Q8_0 layout only.
+// gemv_short_rows and gemv_long_rows serve the repacked Q8_0 layout only.
 template <class Fmt>
 constexpr bool kHasShortRows = std::is_same_v<Fmt, FmtQ8_0R16>;
+
+// One token over Q8_0_R16 rows of more than two groups: n_full whole groups, then a last group
+// of M blocks (0: none) whose shape is fixed at compile time (row_dot picks it per row), the
+// pairs past its blocks not multiplied. Per row the operations of row_dot<1, FmtQ8_0R16> in the
+// same order, so the same bits.
+template <class Fmt, int M>
+void gemv_long_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_full, const Prepared& xp, float* y) {
+  static_assert(std::is_same_v<Fmt, FmtQ8_0R16>);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const uint8_t* row = w + size_t(r) * row_bytes;
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t g = 0; g <= n_full; ++g) {
+      const bool whole = g < n_full;
+      if (!whole && M == 0) break;
+      const int nv = whole ? kGroup : M;
+      const uint8_t* group = row + size_t(g) * kGroup * sizeof(BlockQ8_0);
+      for (size_t off = 0; off < size_t(nv) * sizeof(BlockQ8_0); off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(group) + kWeightPrefetchBytes + off, _MM_HINT_T1);
+      __m512i u[kPairs];
+      __m512 dw;
+      __m512i part[kPairs];
+      if (whole) {
+        for (int j = 0; j < kPairs; ++j) u[j] = Fmt::group_codes(group, j);
+        dw = Fmt::group_scales(group);
+        for (int j = 0; j < kPairs; ++j)
+          part[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[j], _mm512_load_si512(xp.x(g, j)));
+      } else {
+        Fmt::tail_group(group, M, u, &dw);
+        for (int j = 0; j < kPairs; ++j)
+          part[j] = 2 * j < M ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[j], _mm512_load_si512(xp.x(g, j)))
+                              : _mm512_setzero_si512();
+      }
+      const __m512i sums = _mm512_add_epi32(reduce16<Fmt::kSplit>(part), _mm512_load_si512(xp.corr(g)));
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw, _mm512_load_ps(xp.dx(g))), acc);
+    }
+    y[r] = _mm512_reduce_add_ps(acc);
+  }
+}
+template <class Fmt>
+constexpr bool kHasLongRows = std::is_same_v<Fmt, FmtQ8_0R16>;
 
 #include "kernels/cpu/dot_prepared.inc"
 
