@@ -332,6 +332,41 @@ TEST(KernelsGemv, KquantMultiTokenIsBitIdenticalToOneToken) {
   }
 }
 
+// The K-quant GEMV with the 512-bit kernel inlined in its row loop gives the bits of the
+// kernel called per row (BRISK_NO_KQUANT_GEMV), for 1..8 tokens and padded row strides.
+TEST(KernelsGemv, KquantRowLoopMatchesPerRowCalls) {
+  for (QuantType t : {QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K}) {
+    for (int64_t k : {256, 2048, 8192}) {
+      const int64_t n_rows = 19;
+      const size_t rb = row_bytes(t, k) + 32;
+      std::vector<uint8_t> w(rb * size_t(n_rows));
+      for (int64_t r = 0; r < n_rows; ++r) {
+        std::vector<uint8_t> row = random_blocks(t, k, uint32_t(3 * r + k));
+        std::memcpy(w.data() + size_t(r) * rb, row.data(), row.size());
+      }
+      const size_t xb = activation_row_bytes(t, k);
+      std::vector<uint8_t> x(xb * 8);
+      for (int tok = 0; tok < 8; ++tok)
+        format_traits(QuantType::Q8_K).quantize_row_ref(gaussian(size_t(k), 70u + uint32_t(tok)).data(),
+                                                        x.data() + size_t(tok) * xb, k);
+      for (int n_tokens = 1; n_tokens <= 8; ++n_tokens) {
+        auto run = [&]() {
+          std::vector<float> y(size_t(n_rows + 2) * size_t(n_tokens), -1.f);
+          gemv_rows_multi({.weight_type = t, .w = w.data(), .row_bytes = rb, .n_rows = n_rows, .k = k,
+                           .x_quant = x.data(), .x_stride = xb, .n_tokens = n_tokens, .y = y.data(),
+                           .y_stride = n_rows + 2});
+          return y;
+        };
+        const std::vector<float> fast = run();
+        ScopedEnv off("BRISK_NO_KQUANT_GEMV", "1");
+        const std::vector<float> per_row = run();
+        EXPECT_EQ(std::memcmp(fast.data(), per_row.data(), fast.size() * sizeof(float)), 0)
+            << quant_type_info(t).name << " k=" << k << " " << n_tokens << " tokens";
+      }
+    }
+  }
+}
+
 TEST(KernelsGemv, RejectsBadShapes) {
   std::vector<uint8_t> w(1024), x(1024);
   std::vector<float> y(8);

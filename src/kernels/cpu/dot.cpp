@@ -196,6 +196,8 @@ void gemv_rows_multi(const GemvMultiParams& p) {
   if (self_prefetch) {  // they fetch kRowPrefetchBytes ahead: start the stream with that stretch
     const uint8_t* head = std::min(w_end, wb + kRowPrefetchBytes);
     for (const uint8_t* q = wb; q < head; q += 64) __builtin_prefetch(q, 0, 2);
+    // The 512-bit K-quant kernels inlined in one loop over the rows.
+    if (selected_dot_isa(p.weight_type) == Isa::avx512 && avx512::wide_kquant_gemv(p)) return;
   }
   auto prefetch_through = [&](const uint8_t* row_end) {
     if (self_prefetch) return;

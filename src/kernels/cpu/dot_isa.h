@@ -45,6 +45,9 @@ bool wide_q32_gemv(const GemvMultiParams& p, size_t prefetch_bytes);
 // n_tokens 1..8, each token's result bit-identical to the 1-token kernel's.
 VecDotFn wide_kquant_kernel(QuantType weight_type);
 VecDotMultiFn wide_kquant_multi_kernel(QuantType weight_type, int n_tokens);
+// Whole GEMV over K-quant rows (1..8 tokens) with those kernels inlined in the row loop; false
+// under BRISK_NO_AVX512_KQUANT / BRISK_NO_KQUANT_GEMV or for another format. Same bits.
+bool wide_kquant_gemv(const GemvMultiParams& p);
 }  // namespace brisk::kernels::avx512
 
 namespace brisk::kernels::avx512vbmi {  // AVX-512 + VBMI (dot_nibble_avx512vbmi.cpp)

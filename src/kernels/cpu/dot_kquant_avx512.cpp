@@ -221,7 +221,8 @@ struct FmtQ6_K {
 
 // out[t * out_stride] = dot(w, token t), token t's Q8_K row at a + t * a_stride bytes.
 template <int NT, class Fmt>
-void dot_rows(int64_t n, float* out, size_t out_stride, const void* w, const void* a, size_t a_stride) {
+__attribute__((always_inline)) inline void dot_rows(int64_t n, float* out, size_t out_stride, const void* w, const void* a,
+                                                    size_t a_stride) {
   const auto* x = static_cast<const typename Fmt::WeightBlock*>(w);
   const BlockQ8_K* y[NT];
   for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(a) + t * a_stride);
@@ -234,6 +235,26 @@ void dot_rows(int64_t n, float* out, size_t out_stride, const void* w, const voi
     for (int t = 0; t < NT; ++t) acc[t] = Fmt::accumulate(d, y[t][i], acc[t]);
   }
   for (int t = 0; t < NT; ++t) out[size_t(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
+}
+
+// All the rows of a GEMV for NT tokens in one loop: dot_rows inlined per row, so a row costs no
+// call through a function pointer (the same operations per row, so the same bits).
+template <int NT, class Fmt>
+void gemv_rows(const GemvMultiParams& p) {
+  const auto* w = static_cast<const uint8_t*>(p.w);
+  for (int64_t r = 0; r < p.n_rows; ++r)
+    dot_rows<NT, Fmt>(p.k, p.y + r, size_t(p.y_stride), w + size_t(r) * p.row_bytes, p.x_quant, p.x_stride);
+}
+
+template <class Fmt>
+bool gemv_any(const GemvMultiParams& p) {
+  switch (p.n_tokens) {
+    case 1: gemv_rows<1, Fmt>(p); return true; case 2: gemv_rows<2, Fmt>(p); return true;
+    case 3: gemv_rows<3, Fmt>(p); return true; case 4: gemv_rows<4, Fmt>(p); return true;
+    case 5: gemv_rows<5, Fmt>(p); return true; case 6: gemv_rows<6, Fmt>(p); return true;
+    case 7: gemv_rows<7, Fmt>(p); return true; case 8: gemv_rows<8, Fmt>(p); return true;
+    default: return false;
+  }
 }
 
 template <class Fmt>
@@ -260,6 +281,16 @@ VecDotFn wide_kquant_kernel(QuantType t) {
     case QuantType::Q5_K: return dot_one<FmtQ5_K>;
     case QuantType::Q6_K: return dot_one<FmtQ6_K>;
     default: return nullptr;
+  }
+}
+
+bool wide_kquant_gemv(const GemvMultiParams& p) {
+  if (flags().no_avx512_kquant || flags().no_kquant_gemv) return false;
+  switch (p.weight_type) {
+    case QuantType::Q4_K: return gemv_any<FmtQ4_K>(p);
+    case QuantType::Q5_K: return gemv_any<FmtQ5_K>(p);
+    case QuantType::Q6_K: return gemv_any<FmtQ6_K>(p);
+    default: return false;
   }
 }
 
