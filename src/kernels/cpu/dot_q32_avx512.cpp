@@ -315,30 +315,29 @@ void gemv_long_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t 
   for (int64_t r = 0; r < n_rows; ++r) {
     const uint8_t* row = w + size_t(r) * row_bytes;
     __m512 acc = _mm512_setzero_ps();
-    for (int64_t g = 0; g <= n_full; ++g) {
-      const bool whole = g < n_full;
-      if (!whole && M == 0) break;
-      const int nv = whole ? kGroup : M;
+    // Group g of nv blocks; a compile-time nv (the last group's M) drops the pairs past it.
+    auto add_group = [&](int64_t g, auto nv_c) __attribute__((always_inline)) {
+      constexpr int nv = decltype(nv_c)::value;
       const uint8_t* group = row + size_t(g) * kGroup * sizeof(BlockQ8_0);
       for (size_t off = 0; off < size_t(nv) * sizeof(BlockQ8_0); off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(group) + kWeightPrefetchBytes + off, _MM_HINT_T1);
       __m512i u[kPairs];
       __m512 dw;
-      __m512i part[kPairs];
-      if (whole) {
+      if constexpr (nv == kGroup) {
         for (int j = 0; j < kPairs; ++j) u[j] = Fmt::group_codes(group, j);
         dw = Fmt::group_scales(group);
-        for (int j = 0; j < kPairs; ++j)
-          part[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[j], _mm512_load_si512(xp.x(g, j)));
       } else {
-        Fmt::tail_group(group, M, u, &dw);
-        for (int j = 0; j < kPairs; ++j)
-          part[j] = 2 * j < M ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[j], _mm512_load_si512(xp.x(g, j)))
-                              : _mm512_setzero_si512();
+        Fmt::tail_group(group, nv, u, &dw);
       }
+      __m512i part[kPairs];
+      for (int j = 0; j < kPairs; ++j)
+        part[j] = 2 * j < nv ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[j], _mm512_load_si512(xp.x(g, j)))
+                             : _mm512_setzero_si512();
       const __m512i sums = _mm512_add_epi32(reduce16<Fmt::kSplit>(part), _mm512_load_si512(xp.corr(g)));
       acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw, _mm512_load_ps(xp.dx(g))), acc);
-    }
+    };
+    for (int64_t g = 0; g < n_full; ++g) add_group(g, std::integral_constant<int, kGroup>{});
+    if constexpr (M > 0) add_group(n_full, std::integral_constant<int, M>{});
     y[r] = _mm512_reduce_add_ps(acc);
   }
 }
