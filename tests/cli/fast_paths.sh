@@ -7,9 +7,12 @@ set -euo pipefail
 BIN=${BRISK_BIN:?BRISK_BIN not set}
 D=${BRISK_SHARED_DATA:-}
 [[ -n "$D" && -d "$D/models" ]] || { echo "fast_paths.sh: no shared fixture models, skipped"; exit 77; }
+# (The fixture models' matmuls stay under the balanced split's size threshold, so
+# BRISK_NO_BALANCED_SPLIT changes nothing here; Ops.BalancedDecodeSplitEqualsFixedSplit forces it.)
 switches=(BRISK_NO_GEMM BRISK_NO_SHARED_PREFILL_INPUT BRISK_NO_REPACK BRISK_NO_AVX512 BRISK_NO_AVX512_VBMI BRISK_NO_AVX512_KQUANT BRISK_NO_ATTN_PAIRS BRISK_NO_ATTN_TILES BRISK_NO_AVX2 BRISK_NO_SIMD BRISK_NO_HUGEPAGES
           BRISK_NO_SIMD_QUANTIZE_ACT BRISK_NO_SIMD_DOT_Q8_0 BRISK_REF_OPS "BRISK_NO_AVX512 BRISK_NO_AVX_VNNI"
-          BRISK_NO_GEMV_SHORT_ROWS BRISK_NO_GEMV_LONG_ROWS BRISK_NO_KQUANT_GEMV BRISK_NO_JOINT_SPLIT)
+          BRISK_NO_GEMV_SHORT_ROWS BRISK_NO_GEMV_LONG_ROWS BRISK_NO_KQUANT_GEMV BRISK_NO_JOINT_SPLIT
+          BRISK_NO_BALANCED_SPLIT BRISK_NO_PREPARED_REUSE)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 checked=0
@@ -30,9 +33,11 @@ for arch in llama mistral qwen2 qwen3 gemma3 qwen3_moe; do
       # top-2 logits 1.848 / 1.835 at its 6th token under the reference ops; qwen2 Q5_0 flips its
       # first token between the GEMM and the GEMV with or without repacking), so they check the
       # switches that keep the arithmetic: the repacked layout, the VBMI kernels, the shared
-      # prefill input, the short- and long-row GEMVs and the joint split of q / k / v.
+      # prefill input, the short- and long-row GEMVs, the joint and balanced splits and the reuse
+      # of prepared activations.
       [[ $m == "$tmp"/* && $s != BRISK_NO_REPACK && $s != BRISK_NO_AVX512_VBMI && $s != BRISK_NO_SHARED_PREFILL_INPUT &&
-         $s != BRISK_NO_GEMV_SHORT_ROWS && $s != BRISK_NO_GEMV_LONG_ROWS && $s != BRISK_NO_JOINT_SPLIT ]] && continue
+         $s != BRISK_NO_GEMV_SHORT_ROWS && $s != BRISK_NO_GEMV_LONG_ROWS && $s != BRISK_NO_JOINT_SPLIT &&
+         $s != BRISK_NO_BALANCED_SPLIT && $s != BRISK_NO_PREPARED_REUSE ]] && continue
       set_switches=()
       for v in $s; do set_switches+=("$v=1"); done  # an entry may set several switches
       got=$(env "${set_switches[@]}" "$BIN" generate --model "$m" --prompt-ids "$ids" -n 12 --show-ids -t 2 2>/dev/null | tail -n 1)

@@ -176,22 +176,24 @@ try:
     active = [l for l in m.split("\n") if l.startswith("brisk_active_sequences")]
     check(active and active[0].endswith(" 0"), f"slot freed after disconnect: {active}")
     # Disconnect while a non-streamed answer is being generated: the generation is cancelled.
-    def cancelled_count():
+    def generations(reason=None):  # finished generations (of one finish reason)
         _, m = request("GET", "/metrics")
-        for l in m.split("\n"):
-            if l.startswith('brisk_generations_total{reason="cancelled"}'):
-                return int(float(l.split()[-1]))
-        return 0
+        return sum(int(float(l.split()[-1])) for l in m.split("\n")
+                   if l.startswith("brisk_generations_total{") and (reason is None or f'reason="{reason}"' in l))
+    def cancelled_count():
+        return generations("cancelled")
     cancelled_before = cancelled_count()
+    finished_before = generations()
     sock = socket.create_connection(("127.0.0.1", PORT))
     body = json.dumps({"model": "qwen3", "messages": user, "max_tokens": 500, "ignore_eos": True})
     sock.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
                   f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
+    # Busy: seen generating, or (a fast host) already finished before the first look.
     busy = False
     for _ in range(100):
         _, m = request("GET", "/metrics")
         active = [l for l in m.split("\n") if l.startswith("brisk_active_sequences")]
-        if active and not active[0].endswith(" 0"):
+        if (active and not active[0].endswith(" 0")) or generations() > finished_before:
             busy = True
             break
         time.sleep(0.05)

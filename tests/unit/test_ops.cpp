@@ -8,17 +8,21 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
+#include <chrono>
 
 #include "mat_view.h"
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/flags.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/dot.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/ref.h"
 #include "models/rope_scaling.h"
 #include "quant/format.h"
 #include "paged_kv.h"
+#include "scoped_env.h"
 
 namespace brisk {
 namespace {
@@ -198,6 +202,106 @@ TEST(Ops, MatmulsOfOneInputEqualOneByOne) {
         }
       }
     }
+  }
+}
+
+// The balanced decode split (kernels/cpu/ops.h: pieces of each part's share, then pieces taken
+// from the back of the others') against the fixed split: bit-equal outputs for lists of one
+// input over 2-4 parts, 1 and 5 tokens, pieces of one tile, and with part 0 starting late so
+// that the other parts take most of its share. Reusing a thread's prepared activations within
+// an epoch gives the same bits, and a new epoch over the same buffer with other contents is
+// prepared again.
+TEST(Ops, BalancedDecodeSplitEqualsFixedSplit) {
+  const std::vector<std::vector<QuantType>> lists = {{QuantType::Q8_0_R16},
+                                                     {QuantType::Q4_0_R16, QuantType::Q4_0_R16, QuantType::Q8_0_R16},
+                                                     {QuantType::Q5_0_R16, QuantType::Q5_0_R16},
+                                                     {QuantType::Q4_K, QuantType::Q6_K},
+                                                     {QuantType::F16}};
+  for (int threads : {2, 3, 4}) {
+    ThreadPool pool(threads);
+    for (const auto& types : lists) {
+      for (int64_t n_tok : {1, 5}) {
+        const int64_t n_in = 512;
+        std::vector<std::vector<uint8_t>> w(types.size());
+        std::vector<MatmulArgs> args(types.size());
+        std::vector<std::vector<float>> fixed(types.size()), balanced(types.size());
+        std::vector<float> x = random_vec(size_t(n_tok * n_in), uint32_t(n_tok + 3));
+        for (size_t i = 0; i < types.size(); ++i) {
+          const int64_t n_out = 16 * 9 * int64_t(i + 1) + 8;  // a partial last tile
+          bool ok = true;
+          w[i] = make_weight(types[i], n_in, n_out, uint32_t(11 + i), &ok);
+          ASSERT_TRUE(ok);
+          fixed[i].assign(size_t(n_tok * n_out), 0.0f);
+          balanced[i].assign(size_t(n_tok * n_out), std::nanf(""));
+          args[i] = MatmulArgs{.out = mat(fixed[i], n_tok, n_out), .x = mat(x, n_tok, n_in),
+                               .w = Weight{.type = types[i], .n_in = n_in, .n_out = n_out,
+                                           .row_bytes = size_t(quant_row_bytes(types[i], uint64_t(n_in)).value()),
+                                           .data = w[i].data()}};
+        }
+        std::vector<uint8_t> act(cpu::matmul_act_row_bytes(types[0], n_in) * size_t(n_tok));
+        cpu::matmul_quantize_rows(args[0], act.data(), nullptr, 0, 1);
+        const int n = int(args.size());
+        pool.run([&](int ith, int nth) { cpu::matmul_list_rows(args.data(), n, act.data(), nullptr, ith, nth); }, threads);
+        std::vector<MatmulArgs> bal = args;
+        for (size_t i = 0; i < bal.size(); ++i) bal[i].out = mat(balanced[i], n_tok, bal[i].w.n_out);
+        for (bool late_start : {false, true}) {
+          for (int round = 0; round < 20; ++round) {
+            cpu::TileClaims claims;
+            ASSERT_TRUE(cpu::matmul_balanced_split(bal.data(), n, nullptr, threads, claims, 0, 1));
+            const uint64_t epoch = round % 2 ? kernels::new_activation_epoch() : 0;
+            pool.run([&](int ith, int nth) {
+              if (late_start && ith == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+              cpu::matmul_list_rows_balanced(bal.data(), n, act.data(), nullptr, ith, nth, claims, epoch);
+            }, threads);
+            for (size_t i = 0; i < types.size(); ++i)
+              ASSERT_EQ(0, std::memcmp(fixed[i].data(), balanced[i].data(), sizeof(float) * fixed[i].size()))
+                  << quant_type_info(types[i]).name << " in a list of " << types.size() << ", " << n_tok << " tokens, "
+                  << threads << " parts, round " << round << (late_start ? ", part 0 late" : "");
+          }
+        }
+        // A new epoch over the same buffer with other contents: prepared again, not reused.
+        std::vector<float> x2 = random_vec(size_t(n_tok * n_in), uint32_t(n_tok + 99));
+        MatmulArgs q2 = args[0];
+        q2.x = mat(x2, n_tok, n_in);
+        cpu::matmul_quantize_rows(q2, act.data(), nullptr, 0, 1);
+        std::vector<std::vector<float>> want2(types.size()), got2(types.size());
+        std::vector<MatmulArgs> a_want = args, a_got = args;
+        for (size_t i = 0; i < types.size(); ++i) {
+          want2[i].assign(fixed[i].size(), 0.0f);
+          got2[i].assign(fixed[i].size(), 1.0f);
+          a_want[i].out = mat(want2[i], n_tok, args[i].w.n_out);
+          a_got[i].out = mat(got2[i], n_tok, args[i].w.n_out);
+        }
+        pool.run([&](int ith, int nth) { cpu::matmul_list_rows(a_want.data(), n, act.data(), nullptr, ith, nth, 0); }, threads);
+        const uint64_t epoch2 = kernels::new_activation_epoch();
+        pool.run([&](int ith, int nth) { cpu::matmul_list_rows(a_got.data(), n, act.data(), nullptr, ith, nth, epoch2); }, threads);
+        for (size_t i = 0; i < types.size(); ++i)
+          ASSERT_EQ(0, std::memcmp(want2[i].data(), got2[i].data(), sizeof(float) * want2[i].size()))
+              << quant_type_info(types[i]).name << ": stale prepared activations after a new epoch";
+      }
+    }
+  }
+}
+
+// Shares under the size threshold, prefill and BRISK_NO_BALANCED_SPLIT keep the fixed split.
+TEST(Ops, BalancedDecodeSplitOnlyForLargeDecodeMatmuls) {
+  std::vector<uint8_t> w(size_t(quant_row_bytes(QuantType::Q8_0, 512).value()) * 64);
+  std::vector<float> x(512 * 16), out(64 * 16);
+  const Weight wt{.type = QuantType::Q8_0, .n_in = 512, .n_out = 64,
+                  .row_bytes = size_t(quant_row_bytes(QuantType::Q8_0, 512).value()), .data = w.data()};
+  MatmulArgs a{.out = mat(out, 1, 64), .x = mat(x, 1, 512), .w = wt};
+  cpu::TileClaims claims;
+  EXPECT_TRUE(cpu::matmul_balanced_split(&a, 1, nullptr, 2, claims, 0, 1));
+  EXPECT_FALSE(cpu::matmul_balanced_split(&a, 1, nullptr, 1, claims, 0, 1));
+  EXPECT_FALSE(cpu::matmul_balanced_split(&a, 1, nullptr, 2, claims, w.size(), 1));  // shares of half the bytes
+  a.x = mat(x, 16, 512);
+  a.out = mat(out, 16, 64);
+  EXPECT_FALSE(cpu::matmul_balanced_split(&a, 1, nullptr, 2, claims, 0, 1));  // prefill
+  a.x = mat(x, 1, 512);
+  a.out = mat(out, 1, 64);
+  {
+    ScopedEnv off("BRISK_NO_BALANCED_SPLIT", "1");
+    EXPECT_FALSE(cpu::matmul_balanced_split(&a, 1, nullptr, 2, claims, 0, 1));
   }
 }
 

@@ -18,6 +18,7 @@
 #include "core/large_alloc.h"
 #include "quant/format.h"
 #include "core/flags.h"
+#include "kernels/cpu/dot.h"
 #include "kernels/cpu/ref.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/ops.h"
@@ -307,9 +308,17 @@ class CpuBackend final : public Backend {
                                                             quant_type_info(a0.w.type).name, " ", a0.w.n_out, n > 1 ? "+" : "", "x", a0.w.n_in)
                                            : std::string(),
                           bytes);
+    const int parts = std::min(parts_for(work), pool_.size());
+    const uint64_t epoch = flags().no_prepared_reuse ? 0 : kernels::new_activation_epoch();
+    if (cpu::matmul_balanced_split(list, n, packed, parts, claims_)) {
+      pool_.run([&](int ith, int nth) {
+        cpu::matmul_list_rows_balanced(list, n, act, packed, ith, nth, claims_, epoch);
+      }, parts);
+      return;
+    }
     pool_.run([&](int ith, int nth) {
-      cpu::matmul_list_rows(list, n, act, packed, ith, nth);
-    }, parts_for(work));
+      cpu::matmul_list_rows(list, n, act, packed, ith, nth, epoch);
+    }, parts);
   }
 
   static void* scratch(std::vector<uint8_t>& buf, size_t bytes) {
@@ -318,6 +327,7 @@ class CpuBackend final : public Backend {
   }
 
   ThreadPool pool_;
+  cpu::TileClaims claims_;  // the balanced decode split's unclaimed tiles (one region at a time)
   const bool ref_;   // BRISK_REF_OPS: scalar references instead of the kernels
   const bool avx2_;    // AVX2 attention kernel allowed
   const bool avx512_;  // AVX-512 attention kernel allowed

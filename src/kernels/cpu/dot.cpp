@@ -2,6 +2,7 @@
 #include "kernels/cpu/dot.h"
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -217,6 +218,16 @@ void gemv_rows_multi(const GemvMultiParams& p) {
     for (int t = 0; t < p.n_tokens; ++t)
       dot(p.k, &p.y[t * p.y_stride + r], row, xb + size_t(t) * p.x_stride);
   }
+}
+
+uint64_t new_activation_epoch() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+PreparedActivationKey& prepared_activation_key() {
+  thread_local PreparedActivationKey key;
+  return key;
 }
 
 uint8_t* prepared_activation_buffer(size_t bytes) {

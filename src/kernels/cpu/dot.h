@@ -63,7 +63,13 @@ struct GemvMultiParams {
   int n_tokens;          // 1..8
   float* y;              // (n_tokens, y_stride) floats
   int64_t y_stride;
+  // Nonzero: x_quant keeps these contents for as long as calls carry this epoch (one from
+  // new_activation_epoch), so a kernel that prepares its activations (the 512-bit Q8_0 / Q4_0 /
+  // Q5_0 ones) may reuse what it prepared on this thread for an earlier call of the epoch.
+  uint64_t x_epoch = 0;
 };
+// A fresh epoch (never 0) for activations just quantized.
+uint64_t new_activation_epoch();
 void gemv_rows_multi(const GemvMultiParams& p);
 
 }  // namespace brisk::kernels

@@ -21,6 +21,18 @@ using VecDotMultiFn = void (*)(int64_t n, float* out, size_t out_stride, const v
 // The calling thread's buffer for activations prepared by a GEMV kernel (dot_q32_avx512.cpp,
 // dot_nibble_avx512vbmi.cpp): at least `bytes` bytes, 64-byte aligned, reused by later calls.
 uint8_t* prepared_activation_buffer(size_t bytes);
+// What that buffer holds: nt tokens of x (stride bytes apart, nb blocks) prepared by the kernel
+// family `family` for activation epoch `epoch` (GemvMultiParams::x_epoch; 0: not reusable).
+struct PreparedActivationKey {
+  const void* x = nullptr;
+  uint64_t epoch = 0;
+  int64_t nb = 0;
+  int nt = 0;
+  size_t stride = 0;
+  const void* family = nullptr;
+  bool operator==(const PreparedActivationKey&) const = default;
+};
+PreparedActivationKey& prepared_activation_key();
 }  // namespace brisk::kernels
 
 namespace brisk::kernels::avx2 {

@@ -89,7 +89,8 @@ namespace {
 int64_t row_tiles(const MatmulArgs& a) { return (a.w.n_out + kRowTile - 1) / kRowTile; }
 
 // Output rows [tile_begin * 16, tile_end * 16) of one matmul.
-void matmul_tiles(const MatmulArgs& a, const void* act, const void* packed, int64_t tile_begin, int64_t tile_end) {
+void matmul_tiles(const MatmulArgs& a, const void* act, const void* packed, uint64_t act_epoch, int64_t tile_begin,
+                  int64_t tile_end) {
   const bool in_place = format_traits(a.w.type).vec_dot_type == QuantType::F32;
   const size_t x_stride = in_place ? sizeof(float) * size_t(a.x.row_stride()) : matmul_act_row_bytes(a.w.type, a.w.n_in);
   const uint8_t* x0 = in_place ? reinterpret_cast<const uint8_t*>(a.x.data) : static_cast<const uint8_t*>(act);
@@ -119,7 +120,7 @@ void matmul_tiles(const MatmulArgs& a, const void* act, const void* packed, int6
       kernels::gemv_rows_multi({.weight_type = a.w.type, .w = a.w.row(r0), .row_bytes = a.w.row_bytes,
                                 .n_rows = r1 - r0, .k = a.w.n_in, .x_quant = x0 + size_t(t0) * x_stride,
                                 .x_stride = x_stride, .n_tokens = nt, .y = a.out.row(t0) + r0,
-                                .y_stride = a.out.row_stride()});
+                                .y_stride = a.out.row_stride(), .x_epoch = act_epoch});
       if (a.bias) {
         for (int t = 0; t < nt; ++t) {
           float* y = a.out.row(t0 + t);
@@ -131,29 +132,92 @@ void matmul_tiles(const MatmulArgs& a, const void* act, const void* packed, int6
 }
 }  // namespace
 
-void matmul_rows(const MatmulArgs& a, const void* act, const void* packed, int ith, int nth) {
+void matmul_rows(const MatmulArgs& a, const void* act, const void* packed, int ith, int nth, uint64_t act_epoch) {
   int64_t tile_begin, tile_end;
   split_range(row_tiles(a), ith, nth, &tile_begin, &tile_end);
-  matmul_tiles(a, act, packed, tile_begin, tile_end);
+  matmul_tiles(a, act, packed, act_epoch, tile_begin, tile_end);
 }
 
-void matmul_list_rows(const MatmulArgs* list, int n, const void* act, const void* packed, int ith, int nth) {
-  if (packed || list[0].x.rows > kTokenGroup || flags().no_joint_split) {
-    for (int i = 0; i < n; ++i) matmul_rows(list[i], act, packed, ith, nth);
-    return;
-  }
-  // Decode: the matmuls' row tiles as one sequence, cut into contiguous parts.
-  int64_t total = 0;
-  for (int i = 0; i < n; ++i) total += row_tiles(list[i]);
-  int64_t begin, end;
-  split_range(total, ith, nth, &begin, &end);
+namespace {
+// Tiles [begin, end) of the matmuls' row tiles taken as one sequence.
+void list_tiles(const MatmulArgs* list, int n, const void* act, const void* packed, uint64_t act_epoch, int64_t begin,
+                int64_t end) {
   int64_t first = 0;  // the first tile of matmul i in the sequence
   for (int i = 0; i < n && first < end; ++i) {
     const int64_t tiles = row_tiles(list[i]);
     const int64_t b = std::max(begin, first) - first, e = std::min(end, first + tiles) - first;
-    if (b < e) matmul_tiles(list[i], act, packed, b, e);
+    if (b < e) matmul_tiles(list[i], act, packed, act_epoch, b, e);
     first += tiles;
   }
+}
+
+int64_t list_tile_count(const MatmulArgs* list, int n) {
+  int64_t total = 0;
+  for (int i = 0; i < n; ++i) total += row_tiles(list[i]);
+  return total;
+}
+
+constexpr uint64_t pack_range(int64_t lo, int64_t hi) { return uint64_t(lo) | (uint64_t(hi) << 32); }
+constexpr int64_t range_lo(uint64_t r) { return int64_t(r & 0xffffffffu); }
+constexpr int64_t range_hi(uint64_t r) { return int64_t(r >> 32); }
+
+// Claims a piece of the unclaimed range r (front: from lo, else from hi): half of what is left,
+// at least min_piece tiles. False when nothing is left.
+bool claim_piece(std::atomic<uint64_t>& r, bool front, int64_t min_piece, int64_t* begin, int64_t* end) {
+  uint64_t cur = r.load(std::memory_order_acquire);
+  for (;;) {
+    const int64_t lo = range_lo(cur), hi = range_hi(cur);
+    if (lo >= hi) return false;
+    const int64_t take = std::min(hi - lo, std::max(min_piece, (hi - lo + 1) / 2));
+    const uint64_t next = front ? pack_range(lo + take, hi) : pack_range(lo, hi - take);
+    if (r.compare_exchange_weak(cur, next, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      *begin = front ? lo : hi - take;
+      *end = front ? lo + take : hi;
+      return true;
+    }
+  }
+}
+}  // namespace
+
+void matmul_list_rows(const MatmulArgs* list, int n, const void* act, const void* packed, int ith, int nth,
+                      uint64_t act_epoch) {
+  if (packed || list[0].x.rows > kTokenGroup || flags().no_joint_split) {
+    for (int i = 0; i < n; ++i) matmul_rows(list[i], act, packed, ith, nth, act_epoch);
+    return;
+  }
+  // Decode: the matmuls' row tiles as one sequence, cut into contiguous parts.
+  int64_t begin, end;
+  split_range(list_tile_count(list, n), ith, nth, &begin, &end);
+  list_tiles(list, n, act, packed, act_epoch, begin, end);
+}
+
+bool matmul_balanced_split(const MatmulArgs* list, int n, const void* packed, int nth, TileClaims& claims,
+                           size_t min_share_bytes, size_t min_piece_bytes) {
+  if (packed || list[0].x.rows > kTokenGroup || nth < 2 || nth > TileClaims::kMaxParts || flags().no_joint_split ||
+      flags().no_balanced_split)
+    return false;
+  double bytes = 0.0;
+  for (int i = 0; i < n; ++i) bytes += double(list[i].w.row_bytes) * double(list[i].w.n_out);
+  if (bytes < double(min_share_bytes) * double(nth)) return false;
+  const int64_t total = list_tile_count(list, n);
+  if (total >= (int64_t(1) << 31)) return false;  // ranges are packed in 32 bits
+  for (int i = 0; i < nth; ++i) {
+    int64_t b, e;
+    split_range(total, i, nth, &b, &e);
+    claims.range[i].store(pack_range(b, e), std::memory_order_relaxed);
+  }
+  const double tile_bytes = bytes / double(total);
+  claims.min_piece = std::max<int64_t>(1, int64_t(double(min_piece_bytes) / tile_bytes));
+  return true;
+}
+
+void matmul_list_rows_balanced(const MatmulArgs* list, int n, const void* act, const void* packed, int ith, int nth,
+                               TileClaims& claims, uint64_t act_epoch) {
+  int64_t b, e;
+  while (claim_piece(claims.range[ith], true, claims.min_piece, &b, &e)) list_tiles(list, n, act, packed, act_epoch, b, e);
+  for (int k = 1; k < nth; ++k)
+    while (claim_piece(claims.range[(ith + k) % nth], false, claims.min_piece, &b, &e))
+      list_tiles(list, n, act, packed, act_epoch, b, e);
 }
 
 }  // namespace brisk::cpu

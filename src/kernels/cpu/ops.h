@@ -3,6 +3,7 @@
 // (planned, never allocated inside a kernel). The scalar references these are tested against
 // are in kernels/cpu/ref.h.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -27,12 +28,36 @@ size_t matmul_packed_bytes(const MatmulArgs& a);  // 0: this matmul does not use
 // activation format, and both on the GEMM with one packing or neither on it.
 bool matmul_shares_input(const MatmulArgs& a, const MatmulArgs& b);
 void matmul_quantize_rows(const MatmulArgs& a, void* act, void* packed, int ith, int nth);
-void matmul_rows(const MatmulArgs& a, const void* act, const void* packed, int ith, int nth);
+// act_epoch: 0, or an epoch of kernels::new_activation_epoch() taken when act was quantized, so
+// that a thread reuses the activations its GEMV kernel prepared from act (see GemvMultiParams).
+void matmul_rows(const MatmulArgs& a, const void* act, const void* packed, int ith, int nth, uint64_t act_epoch = 0);
 // Part ith of nth of the rows of n matmuls that share one input. Decode (at most 8 tokens, no
 // GEMM): the matmuls' rows as one sequence cut into nth contiguous parts, so that a part of q /
 // k / v starts fewer weight streams (BRISK_NO_JOINT_SPLIT: each matmul split on its own, as
 // prefill does).
-void matmul_list_rows(const MatmulArgs* list, int n, const void* act, const void* packed, int ith, int nth);
+void matmul_list_rows(const MatmulArgs* list, int n, const void* act, const void* packed, int ith, int nth,
+                      uint64_t act_epoch = 0);
+// Decode split with work stealing, for matmuls whose weights take milliseconds to stream: on a
+// machine shared with other work one core often runs slower than the other for a while, and
+// with fixed shares the faster part then waits at the end of the region. Part ith starts on the
+// same contiguous share of the row tiles as matmul_list_rows but claims it in pieces, half of
+// what is left each time (at least claims.min_piece tiles); once its share is claimed it takes
+// pieces, half of what is left, from the back of the others' shares. Every tile runs once, as
+// matmul_list_rows would run it (the same bits: each row's result does not depend on the rows
+// computed with it). TileClaims holds the shares' unclaimed ranges for one region.
+struct TileClaims {
+  static constexpr int kMaxParts = 64;
+  std::atomic<uint64_t> range[kMaxParts];  // unclaimed tiles of part i: [lo, hi) packed as lo | hi << 32
+  int64_t min_piece = 1;                   // tiles
+};
+// Sets claims up for a balanced split of the list over nth parts and returns true, or returns
+// false where the fixed split runs: prefill (more than 8 tokens) or the prefill GEMM, one part,
+// more parts than kMaxParts, shares of less than min_share_bytes of weights, or
+// BRISK_NO_BALANCED_SPLIT. min_piece_bytes: the smallest piece (rounded to whole tiles).
+bool matmul_balanced_split(const MatmulArgs* list, int n, const void* packed, int nth, TileClaims& claims,
+                           size_t min_share_bytes = size_t(1) << 20, size_t min_piece_bytes = size_t(128) << 10);
+void matmul_list_rows_balanced(const MatmulArgs* list, int n, const void* act, const void* packed, int ith, int nth,
+                               TileClaims& claims, uint64_t act_epoch = 0);
 
 void rms_norm_rows(const RmsNormArgs& a, int ith, int nth);
 void rope_rows(const RopeArgs& a, int ith, int nth);
