@@ -157,6 +157,11 @@ int64_t list_tile_count(const MatmulArgs* list, int n) {
   return total;
 }
 
+// Decode lists (at most 8 tokens, no GEMM) cut their row tiles as one sequence.
+bool joint_decode_split(const MatmulArgs* list, const void* packed) {
+  return !packed && list[0].x.rows <= kTokenGroup && !flags().no_joint_split;
+}
+
 constexpr uint64_t pack_range(int64_t lo, int64_t hi) { return uint64_t(lo) | (uint64_t(hi) << 32); }
 constexpr int64_t range_lo(uint64_t r) { return int64_t(r & 0xffffffffu); }
 constexpr int64_t range_hi(uint64_t r) { return int64_t(r >> 32); }
@@ -181,7 +186,7 @@ bool claim_piece(std::atomic<uint64_t>& r, bool front, int64_t min_piece, int64_
 
 void matmul_list_rows(const MatmulArgs* list, int n, const void* act, const void* packed, int ith, int nth,
                       uint64_t act_epoch) {
-  if (packed || list[0].x.rows > kTokenGroup || flags().no_joint_split) {
+  if (!joint_decode_split(list, packed)) {
     for (int i = 0; i < n; ++i) matmul_rows(list[i], act, packed, ith, nth, act_epoch);
     return;
   }
@@ -193,8 +198,7 @@ void matmul_list_rows(const MatmulArgs* list, int n, const void* act, const void
 
 bool matmul_balanced_split(const MatmulArgs* list, int n, const void* packed, int nth, TileClaims& claims,
                            size_t min_share_bytes, size_t min_piece_bytes) {
-  if (packed || list[0].x.rows > kTokenGroup || nth < 2 || nth > TileClaims::kMaxParts || flags().no_joint_split ||
-      flags().no_balanced_split)
+  if (!joint_decode_split(list, packed) || nth < 2 || nth > TileClaims::kMaxParts || flags().no_balanced_split)
     return false;
   double bytes = 0.0;
   for (int i = 0; i < n; ++i) bytes += double(list[i].w.row_bytes) * double(list[i].w.n_out);
