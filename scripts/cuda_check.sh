@@ -7,8 +7,8 @@
 # and 16 sequences, pp512); the prefill benchmark (pp512 at the 8B shape for BF16, Q8_0,
 # Q4_K_M, with the same-run BF16 GEMM rate); and `brisk bench` / `brisk generate` on a
 # random-weight 8B Q4_K_M GGUF file (written to $TMPDIR, about 4.9 GB, then removed).
-# The build links cuBLAS from the toolkit; its
-# libcublas.so.13 / libcublasLt.so.13 must be on the loader path to run.
+# cuBLAS is loaded at run time (dlopen) from the loader path or the toolkit's library
+# directory; without it the prefill keeps the GEMV kernels (a warning says so).
 # Usage: scripts/cuda_check.sh [build-dir]   (JOBS=N for the build parallelism)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
