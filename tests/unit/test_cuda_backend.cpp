@@ -143,6 +143,13 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
       const std::vector<float> got2 = out2.fetch();
       ASSERT_EQ(std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " early vs late decode";
     }
+    if (t == QuantType::Q5_K) {  // the spread lane layout: bit-equal to the adjacent one
+      ScopedEnv adjacent("BRISK_NO_CUDA_Q5K_SPREAD", "1");
+      DevMat out2(*be, s.n_tok, s.n_out);
+      be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
+      const std::vector<float> got2 = out2.fetch();
+      ASSERT_EQ(std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " spread vs adjacent";
+    }
     if (t == QuantType::Q6_K) {  // the spread lane layout: bit-equal to halves per lane
       ScopedEnv halves("BRISK_NO_CUDA_Q6K_SPREAD", "1");
       DevMat out2(*be, s.n_tok, s.n_out);

@@ -63,6 +63,7 @@ TEST(CudaDequant, Q8_0) { check_format<DevFormat::q8_0>(QuantType::Q8_0, 4); }
 TEST(CudaDequant, Q4_0) { check_format<DevFormat::q4_0>(QuantType::Q4_0, 5); }
 TEST(CudaDequant, Q4_K) { check_format<DevFormat::q4_k>(QuantType::Q4_K, 6); }
 TEST(CudaDequant, Q6_K) { check_format<DevFormat::q6_k>(QuantType::Q6_K, 7); }
+TEST(CudaDequant, Q5_K) { check_format<DevFormat::q5_k>(QuantType::Q5_K, 8); }
 
 TEST(CudaDequant, HalfSpecialValues) {
   EXPECT_EQ(cuda::half_bits_to_f32(0x3c00), 1.0f);

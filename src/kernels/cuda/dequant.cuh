@@ -1,7 +1,8 @@
 // The device layout of weights and its decoding, shared by the CUDA kernels. A weight
 // [n_out, n_in] is uploaded as up to two planes so that every row of quants starts 16-byte
 // aligned and the GEMV reads it with 128-bit loads:
-//   F32, F16, BF16, Q4_K   one plane: the stored rows unchanged (Q4_K blocks are 144 = 9*16 bytes)
+//   F32, F16, BF16, Q4_K,  one plane: the stored rows unchanged (Q4_K blocks are 144 = 9*16
+//   Q5_K                   bytes, Q5_K blocks 176 = 11*16)
 //   Q8_0                   quants int8 [n_out, n_in], then fp16 scales [n_out, n_in / 32]
 //   Q4_0                   nibbles [n_out, n_in / 2] (each block's 16 bytes as stored), then
 //                          fp16 scales [n_out, n_in / 32]
@@ -27,7 +28,7 @@
 namespace brisk::cuda {
 
 // Block sizes (elements, bytes) of the device formats.
-enum class DevFormat : int { f32, f16, bf16, q8_0, q4_0, q4_k, q6_k };
+enum class DevFormat : int { f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, q5_k };
 
 BRISK_HD float half_bits_to_f32(uint16_t h) {
 #if defined(__CUDA_ARCH__)
@@ -96,6 +97,7 @@ BRISK_HD DevLayout dev_layout(DevFormat f, int64_t n_in, int64_t n_out) {
     case DevFormat::f16:
     case DevFormat::bf16: L.qs_row = size_t(n_in) * 2; L.block = 1; L.stored_block_bytes = 2; break;
     case DevFormat::q4_k: L.qs_row = size_t(n_in / 256) * 144; L.block = 256; L.stored_block_bytes = 144; break;
+    case DevFormat::q5_k: L.qs_row = size_t(n_in / 256) * 176; L.block = 256; L.stored_block_bytes = 176; break;
     case DevFormat::q8_0:
       L.qs_row = size_t(n_in); L.sc_row = size_t(n_in / 32) * 2; L.block = 32; L.stored_block_bytes = 34;
       break;
@@ -189,6 +191,26 @@ struct Dev<DevFormat::q4_k> {
     const uint8_t* q = b + 16 + 32 * j + l0;
     const int shift = high ? 4 : 0;
     for (int k = 0; k < 8; ++k) o[k] = d * float((q[k] >> shift) & 0xF) - mn;
+  }
+};
+
+// Q5_K: 256 elements in 176 bytes: fp16 d, fp16 dmin, the 12 scale bytes of Q4_K, qh[32], then
+// the 128 bytes of nibbles laid out as Q4_K's. Element e adds bit e / 32 of qh[e % 32] as its
+// fifth bit (16); x = d * sc * q - dmin * m. Kept as stored on the device.
+template <>
+struct Dev<DevFormat::q5_k> {
+  BRISK_HD static void load8(const uint8_t* row, const uint8_t*, int64_t c, float* o) {
+    const uint8_t* b = row + 176 * (c >> 5);
+    const int e = int(c & 31) * 8;  // element within the block
+    const int j = e / 64, within = e % 64, high = within >= 32 ? 1 : 0, l0 = within % 32;
+    int sc = 0, m = 0;
+    q4k_scale_min(2 * j + high, b + 4, sc, m);
+    const float d = half_bits_to_f32(ld_u16(b)) * float(sc);
+    const float mn = half_bits_to_f32(ld_u16(b + 2)) * float(m);
+    const uint8_t* qh = b + 16 + l0;
+    const uint8_t* q = b + 48 + 32 * j + l0;
+    const int shift = high ? 4 : 0, hbit = e / 32;
+    for (int k = 0; k < 8; ++k) o[k] = d * float(((q[k] >> shift) & 0xF) | (((qh[k] >> hbit) & 1) << 4)) - mn;
   }
 };
 

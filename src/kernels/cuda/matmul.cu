@@ -101,6 +101,12 @@ __device__ __forceinline__ float half_at(const uint8_t* p, int64_t i) {
 
 template <DevFormat F>
 struct Unit;
+// Elements per unit of Unit<F> (host and device).
+template <DevFormat F>
+constexpr int64_t unit_elems() {
+  return F == DevFormat::f32 ? 4 : F == DevFormat::f16 || F == DevFormat::bf16 ? 8
+       : F == DevFormat::q4_k || F == DevFormat::q5_k ? 64 : F == DevFormat::q6_k ? 128 : 32;
+}
 
 // Q8_0: a unit is one block of 32 (32 bytes of quants, one fp16 scale).
 template <>
@@ -205,6 +211,46 @@ struct Unit<DevFormat::q4_k> {
   }
 };
 
+// Q5_K (stored blocks of 176 bytes: the Q4_K header, qh[32], then Q4_K's nibbles): a unit is a
+// quarter block j as for Q4_K, plus all 32 qh bytes, whose bits 2j and 2j + 1 are the fifth bit
+// (16) of its low and high nibbles. The block's integer sums and their scaling are Q4_K's (the
+// CPU's vec_dot has the same form for both).
+template <>
+struct Unit<DevFormat::q5_k> {
+  static constexpr int kLanes = 32;
+  static constexpr int kUnroll = 2;
+  static constexpr bool kInt = true;
+  struct Raw { uint4 h, h0, h1, a, b; };
+  static __device__ int64_t count(int64_t n_in) { return n_in / 64; }
+  static __device__ void load(const RowRef& w, int64_t u, Raw& r) {
+    const uint8_t* blk = w.qs + 176 * (u >> 2);
+    r.h = ld_stream(blk);
+    r.h0 = ld_stream(blk + 16);
+    r.h1 = ld_stream(blk + 32);
+    r.a = ld_stream(blk + 48 + 32 * (u & 3));
+    r.b = ld_stream(blk + 64 + 32 * (u & 3));
+  }
+  // The 5-bit values of 16 elements: nibbles of w (shift 0 / 4) with bit `bit` of each qh byte.
+  static __device__ uint4 q5(const uint4 w, int shift, const uint4 qh, int bit) {
+    constexpr uint32_t m = 0x0f0f0f0fu, one = 0x01010101u;
+    return make_uint4(((w.x >> shift) & m) | (((qh.x >> bit) & one) << 4), ((w.y >> shift) & m) | (((qh.y >> bit) & one) << 4),
+                      ((w.z >> shift) & m) | (((qh.z >> bit) & one) << 4), ((w.w >> shift) & m) | (((qh.w >> bit) & one) << 4));
+  }
+  static __device__ float dot(const Raw& r, const XRef& x, int t, int64_t u) {
+    const int j = int(u & 3);
+    const int8_t* xq = x.q + t * x.n_in + 64 * u;
+    const int4 x0 = ld_x(xq), x1 = ld_x(xq + 16), x2 = ld_x(xq + 32), x3 = ld_x(xq + 48);
+    const int s_lo = dot16(q5(r.b, 0, r.h1, 2 * j), x1, dot16(q5(r.a, 0, r.h0, 2 * j), x0, 0));
+    const int s_hi = dot16(q5(r.b, 4, r.h1, 2 * j + 1), x3, dot16(q5(r.a, 4, r.h0, 2 * j + 1), x2, 0));
+    const int b_lo = sum16(x1, sum16(x0, 0)), b_hi = sum16(x3, sum16(x2, 0));
+    using Q4 = Unit<DevFormat::q4_k>;
+    int sc_lo, m_lo, sc_hi, m_hi;
+    Q4::scale_min(r.h, 2 * j, sc_lo, m_lo);
+    Q4::scale_min(r.h, 2 * j + 1, sc_hi, m_hi);
+    return Q4::finish(r.h, x, t, u, sc_lo * s_lo + sc_hi * s_hi, m_lo * b_lo + m_hi * b_hi);
+  }
+};
+
 // Q4_K with the block's bytes spread over its 4 lanes so that each load instruction of a warp
 // reads whole 32-byte sectors: lane j takes the 16-byte quant chunks j and j + 4 (chunk c holds
 // the low nibbles of elements 32 (c / 2) * 2 + 16 (c % 2) .. + 16 of sub-block 2 (c / 2) and the
@@ -238,6 +284,39 @@ struct UnitQ4kSpread : Unit<DevFormat::q4_k> {
     scale_min(r.h, 2 * jq + 5, sc_b1, m_b1);
     return finish(r.h, x, t, u, sc_a0 * sa_lo + sc_a1 * sa_hi + sc_b0 * sb_lo + sc_b1 * sb_hi,
                   m_a0 * ba_lo + m_a1 * ba_hi + m_b0 * bb_lo + m_b1 * bb_hi);
+  }
+};
+
+// Q5_K with the spread lanes of UnitQ4kSpread: lane j takes the quant chunks j and j + 4, whose
+// elements all sit at 16 (j % 2) .. + 15 of their sub-blocks, so the lane needs only those 16 qh
+// bytes (Unit<q5_k> loads all 32). Same integer sums as Unit<q5_k>: results equal its.
+struct UnitQ5kSpread : Unit<DevFormat::q5_k> {
+  struct Raw { uint4 h, hq, a, b; };
+  static __device__ void load(const RowRef& w, int64_t u, Raw& r) {
+    const uint8_t* blk = w.qs + 176 * (u >> 2);
+    const int j = int(u & 3);
+    r.h = ld_stream(blk);
+    r.hq = ld_stream(blk + 16 + 16 * (j & 1));
+    r.a = ld_stream(blk + 48 + 16 * j);
+    r.b = ld_stream(blk + 112 + 16 * j);
+  }
+  static __device__ float dot(const Raw& r, const XRef& x, int t, int64_t u) {
+    const int j = int(u & 3), jq = j >> 1, h = j & 1;
+    const int8_t* xb = x.q + t * x.n_in + 256 * (u >> 2) + 16 * h;
+    // Chunk j: sub-blocks 2 jq (low) and 2 jq + 1 (high); chunk j + 4: 2 jq + 4 and 2 jq + 5.
+    const int4 xa0 = ld_x(xb + 64 * jq), xa1 = ld_x(xb + 64 * jq + 32);
+    const int4 xb0 = ld_x(xb + 64 * jq + 128), xb1 = ld_x(xb + 64 * jq + 160);
+    const int sa_lo = dot16(q5(r.a, 0, r.hq, 2 * jq), xa0, 0), sa_hi = dot16(q5(r.a, 4, r.hq, 2 * jq + 1), xa1, 0);
+    const int sb_lo = dot16(q5(r.b, 0, r.hq, 2 * jq + 4), xb0, 0), sb_hi = dot16(q5(r.b, 4, r.hq, 2 * jq + 5), xb1, 0);
+    const int ba_lo = sum16(xa0, 0), ba_hi = sum16(xa1, 0), bb_lo = sum16(xb0, 0), bb_hi = sum16(xb1, 0);
+    using Q4 = Unit<DevFormat::q4_k>;
+    int sc_a0, m_a0, sc_a1, m_a1, sc_b0, m_b0, sc_b1, m_b1;
+    Q4::scale_min(r.h, 2 * jq, sc_a0, m_a0);
+    Q4::scale_min(r.h, 2 * jq + 1, sc_a1, m_a1);
+    Q4::scale_min(r.h, 2 * jq + 4, sc_b0, m_b0);
+    Q4::scale_min(r.h, 2 * jq + 5, sc_b1, m_b1);
+    return Q4::finish(r.h, x, t, u, sc_a0 * sa_lo + sc_a1 * sa_hi + sc_b0 * sb_lo + sc_b1 * sb_hi,
+                      m_a0 * ba_lo + m_a1 * ba_hi + m_b0 * bb_lo + m_b1 * bb_hi);
   }
 };
 
@@ -349,7 +428,8 @@ struct UnitQ6kSpread : Unit<DevFormat::q6_k> {
 
 // The spread lane layout of a K-quant format.
 template <DevFormat F>
-using SpreadUnit = std::conditional_t<F == DevFormat::q6_k, UnitQ6kSpread, UnitQ4kSpread>;
+using SpreadUnit = std::conditional_t<F == DevFormat::q6_k, UnitQ6kSpread,
+                                      std::conditional_t<F == DevFormat::q5_k, UnitQ5kSpread, UnitQ4kSpread>>;
 
 // Float formats: a unit is 16 bytes of weights (8 F16/BF16 or 4 F32 elements).
 template <DevFormat F>
@@ -425,7 +505,8 @@ template <> struct Unit<DevFormat::bf16> : FloatUnit<DevFormat::bf16> {};
 template <DevFormat F, int NT, int kWide = 1, int kRows = 1, bool kSpread = false, int kSplit = 1, int kMinB = 0>
 __global__ void __launch_bounds__(32 * kMaxWarps, kSplit > 1 ? (kMinB ? kMinB : 4) : kMinB)
     gemv_kernel(GemvParts parts, XRef x, bool early) {
-  static_assert(!kSpread || F == DevFormat::q4_k || F == DevFormat::q6_k, "the spread layouts are Q4_K's and Q6_K's");
+  static_assert(!kSpread || F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k,
+                "the spread layouts are Q4_K's, Q5_K's and Q6_K's");
 
   using U = std::conditional_t<kSpread, SpreadUnit<F>, Unit<F>>;
   constexpr int kUnroll = U::kUnroll * kWide;
@@ -881,6 +962,7 @@ DevFormat dev_format(QuantType t) {
     case QuantType::Q4_0: return DevFormat::q4_0;
     case QuantType::Q4_K: return DevFormat::q4_k;
     case QuantType::Q6_K: return DevFormat::q6_k;
+    case QuantType::Q5_K: return DevFormat::q5_k;
     default: return DevFormat::f32;
   }
 }
@@ -932,8 +1014,7 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   // One token over Q6_K: two rows per warp (gemv_kernel's kRows; Q4_K measured slower with 2
   // or 4, as was Q6_K's wide variant with 2 rows).
   const bool two_rows = F == DevFormat::q6_k && nt == 1 && !flags().no_cuda_gemv_rows;
-  const int64_t n_units = a[0].w.n_in / (F == DevFormat::f32 ? 4 : F == DevFormat::f16 || F == DevFormat::bf16 ? 8
-                                         : F == DevFormat::q4_k ? 64 : F == DevFormat::q6_k ? 128 : 32);
+  const int64_t n_units = a[0].w.n_in / unit_elems<F>();
   // One token over K-quant rows of more than one pass: the wide variant (measured slower for
   // BF16 and no faster for Q8_0, whose passes already hold 4-8 units per lane).
   const bool wide = (F == DevFormat::q4_k || F == DevFormat::q6_k) && !two_rows && nt == 1 && !flags().no_cuda_gemv_wide && !q4k_split &&
@@ -988,10 +1069,12 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   } else {
     x.f = a[0].x.row(t0);
   }
-  // Q4_K / Q6_K: the spread lane layouts unless BRISK_NO_CUDA_Q4K_SPREAD / _Q6K_SPREAD.
-  constexpr bool kCanSpread = F == DevFormat::q4_k || F == DevFormat::q6_k;
-  const bool spread = F == DevFormat::q4_k ? !flags().no_cuda_q4k_spread
-                      : F == DevFormat::q6_k ? !flags().no_cuda_q6k_spread : false;
+  // Q4_K / Q5_K / Q6_K: the spread lane layouts unless BRISK_NO_CUDA_Q4K_SPREAD / _Q5K_ / _Q6K_.
+  constexpr bool kCanSpread = F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k;
+  const bool spread = F == DevFormat::q4_k   ? !flags().no_cuda_q4k_spread
+                      : F == DevFormat::q5_k ? !flags().no_cuda_q5k_spread
+                      : F == DevFormat::q6_k ? !flags().no_cuda_q6k_spread
+                                             : false;
   if constexpr (F == DevFormat::q6_k) {
     if (two_rows) {
       if (spread)
@@ -1140,7 +1223,7 @@ __global__ void repack_kernel(const uint8_t* stored, size_t stored_row_bytes, ui
 bool weight_format_on_device(QuantType t) {
   switch (t) {
     case QuantType::F32: case QuantType::F16: case QuantType::BF16: case QuantType::Q8_0:
-    case QuantType::Q4_0: case QuantType::Q4_K: case QuantType::Q6_K:
+    case QuantType::Q4_0: case QuantType::Q4_K: case QuantType::Q5_K: case QuantType::Q6_K:
       return true;
     default:
       return false;
@@ -1148,7 +1231,8 @@ bool weight_format_on_device(QuantType t) {
 }
 
 bool weight_takes_quantized_act(QuantType t) {
-  return t == QuantType::Q8_0 || t == QuantType::Q4_0 || t == QuantType::Q4_K || t == QuantType::Q6_K;
+  return t == QuantType::Q8_0 || t == QuantType::Q4_0 || t == QuantType::Q4_K || t == QuantType::Q5_K ||
+         t == QuantType::Q6_K;
 }
 
 size_t device_weight_bytes(QuantType t, int64_t n_in, int64_t n_out) {
@@ -1184,6 +1268,7 @@ cudaError_t launch_repack_weight(QuantType t, const void* stored, size_t stored_
     case QuantType::Q4_0: return fn<DevFormat::q4_0>(__VA_ARGS__);        \
     case QuantType::Q4_K: return fn<DevFormat::q4_k>(__VA_ARGS__);        \
     case QuantType::Q6_K: return fn<DevFormat::q6_k>(__VA_ARGS__);        \
+    case QuantType::Q5_K: return fn<DevFormat::q5_k>(__VA_ARGS__);        \
     default: return cudaErrorInvalidValue;                                 \
   }
 
@@ -1507,8 +1592,7 @@ cudaError_t moe_combine_lanes(const MoeMatmulArgs& a, const float* wts, const Ma
 template <DevFormat F>
 int moe_row_lanes(const MoeMatmulArgs& a) {
   if (a.row_lanes != 0) return a.row_lanes;
-  const int64_t n_units = a.n_in / (F == DevFormat::f32 ? 4 : F == DevFormat::f16 || F == DevFormat::bf16 ? 8
-                                    : F == DevFormat::q4_k ? 64 : F == DevFormat::q6_k ? 128 : 32);
+  const int64_t n_units = a.n_in / unit_elems<F>();
   int lanes = 32;
   while (lanes > 8 && int64_t(lanes / 2) * Unit<F>::kUnroll >= n_units) lanes /= 2;
   return lanes;
