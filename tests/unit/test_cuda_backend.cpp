@@ -93,7 +93,7 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
   std::vector<std::vector<float>> keep_bias;
   // Wide rows take several unrolled passes per lane (some lanes past the end); [1 x 4352] x
   // [9001]: one-token Q6_K rows of two passes, two per warp, the last warp's second row missing;
-  // [1 x 14336] x [37]: one-token Q8_0 / float / Q4_K rows split over 4-8 warps; [1 x 1024] x
+  // [1 x 14336] x [37]: one-token Q8_0 / float / Q4_K / Q5_K rows split over 4-8 warps; [1 x 1024] x
   // [4000]: one-pass Q8_0 rows in one wave of the 64-register kernel; [1 x 36864] x [5]: Q4_K
   // rows of 9 passes in blocks of at most 4 warps (8 for the other formats); [1 x 4096] x [4501]:
   // one-pass Q4_K rows two per warp (more than one wave of one per warp on a 132-SM GPU).
@@ -143,12 +143,14 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
       const std::vector<float> got2 = out2.fetch();
       ASSERT_EQ(std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " early vs late decode";
     }
-    if (t == QuantType::Q5_K) {  // the spread lane layout: bit-equal to the adjacent one
+    if (t == QuantType::Q5_K) {  // the spread lane layout: bit-equal to the adjacent one (both unsplit)
+      const std::vector<float>& spread = s.n_tok == 1 ? unsplit : got;
+      ScopedEnv no_split("BRISK_NO_CUDA_GEMV_SPLIT", "1");
       ScopedEnv adjacent("BRISK_NO_CUDA_Q5K_SPREAD", "1");
       DevMat out2(*be, s.n_tok, s.n_out);
       be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
       const std::vector<float> got2 = out2.fetch();
-      ASSERT_EQ(std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " spread vs adjacent";
+      ASSERT_EQ(std::memcmp(spread.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " spread vs adjacent";
     }
     if (t == QuantType::Q6_K) {  // the spread lane layout: bit-equal to halves per lane
       ScopedEnv halves("BRISK_NO_CUDA_Q6K_SPREAD", "1");

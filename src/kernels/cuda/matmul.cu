@@ -1011,6 +1011,9 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   // One token over spread Q4_K rows: the usual units per lane and pass, rows of several passes
   // split over warps (below), instead of the wide kernel (Llama-3.1-8B Q4_K_M 435 -> 450 tok/s).
   const bool q4k_split = F == DevFormat::q4_k && nt == 1 && !flags().no_cuda_gemv_split && !flags().no_cuda_q4k_spread;
+  // Spread Q5_K rows likewise (it has no early-decode kernel, so its rows of several passes
+  // always split).
+  const bool q5k_split = F == DevFormat::q5_k && nt == 1 && !flags().no_cuda_gemv_split && !flags().no_cuda_q5k_spread;
   // One token over Q6_K: two rows per warp (gemv_kernel's kRows; Q4_K measured slower with 2
   // or 4, as was Q6_K's wide variant with 2 rows).
   const bool two_rows = F == DevFormat::q6_k && nt == 1 && !flags().no_cuda_gemv_rows;
@@ -1029,12 +1032,13 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   // (Q4_K rows decoded early take their passes in one warp: Llama-3.1-8B Q4_K_M 485.4-485.9
   // against 481.8-481.9 tok/s with the split, the Q4_K down projection 17.1-17.9 against
   // 18.3-19.1 us event-timed.)
-  const bool can_split = (q4k_split && flags().no_cuda_q4k_early_decode) ||
+  const bool can_split = (q4k_split && flags().no_cuda_q4k_early_decode) || q5k_split ||
                          (nt == 1 && !flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || kFloat));
   // One token over Q4_K / Q6_K rows: blocks of at most 4 warps, whose resident slots free as
   // soon as their 4 warps finish (Llama-3.1-8B Q4_K_M 461.0 -> 465.8-466.1 tok/s, gate / up
   // 24.0-24.6 -> 23.2-23.7 us event-timed; Q8_0 measured slower with 4: 391.8 against 396.6).
-  const bool small_blocks = nt == 1 && (F == DevFormat::q4_k || F == DevFormat::q6_k) && !flags().no_cuda_gemv_small_blocks;
+  const bool small_blocks = nt == 1 && (F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k) &&
+                            !flags().no_cuda_gemv_small_blocks;
   const int max_warps = small_blocks ? kMaxWarps / 2 : kMaxWarps;
   int split = 1;
   while (can_split && split * 2 <= passes && split * 2 <= max_warps) split *= 2;
@@ -1142,7 +1146,7 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
       return;
     }
   }
-  if constexpr (kFloat || F == DevFormat::q4_k) {  // split rows (Q4_K: spread only)
+  if constexpr (kFloat || F == DevFormat::q4_k || F == DevFormat::q5_k) {  // split rows (K-quants: spread only)
     if (split == 8) { launch_kernel(gemv_kernel<F, 1, 1, 1, kCanSpread, 8>, grid, block, 0, s, parts, x, early); return; }
     if (split == 4) { launch_kernel(gemv_kernel<F, 1, 1, 1, kCanSpread, 4>, grid, block, 0, s, parts, x, early); return; }
     if (split == 2) { launch_kernel(gemv_kernel<F, 1, 1, 1, kCanSpread, 2>, grid, block, 0, s, parts, x, early); return; }
