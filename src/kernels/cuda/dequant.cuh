@@ -174,44 +174,39 @@ struct Dev<DevFormat::q4_0> {
   }
 };
 
-// Q4_K: 256 elements in 144 bytes: fp16 d, fp16 dmin, 12 bytes of packed 6-bit scales/mins
-// for 8 sub-blocks of 32, 128 bytes of nibbles. Group j of 64 elements uses bytes
-// qs[32j, 32j+32): low nibbles are sub-block 2j, high nibbles sub-block 2j+1;
-// x = d * sc * nibble - dmin * m. Kept as stored on the device.
+// Elements [8c, 8c + 8) of a Q4_K / Q5_K row: blocks of kBlockBytes with fp16 d, fp16 dmin and
+// 12 bytes of packed 6-bit scales/mins for 8 sub-blocks of 32, then (Q5_K) qh[32], then 128
+// bytes of nibbles. Group j of 64 elements uses nibble bytes [32j, 32j+32): low nibbles are
+// sub-block 2j, high nibbles sub-block 2j+1; Q5_K's element e adds bit e / 32 of qh[e % 32] as
+// its fifth bit (16). x = d * sc * q - dmin * m.
+template <int kBlockBytes, bool kHighBits>
+BRISK_HD void kquant4_load8(const uint8_t* row, int64_t c, float* o) {
+  const uint8_t* b = row + kBlockBytes * (c >> 5);
+  const int e = int(c & 31) * 8;  // element within the block
+  const int j = e / 64, within = e % 64, high = within >= 32 ? 1 : 0, l0 = within % 32;
+  int sc = 0, m = 0;
+  q4k_scale_min(2 * j + high, b + 4, sc, m);
+  const float d = half_bits_to_f32(ld_u16(b)) * float(sc);
+  const float mn = half_bits_to_f32(ld_u16(b + 2)) * float(m);
+  const uint8_t* qh = b + 16 + l0;
+  const uint8_t* q = b + (kHighBits ? 48 : 16) + 32 * j + l0;
+  const int shift = high ? 4 : 0, hbit = e / 32;
+  for (int k = 0; k < 8; ++k) {
+    const int v = kHighBits ? ((q[k] >> shift) & 0xF) | (((qh[k] >> hbit) & 1) << 4) : (q[k] >> shift) & 0xF;
+    o[k] = d * float(v) - mn;
+  }
+}
+
+// Q4_K: 256 elements in 144 bytes (no qh). Kept as stored on the device.
 template <>
 struct Dev<DevFormat::q4_k> {
-  BRISK_HD static void load8(const uint8_t* row, const uint8_t*, int64_t c, float* o) {
-    const uint8_t* b = row + 144 * (c >> 5);
-    const int e = int(c & 31) * 8;  // element within the block
-    const int j = e / 64, within = e % 64, high = within >= 32 ? 1 : 0, l0 = within % 32;
-    int sc = 0, m = 0;
-    q4k_scale_min(2 * j + high, b + 4, sc, m);
-    const float d = half_bits_to_f32(ld_u16(b)) * float(sc);
-    const float mn = half_bits_to_f32(ld_u16(b + 2)) * float(m);
-    const uint8_t* q = b + 16 + 32 * j + l0;
-    const int shift = high ? 4 : 0;
-    for (int k = 0; k < 8; ++k) o[k] = d * float((q[k] >> shift) & 0xF) - mn;
-  }
+  BRISK_HD static void load8(const uint8_t* row, const uint8_t*, int64_t c, float* o) { kquant4_load8<144, false>(row, c, o); }
 };
 
-// Q5_K: 256 elements in 176 bytes: fp16 d, fp16 dmin, the 12 scale bytes of Q4_K, qh[32], then
-// the 128 bytes of nibbles laid out as Q4_K's. Element e adds bit e / 32 of qh[e % 32] as its
-// fifth bit (16); x = d * sc * q - dmin * m. Kept as stored on the device.
+// Q5_K: 256 elements in 176 bytes (Q4_K's header, qh[32], Q4_K's nibbles). Kept as stored.
 template <>
 struct Dev<DevFormat::q5_k> {
-  BRISK_HD static void load8(const uint8_t* row, const uint8_t*, int64_t c, float* o) {
-    const uint8_t* b = row + 176 * (c >> 5);
-    const int e = int(c & 31) * 8;  // element within the block
-    const int j = e / 64, within = e % 64, high = within >= 32 ? 1 : 0, l0 = within % 32;
-    int sc = 0, m = 0;
-    q4k_scale_min(2 * j + high, b + 4, sc, m);
-    const float d = half_bits_to_f32(ld_u16(b)) * float(sc);
-    const float mn = half_bits_to_f32(ld_u16(b + 2)) * float(m);
-    const uint8_t* qh = b + 16 + l0;
-    const uint8_t* q = b + 48 + 32 * j + l0;
-    const int shift = high ? 4 : 0, hbit = e / 32;
-    for (int k = 0; k < 8; ++k) o[k] = d * float(((q[k] >> shift) & 0xF) | (((qh[k] >> hbit) & 1) << 4)) - mn;
-  }
+  BRISK_HD static void load8(const uint8_t* row, const uint8_t*, int64_t c, float* o) { kquant4_load8<176, true>(row, c, o); }
 };
 
 // Q6_K stored: 256 elements in 210 bytes: ql[128] (low 4 bits), qh[64] (high 2 bits), int8

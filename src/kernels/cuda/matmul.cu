@@ -171,16 +171,22 @@ struct Unit<DevFormat::q4_k> {
     r.b = ld_stream(blk + 32 + 32 * (u & 3));
   }
   static __device__ float dot(const Raw& r, const XRef& x, int t, int64_t u) {
+    return dot_quarter(r.h, x, t, u, nib(r.a, 0), nib(r.b, 0), nib(r.a, 4), nib(r.b, 4));
+  }
+  // Quarter u & 3 of a block from its values (16 bytes each: elements 0..15 and 16..31 of the
+  // low sub-block, then of the high one) and header h; Q5_K's units share it.
+  static __device__ float dot_quarter(const uint4& h, const XRef& x, int t, int64_t u, uint4 lo_a, uint4 lo_b,
+                                      uint4 hi_a, uint4 hi_b) {
     const int j = int(u & 3);
     const int8_t* xq = x.q + t * x.n_in + 64 * u;
     const int4 x0 = ld_x(xq), x1 = ld_x(xq + 16), x2 = ld_x(xq + 32), x3 = ld_x(xq + 48);
-    const int s_lo = dot16(nib(r.b, 0), x1, dot16(nib(r.a, 0), x0, 0));
-    const int s_hi = dot16(nib(r.b, 4), x3, dot16(nib(r.a, 4), x2, 0));
+    const int s_lo = dot16(lo_b, x1, dot16(lo_a, x0, 0));
+    const int s_hi = dot16(hi_b, x3, dot16(hi_a, x2, 0));
     const int b_lo = sum16(x1, sum16(x0, 0)), b_hi = sum16(x3, sum16(x2, 0));
     int sc_lo, m_lo, sc_hi, m_hi;
-    scale_min(r.h, 2 * j, sc_lo, m_lo);
-    scale_min(r.h, 2 * j + 1, sc_hi, m_hi);
-    return finish(r.h, x, t, u, sc_lo * s_lo + sc_hi * s_hi, m_lo * b_lo + m_hi * b_hi);
+    scale_min(h, 2 * j, sc_lo, m_lo);
+    scale_min(h, 2 * j + 1, sc_hi, m_hi);
+    return finish(h, x, t, u, sc_lo * s_lo + sc_hi * s_hi, m_lo * b_lo + m_hi * b_hi);
   }
   // Scale and min of sub-block jj (0..7) from the 6-bit packing of the header's bytes q[0..11],
   // which are words h.y, h.z, h.w (no local array).
@@ -238,16 +244,8 @@ struct Unit<DevFormat::q5_k> {
   }
   static __device__ float dot(const Raw& r, const XRef& x, int t, int64_t u) {
     const int j = int(u & 3);
-    const int8_t* xq = x.q + t * x.n_in + 64 * u;
-    const int4 x0 = ld_x(xq), x1 = ld_x(xq + 16), x2 = ld_x(xq + 32), x3 = ld_x(xq + 48);
-    const int s_lo = dot16(q5(r.b, 0, r.h1, 2 * j), x1, dot16(q5(r.a, 0, r.h0, 2 * j), x0, 0));
-    const int s_hi = dot16(q5(r.b, 4, r.h1, 2 * j + 1), x3, dot16(q5(r.a, 4, r.h0, 2 * j + 1), x2, 0));
-    const int b_lo = sum16(x1, sum16(x0, 0)), b_hi = sum16(x3, sum16(x2, 0));
-    using Q4 = Unit<DevFormat::q4_k>;
-    int sc_lo, m_lo, sc_hi, m_hi;
-    Q4::scale_min(r.h, 2 * j, sc_lo, m_lo);
-    Q4::scale_min(r.h, 2 * j + 1, sc_hi, m_hi);
-    return Q4::finish(r.h, x, t, u, sc_lo * s_lo + sc_hi * s_hi, m_lo * b_lo + m_hi * b_hi);
+    return Unit<DevFormat::q4_k>::dot_quarter(r.h, x, t, u, q5(r.a, 0, r.h0, 2 * j), q5(r.b, 0, r.h1, 2 * j),
+                                              q5(r.a, 4, r.h0, 2 * j + 1), q5(r.b, 4, r.h1, 2 * j + 1));
   }
 };
 
@@ -268,21 +266,27 @@ struct UnitQ4kSpread : Unit<DevFormat::q4_k> {
     r.b = ld_stream(blk + 80 + 16 * j);
   }
   static __device__ float dot(const Raw& r, const XRef& x, int t, int64_t u) {
+    return dot_chunks(r.h, x, t, u, nib(r.a, 0), nib(r.a, 4), nib(r.b, 0), nib(r.b, 4));
+  }
+  // The lane's chunks j and j + 4 from their values (16 bytes each: the low and high sub-block
+  // of chunk j, then of chunk j + 4) and header h; Q5_K's spread units share it.
+  static __device__ float dot_chunks(const uint4& hd, const XRef& x, int t, int64_t u, uint4 a_lo, uint4 a_hi,
+                                     uint4 b_lo, uint4 b_hi) {
     const int j = int(u & 3), jq = j >> 1, h = j & 1;
     const int8_t* xb = x.q + t * x.n_in + 256 * (u >> 2) + 16 * h;
     // Chunk j: sub-blocks 2 jq (low) and 2 jq + 1 (high); chunk j + 4: 2 jq + 4 and 2 jq + 5.
     const int4 xa0 = ld_x(xb + 64 * jq), xa1 = ld_x(xb + 64 * jq + 32);
     const int4 xb0 = ld_x(xb + 64 * jq + 128), xb1 = ld_x(xb + 64 * jq + 160);
-    const int sa_lo = dot16(nib(r.a, 0), xa0, 0), sa_hi = dot16(nib(r.a, 4), xa1, 0);
-    const int sb_lo = dot16(nib(r.b, 0), xb0, 0), sb_hi = dot16(nib(r.b, 4), xb1, 0);
+    const int sa_lo = dot16(a_lo, xa0, 0), sa_hi = dot16(a_hi, xa1, 0);
+    const int sb_lo = dot16(b_lo, xb0, 0), sb_hi = dot16(b_hi, xb1, 0);
     const int ba_lo = sum16(xa0, 0), ba_hi = sum16(xa1, 0), bb_lo = sum16(xb0, 0), bb_hi = sum16(xb1, 0);
     // Sub-blocks 2 jq, 2 jq + 1 (chunk j) and 2 jq + 4, 2 jq + 5 (chunk j + 4).
     int sc_a0, m_a0, sc_a1, m_a1, sc_b0, m_b0, sc_b1, m_b1;
-    scale_min(r.h, 2 * jq, sc_a0, m_a0);
-    scale_min(r.h, 2 * jq + 1, sc_a1, m_a1);
-    scale_min(r.h, 2 * jq + 4, sc_b0, m_b0);
-    scale_min(r.h, 2 * jq + 5, sc_b1, m_b1);
-    return finish(r.h, x, t, u, sc_a0 * sa_lo + sc_a1 * sa_hi + sc_b0 * sb_lo + sc_b1 * sb_hi,
+    scale_min(hd, 2 * jq, sc_a0, m_a0);
+    scale_min(hd, 2 * jq + 1, sc_a1, m_a1);
+    scale_min(hd, 2 * jq + 4, sc_b0, m_b0);
+    scale_min(hd, 2 * jq + 5, sc_b1, m_b1);
+    return finish(hd, x, t, u, sc_a0 * sa_lo + sc_a1 * sa_hi + sc_b0 * sb_lo + sc_b1 * sb_hi,
                   m_a0 * ba_lo + m_a1 * ba_hi + m_b0 * bb_lo + m_b1 * bb_hi);
   }
 };
@@ -301,22 +305,9 @@ struct UnitQ5kSpread : Unit<DevFormat::q5_k> {
     r.b = ld_stream(blk + 112 + 16 * j);
   }
   static __device__ float dot(const Raw& r, const XRef& x, int t, int64_t u) {
-    const int j = int(u & 3), jq = j >> 1, h = j & 1;
-    const int8_t* xb = x.q + t * x.n_in + 256 * (u >> 2) + 16 * h;
-    // Chunk j: sub-blocks 2 jq (low) and 2 jq + 1 (high); chunk j + 4: 2 jq + 4 and 2 jq + 5.
-    const int4 xa0 = ld_x(xb + 64 * jq), xa1 = ld_x(xb + 64 * jq + 32);
-    const int4 xb0 = ld_x(xb + 64 * jq + 128), xb1 = ld_x(xb + 64 * jq + 160);
-    const int sa_lo = dot16(q5(r.a, 0, r.hq, 2 * jq), xa0, 0), sa_hi = dot16(q5(r.a, 4, r.hq, 2 * jq + 1), xa1, 0);
-    const int sb_lo = dot16(q5(r.b, 0, r.hq, 2 * jq + 4), xb0, 0), sb_hi = dot16(q5(r.b, 4, r.hq, 2 * jq + 5), xb1, 0);
-    const int ba_lo = sum16(xa0, 0), ba_hi = sum16(xa1, 0), bb_lo = sum16(xb0, 0), bb_hi = sum16(xb1, 0);
-    using Q4 = Unit<DevFormat::q4_k>;
-    int sc_a0, m_a0, sc_a1, m_a1, sc_b0, m_b0, sc_b1, m_b1;
-    Q4::scale_min(r.h, 2 * jq, sc_a0, m_a0);
-    Q4::scale_min(r.h, 2 * jq + 1, sc_a1, m_a1);
-    Q4::scale_min(r.h, 2 * jq + 4, sc_b0, m_b0);
-    Q4::scale_min(r.h, 2 * jq + 5, sc_b1, m_b1);
-    return Q4::finish(r.h, x, t, u, sc_a0 * sa_lo + sc_a1 * sa_hi + sc_b0 * sb_lo + sc_b1 * sb_hi,
-                      m_a0 * ba_lo + m_a1 * ba_hi + m_b0 * bb_lo + m_b1 * bb_hi);
+    const int jq = int(u & 3) >> 1;
+    return UnitQ4kSpread::dot_chunks(r.h, x, t, u, q5(r.a, 0, r.hq, 2 * jq), q5(r.a, 4, r.hq, 2 * jq + 1),
+                                     q5(r.b, 0, r.hq, 2 * jq + 4), q5(r.b, 4, r.hq, 2 * jq + 5));
   }
 };
 
