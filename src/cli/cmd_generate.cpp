@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "hub/resolve.h"
 #include "runtime/engine_api.h"
+#include "runtime/kv_cache.h"
 #include "runtime/generate.h"
 #include "text/jinja/template.h"
 
@@ -47,7 +48,7 @@ void usage() {
                "usage: brisk generate --model PATH|org/name[:QUANT] (--prompt TEXT | --prompt-ids 1,2,3) [-n N]\n"
                "%s"
                "  [--stop STR]... [--show-ids] [--dump-logits FILE] [--raw] [--quant q8_0|q4_0|q4_k]\n"
-               "  [--ctx N] [--batch N] [-t N] [--kv-type f16|f32|q8_0] [--token HF_TOKEN]\n"
+               "  [--ctx N] [--batch N] [-t N] [--kv-type f16|bf16|f32|q8_0] [--token HF_TOKEN]\n"
                "  [--device auto|cpu|cuda|cuda:N] (default auto: the GPU when one is usable)\n",
                brisk::cli::kSamplingFlagsUsage);
 }
@@ -88,10 +89,9 @@ Args parse(const std::vector<std::string>& argv) {
 }
 
 brisk::QuantType parse_kv_type(const std::string& s) {
-  if (s == "f16") return brisk::QuantType::F16;
-  if (s == "f32") return brisk::QuantType::F32;
-  if (s == "q8_0") return brisk::QuantType::Q8_0;
-  fail("--kv-type '", s, "': use f16, f32 or q8_0");
+  const auto t = brisk::kv_cache_type_from_name(s);
+  BRISK_CHECK(t.has_value(), "--kv-type '", s, "': use f16, bf16, f32 or q8_0");
+  return *t;
 }
 
 int cmd_generate(const std::vector<std::string>& argv) {

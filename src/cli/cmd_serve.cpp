@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "runtime/kv_cache.h"
 #include "server/engine_loader.h"
 #include "server/http_server.h"
 #include "server/unix_socket_bridge.h"
@@ -32,7 +33,7 @@ void usage() {
       "  --queue N            waiting requests per model before 503 (default 64)\n"
       "  --cache-tokens N     token budget of idle cached prefixes (default: unbounded within slots)\n"
       "  --cache-block N      prefix-cache block size in tokens (default 16)\n"
-      "  --kv-type T          f16 | f32 | q8_0 (default f16; f16 or f32 on CUDA)\n"
+      "  --kv-type T          f16 | bf16 | f32 | q8_0 (default f16; q8_0 CPU only)\n"
       "  --kv-block N         KV cache positions per block, a power of two >= 16 (default 256); the paged\n"
       "                       cache holds --parallel x ceil(--ctx / N) blocks, shared by cached prefixes\n"
       "  --device D           auto | cpu | cuda | cuda:N (default auto: the GPU when one is usable); on a GPU\n"
@@ -116,10 +117,9 @@ int cmd_serve(const std::vector<std::string>& argv) {
     else fail("serve: unknown argument '", f, "' (see brisk serve --help)");
   }
   BRISK_CHECK(!specs.empty(), "serve: --model [NAME=]PATH is required (see brisk serve --help)");
-  if (kv == "f16") eo.kv_type = brisk::QuantType::F16;
-  else if (kv == "f32") eo.kv_type = brisk::QuantType::F32;
-  else if (kv == "q8_0") eo.kv_type = brisk::QuantType::Q8_0;
-  else fail("serve: --kv-type '", kv, "': use f16, f32 or q8_0");
+  const auto kv_type = brisk::kv_cache_type_from_name(kv);
+  BRISK_CHECK(kv_type.has_value(), "serve: --kv-type '", kv, "': use f16, bf16, f32 or q8_0");
+  eo.kv_type = *kv_type;
   BRISK_CHECK(is_loopback(so.host) || !so.api_key.empty(), "serve: binding ", so.host,
               " exposes the server beyond this machine: give --api-key KEY (or BRISK_API_KEY)");
 

@@ -50,7 +50,7 @@ struct ContextOptions {
   int32_t n_ctx = 4096;            // max positions per sequence (capped at n_ctx_train)
   int32_t n_seq_max = 1;           // sequences held at once
   int32_t n_batch = 512;           // max tokens per forward (larger batches are chunked)
-  QuantType kv_type = QuantType::F16;  // F16 (default), F32 or Q8_0
+  QuantType kv_type = QuantType::F16;  // F16 (default), BF16, F32 or Q8_0
   int32_t n_threads = 0;           // 0: all cores
   std::string device = "cpu";      // cpu | cuda | cuda:N | auto (see make_backend); options()
                                    // gives the backend's name ("cpu", "cuda:0")

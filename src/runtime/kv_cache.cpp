@@ -8,9 +8,18 @@
 
 namespace brisk {
 
+std::optional<QuantType> kv_cache_type_from_name(std::string_view name) {
+  if (name == "f16") return QuantType::F16;
+  if (name == "bf16") return QuantType::BF16;
+  if (name == "f32") return QuantType::F32;
+  if (name == "q8_0") return QuantType::Q8_0;
+  return std::nullopt;
+}
+
 KvCache::KvCache(Backend& backend, const KvCacheOptions& opt) : backend_(backend), opt_(opt) {
-  BRISK_CHECK(opt.type == QuantType::F16 || opt.type == QuantType::F32 || opt.type == QuantType::Q8_0,
-              "KV cache type must be f16, f32 or q8_0, got ", quant_type_info(opt.type).name);
+  BRISK_CHECK(opt.type == QuantType::F16 || opt.type == QuantType::BF16 || opt.type == QuantType::F32 ||
+                  opt.type == QuantType::Q8_0,
+              "KV cache type must be f16, bf16, f32 or q8_0, got ", quant_type_info(opt.type).name);
   BRISK_CHECK(opt.n_layer > 0 && opt.width > 0 && opt.n_seq > 0 && opt.n_ctx > 0,
               "KV cache: layers, width, sequences and context must be positive");
   BRISK_CHECK(opt.block_size >= 16 && opt.block_size <= (1 << 16) && (opt.block_size & (opt.block_size - 1)) == 0,

@@ -17,6 +17,8 @@
 // truncate() releases the blocks past the new length.
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "backend/backend.h"
@@ -24,6 +26,9 @@
 #include "runtime/kv_blocks.h"
 
 namespace brisk {
+
+// The cache element type named by a CLI / config value: "f16", "bf16", "f32" or "q8_0".
+std::optional<QuantType> kv_cache_type_from_name(std::string_view name);
 
 struct KvCacheOptions {
   int32_t n_layer = 0;

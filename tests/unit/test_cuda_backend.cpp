@@ -326,13 +326,26 @@ void expect_kv_store(Backend& be, Cache& c, DevMat& k, DevMat& v, const std::vec
   std::vector<uint8_t> gk(c.hk.size()), gv(c.hv.size());
   be.copy(gk.data(), c.k.data, gk.size());
   be.copy(gv.data(), c.v.data, gv.size());
-  EXPECT_EQ(gk, c.hk) << what;
-  EXPECT_EQ(gv, c.hv) << what;
+  // The differing bytes: how many, and the first few with their row and offset in the row.
+  const auto first_diff = [&](const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, const char* which) {
+    ASSERT_EQ(got.size(), want.size());
+    size_t n_diff = 0;
+    std::string shown;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (got[i] == want[i]) continue;
+      if (++n_diff <= 8)
+        shown += str_cat(" [row ", i / c.k.row_bytes, " byte ", i % c.k.row_bytes, ": ", int(got[i]), " want ",
+                         int(want[i]), "]");
+    }
+    EXPECT_EQ(n_diff, 0u) << what << " " << which << " cache bytes differ:" << shown;
+  };
+  first_diff(gk, c.hk, "K");
+  first_diff(gv, c.hv, "V");
 }
 
 TEST(CudaBackend, KvStore) {
   REQUIRE_GPU(be);
-  for (const QuantType t : {QuantType::F16, QuantType::F32}) {
+  for (const QuantType t : {QuantType::F16, QuantType::BF16, QuantType::F32}) {
     Cache c = make_cache(*be, t, 2, 16, 96, 7);
     DevMat k(*be, 3, 96, randn(3 * 96, 8)), v(*be, 3, 96, randn(3 * 96, 9));
     const std::vector<int32_t> seq = {0, 1, 1}, pos = {5, 0, 15};
@@ -346,7 +359,9 @@ TEST(CudaBackend, Attention) {
   for (const Case cs : {Case{8, 2, 64, 0, 0.0f, QuantType::F16, false}, Case{8, 2, 64, 0, 0.0f, QuantType::F16, true},
                         Case{4, 4, 128, 50, 0.0f, QuantType::F32, true}, Case{6, 2, 256, 0, 20.0f, QuantType::F16, false},
                         Case{4, 1, 32, 7, 30.0f, QuantType::F16, true}, Case{16, 1, 64, 0, 0.0f, QuantType::F16, false},
-                        Case{12, 1, 80, 0, 0.0f, QuantType::F32, true}}) {
+                        Case{12, 1, 80, 0, 0.0f, QuantType::F32, true}, Case{8, 2, 64, 0, 0.0f, QuantType::BF16, false},
+                        Case{8, 2, 128, 0, 0.0f, QuantType::BF16, true}, Case{6, 2, 256, 0, 20.0f, QuantType::BF16, false},
+                        Case{4, 1, 32, 7, 30.0f, QuantType::BF16, true}}) {
     const int64_t cap = 300, width = int64_t(cs.n_head_kv) * cs.hd;
     Cache c = make_cache(*be, cs.kv, 2, cap, width, 21);
     std::vector<int32_t> seq, pos;
@@ -367,7 +382,7 @@ TEST(CudaBackend, Attention) {
     host_reference_attention(a, q, c, want);
     expect_close(out.fetch(), want.host, 2e-5f, 1e-4f,
                  str_cat("attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " window ", cs.window,
-                         " softcap ", cs.softcap, cs.prefill ? " prefill" : " decode"));
+                         " softcap ", cs.softcap, cs.prefill ? " prefill " : " decode ", quant_type_info(cs.kv).name));
   }
 }
 
@@ -381,8 +396,9 @@ TEST(CudaBackend, DecodeAttentionStagedChunks) {
   for (const Case cs : {Case{32, 8, 128, 0, 0}, Case{32, 8, 128, 31, 0}, Case{32, 8, 128, 512, 0},
                         Case{32, 8, 128, 1500, 0}, Case{32, 8, 128, 3000, 0}, Case{8, 2, 64, 700, 0},
                         Case{8, 2, 64, 900, 100}, Case{40, 8, 128, 260, 0}}) {
+   for (const QuantType kv : {QuantType::F16, QuantType::BF16}) {
     const int64_t cap = 3072, width = int64_t(cs.n_head_kv) * cs.hd;
-    Cache c = make_cache(*be, QuantType::F16, 2, cap, width, 31);
+    Cache c = make_cache(*be, kv, 2, cap, width, 31);
     const std::vector<int32_t> seq = {1}, pos = {cs.pos};
     const int64_t qw = int64_t(cs.n_head) * cs.hd;
     DevMat q(*be, 1, qw, randn(size_t(qw), 32)), want(*be, 1, qw);
@@ -393,16 +409,17 @@ TEST(CudaBackend, DecodeAttentionStagedChunks) {
     const std::vector<float> got = run(nullptr);
     host_reference_attention(a, q, c, want);
     const std::string what = str_cat("decode attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " pos ",
-                                     cs.pos, " window ", cs.window);
+                                     cs.pos, " window ", cs.window, " ", quant_type_info(kv).name);
     expect_close(got, want.host, 2e-5f, 1e-4f, what);
     for (const char* env : {"BRISK_NO_CUDA_ATTN_STAGE", "BRISK_NO_CUDA_PREFETCH", "BRISK_NO_CUDA_ATTN_MERGE_HEADS"}) {
       const std::vector<float> other = run(env);
       ASSERT_EQ(std::memcmp(got.data(), other.data(), sizeof(float) * got.size()), 0) << what << " vs " << env;
     }
+   }
   }
 }
 
-// One-token decode over F16 caches of head_dim 64 / 128 and up to 8 query heads per KV head
+// One-token decode over F16 / BF16 caches of head_dim 64 / 128 and up to 8 query heads per KV head
 // runs one cluster of blocks per KV head that merges its splits through distributed shared
 // memory (16 blocks, chunks of up to 256 positions in tiles of 64): against ref::attention, and
 // against the split kernel with its last-block merge (BRISK_NO_CUDA_ATTN_CLUSTER; another
@@ -418,7 +435,8 @@ TEST(CudaBackend, DecodeAttentionCluster) {
                         Case{40, 8, 128, 260, 0, 30.0f, 1024}, Case{14, 2, 64, 900, 0, 0.0f, 2048},
                         Case{8, 8, 64, 333, 0, 0.0f, 1024}, Case{8, 2, 64, 2000, 100, 0.0f, 3072},
                         Case{16, 4, 128, 4000, 300, 0.0f, 8192}, Case{32, 8, 128, 5000, 0, 0.0f, 8192}}) {
-    Cache c = make_cache(*be, QuantType::F16, 2, cs.cap, int64_t(cs.n_head_kv) * cs.hd, 41);
+   for (const QuantType kv : {QuantType::F16, QuantType::BF16}) {
+    Cache c = make_cache(*be, kv, 2, cs.cap, int64_t(cs.n_head_kv) * cs.hd, 41);
     const std::vector<int32_t> seq = {1}, pos = {cs.pos};
     const int64_t qw = int64_t(cs.n_head) * cs.hd;
     DevMat q(*be, 1, qw, randn(size_t(qw), 42)), want(*be, 1, qw);
@@ -429,11 +447,13 @@ TEST(CudaBackend, DecodeAttentionCluster) {
     const std::vector<float> got = run(nullptr);
     host_reference_attention(a, q, c, want);
     const std::string what = str_cat("decode attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " pos ",
-                                     cs.pos, " window ", cs.window, " softcap ", cs.softcap, " capacity ", cs.cap);
+                                     cs.pos, " window ", cs.window, " softcap ", cs.softcap, " capacity ", cs.cap, " ",
+                                     quant_type_info(kv).name);
     expect_close(got, want.host, 2e-5f, 1e-4f, what);
     expect_close(run("BRISK_NO_CUDA_ATTN_CLUSTER"), got, 2e-5f, 1e-4f, what + " vs the split kernel");
     const std::vector<float> other = run("BRISK_NO_CUDA_PREFETCH");
     ASSERT_EQ(std::memcmp(got.data(), other.data(), sizeof(float) * got.size()), 0) << what << " vs no prefetch";
+   }
   }
 }
 
@@ -516,15 +536,16 @@ TEST(CudaBackend, SplitRmsNormMatchesOneBlock) {
 }
 
 // Prefill batches of one sequence at consecutive positions run the tensor-core kernel
-// (attention_prefill.cu: F16 q and probabilities, so a looser tolerance than above).
+// (attention_prefill.cu: q and probabilities in the cache type, so a looser tolerance than above).
 TEST(CudaBackend, PrefillAttentionTensorCores) {
   REQUIRE_GPU(be);
   struct Case { int32_t n_head, n_head_kv, hd, window; float softcap; int32_t n_tok, p0, seq; };
   for (const Case cs : {Case{8, 2, 128, 0, 0.0f, 100, 0, 1}, Case{8, 2, 64, 0, 0.0f, 130, 37, 0},
                         Case{4, 4, 128, 50, 0.0f, 70, 20, 1}, Case{6, 2, 64, 0, 30.0f, 65, 200, 0},
                         Case{32, 8, 128, 0, 0.0f, 9, 5, 0}, Case{4, 1, 64, 7, 0.0f, 40, 0, 1}}) {
+   for (const QuantType kv : {QuantType::F16, QuantType::BF16}) {
     const int64_t cap = 300, width = int64_t(cs.n_head_kv) * cs.hd;
-    Cache c = make_cache(*be, QuantType::F16, 2, cap, width, 31);
+    Cache c = make_cache(*be, kv, 2, cap, width, 31);
     std::vector<int32_t> seq(size_t(cs.n_tok), cs.seq), pos;
     for (int32_t i = 0; i < cs.n_tok; ++i) pos.push_back(cs.p0 + i);
     const int64_t n = cs.n_tok, qw = int64_t(cs.n_head) * cs.hd;
@@ -535,9 +556,12 @@ TEST(CudaBackend, PrefillAttentionTensorCores) {
                     .window = cs.window, .softcap = cs.softcap};
     be->attention(a);
     host_reference_attention(a, q, c, want);
-    expect_close(out.fetch(), want.host, 1e-2f, 1e-2f,
+    // q and the probabilities round to the cache's type: 11 bits of mantissa for F16, 8 for BF16.
+    const float tol = kv == QuantType::BF16 ? 3e-2f : 1e-2f;
+    expect_close(out.fetch(), want.host, tol, tol,
                  str_cat("prefill attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " window ", cs.window,
-                         " softcap ", cs.softcap, " tokens ", cs.n_tok, " from ", cs.p0));
+                         " softcap ", cs.softcap, " tokens ", cs.n_tok, " from ", cs.p0, " ", quant_type_info(kv).name));
+   }
   }
 }
 
@@ -549,7 +573,7 @@ TEST(CudaBackend, AttentionPagedTables) {
   REQUIRE_GPU(be);
   struct Case { int32_t n_head, n_head_kv, hd; QuantType kv; };
   for (const Case cs : {Case{32, 8, 128, QuantType::F16}, Case{8, 2, 64, QuantType::F16},
-                        Case{4, 4, 128, QuantType::F32}}) {
+                        Case{4, 4, 128, QuantType::F32}, Case{32, 8, 128, QuantType::BF16}}) {
     for (const int32_t bs : {16, 64}) {
       for (const testing::KvLayout layout : {testing::KvLayout::scrambled, testing::KvLayout::shared}) {
         const int64_t cap = 700, width = int64_t(cs.n_head_kv) * cs.hd;
@@ -559,7 +583,8 @@ TEST(CudaBackend, AttentionPagedTables) {
                                          layout == testing::KvLayout::shared ? " shared" : " scrambled");
         struct Batch { std::vector<int32_t> seq, pos; float tol; };
         std::vector<Batch> batches = {{{1}, {40}, 1e-4f}, {{0}, {699}, 1e-4f}, {{1, 0, 1}, {5, 300, 650}, 1e-4f}};
-        Batch pre{{}, {}, 1e-2f};  // one sequence at consecutive positions: the tensor-core kernel (F16)
+        // One sequence at consecutive positions: the tensor-core kernel (F16 / BF16 operands).
+        Batch pre{{}, {}, cs.kv == QuantType::BF16 ? 3e-2f : 1e-2f};
         for (int32_t i = 0; i < 100; ++i) { pre.seq.push_back(1); pre.pos.push_back(21 + i); }
         batches.push_back(pre);
         for (const Batch& b : batches) {
@@ -623,8 +648,8 @@ TEST(CudaBackend, Embedding) {
 // Q8_0, Q8_K for Q4_K, BF16), the residual adds in the epilogue of the matmul before them
 // (BRISK_NO_CUDA_GEMV_ADD; the matmul's output as the add's first and as its second operand;
 // Q8_0, Q4_K and BF16 o-projections). Positions 0 .. 3071 (cluster chunks of up to 192
-// positions; the split kernel's staged and unstaged chunks for the F32 cache), F16 and F32
-// caches, normal and NeoX partial rotary, head groups of 4 and 8.
+// positions; the split kernel's staged and unstaged chunks for the F32 cache), F16, BF16 and
+// F32 caches, normal and NeoX partial rotary, head groups of 4 and 8.
 // Everything the layers write (residual, rotated q and k, attention output, both caches) is
 // bit-equal with the fusions switched off, launch by launch, and with BRISK_NO_CUDA_PREFETCH.
 TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
@@ -637,7 +662,9 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
   for (const Case cs : {Case{32, 8, 128, 128, false, QuantType::F16, QuantType::Q8_0},
                         Case{16, 2, 64, 32, true, QuantType::F32, QuantType::Q4_K},
                         Case{16, 2, 64, 32, true, QuantType::F16, QuantType::Q4_K},
-                        Case{32, 8, 128, 128, false, QuantType::F16, QuantType::BF16}}) {
+                        Case{32, 8, 128, 128, false, QuantType::F16, QuantType::BF16},
+                        Case{16, 2, 64, 32, true, QuantType::BF16, QuantType::Q4_K},
+                        Case{32, 8, 128, 128, false, QuantType::BF16, QuantType::Q8_0}}) {
     const int64_t qw = int64_t(cs.n_head) * cs.hd, kw = int64_t(cs.n_head_kv) * cs.hd;
     keep.push_back(make_weight(QuantType::Q8_0, qw, n_embd, 71));
     keep.push_back(make_weight(QuantType::Q8_0, kw, n_embd, 72));

@@ -33,8 +33,10 @@ struct RunResult {
   std::vector<float> all_logits;  // every step's logits, concatenated
 };
 
-RunResult run_on(const std::shared_ptr<Model>& model, const std::string& device, const std::vector<int32_t>& prompt, int n_gen) {
-  auto ctx = Context::create(model, {.n_ctx = 256, .n_seq_max = 1, .n_batch = 64, .n_threads = 2, .device = device});
+RunResult run_on(const std::shared_ptr<Model>& model, const std::string& device, const std::vector<int32_t>& prompt, int n_gen,
+                 QuantType kv = QuantType::F16) {
+  auto ctx = Context::create(model, {.n_ctx = 256, .n_seq_max = 1, .n_batch = 64, .kv_type = kv, .n_threads = 2,
+                                     .device = device});
   std::vector<BatchToken> batch;
   for (size_t i = 0; i < prompt.size(); ++i)
     batch.push_back({.token = prompt[i], .pos = int32_t(i), .seq = 0, .want_logits = i + 1 == prompt.size()});
@@ -98,6 +100,42 @@ TEST_P(CudaModel, MatchesCpu) {
                 GetParam().c_str(), i, cpu.greedy[i], gpu.greedy[i], double(sorted[0] - sorted[1]));
     EXPECT_TRUE(q8 && sorted[0] - sorted[1] < tol) << GetParam() << " greedy step " << i;
     break;
+  }
+}
+
+// BF16 KV caches on both backends (the same cache bits): the prompt and 12 greedy steps against
+// the CPU, on the Hugging Face fixtures (F32 weights), and against the CPU's own F16-cache run.
+TEST(CudaModel, CacheTypesMatchCpu) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  struct Case { const char* name; QuantType kv; };
+  for (const Case cs : {Case{"llama_llama3", QuantType::BF16}, Case{"qwen2_untied", QuantType::BF16},
+                        Case{"mistral_window", QuantType::BF16}, Case{"qwen3_mha_tied", QuantType::BF16}}) {
+    const char* name = cs.name;
+    auto model = Model::load({.path = std::string(BRISK_FIXTURES) + "/models/" + name});
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 40; ++i) prompt.push_back(int32_t((i * 37 + 11) % model->info().n_vocab));
+    const RunResult cpu = run_on(model, "cpu", prompt, 12, cs.kv);
+    const RunResult gpu = run_on(model, "cuda", prompt, 12, cs.kv);
+    const RunResult f16 = run_on(model, "cpu", prompt, 12, QuantType::F16);
+    // Steps up to the first greedy difference between any two runs (each step's logits follow
+    // the tokens picked before it).
+    const size_t nv = cpu.prompt_logits.size();
+    size_t steps = 0;
+    while (steps < cpu.greedy.size() && gpu.greedy[steps] == cpu.greedy[steps] && f16.greedy[steps] == cpu.greedy[steps])
+      ++steps;
+    steps = std::min(steps + 1, cpu.greedy.size());
+    float max_abs = 0.0f, diff = 0.0f, diff_f16 = 0.0f;
+    for (size_t i = 0; i < steps * nv; ++i) {
+      max_abs = std::max(max_abs, std::fabs(cpu.all_logits[i]));
+      diff = std::max(diff, std::fabs(cpu.all_logits[i] - gpu.all_logits[i]));
+      diff_f16 = std::max(diff_f16, std::fabs(cpu.all_logits[i] - f16.all_logits[i]));
+    }
+    std::printf("[cuda model] %s, %s cache, %zu steps: max |logit diff| %.3g (CPU F16 cache: %.3g), relative to max "
+                "|logit| %.3g\n",
+                name, std::string(quant_type_info(cs.kv).name).c_str(), steps, double(diff), double(diff_f16), double(diff / max_abs));
+    EXPECT_LT(diff, 2e-2f * max_abs) << name << " " << quant_type_info(cs.kv).name;
+    EXPECT_LT(diff_f16, 5e-2f * max_abs) << name << " " << quant_type_info(cs.kv).name;
   }
 }
 

@@ -307,7 +307,7 @@ TEST(ModelContext, KvCacheGrowthKeepsContents) {
 // Prefix sharing: a sequence copied from another (whole KV blocks shared, a partial last block
 // copied) and continued gives the logits of computing its whole prompt from scratch; so does a
 // copy truncated into a shared block and continued (copy-on-write), and the source sequence,
-// continued after both, is untouched by their writes. Blocks of 16 positions, F32 and F16.
+// continued after both, is untouched by their writes. Blocks of 16 positions, F32, F16 and BF16.
 TEST(ModelContext, SeqCopySharesBlocksAndMatchesRecompute) {
   REQUIRE_MODEL("qwen2");
   const Ref ref = load_ref("qwen2");
@@ -316,7 +316,7 @@ TEST(ModelContext, SeqCopySharesBlocksAndMatchesRecompute) {
   while (ids.size() < 46) ids.insert(ids.end(), ref.input_ids.begin(), ref.input_ids.end());
   ids.resize(46);
   const auto part = [&](size_t a, size_t b) { return std::vector<int32_t>(ids.begin() + long(a), ids.begin() + long(b)); };
-  for (const QuantType kv : {QuantType::F32, QuantType::F16}) {
+  for (const QuantType kv : {QuantType::F32, QuantType::F16, QuantType::BF16}) {
     const ContextOptions opt{.n_ctx = 256, .n_seq_max = 3, .n_batch = 64, .kv_type = kv, .n_threads = 2,
                              .kv_block_size = 16};
     // Reference: each prompt computed alone.

@@ -452,7 +452,8 @@ TEST_P(AttentionKernels, MatchReferenceWithGqaWindowsAndCacheTypes) {
       {QuantType::Q8_0, 4, 2, 32, 0, 0.0f}, {QuantType::Q8_0, 8, 2, 64, 3, 0.0f},
       {QuantType::F32, 4, 2, 16, 0, 2.0f}, {QuantType::F16, 7, 1, 64, 0, 0.0f},
       {QuantType::F16, 14, 2, 128, 20, 0.0f}, {QuantType::F16, 4, 2, 256, 0, 30.0f},
-      {QuantType::Q8_0, 6, 3, 128, 0, 0.0f},
+      {QuantType::Q8_0, 6, 3, 128, 0, 0.0f},  {QuantType::BF16, 4, 2, 64, 0, 0.0f},
+      {QuantType::BF16, 8, 1, 128, 7, 0.0f},  {QuantType::BF16, 4, 4, 32, 0, 5.0f},
   };
   for (int threads : {1, 2}) {
     auto be = make_cpu_backend(threads);
@@ -500,7 +501,7 @@ TEST_P(AttentionKernels, MatchReferenceWithGqaWindowsAndCacheTypes) {
 
 // One decode token over a long cache: with several threads and few KV heads the AVX-512 kernel
 // splits the positions over the threads and merges the partial softmax results. Against the
-// reference for lengths with partial tiles, windows, softcap, F16 / F32 / Q8_0 caches, GQA.
+// reference for lengths with partial tiles, windows, softcap, F16 / BF16 / F32 / Q8_0 caches, GQA.
 // F16 caches with head_dim 64 / 128 score with the pair layout unless BRISK_NO_ATTN_PAIRS, tiled ones
 // (KvView::tiled) column by column.
 TEST_P(AttentionKernels, SplitDecodeOverLongContextsMatchesReference) {
@@ -512,7 +513,8 @@ TEST_P(AttentionKernels, SplitDecodeOverLongContextsMatchesReference) {
       {QuantType::F32, 4, 2, 64, 700, 0.0f},  {QuantType::Q8_0, 6, 3, 128, 0, 0.0f},
       {QuantType::F16, 4, 2, 256, 0, 30.0f},  {QuantType::F16, 14, 2, 64, 700, 0.0f},
       {QuantType::F16, 3, 1, 128, 0, 0.0f},   {QuantType::F16, 4, 2, 32, 0, 0.0f},
-      {QuantType::F16, 4, 2, 16, 300, 0.0f},
+      {QuantType::F16, 4, 2, 16, 300, 0.0f},  {QuantType::BF16, 8, 2, 128, 0, 0.0f},
+      {QuantType::BF16, 4, 1, 64, 700, 0.0f},
   };
   for (int threads : {2, 3}) {
     auto be = make_cpu_backend(threads);

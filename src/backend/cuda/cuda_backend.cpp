@@ -1578,10 +1578,10 @@ class CudaBackend final : public Backend {
   }
 
   void check_kv(const KvView& v, const char* op) const {
-    BRISK_CHECK(v.type == QuantType::F16 || v.type == QuantType::F32, op, ": KV cache type ",
-                quant_type_info(v.type).name, " is not supported on CUDA (use f16 or f32)");
+    BRISK_CHECK(v.type == QuantType::F16 || v.type == QuantType::BF16 || v.type == QuantType::F32, op,
+                ": KV cache type ", quant_type_info(v.type).name, " is not supported on CUDA (use f16, bf16 or f32)");
     BRISK_CHECK(v.data && is_device(v.data), op, ": KV cache is not device memory of this backend");
-    BRISK_CHECK(v.row_bytes == size_t(v.width) * (v.type == QuantType::F16 ? 2 : 4), op,
+    BRISK_CHECK(v.row_bytes == size_t(quant_row_bytes(v.type, uint64_t(v.width)).value_or(0)), op,
                 ": KV cache row_bytes ", v.row_bytes, " does not match width ", v.width);
     BRISK_CHECK(v.block_size >= 16 && (v.block_size & (v.block_size - 1)) == 0 && v.n_blocks > 0 &&
                     v.table_stride * int64_t(v.block_size) >= v.capacity,

@@ -90,7 +90,7 @@ struct Makers {
   double expert_bytes() const { return experts.bytes() + experts6.bytes(); }
 };
 
-// The layers' weights (Q4_K_M: llama.cpp's Q6_K layers for attn_v and ffn_down) and an F16
+// The layers' weights (Q4_K_M: llama.cpp's Q6_K layers for attn_v and ffn_down) and an F16 / BF16
 // paged KV cache of `cap` positions for `n_seq` sequences, blocks of kKvDefaultBlockSize, the
 // sequences' blocks interleaved through the pool (as a serving cache holds them).
 std::vector<Layer> make_layers(Backend& be, const CudaBenchParams& p, Makers& mk, int64_t cap, int32_t n_seq) {
@@ -122,8 +122,8 @@ std::vector<Layer> make_layers(Backend& be, const CudaBenchParams& p, Makers& mk
       l.up = wm.make(p.n_ff, p.n_embd);
       l.down = vd.make(p.n_embd, p.n_ff);
     }
-    const size_t rb = size_t(kv_w) * 2;
-    l.k = KvView{.type = QuantType::F16, .data = be.alloc(rb * pool_rows), .width = kv_w, .row_bytes = rb,
+    const size_t rb = size_t(quant_row_bytes(p.kv_type, uint64_t(kv_w)).value());
+    l.k = KvView{.type = p.kv_type, .data = be.alloc(rb * pool_rows), .width = kv_w, .row_bytes = rb,
                  .capacity = cap, .n_seq = n_seq, .block_size = bs, .n_blocks = per_seq * n_seq,
                  .table = nullptr, .device_table = dev_table, .table_stride = per_seq};
     l.v = l.k;
@@ -250,7 +250,8 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p) {
   const double secs = seconds_since(t0);
   res.tok_per_s = double(p.steps) * double(nb) / secs;
   // Bytes per token: the weights once per step shared by the batch, each sequence's KV cache.
-  const double kv_bytes = p.matmul_only ? 0.0 : 2.0 * double(p.n_layer) * double(p.n_past + p.steps / 2) * double(kv_w) * 2.0;
+  const double kv_row = double(quant_row_bytes(p.kv_type, uint64_t(kv_w)).value());  // bytes of one K or V row
+  const double kv_bytes = p.matmul_only ? 0.0 : 2.0 * double(p.n_layer) * double(p.n_past + p.steps / 2) * kv_row;
   // Experts: the expected share a step touches when each sequence picks n_used of n_expert at
   // random, 1 - (1 - n_used / n_expert)^batch.
   const double touched = p.n_expert > 0 ? 1.0 - std::pow(1.0 - double(p.n_expert_used) / p.n_expert, nb) : 0.0;

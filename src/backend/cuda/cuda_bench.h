@@ -30,7 +30,8 @@ struct CudaBenchParams {
   int32_t n_expert = 0;
   int32_t n_expert_used = 0;
   int32_t n_ff_exp = 0;
-  int32_t n_past = 512;     // positions already in the KV cache (F16)
+  int32_t n_past = 512;     // positions already in the KV cache
+  QuantType kv_type = QuantType::F16;  // the KV cache: F16 or BF16
   int32_t steps = 64;
   int32_t batch = 1;        // sequences decoded together, one token each per step
   int32_t prefill = 512;    // cuda_prefill_bench: prompt tokens per forward (from position 0)

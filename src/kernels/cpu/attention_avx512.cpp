@@ -57,6 +57,12 @@ void load_tile(const KvView& v, int64_t seq, int64_t j0, int n, size_t byte_off,
         for (int32_t i = 0; i < hd; i += 16)
           _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(
                                         reinterpret_cast<const __m256i*>(reinterpret_cast<const uint16_t*>(src) + i))));
+      } else if (v.type == QuantType::BF16) {
+        for (int32_t i = 0; i < hd; i += 16)
+          _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(
+                                        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                                            reinterpret_cast<const uint16_t*>(src) + i))),
+                                        16)));
       } else if (v.type == QuantType::F32) {
         std::memcpy(dst, src, sizeof(float) * size_t(hd));
       } else {

@@ -8,11 +8,11 @@
 // optional tanh softcap), a warp per head folds the tile into its running
 // max / sum (online softmax), then each thread adds p * v for its head dims. With one split
 // the block writes the output; otherwise it writes (max, sum, unnormalized output) and a
-// combine kernel merges the splits. Cache rows are F32 or F16, paged (kv_paged.cuh): a K row's
+// combine kernel merges the splits. Cache rows are F32, F16 or BF16 (kv_elem.cuh), paged (kv_paged.cuh): a K row's
 // block is looked up per row, V rows per run of rows inside one block. Exponentials use the accurate
 // expf, as the CPU does: the fast __expf is off by ~1e-5 relative for the wide score ranges
 // of QK-normed models (Qwen3), enough to flip a later Q8_0 activation rounding.
-// One-token decode over short F16 caches runs attention_cluster_kernel instead (below): one
+// One-token decode over short F16 / BF16 caches runs attention_cluster_kernel instead (below): one
 // thread-block cluster per KV head whose blocks merge their splits through distributed shared
 // memory.
 #include <cuda_bf16.h>
@@ -20,6 +20,7 @@
 
 #include "kernels/cuda/act_quant.cuh"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/kv_elem.cuh"
 #include "kernels/cuda/kv_paged.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/rope.cuh"
@@ -39,30 +40,17 @@ constexpr int kMinChunk = 16;      // positions of the cache capacity per split,
 constexpr int kMinChunkWide = 32;  // the same for few blocks per split, or BRISK_NO_CUDA_FINE_SPLITS
 static_assert(kTile % 32 == 0 && kTile <= kThreads, "softmax lanes and output threads cover a tile");
 
-template <bool F16>
-__device__ __forceinline__ float kv_at(const uint8_t* row, int64_t i) {
-  if (F16) return __half2float(reinterpret_cast<const __half*>(row)[i]);
-  return reinterpret_cast<const float*>(row)[i];
-}
-
-// K rows in 16-byte pieces (i and the row's column offset multiples of 8): an F16 piece is 8
+// K rows in 16-byte pieces (i and the row's column offset multiples of 8): a 2-byte piece is 8
 // elements; an F32 row takes two pieces per 8 elements, the second one read in unpack8.
-template <bool F16>
+template <KvT T>
 __device__ __forceinline__ uint4 load16(const uint8_t* row, int64_t i, int) {
-  if (F16) return *reinterpret_cast<const uint4*>(reinterpret_cast<const __half*>(row) + i);
-  return *reinterpret_cast<const uint4*>(reinterpret_cast<const float*>(row) + i);
+  return *reinterpret_cast<const uint4*>(row + kv_col_bytes<T>(i));
 }
-template <bool F16>
+template <KvT T>
 __device__ __forceinline__ void unpack8(const uint4 (&raw)[16], int e, const uint8_t* row, int64_t i, float* o) {
   const uint4 u = raw[e];
-  if (F16) {
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[k]));
-      o[2 * k] = f.x;
-      o[2 * k + 1] = f.y;
-    }
+  if constexpr (T != KvT::f32) {
+    kv_unpack8<T>(u, o);
   } else {
     const float4 b = *reinterpret_cast<const float4*>(reinterpret_cast<const float*>(row) + i + 4);
     o[0] = __uint_as_float(u.x); o[1] = __uint_as_float(u.y); o[2] = __uint_as_float(u.z); o[3] = __uint_as_float(u.w);
@@ -159,7 +147,7 @@ __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
-// Staged chunks (F16 caches, head_dim <= kStageDim, 16-byte aligned rows): a block whose chunk
+// Staged chunks (F16 / BF16 caches, head_dim <= kStageDim, 16-byte aligned rows): a block whose chunk
 // holds 1..kStageRows positions copies all its K and V rows into shared memory at once
 // (cp.async, one memory round trip) before scoring, instead of a load per use. The arithmetic
 // is the same as from global memory.
@@ -178,10 +166,9 @@ struct Flags {
 
 // The reads a block may start before the dependent-launch wait (see attention_kernel); returns
 // whether the chunk's earlier rows are being copied into ks / vs.
-template <bool F16>
+template <KvT T>
 __device__ bool start_early(const AttentionArgs& a, const Geometry& geo, const Flags& fl, int64_t col, uint8_t* ks,
                             uint8_t* vs) {
-  const size_t esz = F16 ? 2 : 4;
   bool early = false;  // staged rows before the token's own position are on their way
   if (fl.prefetch) {
     const int64_t t = blockIdx.z;
@@ -206,7 +193,7 @@ __device__ bool start_early(const AttentionArgs& a, const Geometry& geo, const F
           cp_async16(vs + jj * kStageRowBytes + 16 * e, vb + slot * a.v_cache.row_bytes + off);
         }
       } else {
-        const size_t cb = size_t(col) * esz, bytes = size_t(a.head_dim) * esz;
+        const size_t cb = size_t(kv_col_bytes<T>(col)), bytes = size_t(kv_col_bytes<T>(a.head_dim));
         const int lines = int((bytes + 127) / 128);
         for (int64_t it = threadIdx.x; it < (j1 - j0) * lines; it += kThreads) {
           const int64_t j = j0 + it / lines;
@@ -256,17 +243,16 @@ __device__ bool merge_if_last(const AttentionArgs& a, const Geometry& geo, const
 //
 // kG > 0: every block has exactly kG query heads; kD: head dims per thread (head_dim <= kD *
 // kThreads). Both only let the compiler drop the loop iterations and predicates of absent heads
-// and dims; the arithmetic is the same as in the generic <F16, 0, kDims> instance.
-template <bool F16, int kG = 0, int kD = kDims>
+// and dims; the arithmetic is the same as in the generic <T, 0, kDims> instance.
+template <KvT T, int kG = 0, int kD = kDims>
 __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Geometry geo, float* part, int* counters,
                                                              Flags fl, AttentionRope rp) {
   extern __shared__ __align__(16) uint8_t stage_s[];
-  const size_t esz = F16 ? 2 : 4;
   const int kvh = blockIdx.y / geo.n_hg, hg = blockIdx.y % geo.n_hg;
   const int64_t col = int64_t(kvh) * a.head_dim;
   uint8_t* ks = stage_s;
   uint8_t* vs = stage_s + kStageRows * kStageRowBytes;
-  const bool early = start_early<F16>(a, geo, fl, col, ks, vs);
+  const bool early = start_early<T>(a, geo, fl, col, ks, vs);
   // With rope: each pair's angle once for all heads (q's and k's), with prefetch before the wait
   // (positions and frequencies are not written by the kernels of the step).
   __shared__ float rope_c[kMaxHeadDim / 2], rope_s[kMaxHeadDim / 2];
@@ -296,8 +282,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
   __shared__ float m_fin[kMaxG], l_fin[kMaxG];
 
   const int sh = kv_block_shift(a.k_cache);
-  const uint8_t* kbase = static_cast<const uint8_t*>(a.k_cache.data) + col * esz;  // + slot * row_bytes
-  const uint8_t* vbase = static_cast<const uint8_t*>(a.v_cache.data) + col * esz;
+  const uint8_t* kbase = static_cast<const uint8_t*>(a.k_cache.data) + kv_col_bytes<T>(col);  // + slot * row_bytes
+  const uint8_t* vbase = static_cast<const uint8_t*>(a.v_cache.data) + kv_col_bytes<T>(col);
   const bool staged = fl.stage && j_end - j_begin >= 1 && j_end - j_begin <= kStageRows;
   if (staged) {
     const int pieces = hd / 8;
@@ -331,20 +317,15 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
       // The token's own K / V row of this KV head: rotated k and v into the cache (as
       // rope_qk_store_kernel's cache_put), the staged copy, and the rotated k back.
       const size_t slot = size_t(kv_slot(a.k_cache, sh, s, p));
-      uint8_t* kc = static_cast<uint8_t*>(a.k_cache.data) + slot * a.k_cache.row_bytes + col * esz;
-      uint8_t* vc = static_cast<uint8_t*>(a.v_cache.data) + slot * a.v_cache.row_bytes + col * esz;
+      uint8_t* kc = static_cast<uint8_t*>(a.k_cache.data) + slot * a.k_cache.row_bytes + kv_col_bytes<T>(col);
+      uint8_t* vc = static_cast<uint8_t*>(a.v_cache.data) + slot * a.v_cache.row_bytes + kv_col_bytes<T>(col);
       uint8_t* kst = staged ? ks + (p - j_begin) * kStageRowBytes : nullptr;
       uint8_t* vst = staged ? vs + (p - j_begin) * kStageRowBytes : nullptr;
       float* kx = rp.k + t * rp.k_stride + col;
       const float* vx = rp.v + t * rp.v_stride + col;
       auto put = [&](uint8_t* row, uint8_t* st, int d, float v) {
-        if (F16) {
-          const __half h = __float2half_rn(v);
-          reinterpret_cast<__half*>(row)[d] = h;
-          if (st) reinterpret_cast<__half*>(st)[d] = h;
-        } else {
-          reinterpret_cast<float*>(row)[d] = v;
-        }
+        kv_put<T>(row, d, v);
+        if (T != KvT::f32 && st) kv_put<T>(st, d, v);
       };
       for (int d = threadIdx.x; d < hd; d += kThreads) {
         put(vc, vst, d, vx[d]);
@@ -396,12 +377,12 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
             uint4 raw[16];
 #pragma unroll
             for (int e = 0; e < 16; ++e)
-              if (d0 + 8 * e < hd) raw[e] = load16<F16>(krow, d0 + 8 * e, 2 * e);
+              if (d0 + 8 * e < hd) raw[e] = load16<T>(krow, d0 + 8 * e, 2 * e);
 #pragma unroll
             for (int e = 0; e < 16; ++e) {
               if (d0 + 8 * e >= hd) break;
               float kv[8];
-              unpack8<F16>(raw, e, krow, d0 + 8 * e, kv);
+              unpack8<T>(raw, e, krow, d0 + 8 * e, kv);
               const float4 qa = *reinterpret_cast<const float4*>(qg + d0 + 8 * e);
               const float4 qb = *reinterpret_cast<const float4*>(qg + d0 + 8 * e + 4);
               dot = fmaf(qa.x, kv[0], dot);
@@ -415,7 +396,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
             }
           }
         } else {
-          for (int d = 0; d < hd; ++d) dot = fmaf(qg[d], kv_at<F16>(krow, d), dot);
+          for (int d = 0; d < hd; ++d) dot = fmaf(qg[d], kv_get<T>(krow, d), dot);
         }
         x = dot * a.scale;
         if (a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
@@ -462,7 +443,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
         if (staged) {
 #pragma unroll 16
           for (int jj = 0; jj < n_j; ++jj) {
-            const float v = kv_at<F16>(vs + jj * kStageRowBytes, d);
+            const float v = kv_get<T>(vs + jj * kStageRowBytes, d);
 #pragma unroll
             for (int g = 0; g < kMaxG; ++g)
               if (g < G) acc[g][k] = fmaf(sc[g][jj], v, acc[g][k]);
@@ -474,7 +455,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
             const uint8_t* vr = vbase + size_t(kv_slot(a.v_cache, sh, s, j0 + r0)) * a.v_cache.row_bytes;
 #pragma unroll 16
             for (int jj = 0; jj < n_r; ++jj) {
-              const float v = kv_at<F16>(vr + size_t(jj) * a.v_cache.row_bytes, d);
+              const float v = kv_get<T>(vr + size_t(jj) * a.v_cache.row_bytes, d);
 #pragma unroll
               for (int g = 0; g < kMaxG; ++g)
                 if (g < G) acc[g][k] = fmaf(sc[g][r0 + jj], v, acc[g][k]);
@@ -529,7 +510,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
   }
 }
 
-// One-token attention as one thread-block cluster per KV head (F16 caches, head_dim 64 / 128,
+// One-token attention as one thread-block cluster per KV head (F16 / BF16 caches, head_dim 64 / 128,
 // up to kMaxG query heads per KV head, chunks of at most kMaxChunkC positions): the kS blocks of
 // a cluster take kS equal chunks of [lo, p] (cut as the split kernel cuts them) and merge their
 // partial results through distributed shared memory instead of through L2 (no scratch, no
@@ -586,22 +567,13 @@ __device__ __forceinline__ void mbar_wait_parity0(uint32_t mbar) {
       : "memory");
 }
 
-__device__ __forceinline__ void unpack_h8(const uint4 u, float* o) {
-  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[k]));
-    o[2 * k] = f.x;
-    o[2 * k + 1] = f.y;
-  }
-}
 
 template <int kHd>
 constexpr size_t kStageBytesC = size_t(2) * kTileC * (kHd * 2 + 16);
 
 // kS: blocks per cluster (= splits); kG > 0: exactly kG heads per group, else a.n_head /
 // a.n_head_kv (<= kMaxG), predicated.
-template <int kHd, int kS, int kG>
+template <int kHd, int kS, int kG, KvT T>
 __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionArgs a, Flags fl, AttentionRope rp,
                                                                       AttentionQuant aq) {
   constexpr int kR = kHd / 8;              // 16-byte pieces per row
@@ -623,7 +595,7 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
   __shared__ float w_s[kMaxG][kS];
   __shared__ float rope_c[kHd / 2], rope_s[kHd / 2];
   __shared__ float own_k[kHd];                        // the token's k (rotated in place) with rope
-  __shared__ __align__(16) __half own_kh[kHd], own_vh[kHd];  // its F16 row, for a later tile
+  __shared__ __align__(16) uint16_t own_kh[kHd], own_vh[kHd];  // its 2-byte row, for a later tile
   __shared__ __align__(8) uint64_t mbar;
 
   const int split = blockIdx.x;  // the block's rank in its cluster (cluster = (kS, 1, 1))
@@ -730,17 +702,17 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
       // rope_qk_store_kernel's cache_put), into its staged row when it is in the first tile,
       // else into own_kh / own_vh for a later tile; the rotated k back.
       const size_t slot = size_t(kv_slot(a.k_cache, sh, s, p));
-      __half* kc = reinterpret_cast<__half*>(static_cast<uint8_t*>(a.k_cache.data) + slot * a.k_cache.row_bytes) + col;
-      __half* vc = reinterpret_cast<__half*>(static_cast<uint8_t*>(a.v_cache.data) + slot * a.v_cache.row_bytes) + col;
+      uint16_t* kc = reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(a.k_cache.data) + slot * a.k_cache.row_bytes) + col;
+      uint16_t* vc = reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(a.v_cache.data) + slot * a.v_cache.row_bytes) + col;
       const bool first = p - j_begin < kTileC;
-      __half* kst = first ? reinterpret_cast<__half*>(ks + (p - j_begin) * kRowB) : own_kh;
-      __half* vst = first ? reinterpret_cast<__half*>(vs + (p - j_begin) * kRowB) : own_vh;
+      uint16_t* kst = first ? reinterpret_cast<uint16_t*>(ks + (p - j_begin) * kRowB) : own_kh;
+      uint16_t* vst = first ? reinterpret_cast<uint16_t*>(vs + (p - j_begin) * kRowB) : own_vh;
       const int d = tid;
-      const __half hv = __float2half_rn(vv);
+      const uint16_t hv = kv_round_bits<T>(vv);
       vc[d] = hv;
       vst[d] = hv;
       if (d >= rp.n_rot) {
-        const __half hk = __float2half_rn(kv);
+        const uint16_t hk = kv_round_bits<T>(kv);
         kc[d] = hk;
         kst[d] = hk;
       } else if (d < half) {
@@ -750,7 +722,7 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
         rope_apply(own_k[d0], own_k[d1], rope_c[d], rope_s[d], a2, b2);
         rp.k[col + d0] = a2;
         rp.k[col + d1] = b2;
-        const __half h0k = __float2half_rn(a2), h1k = __float2half_rn(b2);
+        const uint16_t h0k = kv_round_bits<T>(a2), h1k = kv_round_bits<T>(b2);
         kc[d0] = h0k;
         kc[d1] = h1k;
         kst[d0] = h0k;
@@ -789,7 +761,7 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
 #pragma unroll 4
       for (int e = 0; e < kR; ++e) {
         float kf[8];
-        unpack_h8(*reinterpret_cast<const uint4*>(kr + 16 * e), kf);
+        kv_unpack8<T>(*reinterpret_cast<const uint4*>(kr + 16 * e), kf);
         const float4 qa = *reinterpret_cast<const float4*>(qg + 8 * e);
         const float4 qb = *reinterpret_cast<const float4*>(qg + 8 * e + 4);
         d0 = fmaf(qa.x, kf[0], d0);
@@ -830,7 +802,7 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
         const float* pg = sc[g];
 #pragma unroll 4
         for (int jj = 0; jj < n_j; ++jj) {
-          const float2 v = __half22float2(*reinterpret_cast<const __half2*>(vp + jj * kRowB));
+          const float2 v = kv_pair<T>(*reinterpret_cast<const uint32_t*>(vp + jj * kRowB));
           const float pj = pg[jj];
           x0 = fmaf(pj, v.x, x0);
           x1 = fmaf(pj, v.y, x1);
@@ -906,10 +878,10 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
   }
 }
 
-template <int kHd, int kS, int kG>
+template <int kHd, int kS, int kG, KvT T>
 int cluster_capacity() {
   static const int n = [] {
-    auto k = attention_cluster_kernel<kHd, kS, kG>;
+    auto k = attention_cluster_kernel<kHd, kS, kG, T>;
     if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kStageBytesC<kHd>)) !=
         cudaSuccess) {
       cudaGetLastError();
@@ -940,7 +912,7 @@ int cluster_capacity() {
   return n;
 }
 
-template <int kHd, int kS, int kG>
+template <int kHd, int kS, int kG, KvT T>
 cudaError_t launch_cluster(const AttentionArgs& a, const Flags& fl, const AttentionRope& rp, const AttentionQuant& aq,
                            cudaStream_t stream) {
   cudaLaunchAttribute attr[2];
@@ -957,13 +929,16 @@ cudaError_t launch_cluster(const AttentionArgs& a, const Flags& fl, const Attent
   cfg.stream = stream;
   cfg.attrs = attr;
   cfg.numAttrs = 2;
-  return cudaLaunchKernelEx(&cfg, attention_cluster_kernel<kHd, kS, kG>, a, fl, rp, aq);
+  return cudaLaunchKernelEx(&cfg, attention_cluster_kernel<kHd, kS, kG, T>, a, fl, rp, aq);
 }
 
-// Blocks per cluster for `a` on the cluster kernel, or 0 where it does not apply.
+// Blocks per cluster for `a` on the cluster kernel, or 0 where it does not apply. Instances for
+// groups of exactly 4 heads (Llama, Qwen layouts) and the generic one; BF16 caches of head_dim
+// 64 only the generic one.
 int cluster_splits(const AttentionArgs& a) {
   if (flags().no_cuda_attn_cluster || a.q.rows != 1) return 0;
-  if (a.k_cache.type != QuantType::F16 || a.v_cache.type != QuantType::F16) return 0;
+  const bool bf16 = a.k_cache.type == QuantType::BF16;
+  if ((a.k_cache.type != QuantType::F16 && !bf16) || a.v_cache.type != a.k_cache.type) return 0;
   if (a.head_dim != 64 && a.head_dim != 128) return 0;
   const int group = a.n_head / a.n_head_kv;
   if (group < 1 || group > kMaxG) return 0;
@@ -973,15 +948,21 @@ int cluster_splits(const AttentionArgs& a) {
   int64_t span = a.k_cache.capacity;
   if (a.window > 0 && a.window < span) span = a.window;
   const bool g4 = group == 4;
+  constexpr KvT H = KvT::f16, B = KvT::bf16;
   for (const int n : {16, 8}) {
     if ((span + n - 1) / n > kMaxChunkC) continue;
     int c = 0;
-    if (a.head_dim == 128)
-      c = n == 16 ? (g4 ? cluster_capacity<128, 16, 4>() : cluster_capacity<128, 16, 0>())
-                  : (g4 ? cluster_capacity<128, 8, 4>() : cluster_capacity<128, 8, 0>());
+    if (bf16 && a.head_dim == 128)
+      c = n == 16 ? (g4 ? cluster_capacity<128, 16, 4, B>() : cluster_capacity<128, 16, 0, B>())
+                  : (g4 ? cluster_capacity<128, 8, 4, B>() : cluster_capacity<128, 8, 0, B>());
+    else if (bf16)
+      c = n == 16 ? cluster_capacity<64, 16, 0, B>() : cluster_capacity<64, 8, 0, B>();
+    else if (a.head_dim == 128)
+      c = n == 16 ? (g4 ? cluster_capacity<128, 16, 4, H>() : cluster_capacity<128, 16, 0, H>())
+                  : (g4 ? cluster_capacity<128, 8, 4, H>() : cluster_capacity<128, 8, 0, H>());
     else
-      c = n == 16 ? (g4 ? cluster_capacity<64, 16, 4>() : cluster_capacity<64, 16, 0>())
-                  : (g4 ? cluster_capacity<64, 8, 4>() : cluster_capacity<64, 8, 0>());
+      c = n == 16 ? (g4 ? cluster_capacity<64, 16, 4, H>() : cluster_capacity<64, 16, 0, H>())
+                  : (g4 ? cluster_capacity<64, 8, 4, H>() : cluster_capacity<64, 8, 0, H>());
     if (c > 0) return n;
   }
   return 0;
@@ -989,13 +970,23 @@ int cluster_splits(const AttentionArgs& a) {
 
 cudaError_t launch_attention_cluster(const AttentionArgs& a, int n, const Flags& fl, const AttentionRope& rp,
                                      const AttentionQuant& aq, cudaStream_t s) {
+  constexpr KvT H = KvT::f16, B = KvT::bf16;
   const bool g4 = a.n_head / a.n_head_kv == 4;
-  if (a.head_dim == 128) {
-    if (n == 16) return g4 ? launch_cluster<128, 16, 4>(a, fl, rp, aq, s) : launch_cluster<128, 16, 0>(a, fl, rp, aq, s);
-    return g4 ? launch_cluster<128, 8, 4>(a, fl, rp, aq, s) : launch_cluster<128, 8, 0>(a, fl, rp, aq, s);
+  if (a.k_cache.type == QuantType::BF16) {
+    if (a.head_dim == 128) {
+      if (n == 16)
+        return g4 ? launch_cluster<128, 16, 4, B>(a, fl, rp, aq, s) : launch_cluster<128, 16, 0, B>(a, fl, rp, aq, s);
+      return g4 ? launch_cluster<128, 8, 4, B>(a, fl, rp, aq, s) : launch_cluster<128, 8, 0, B>(a, fl, rp, aq, s);
+    }
+    return n == 16 ? launch_cluster<64, 16, 0, B>(a, fl, rp, aq, s) : launch_cluster<64, 8, 0, B>(a, fl, rp, aq, s);
   }
-  if (n == 16) return g4 ? launch_cluster<64, 16, 4>(a, fl, rp, aq, s) : launch_cluster<64, 16, 0>(a, fl, rp, aq, s);
-  return g4 ? launch_cluster<64, 8, 4>(a, fl, rp, aq, s) : launch_cluster<64, 8, 0>(a, fl, rp, aq, s);
+  if (a.head_dim == 128) {
+    if (n == 16)
+      return g4 ? launch_cluster<128, 16, 4, H>(a, fl, rp, aq, s) : launch_cluster<128, 16, 0, H>(a, fl, rp, aq, s);
+    return g4 ? launch_cluster<128, 8, 4, H>(a, fl, rp, aq, s) : launch_cluster<128, 8, 0, H>(a, fl, rp, aq, s);
+  }
+  if (n == 16) return g4 ? launch_cluster<64, 16, 4, H>(a, fl, rp, aq, s) : launch_cluster<64, 16, 0, H>(a, fl, rp, aq, s);
+  return g4 ? launch_cluster<64, 8, 4, H>(a, fl, rp, aq, s) : launch_cluster<64, 8, 0, H>(a, fl, rp, aq, s);
 }
 
 // One block per (head, token): the merge of combine_heads.
@@ -1094,28 +1085,30 @@ cudaError_t launch_attention_rope(const AttentionArgs& a, const AttentionRope* r
   const dim3 grid(unsigned(g.n_split), unsigned(a.n_head_kv * g.n_hg), unsigned(a.q.rows));
   Flags fl{.prefetch = !flags().no_cuda_prefetch, .stage = false, .one_token = a.q.rows == 1,
            .rope = rope != nullptr, .merge_heads = !flags().no_cuda_attn_merge_heads};
-  if (a.k_cache.type == QuantType::F16) {
+  if (a.k_cache.type == QuantType::F16 || a.k_cache.type == QuantType::BF16) {
     fl.stage = !flags().no_cuda_attn_stage && a.head_dim % 8 == 0 && a.head_dim <= kStageDim && a.k_cache.row_bytes % 16 == 0 &&
                a.v_cache.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(a.k_cache.data) % 16 == 0 &&
                reinterpret_cast<uintptr_t>(a.v_cache.data) % 16 == 0;
     // Instances for all-equal head groups of 4 or 8 heads and head_dim <= 128 (Llama, Qwen,
     // Mistral layouts), else the generic one.
+    constexpr KvT H = KvT::f16, B = KvT::bf16;
     const int group = a.n_head / a.n_head_kv;
     const int G = g.n_hg == 1 ? group : (group % kMaxG == 0 ? kMaxG : 0);
-    auto kernel = attention_kernel<true>;
-    if (a.head_dim <= kThreads && G == 4) kernel = attention_kernel<true, 4, 1>;
-    else if (a.head_dim <= kThreads && G == 8) kernel = attention_kernel<true, 8, 1>;
-    static const bool attr =
-        cudaFuncSetAttribute(attention_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kStageBytes)) ==
-            cudaSuccess &&
-        cudaFuncSetAttribute(attention_kernel<true, 4, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             int(kStageBytes)) == cudaSuccess &&
-        cudaFuncSetAttribute(attention_kernel<true, 8, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             int(kStageBytes)) == cudaSuccess;
+    const bool bf16 = a.k_cache.type == QuantType::BF16;
+    auto kernel = bf16 ? attention_kernel<B> : attention_kernel<H>;
+    if (a.head_dim <= kThreads && G == 4) kernel = bf16 ? attention_kernel<B, 4, 1> : attention_kernel<H, 4, 1>;
+    else if (a.head_dim <= kThreads && G == 8) kernel = bf16 ? attention_kernel<B, 8, 1> : attention_kernel<H, 8, 1>;
+    static const bool attr = [] {
+      bool ok = true;
+      for (auto k : {attention_kernel<H>, attention_kernel<H, 4, 1>, attention_kernel<H, 8, 1>, attention_kernel<B>,
+                     attention_kernel<B, 4, 1>, attention_kernel<B, 8, 1>})
+        ok = ok && cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kStageBytes)) == cudaSuccess;
+      return ok;
+    }();
     if (!attr) fl.stage = false;
     launch_kernel(kernel, grid, kThreads, fl.stage ? kStageBytes : 0, s, a, g, scratch, counters, fl, rp);
   } else {
-    launch_kernel(attention_kernel<false>, grid, kThreads, 0, s, a, g, scratch, counters, fl, rp);
+    launch_kernel(attention_kernel<KvT::f32>, grid, kThreads, 0, s, a, g, scratch, counters, fl, rp);
   }
   if (g.n_split > 1 && !counters)
     launch_kernel(combine_kernel, dim3(unsigned(a.n_head), unsigned(a.q.rows)), 128, 0, s, a, g.n_split, scratch);

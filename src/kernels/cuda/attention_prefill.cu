@@ -1,15 +1,18 @@
-// Prefill attention on the tensor cores (flash attention, mma.sync m16n8k16, F16 operands,
-// FP32 accumulation) for a batch of one sequence at consecutive positions over an F16 KV cache,
+// Prefill attention on the tensor cores (flash attention, mma.sync m16n8k16, F16 or BF16
+// operands as the cache stores them, FP32 accumulation) for a batch of one sequence at
+// consecutive positions over an F16 or BF16 KV cache,
 // head_dim 64 or 128. Grid (ceil(n_tok / 64), n_head); 4 warps per block, each owning 16 query
 // rows of one head. Per tile of kTileJ cache positions (K and V rows of the head's KV head in
 // shared memory): S = (scale * q) . K^T in registers, softcap, the causal / sliding-window mask
 // from each row's position (device memory), online softmax (accurate expf, as the decode
-// kernel), then O += P . V with P rounded to F16. q rounds to F16 (after the scale), so results
-// differ from the FP32 kernel (attention.cu) by ~1e-3 relative. The cache is paged
+// kernel), then O += P . V with P rounded to the cache's type. q rounds to it too (after the
+// scale), so results differ from the FP32 kernel (attention.cu) by ~1e-3 relative for F16
+// and ~1e-2 for BF16 (8 bits of mantissa). The cache is paged
 // (kv_paged.cuh): each tile looks its rows' blocks up once into shared memory.
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/attention_prefill.h"
+#include "kernels/cuda/kv_elem.cuh"
 #include "kernels/cuda/kv_paged.cuh"
 #include "kernels/cuda/launch.cuh"
 
@@ -22,27 +25,35 @@ constexpr int kWarpsPF = 4;
 constexpr int kRowsPerBlock = kRowsPerWarp * kWarpsPF;
 constexpr int kTileJ = 64;
 
-__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
-  const __half2 h = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&h);
+// Two floats rounded to the 2-byte type T, low one first.
+template <KvT T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  return uint32_t(kv_round_bits<T>(lo)) | (uint32_t(kv_round_bits<T>(hi)) << 16);
 }
 
-__device__ __forceinline__ void mma_f16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                        uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+template <KvT T>
+__device__ __forceinline__ void mma16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                      uint32_t b1) {
+  if constexpr (T == KvT::f16)
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-template <int HD>
+template <int HD, KvT T>
 __global__ void __launch_bounds__(kWarpsPF * 32) prefill_attention_kernel(AttentionArgs a) {
   BRISK_PDL_ENTER();
   constexpr int kStride = HD + 8;  // halves per shared row (padding against bank conflicts)
   constexpr int kKc = HD / 16;     // k-chunks of the q . k product
   constexpr int kDt = HD / 8;      // n-tiles of the output
-  __shared__ __align__(16) __half ks[kTileJ * kStride];
-  __shared__ __align__(16) __half vs[kTileJ * kStride];
+  __shared__ __align__(16) uint16_t ks[kTileJ * kStride];  // 2-byte elements of type T
+  __shared__ __align__(16) uint16_t vs[kTileJ * kStride];
   __shared__ int64_t slot_s[kTileJ];  // pool rows of the tile's positions
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -63,7 +74,7 @@ __global__ void __launch_bounds__(kWarpsPF * 32) prefill_attention_kernel(Attent
   const int64_t lo0 = a.window > 0 && p0 - a.window + 1 > 0 ? p0 - a.window + 1 : 0;
   const int64_t lo1 = a.window > 0 && p1 - a.window + 1 > 0 ? p1 - a.window + 1 : 0;
 
-  // q fragments (A, row-major 16 x HD), scaled, F16.
+  // q fragments (A, row-major 16 x HD), scaled, rounded to T.
   const int64_t q_stride = a.q.stride ? a.q.stride : a.q.cols;
   const float* q0 = a.q.data + r0 * q_stride + int64_t(h) * HD;
   const float* q1 = a.q.data + r1 * q_stride + int64_t(h) * HD;
@@ -71,10 +82,10 @@ __global__ void __launch_bounds__(kWarpsPF * 32) prefill_attention_kernel(Attent
 #pragma unroll
   for (int kc = 0; kc < kKc; ++kc) {
     const int c = kc * 16 + 2 * tg;
-    qa[kc][0] = v0 ? pack_half2(q0[c] * a.scale, q0[c + 1] * a.scale) : 0u;
-    qa[kc][1] = v1 ? pack_half2(q1[c] * a.scale, q1[c + 1] * a.scale) : 0u;
-    qa[kc][2] = v0 ? pack_half2(q0[c + 8] * a.scale, q0[c + 9] * a.scale) : 0u;
-    qa[kc][3] = v1 ? pack_half2(q1[c + 8] * a.scale, q1[c + 9] * a.scale) : 0u;
+    qa[kc][0] = v0 ? pack2<T>(q0[c] * a.scale, q0[c + 1] * a.scale) : 0u;
+    qa[kc][1] = v1 ? pack2<T>(q1[c] * a.scale, q1[c + 1] * a.scale) : 0u;
+    qa[kc][2] = v0 ? pack2<T>(q0[c + 8] * a.scale, q0[c + 9] * a.scale) : 0u;
+    qa[kc][3] = v1 ? pack2<T>(q1[c + 8] * a.scale, q1[c + 9] * a.scale) : 0u;
   }
 
   float o[kDt][4];
@@ -110,12 +121,12 @@ __global__ void __launch_bounds__(kWarpsPF * 32) prefill_attention_kernel(Attent
 #pragma unroll
     for (int nt = 0; nt < kTileJ / 8; ++nt) {
       sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
-      const __half* krow = ks + (nt * 8 + g) * kStride + 2 * tg;
+      const uint16_t* krow = ks + (nt * 8 + g) * kStride + 2 * tg;
 #pragma unroll
       for (int kc = 0; kc < kKc; ++kc) {
         const uint32_t b0 = *reinterpret_cast<const uint32_t*>(krow + kc * 16);
         const uint32_t b1 = *reinterpret_cast<const uint32_t*>(krow + kc * 16 + 8);
-        mma_f16(sc[nt], qa[kc][0], qa[kc][1], qa[kc][2], qa[kc][3], b0, b1);
+        mma16<T>(sc[nt], qa[kc][0], qa[kc][1], qa[kc][2], qa[kc][3], b0, b1);
       }
     }
     // Softcap, mask, tile maxima of rows g (elements 0, 1) and g + 8 (2, 3).
@@ -166,18 +177,17 @@ __global__ void __launch_bounds__(kWarpsPF * 32) prefill_attention_kernel(Attent
     // O += P . V: P's accumulators become the A fragments of 16-position k-chunks.
 #pragma unroll
     for (int kc = 0; kc < kTileJ / 16; ++kc) {
-      const uint32_t pa0 = pack_half2(sc[2 * kc][0], sc[2 * kc][1]);
-      const uint32_t pa1 = pack_half2(sc[2 * kc][2], sc[2 * kc][3]);
-      const uint32_t pa2 = pack_half2(sc[2 * kc + 1][0], sc[2 * kc + 1][1]);
-      const uint32_t pa3 = pack_half2(sc[2 * kc + 1][2], sc[2 * kc + 1][3]);
-      const __half* va = vs + (kc * 16 + 2 * tg) * kStride + g;
+      const uint32_t pa0 = pack2<T>(sc[2 * kc][0], sc[2 * kc][1]);
+      const uint32_t pa1 = pack2<T>(sc[2 * kc][2], sc[2 * kc][3]);
+      const uint32_t pa2 = pack2<T>(sc[2 * kc + 1][0], sc[2 * kc + 1][1]);
+      const uint32_t pa3 = pack2<T>(sc[2 * kc + 1][2], sc[2 * kc + 1][3]);
+      const uint16_t* va = vs + (kc * 16 + 2 * tg) * kStride + g;
 #pragma unroll
       for (int d = 0; d < kDt; ++d) {
-        const __half* vcol = va + d * 8;
-        const uint32_t b0 = uint32_t(__half_as_ushort(vcol[0])) | (uint32_t(__half_as_ushort(vcol[kStride])) << 16);
-        const uint32_t b1 =
-            uint32_t(__half_as_ushort(vcol[8 * kStride])) | (uint32_t(__half_as_ushort(vcol[9 * kStride])) << 16);
-        mma_f16(o[d], pa0, pa1, pa2, pa3, b0, b1);
+        const uint16_t* vcol = va + d * 8;
+        const uint32_t b0 = uint32_t(vcol[0]) | (uint32_t(vcol[kStride]) << 16);
+        const uint32_t b1 = uint32_t(vcol[8 * kStride]) | (uint32_t(vcol[9 * kStride]) << 16);
+        mma16<T>(o[d], pa0, pa1, pa2, pa3, b0, b1);
       }
     }
   }
@@ -209,19 +219,24 @@ __global__ void __launch_bounds__(kWarpsPF * 32) prefill_attention_kernel(Attent
 
 bool prefill_attention_supported(const AttentionArgs& a) {
   const auto aligned = [](const KvView& v) {
-    return v.type == QuantType::F16 && v.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(v.data) % 16 == 0;
+    return (v.type == QuantType::F16 || v.type == QuantType::BF16) && v.row_bytes % 16 == 0 &&
+           reinterpret_cast<uintptr_t>(v.data) % 16 == 0;
   };
-  return (a.head_dim == 64 || a.head_dim == 128) && aligned(a.k_cache) && aligned(a.v_cache) && a.q.rows > 0 &&
+  return (a.head_dim == 64 || a.head_dim == 128) && aligned(a.k_cache) && aligned(a.v_cache) &&
+         a.k_cache.type == a.v_cache.type && a.q.rows > 0 &&
          (a.q.rows + kRowsPerBlock - 1) / kRowsPerBlock <= 65535 && a.n_head <= 65535;
 }
 
 cudaError_t launch_prefill_attention(const AttentionArgs& a, cudaStream_t s) {
   if (!prefill_attention_supported(a)) return cudaErrorInvalidValue;
   const dim3 grid(unsigned((a.q.rows + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(a.n_head));
+  const bool bf16 = a.k_cache.type == QuantType::BF16;
   if (a.head_dim == 64)
-    launch_kernel(prefill_attention_kernel<64>, grid, kWarpsPF * 32, 0, s, a);
+    launch_kernel(bf16 ? prefill_attention_kernel<64, KvT::bf16> : prefill_attention_kernel<64, KvT::f16>, grid,
+                  kWarpsPF * 32, 0, s, a);
   else
-    launch_kernel(prefill_attention_kernel<128>, grid, kWarpsPF * 32, 0, s, a);
+    launch_kernel(bf16 ? prefill_attention_kernel<128, KvT::bf16> : prefill_attention_kernel<128, KvT::f16>, grid,
+                  kWarpsPF * 32, 0, s, a);
   return cudaGetLastError();
 }
 

@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/act_quant.cuh"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/kv_elem.cuh"
 #include "kernels/cuda/kv_paged.cuh"
 #include "kernels/cuda/launch.cuh"
 
@@ -70,7 +71,7 @@ __global__ void get_rows_kernel(View2 out, View2 x, const int32_t* rows, int64_t
 }
 
 // One thread per (token, column); the token's pool row comes from the block table (kv_paged.cuh).
-template <bool F16>
+template <KvT T>
 __global__ void kv_store_kernel(View2 k, View2 v, KvView kview, uint8_t* vc, size_t v_row_bytes, int64_t n_tok,
                                 const int32_t* seq, const int32_t* pos) {
   BRISK_PDL_ENTER();
@@ -81,13 +82,8 @@ __global__ void kv_store_kernel(View2 k, View2 v, KvView kview, uint8_t* vc, siz
   uint8_t* kc = static_cast<uint8_t*>(kview.data);
   const size_t k_row_bytes = kview.row_bytes;
   const size_t slot = size_t(kv_slot(kview, kv_block_shift(kview), seq[t], pos[t]));
-  if (F16) {
-    reinterpret_cast<__half*>(kc + slot * k_row_bytes)[c] = __float2half_rn(k.p[t * k.s + c]);
-    reinterpret_cast<__half*>(vc + slot * v_row_bytes)[c] = __float2half_rn(v.p[t * v.s + c]);
-  } else {
-    reinterpret_cast<float*>(kc + slot * k_row_bytes)[c] = k.p[t * k.s + c];
-    reinterpret_cast<float*>(vc + slot * v_row_bytes)[c] = v.p[t * v.s + c];
-  }
+  kv_put<T>(kc + slot * k_row_bytes, c, k.p[t * k.s + c]);
+  kv_put<T>(vc + slot * v_row_bytes, c, v.p[t * v.s + c]);
 }
 
 // One warp per activation block of kBlock elements: out = act(gate) * up as gated_act_kernel,
@@ -184,12 +180,11 @@ cudaError_t launch_kv_store(const KvStoreArgs& a, cudaStream_t s) {
   const int64_t n = a.k.rows * a.k_cache.width;
   if (n == 0) return cudaSuccess;
   auto* vc = static_cast<uint8_t*>(a.v_cache.data);
-  if (a.k_cache.type == QuantType::F16)
-    launch_kernel(kv_store_kernel<true>, blocks_for(n), 256, 0, s, view(a.k), view(a.v), a.k_cache, vc,
-                  a.v_cache.row_bytes, a.k.rows, a.seq, a.pos);
-  else
-    launch_kernel(kv_store_kernel<false>, blocks_for(n), 256, 0, s, view(a.k), view(a.v), a.k_cache, vc,
-                  a.v_cache.row_bytes, a.k.rows, a.seq, a.pos);
+  auto kernel = a.k_cache.type == QuantType::F16    ? kv_store_kernel<KvT::f16>
+                : a.k_cache.type == QuantType::BF16 ? kv_store_kernel<KvT::bf16>
+                                                    : kv_store_kernel<KvT::f32>;
+  launch_kernel(kernel, blocks_for(n), 256, 0, s, view(a.k), view(a.v), a.k_cache, vc, a.v_cache.row_bytes, a.k.rows,
+                a.seq, a.pos);
   return cudaGetLastError();
 }
 

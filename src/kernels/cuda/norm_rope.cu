@@ -6,6 +6,7 @@
 
 #include "kernels/cuda/act_quant.cuh"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/kv_elem.cuh"
 #include "kernels/cuda/kv_paged.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/rope.cuh"
@@ -222,13 +223,6 @@ __global__ void rope_kernel(float* x, int64_t stride, int64_t n_tok, int n_head,
   rope_pair(x, stride, t, h, i, head_dim, n_rot, pos, inv_freq, attn_factor, neox, a2, b2, d0, d1);
 }
 
-template <bool F16>
-__device__ __forceinline__ void cache_put(uint8_t* row, int64_t c, float v) {
-  if (F16)
-    reinterpret_cast<__half*>(row)[c] = __float2half_rn(v);
-  else
-    reinterpret_cast<float*>(row)[c] = v;
-}
 
 // rope_qk_store_kernel: the rotary embedding of q and of k and the KV cache store of k and v
 // (kv_store_kernel's conversion) in one launch. Items: q pairs, then k pairs (whose thread
@@ -245,7 +239,7 @@ struct RopeStore {
   const int32_t* seq = nullptr;
 };
 
-template <bool F16>
+template <KvT T>
 __global__ void rope_qk_store_kernel(float* q, int64_t q_stride, int n_q_head, float* k, int64_t k_stride,
                                      int n_k_head, int64_t n_tok, int head_dim, int n_rot, const int32_t* pos,
                                      const float* inv_freq, float attn_factor, bool neox, RopeStore st) {
@@ -269,8 +263,8 @@ __global__ void rope_qk_store_kernel(float* q, int64_t q_stride, int n_q_head, f
     rope_pair(k, k_stride, t, h, i, head_dim, n_rot, pos, inv_freq, attn_factor, neox, a2, b2, d0, d1);
     if (st.kc) {
       uint8_t* row = st.kc + size_t(kv_slot(st.table, kv_block_shift(st.table), st.seq[t], pos[t])) * st.k_row_bytes;
-      cache_put<F16>(row, h * head_dim + d0, a2);
-      cache_put<F16>(row, h * head_dim + d1, b2);
+      kv_put<T>(row, h * head_dim + d0, a2);
+      kv_put<T>(row, h * head_dim + d1, b2);
     }
     return;
   }
@@ -278,8 +272,8 @@ __global__ void rope_qk_store_kernel(float* q, int64_t q_stride, int n_q_head, f
   if (!st.kc || idx >= n_tok * width) return;
   const int64_t t = idx / width, c = idx % width;
   const size_t slot = size_t(kv_slot(st.table, kv_block_shift(st.table), st.seq[t], pos[t]));
-  cache_put<F16>(st.vc + slot * st.v_row_bytes, c, st.v[t * st.v_stride + c]);
-  if (c % head_dim >= n_rot) cache_put<F16>(st.kc + slot * st.k_row_bytes, c, k[t * k_stride + c]);
+  kv_put<T>(st.vc + slot * st.v_row_bytes, c, st.v[t * st.v_stride + c]);
+  if (c % head_dim >= n_rot) kv_put<T>(st.kc + slot * st.k_row_bytes, c, k[t * k_stride + c]);
 }
 
 }  // namespace
@@ -368,7 +362,7 @@ cudaError_t launch_rope_qk_store(const RopeArgs* q, const RopeArgs& k, const KvS
   if (n_tok == 0) return cudaSuccess;
   if (q && (q->x.rows != n_tok || q->head_dim != k.head_dim || q->pos != k.pos)) return cudaErrorInvalidValue;
   RopeStore st;
-  bool f16 = true;
+  QuantType kv = QuantType::F16;
   if (store) {
     if (store->pos != k.pos || store->k.data != k.x.data || store->k.row_stride() != k.x.row_stride() ||
         store->k_cache.width != int64_t(k.n_head) * k.head_dim)
@@ -377,7 +371,7 @@ cudaError_t launch_rope_qk_store(const RopeArgs* q, const RopeArgs& k, const KvS
                    .k_row_bytes = store->k_cache.row_bytes, .v_row_bytes = store->v_cache.row_bytes,
                    .table = store->k_cache, .v = store->v.data, .v_stride = store->v.row_stride(),
                    .seq = store->seq};
-    f16 = store->k_cache.type == QuantType::F16;
+    kv = store->k_cache.type;
   }
   const int64_t n = (q ? n_tok * q->n_head * half : 0) + n_tok * k.n_head * half +
                     (store ? n_tok * int64_t(k.n_head) * k.head_dim : 0);
@@ -385,14 +379,11 @@ cudaError_t launch_rope_qk_store(const RopeArgs* q, const RopeArgs& k, const KvS
   float* qx = q ? q->x.data : nullptr;
   const int64_t qs = q ? q->x.row_stride() : 0;
   const int qh = q ? q->n_head : 0;
-  if (f16)
-    launch_kernel(rope_qk_store_kernel<true>, unsigned((n + 255) / 256), 256, 0, s, qx, qs, qh, k.x.data,
-                  k.x.row_stride(), k.n_head, n_tok, k.head_dim, k.table->n_rot, k.pos, inv_freq,
-                  k.table->attn_factor, k.table->neox, st);
-  else
-    launch_kernel(rope_qk_store_kernel<false>, unsigned((n + 255) / 256), 256, 0, s, qx, qs, qh, k.x.data,
-                  k.x.row_stride(), k.n_head, n_tok, k.head_dim, k.table->n_rot, k.pos, inv_freq,
-                  k.table->attn_factor, k.table->neox, st);
+  auto kernel = kv == QuantType::F16    ? rope_qk_store_kernel<KvT::f16>
+                : kv == QuantType::BF16 ? rope_qk_store_kernel<KvT::bf16>
+                                        : rope_qk_store_kernel<KvT::f32>;
+  launch_kernel(kernel, unsigned((n + 255) / 256), 256, 0, s, qx, qs, qh, k.x.data, k.x.row_stride(), k.n_head, n_tok,
+                k.head_dim, k.table->n_rot, k.pos, inv_freq, k.table->attn_factor, k.table->neox, st);
   return cudaGetLastError();
 }
 
