@@ -105,59 +105,49 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
     keep.push_back(make_weight(t, s.n_out, s.n_in, uint32_t(s.n_in + s.n_out)));
     const QuantWeight& q = keep.back();
     DevMat x(*be, s.n_tok, s.n_in, randn(size_t(s.n_tok * s.n_in), 11));
-    DevMat out(*be, s.n_tok, s.n_out);
     const std::vector<float>& bias = keep_bias.emplace_back(randn(size_t(s.n_out), 12));
-    be->matmul({.out = out.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
-    const std::vector<float> got = out.fetch();
+    // The product under the environment switches in scope.
+    const auto run = [&] {
+      DevMat o(*be, s.n_tok, s.n_out);
+      be->matmul({.out = o.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
+      return o.fetch();
+    };
+    const auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+      return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
+    };
+    const std::vector<float> got = run();
     // One token: rows not split over warps (another summation order; the bit-equality checks
     // below compare kernels of the same split).
     std::vector<float> unsplit;
     if (s.n_tok == 1) {
       ScopedEnv no_split("BRISK_NO_CUDA_GEMV_SPLIT", "1");
-      DevMat out3(*be, s.n_tok, s.n_out);
-      be->matmul({.out = out3.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
-      unsplit = out3.fetch();
+      unsplit = run();
       // The wide and the two-row kernels: bit-equal to the narrow one.
       ScopedEnv narrow("BRISK_NO_CUDA_GEMV_WIDE", "1");
       ScopedEnv one_row("BRISK_NO_CUDA_GEMV_ROWS", "1");
-      DevMat out2(*be, s.n_tok, s.n_out);
-      be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
-      const std::vector<float> got2 = out2.fetch();
-      ASSERT_EQ(std::memcmp(unsplit.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " wide vs narrow";
+      ASSERT_TRUE(same_bits(unsplit, run())) << what << " wide vs narrow";
     }
     if (t == QuantType::Q4_K) {  // the spread lane layout: bit-equal to the adjacent one
       const std::vector<float>& spread = s.n_tok == 1 ? unsplit : got;
       ScopedEnv no_split("BRISK_NO_CUDA_GEMV_SPLIT", "1");
       ScopedEnv adjacent("BRISK_NO_CUDA_Q4K_SPREAD", "1");
-      DevMat out2(*be, s.n_tok, s.n_out);
-      be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
-      const std::vector<float> got2 = out2.fetch();
-      ASSERT_EQ(std::memcmp(spread.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " spread vs adjacent";
+      ASSERT_TRUE(same_bits(spread, run())) << what << " spread vs adjacent";
     }
     if (t == QuantType::Q4_K && s.n_tok == 1) {  // decoded before the wait: bit-equal to the unsplit spread kernel
       ScopedEnv late("BRISK_NO_CUDA_Q4K_EARLY_DECODE", "1");
       ScopedEnv no_split("BRISK_NO_CUDA_GEMV_SPLIT", "1");
       ScopedEnv narrow("BRISK_NO_CUDA_GEMV_WIDE", "1");
-      DevMat out2(*be, s.n_tok, s.n_out);
-      be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
-      const std::vector<float> got2 = out2.fetch();
-      ASSERT_EQ(std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " early vs late decode";
+      ASSERT_TRUE(same_bits(got, run())) << what << " early vs late decode";
     }
     if (t == QuantType::Q5_K) {  // the spread lane layout: bit-equal to the adjacent one (both unsplit)
       const std::vector<float>& spread = s.n_tok == 1 ? unsplit : got;
       ScopedEnv no_split("BRISK_NO_CUDA_GEMV_SPLIT", "1");
       ScopedEnv adjacent("BRISK_NO_CUDA_Q5K_SPREAD", "1");
-      DevMat out2(*be, s.n_tok, s.n_out);
-      be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
-      const std::vector<float> got2 = out2.fetch();
-      ASSERT_EQ(std::memcmp(spread.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " spread vs adjacent";
+      ASSERT_TRUE(same_bits(spread, run())) << what << " spread vs adjacent";
     }
     if (t == QuantType::Q6_K) {  // the spread lane layout: bit-equal to halves per lane
       ScopedEnv halves("BRISK_NO_CUDA_Q6K_SPREAD", "1");
-      DevMat out2(*be, s.n_tok, s.n_out);
-      be->matmul({.out = out2.dev, .x = x.dev, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
-      const std::vector<float> got2 = out2.fetch();
-      ASSERT_EQ(std::memcmp(got.data(), got2.data(), sizeof(float) * got.size()), 0) << what << " spread vs halves";
+      ASSERT_TRUE(same_bits(got, run())) << what << " spread vs halves";
     }
     // The reference rounds activations through the weight's vec_dot_type, as the backend
     // does, then takes a double-precision dot; the tolerance scales with sum |w x|.

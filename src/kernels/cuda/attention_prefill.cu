@@ -25,10 +25,16 @@ constexpr int kWarpsPF = 4;
 constexpr int kRowsPerBlock = kRowsPerWarp * kWarpsPF;
 constexpr int kTileJ = 64;
 
-// Two floats rounded to the 2-byte type T, low one first.
+// Two floats rounded to the 2-byte type T (one paired conversion), low one first.
 template <KvT T>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  return uint32_t(kv_round_bits<T>(lo)) | (uint32_t(kv_round_bits<T>(hi)) << 16);
+  if constexpr (T == KvT::f16) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    const __nv_bfloat162 b = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&b);
+  }
 }
 
 template <KvT T>
