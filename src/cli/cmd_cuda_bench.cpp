@@ -48,7 +48,7 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
       p.steps = std::stoi(v);
     } else if (f == "--kv-type") {
       const auto kv = brisk::kv_cache_type_from_name(v);
-      BRISK_CHECK(kv && (*kv == brisk::QuantType::F16 || *kv == brisk::QuantType::BF16), "cuda-bench: --kv-type f16|bf16");
+      BRISK_CHECK(kv && *kv != brisk::QuantType::F32, "cuda-bench: --kv-type f16|bf16|q8_0");
       p.kv_type = *kv;
     } else if (f == "--past") {
       p.n_past = std::stoi(v);
@@ -59,7 +59,7 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
       brisk::fail("cuda-bench: unknown argument '", f,
                   "' (--type q8_0|bf16|q4_k_m|... --shape llama-3.1-8b|qwen3-8b|qwen2.5-0.5b|qwen3-30b-a3b --graphs on|off|both "
                   "--gemv-only yes|no "
-                  "--layers N --steps N --past N --batch N --prefill N --kv-type f16|bf16)");
+                  "--layers N --steps N --past N --batch N --prefill N --kv-type f16|bf16|q8_0)");
     }
   }
   BRISK_CHECK(p.n_layer > 0 && p.n_layer <= 256 && p.steps > 0 && p.steps <= 100000 && p.n_past >= 0 &&
@@ -78,6 +78,8 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
     std::fflush(stdout);
     return 0;
   }
+  const std::string kv_note =
+      p.kv_type == brisk::QuantType::F16 ? "" : ", " + std::string(brisk::quant_type_info(p.kv_type).name) + " KV";
   for (const bool g : {true, false}) {
     if ((g && graphs == "off") || (!g && graphs == "on")) continue;
     p.graphs = g;
@@ -85,7 +87,7 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
     std::printf("cuda-bench %s %s (%d layers, %d past, batch %d, graphs %s%s%s): %.1f tok/s, %.3f ms/token, %.2f GB/token, "
                 "%.0f GB/s = %.1f%% of copy bandwidth %.0f GB/s\n",
                 type_name.c_str(), shape.c_str(), p.n_layer, p.n_past, p.batch, g ? "on" : "off",
-                p.matmul_only ? ", matmuls only" : "", p.kv_type == brisk::QuantType::BF16 ? ", BF16 KV" : "", r.tok_per_s,
+                p.matmul_only ? ", matmuls only" : "", kv_note.c_str(), r.tok_per_s,
                 1e3 / r.tok_per_s, r.bytes_per_token / 1e9, r.achieved_gbps, 100.0 * r.achieved_gbps / r.copy_gbps,
                 r.copy_gbps);
     std::fflush(stdout);

@@ -33,7 +33,7 @@ void usage() {
       "  --queue N            waiting requests per model before 503 (default 64)\n"
       "  --cache-tokens N     token budget of idle cached prefixes (default: unbounded within slots)\n"
       "  --cache-block N      prefix-cache block size in tokens (default 16)\n"
-      "  --kv-type T          f16 | bf16 | f32 | q8_0 (default f16; q8_0 CPU only)\n"
+      "  --kv-type T          f16 | bf16 | f32 | q8_0 (default f16)\n"
       "  --kv-block N         KV cache positions per block, a power of two >= 16 (default 256); the paged\n"
       "                       cache holds --parallel x ceil(--ctx / N) blocks, shared by cached prefixes\n"
       "  --device D           auto | cpu | cuda | cuda:N (default auto: the GPU when one is usable); on a GPU\n"

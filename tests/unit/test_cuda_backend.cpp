@@ -335,7 +335,7 @@ void expect_kv_store(Backend& be, Cache& c, DevMat& k, DevMat& v, const std::vec
 
 TEST(CudaBackend, KvStore) {
   REQUIRE_GPU(be);
-  for (const QuantType t : {QuantType::F16, QuantType::BF16, QuantType::F32}) {
+  for (const QuantType t : {QuantType::F16, QuantType::BF16, QuantType::F32, QuantType::Q8_0}) {
     Cache c = make_cache(*be, t, 2, 16, 96, 7);
     DevMat k(*be, 3, 96, randn(3 * 96, 8)), v(*be, 3, 96, randn(3 * 96, 9));
     const std::vector<int32_t> seq = {0, 1, 1}, pos = {5, 0, 15};
@@ -351,7 +351,10 @@ TEST(CudaBackend, Attention) {
                         Case{4, 1, 32, 7, 30.0f, QuantType::F16, true}, Case{16, 1, 64, 0, 0.0f, QuantType::F16, false},
                         Case{12, 1, 80, 0, 0.0f, QuantType::F32, true}, Case{8, 2, 64, 0, 0.0f, QuantType::BF16, false},
                         Case{8, 2, 128, 0, 0.0f, QuantType::BF16, true}, Case{6, 2, 256, 0, 20.0f, QuantType::BF16, false},
-                        Case{4, 1, 32, 7, 30.0f, QuantType::BF16, true}}) {
+                        Case{4, 1, 32, 7, 30.0f, QuantType::BF16, true}, Case{8, 2, 64, 0, 0.0f, QuantType::Q8_0, false},
+                        Case{8, 2, 128, 0, 0.0f, QuantType::Q8_0, true}, Case{6, 2, 256, 0, 20.0f, QuantType::Q8_0, false},
+                        Case{4, 1, 32, 7, 30.0f, QuantType::Q8_0, true}, Case{32, 8, 128, 0, 0.0f, QuantType::Q8_0, false},
+                        Case{32, 8, 128, 40, 0.0f, QuantType::Q8_0, true}}) {
     const int64_t cap = 300, width = int64_t(cs.n_head_kv) * cs.hd;
     Cache c = make_cache(*be, cs.kv, 2, cap, width, 21);
     std::vector<int32_t> seq, pos;
@@ -386,7 +389,7 @@ TEST(CudaBackend, DecodeAttentionStagedChunks) {
   for (const Case cs : {Case{32, 8, 128, 0, 0}, Case{32, 8, 128, 31, 0}, Case{32, 8, 128, 512, 0},
                         Case{32, 8, 128, 1500, 0}, Case{32, 8, 128, 3000, 0}, Case{8, 2, 64, 700, 0},
                         Case{8, 2, 64, 900, 100}, Case{40, 8, 128, 260, 0}}) {
-   for (const QuantType kv : {QuantType::F16, QuantType::BF16}) {
+   for (const QuantType kv : {QuantType::F16, QuantType::BF16, QuantType::Q8_0}) {
     const int64_t cap = 3072, width = int64_t(cs.n_head_kv) * cs.hd;
     Cache c = make_cache(*be, kv, 2, cap, width, 31);
     const std::vector<int32_t> seq = {1}, pos = {cs.pos};
@@ -563,7 +566,8 @@ TEST(CudaBackend, AttentionPagedTables) {
   REQUIRE_GPU(be);
   struct Case { int32_t n_head, n_head_kv, hd; QuantType kv; };
   for (const Case cs : {Case{32, 8, 128, QuantType::F16}, Case{8, 2, 64, QuantType::F16},
-                        Case{4, 4, 128, QuantType::F32}, Case{32, 8, 128, QuantType::BF16}}) {
+                        Case{4, 4, 128, QuantType::F32}, Case{32, 8, 128, QuantType::BF16},
+                        Case{32, 8, 128, QuantType::Q8_0}}) {
     for (const int32_t bs : {16, 64}) {
       for (const testing::KvLayout layout : {testing::KvLayout::scrambled, testing::KvLayout::shared}) {
         const int64_t cap = 700, width = int64_t(cs.n_head_kv) * cs.hd;
@@ -573,8 +577,9 @@ TEST(CudaBackend, AttentionPagedTables) {
                                          layout == testing::KvLayout::shared ? " shared" : " scrambled");
         struct Batch { std::vector<int32_t> seq, pos; float tol; };
         std::vector<Batch> batches = {{{1}, {40}, 1e-4f}, {{0}, {699}, 1e-4f}, {{1, 0, 1}, {5, 300, 650}, 1e-4f}};
-        // One sequence at consecutive positions: the tensor-core kernel (F16 / BF16 operands).
-        Batch pre{{}, {}, cs.kv == QuantType::BF16 ? 3e-2f : 1e-2f};
+        // One sequence at consecutive positions: the tensor-core kernel (F16 / BF16 operands; Q8_0
+        // caches take the split kernel).
+        Batch pre{{}, {}, cs.kv == QuantType::BF16 ? 3e-2f : cs.kv == QuantType::Q8_0 ? 1e-4f : 1e-2f};
         for (int32_t i = 0; i < 100; ++i) { pre.seq.push_back(1); pre.pos.push_back(21 + i); }
         batches.push_back(pre);
         for (const Batch& b : batches) {
@@ -638,8 +643,9 @@ TEST(CudaBackend, Embedding) {
 // Q8_0, Q8_K for Q4_K, BF16), the residual adds in the epilogue of the matmul before them
 // (BRISK_NO_CUDA_GEMV_ADD; the matmul's output as the add's first and as its second operand;
 // Q8_0, Q4_K and BF16 o-projections). Positions 0 .. 3071 (cluster chunks of up to 192
-// positions; the split kernel's staged and unstaged chunks for the F32 cache), F16, BF16 and
-// F32 caches, normal and NeoX partial rotary, head groups of 4 and 8.
+// positions; the split kernel's staged and unstaged chunks for the F32 cache), F16, BF16, F32
+// and Q8_0 caches (Q8_0: rope and store stay separate launches), normal and NeoX partial
+// rotary, head groups of 4 and 8.
 // Everything the layers write (residual, rotated q and k, attention output, both caches) is
 // bit-equal with the fusions switched off, launch by launch, and with BRISK_NO_CUDA_PREFETCH.
 TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
@@ -654,7 +660,8 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
                         Case{16, 2, 64, 32, true, QuantType::F16, QuantType::Q4_K},
                         Case{32, 8, 128, 128, false, QuantType::F16, QuantType::BF16},
                         Case{16, 2, 64, 32, true, QuantType::BF16, QuantType::Q4_K},
-                        Case{32, 8, 128, 128, false, QuantType::BF16, QuantType::Q8_0}}) {
+                        Case{32, 8, 128, 128, false, QuantType::BF16, QuantType::Q8_0},
+                        Case{32, 8, 128, 128, false, QuantType::Q8_0, QuantType::Q8_0}}) {
     const int64_t qw = int64_t(cs.n_head) * cs.hd, kw = int64_t(cs.n_head_kv) * cs.hd;
     keep.push_back(make_weight(QuantType::Q8_0, qw, n_embd, 71));
     keep.push_back(make_weight(QuantType::Q8_0, kw, n_embd, 72));
@@ -935,12 +942,12 @@ TEST(CudaBackend, ErrorsNameTheOp) {
   QuantWeight q = make_weight(QuantType::F32, 8, 64, 1);
   DevMat x(*be, 1, 32), out(*be, 1, 8);
   EXPECT_THROW(be->matmul({.out = out.dev, .x = x.dev, .w = q.w}), Error);
-  Cache c = make_cache(*be, QuantType::Q8_0, 1, 4, 64, 2);
+  Cache c = make_cache(*be, QuantType::Q4_0, 1, 4, 64, 2);
   DevMat k(*be, 1, 64), v(*be, 1, 64);
   const std::vector<int32_t> zero = {0};
   try {
     be->kv_store({.k = k.dev, .v = v.dev, .k_cache = c.k, .v_cache = c.v, .seq = zero.data(), .pos = zero.data()});
-    FAIL() << "q8_0 KV cache accepted";
+    FAIL() << "q4_0 KV cache accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("kv_store"), std::string::npos) << e.what();
   }

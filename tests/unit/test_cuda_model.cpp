@@ -103,14 +103,16 @@ TEST_P(CudaModel, MatchesCpu) {
   }
 }
 
-// BF16 KV caches on both backends (the same cache bits): the prompt and 12 greedy steps against
-// the CPU, on the Hugging Face fixtures (F32 weights), and against the CPU's own F16-cache run.
+// BF16 and Q8_0 KV caches on both backends (the same cache bits): the prompt and 12 greedy steps
+// against the CPU, on the Hugging Face fixtures (F32 weights; Q8_0 needs head_dim a multiple of
+// 32), and against the CPU's own F16-cache run.
 TEST(CudaModel, CacheTypesMatchCpu) {
   std::string reason;
   if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
   struct Case { const char* name; QuantType kv; };
   for (const Case cs : {Case{"llama_llama3", QuantType::BF16}, Case{"qwen2_untied", QuantType::BF16},
-                        Case{"mistral_window", QuantType::BF16}, Case{"qwen3_mha_tied", QuantType::BF16}}) {
+                        Case{"mistral_window", QuantType::BF16}, Case{"qwen3_mha_tied", QuantType::BF16},
+                        Case{"qwen3_mha_tied", QuantType::Q8_0}}) {
     const char* name = cs.name;
     auto model = Model::load({.path = std::string(BRISK_FIXTURES) + "/models/" + name});
     std::vector<int32_t> prompt;

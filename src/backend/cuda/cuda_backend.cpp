@@ -552,6 +552,7 @@ class CudaBackend final : public Backend {
     forget_quant();
     // The rope of k (and q) queued just before, on these positions: one launch for all.
     if (in_step_ && !step_eager_ && (prev.kind == 5 || prev.kind == 6) && prev.index + 1 == launches_.size() &&
+        d.k_cache.type != QuantType::Q8_0 &&  // Q8_0 blocks are written whole, by launch_kv_store
         same_mat(prev.rope.x, d.k) && prev.rope.pos == d.pos &&
         int64_t(prev.rope.n_head) * prev.rope.head_dim == d.k_cache.width && !overlaps(d.v, d.k)) {
       const bool has_q = prev.kind == 6;
@@ -586,6 +587,8 @@ class CudaBackend final : public Backend {
     check_kv(a.k_cache, "attention");
     check_kv(a.v_cache, "attention");
     check_kv_pair(a.k_cache, a.v_cache, "attention");
+    BRISK_CHECK(a.k_cache.type != QuantType::Q8_0 || a.head_dim % 32 == 0, "attention: head_dim ", a.head_dim,
+                " with a q8_0 KV cache (CUDA needs a multiple of 32: heads start on whole blocks)");
     AttentionArgs d = a;
     const bool flash = use_flash_prefill(a);
     d.seq = stage(a.seq, a.q.rows, "attention seq");
@@ -1578,8 +1581,10 @@ class CudaBackend final : public Backend {
   }
 
   void check_kv(const KvView& v, const char* op) const {
-    BRISK_CHECK(v.type == QuantType::F16 || v.type == QuantType::BF16 || v.type == QuantType::F32, op,
-                ": KV cache type ", quant_type_info(v.type).name, " is not supported on CUDA (use f16, bf16 or f32)");
+    BRISK_CHECK(v.type == QuantType::F16 || v.type == QuantType::BF16 || v.type == QuantType::F32 ||
+                    v.type == QuantType::Q8_0,
+                op, ": KV cache type ", quant_type_info(v.type).name,
+                " is not supported on CUDA (use f16, bf16, f32 or q8_0)");
     BRISK_CHECK(v.data && is_device(v.data), op, ": KV cache is not device memory of this backend");
     BRISK_CHECK(v.row_bytes == size_t(quant_row_bytes(v.type, uint64_t(v.width)).value_or(0)), op,
                 ": KV cache row_bytes ", v.row_bytes, " does not match width ", v.width);

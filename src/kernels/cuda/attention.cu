@@ -8,7 +8,7 @@
 // optional tanh softcap), a warp per head folds the tile into its running
 // max / sum (online softmax), then each thread adds p * v for its head dims. With one split
 // the block writes the output; otherwise it writes (max, sum, unnormalized output) and a
-// combine kernel merges the splits. Cache rows are F32, F16 or BF16 (kv_elem.cuh), paged (kv_paged.cuh): a K row's
+// combine kernel merges the splits. Cache rows are F32, F16, BF16 or Q8_0 (kv_elem.cuh), paged (kv_paged.cuh): a K row's
 // block is looked up per row, V rows per run of rows inside one block. Exponentials use the accurate
 // expf, as the CPU does: the fast __expf is off by ~1e-5 relative for the wide score ranges
 // of QK-normed models (Qwen3), enough to flip a later Q8_0 activation rounding.
@@ -142,12 +142,25 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* g) {
   const unsigned sa = unsigned(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(g));
 }
+__device__ __forceinline__ void cp_async8(void* smem, const void* g) {
+  const unsigned sa = unsigned(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(sa), "l"(g));
+}
+// A staged row's piece e (kStagePiece<T> bytes) from global row bytes `g` to shared `smem`.
+template <KvT T>
+constexpr int kStagePiece = T == KvT::q8_0 ? 8 : 16;
+template <KvT T>
+__device__ __forceinline__ void cp_async_piece(void* smem, const void* g) {
+  if constexpr (kStagePiece<T> == 8) cp_async8(smem, g);
+  else cp_async16(smem, g);
+}
 __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.commit_group;" ::: "memory");
   asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
-// Staged chunks (F16 / BF16 caches, head_dim <= kStageDim, 16-byte aligned rows): a block whose chunk
+// Staged chunks (F16 / BF16 caches of head_dim <= kStageDim, 16-byte aligned rows; Q8_0 caches of
+// head_dim 128 in 8-byte pieces, 8-byte aligned rows): a block whose chunk
 // holds 1..kStageRows positions copies all its K and V rows into shared memory at once
 // (cp.async, one memory round trip) before scoring, instead of a load per use. The arithmetic
 // is the same as from global memory.
@@ -183,14 +196,15 @@ __device__ bool start_early(const AttentionArgs& a, const Geometry& geo, const F
       const int sh = kv_block_shift(a.k_cache);
       if (fl.stage && fl.one_token && j1 - j0 >= 1 && j1 - j0 <= kStageRows) {
         early = true;
-        const int pieces = a.head_dim / 8;
+        constexpr int P = kStagePiece<T>;
+        const int pieces = int(kv_col_bytes<T>(a.head_dim)) / P;
         for (int it = threadIdx.x; it < (j1 - j0) * pieces; it += kThreads) {
           const int jj = it / pieces, e = it % pieces;
           if (j0 + jj == p) continue;
-          const size_t off = size_t(col + 8 * e) * 2;
+          const size_t off = size_t(kv_col_bytes<T>(col)) + size_t(P) * e;
           const size_t slot = size_t(kv_slot(a.k_cache, sh, s, j0 + jj));
-          cp_async16(ks + jj * kStageRowBytes + 16 * e, kb + slot * a.k_cache.row_bytes + off);
-          cp_async16(vs + jj * kStageRowBytes + 16 * e, vb + slot * a.v_cache.row_bytes + off);
+          cp_async_piece<T>(ks + jj * kStageRowBytes + P * e, kb + slot * a.k_cache.row_bytes + off);
+          cp_async_piece<T>(vs + jj * kStageRowBytes + P * e, vb + slot * a.v_cache.row_bytes + off);
         }
       } else {
         const size_t cb = size_t(kv_col_bytes<T>(col)), bytes = size_t(kv_col_bytes<T>(a.head_dim));
@@ -286,14 +300,15 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
   const uint8_t* vbase = static_cast<const uint8_t*>(a.v_cache.data) + kv_col_bytes<T>(col);
   const bool staged = fl.stage && j_end - j_begin >= 1 && j_end - j_begin <= kStageRows;
   if (staged) {
-    const int pieces = hd / 8;
+    constexpr int P = kStagePiece<T>;
+    const int pieces = int(kv_col_bytes<T>(hd)) / P;
     for (int it = threadIdx.x; it < int(j_end - j_begin) * pieces; it += kThreads) {
       const int jj = it / pieces, e = it % pieces;
       if (fl.rope && j_begin + jj == p) continue;  // written below
       if (early && j_begin + jj != p) continue;
       const size_t slot = size_t(kv_slot(a.k_cache, sh, s, j_begin + jj));
-      cp_async16(ks + jj * kStageRowBytes + 16 * e, kbase + slot * a.k_cache.row_bytes + 16 * e);
-      cp_async16(vs + jj * kStageRowBytes + 16 * e, vbase + slot * a.v_cache.row_bytes + 16 * e);
+      cp_async_piece<T>(ks + jj * kStageRowBytes + P * e, kbase + slot * a.k_cache.row_bytes + P * e);
+      cp_async_piece<T>(vs + jj * kStageRowBytes + P * e, vbase + slot * a.v_cache.row_bytes + P * e);
     }
   }
   const int64_t q_stride = a.q.stride ? a.q.stride : a.q.cols;
@@ -313,7 +328,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
         rope_apply(qr[d0], qr[d1], rope_c[d], rope_s[d], q[g][d0], q[g][d1]);
       }
     }
-    if (p >= j_begin && p < j_end) {
+    // (Never with a Q8_0 cache, whose blocks are written whole: launch_attention_rope refuses it.)
+    if constexpr (T != KvT::q8_0) if (p >= j_begin && p < j_end) {
       // The token's own K / V row of this KV head: rotated k and v into the cache (as
       // rope_qk_store_kernel's cache_put), the staged copy, and the rotated k back.
       const size_t slot = size_t(kv_slot(a.k_cache, sh, s, p));
@@ -371,7 +387,24 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
             staged ? ks + jj * kStageRowBytes : kbase + size_t(kv_slot(a.k_cache, sh, s, j0 + jj)) * a.k_cache.row_bytes;
         const float* qg = q[g];
         float dot = 0.0f;
-        if (vec) {
+        if constexpr (T == KvT::q8_0) {
+          // Blocks of 32: the F16 scale, then the quants in 2-byte loads (blocks of 34 bytes are
+          // 2-byte aligned); each element dequantized exactly (d * q) before its product, as the
+          // CPU's row_to_f32 + dot.
+          for (int b = 0; b < hd / 32; ++b) {
+            const uint8_t* blk = krow + b * 34;
+            const float dq = __half2float(*reinterpret_cast<const __half*>(blk));
+            const uint16_t* qs = reinterpret_cast<const uint16_t*>(blk + 2);
+            uint16_t w[16];
+#pragma unroll
+            for (int e = 0; e < 16; ++e) w[e] = qs[e];
+#pragma unroll
+            for (int e = 0; e < 16; ++e) {
+              dot = fmaf(qg[32 * b + 2 * e], dq * float(int8_t(w[e] & 0xff)), dot);
+              dot = fmaf(qg[32 * b + 2 * e + 1], dq * float(int8_t(w[e] >> 8)), dot);
+            }
+          }
+        } else if (vec) {
           // Chunks of 128 dims: all 16-byte loads of a chunk issued before its math.
           for (int d0 = 0; d0 < hd; d0 += 128) {
             uint4 raw[16];
@@ -1055,7 +1088,7 @@ bool attention_quant_supported(const AttentionArgs& a, ActRound kind) {
 
 bool attention_rope_supported(const AttentionArgs& a, int n_rot) {
   const Geometry g = geometry(a);
-  return a.q.rows == 1 && g.n_hg == 1 && n_rot >= 0 && n_rot % 2 == 0 && n_rot <= a.head_dim &&
+  return a.k_cache.type != QuantType::Q8_0 && a.q.rows == 1 && g.n_hg == 1 && n_rot >= 0 && n_rot % 2 == 0 && n_rot <= a.head_dim &&
          a.head_dim <= kMaxHeadDim;
 }
 
@@ -1107,6 +1140,25 @@ cudaError_t launch_attention_rope(const AttentionArgs& a, const AttentionRope* r
     }();
     if (!attr) fl.stage = false;
     launch_kernel(kernel, grid, kThreads, fl.stage ? kStageBytes : 0, s, a, g, scratch, counters, fl, rp);
+  } else if (a.k_cache.type == QuantType::Q8_0) {
+    // The fused rope + store does not apply (blocks are written whole). Staged in 8-byte pieces
+    // at head_dim 128 (a head's 4 blocks are 136 bytes at multiples of 136).
+    if (a.head_dim % 32 != 0 || rope) return cudaErrorInvalidValue;
+    constexpr KvT Q = KvT::q8_0;
+    fl.stage = !flags().no_cuda_attn_stage && a.head_dim == kStageDim && a.k_cache.row_bytes % 8 == 0 &&
+               a.v_cache.row_bytes % 8 == 0 && reinterpret_cast<uintptr_t>(a.k_cache.data) % 8 == 0 &&
+               reinterpret_cast<uintptr_t>(a.v_cache.data) % 8 == 0;
+    const int group = a.n_head / a.n_head_kv;
+    const bool g4 = a.head_dim <= kThreads && g.n_hg == 1 && group == 4;
+    static const bool attr = [] {
+      bool ok = true;
+      for (auto k : {attention_kernel<Q>, attention_kernel<Q, 4, 1>})
+        ok = ok && cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kStageBytes)) == cudaSuccess;
+      return ok;
+    }();
+    if (!attr) fl.stage = false;
+    launch_kernel(g4 ? attention_kernel<Q, 4, 1> : attention_kernel<Q>, grid, kThreads, fl.stage ? kStageBytes : 0, s,
+                  a, g, scratch, counters, fl, rp);
   } else {
     launch_kernel(attention_kernel<KvT::f32>, grid, kThreads, 0, s, a, g, scratch, counters, fl, rp);
   }

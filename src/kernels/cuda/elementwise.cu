@@ -86,6 +86,19 @@ __global__ void kv_store_kernel(View2 k, View2 v, KvView kview, uint8_t* vc, siz
   kv_put<T>(vc + slot * v_row_bytes, c, v.p[t * v.s + c]);
 }
 
+// Q8_0 caches: one warp per (token, block of 32 columns), K and V (kv_put_q8_0_block).
+__global__ void kv_store_q8_0_kernel(View2 k, View2 v, KvView kview, uint8_t* vc, size_t v_row_bytes, int64_t n_tok,
+                                     const int32_t* seq, const int32_t* pos) {
+  BRISK_PDL_ENTER();
+  const int64_t n_b = kview.width / 32;
+  const int64_t w = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  if (w >= n_tok * n_b) return;  // whole warps leave together
+  const int64_t t = w / n_b, b = w % n_b, c = b * 32 + (threadIdx.x & 31);
+  const size_t slot = size_t(kv_slot(kview, kv_block_shift(kview), seq[t], pos[t]));
+  kv_put_q8_0_block(static_cast<uint8_t*>(kview.data) + slot * kview.row_bytes + b * 34, k.p[t * k.s + c]);
+  kv_put_q8_0_block(vc + slot * v_row_bytes + b * 34, v.p[t * v.s + c]);
+}
+
 // One warp per activation block of kBlock elements: out = act(gate) * up as gated_act_kernel,
 // then the block quantized for the next matmul (act_quant.cuh).
 template <int kBlock>
@@ -180,6 +193,12 @@ cudaError_t launch_kv_store(const KvStoreArgs& a, cudaStream_t s) {
   const int64_t n = a.k.rows * a.k_cache.width;
   if (n == 0) return cudaSuccess;
   auto* vc = static_cast<uint8_t*>(a.v_cache.data);
+  if (a.k_cache.type == QuantType::Q8_0) {
+    if (a.k_cache.width % 32 != 0) return cudaErrorInvalidValue;
+    launch_kernel(kv_store_q8_0_kernel, blocks_for(n), 256, 0, s, view(a.k), view(a.v), a.k_cache, vc,
+                  a.v_cache.row_bytes, a.k.rows, a.seq, a.pos);
+    return cudaGetLastError();
+  }
   auto kernel = a.k_cache.type == QuantType::F16    ? kv_store_kernel<KvT::f16>
                 : a.k_cache.type == QuantType::BF16 ? kv_store_kernel<KvT::bf16>
                                                     : kv_store_kernel<KvT::f32>;

@@ -1,5 +1,8 @@
-// Element types of the KV cache in the CUDA kernels: F32, F16 and BF16 rows. Stores round to
-// nearest even, as the CPU's row_from_f32 does, so both backends hold the same cache bits.
+// Element types of the KV cache in the CUDA kernels: F32, F16, BF16 and Q8_0 rows. Stores round
+// to nearest even (Q8_0: the CPU's quantize_row_q8_0_ref rules), as the CPU's row_from_f32 does,
+// so both backends hold the same cache bits. A Q8_0 row is blocks of 32 elements, 34 bytes each
+// (an F16 scale d, then 32 int8 quants q; element = d * q); its columns offsets are multiples of
+// 32 and its blocks are written whole, one warp per block (kv_put_q8_0_block).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -8,12 +11,12 @@
 
 namespace brisk::cuda {
 
-enum class KvT { f32, f16, bf16 };
+enum class KvT { f32, f16, bf16, q8_0 };
 
 // Bytes of a row before element `col`.
 template <KvT T>
 __host__ __device__ constexpr int64_t kv_col_bytes(int64_t col) {
-  return T == KvT::f32 ? 4 * col : 2 * col;
+  return T == KvT::f32 ? 4 * col : T == KvT::q8_0 ? col / 32 * 34 : 2 * col;
 }
 
 // The bits of v rounded to a 2-byte cache element.
@@ -37,12 +40,17 @@ template <KvT T>
 __device__ __forceinline__ float kv_get(const uint8_t* row, int64_t i) {
   if constexpr (T == KvT::f32) return reinterpret_cast<const float*>(row)[i];
   else if constexpr (T == KvT::f16) return __half2float(reinterpret_cast<const __half*>(row)[i]);
-  else return __uint_as_float(uint32_t(reinterpret_cast<const uint16_t*>(row)[i]) << 16);
+  else if constexpr (T == KvT::bf16) return __uint_as_float(uint32_t(reinterpret_cast<const uint16_t*>(row)[i]) << 16);
+  else {
+    const uint8_t* b = row + (i >> 5) * 34;
+    return __half2float(*reinterpret_cast<const __half*>(b)) * float(int8_t(b[2 + (i & 31)]));
+  }
 }
 
 // Element i of a cache row set to v (rounded for 2-byte types).
 template <KvT T>
 __device__ __forceinline__ void kv_put(uint8_t* row, int64_t i, float v) {
+  static_assert(T != KvT::q8_0, "Q8_0 blocks are written whole (kv_put_q8_0_block)");
   if constexpr (T == KvT::f32) reinterpret_cast<float*>(row)[i] = v;
   else reinterpret_cast<uint16_t*>(row)[i] = kv_round_bits<T>(v);
 }
@@ -57,6 +65,23 @@ __device__ __forceinline__ void kv_unpack8(const uint4 u, float* o) {
     o[2 * k] = f.x;
     o[2 * k + 1] = f.y;
   }
+}
+
+// The Q8_0 block at `blk` set from one warp's 32 values (lane l holds element l), with the CPU's
+// quantize_row_q8_0_ref rules: d = amax / 127, q = roundf(x / d) clamped to [-128, 127] (0 for
+// NaN), the scale stored as F16. Every lane of the warp must call it.
+__device__ __forceinline__ void kv_put_q8_0_block(uint8_t* blk, float v) {
+  const int lane = threadIdx.x & 31;
+  float amax = fabsf(v);
+  if (!(amax > 0.0f)) amax = 0.0f;  // NaN counts as 0, as in quant_block_warp
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float d = amax / 127.f;
+  const float id = d != 0.f ? 1.f / d : 0.f;
+  float x = roundf(v * id);
+  if (x != x) x = 0.0f;
+  x = fminf(fmaxf(x, -128.0f), 127.0f);
+  blk[2 + lane] = uint8_t(int8_t(x));
+  if (lane == 0) *reinterpret_cast<uint16_t*>(blk) = __half_as_ushort(__float2half_rn(d));
 }
 
 }  // namespace brisk::cuda

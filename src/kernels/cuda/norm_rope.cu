@@ -372,6 +372,7 @@ cudaError_t launch_rope_qk_store(const RopeArgs* q, const RopeArgs& k, const KvS
                    .table = store->k_cache, .v = store->v.data, .v_stride = store->v.row_stride(),
                    .seq = store->seq};
     kv = store->k_cache.type;
+    if (kv == QuantType::Q8_0) return cudaErrorInvalidValue;  // whole blocks: launch_kv_store
   }
   const int64_t n = (q ? n_tok * q->n_head * half : 0) + n_tok * k.n_head * half +
                     (store ? n_tok * int64_t(k.n_head) * k.head_dim : 0);
