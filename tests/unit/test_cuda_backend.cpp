@@ -381,16 +381,18 @@ TEST(CudaBackend, Attention) {
 
 // One-token decode at the Llama-3 head layout (32 / 8 heads, head_dim 128) and at head_dim 64:
 // chunks of up to 64 positions are staged in shared memory, their earlier rows copied before
-// the dependent-launch wait. Against ref::attention, and bit-equal to the unstaged kernel and
-// to staging after the wait.
+// the dependent-launch wait; longer chunks (12,288 positions: 190-364 per split) stream through
+// two buffers in tiles of 64 rows. Against ref::attention, and bit-equal to the unstaged kernel
+// and to staging after the wait (streamed chunks: close to rows read per use in tiles of 128).
 TEST(CudaBackend, DecodeAttentionStagedChunks) {
   REQUIRE_GPU(be);
   struct Case { int32_t n_head, n_head_kv, hd; int32_t pos; int32_t window; };
   for (const Case cs : {Case{32, 8, 128, 0, 0}, Case{32, 8, 128, 31, 0}, Case{32, 8, 128, 512, 0},
                         Case{32, 8, 128, 1500, 0}, Case{32, 8, 128, 3000, 0}, Case{8, 2, 64, 700, 0},
-                        Case{8, 2, 64, 900, 100}, Case{40, 8, 128, 260, 0}}) {
+                        Case{8, 2, 64, 900, 100}, Case{40, 8, 128, 260, 0}, Case{32, 8, 128, 12000, 0},
+                        Case{8, 2, 64, 12000, 0}}) {
    for (const QuantType kv : {QuantType::F16, QuantType::BF16, QuantType::Q8_0}) {
-    const int64_t cap = 3072, width = int64_t(cs.n_head_kv) * cs.hd;
+    const int64_t cap = cs.pos < 3072 ? 3072 : 12288, width = int64_t(cs.n_head_kv) * cs.hd;
     Cache c = make_cache(*be, kv, 2, cap, width, 31);
     const std::vector<int32_t> seq = {1}, pos = {cs.pos};
     const int64_t qw = int64_t(cs.n_head) * cs.hd;
@@ -406,8 +408,14 @@ TEST(CudaBackend, DecodeAttentionStagedChunks) {
     expect_close(got, want.host, 2e-5f, 1e-4f, what);
     for (const char* env : {"BRISK_NO_CUDA_ATTN_STAGE", "BRISK_NO_CUDA_PREFETCH", "BRISK_NO_CUDA_ATTN_MERGE_HEADS"}) {
       const std::vector<float> other = run(env);
-      ASSERT_EQ(std::memcmp(got.data(), other.data(), sizeof(float) * got.size()), 0) << what << " vs " << env;
+      if (cs.pos < 3072) {
+        ASSERT_EQ(std::memcmp(got.data(), other.data(), sizeof(float) * got.size()), 0) << what << " vs " << env;
+      } else {  // streamed chunks: tiles of 64 rows, against 128 when read per use (other summation order)
+        expect_close(other, got, 1e-5f, 1e-4f, str_cat(what, " vs ", env));
+      }
     }
+    if (cs.pos >= 3072)
+      expect_close(run("BRISK_NO_CUDA_ATTN_STREAM"), got, 1e-5f, 1e-4f, str_cat(what, " vs BRISK_NO_CUDA_ATTN_STREAM"));
    }
   }
 }
@@ -651,7 +659,7 @@ TEST(CudaBackend, Embedding) {
 TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
   std::string reason;
   if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
-  struct Case { int32_t n_head, n_head_kv, hd, n_rot; bool neox; QuantType kv, wo; };
+  struct Case { int32_t n_head, n_head_kv, hd, n_rot; bool neox; QuantType kv, wo; bool split = false; };
   const int64_t n_embd = 512, cap = 3072;
   const std::vector<int32_t> positions = {0, 1, 2, 5, 63, 64, 65, 300, 1000, 2200, 3000, 3071};
   std::vector<QuantWeight> keep;
@@ -661,7 +669,8 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
                         Case{32, 8, 128, 128, false, QuantType::F16, QuantType::BF16},
                         Case{16, 2, 64, 32, true, QuantType::BF16, QuantType::Q4_K},
                         Case{32, 8, 128, 128, false, QuantType::BF16, QuantType::Q8_0},
-                        Case{32, 8, 128, 128, false, QuantType::Q8_0, QuantType::Q8_0}}) {
+                        Case{32, 8, 128, 128, false, QuantType::Q8_0, QuantType::Q8_0},
+                        Case{32, 8, 128, 128, false, QuantType::F16, QuantType::Q8_0, true}}) {
     const int64_t qw = int64_t(cs.n_head) * cs.hd, kw = int64_t(cs.n_head_kv) * cs.hd;
     keep.push_back(make_weight(QuantType::Q8_0, qw, n_embd, 71));
     keep.push_back(make_weight(QuantType::Q8_0, kw, n_embd, 72));
@@ -677,6 +686,7 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
     auto run = [&](bool graphs, bool fused, bool prefetch = true) {
       std::vector<std::unique_ptr<ScopedEnv>> off;
       if (!prefetch) off.push_back(std::make_unique<ScopedEnv>("BRISK_NO_CUDA_PREFETCH", "1"));
+      if (cs.split) off.push_back(std::make_unique<ScopedEnv>("BRISK_NO_CUDA_ATTN_CLUSTER", "1"));
       if (!fused)
         for (const char* env : {"BRISK_NO_CUDA_ATTN_ROPE", "BRISK_NO_CUDA_GEMV_ADD", "BRISK_NO_CUDA_ATTN_QUANT"})
           off.push_back(std::make_unique<ScopedEnv>(env, "1"));
@@ -721,11 +731,13 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
       return out;
     };
     const Out got = run(true, true);
+    // split: the split kernel's streamed chunks (the cache's 3072 positions over 33 splits: up to
+    // 94 rows, two tiles), with the rope + KV store inside the attention launch.
     for (const auto& [graphs, fused, prefetch] : {std::tuple{true, false, true}, std::tuple{false, true, true},
                                                   std::tuple{true, true, false}}) {
       const Out other = run(graphs, fused, prefetch);
       const std::string what = str_cat("heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, graphs ? " graphs" : " eager",
-                                       fused ? "" : " unfused", prefetch ? "" : " no prefetch");
+                                       fused ? "" : " unfused", prefetch ? "" : " no prefetch", cs.split ? " split" : "");
       for (size_t i = 0; i < positions.size(); ++i) {
         const std::string at = str_cat(what, " pos ", positions[i], ": ");
         auto same = [&](const std::vector<float>& u, const std::vector<float>& w, const char* name) {
