@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/act_quant.cuh"
+
 namespace brisk::cuda {
 
 enum class KvT { f32, f16, bf16, q8_0 };
@@ -67,21 +69,14 @@ __device__ __forceinline__ void kv_unpack8(const uint4 u, float* o) {
   }
 }
 
-// The Q8_0 block at `blk` set from one warp's 32 values (lane l holds element l), with the CPU's
-// quantize_row_q8_0_ref rules: d = amax / 127, q = roundf(x / d) clamped to [-128, 127] (0 for
-// NaN), the scale stored as F16. Every lane of the warp must call it.
+// The Q8_0 block at `blk` set from one warp's 32 values (lane l holds element l), quantized by
+// act_quant.cuh's quant_block_warp<32> (the CPU's quantize_row_q8_0_ref rules); its scale, already
+// an F16 value there, stored as F16. Every lane of the warp must call it.
 __device__ __forceinline__ void kv_put_q8_0_block(uint8_t* blk, float v) {
-  const int lane = threadIdx.x & 31;
-  float amax = fabsf(v);
-  if (!(amax > 0.0f)) amax = 0.0f;  // NaN counts as 0, as in quant_block_warp
-  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-  const float d = amax / 127.f;
-  const float id = d != 0.f ? 1.f / d : 0.f;
-  float x = roundf(v * id);
-  if (x != x) x = 0.0f;
-  x = fminf(fmaxf(x, -128.0f), 127.0f);
-  blk[2 + lane] = uint8_t(int8_t(x));
-  if (lane == 0) *reinterpret_cast<uint16_t*>(blk) = __half_as_ushort(__float2half_rn(d));
+  const float vals[1] = {v};
+  float d = 0.0f;  // set in lane 0
+  quant_block_warp<32>(vals, reinterpret_cast<int8_t*>(blk + 2), &d, nullptr);
+  if ((threadIdx.x & 31) == 0) *reinterpret_cast<uint16_t*>(blk) = __half_as_ushort(__float2half_rn(d));
 }
 
 }  // namespace brisk::cuda
