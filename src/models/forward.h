@@ -38,10 +38,23 @@ struct ForwardArena {
   float* attn = nullptr;   // attention result [n, n_head * head_dim]
   float* gate = nullptr;   // [n, n_ff]
   float* up = nullptr;     // [n, n_ff]
+  float* t2 = nullptr;     // a second block output [n, n_embd] (routed experts beside a shared one)
   float* out = nullptr;    // rows needing logits [n, n_embd]
   float* logits = nullptr; // [n_logits_max, n_vocab]
   int32_t n_logits_max = 0;
+  std::vector<float*> extra = {};  // [n, width] each, the widths ArchModel::extra_arena_widths asked for
 };
+
+// What one layer keeps per sequence, as the model declares it (ArchModel::layer_states): keys
+// and values of its attention in the paged KV cache, and / or recurrent state tensors (F32,
+// `recurrent[i]` floats per sequence each) that the runtime allocates, snapshots and copies.
+struct LayerState {
+  bool kv = true;
+  std::vector<int64_t> recurrent = {};
+};
+
+// [n_layer] per layer the views of its recurrent state tensors, in the order declared.
+using RecurrentViews = std::vector<std::vector<StateView>>;
 
 struct Forward {
   Backend& backend;
@@ -51,6 +64,7 @@ struct Forward {
   const std::vector<KvView>& k_cache;  // [n_layer]
   const std::vector<KvView>& v_cache;  // [n_layer]
   const TapFn* tap = nullptr;
+  const RecurrentViews* state = nullptr;  // layers with recurrent state (LayerState::recurrent)
 
   Mat mat(float* data, int64_t cols) const { return Mat{.data = data, .rows = batch.n_tok, .cols = cols}; }
   void tap_tensor(const char* name, int layer, const Mat& m) const {

@@ -14,7 +14,7 @@
 namespace brisk {
 
 struct RandomModelParams {
-  std::string arch = "qwen2";     // llama | qwen2 | qwen3
+  std::string arch = "qwen2";     // llama | qwen2 | qwen3 | qwen35 | qwen35moe
   int32_t n_vocab = 1024;
   int32_t n_embd = 64;
   int32_t n_layer = 2;
@@ -27,14 +27,31 @@ struct RandomModelParams {
   bool tie_embeddings = true;
   QuantType type = QuantType::F32;
   uint64_t seed = 1;
+  // Mixture of experts (qwen35moe): every layer's MLP.
+  int32_t n_expert = 0;
+  int32_t n_expert_used = 0;
+  int32_t n_ff_exp = 0;
+  int32_t n_ff_shexp = 0;        // shared expert
+  // Hybrid linear attention (qwen35, qwen35moe): every full_attention_interval-th layer is full
+  // (gated) attention, the others Gated DeltaNet layers of these sizes.
+  int32_t full_attention_interval = 4;
+  int32_t linear_n_k_head = 0;
+  int32_t linear_n_v_head = 0;
+  int32_t linear_k_head_dim = 0;
+  int32_t linear_v_head_dim = 0;
+  int32_t linear_conv_kernel = 4;
+  float partial_rotary = 1.0f;   // rotated fraction of head_dim
   std::string recipe{};          // "": every matrix in `type`; else a recipe name ("Q4_K_M")
   std::string tokenizer_dir{};   // "": no tokenizer; else a folder with tokenizer.json
   std::string tokenizer_pre{};   // tokenizer.ggml.pre ("" picks by arch: qwen2 / llama-bpe)
   int32_t n_threads = 0;         // 0: all cores
 };
 
-// Known shapes by name: "tiny", "qwen2.5-0.5b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-8b",
-// "llama-3.2-1b", "llama-3.1-8b" (the published configs). Throws for an unknown name.
+// Known shapes by name: "tiny", "tiny-hybrid", "qwen2.5-0.5b", "qwen3-0.6b", "qwen3-1.7b",
+// "qwen3-8b", "llama-3.2-1b", "llama-3.1-8b", "qwen3.5-0.8b", "qwen3.5-2b", "qwen3.5-27b",
+// "qwen3.6-35b-a3b" (the published configs). Throws for an unknown name.
+// The names known, comma-separated (for messages and --help).
+std::string random_model_preset_names();
 RandomModelParams random_model_preset(const std::string& name);
 void random_model_write(const RandomModelParams& p, const std::string& path);
 

@@ -18,6 +18,10 @@ class ArchModel {
   virtual ~ArchModel() = default;
   // Runs the batch and writes logits for batch.out_rows into arena.logits.
   virtual void forward(const Forward& f) const = 0;
+  // [n_layer] what each layer keeps per sequence; empty: keys and values in every layer.
+  virtual std::vector<LayerState> layer_states() const { return {}; }
+  // Widths of extra activation buffers the forward uses (ForwardArena::extra, [n_batch, width]).
+  virtual std::vector<int64_t> extra_arena_widths() const { return {}; }
 };
 
 struct ArchEntry {
@@ -47,5 +51,8 @@ const ArchEntry& arch_qwen2();
 const ArchEntry& arch_qwen3();
 const ArchEntry& arch_qwen3moe();
 const ArchEntry& arch_gemma3();
+const ArchEntry& arch_qwen35();
+const ArchEntry& arch_qwen35moe();
+const ArchEntry& arch_qwen3next();
 
 }  // namespace brisk

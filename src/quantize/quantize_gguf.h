@@ -11,7 +11,7 @@
 namespace brisk {
 
 struct QuantizeParams {
-  std::string in;        // GGUF file, or a Hugging Face folder (llama, mistral, qwen2, qwen3)
+  std::string in;        // GGUF file, or a Hugging Face folder (see hf_to_gguf.h)
   std::string out;       // GGUF file written
   QuantRecipe recipe;
   int32_t n_threads = 0; // 0: all cores
