@@ -348,6 +348,10 @@ SELF_TEST = {  # file name -> (source, the text a report must contain; None: mus
                         "void (*use_avx2())(float*, int) { return scale; }", "the linker may keep this copy"),
     "shared.cpp": ("inline __attribute__((noinline)) void scale(float* x, int n) { for (int i = 0; i < n; ++i) x[i] *= 3.0f; }\n"
                    "void (*use_base())(float*, int) { return scale; }", None),
+    "zmm_avx2.cpp": ("#include <immintrin.h>\n__attribute__((target(\"avx512f\"))) __m512 f(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }",
+                     "needs -mavx512f"),
+    "half_avx512.cpp": ("#include <immintrin.h>\n__attribute__((target(\"avx512fp16\"))) __m512h f(__m512h a, __m512h b) { return _mm512_add_ph(a, b); }",
+                        "needs -mavx512fp16"),
     "bmi_avx2.cpp": ("unsigned f(unsigned a, unsigned b) { return __builtin_ia32_pdep_si(a, b); }", None),
     "bmi.cpp": ("__attribute__((target(\"bmi2\"))) unsigned f(unsigned a, unsigned b) { return __builtin_ia32_pdep_si(a, b); }",
                 "needs -mbmi2"),
@@ -379,6 +383,10 @@ def self_test(cxx):
     print(f"check_isa self-test: {len(SELF_TEST)} units, every rule reported where it is broken and only there")
 
 # ---- main -----------------------------------------------------------------------------------------
+
+for tool in ("objdump", "c++filt"):
+    if not shutil.which(tool):
+        sys.exit(f"check_isa: {tool} (GNU binutils) is not installed")
 
 if len(ARGS) == 2 and ARGS[0] == "--self-test":
     self_test(ARGS[1])
