@@ -22,7 +22,8 @@ int cmd_make_random_model(const std::vector<std::string>& argv) {
                              "Writes a random-weight GGUF of a model shape, for speed measurements.");
   args.text({"--out"}, &out, "FILE", "the GGUF file to write (required)");
   args.text({"--shape"}, &shape, "NAME",
-            "tiny | qwen2.5-0.5b | qwen3-0.6b | qwen3-1.7b | qwen3-8b | llama-3.2-1b | llama-3.1-8b (default tiny)");
+            "tiny | qwen2.5-0.5b | qwen3-0.6b | qwen3-1.7b | qwen3-8b | llama-3.2-1b | llama-3.1-8b | "
+            "qwen3.5-0.8b | qwen3.5-2b | qwen3.5-27b | qwen3.6-35b-a3b (default tiny)");
   args.text({"--type"}, &type, "T", "a recipe (Q8_0, Q4_K_M, ...) or a stored type name (default f32)");
   args.text({"--arch"}, &arch, "ARCH", "override the shape's architecture: llama | qwen2 | qwen3");
   args.text({"--tokenizer"}, &tokenizer, "DIR", "a Hugging Face tokenizer folder to embed");

@@ -106,29 +106,42 @@ const DeltaCase kDeltaCases[] = {
     {3, 6, 20, 12, true},  {4, 4, 128, 128, false},
 };
 
+// Runs check(label) once per build of the kernels (delta_net_x86.inc) this CPU can run: the best
+// one, then under each kill switch that moves the dispatch down (AVX2, the baseline build).
+template <typename Check>
+void for_each_delta_build(Check check) {
+  for (const char* off : {static_cast<const char*>(nullptr), "BRISK_NO_AVX512", "BRISK_NO_SIMD_DELTA"}) {
+    std::unique_ptr<ScopedEnv> env;
+    if (off) env = std::make_unique<ScopedEnv>(off, "1");
+    check(std::string(off ? off : "best build"));
+  }
+}
+
 // Sequence 0 from position 0 (150 tokens: chunks 64 + 64 + 22), sequence 2 continuing a state
 // from position 40 (5 tokens), interleaved.
 TEST(OpsDeltaNet, DeltaRuleMatchesReference) {
   auto be = make_cpu_backend(2);
-  for (const DeltaCase& c : kDeltaCases) {
-    const Batch b(150, 0, 5, 40);
-    for (bool chunked : {true, false}) {
-      DeltaInputs want_in(c, b.n(), 11), got_in(c, b.n(), 11);
-      std::vector<float> want(size_t(b.n() * c.n_v_head * c.v_dim)), got(want.size(), 9.0f);
-      ref::delta_rule(want_in.args(want, b, 0, b.n()));
-      {
-        std::unique_ptr<ScopedEnv> off;
-        if (!chunked) off = std::make_unique<ScopedEnv>("BRISK_NO_CHUNKED_DELTA", "1");
-        be->delta_rule(got_in.args(got, b, 0, b.n()));
+  for_each_delta_build([&](const std::string& build) {
+    for (const DeltaCase& c : kDeltaCases) {
+      const Batch b(150, 0, 5, 40);
+      for (bool chunked : {true, false}) {
+        DeltaInputs want_in(c, b.n(), 11), got_in(c, b.n(), 11);
+        std::vector<float> want(size_t(b.n() * c.n_v_head * c.v_dim)), got(want.size(), 9.0f);
+        ref::delta_rule(want_in.args(want, b, 0, b.n()));
+        {
+          std::unique_ptr<ScopedEnv> off;
+          if (!chunked) off = std::make_unique<ScopedEnv>("BRISK_NO_CHUNKED_DELTA", "1");
+          be->delta_rule(got_in.args(got, b, 0, b.n()));
+        }
+        const std::string what = "heads " + std::to_string(c.n_k_head) + "/" + std::to_string(c.n_v_head) + " dims " +
+                                 std::to_string(c.k_dim) + "/" + std::to_string(c.v_dim) + (c.tiled ? " tiled" : "") +
+                                 (chunked ? " chunked" : " recurrent") + ", " + build;
+        EXPECT_GT(max_abs(want), 0.01f) << what;
+        EXPECT_LT(max_diff(got, want), 2e-5f * std::max(1.0f, max_abs(want))) << what;
+        EXPECT_LT(max_diff(got_in.state, want_in.state), 2e-5f * std::max(1.0f, max_abs(want_in.state))) << what;
       }
-      const std::string what = "heads " + std::to_string(c.n_k_head) + "/" + std::to_string(c.n_v_head) + " dims " +
-                               std::to_string(c.k_dim) + "/" + std::to_string(c.v_dim) + (c.tiled ? " tiled" : "") +
-                               (chunked ? " chunked" : " recurrent");
-      EXPECT_GT(max_abs(want), 0.01f) << what;
-      EXPECT_LT(max_diff(got, want), 2e-5f * std::max(1.0f, max_abs(want))) << what;
-      EXPECT_LT(max_diff(got_in.state, want_in.state), 2e-5f * std::max(1.0f, max_abs(want_in.state))) << what;
     }
-  }
+  });
 }
 
 // The same tokens in one call, in calls of 7 tokens and one token at a time give the same
@@ -153,27 +166,29 @@ TEST(OpsDeltaNet, DeltaRuleStepSizesAgree) {
 
 TEST(OpsDeltaNet, ConvStateMatchesReference) {
   auto be = make_cpu_backend(2);
-  for (int32_t kernel : {1, 2, 4, 5}) {
-    for (int64_t channels : {int64_t(7), int64_t(80), int64_t(200)}) {
-      const Batch b(9, 0, 2, 13);  // sequence 2 continues its window
-      std::vector<float> x = randn(size_t(b.n() * channels), 31);
-      std::vector<float> w = randn(size_t(channels * kernel), 32);
-      const int64_t slot = int64_t(kernel - 1) * channels;
-      std::vector<float> s_want = randn(size_t(3 * std::max<int64_t>(slot, 1)), 33), s_got = s_want;
-      std::vector<float> want(x.size()), got(x.size(), 5.0f);
-      for (bool silu : {true, false}) {
-        ConvStateArgs a{.out = mat(want, b.n(), channels), .x = mat(x, b.n(), channels), .weight = w.data(),
-                        .kernel = kernel, .state = {.data = s_want.data(), .slot_floats = slot, .n_slots = 3},
-                        .seq = b.seq.data(), .pos = b.pos.data(), .silu = silu};
-        ref::conv_state(a);
-        a.out.data = got.data();
-        a.state.data = s_got.data();
-        be->conv_state(a);
-        EXPECT_LT(max_diff(got, want), 1e-5f) << "kernel " << kernel << " channels " << channels;
-        EXPECT_EQ(s_got, s_want) << "kernel " << kernel << " channels " << channels;
+  for_each_delta_build([&](const std::string& build) {
+    for (int32_t kernel : {1, 2, 4, 5}) {
+      for (int64_t channels : {int64_t(7), int64_t(80), int64_t(200)}) {
+        const Batch b(9, 0, 2, 13);  // sequence 2 continues its window
+        std::vector<float> x = randn(size_t(b.n() * channels), 31);
+        std::vector<float> w = randn(size_t(channels * kernel), 32);
+        const int64_t slot = int64_t(kernel - 1) * channels;
+        std::vector<float> s_want = randn(size_t(3 * std::max<int64_t>(slot, 1)), 33), s_got = s_want;
+        std::vector<float> want(x.size()), got(x.size(), 5.0f);
+        for (bool silu : {true, false}) {
+          ConvStateArgs a{.out = mat(want, b.n(), channels), .x = mat(x, b.n(), channels), .weight = w.data(),
+                          .kernel = kernel, .state = {.data = s_want.data(), .slot_floats = slot, .n_slots = 3},
+                          .seq = b.seq.data(), .pos = b.pos.data(), .silu = silu};
+          ref::conv_state(a);
+          a.out.data = got.data();
+          a.state.data = s_got.data();
+          be->conv_state(a);
+          EXPECT_LT(max_diff(got, want), 1e-5f) << "kernel " << kernel << " channels " << channels << ", " << build;
+          EXPECT_EQ(s_got, s_want) << "kernel " << kernel << " channels " << channels << ", " << build;
+        }
       }
     }
-  }
+  });
 }
 
 TEST(OpsDeltaNet, NormsAndGateMatchReference) {
@@ -189,12 +204,14 @@ TEST(OpsDeltaNet, NormsAndGateMatchReference) {
     be->l2_norm(l);
     EXPECT_LT(max_diff(got, want), 1e-6f) << "l2 group " << group;
   }
-  GatedRmsNormArgs g{.out = mat(want, rows, cols), .x = mat(x, rows, cols), .z = mat(z, rows, cols), .weight = w.data(),
-                     .group = 24, .eps = 1e-6f};
-  ref::gated_rms_norm(g);
-  g.out.data = got.data();
-  be->gated_rms_norm(g);
-  EXPECT_LT(max_diff(got, want), 1e-5f);
+  for_each_delta_build([&](const std::string& build) {
+    GatedRmsNormArgs g{.out = mat(want, rows, cols), .x = mat(x, rows, cols), .z = mat(z, rows, cols),
+                       .weight = w.data(), .group = 24, .eps = 1e-6f};
+    ref::gated_rms_norm(g);
+    g.out.data = got.data();
+    be->gated_rms_norm(g);
+    EXPECT_LT(max_diff(got, want), 1e-5f) << build;
+  });
   for (bool per_row : {false, true}) {
     SigmoidMulArgs s{.out = mat(want, rows, cols), .x = mat(x, rows, cols),
                      .gate = per_row ? mat(g1, rows, 1) : mat(z, rows, cols)};
