@@ -14,7 +14,6 @@
 #include "runtime/kv_cache.h"
 #include "server/engine_loader.h"
 #include "server/http_server.h"
-#include "server/unix_socket_bridge.h"
 
 namespace {
 
@@ -44,9 +43,13 @@ void usage() {
       "  --max-models N       models resident at once, least recently used unloaded (default 1)\n"
       "  --max-tokens N       completion ceiling per request (default: the context size)\n"
       "  --max-body BYTES     request body limit (default 8 MiB)\n"
-      "  --http-threads N     connections served at once (default 64)\n"
+      "  --http-threads N     requests run at once (default 64)\n"
+      "  --max-connections N  open connections (default 1024), and N per client address with\n"
+      "  --max-client-connections N (default 256); 16 more may ask only for /health and /metrics\n"
+      "  --header-timeout S   seconds to receive a request's headers (default 10)\n"
+      "  --body-timeout S     seconds to receive a request's body (default 60)\n"
       "  --shutdown-grace S   seconds in-flight requests get on SIGINT/SIGTERM (default 10)\n"
-      "  --unix PATH          serve on a Unix socket (created mode 0600) instead of TCP\n");
+      "  --unix PATH          serve on a Unix socket (created mode 0600) instead of TCP (no TCP socket at all)\n");
 }
 
 int32_t parse_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
@@ -112,7 +115,11 @@ int cmd_serve(const std::vector<std::string>& argv) {
     else if (f == "--max-models") max_models = parse_int(f, value(), 1, 64);
     else if (f == "--max-tokens") so.max_tokens_ceiling = parse_int(f, value(), 1, INT32_MAX);
     else if (f == "--max-body") so.max_body_bytes = size_t(parse_int(f, value(), 1024, INT32_MAX));
-    else if (f == "--http-threads") so.http_threads = parse_int(f, value(), 4, 4096);
+    else if (f == "--http-threads") so.http_threads = parse_int(f, value(), 1, 4096);
+    else if (f == "--max-connections") so.max_connections = parse_int(f, value(), 1, 1 << 20);
+    else if (f == "--max-client-connections") so.max_client_connections = parse_int(f, value(), 1, 1 << 20);
+    else if (f == "--header-timeout") so.header_timeout_seconds = parse_int(f, value(), 1, 3600);
+    else if (f == "--body-timeout") so.body_timeout_seconds = parse_int(f, value(), 1, 3600);
     else if (f == "--shutdown-grace") so.shutdown_grace_seconds = parse_int(f, value(), 0, 3600);
     else fail("serve: unknown argument '", f, "' (see brisk serve --help)");
   }
@@ -131,20 +138,12 @@ int cmd_serve(const std::vector<std::string>& argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  std::unique_ptr<UnixSocketBridge> bridge;
-  if (!unix_path.empty()) {
-    // The HTTP server listens on an ephemeral loopback port admitting only the bridge's peers.
-    so.host = "127.0.0.1";
-    so.port = 0;
-    so.admit_peer = [&bridge](int peer_port) { return bridge && bridge->owns_peer_port(peer_port); };
-  }
+  so.unix_path = unix_path;
   ModelRegistry registry(specs, engine_model_loader(eo), max_models);
-  registry.get(specs.front().name);  // load the first model now: errors show at startup
   HttpServer server(registry, so);
-  server.bind();
+  server.bind();  // before the load: a port in use fails at once
+  registry.get(specs.front().name);  // load the first model now: errors show at startup
   if (!unix_path.empty()) {
-    bridge = std::make_unique<UnixSocketBridge>(unix_path, server.port());
-    bridge->start();
     std::fprintf(stderr, "brisk serve: listening on unix:%s (%zu model%s, first '%s')\n", unix_path.c_str(),
                  specs.size(), specs.size() == 1 ? "" : "s", specs.front().name.c_str());
   } else {
@@ -163,7 +162,6 @@ int cmd_serve(const std::vector<std::string>& argv) {
     pthread_kill(signal_thread.native_handle(), SIGTERM);
     signal_thread.join();
   }
-  if (bridge) bridge->stop();
   registry.unload_all();
   std::fprintf(stderr, "brisk serve: stopped\n");
   return 0;
