@@ -12,7 +12,7 @@
 namespace brisk {
 namespace {
 
-void normalize(Decimal& d) {
+void decimal_normalize(Decimal& d) {
   size_t lead = 0;
   while (lead < d.digits.size() && d.digits[lead] == '0') ++lead;
   d.digits.erase(0, lead);
@@ -26,14 +26,14 @@ void normalize(Decimal& d) {
   }
 }
 
-Decimal make(bool neg, std::string digits, int32_t exp) {
+Decimal decimal_make(bool neg, std::string digits, int32_t exp) {
   Decimal d{.neg = neg, .digits = std::move(digits), .exp = exp};
-  normalize(d);
+  decimal_normalize(d);
   return d;
 }
 
 // digits + 1 (a string of decimal digits).
-std::string increment(std::string s) {
+std::string digits_increment(std::string s) {
   for (size_t i = s.size(); i-- > 0;) {
     if (s[i] != '9') {
       ++s[i];
@@ -45,7 +45,7 @@ std::string increment(std::string s) {
   return s;
 }
 
-int compare_magnitude(const Decimal& a, const Decimal& b) {
+int decimal_compare_magnitude(const Decimal& a, const Decimal& b) {
   if (a.digits.empty() || b.digits.empty()) return a.digits.empty() ? (b.digits.empty() ? 0 : -1) : 1;
   const int64_t ka = int64_t(a.digits.size()) + a.exp, kb = int64_t(b.digits.size()) + b.exp;
   if (ka != kb) return ka < kb ? -1 : 1;
@@ -57,27 +57,27 @@ int compare_magnitude(const Decimal& a, const Decimal& b) {
   return 0;
 }
 
-Decimal negated(Decimal d) {
+Decimal decimal_negated(Decimal d) {
   if (!d.digits.empty()) d.neg = !d.neg;
   return d;
 }
 
 // The integer nearest to `d` upwards (ceil) or downwards (floor).
-Decimal round_integer(const Decimal& d, bool up) {
+Decimal decimal_round_integer(const Decimal& d, bool up) {
   if (d.exp >= 0) return d;
   const int64_t n = int64_t(d.digits.size()) + d.exp;  // integer digits (<= 0: none)
   std::string trunc = n > 0 ? d.digits.substr(0, size_t(n)) : std::string(1, '0');
   // d has a non-zero fraction (no trailing zeros): away from zero when rounding that way.
   const bool away = up != d.neg;
-  return make(d.neg, away ? increment(trunc) : trunc, 0);
+  return decimal_make(d.neg, away ? digits_increment(trunc) : trunc, 0);
 }
 
 // d + delta for an integer d and delta in {-1, +1}.
-Decimal add_one(const Decimal& d, int delta) {
+Decimal decimal_add_one(const Decimal& d, int delta) {
   std::string mag = d.digits + std::string(size_t(std::max(0, d.exp)), '0');
-  if (mag.empty()) return make(delta < 0, "1", 0);
+  if (mag.empty()) return decimal_make(delta < 0, "1", 0);
   const bool grows = (delta > 0) != d.neg;  // the magnitude grows
-  if (grows) return make(d.neg, increment(mag), 0);
+  if (grows) return decimal_make(d.neg, digits_increment(mag), 0);
   for (size_t i = mag.size(); i-- > 0;) {  // magnitude - 1 (>= 1)
     if (mag[i] != '0') {
       --mag[i];
@@ -85,17 +85,17 @@ Decimal add_one(const Decimal& d, int delta) {
     }
     mag[i] = '9';
   }
-  return make(d.neg, mag, 0);
+  return decimal_make(d.neg, mag, 0);
 }
 
-struct Bound {
+struct MagnitudeBound {
   bool set = false;
   Decimal value;
   bool excl = false;
 };
 
 // Whether some x in S (from a to b, b included when `b_closed`) is within [lo, hi].
-bool meets(const Decimal& a, const Decimal& b, bool b_closed, const Bound& lo, const Bound& hi) {
+bool interval_meets(const Decimal& a, const Decimal& b, bool b_closed, const MagnitudeBound& lo, const MagnitudeBound& hi) {
   // Lower end: the larger of a (included) and lo.
   Decimal low = a;
   bool low_open = false;
@@ -121,9 +121,9 @@ bool meets(const Decimal& a, const Decimal& b, bool b_closed, const Bound& lo, c
 
 // The bounds on the magnitude m of a number of sign `neg` (value = neg ? -m : m); nullopt
 // when no magnitude fits.
-std::optional<std::pair<Bound, Bound>> magnitude_bounds(const NumberBounds& b, bool neg) {
-  Bound lo{.set = true, .value = Decimal{}, .excl = false};
-  Bound hi;
+std::optional<std::pair<MagnitudeBound, MagnitudeBound>> magnitude_bounds(const NumberBounds& b, bool neg) {
+  MagnitudeBound lo{.set = true, .value = Decimal{}, .excl = false};
+  MagnitudeBound hi;
   const Decimal zero;
   if (!neg) {
     if (b.has_lo && decimal_compare(b.lo, zero) >= 0) lo = {.set = true, .value = b.lo, .excl = b.lo_excl};
@@ -132,10 +132,10 @@ std::optional<std::pair<Bound, Bound>> magnitude_bounds(const NumberBounds& b, b
       hi = {.set = true, .value = b.hi, .excl = b.hi_excl};
     }
   } else {
-    if (b.has_hi && decimal_compare(b.hi, zero) <= 0) lo = {.set = true, .value = negated(b.hi), .excl = b.hi_excl};
+    if (b.has_hi && decimal_compare(b.hi, zero) <= 0) lo = {.set = true, .value = decimal_negated(b.hi), .excl = b.hi_excl};
     if (b.has_lo) {
       if (decimal_compare(b.lo, zero) > 0 || (b.lo_excl && decimal_compare(b.lo, zero) == 0)) return std::nullopt;
-      hi = {.set = true, .value = negated(b.lo), .excl = b.lo_excl};
+      hi = {.set = true, .value = decimal_negated(b.lo), .excl = b.lo_excl};
     }
   }
   return std::make_pair(lo, hi);
@@ -167,7 +167,7 @@ bool decimal_parse(std::string_view t, Decimal& out) {
     d.exp += int32_t(eneg ? -e : e);
   }
   if (i != t.size()) return false;
-  normalize(d);
+  decimal_normalize(d);
   out = std::move(d);
   return true;
 }
@@ -183,7 +183,7 @@ Decimal decimal_from_json(const nlohmann::json& number) {
 int decimal_compare(const Decimal& a, const Decimal& b) {
   const bool a_neg = a.neg && !a.digits.empty(), b_neg = b.neg && !b.digits.empty();
   if (a_neg != b_neg) return a_neg ? -1 : 1;
-  const int m = compare_magnitude(a, b);
+  const int m = decimal_compare_magnitude(a, b);
   return a_neg ? -m : m;
 }
 
@@ -191,12 +191,12 @@ bool number_bounds_finish(NumberBounds& b) {
   if (b.integer) {
     if (b.has_lo) {
       const bool whole = b.lo.exp >= 0 || b.lo.digits.empty();
-      b.lo = whole ? (b.lo_excl ? add_one(b.lo, +1) : b.lo) : round_integer(b.lo, true);
+      b.lo = whole ? (b.lo_excl ? decimal_add_one(b.lo, +1) : b.lo) : decimal_round_integer(b.lo, true);
       b.lo_excl = false;
     }
     if (b.has_hi) {
       const bool whole = b.hi.exp >= 0 || b.hi.digits.empty();
-      b.hi = whole ? (b.hi_excl ? add_one(b.hi, -1) : b.hi) : round_integer(b.hi, false);
+      b.hi = whole ? (b.hi_excl ? decimal_add_one(b.hi, -1) : b.hi) : decimal_round_integer(b.hi, false);
       b.hi_excl = false;
     }
   }
@@ -216,19 +216,19 @@ bool number_prefix_feasible(const NumberBounds& b, const NumberPrefix& p) {
   const auto& [lo, hi] = *mb;
   const int max_int = b.integer ? kMaxBoundedIntegerDigits : kMaxIntegerDigits;
   const std::string I(p.int_digits), F(p.frac_digits);
-  if (I.empty()) return meets(Decimal{}, make(false, "1", max_int), false, lo, hi);  // [0, 10^max_int)
+  if (I.empty()) return interval_meets(Decimal{}, decimal_make(false, "1", max_int), false, lo, hi);  // [0, 10^max_int)
   if (p.dot) {
     const int32_t f = int32_t(F.size());
-    const Decimal v = make(false, I + F, -f);
-    if (f >= kMaxFractionDigits) return meets(v, v, true, lo, hi);
-    return meets(v, make(false, increment(I + F), -f), false, lo, hi);
+    const Decimal v = decimal_make(false, I + F, -f);
+    if (f >= kMaxFractionDigits) return interval_meets(v, v, true, lo, hi);
+    return interval_meets(v, decimal_make(false, digits_increment(I + F), -f), false, lo, hi);
   }
-  if (I == "0") return b.integer ? meets(Decimal{}, Decimal{}, true, lo, hi) : meets(Decimal{}, make(false, "1", 0), false, lo, hi);
+  if (I == "0") return b.integer ? interval_meets(Decimal{}, Decimal{}, true, lo, hi) : interval_meets(Decimal{}, decimal_make(false, "1", 0), false, lo, hi);
   for (int32_t k = 0; int32_t(I.size()) + k <= max_int; ++k) {
-    const Decimal a = make(false, I, k);
+    const Decimal a = decimal_make(false, I, k);
     if (hi.set && decimal_compare(a, hi.value) > 0) break;
-    const bool ok = b.integer ? meets(a, make(false, I + std::string(size_t(k), '9'), 0), true, lo, hi)
-                              : meets(a, make(false, increment(I), k), false, lo, hi);
+    const bool ok = b.integer ? interval_meets(a, decimal_make(false, I + std::string(size_t(k), '9'), 0), true, lo, hi)
+                              : interval_meets(a, decimal_make(false, digits_increment(I), k), false, lo, hi);
     if (ok) return true;
   }
   return false;
@@ -236,7 +236,7 @@ bool number_prefix_feasible(const NumberBounds& b, const NumberPrefix& p) {
 
 bool number_prefix_in_bounds(const NumberBounds& b, const NumberPrefix& p) {
   if (p.int_digits.empty() || (p.dot && p.frac_digits.empty())) return false;
-  const Decimal v = make(p.neg, std::string(p.int_digits) + std::string(p.frac_digits), -int32_t(p.frac_digits.size()));
+  const Decimal v = decimal_make(p.neg, std::string(p.int_digits) + std::string(p.frac_digits), -int32_t(p.frac_digits.size()));
   if (b.has_lo) {
     const int c = decimal_compare(v, b.lo);
     if (c < 0 || (c == 0 && b.lo_excl)) return false;

@@ -8,26 +8,26 @@
 namespace brisk::server {
 namespace {
 
-constexpr size_t kMaxTargetBytes = 8192;   // as cpp-httplib's request-line limit
-constexpr size_t kMaxChunkLineBytes = 4096;
+constexpr size_t kHeadMaxTargetBytes = 8192;   // as cpp-httplib's request-line limit
+constexpr size_t kHeadMaxChunkLineBytes = 4096;
 
-bool is_token_char(unsigned char c) {
+bool head_token_char(unsigned char c) {
   return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(char(c)) != std::string_view::npos;
 }
 
-std::string lower(std::string_view s) {
+std::string head_lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = char(std::tolower((unsigned char)c));
   return out;
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view head_trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
 }
 
-HeadParse error(int status, std::string what, const RequestHead* head = nullptr) {
+HeadParse head_error(int status, std::string what, const RequestHead* head = nullptr) {
   HeadParse p;
   p.status = HeadParse::Status::error;
   p.error_status = status;
@@ -37,10 +37,10 @@ HeadParse error(int status, std::string what, const RequestHead* head = nullptr)
 }
 
 // Whether a comma-separated header value lists `token` (case-insensitive).
-bool lists_token(std::string_view value, std::string_view token) {
+bool head_lists_token(std::string_view value, std::string_view token) {
   while (!value.empty()) {
     const size_t comma = value.find(',');
-    if (lower(trim(value.substr(0, comma))) == token) return true;
+    if (head_lower(head_trim(value.substr(0, comma))) == token) return true;
     if (comma == std::string_view::npos) break;
     value.remove_prefix(comma + 1);
   }
@@ -73,33 +73,33 @@ HeadParse request_head_parse(std::string_view buf, size_t max_header_bytes, uint
     }
   }
   if (end == std::string_view::npos) {
-    if (buf.size() > max_header_bytes) return error(431, str_cat("request headers exceed ", max_header_bytes, " bytes"));
+    if (buf.size() > max_header_bytes) return head_error(431, str_cat("request headers exceed ", max_header_bytes, " bytes"));
     return {};
   }
-  if (end > max_header_bytes) return error(431, str_cat("request headers exceed ", max_header_bytes, " bytes"));
+  if (end > max_header_bytes) return head_error(431, str_cat("request headers exceed ", max_header_bytes, " bytes"));
   HeadParse out;
   RequestHead& h = out.head;
   h.header_bytes = end;
 
   // Request line: METHOD SP TARGET SP VERSION.
   size_t line_end = buf.find('\n');
-  std::string_view line = trim(buf.substr(0, line_end));
+  std::string_view line = head_trim(buf.substr(0, line_end));
   const size_t sp1 = line.find(' ');
   const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
   if (sp1 == 0 || sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos)
-    return error(400, "malformed request line");
+    return head_error(400, "malformed request line");
   h.method = std::string(line.substr(0, sp1));
   h.target = std::string(line.substr(sp1 + 1, sp2 - sp1 - 1));
   h.version = std::string(line.substr(sp2 + 1));
   for (char c : h.method)
-    if (!is_token_char((unsigned char)c)) return error(400, "malformed request method");
-  if (h.target.empty()) return error(400, "malformed request target");
-  if (h.target.size() > kMaxTargetBytes) return error(414, str_cat("request target exceeds ", kMaxTargetBytes, " bytes"));
+    if (!head_token_char((unsigned char)c)) return head_error(400, "malformed request method");
+  if (h.target.empty()) return head_error(400, "malformed request target");
+  if (h.target.size() > kHeadMaxTargetBytes) return head_error(414, str_cat("request target exceeds ", kHeadMaxTargetBytes, " bytes"));
   for (char c : h.target)
-    if ((unsigned char)c <= 0x20 || c == 0x7f) return error(400, "malformed request target");
+    if ((unsigned char)c <= 0x20 || c == 0x7f) return head_error(400, "malformed request target");
   if (h.version != "HTTP/1.1" && h.version != "HTTP/1.0") {
-    if (h.version.rfind("HTTP/", 0) == 0) return error(505, str_cat("HTTP version '", h.version, "' is not supported"));
-    return error(400, "malformed request line");
+    if (h.version.rfind("HTTP/", 0) == 0) return head_error(505, str_cat("HTTP version '", h.version, "' is not supported"));
+    return head_error(400, "malformed request line");
   }
   h.path = h.target.substr(0, h.target.find('?'));
   h.keep_alive = h.version == "HTTP/1.1";
@@ -112,32 +112,32 @@ HeadParse request_head_parse(std::string_view buf, size_t max_header_bytes, uint
     pos = nl + 1;
     if (!field.empty() && field.back() == '\r') field.remove_suffix(1);
     if (field.empty()) break;  // the blank line
-    if (field.front() == ' ' || field.front() == '\t') return error(400, "folded header lines are not accepted", &h);
+    if (field.front() == ' ' || field.front() == '\t') return head_error(400, "folded header lines are not accepted", &h);
     const size_t colon = field.find(':');
-    if (colon == std::string_view::npos || colon == 0) return error(400, "malformed header line", &h);
+    if (colon == std::string_view::npos || colon == 0) return head_error(400, "malformed header line", &h);
     for (size_t i = 0; i < colon; ++i)
-      if (!is_token_char((unsigned char)field[i])) return error(400, "malformed header name", &h);
-    const std::string name = lower(field.substr(0, colon));
-    const std::string_view value = trim(field.substr(colon + 1));
+      if (!head_token_char((unsigned char)field[i])) return head_error(400, "malformed header name", &h);
+    const std::string name = head_lower(field.substr(0, colon));
+    const std::string_view value = head_trim(field.substr(colon + 1));
     if (name == "content-length") {
       uint64_t n = 0;
-      if (value.empty() || value.size() > 19) return error(400, "malformed Content-Length", &h);
+      if (value.empty() || value.size() > 19) return head_error(400, "malformed Content-Length", &h);
       for (char c : value) {
-        if (!std::isdigit((unsigned char)c)) return error(400, "malformed Content-Length", &h);
+        if (!std::isdigit((unsigned char)c)) return head_error(400, "malformed Content-Length", &h);
         n = n * 10 + uint64_t(c - '0');
       }
-      if (has_length && n != h.content_length) return error(400, "conflicting Content-Length headers", &h);
+      if (has_length && n != h.content_length) return head_error(400, "conflicting Content-Length headers", &h);
       has_length = true;
       h.content_length = n;
     } else if (name == "transfer-encoding") {
-      if (has_chunked || lower(value) != "chunked")
-        return error(501, str_cat("Transfer-Encoding '", std::string(value), "' is not supported (only 'chunked')"), &h);
+      if (has_chunked || head_lower(value) != "chunked")
+        return head_error(501, str_cat("Transfer-Encoding '", std::string(value), "' is not supported (only 'chunked')"), &h);
       has_chunked = true;
     } else if (name == "connection") {
-      if (lists_token(value, "close")) h.keep_alive = false;
-      else if (lists_token(value, "keep-alive")) h.keep_alive = true;
+      if (head_lists_token(value, "close")) h.keep_alive = false;
+      else if (head_lists_token(value, "keep-alive")) h.keep_alive = true;
     } else if (name == "expect") {
-      if (lower(value) != "100-continue") return error(417, str_cat("Expect '", std::string(value), "' is not supported"), &h);
+      if (head_lower(value) != "100-continue") return head_error(417, str_cat("Expect '", std::string(value), "' is not supported"), &h);
       h.expect_continue = true;
       h.expect_offset = field_start;
     } else if (name == "authorization") {
@@ -148,15 +148,15 @@ HeadParse request_head_parse(std::string_view buf, size_t max_header_bytes, uint
       h.api_key = std::string(value);
     }
   }
-  if (has_length && has_chunked) return error(400, "both Content-Length and Transfer-Encoding are set", &h);
+  if (has_length && has_chunked) return head_error(400, "both Content-Length and Transfer-Encoding are set", &h);
   if (has_chunked) {
     h.body = RequestHead::Body::chunked;
   } else if (has_length) {
     if (h.content_length > max_body_bytes)
-      return error(413, str_cat("request body of ", h.content_length, " bytes exceeds the limit of ", max_body_bytes, " bytes"), &h);
+      return head_error(413, str_cat("request body of ", h.content_length, " bytes exceeds the limit of ", max_body_bytes, " bytes"), &h);
     h.body = h.content_length > 0 ? RequestHead::Body::length : RequestHead::Body::none;
   } else if (h.method == "POST" || h.method == "PUT" || h.method == "PATCH") {
-    return error(411, "a request body needs Content-Length or Transfer-Encoding: chunked", &h);
+    return head_error(411, "a request body needs Content-Length or Transfer-Encoding: chunked", &h);
   }
   out.status = HeadParse::Status::complete;
   return out;
@@ -182,7 +182,7 @@ ChunkedBodyScanner::Result ChunkedBodyScanner::scan(std::string_view data) {
     switch (state_) {
       case State::size:
       case State::ext:
-        if (++line_bytes_ > kMaxChunkLineBytes) return Result::malformed;
+        if (++line_bytes_ > kHeadMaxChunkLineBytes) return Result::malformed;
         if (c == '\r') {
           if (size_digits_ == 0) return Result::malformed;
           state_ = State::size_lf;

@@ -23,7 +23,7 @@
 namespace brisk::server {
 namespace {
 
-constexpr auto kStallTimeout = std::chrono::minutes(10);
+constexpr auto kResponsesStallTimeout = std::chrono::minutes(10);
 
 // Text of a message item's content: a string or a list of input_text / output_text parts.
 std::string item_text(const json& content, const std::string& where) {
@@ -106,7 +106,7 @@ void append_input(json& messages, const json& input) {
 }
 
 // Flat Responses function tools -> chat tools.
-json convert_tools(const json& body) {
+json responses_tools(const json& body) {
   const json* tools = field(body, "tools");
   if (!tools) return nullptr;
   if (!tools->is_array()) bad_request("tools", "'tools' must be an array");
@@ -162,7 +162,7 @@ ResponsesRequest parse_responses(ServerState& state, const httplib::Request& htt
   for (const auto& m : out.input_messages) messages.push_back(m);
   if (messages.empty()) bad_request("input", "the conversation is empty");
   r.render.messages = std::move(messages);
-  r.render.tools = convert_tools(body);
+  r.render.tools = responses_tools(body);
   if (const json* tc = field(body, "tool_choice")) {
     if (tc->is_string()) {
       const std::string s = tc->get<std::string>();
@@ -227,7 +227,7 @@ ResponsesRequest parse_responses(ServerState& state, const httplib::Request& htt
   return out;
 }
 
-json usage_json(const GenerationResult& r) {
+json response_usage_json(const GenerationResult& r) {
   return {{"input_tokens", r.prompt_tokens},
           {"input_tokens_details", {{"cached_tokens", r.cached_tokens}}},
           {"output_tokens", r.completion_tokens},
@@ -266,7 +266,7 @@ json response_object(const std::string& id, int64_t created, const std::string& 
             {"incomplete_details", truncated ? json{{"reason", "max_output_tokens"}} : json(nullptr)},
             {"model", model},
             {"output", std::move(output)},
-            {"usage", result ? usage_json(*result) : json(nullptr)}};
+            {"usage", result ? response_usage_json(*result) : json(nullptr)}};
   for (auto it = echo.begin(); it != echo.end(); ++it) r[it.key()] = it.value();
   if (std::string(status) == "completed" || truncated) r["completed_at"] = unix_now();
   return r;
@@ -422,7 +422,7 @@ void create_response(ServerState& state, const httplib::Request& req, httplib::R
   const std::string name = model->name;
 
   if (!stream) {
-    auto results = collect_choices(*job, kStallTimeout, client_disconnect_probe());
+    auto results = collect_choices(*job, kResponsesStallTimeout, client_disconnect_probe());
     ChoiceResult& r = results.at(0);
     if (r.finish_reason == "error") throw HttpError(500, str_cat("generation failed: ", r.result.error));
     const bool truncated = r.finish_reason == "length";

@@ -26,7 +26,7 @@ std::string post_head(const std::string& path, const std::string& extra) {
   return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra + "\r\n";
 }
 
-std::string gzip(const std::string& data) {
+std::string gzip_bytes(const std::string& data) {
   httplib::detail::gzip_compressor z;
   std::string out;
   z.compress(data.data(), data.size(), true, [&](const char* d, size_t n) {
@@ -84,7 +84,7 @@ TEST(ServerLimits, GzipBombIs413AtTheDecodedLimit) {
   TestServer ts(opt);
   // 50 MB of spaces inside a JSON string: about 50 KB compressed, far below the limit as sent.
   std::string big = "{\"model\":\"fake\",\"messages\":[{\"role\":\"user\",\"content\":\"" + std::string(50u << 20, ' ') + "\"}]}";
-  const std::string bomb = gzip(big);
+  const std::string bomb = gzip_bytes(big);
   big.clear();
   big.shrink_to_fit();
   ASSERT_LT(bomb.size(), size_t(opt.max_body_bytes));
@@ -97,7 +97,7 @@ TEST(ServerLimits, GzipBombIs413AtTheDecodedLimit) {
   EXPECT_NE(r->body.find("decoded"), std::string::npos) << r->body;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
   // The same body within the limit decodes and is served.
-  const std::string small = gzip(chat_body("hi", 2).dump());
+  const std::string small = gzip_bytes(chat_body("hi", 2).dump());
   r = c.Post("/v1/chat/completions", h, small, "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;

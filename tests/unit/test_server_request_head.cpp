@@ -19,12 +19,12 @@ using namespace brisk::server;
 
 namespace {
 
-HeadParse parse(const std::string& s, uint64_t max_body = 1000) { return request_head_parse(s, 4096, max_body); }
+HeadParse head_of(const std::string& s, uint64_t max_body = 1000) { return request_head_parse(s, 4096, max_body); }
 
 }  // namespace
 
 TEST(ServerRequestHead, CompleteHeadsAndTheirFraming) {
-  HeadParse p = parse("GET /v1/models?x=1 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer k\r\n\r\nrest");
+  HeadParse p = head_of("GET /v1/models?x=1 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer k\r\n\r\nrest");
   ASSERT_EQ(p.status, HeadParse::Status::complete);
   EXPECT_EQ(p.head.method, "GET");
   EXPECT_EQ(p.head.path, "/v1/models");
@@ -33,7 +33,7 @@ TEST(ServerRequestHead, CompleteHeadsAndTheirFraming) {
   EXPECT_TRUE(p.head.keep_alive);
   EXPECT_EQ(p.head.authorization, "Bearer k");
 
-  p = parse("POST /v1/chat/completions HTTP/1.1\r\ncontent-length: 12\r\nX-Api-Key: k2\r\nConnection: close\r\n\r\n");
+  p = head_of("POST /v1/chat/completions HTTP/1.1\r\ncontent-length: 12\r\nX-Api-Key: k2\r\nConnection: close\r\n\r\n");
   ASSERT_EQ(p.status, HeadParse::Status::complete);
   EXPECT_EQ(p.head.body, RequestHead::Body::length);
   EXPECT_EQ(p.head.content_length, 12u);
@@ -41,19 +41,19 @@ TEST(ServerRequestHead, CompleteHeadsAndTheirFraming) {
   EXPECT_TRUE(p.head.has_api_key);
   EXPECT_EQ(p.head.api_key, "k2");
 
-  p = parse("POST /x HTTP/1.1\r\nTransfer-Encoding: Chunked\r\nExpect: 100-continue\r\n\r\n");
+  p = head_of("POST /x HTTP/1.1\r\nTransfer-Encoding: Chunked\r\nExpect: 100-continue\r\n\r\n");
   ASSERT_EQ(p.status, HeadParse::Status::complete);
   EXPECT_EQ(p.head.body, RequestHead::Body::chunked);
   EXPECT_TRUE(p.head.expect_continue);
 
-  p = parse("GET / HTTP/1.0\r\n\r\n");
+  p = head_of("GET / HTTP/1.0\r\n\r\n");
   ASSERT_EQ(p.status, HeadParse::Status::complete);
   EXPECT_FALSE(p.head.keep_alive);
 }
 
 TEST(ServerRequestHead, IncompleteHeadsWait) {
-  EXPECT_EQ(parse("GET /health HT").status, HeadParse::Status::incomplete);
-  EXPECT_EQ(parse("GET /health HTTP/1.1\r\nHost: a\r\n").status, HeadParse::Status::incomplete);
+  EXPECT_EQ(head_of("GET /health HT").status, HeadParse::Status::incomplete);
+  EXPECT_EQ(head_of("GET /health HTTP/1.1\r\nHost: a\r\n").status, HeadParse::Status::incomplete);
   EXPECT_EQ(request_leading_blank_bytes("\r\n\nGET"), 3u);
 }
 
@@ -74,7 +74,7 @@ TEST(ServerRequestHead, BadHeadsGetTheirStatus) {
       {std::string(5000, 'G'), 431},
   };
   for (const auto& [text, status] : cases) {
-    const HeadParse p = parse(text);
+    const HeadParse p = head_of(text);
     EXPECT_EQ(p.status, HeadParse::Status::error) << text.substr(0, 80);
     EXPECT_EQ(p.error_status, status) << text.substr(0, 80) << ": " << p.error;
     EXPECT_FALSE(p.error.empty());

@@ -19,7 +19,7 @@ json responses_body(const json& input, int max_output_tokens) {
   return {{"model", "fake"}, {"input", input}, {"max_output_tokens", max_output_tokens}};
 }
 
-std::string output_text(const json& response) {
+std::string response_text(const json& response) {
   std::string out;
   for (const auto& item : response["output"])
     if (item["type"] == "message")
@@ -45,7 +45,7 @@ TEST(ServerResponses, CreateReturnsTheResponseObject) {
   EXPECT_EQ(msg["id"].get<std::string>().rfind("msg_", 0), 0u);
   EXPECT_EQ(msg["content"][0]["type"], "output_text");
   EXPECT_TRUE(msg["content"][0]["annotations"].is_array());
-  EXPECT_EQ(output_text(r), fake_answer("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", 6));
+  EXPECT_EQ(response_text(r), fake_answer("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", 6));
   EXPECT_EQ(r["usage"]["output_tokens"], 6);
   EXPECT_EQ(r["usage"]["total_tokens"], r["usage"]["input_tokens"].get<int>() + 6);
   EXPECT_TRUE(r["usage"]["input_tokens_details"].contains("cached_tokens"));
@@ -61,7 +61,7 @@ TEST(ServerResponses, InstructionsAndItemInputAreTheChatConversation) {
   body["instructions"] = "be brief";
   json r = post_json(c, "/v1/responses", body);
   const std::string prompt = "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n";
-  EXPECT_EQ(output_text(r), fake_answer(prompt, 5));
+  EXPECT_EQ(response_text(r), fake_answer(prompt, 5));
   json chat = chat_body("hello", 5);
   chat["messages"] = {{{"role", "system"}, {"content", "be brief"}}, {{"role", "user"}, {"content", "hello"}}};
   json cr = post_json(c, "/v1/chat/completions", chat);
@@ -85,9 +85,9 @@ TEST(ServerResponses, PreviousResponseIdContinuesTheConversation) {
   follow["previous_response_id"] = id;
   json r2 = post_json(c, "/v1/responses", follow);
   // The history, without the first request's instructions (they do not carry over).
-  const std::string prompt = "<|im_start|>user\nfirst question<|im_end|>\n<|im_start|>assistant\n" + output_text(r1) +
+  const std::string prompt = "<|im_start|>user\nfirst question<|im_end|>\n<|im_start|>assistant\n" + response_text(r1) +
                              "<|im_end|>\n<|im_start|>user\nand then?<|im_end|>\n<|im_start|>assistant\n";
-  EXPECT_EQ(output_text(r2), fake_answer(prompt, 5));
+  EXPECT_EQ(response_text(r2), fake_answer(prompt, 5));
   EXPECT_EQ(r2["previous_response_id"], id);
   auto g = c.Get(("/v1/responses/" + id).c_str());
   ASSERT_TRUE(g);
@@ -160,8 +160,8 @@ TEST(ServerResponses, StreamedEventsBuildTheSameResponse) {
     }
   }
   const json final_response = json::parse(data[n - 1])["response"];
-  EXPECT_EQ(text, output_text(plain));
-  EXPECT_EQ(output_text(final_response), text);
+  EXPECT_EQ(text, response_text(plain));
+  EXPECT_EQ(response_text(final_response), text);
   EXPECT_EQ(final_response["output"][0]["id"], item_id);
   EXPECT_EQ(final_response["status"], "incomplete");
 }
@@ -201,7 +201,7 @@ TEST(ServerResponses, FunctionCallsAndTheirOutputs) {
                             {{"type", "function_call_output"}, {"call_id", call["call_id"]}, {"output", "sunny"}}});
   json again = responses_body(items, 4);
   again["tools"] = body["tools"];
-  EXPECT_EQ(output_text(post_json(c, "/v1/responses", again)), output_text(r2));
+  EXPECT_EQ(response_text(post_json(c, "/v1/responses", again)), response_text(r2));
 
   body["stream"] = true;
   auto s = c.Post("/v1/responses", body.dump(), "application/json");
