@@ -217,7 +217,9 @@ void ConnectionLoop::continue_closing(Conn& c) {
 void ConnectionLoop::on_readable(Conn& c) {
   if (c.phase == Conn::Phase::closing) return continue_closing(c);
   // Read what is there, at most what the request in progress may still need (plus one chunk).
-  const uint64_t cap = limits_.max_header_bytes + 2 * limits_.max_body_bytes + 2 * kReadChunk;
+  // A head in progress needs no room for a body: a client cannot make the loop buffer one early.
+  const uint64_t cap = limits_.max_header_bytes + 2 * kReadChunk +
+                       (c.phase == Conn::Phase::body ? 2 * limits_.max_body_bytes : 0);
   for (;;) {
     if (c.buf.size() >= cap) break;
     const size_t old = c.buf.size();
