@@ -7,9 +7,9 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "formats/gguf.h"
+#include "formats/tokenizer_to_gguf.h"
 #include "quant/format.h"
-#include "quantize/recipe.h"
-#include "quantize/tokenizer_to_gguf.h"
+#include "quant/recipe.h"
 
 namespace brisk {
 

@@ -11,9 +11,9 @@
 #include "formats/gguf.h"
 #include "formats/json_file.h"
 #include "formats/safetensors.h"
+#include "formats/tokenizer_to_gguf.h"
 #include "models/config.h"
 #include "models/name_map.h"
-#include "quantize/tokenizer_to_gguf.h"
 
 namespace brisk {
 namespace {

@@ -1,4 +1,4 @@
-#include "quantize/tokenizer_to_gguf.h"
+#include "formats/tokenizer_to_gguf.h"
 
 #include <filesystem>
 #include <vector>
