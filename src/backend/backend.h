@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/op_args.h"
@@ -92,6 +93,15 @@ class Backend {
     (void)head_dim;
     (void)group;
     return false;
+  }
+  // The layout this backend's matmul kernels read weights of a stored format in, when it is
+  // not the stored one (a repacked layout of quant/repack.h: the CPU backend's Q8_0_R16 on
+  // AVX-512). The weight store converts a model's matmul weights for it once, when a context
+  // first binds the model to this backend (models/weights.h); ops then only see weights in
+  // the layouts this answers. Default: the stored layout.
+  virtual std::optional<QuantType> weight_layout(QuantType stored) const {
+    (void)stored;
+    return std::nullopt;
   }
   // Free and total bytes of the device memory; false for host memory (the CPU backend).
   virtual bool memory_info(size_t* free_bytes, size_t* total_bytes) const {

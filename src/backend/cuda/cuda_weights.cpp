@@ -32,6 +32,10 @@ Weight CudaBackend::device_weight(const Weight& w, const char* op) {
   BRISK_CHECK(rb && *rb == w.row_bytes, op, ": weight row of ", w.n_in, " ", quant_type_info(w.type).name,
               " elements has ", w.row_bytes, " bytes");
   BRISK_CHECK(w.n_in % 8 == 0, op, ": weight rows of ", w.n_in, " elements (need a multiple of 8 on CUDA)");
+  // The weight store lays weights out for each backend (Backend::weight_layout): another
+  // backend's layout here means the caller bypassed it.
+  BRISK_CHECK(!quant::is_repacked(w.type), op, ": weight in the ", quant_type_info(w.type).name,
+              " layout of another backend (bind the model through a Context on this backend)");
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = weights_.find(w.data);
   if (it != weights_.end()) {
@@ -49,17 +53,7 @@ Weight CudaBackend::device_weight(const Weight& w, const char* op) {
   }
   Weight d = w;
   std::vector<uint16_t> converted;
-  std::vector<uint8_t> unrepacked;
   const void* src = w.data;
-  if (quant::is_repacked(w.type) && !on_device) {  // a CPU layout (quant/repack.h): back to the stored one
-    const QuantType stored = quant::stored_type(w.type);
-    unrepacked.resize(w.row_bytes * size_t(w.n_out));
-    for (int64_t r = 0; r < w.n_out; ++r)
-      quant::unrepack_row(w.type, w.row(r), unrepacked.data() + size_t(r) * w.row_bytes,
-                          w.n_in / int64_t(quant_type_info(stored).block_size));
-    d.type = stored;
-    src = unrepacked.data();
-  }
   if (!cuda::weight_format_on_device(d.type)) {
     if (warned_.insert(int(w.type)).second)
       log_warn("cuda backend: ", quant_type_info(w.type).name,
