@@ -97,14 +97,9 @@ std::shared_ptr<Model> load_gguf(const ModelLoadOptions& o) {
 std::shared_ptr<Model> load_hf(const ModelLoadOptions& o) {
   const fs::path dir(o.path);
   const nlohmann::json cfg = read_json_file((dir / "config.json").string());
-  std::vector<std::string> architectures;
-  if (auto it = cfg.find("architectures"); it != cfg.end() && it->is_array())
-    for (const auto& a : *it)
-      if (a.is_string()) architectures.push_back(a.get<std::string>());
-  const std::string model_type = cfg.value("model_type", std::string());
-  const ArchEntry* entry = arch_find_hf(architectures, model_type);
+  const ArchEntry* entry = arch_find_hf_config(cfg);
   BRISK_CHECK(entry, (dir / "config.json").string(), ": unsupported architecture (model_type '",
-              model_type, "')");
+              cfg.is_object() ? cfg.value("model_type", std::string()) : std::string(), "')");
   auto m = std::make_shared<LoadedModel>();
   m->config_.rope_neox = true;  // transformers' rotate_half pairing
   config_fill_from_hf(m->config_, cfg);
