@@ -34,4 +34,10 @@ std::string hybrid_hf_to_gguf(const std::string& hf);
 // Whether layer il is a linear-attention layer.
 bool hybrid_layer_is_linear(const ModelConfig& cfg, int il);
 
+// The GGUF conversion's hybrid steps (GgufConversion::tensors / keys, models/hybrid_convert.cpp):
+// the float tensors of a Hugging Face checkpoint rewritten into llama.cpp's layout, and the keys
+// llama.cpp's readers need beyond the config key table's.
+void hybrid_convert_tensors(ModelConfig& cfg, ConvertTensors& t);
+void hybrid_convert_keys(const ModelConfig& cfg, const std::string& arch, gguf::Writer& w);
+
 }  // namespace brisk

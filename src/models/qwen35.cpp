@@ -19,6 +19,7 @@ const ArchEntry& arch_qwen35() {
       .build = [](const ModelConfig& cfg, WeightStore& ws) {
         return hybrid_decoder_build(cfg, ws, {.moe = false, .kv_tiled_gguf = true});
       },
+      .convert = {.arch = "qwen35", .tensors = &hybrid_convert_tensors, .keys = &hybrid_convert_keys},
   };
   return e;
 }

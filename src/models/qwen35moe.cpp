@@ -20,6 +20,7 @@ const ArchEntry& arch_qwen35moe() {
       .build = [](const ModelConfig& cfg, WeightStore& ws) {
         return hybrid_decoder_build(cfg, ws, {.moe = true, .kv_tiled_gguf = true});
       },
+      .convert = {.arch = "qwen35moe", .tensors = &hybrid_convert_tensors, .keys = &hybrid_convert_keys},
   };
   return e;
 }

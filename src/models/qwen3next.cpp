@@ -17,6 +17,7 @@ const ArchEntry& arch_qwen3next() {
       .build = [](const ModelConfig& cfg, WeightStore& ws) {
         return hybrid_decoder_build(cfg, ws, {.moe = true, .kv_tiled_gguf = false});
       },
+      .convert = {.arch = "qwen3next", .tensors = &hybrid_convert_tensors, .keys = &hybrid_convert_keys},
   };
   return e;
 }

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "models/forward.h"
+#include "runtime/engine_parts.h"
 #include "runtime/kv_cache.h"
 #include "runtime/loaded_model.h"
 #include "runtime/recurrent_state.h"
@@ -19,8 +20,10 @@ namespace {
 
 class ModelContext final : public Context {
  public:
-  ModelContext(std::shared_ptr<const LoadedModel> model, const ContextOptions& options)
-      : model_(std::move(model)), opt_(options), cfg_(model_->config()) {
+  // backend: the backend to run on, or nullptr for one made from options.device.
+  ModelContext(std::shared_ptr<const LoadedModel> model, const ContextOptions& options,
+               std::unique_ptr<Backend> backend)
+      : model_(std::move(model)), opt_(options), cfg_(model_->config()), backend_(std::move(backend)) {
     BRISK_CHECK(opt_.n_seq_max >= 1 && opt_.n_seq_max <= 1024, "n_seq_max ", opt_.n_seq_max,
                 " out of range [1, 1024]");
     BRISK_CHECK(opt_.n_batch >= 1, "n_batch must be at least 1");
@@ -36,8 +39,10 @@ class ModelContext final : public Context {
     BRISK_CHECK(opt_.state_snapshot_interval >= 0 && opt_.state_snapshots >= 0 && opt_.state_snapshots <= 64,
                 "state_snapshot_interval ", opt_.state_snapshot_interval, " / state_snapshots ", opt_.state_snapshots,
                 " out of range");
+    if (!backend_) backend_ = make_backend(opt_.device, opt_.n_threads);
+    arch_ = &model_->arch_for(*backend_);
     // What each layer keeps per sequence, as the model declares it.
-    layer_states_ = model_->arch().layer_states();
+    layer_states_ = arch_->layer_states();
     if (layer_states_.empty()) layer_states_.assign(size_t(cfg_.n_layer), LayerState{});
     BRISK_CHECK(int32_t(layer_states_.size()) == cfg_.n_layer, "model declares state for ", layer_states_.size(),
                 " layers, it has ", cfg_.n_layer);
@@ -50,7 +55,6 @@ class ModelContext final : public Context {
       any_recurrent = any_recurrent || !l.recurrent.empty();
     }
     if (!any_recurrent) opt_.state_snapshots = 0;
-    backend_ = make_backend(opt_.device, opt_.n_threads);
     opt_.n_threads = backend_->n_threads();
     opt_.device = backend_->name();  // what "auto" chose
     plan_device_memory();
@@ -125,7 +129,7 @@ class ModelContext final : public Context {
       const bool same = !tap_ && step_shape_matches(n, n_out);
       if (!(same && backend_->replay_step(in))) {
         backend_->begin_step(in);
-        model_->arch().forward(f);
+        arch_->forward(f);
         backend_->end_step();
         remember_step_shape(n, n_out);
       }
@@ -354,7 +358,7 @@ class ModelContext final : public Context {
     const double moe = cfg_.n_expert > 0 ? 5.0 * rows * cfg_.n_expert_used * (2.0 * cfg_.n_embd + 2.0 * cfg_.n_ff_exp) : 0.0;
     // Arena + logits rows + the matmul's activation scratch + a reserve for the runtime.
     double extra = 0.0;
-    for (int64_t w : model_->arch().extra_arena_widths()) extra += double(w);
+    for (int64_t w : arch_->extra_arena_widths()) extra += double(w);
     const double act = 4.0 * rows * (5.0 * cfg_.n_embd + 2.0 * cfg_.q_width() + 2.0 * cfg_.kv_width() + 2.0 * cfg_.n_ff + extra) +
                        4.0 * rows * cfg_.n_vocab + 5.0 * rows * widest + moe + (device ? 256.0 * 1024 * 1024 : 0.0);
     const double need = weights + kv + state + act;
@@ -404,7 +408,7 @@ class ModelContext final : public Context {
     arena_.up = arena_alloc(cfg_.n_ff);
     arena_.t2 = arena_alloc(cfg_.n_embd);
     arena_.out = arena_alloc(cfg_.n_embd);
-    for (int64_t w : model_->arch().extra_arena_widths()) {
+    for (int64_t w : arch_->extra_arena_widths()) {
       BRISK_CHECK(w > 0 && w <= (int64_t(1) << 24), "model asks for an activation buffer of ", w, " columns");
       arena_.extra.push_back(arena_alloc(w));
     }
@@ -429,6 +433,7 @@ class ModelContext final : public Context {
   const ModelConfig& cfg_;
   std::unique_ptr<Backend> backend_;
   std::vector<LayerState> layer_states_;   // [n_layer] as the model declares them
+  const ArchModel* arch_ = nullptr;  // the model's forward over weights laid out for backend_
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<RecurrentState> state_;  // layers with recurrent state; nullptr: none
   ForwardArena arena_;
@@ -455,7 +460,15 @@ std::unique_ptr<Context> Context::create(std::shared_ptr<const Model> model, con
   BRISK_CHECK(model != nullptr, "Context::create: no model");
   auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
   BRISK_CHECK(loaded != nullptr, "Context::create: model was not loaded by Model::load");
-  return std::make_unique<ModelContext>(std::move(loaded), options);
+  return std::make_unique<ModelContext>(std::move(loaded), options, nullptr);
+}
+
+std::unique_ptr<Context> context_create_on(std::shared_ptr<const Model> model, const ContextOptions& options,
+                                           std::unique_ptr<Backend> backend) {
+  BRISK_CHECK(model != nullptr && backend != nullptr, "context_create_on: no model or no backend");
+  auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
+  BRISK_CHECK(loaded != nullptr, "context_create_on: model was not loaded by Model::load");
+  return std::make_unique<ModelContext>(std::move(loaded), options, std::move(backend));
 }
 
 }  // namespace brisk
