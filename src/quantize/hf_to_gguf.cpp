@@ -92,6 +92,19 @@ void hf_to_gguf_f32(const std::string& folder, const std::string& out_path) {
   w.set(a + ".attention.value_length", gguf::Value::from_u32(uint32_t(c.head_dim)));
   if (llama_family) w.set(a + ".rope.dimension_count", gguf::Value::from_u32(uint32_t(c.head_dim)));
   if (c.n_vocab > 0) w.set(a + ".vocab_size", gguf::Value::from_u32(uint32_t(c.n_vocab)));
+  // Linear and YaRN scaling travel as metadata (llama3's as the rope_freqs tensor below): a
+  // converted file must rotate as its checkpoint does.
+  if (const auto& rs = c.rope_scaling; rs.type == "linear" || rs.type == "yarn") {
+    w.set(a + ".rope.scaling.type", gguf::Value::from_string(rs.type));
+    w.set(a + ".rope.scaling.factor", gguf::Value::from_f32(rs.factor));
+    if (rs.original_ctx > 0)
+      w.set(a + ".rope.scaling.original_context_length", gguf::Value::from_u32(uint32_t(rs.original_ctx)));
+    if (rs.type == "yarn") {
+      w.set(a + ".rope.scaling.yarn_beta_fast", gguf::Value::from_f32(rs.beta_fast));
+      w.set(a + ".rope.scaling.yarn_beta_slow", gguf::Value::from_f32(rs.beta_slow));
+      if (rs.attention_factor > 0) w.set(a + ".rope.scaling.attn_factor", gguf::Value::from_f32(rs.attention_factor));
+    }
+  }
   if (c.sliding_window > 0 && model_type == "mistral")
     w.set(a + ".attention.sliding_window", gguf::Value::from_u32(uint32_t(c.sliding_window)));
   w.set("general.file_type", gguf::Value::from_u32(0));
