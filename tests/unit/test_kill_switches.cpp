@@ -31,7 +31,8 @@
 #include "text/tokenizer.h"
 
 namespace brisk {
-namespace {
+// A named namespace: the unity batches of the asan preset share anonymous ones between files.
+namespace kill_switch_test {
 
 struct FlagDef {
   std::string id, env, desc;
@@ -288,5 +289,5 @@ TEST(KillSwitches, EveryCpuSwitchRunsAndKeepsItsPromise) {
   EXPECT_EQ(size_t(exercised + explained), all_flags().size());
 }
 
-}  // namespace
+}  // namespace kill_switch_test
 }  // namespace brisk
