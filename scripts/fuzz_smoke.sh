@@ -2,12 +2,12 @@
 # Builds the libFuzzer targets (fuzz preset, clang) and runs each for a short smoke period,
 # seeded with real files and with header-only / metadata-only cuts of the binary ones.
 # Usage: scripts/fuzz_smoke.sh [SECONDS_PER_TARGET]
-# Without an argument each target gets its own time (target_secs below: where its coverage
-# measured flat, docs/fuzzing.md); with one, every target gets that many seconds.
+# Without an argument each target gets its own time (target_secs below, docs/fuzzing.md);
+# with one, every target gets that many seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs_all=${1:-}
-# Seconds per target in CI: past the point where new coverage stopped in the measured runs.
+# Seconds per target in CI: larger inputs and deeper work per input get more (docs/fuzzing.md).
 target_secs() {
   case $1 in
     fuzz_model_gguf|fuzz_model_safetensors) echo 60 ;;
