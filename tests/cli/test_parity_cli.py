@@ -40,10 +40,7 @@ def O(name):
 
 
 ROWS = [
-    S("llama"), S("mistral"), S("qwen2"), S("qwen3"),
-    # The converter does not write these two yet (it lists llama, mistral, qwen2, qwen3).
-    S("qwen3_moe", convert_fails="model_type 'qwen3_moe' is not supported"),
-    S("gemma3", convert_fails="model_type 'gemma3_text' is not supported"),
+    S("llama"), S("mistral"), S("qwen2"), S("qwen3"), S("qwen3_moe"), S("gemma3"),
     O("llama_tied_gqa"), O("llama_linear"), O("llama_llama3"), O("llama_yarn"),
     O("mistral_window"), O("qwen2_untied"), O("qwen3_mha_tied"),
 ]
