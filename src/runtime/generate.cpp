@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "runtime/stop_strings.h"
 
 namespace brisk {
 
@@ -14,53 +15,6 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
-
-// Holds back the tail of the text that could still grow into a stop string.
-class StopMatcher {
- public:
-  explicit StopMatcher(const std::vector<std::string>& stops) : stops_(stops) {}
-
-  // Appends text; returns what can be emitted now. Sets *stopped when a stop string appeared
-  // (the text before it is emitted, the rest dropped).
-  std::string push(const std::string& text, bool* stopped) {
-    pending_ += text;
-    size_t cut = std::string::npos;
-    for (const std::string& s : stops_) {
-      if (s.empty()) continue;
-      const size_t p = pending_.find(s);
-      if (p != std::string::npos) cut = std::min(cut, p);
-    }
-    if (cut != std::string::npos) {
-      *stopped = true;
-      std::string out = pending_.substr(0, cut);
-      pending_.clear();
-      return out;
-    }
-    // Keep the longest suffix that is a proper prefix of some stop string.
-    size_t keep = 0;
-    for (const std::string& s : stops_) {
-      for (size_t len = std::min(s.size() - (s.empty() ? 0 : 1), pending_.size()); len > keep; --len) {
-        if (pending_.compare(pending_.size() - len, len, s, 0, len) == 0) {
-          keep = len;
-          break;
-        }
-      }
-    }
-    std::string out = pending_.substr(0, pending_.size() - keep);
-    pending_.erase(0, pending_.size() - keep);
-    return out;
-  }
-
-  std::string flush() {
-    std::string out;
-    out.swap(pending_);
-    return out;
-  }
-
- private:
-  const std::vector<std::string>& stops_;
-  std::string pending_;
-};
 
 }  // namespace
 
@@ -178,9 +132,8 @@ GenerateResult generate(Context& ctx, const Tokenizer* tokenizer, const std::vec
       break;
     }
     if (stream && tok < tokenizer->vocab_size()) {  // an id without a token has no text
-      bool hit = false;
-      emit(matcher.push(stream->push(tok), &hit));
-      if (hit) {
+      emit(matcher.push(stream->push(tok)));
+      if (matcher.matched()) {
         res.stop = StopReason::stop_string;
         break;
       }
@@ -196,9 +149,8 @@ GenerateResult generate(Context& ctx, const Tokenizer* tokenizer, const std::vec
     ++res.n_decoded;
   }
   if (stream && res.stop != StopReason::stop_string && res.stop != StopReason::callback) {
-    bool hit = false;
-    emit(matcher.push(stream->flush(), &hit));
-    if (hit) res.stop = StopReason::stop_string;
+    emit(matcher.push(stream->flush()));
+    if (matcher.matched()) res.stop = StopReason::stop_string;
     else emit(matcher.flush());
   }
   res.decode_seconds = seconds_since(t1);

@@ -22,9 +22,9 @@
 
 #include "runtime/engine_api.h"
 #include "runtime/sampler.h"
-#include "server/prefix_cache.h"
+#include "runtime/prefix_cache.h"
 
-namespace brisk::server {
+namespace brisk {
 
 // Picks tokens for one sequence (the engine's Sampler in production).
 class TokenSampler {
@@ -156,4 +156,4 @@ class Scheduler {
   std::thread worker_;
 };
 
-}  // namespace brisk::server
+}  // namespace brisk

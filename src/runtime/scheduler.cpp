@@ -1,4 +1,4 @@
-#include "server/scheduler.h"
+#include "runtime/scheduler.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/log.h"
 
-namespace brisk::server {
+namespace brisk {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -386,4 +386,4 @@ void Scheduler::step() {
   }
 }
 
-}  // namespace brisk::server
+}  // namespace brisk

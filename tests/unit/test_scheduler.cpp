@@ -7,10 +7,9 @@
 #include <thread>
 
 #include "fake_engine.h"
-#include "server/scheduler.h"
+#include "runtime/scheduler.h"
 
 using namespace brisk;
-using namespace brisk::server;
 using brisk::testing::FakeContext;
 
 namespace {
@@ -68,7 +67,7 @@ struct Rig {
 
 }  // namespace
 
-TEST(ServerScheduler, SingleRequestMatchesDirectGreedy) {
+TEST(Scheduler, SingleRequestMatchesDirectGreedy) {
   Rig rig(2);
   Collector c;
   const auto prompt = make_prompt(20, 1);
@@ -80,7 +79,7 @@ TEST(ServerScheduler, SingleRequestMatchesDirectGreedy) {
   EXPECT_EQ(c.result.completion_tokens, 12);
 }
 
-TEST(ServerScheduler, BatchedEqualsAloneAndBatchesAreShared) {
+TEST(Scheduler, BatchedEqualsAloneAndBatchesAreShared) {
   SchedulerOptions opt;
   opt.prefill_chunk = 24;
   Rig rig(4, opt);
@@ -98,7 +97,7 @@ TEST(ServerScheduler, BatchedEqualsAloneAndBatchesAreShared) {
   EXPECT_LE(biggest, 24 + 4);  // prefill chunk + one token per decoding slot
 }
 
-TEST(ServerScheduler, LongPromptDoesNotStallStreams) {
+TEST(Scheduler, LongPromptDoesNotStallStreams) {
   SchedulerOptions opt;
   opt.prefill_chunk = 8;
   Rig rig(2, opt);
@@ -126,7 +125,7 @@ TEST(ServerScheduler, LongPromptDoesNotStallStreams) {
   EXPECT_EQ(longc.tokens, brisk::testing::fake_greedy(make_prompt(200, 8), 3, kVocab));
 }
 
-TEST(ServerScheduler, QueueFullIsRefused) {
+TEST(Scheduler, QueueFullIsRefused) {
   SchedulerOptions opt;
   opt.max_queue = 2;
   Rig rig(1, opt);
@@ -162,7 +161,7 @@ TEST(ServerScheduler, QueueFullIsRefused) {
   EXPECT_EQ(b.tokens, brisk::testing::fake_greedy(make_prompt(4, 2), 2, kVocab));
 }
 
-TEST(ServerScheduler, CancelFreesTheSlot) {
+TEST(Scheduler, CancelFreesTheSlot) {
   Rig rig(1);
   Collector c;
   auto r = c.request(make_prompt(10, 3), 400);
@@ -189,7 +188,7 @@ TEST(ServerScheduler, CancelFreesTheSlot) {
   EXPECT_EQ(d.tokens, brisk::testing::fake_greedy(make_prompt(6, 9), 4, kVocab));
 }
 
-TEST(ServerScheduler, SecondTurnReusesPrefixOfSameSessionOnly) {
+TEST(Scheduler, SecondTurnReusesPrefixOfSameSessionOnly) {
   SchedulerOptions opt;
   opt.cache.block_size = 8;
   Rig rig(3, opt);
@@ -218,7 +217,7 @@ TEST(ServerScheduler, SecondTurnReusesPrefixOfSameSessionOnly) {
   EXPECT_EQ(rig.sched->stats().cached_tokens, 48u);
 }
 
-TEST(ServerScheduler, ConcurrentRequestsShareAPrefixByCopy) {
+TEST(Scheduler, ConcurrentRequestsShareAPrefixByCopy) {
   SchedulerOptions opt;
   opt.cache.block_size = 4;
   Rig rig(2, opt);
@@ -263,7 +262,7 @@ TEST(ServerScheduler, ConcurrentRequestsShareAPrefixByCopy) {
   EXPECT_EQ(b.tokens, brisk::testing::fake_greedy(p, 5, kVocab));
 }
 
-TEST(ServerScheduler, CacheBudgetEvictsLeastRecentlyUsed) {
+TEST(Scheduler, CacheBudgetEvictsLeastRecentlyUsed) {
   SchedulerOptions opt;
   opt.cache.block_size = 4;
   opt.cache.cached_token_budget = 40;
@@ -287,7 +286,7 @@ TEST(ServerScheduler, CacheBudgetEvictsLeastRecentlyUsed) {
   EXPECT_EQ(old_c.result.cached_tokens, 0);
 }
 
-TEST(ServerScheduler, StopTokensAndLogprobs) {
+TEST(Scheduler, StopTokensAndLogprobs) {
   Rig rig(1);
   const auto prompt = make_prompt(9, 21);
   const auto ref = brisk::testing::fake_greedy(prompt, 6, kVocab);
@@ -310,7 +309,7 @@ TEST(ServerScheduler, StopTokensAndLogprobs) {
   }
 }
 
-TEST(ServerScheduler, RejectsInvalidRequests) {
+TEST(Scheduler, RejectsInvalidRequests) {
   Rig rig(1, {}, 64);
   Collector c;
   EXPECT_THROW(rig.sched->submit(c.request({}, 4)), Error);
@@ -320,7 +319,7 @@ TEST(ServerScheduler, RejectsInvalidRequests) {
   EXPECT_THROW(rig.sched->submit(c.request({1, 2}, 0)), Error);
 }
 
-TEST(ServerScheduler, ContextEndFinishesWithLength) {
+TEST(Scheduler, ContextEndFinishesWithLength) {
   Rig rig(1, {}, 32);
   Collector c;
   ASSERT_TRUE(rig.sched->submit(c.request(make_prompt(28, 2), 100)));
@@ -329,7 +328,7 @@ TEST(ServerScheduler, ContextEndFinishesWithLength) {
   EXPECT_EQ(c.result.completion_tokens, 5);  // positions 28..31 decoded + one final sample
 }
 
-TEST(ServerScheduler, ShutdownCancelsRunningRequests) {
+TEST(Scheduler, ShutdownCancelsRunningRequests) {
   Rig rig(1, {}, 4096);
   Collector c;
   auto r = c.request(make_prompt(4, 2), 1000000);
