@@ -348,3 +348,52 @@ TEST(Scheduler, ShutdownCancelsRunningRequests) {
   Collector d;
   EXPECT_FALSE(rig.sched->submit(d.request(make_prompt(4, 2), 3)));
 }
+
+// The CLI's loop (run_one: the caller's thread, its context and sequence) is the worker's step:
+// the same tokens and ends as a request on the scheduler, a continuation after positions the
+// sequence already holds, the prompt logits, and max_tokens 0 (the prompt only).
+TEST(Scheduler, RunOneIsTheWorkersStep) {
+  const auto prompt = make_prompt(150, 4);  // over n_batch: fed in chunks
+  Rig rig(1);
+  Collector c;
+  ASSERT_TRUE(rig.sched->submit(c.request(prompt, 10)));
+  c.wait();
+  ASSERT_EQ(c.tokens.size(), 10u);
+
+  FakeContext ctx(ContextOptions{.n_ctx = 512, .n_seq_max = 2, .n_batch = 64}, kVocab);
+  Collector d;
+  int prompt_logits_calls = 0;
+  GenerationRequest req = d.request(prompt, 10);
+  req.on_prompt_logits = [&](const float* logits, int32_t n_vocab) {
+    ++prompt_logits_calls;
+    EXPECT_NE(logits, nullptr);
+    EXPECT_EQ(n_vocab, kVocab);
+  };
+  const GenerationResult r = Scheduler::run_one(ctx, 1, std::move(req), brisk::testing::greedy_factory(), 64);
+  EXPECT_EQ(d.tokens, c.tokens);
+  EXPECT_EQ(r.reason, FinishReason::length);
+  EXPECT_EQ(r.completion_tokens, 10);
+  EXPECT_EQ(prompt_logits_calls, 1);
+  // The sequence keeps the prompt and all generated tokens but the last.
+  EXPECT_EQ(ctx.seq_length(1), int32_t(prompt.size()) + 9);
+  EXPECT_EQ(ctx.seq_length(0), 0);
+
+  // A continuation starts after what the sequence holds.
+  Collector e;
+  const GenerationResult r2 = Scheduler::run_one(ctx, 1, e.request({c.tokens.back()}, 3),
+                                                 brisk::testing::greedy_factory(), 64);
+  EXPECT_EQ(r2.reason, FinishReason::length);
+  EXPECT_EQ(ctx.seq_length(1), int32_t(prompt.size()) + 10 + 2);
+
+  // max_tokens 0: the prompt only; a prompt past the context is refused before any work.
+  Collector f;
+  const GenerationResult r3 = Scheduler::run_one(ctx, 0, f.request(make_prompt(5, 1), 0),
+                                                 brisk::testing::greedy_factory(), 64);
+  EXPECT_EQ(r3.completion_tokens, 0);
+  EXPECT_TRUE(f.tokens.empty());
+  EXPECT_EQ(ctx.seq_length(0), 5);
+  Collector g;
+  EXPECT_THROW(Scheduler::run_one(ctx, 0, g.request(make_prompt(510, 1), 4), brisk::testing::greedy_factory(), 64),
+               Error);
+  EXPECT_EQ(ctx.seq_length(0), 5);
+}
