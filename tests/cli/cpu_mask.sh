@@ -8,12 +8,16 @@ BIN=${BRISK_BIN:?BRISK_BIN not set}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-kernels_line() { BRISK_CPU_MASK="$1" "$BIN" info | grep '^cpu kernels: '; }
+# The output is captured before grep reads it: `grep -q` stops reading at its first match, and
+# under pipefail the writer's SIGPIPE would fail the check.
+info_of() { BRISK_CPU_MASK="$1" "$BIN" info; }
+kernels_line() { local out; out=$(info_of "$1"); grep '^cpu kernels: ' <<< "$out"; }
 
 line=$(kernels_line scalar)
 [[ "$line" == "cpu kernels: scalar (dot scalar, gemm none, attention scalar)" ]] || { echo "scalar: $line"; exit 1; }
-BRISK_CPU_MASK=scalar "$BIN" info | grep -q '^cpu: scalar$' || { echo "scalar mask still reports features"; exit 1; }
-BRISK_CPU_MASK=scalar "$BIN" info | grep -Eq '^  BRISK_CPU_MASK +scalar ' || { echo "switch value not shown"; exit 1; }
+scalar_info=$(info_of scalar)
+grep -q '^cpu: scalar$' <<< "$scalar_info" || { echo "scalar mask still reports features"; exit 1; }
+grep -Eq '^  BRISK_CPU_MASK +scalar ' <<< "$scalar_info" || { echo "switch value not shown"; exit 1; }
 
 hw=$("$BIN" info | sed -n 's/^cpu: //p')
 has() { [[ " $hw " == *" $1 "* ]]; }
@@ -37,7 +41,7 @@ done
 if has avx512_vbmi && has avx512_vnni; then
   line=$(kernels_line "avx512-vbmi,-avx_vnni")
   [[ "$line" == "cpu kernels: ${want[avx512-vbmi]}" ]] || { echo "zen4: $line"; exit 1; }
-  BRISK_CPU_MASK="avx512-vbmi,-avx_vnni" "$BIN" info | grep '^cpu: ' | grep -vq avx_vnni || { echo "avx_vnni kept"; exit 1; }
+  grep '^cpu: ' <<< "$(info_of "avx512-vbmi,-avx_vnni")" | grep -vq avx_vnni || { echo "avx_vnni kept"; exit 1; }
   levels+=("avx512-vbmi,-avx_vnni")
 fi
 
