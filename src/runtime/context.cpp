@@ -333,7 +333,7 @@ class ModelContext final : public Context {
 
   // On a device backend: weights + KV cache pool at n_ctx + activations against the free device
   // memory, printed before anything is allocated or uploaded; refuses when it does not fit.
-  // On the CPU the same sums are printed (the pool is committed as it is used).
+  // On the CPU the same sums are logged at info level (the pool is committed as it is used).
   void plan_device_memory() {
     size_t free_b = 0, total_b = 0;
     const bool device = backend_->memory_info(&free_b, &total_b);
@@ -367,7 +367,8 @@ class ModelContext final : public Context {
                               1 + opt_.state_snapshots, " slots)")
                     : std::string();
     if (!device) {
-      if (log_level() <= LogLevel::warn)
+      // Nothing is refused on the CPU: the sums are a detail for BRISK_LOG=info (run --verbose).
+      if (log_level() <= LogLevel::info)
         log_write(LogLevel::info, str_cat(backend_->name(), " memory: weights ", fmt_gib(weights / gib), " GiB + KV cache up to ",
                                           fmt_gib(kv / gib), " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq, ",
                                           int64_t(blocks), " blocks of ", opt_.kv_block_size,

@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "hub/resolve.h"
-#include "server/engine_sampler.h"
+#include "runtime/engine_sampler.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
