@@ -11,7 +11,7 @@
 #include "fake_engine.h"
 #include "model_fixtures.h"
 #include "runtime/engine_api.h"
-#include "server/scheduler.h"
+#include "runtime/scheduler.h"
 
 namespace brisk {
 namespace {
@@ -20,19 +20,19 @@ struct Turn {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<int32_t> tokens;
-  server::GenerationResult result;
+  GenerationResult result;
   bool done = false;
-  server::GenerationRequest request(std::vector<int32_t> prompt, int32_t max_tokens) {
-    server::GenerationRequest r;
+  GenerationRequest request(std::vector<int32_t> prompt, int32_t max_tokens) {
+    GenerationRequest r;
     r.prompt = std::move(prompt);
     r.max_tokens = max_tokens;
     r.session = "conversation";
-    r.on_token = [this](const server::TokenEvent& ev) {
+    r.on_token = [this](const TokenEvent& ev) {
       std::lock_guard<std::mutex> l(mu);
       tokens.push_back(ev.token);
       return true;
     };
-    r.on_done = [this](const server::GenerationResult& res) {
+    r.on_done = [this](const GenerationResult& res) {
       std::lock_guard<std::mutex> l(mu);
       result = res;
       done = true;
@@ -46,15 +46,15 @@ struct Turn {
   }
 };
 
-std::unique_ptr<server::Scheduler> make_scheduler(const std::shared_ptr<Model>& model) {
-  server::SchedulerOptions opt;
+std::unique_ptr<Scheduler> make_scheduler(const std::shared_ptr<Model>& model) {
+  SchedulerOptions opt;
   opt.cache.block_size = 16;
   auto ctx = Context::create(model, {.n_ctx = 512, .n_seq_max = 2, .n_batch = 64, .kv_type = QuantType::F32,
                                      .n_threads = 2, .state_snapshot_interval = opt.cache.block_size});
-  return std::make_unique<server::Scheduler>(std::move(ctx), testing::greedy_factory(), opt);
+  return std::make_unique<Scheduler>(std::move(ctx), testing::greedy_factory(), opt);
 }
 
-std::vector<int32_t> run(server::Scheduler& s, const std::vector<int32_t>& prompt, int32_t n, int32_t* cached) {
+std::vector<int32_t> run(Scheduler& s, const std::vector<int32_t>& prompt, int32_t n, int32_t* cached) {
   Turn t;
   EXPECT_TRUE(s.submit(t.request(prompt, n)));
   t.wait();
