@@ -16,7 +16,7 @@
 namespace brisk {
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed, float sigma = 1.0f) { return test::gaussian(n, seed, sigma); }
+std::vector<float> delta_randn(size_t n, uint32_t seed, float sigma = 1.0f) { return test::gaussian(n, seed, sigma); }
 
 float max_abs(const std::vector<float>& a) {
   float m = 0.0f;
@@ -24,7 +24,7 @@ float max_abs(const std::vector<float>& a) {
   return m;
 }
 
-float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+float delta_max_diff(const std::vector<float>& a, const std::vector<float>& b) {
   float m = 0.0f;
   for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
   return m;
@@ -63,15 +63,15 @@ struct DeltaInputs {
   std::vector<float> q, k, v, alpha, beta, rate, dt, state;
   DeltaInputs(const DeltaCase& c_, int64_t n_tok, uint32_t seed) : c(c_), n(n_tok) {
     const int64_t kw = int64_t(c.n_k_head) * c.k_dim, vw = int64_t(c.n_v_head) * c.v_dim;
-    q = randn(size_t(n * kw), seed);
-    k = randn(size_t(n * kw), seed + 1);
-    v = randn(size_t(n * vw), seed + 2);
-    alpha = randn(size_t(n * c.n_v_head), seed + 3);
-    beta = randn(size_t(n * c.n_v_head), seed + 4);
-    rate = randn(size_t(c.n_v_head), seed + 5, 0.5f);
+    q = delta_randn(size_t(n * kw), seed);
+    k = delta_randn(size_t(n * kw), seed + 1);
+    v = delta_randn(size_t(n * vw), seed + 2);
+    alpha = delta_randn(size_t(n * c.n_v_head), seed + 3);
+    beta = delta_randn(size_t(n * c.n_v_head), seed + 4);
+    rate = delta_randn(size_t(c.n_v_head), seed + 5, 0.5f);
     for (float& r : rate) r = -std::exp(r);
-    dt = randn(size_t(c.n_v_head), seed + 6, 0.5f);
-    state = randn(size_t(3 * c.n_v_head * c.k_dim * c.v_dim), seed + 7, 0.3f);
+    dt = delta_randn(size_t(c.n_v_head), seed + 6, 0.5f);
+    state = delta_randn(size_t(3 * c.n_v_head * c.k_dim * c.v_dim), seed + 7, 0.3f);
     for (auto* m : {&q, &k}) {
       Mat x{.data = m->data(), .rows = n, .cols = kw};
       ref::l2_norm({.out = x, .x = x, .group = c.k_dim, .eps = 1e-6f});
@@ -137,8 +137,8 @@ TEST(OpsDeltaNet, DeltaRuleMatchesReference) {
                                  std::to_string(c.k_dim) + "/" + std::to_string(c.v_dim) + (c.tiled ? " tiled" : "") +
                                  (chunked ? " chunked" : " recurrent") + ", " + build;
         EXPECT_GT(max_abs(want), 0.01f) << what;
-        EXPECT_LT(max_diff(got, want), 2e-5f * std::max(1.0f, max_abs(want))) << what;
-        EXPECT_LT(max_diff(got_in.state, want_in.state), 2e-5f * std::max(1.0f, max_abs(want_in.state))) << what;
+        EXPECT_LT(delta_max_diff(got, want), 2e-5f * std::max(1.0f, max_abs(want))) << what;
+        EXPECT_LT(delta_max_diff(got_in.state, want_in.state), 2e-5f * std::max(1.0f, max_abs(want_in.state))) << what;
       }
     }
   });
@@ -159,8 +159,8 @@ TEST(OpsDeltaNet, DeltaRuleStepSizesAgree) {
     states.push_back(in.state);
   }
   for (size_t i = 1; i < outs.size(); ++i) {
-    EXPECT_LT(max_diff(outs[i], outs[0]), 1e-5f * std::max(1.0f, max_abs(outs[0]))) << "variant " << i;
-    EXPECT_LT(max_diff(states[i], states[0]), 1e-5f * std::max(1.0f, max_abs(states[0]))) << "variant " << i;
+    EXPECT_LT(delta_max_diff(outs[i], outs[0]), 1e-5f * std::max(1.0f, max_abs(outs[0]))) << "variant " << i;
+    EXPECT_LT(delta_max_diff(states[i], states[0]), 1e-5f * std::max(1.0f, max_abs(states[0]))) << "variant " << i;
   }
 }
 
@@ -170,10 +170,10 @@ TEST(OpsDeltaNet, ConvStateMatchesReference) {
     for (int32_t kernel : {1, 2, 4, 5}) {
       for (int64_t channels : {int64_t(7), int64_t(80), int64_t(200)}) {
         const Batch b(9, 0, 2, 13);  // sequence 2 continues its window
-        std::vector<float> x = randn(size_t(b.n() * channels), 31);
-        std::vector<float> w = randn(size_t(channels * kernel), 32);
+        std::vector<float> x = delta_randn(size_t(b.n() * channels), 31);
+        std::vector<float> w = delta_randn(size_t(channels * kernel), 32);
         const int64_t slot = int64_t(kernel - 1) * channels;
-        std::vector<float> s_want = randn(size_t(3 * std::max<int64_t>(slot, 1)), 33), s_got = s_want;
+        std::vector<float> s_want = delta_randn(size_t(3 * std::max<int64_t>(slot, 1)), 33), s_got = s_want;
         std::vector<float> want(x.size()), got(x.size(), 5.0f);
         for (bool silu : {true, false}) {
           ConvStateArgs a{.out = mat(want, b.n(), channels), .x = mat(x, b.n(), channels), .weight = w.data(),
@@ -183,7 +183,7 @@ TEST(OpsDeltaNet, ConvStateMatchesReference) {
           a.out.data = got.data();
           a.state.data = s_got.data();
           be->conv_state(a);
-          EXPECT_LT(max_diff(got, want), 1e-5f) << "kernel " << kernel << " channels " << channels << ", " << build;
+          EXPECT_LT(delta_max_diff(got, want), 1e-5f) << "kernel " << kernel << " channels " << channels << ", " << build;
           EXPECT_EQ(s_got, s_want) << "kernel " << kernel << " channels " << channels << ", " << build;
         }
       }
@@ -194,15 +194,15 @@ TEST(OpsDeltaNet, ConvStateMatchesReference) {
 TEST(OpsDeltaNet, NormsAndGateMatchReference) {
   auto be = make_cpu_backend(2);
   const int64_t rows = 5, cols = 96;
-  std::vector<float> x = randn(size_t(rows * cols), 41), z = randn(x.size(), 42), w = randn(24, 43);
-  std::vector<float> g1 = randn(size_t(rows), 44);
+  std::vector<float> x = delta_randn(size_t(rows * cols), 41), z = delta_randn(x.size(), 42), w = delta_randn(24, 43);
+  std::vector<float> g1 = delta_randn(size_t(rows), 44);
   std::vector<float> want(x.size()), got(x.size());
   for (int64_t group : {int64_t(24), int64_t(0)}) {
     L2NormArgs l{.out = mat(want, rows, cols), .x = mat(x, rows, cols), .group = group};
     ref::l2_norm(l);
     l.out.data = got.data();
     be->l2_norm(l);
-    EXPECT_LT(max_diff(got, want), 1e-6f) << "l2 group " << group;
+    EXPECT_LT(delta_max_diff(got, want), 1e-6f) << "l2 group " << group;
   }
   for_each_delta_build([&](const std::string& build) {
     GatedRmsNormArgs g{.out = mat(want, rows, cols), .x = mat(x, rows, cols), .z = mat(z, rows, cols),
@@ -210,7 +210,7 @@ TEST(OpsDeltaNet, NormsAndGateMatchReference) {
     ref::gated_rms_norm(g);
     g.out.data = got.data();
     be->gated_rms_norm(g);
-    EXPECT_LT(max_diff(got, want), 1e-5f) << build;
+    EXPECT_LT(delta_max_diff(got, want), 1e-5f) << build;
   });
   for (bool per_row : {false, true}) {
     SigmoidMulArgs s{.out = mat(want, rows, cols), .x = mat(x, rows, cols),
@@ -218,7 +218,7 @@ TEST(OpsDeltaNet, NormsAndGateMatchReference) {
     ref::sigmoid_mul(s);
     s.out.data = got.data();
     be->sigmoid_mul(s);
-    EXPECT_LT(max_diff(got, want), 1e-6f) << "per_row " << per_row;
+    EXPECT_LT(delta_max_diff(got, want), 1e-6f) << "per_row " << per_row;
   }
 }
 
