@@ -72,6 +72,20 @@ std::vector<std::string> parse_stop(const json& body, const char* name) {
   return out;
 }
 
+json parse_function_tools(const json& body) {
+  const json* tools = field(body, "tools");
+  if (!tools) return nullptr;
+  if (!tools->is_array()) bad_request("tools", "'tools' must be an array");
+  for (size_t i = 0; i < tools->size(); ++i) {
+    const json& t = (*tools)[i];
+    const json* type = t.is_object() ? field(t, "type") : nullptr;
+    if (!t.is_object() || (type && *type != "function") || !t.contains("function") ||
+        !t["function"].is_object() || !t["function"].contains("name") || !t["function"]["name"].is_string())
+      bad_request("tools", str_cat("tools[", i, "] must be {type: function, function: {name, ...}}"));
+  }
+  return tools->empty() ? json() : *tools;
+}
+
 size_t prompt_byte_limit(const LoadedModel& model) {
   int32_t longest = model.max_token_bytes.load();
   if (longest == 0) {

@@ -60,6 +60,9 @@ uint64_t fresh_sampling_seed();
 // Sampling fields shared by the dialects (temperature, top_p, top_k, min_p, penalties, seed,
 // logit_bias); `n_vocab` bounds logit_bias ids; without `seed`, fresh_sampling_seed().
 void parse_sampling(const nlohmann::json& body, SamplerParams& p, int32_t n_vocab);
+// `tools`: function tools `{type: function, function: {name, description, parameters}}` (the
+// OpenAI and Ollama shape), checked; null when absent or empty.
+nlohmann::json parse_function_tools(const nlohmann::json& body);
 // `stop` / `stop_sequences`: a string or an array of strings.
 std::vector<std::string> parse_stop(const nlohmann::json& body, const char* name);
 // Tokens of a prompt text (special tokens in the text are parsed, as rendered templates need).

@@ -153,16 +153,7 @@ std::string finish_for_client(const std::string& reason, bool named_tool) {
 ChatRequest parse_chat(const httplib::Request& http_req, const json& body, const LoadedModel& model) {
   ChatRequest r;
   r.render.messages = normalize_messages(body);
-  if (const json* tools = field(body, "tools")) {
-    if (!tools->is_array()) bad_request("tools", "'tools' must be an array");
-    for (size_t i = 0; i < tools->size(); ++i) {
-      const json& t = (*tools)[i];
-      if (!t.is_object() || t.value("type", "function") != "function" || !t.contains("function") ||
-          !t["function"].is_object() || !t["function"].contains("name") || !t["function"]["name"].is_string())
-        bad_request("tools", str_cat("tools[", i, "] must be {type: function, function: {name, ...}}"));
-    }
-    if (!tools->empty()) r.render.tools = *tools;
-  }
+  r.render.tools = parse_function_tools(body);
   if (const json* tc = field(body, "tool_choice")) {
     if (tc->is_string()) {
       const std::string s = tc->get<std::string>();
