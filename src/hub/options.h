@@ -28,8 +28,9 @@ struct HubOptions {
   bool verify_cached = false;  // re-hash files already in the cache against the Hub's sha256
   // Called (from the download threads, serialized) when a file starts, as its bytes arrive
   // (at most every 256 KiB) and when it is complete; files already cached are reported once,
-  // complete. Exceptions it throws abort the download.
-  std::function<void(const HubFileProgress&)> on_file_progress{};
+  // complete. Returning false stops the download (what is written stays, to be resumed) and
+  // the pull fails with "download cancelled". It must not throw.
+  std::function<bool(const HubFileProgress&)> on_file_progress{};
 };
 
 // Returns `opt` with every empty field filled from the environment; the endpoint loses any

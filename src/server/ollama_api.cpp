@@ -57,7 +57,8 @@ json ollama_messages(const json& body) {
             json parsed = json::parse(args.get<std::string>(), nullptr, false);
             if (parsed.is_object()) args = std::move(parsed);
           }
-          json call = {{"type", "function"}, {"id", c.is_object() ? c.value("id", str_cat("call_", k)) : str_cat("call_", k)}};
+          const json* id = field(c, "id");
+          json call = {{"type", "function"}, {"id", id && id->is_string() ? *id : json(str_cat("call_", k))}};
           call["function"] = {{"name", (*fn)["name"]}, {"arguments", args}};
           tc.push_back(std::move(call));
         }

@@ -228,12 +228,13 @@ void run_pull(ModelRegistry& registry, const std::string& ref, const std::string
   opt.progress = HubProgress::quiet;
   if (feed) {
     opt.on_file_progress = [feed](const HubFileProgress& p) {
-      if (feed->cancelled) throw Error("pull cancelled: the client went away");
+      if (feed->cancelled) return false;  // the client went away
       const std::string digest = p.blob.size() == 64 ? "sha256:" + p.blob : p.blob;
       feed->push({{"status", str_cat("pulling ", p.blob.substr(0, 12))},
                   {"digest", digest},
                   {"total", p.total},
                   {"completed", p.completed}});
+      return true;
     };
   }
   const HubPullResult r = hub_pull(ref, opt, /*allow_cache_fallback=*/false);
@@ -278,6 +279,7 @@ void ollama_pull(ServerState& st, const httplib::Request& req, httplib::Response
       run_pull(*registry, ref, ref, feed.get());
       feed->push({{"status", "success"}});
     } catch (const std::exception& e) {
+      log_warn("serve: pull of '", ref, "' failed: ", e.what());
       feed->push({{"error", e.what()}});
     }
     std::lock_guard<std::mutex> lock(feed->mu);

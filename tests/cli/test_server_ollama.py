@@ -12,6 +12,7 @@ import sys
 import tempfile
 import shutil
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_util import free_port, skip_missing, stop_server  # noqa: E402
@@ -40,9 +41,11 @@ def check(cond, what):
 
 tmp = tempfile.mkdtemp(prefix="brisk-ollama-")
 hub = FakeHub()
-PULL_REPO = "test-org/qwen3-tiny"
-hub.add_repo(PULL_REPO, {name: open(os.path.join(MODEL_DIR, name), "rb").read()
-                         for name in sorted(os.listdir(MODEL_DIR)) if os.path.isfile(os.path.join(MODEL_DIR, name))})
+PULL_REPO, SLOW_REPO = "test-org/qwen3-tiny", "test-org/qwen3-slow"
+MODEL_FILES = {name: open(os.path.join(MODEL_DIR, name), "rb").read()
+               for name in sorted(os.listdir(MODEL_DIR)) if os.path.isfile(os.path.join(MODEL_DIR, name))}
+hub.add_repo(PULL_REPO, MODEL_FILES)
+hub.add_repo(SLOW_REPO, MODEL_FILES)
 hub.start()
 env = dict(os.environ)
 for k in ("HF_TOKEN", "HF_HUB_OFFLINE", "HF_HUB_CACHE", "HF_TOKEN_PATH", "XDG_CACHE_HOME"):
@@ -194,6 +197,33 @@ try:
         rc = skip_missing("the ollama npm client (run scripts/fetch_server_test_assets.sh)")
         if rc != 77:
             failures.append("ollama client missing")
+
+    # 6. A pull whose client leaves is cancelled (the partial file stays); the next one resumes.
+    hub.slow["model.safetensors"] = 0.05  # 16 KiB per 50 ms: about 3 s for the weights
+    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+    c.request("POST", "/api/pull", body=json.dumps({"model": SLOW_REPO}), headers={"Authorization": "Bearer " + KEY})
+    r = c.getresponse()
+    seen = b""
+    while b"completed" not in seen:
+        line = r.fp.readline()
+        if not line:
+            break
+        seen += line
+    c.close()  # mid-download
+    blobs = os.path.join(tmp, "hf", "hub", "models--test-org--qwen3-slow", "blobs")
+    time.sleep(1.5)
+    partial = [f for f in os.listdir(blobs) if f.endswith(".incomplete")] if os.path.isdir(blobs) else []
+    check(b"pulling" in seen and partial, f"cancelled pull leaves a partial file: {seen[:200]} {partial}")
+    st, text, _ = request("GET", "/api/tags")
+    check(st == 200 and SLOW_REPO not in text, f"a cancelled pull serves nothing: {text[:300]}")
+    check(any("pull of 'test-org/qwen3-slow' failed" in l and "cancelled" in l for l in log_lines),
+          "the server cancelled the download")
+    hub.slow.clear()
+    st, text, _ = request("POST", "/api/pull", {"model": SLOW_REPO, "stream": False})
+    check(st == 200 and (jbody(text) or {}).get("status") == "success", f"pull again: {st} {text}")
+    st, text, _ = request("POST", "/api/chat", dict(base, model=SLOW_REPO, stream=False))
+    check(st == 200 and (jbody(text) or {}).get("message", {}).get("content") == one.get("message", {}).get("content"),
+          f"the resumed copy answers as the original: {st} {text[:200]}")
 finally:
     stop_server(server, check)
     hub.stop()
