@@ -106,17 +106,6 @@ void parse_think(const json& body, ChatPromptInput& render) {
   bad_request("think", "'think' must be true, false, \"high\", \"medium\" or \"low\"");
 }
 
-json ollama_tool_calls(const std::vector<ToolCallChunk>& calls) {
-  json out = json::array();
-  for (const auto& c : calls) {
-    json args = json::parse(c.arguments, nullptr, false);
-    if (!args.is_object()) args = json::parse(close_partial_json(c.arguments), nullptr, false);
-    if (!args.is_object()) args = json::object();
-    out.push_back({{"id", c.id}, {"function", {{"index", c.index}, {"name", c.name}, {"arguments", args}}}});
-  }
-  return out;
-}
-
 std::string ollama_done_reason(const std::string& finish) {
   if (finish == "error") throw HttpError(500, "generation failed");
   if (finish == "length") return "length";

@@ -137,6 +137,17 @@ OllamaOptions parse_ollama_options(const nlohmann::json& body, SamplerParams& sa
   return out;
 }
 
+nlohmann::json ollama_tool_calls(const std::vector<ToolCallChunk>& calls) {
+  json out = json::array();
+  for (const auto& c : calls) {
+    json args = json::parse(c.arguments, nullptr, false);
+    if (!args.is_object()) args = json::parse(close_partial_json(c.arguments), nullptr, false);
+    if (!args.is_object()) args = json::object();
+    out.push_back({{"id", c.id}, {"function", {{"index", c.index}, {"name", c.name}, {"arguments", args}}}});
+  }
+  return out;
+}
+
 std::string ndjson_line(const nlohmann::json& j) { return dump_json(j) + "\n"; }
 
 }  // namespace brisk::server

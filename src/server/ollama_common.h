@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/sampler.h"
+#include "server/generation.h"
 #include "server/model_registry.h"
 
 namespace brisk::server {
@@ -41,6 +42,10 @@ struct OllamaOptions {
   std::vector<std::string> stop;
 };
 OllamaOptions parse_ollama_options(const nlohmann::json& body, SamplerParams& sampling, int32_t n_vocab);
+
+// Tool calls as Ollama writes them: {id, function: {index, name, arguments: object}}; the
+// arguments text parsed (a call cut short: what was written of it, closed; unparseable: {}).
+nlohmann::json ollama_tool_calls(const std::vector<ToolCallChunk>& calls);
 
 // One line of a newline-delimited JSON stream.
 std::string ndjson_line(const nlohmann::json& j);

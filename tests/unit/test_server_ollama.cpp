@@ -243,6 +243,19 @@ TEST(ServerOllama, ChatPageIsServedWithAnETag) {
   EXPECT_EQ(c2.Get("/webui/app.js")->status, 404);
 }
 
+TEST(OllamaCommon, ToolCallsHaveObjectArguments) {
+  const json calls = ollama_tool_calls({{.index = 0, .id = "call_a", .name = "get_weather", .arguments = R"({"city": "Oslo"})"},
+                                        {.index = 1, .id = "call_b", .name = "cut", .arguments = R"({"a": 1, "b": "xy)"},
+                                        {.index = 2, .id = "call_c", .name = "junk", .arguments = "not json"}});
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0]["id"], "call_a");
+  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(calls[0]["function"]["arguments"], json({{"city", "Oslo"}}));
+  EXPECT_EQ(calls[1]["function"]["index"], 1);
+  EXPECT_EQ(calls[1]["function"]["arguments"]["a"], 1);  // cut short: what was written, closed
+  EXPECT_EQ(calls[2]["function"]["arguments"], json::object());
+}
+
 TEST(OllamaCommon, KeepAliveNamesAndOptions) {
   auto ka = [](json v) { return parse_keep_alive({{"keep_alive", v}}); };
   EXPECT_EQ(ka("5m"), 300.0);
