@@ -318,8 +318,9 @@ void ollama_generate(ServerState& state, const httplib::Request& req, httplib::R
   const int32_t ceiling = state.options.max_tokens_ceiling > 0 ? state.options.max_tokens_ceiling : model.n_ctx;
   GenerationSpec spec;
   if (raw || !model.render_chat) {
-    // The prompt as written (no template); the output is not split into reasoning.
-    spec.prompt = tokenize_prompt(model, system.empty() ? prompt : system + "\n\n" + prompt, context.empty(), "prompt");
+    // The prompt as written (no template, so no `system` either, as Ollama's raw mode); the
+    // output is not split into reasoning.
+    spec.prompt = tokenize_prompt(model, prompt, context.empty(), "prompt");
     spec.sampling = chat.sampling;
     spec.stop = o.stop;
     spec.session = session_key(req, "");

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """System test of the chat page of `brisk serve`: its files served from the binary (ETag and
-304, the Content-Security-Policy, public without the API key), --no-webui, the Markdown
+304, the Content-Security-Policy, public without the API key; --no-webui is a unit test,
+ServerOllama.ChatPageIsServedWithAnETag), the Markdown
 renderer against hostile output (tests/server/webui_markdown.mjs, Node), and the page in the
 system Chromium driven by puppeteer-core (tests/server/webui_browser.mjs: API key prompt,
 streamed answer, stop, model switch, stored conversations, no XSS). BRISK_SCREENSHOT=PATH
@@ -113,17 +114,6 @@ try:
         p = subprocess.run(["node", dst], env=env, capture_output=True, text=True, timeout=180)
         check(p.returncode == 0, f"webui_browser.mjs: {p.stdout}{p.stderr}")
         print(p.stdout.strip())
-finally:
-    stop_server(server, check)
-
-# 4. --no-webui: GET / says the server runs; the page's files are gone.
-server, port, log = start("--no-webui")
-try:
-    st, body, _ = get(port, "/")
-    check(st == 200 and body == b"brisk is running\n", f"GET / without the page: {st} {body[:80]}")
-    st, _, _ = get(port, "/webui/app.js")
-    check(st in (401, 404), f"no page files: {st}")
-    check(not any("chat page at" in l for l in log), "no page announced")
 finally:
     stop_server(server, check)
 
