@@ -12,6 +12,18 @@
 
 namespace brisk::test {
 
+inline float delta_max_abs(const std::vector<float>& a) {
+  float m = 0.0f;
+  for (float v : a) m = std::max(m, std::fabs(v));
+  return m;
+}
+
+inline float delta_max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  float m = 0.0f;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
 // A batch of two sequences (slots 0 and 2 of 3) whose tokens interleave: sequence 0 has n0
 // tokens from position p0, sequence 2 n2 tokens from p2.
 struct DeltaBatch {

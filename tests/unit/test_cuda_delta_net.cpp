@@ -66,17 +66,6 @@ struct DeviceCopies {
   }
 };
 
-float cuda_max_abs(const std::vector<float>& a) {
-  float m = 0.0f;
-  for (float v : a) m = std::max(m, std::fabs(v));
-  return m;
-}
-
-float cuda_max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  float m = 0.0f;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
 
 // The args of `in` for rows [r0, r0 + rows) with every array on the device (dev: the copies of
 // q, k, v, alpha, beta, the state and the output, in that order); rate / dt_bias stay host
@@ -131,9 +120,9 @@ std::string case_name(const test::DeltaCase& c) {
 }
 
 void expect_delta_close(const DeltaRun& got, const DeltaRun& want, const std::string& what) {
-  EXPECT_GT(cuda_max_abs(want.out), 0.01f) << what;
-  EXPECT_LT(cuda_max_diff(got.out, want.out), 1e-4f * std::max(1.0f, cuda_max_abs(want.out))) << what << ": output";
-  EXPECT_LT(cuda_max_diff(got.state, want.state), 1e-4f * std::max(1.0f, cuda_max_abs(want.state))) << what << ": state";
+  EXPECT_GT(test::delta_max_abs(want.out), 0.01f) << what;
+  EXPECT_LT(test::delta_max_diff(got.out, want.out), 1e-4f * std::max(1.0f, test::delta_max_abs(want.out))) << what << ": output";
+  EXPECT_LT(test::delta_max_diff(got.state, want.state), 1e-4f * std::max(1.0f, test::delta_max_abs(want.state))) << what << ": state";
 }
 
 TEST(CudaDeltaNet, DeltaRuleMatchesCpu) {
@@ -207,7 +196,7 @@ TEST(CudaDeltaNet, ConvStateMatchesCpu) {
           be->conv_state(d);
           const std::vector<float> got = dc.get(d.out.data, x.size());
           const std::vector<float> got_state = dc.get(d.state.data, state.size());
-          EXPECT_LT(cuda_max_diff(got, want), 1e-5f * std::max(1.0f, cuda_max_abs(want))) << what;
+          EXPECT_LT(test::delta_max_diff(got, want), 1e-5f * std::max(1.0f, test::delta_max_abs(want))) << what;
           EXPECT_EQ(got_state, state) << what;
         }
       }
@@ -232,7 +221,7 @@ TEST(CudaDeltaNet, NormsAndGateMatchCpu) {
       float* dout = dc.put(want);
       cpu->l2_norm({.out = m(want.data(), cols), .x = m(const_cast<float*>(x.data()), cols), .group = group});
       be->l2_norm({.out = m(dout, cols), .x = m(dx, cols), .group = group});
-      EXPECT_LT(cuda_max_diff(dc.get(dout, x.size()), want), 1e-6f) << "l2 group " << group << " rows " << rows;
+      EXPECT_LT(test::delta_max_diff(dc.get(dout, x.size()), want), 1e-6f) << "l2 group " << group << " rows " << rows;
     }
     for (int64_t group : {int64_t(48), int64_t(96)}) {
       float* dout = dc.put(want);
@@ -245,14 +234,14 @@ TEST(CudaDeltaNet, NormsAndGateMatchCpu) {
       d.x = m(dx, cols);
       d.z = m(dz, cols);
       be->gated_rms_norm(d);
-      EXPECT_LT(cuda_max_diff(dc.get(dout, x.size()), want), 1e-5f * std::max(1.0f, cuda_max_abs(want)))
+      EXPECT_LT(test::delta_max_diff(dc.get(dout, x.size()), want), 1e-5f * std::max(1.0f, test::delta_max_abs(want)))
           << "gated norm group " << group << " rows " << rows;
       // In place (out = x), as the model runs it.
       float* dxi = dc.put(x);
       d.out = m(dxi, cols);
       d.x = m(dxi, cols);
       be->gated_rms_norm(d);
-      EXPECT_LT(cuda_max_diff(dc.get(dxi, x.size()), want), 1e-5f * std::max(1.0f, cuda_max_abs(want)))
+      EXPECT_LT(test::delta_max_diff(dc.get(dxi, x.size()), want), 1e-5f * std::max(1.0f, test::delta_max_abs(want)))
           << "gated norm in place, group " << group;
     }
     for (bool per_row : {false, true}) {
@@ -261,7 +250,7 @@ TEST(CudaDeltaNet, NormsAndGateMatchCpu) {
                              .gate = per_row ? m(const_cast<float*>(g1.data()), 1) : m(const_cast<float*>(z.data()), cols)};
       cpu->sigmoid_mul(a);
       be->sigmoid_mul({.out = m(dout, cols), .x = m(dx, cols), .gate = per_row ? m(dg1, 1) : m(dz, cols)});
-      EXPECT_LT(cuda_max_diff(dc.get(dout, x.size()), want), 1e-6f * std::max(1.0f, cuda_max_abs(want)))
+      EXPECT_LT(test::delta_max_diff(dc.get(dout, x.size()), want), 1e-6f * std::max(1.0f, test::delta_max_abs(want)))
           << "sigmoid_mul per_row " << per_row;
     }
   }

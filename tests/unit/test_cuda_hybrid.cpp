@@ -113,7 +113,6 @@ TEST_P(CudaHybrid, PrefillAndDecodeMatchCpu) {
     std::printf("[cuda hybrid] %s, steps of %d: max |logit diff| %.3g (tolerance %.3g)\n", GetParam().c_str(), n_batch,
                 double(diff), double(tol));
     EXPECT_LT(diff, tol) << GetParam() << " n_batch " << n_batch;
-    EXPECT_EQ(gpu.greedy[0], cpu.greedy[0]) << GetParam() << " n_batch " << n_batch;
   }
 }
 

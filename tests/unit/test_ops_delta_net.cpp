@@ -19,17 +19,8 @@ namespace {
 
 std::vector<float> delta_randn(size_t n, uint32_t seed, float sigma = 1.0f) { return test::gaussian(n, seed, sigma); }
 
-float max_abs(const std::vector<float>& a) {
-  float m = 0.0f;
-  for (float v : a) m = std::max(m, std::fabs(v));
-  return m;
-}
-
-float delta_max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  float m = 0.0f;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
+using test::delta_max_diff;
+float max_abs(const std::vector<float>& a) { return test::delta_max_abs(a); }
 
 Mat mat(std::vector<float>& v, int64_t rows, int64_t cols) { return Mat{.data = v.data(), .rows = rows, .cols = cols}; }
 

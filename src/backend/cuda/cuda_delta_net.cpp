@@ -16,6 +16,7 @@
 #include <numeric>
 
 #include "backend/cuda/cuda_backend_impl.h"
+#include "backend/op_checks.h"
 
 namespace brisk::cuda {
 
@@ -111,18 +112,9 @@ void CudaBackend::sigmoid_mul(const SigmoidMulArgs& a) {
 
 void CudaBackend::delta_rule(const DeltaRuleArgs& a) {
   const int64_t n_tok = a.q.rows;
-  BRISK_CHECK(a.n_k_head > 0 && a.n_v_head > 0 && a.n_v_head % a.n_k_head == 0 && a.k_dim > 0 && a.v_dim > 0 &&
-                  a.decay_rate && a.dt_bias,
-              "delta_rule: ", a.n_v_head, " value heads are not a multiple of ", a.n_k_head,
-              " key heads, or a head size / decay vector is missing");
+  check_delta_rule_shapes(a);
   BRISK_CHECK(cuda::delta_rule_supported(a) && a.n_v_head <= 65535, "delta_rule: k_dim ", a.k_dim, " (at most ",
               cuda::kDeltaMaxKeyDim, " on CUDA) or ", a.n_v_head, " value heads not supported");
-  check_mat(a.q, n_tok, int64_t(a.n_k_head) * a.k_dim, "delta_rule", "q");
-  check_mat(a.k, n_tok, int64_t(a.n_k_head) * a.k_dim, "delta_rule", "k");
-  check_mat(a.v, n_tok, int64_t(a.n_v_head) * a.v_dim, "delta_rule", "v");
-  check_mat(a.alpha, n_tok, a.n_v_head, "delta_rule", "alpha");
-  check_mat(a.beta, n_tok, a.n_v_head, "delta_rule", "beta");
-  check_mat(a.out, n_tok, int64_t(a.n_v_head) * a.v_dim, "delta_rule", "out");
   check_state(a.state, int64_t(a.n_v_head) * a.k_dim * a.v_dim, "delta_rule");
   if (n_tok == 0) return;
   check_slots(a.seq, n_tok, a.state, "delta_rule");
