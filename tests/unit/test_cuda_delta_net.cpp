@@ -68,8 +68,9 @@ struct DeviceCopies {
 
 
 // The args of `in` for rows [r0, r0 + rows) with every array on the device (dev: the copies of
-// q, k, v, alpha, beta, the state and the output, in that order); rate / dt_bias stay host
-// constants (the backend uploads them) and seq / pos host step arrays.
+// q, k, v, alpha, beta, the state, the output, rate and dt_bias, in that order: the backend would
+// cache host constants by address, which a later case's vectors may reuse); seq / pos stay host
+// arrays, as a step's.
 DeltaRuleArgs device_args(test::DeltaInputs& in, std::vector<float>& host_out, const test::DeltaBatch& b,
                           int64_t r0, int64_t rows, const std::vector<float*>& dev) {
   DeltaRuleArgs a = in.args(host_out, b, r0, rows);
@@ -81,6 +82,8 @@ DeltaRuleArgs device_args(test::DeltaInputs& in, std::vector<float>& host_out, c
   a.beta.data = dev[4] + r0 * in.c.n_v_head;
   a.state.data = dev[5];
   a.out.data = dev[6] + r0 * vw;
+  a.decay_rate = dev[7];
+  a.dt_bias = dev[8];
   return a;
 }
 
@@ -94,7 +97,7 @@ DeltaRun run_cuda_delta(Backend& be, const test::DeltaCase& c, const test::Delta
   std::vector<float> host_out(size_t(b.n() * c.n_v_head * c.v_dim));
   DeviceCopies dc(be);
   const std::vector<float*> dev = {dc.put(in.q), dc.put(in.k), dc.put(in.v), dc.put(in.alpha), dc.put(in.beta),
-                                   dc.put(in.state), dc.put(host_out)};
+                                   dc.put(in.state), dc.put(host_out), dc.put(in.rate), dc.put(in.dt)};
   for (int64_t r0 = 0; r0 < b.n(); r0 += step)
     be.delta_rule(device_args(in, host_out, b, r0, std::min(step, b.n() - r0), dev));
   return DeltaRun{.out = dc.get(dev[6], host_out.size()), .state = dc.get(dev[5], in.state.size())};
@@ -189,6 +192,7 @@ TEST(CudaDeltaNet, ConvStateMatchesCpu) {
                           .silu = silu};
           DeviceCopies dc(*be);
           ConvStateArgs d = a;
+          d.weight = dc.put(w);  // device memory: host constants are cached by address
           d.x.data = dc.put(x);
           d.out.data = dc.put(got_host);
           d.state.data = dc.put(state);
@@ -215,6 +219,7 @@ TEST(CudaDeltaNet, NormsAndGateMatchCpu) {
     float* dx = dc.put(x);
     float* dz = dc.put(z);
     float* dg1 = dc.put(g1);
+    const float* dw = dc.put(w);  // device memory: host constants are cached by address
     std::vector<float> want(x.size()), in_place = x;
     const auto m = [&](float* p, int64_t c) { return Mat{.data = p, .rows = rows, .cols = c}; };
     for (int64_t group : {int64_t(24), int64_t(0)}) {
@@ -233,6 +238,7 @@ TEST(CudaDeltaNet, NormsAndGateMatchCpu) {
       d.out = m(dout, cols);
       d.x = m(dx, cols);
       d.z = m(dz, cols);
+      d.weight = dw;
       be->gated_rms_norm(d);
       EXPECT_LT(test::delta_max_diff(dc.get(dout, x.size()), want), 1e-5f * std::max(1.0f, test::delta_max_abs(want)))
           << "gated norm group " << group << " rows " << rows;
@@ -264,7 +270,7 @@ TEST(CudaDeltaNet, BadArgumentsAreErrors) {
   std::vector<float> host_out(size_t(b.n() * 4 * 16));
   DeviceCopies dc(*be);
   const std::vector<float*> dev = {dc.put(in.q), dc.put(in.k), dc.put(in.v), dc.put(in.alpha), dc.put(in.beta),
-                                   dc.put(in.state), dc.put(host_out)};
+                                   dc.put(in.state), dc.put(host_out), dc.put(in.rate), dc.put(in.dt)};
   DeltaRuleArgs a = device_args(in, host_out, b, 0, b.n(), dev);
   a.n_v_head = 3;  // not a multiple of the 2 key heads
   EXPECT_THROW(be->delta_rule(a), Error);
