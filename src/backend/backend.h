@@ -181,7 +181,8 @@ struct GetRowsArgs {
 };
 
 // Mixture-of-experts SwiGLU / GeGLU MLP. Per token: p = softmax(logits), the n_used largest
-// (ties: lower expert id first), renormalized to sum 1 when norm_topk; then
+// (ties: lower expert id first), renormalized to sum 1 when norm_topk, then multiplied by
+// expert_scale[e] when given (Gemma 4's per-expert scale); then
 //   out = sum_k p_k * down_e(act(gate_e(x)) * up_e(x))   over the chosen experts e.
 // Routing happens inside the op on the device's own data (no host decision a GPU would
 // sync on); the CPU backend gathers the tokens of each expert and runs them as one matmul.
@@ -196,6 +197,13 @@ struct MoeArgs {
   int32_t n_used = 0;             // top-k, 1 <= n_used <= n_expert
   bool norm_topk = true;
   Activation act = Activation::silu;
+  const float* expert_scale = nullptr;  // [n_expert] factor of each chosen expert's weight, or nullptr
+};
+
+struct ScaleArgs {
+  Mat out;                        // [rows, cols] = x * scale (may alias x)
+  Mat x;                          // [rows, cols]
+  float scale = 1.0f;
 };
 
 struct SoftcapArgs {
@@ -239,6 +247,16 @@ class Backend {
   virtual void get_rows(const GetRowsArgs& a) = 0;
   virtual void moe(const MoeArgs& a) = 0;
   virtual void softcap(const SoftcapArgs& a) = 0;
+  // Ops added after the first backends: a backend without its own implementation throws
+  // "op X is not supported on the Y backend" (op_unsupported), so a model that needs one fails
+  // clearly there instead of computing something else.
+  virtual void scale(const ScaleArgs& a) {
+    (void)a;
+    op_unsupported("scale");
+  }
+  // Whether moe() applies MoeArgs::expert_scale; callers that set it check this first.
+  virtual bool moe_expert_scale_supported() const { return false; }
+  [[noreturn]] void op_unsupported(const char* op) const;
   // Waits for queued work (no-op on the CPU).
   virtual void synchronize() {}
   // Copies bytes between host memory and this backend's memory, in either direction (or

@@ -1,4 +1,5 @@
-// Backend selection by name and the default (host memory) copy.
+// Backend selection by name, the default (host memory) copy and the error of an op a backend
+// does not implement.
 #include <cstdlib>
 #include <cstring>
 
@@ -14,6 +15,10 @@ namespace brisk {
 
 void Backend::copy(void* dst, const void* src, size_t bytes) {
   if (bytes) std::memmove(dst, src, bytes);
+}
+
+void Backend::op_unsupported(const char* op) const {
+  fail("op ", op, " is not supported on the ", name(), " backend");
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& device, int n_threads) {

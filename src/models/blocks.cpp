@@ -13,29 +13,36 @@ const float* load_vec(WeightStore& ws, const std::string& name, int64_t n, Need 
   return need == Need::required ? ws.vector(name, n) : ws.vector_opt(name, n);
 }
 
+Weight load_matrix(const WeightStore& ws, const std::string& name, int64_t n_in, int64_t n_out, Need need) {
+  if (need == Need::none) return {};
+  return need == Need::required ? ws.matrix(name, n_in, n_out) : ws.matrix_opt(name, n_in, n_out);
+}
+
 }  // namespace
 
 AttentionWeights attention_weights_load(WeightStore& ws, const ModelConfig& cfg, int il,
                                         const AttentionLoadSpec& spec) {
+  const int64_t hd = cfg.head_dim_of(il), q_width = cfg.q_width_of(il), kv_width = cfg.kv_width_of(il);
   AttentionWeights w;
-  w.wq = ws.matrix(blk(il, "attn_q.weight"), cfg.n_embd, cfg.q_width());
-  w.wk = ws.matrix(blk(il, "attn_k.weight"), cfg.n_embd, cfg.kv_width());
-  w.wv = ws.matrix(blk(il, "attn_v.weight"), cfg.n_embd, cfg.kv_width());
-  w.wo = ws.matrix(blk(il, "attn_output.weight"), cfg.q_width(), cfg.n_embd);
-  w.bq = load_vec(ws, blk(il, "attn_q.bias"), cfg.q_width(), spec.qkv_bias);
-  w.bk = load_vec(ws, blk(il, "attn_k.bias"), cfg.kv_width(), spec.qkv_bias);
-  w.bv = load_vec(ws, blk(il, "attn_v.bias"), cfg.kv_width(), spec.qkv_bias);
+  w.wq = ws.matrix(blk(il, "attn_q.weight"), cfg.n_embd, q_width);
+  w.wk = load_matrix(ws, blk(il, "attn_k.weight"), cfg.n_embd, kv_width, spec.k);
+  if (!w.wk.empty()) w.wv = load_matrix(ws, blk(il, "attn_v.weight"), cfg.n_embd, kv_width, spec.v);
+  w.wo = ws.matrix(blk(il, "attn_output.weight"), q_width, cfg.n_embd);
+  w.bq = load_vec(ws, blk(il, "attn_q.bias"), q_width, spec.qkv_bias);
+  if (!w.wk.empty()) w.bk = load_vec(ws, blk(il, "attn_k.bias"), kv_width, spec.qkv_bias);
+  if (!w.wv.empty()) w.bv = load_vec(ws, blk(il, "attn_v.bias"), kv_width, spec.qkv_bias);
   w.bo = load_vec(ws, blk(il, "attn_output.bias"), cfg.n_embd, spec.out_bias);
-  w.q_norm = load_vec(ws, blk(il, "attn_q_norm.weight"), cfg.head_dim, spec.qk_norm);
-  w.k_norm = load_vec(ws, blk(il, "attn_k_norm.weight"), cfg.head_dim, spec.qk_norm);
+  w.q_norm = load_vec(ws, blk(il, "attn_q_norm.weight"), hd, spec.qk_norm);
+  if (!w.wk.empty()) w.k_norm = load_vec(ws, blk(il, "attn_k_norm.weight"), hd, spec.qk_norm);
   return w;
 }
 
 MlpWeights mlp_weights_load(const WeightStore& ws, const ModelConfig& cfg, int il) {
+  const int64_t n_ff = cfg.n_ff_of(il);
   return MlpWeights{
-      .gate = ws.matrix(blk(il, "ffn_gate.weight"), cfg.n_embd, cfg.n_ff),
-      .up = ws.matrix(blk(il, "ffn_up.weight"), cfg.n_embd, cfg.n_ff),
-      .down = ws.matrix(blk(il, "ffn_down.weight"), cfg.n_ff, cfg.n_embd),
+      .gate = ws.matrix(blk(il, "ffn_gate.weight"), cfg.n_embd, n_ff),
+      .up = ws.matrix(blk(il, "ffn_up.weight"), cfg.n_embd, n_ff),
+      .down = ws.matrix(blk(il, "ffn_down.weight"), n_ff, cfg.n_embd),
   };
 }
 
@@ -47,36 +54,48 @@ Mat embed_tokens(const Forward& f, const Weight& table, float scale) {
 }
 
 Mat norm(const Forward& f, const Mat& in, const float* w, const char* name, int il) {
-  const Mat h = f.mat(f.arena.h, in.cols);
-  f.backend.rms_norm({.out = h, .x = in, .weight = w, .eps = f.cfg.rms_eps});
-  f.tap_tensor(name, il, h);
-  return h;
+  return norm_into(f, f.mat(f.arena.h, in.cols), in, w, name, il);
+}
+
+Mat norm_into(const Forward& f, const Mat& out, const Mat& in, const float* w, const char* name, int il) {
+  f.backend.rms_norm({.out = out, .x = in, .weight = w, .eps = f.cfg.rms_eps});
+  f.tap_tensor(name, il, out);
+  return out;
 }
 
 Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
                    const AttentionParams& p, int il) {
   const ModelConfig& c = f.cfg;
   Backend& be = f.backend;
-  const Mat q = f.mat(f.arena.q, c.q_width());     // [n_tok, n_head * head_dim]
-  const Mat k = f.mat(f.arena.k, c.kv_width());    // [n_tok, n_head_kv * head_dim]
-  const Mat v = f.mat(f.arena.v, c.kv_width());    // [n_tok, n_head_kv * head_dim]
+  const int32_t hd = p.head_dim > 0 ? p.head_dim : c.head_dim;
+  const int32_t n_head_kv = p.n_head_kv > 0 ? p.n_head_kv : c.n_head_kv;
+  const Mat q = f.mat(f.arena.q, int64_t(c.n_head) * hd);    // [n_tok, n_head * head_dim]
+  const Mat k = f.mat(f.arena.k, int64_t(n_head_kv) * hd);   // [n_tok, n_head_kv * head_dim]
+  const Mat v = f.mat(f.arena.v, int64_t(n_head_kv) * hd);   // [n_tok, n_head_kv * head_dim]
+  const bool own_kv = !w.wk.empty();
   const MatmulArgs qkv[] = {{.out = q, .x = in, .w = w.wq, .bias = w.bq},
                             {.out = k, .x = in, .w = w.wk, .bias = w.bk},
                             {.out = v, .x = in, .w = w.wv, .bias = w.bv}};
-  be.matmuls(qkv, 3);
-  if (w.q_norm) be.rms_norm({.out = q, .x = q, .weight = w.q_norm, .group = c.head_dim, .eps = c.rms_eps});
-  if (w.k_norm) be.rms_norm({.out = k, .x = k, .weight = w.k_norm, .group = c.head_dim, .eps = c.rms_eps});
-  be.rope({.x = q, .pos = f.batch.pos, .n_head = c.n_head, .head_dim = c.head_dim, .table = p.rope});
-  be.rope({.x = k, .pos = f.batch.pos, .n_head = c.n_head_kv, .head_dim = c.head_dim, .table = p.rope});
+  be.matmuls(qkv, !own_kv ? 1 : w.wv.empty() ? 2 : 3);
+  if (w.q_norm) be.rms_norm({.out = q, .x = q, .weight = w.q_norm, .group = hd, .eps = c.rms_eps});
+  be.rope({.x = q, .pos = f.batch.pos, .n_head = c.n_head, .head_dim = hd, .table = p.rope});
   f.tap_tensor("Qcur", il, q);
-  f.tap_tensor("Kcur", il, k);
-  f.tap_tensor("Vcur", il, v);
   const KvView& kc = f.k_cache[size_t(il)];
   const KvView& vc = f.v_cache[size_t(il)];
-  be.kv_store({.k = k, .v = v, .k_cache = kc, .v_cache = vc, .seq = f.batch.seq, .pos = f.batch.pos});
-  const Mat a = f.mat(f.arena.attn, c.q_width());
+  if (own_kv) {
+    // Values from the keys' projection take it before the key norm and rope.
+    if (w.wv.empty() && p.v_norm) be.rms_norm({.out = v, .x = k, .group = hd, .eps = c.rms_eps});
+    else if (w.wv.empty()) be.scale({.out = v, .x = k, .scale = 1.0f});
+    else if (p.v_norm) be.rms_norm({.out = v, .x = v, .group = hd, .eps = c.rms_eps});
+    if (w.k_norm) be.rms_norm({.out = k, .x = k, .weight = w.k_norm, .group = hd, .eps = c.rms_eps});
+    be.rope({.x = k, .pos = f.batch.pos, .n_head = n_head_kv, .head_dim = hd, .table = p.rope});
+    f.tap_tensor("Kcur", il, k);
+    f.tap_tensor("Vcur", il, v);
+    be.kv_store({.k = k, .v = v, .k_cache = kc, .v_cache = vc, .seq = f.batch.seq, .pos = f.batch.pos});
+  }
+  const Mat a = f.mat(f.arena.attn, int64_t(c.n_head) * hd);
   be.attention({.out = a, .q = q, .k_cache = kc, .v_cache = vc, .seq = f.batch.seq, .pos = f.batch.pos,
-                .n_head = c.n_head, .n_head_kv = c.n_head_kv, .head_dim = c.head_dim,
+                .n_head = c.n_head, .n_head_kv = n_head_kv, .head_dim = hd,
                 .scale = c.attn_scale, .window = p.window, .softcap = p.softcap});
   f.tap_tensor("kqv_out", il, a);
   const Mat t = f.mat(f.arena.t, c.n_embd);
@@ -87,8 +106,9 @@ Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
 
 Mat gated_mlp(const Forward& f, const Mat& in, const MlpWeights& w, int il) {
   Backend& be = f.backend;
-  const Mat g = f.mat(f.arena.gate, f.cfg.n_ff);  // [n_tok, n_ff]
-  const Mat u = f.mat(f.arena.up, f.cfg.n_ff);    // [n_tok, n_ff]
+  const int64_t n_ff = w.gate.n_out;
+  const Mat g = f.mat(f.arena.gate, n_ff);  // [n_tok, n_ff]
+  const Mat u = f.mat(f.arena.up, n_ff);    // [n_tok, n_ff]
   const MatmulArgs gate_up[] = {{.out = g, .x = in, .w = w.gate}, {.out = u, .x = in, .w = w.up}};
   be.matmuls(gate_up, 2);
   be.gated_act({.out = g, .gate = g, .up = u, .act = f.cfg.act});

@@ -1,4 +1,4 @@
-// Writes a GGUF of a Llama-family architecture with random weights: for speed measurements at
+// Writes a GGUF of a Llama-family architecture (or Gemma 4) with random weights: for speed measurements at
 // real sizes (e.g. the Qwen2.5-0.5B shape) and for tests that need a model without shared
 // fixtures. Weights are uniform with std 1/sqrt(n_in), norms are 1, biases small; matrices
 // are stored in `type` (quantized with the reference quantizer), or with the per-tensor types
@@ -14,7 +14,7 @@
 namespace brisk {
 
 struct RandomModelParams {
-  std::string arch = "qwen2";     // llama | qwen2 | qwen3
+  std::string arch = "qwen2";     // llama | qwen2 | qwen3 | gemma4
   int32_t n_vocab = 1024;
   int32_t n_embd = 64;
   int32_t n_layer = 2;
@@ -31,10 +31,24 @@ struct RandomModelParams {
   std::string tokenizer_dir{};   // "": no tokenizer; else a folder with tokenizer.json
   std::string tokenizer_pre{};   // tokenizer.ggml.pre ("" picks by arch: qwen2 / llama-bpe)
   int32_t n_threads = 0;         // 0: all cores
+  // Gemma 4 (arch "gemma4"); llama.cpp's gemma4 names and keys.
+  int32_t sliding_window = 0;    // window of the sliding layers
+  int32_t full_every = 0;        // every full_every-th layer attends to all positions (0: every layer)
+  int32_t head_dim_full = 0;     // head size of the full layers (0: head_dim)
+  int32_t n_head_kv_full = 0;    // > 0: the full layers' KV heads; their values are their keys (no attn_v)
+  int32_t n_kv_shared_layers = 0;  // the last layers read an earlier layer's cache
+  int32_t n_embd_per_layer = 0;  // per-layer embeddings (0: none)
+  bool double_wide_mlp = false;  // KV-shared layers' MLPs are 2 * n_ff
+  int32_t n_expert = 0;          // an MoE block beside every MLP (0: none)
+  int32_t n_expert_used = 0;
+  int32_t n_ff_exp = 0;
+  float final_softcap = 0.0f;
 };
 
 // Known shapes by name: "tiny", "qwen2.5-0.5b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-8b",
-// "llama-3.2-1b", "llama-3.1-8b" (the published configs). Throws for an unknown name.
+// "llama-3.2-1b", "llama-3.1-8b", "gemma4-e2b", "gemma4-e4b", "gemma4-31b", "gemma4-26b-a4b" (the
+// published configs), "gemma4-tiny" (every Gemma 4 feature at toy size). Throws for an unknown
+// name.
 RandomModelParams random_model_preset(const std::string& name);
 void random_model_write(const RandomModelParams& p, const std::string& path);
 

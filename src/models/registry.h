@@ -11,6 +11,14 @@
 
 namespace brisk {
 
+// What the KV cache of one layer holds (the runtime groups and sizes its caches by it).
+struct LayerKvNeeds {
+  int32_t n_head_kv = 0;
+  int32_t head_dim = 0;
+  int32_t window = 0;   // sliding window of the layer's attention in positions; 0: every position
+  int32_t source = -1;  // >= 0: the layer reads that earlier layer's cache and stores none
+};
+
 // A loaded architecture: per-layer weight views and the forward. Read-only after load, shared
 // by every Context of the model.
 class ArchModel {
@@ -18,6 +26,9 @@ class ArchModel {
   virtual ~ArchModel() = default;
   // Runs the batch and writes logits for batch.out_rows into arena.logits.
   virtual void forward(const Forward& f) const = 0;
+  // [n_layer] what each layer's cache holds. Default: every layer n_head_kv x head_dim of the
+  // config, within cfg.sliding_window (0: all positions).
+  virtual std::vector<LayerKvNeeds> kv_layers(const ModelConfig& cfg) const;
 };
 
 struct ArchEntry {
@@ -47,5 +58,6 @@ const ArchEntry& arch_qwen2();
 const ArchEntry& arch_qwen3();
 const ArchEntry& arch_qwen3moe();
 const ArchEntry& arch_gemma3();
+const ArchEntry& arch_gemma4();
 
 }  // namespace brisk

@@ -97,6 +97,7 @@ ChatTurn ChatSession::reply(const std::string& user_text, const GenerateParams& 
   // is prefilled so that its logits start the answer.
   keep = std::min({keep, size_t(std::max(0, ctx_.seq_length(seq))), tokens.size() - 1});
   ctx_.seq_truncate(seq, int32_t(keep));
+  keep = size_t(ctx_.seq_length(seq));  // fewer when sliding-window layers released that window
   kv_tokens_.assign(tokens.begin(), tokens.begin() + std::ptrdiff_t(keep));
   kv_text_.clear();  // unknown until the turn completes; the token comparison still applies
 

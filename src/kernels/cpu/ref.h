@@ -21,6 +21,7 @@ void add(const AddArgs& a);
 void embedding(const EmbeddingArgs& a);
 void softmax(float* x, int64_t n);
 void moe(const MoeArgs& a);
+void scale(const ScaleArgs& a);
 void softcap(const SoftcapArgs& a);
 
 }  // namespace brisk::ref
