@@ -2,6 +2,7 @@
 // vocab GGUF in the shared data, and the tiny fixture models' prompts from model-f32.gguf.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -84,4 +85,65 @@ TEST(TokenizerGguf, SentencePieceSpecialsAndDecode) {
   const auto parsed = tok->encode("<s>x", {.parse_special = true});
   EXPECT_EQ(parsed.front(), 1);
   EXPECT_NE(tok->encode("<s>x").front(), 1);
+}
+
+// llama.cpp's "gemma4" vocabulary form (BPE over raw UTF-8 with SentencePiece spaces and byte
+// fallback, text split into newline runs and the rest), written here from the Gemma 3
+// tokenizer.json, the same kind of vocabulary: text without newlines encodes as the
+// tokenizer.json pipeline encodes it, a newline run that is a token is taken whole, decoding
+// matches, BOS is added, and <turn|> style end tokens stop generation.
+TEST(TokenizerGguf, Gemma4VocabularyFollowsTheHfPipeline) {
+  const std::string dir = npm_tokenizer_dir("tokenizer-gemma3");
+  if (dir.empty()) GTEST_SKIP() << "tokenizer-gemma3 not installed (run scripts/fetch_test_assets.sh)";
+  const auto tj = nlohmann::json::parse(read_file(dir + "/tokenizer.json"));
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  auto put = [&](int64_t id, const std::string& text, int32_t type) {
+    if (size_t(id) >= tokens.size()) {
+      tokens.resize(size_t(id) + 1);
+      types.resize(size_t(id) + 1, 1);
+    }
+    tokens[size_t(id)] = text;
+    types[size_t(id)] = type;
+  };
+  for (const auto& [text, id] : tj.at("model").at("vocab").items())
+    put(id.get<int64_t>(), text, text.size() == 6 && text.rfind("<0x", 0) == 0 ? 6 : 1);
+  for (const auto& t : tj.at("added_tokens")) put(t.at("id").get<int64_t>(), t.at("content").get<std::string>(), t.value("special", false) ? 3 : 4);
+  std::vector<std::string> merges;
+  for (const auto& mg : tj.at("model").at("merges"))
+    merges.push_back(mg.is_string() ? mg.get<std::string>() : mg[0].get<std::string>() + " " + mg[1].get<std::string>());
+  brisk::gguf::Writer w;
+  w.set("general.architecture", brisk::gguf::Value::from_string("gemma4"));
+  w.set("tokenizer.ggml.model", brisk::gguf::Value::from_string("gemma4"));
+  w.set("tokenizer.ggml.tokens", brisk::gguf::Value::from_strings(tokens));
+  w.set("tokenizer.ggml.token_type", brisk::gguf::Value::from_i32s(types));
+  w.set("tokenizer.ggml.merges", brisk::gguf::Value::from_strings(merges));
+  const int64_t bos = std::find(tokens.begin(), tokens.end(), "<bos>") - tokens.begin();
+  const int64_t eos = std::find(tokens.begin(), tokens.end(), "<eos>") - tokens.begin();
+  w.set("tokenizer.ggml.bos_token_id", brisk::gguf::Value::from_u32(uint32_t(bos)));
+  w.set("tokenizer.ggml.eos_token_id", brisk::gguf::Value::from_u32(uint32_t(eos)));
+  const std::string path = (fs::temp_directory_path() / "brisk_gemma4_vocab.gguf").string();
+  w.write(path);
+  const auto gg = Tokenizer::from_gguf(brisk::gguf::File::open(path));
+  const auto hf = Tokenizer::from_hf_dir(dir);
+  const auto corpus = nlohmann::json::parse(read_file(std::string(BRISK_FIXTURES) + "/tokenizer/corpus.json"));
+  size_t compared = 0, bad = 0;
+  for (const auto& sj : corpus.at("strings")) {
+    const std::string text = sj.get<std::string>();
+    if (text.find('\n') != std::string::npos) continue;
+    const auto a = gg->encode(text), b = hf->encode(text);
+    if (a != b && bad++ < 3) ADD_FAILURE() << "'" << text << "': gguf " << ids_str(a) << "vs hf " << ids_str(b);
+    EXPECT_EQ(gg->decode(a), hf->decode(b)) << text;
+    ++compared;
+  }
+  EXPECT_GT(compared, 200u);
+  const int32_t nn = gg->token_id("\n\n");
+  ASSERT_GE(nn, 0);
+  const auto split = gg->encode("one\n\ntwo");
+  EXPECT_NE(std::find(split.begin(), split.end(), nn), split.end()) << ids_str(split);
+  EXPECT_EQ(gg->decode(split), "one\n\ntwo");
+  EXPECT_EQ(gg->encode("x", {.add_special = true}).front(), int32_t(bos));
+  const auto eog = gg->end_of_generation_ids();
+  EXPECT_NE(std::find(eog.begin(), eog.end(), int32_t(eos)), eog.end());
+  fs::remove(path);
 }
