@@ -23,6 +23,7 @@
 #include "models/gemma_decoder.h"
 #include "models/registry.h"
 #include "quantize/hf_to_gguf.h"
+#include "quantize/tokenizer_to_gguf.h"
 
 namespace brisk {
 
@@ -112,6 +113,14 @@ void hf_to_gguf_gemma4_f32(const std::string& folder, nlohmann::json cfg, const 
   w.set("general.file_type", gguf::Value::from_u32(0));
   std::vector<float> rope_freqs;
   gemma4_gguf_metadata(c, w, &rope_freqs);
+  // Gemma's SentencePiece-style BPE tokenizer in llama.cpp's gemma4 form (another kind of
+  // tokenizer has no GGUF form here: the file then carries none).
+  const fs::path tj = fs::path(folder) / "tokenizer.json";
+  if (fs::exists(tj)) {
+    const nlohmann::json t = read_json_file(tj.string());
+    const bool byte_level = t.contains("decoder") && t["decoder"].is_object() && t["decoder"].value("type", "") == "ByteLevel";
+    if (!byte_level) tokenizer_to_gguf({.folder = folder, .pre = "", .n_vocab = c.n_vocab, .model = "gemma4"}, w);
+  }
   std::vector<std::unique_ptr<std::vector<float>>> keep;
   for (const auto& t : ckpt.tensors()) {
     const std::string name = entry.hf_name_map(t.name);

@@ -1,6 +1,8 @@
 #include "quantize/tokenizer_to_gguf.h"
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -12,7 +14,7 @@
 namespace brisk {
 namespace {
 
-constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5;
+constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6;
 
 // tokenizer_config.json names special tokens either as a string or as {"content": ...}.
 std::string token_text(const nlohmann::json& v) {
@@ -76,8 +78,13 @@ int32_t tokenizer_to_gguf(const TokenizerToGgufParams& p, gguf::Writer& w) {
       else fail(tj_path, ": malformed merge entry");
     }
 
-  w.set("tokenizer.ggml.model", gguf::Value::from_string("gpt2"));
-  w.set("tokenizer.ggml.pre", gguf::Value::from_string(p.pre));
+  BRISK_CHECK(p.model == "gpt2" || p.model == "gemma4", "tokenizer_to_gguf: unknown model '", p.model, "'");
+  if (p.model == "gemma4")
+    for (size_t i = 0; i < tokens.size(); ++i)
+      if (types[i] == kNormal && tokens[i].size() == 6 && tokens[i].compare(0, 3, "<0x") == 0 && tokens[i][5] == '>')
+        types[i] = kByte;
+  w.set("tokenizer.ggml.model", gguf::Value::from_string(p.model));
+  if (p.model == "gpt2") w.set("tokenizer.ggml.pre", gguf::Value::from_string(p.pre));
   w.set("tokenizer.ggml.tokens", gguf::Value::from_strings(tokens));
   w.set("tokenizer.ggml.token_type", gguf::Value::from_i32s(types));
   w.set("tokenizer.ggml.merges", gguf::Value::from_strings(merges));
@@ -99,6 +106,13 @@ int32_t tokenizer_to_gguf(const TokenizerToGgufParams& p, gguf::Writer& w) {
       w.set("tokenizer.ggml.add_bos_token", gguf::Value::from_bool(cfg["add_bos_token"].get<bool>()));
     if (cfg.contains("chat_template") && cfg["chat_template"].is_string())
       w.set("tokenizer.chat_template", gguf::Value::from_string(cfg["chat_template"].get<std::string>()));
+  }
+  // A chat_template.jinja beside it is the template (newer folders keep it there).
+  if (const fs::path jinja = fs::path(p.folder) / "chat_template.jinja"; fs::exists(jinja)) {
+    std::ifstream in(jinja, std::ios::binary);
+    std::ostringstream os;
+    os << in.rdbuf();
+    w.set("tokenizer.chat_template", gguf::Value::from_string(os.str()));
   }
   return n_tok;
 }

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "formats/gguf.h"
+#include "quantize/tokenizer_to_gguf.h"
 #include "test_tokenizer_common.h"
 #include "text/tokenizer.h"
 
@@ -88,40 +89,16 @@ TEST(TokenizerGguf, SentencePieceSpecialsAndDecode) {
 }
 
 // llama.cpp's "gemma4" vocabulary form (BPE over raw UTF-8 with SentencePiece spaces and byte
-// fallback, text split into newline runs and the rest), written here from the Gemma 3
-// tokenizer.json, the same kind of vocabulary: text without newlines encodes as the
-// tokenizer.json pipeline encodes it, a newline run that is a token is taken whole, decoding
-// matches, BOS is added, and <turn|> style end tokens stop generation.
+// fallback, text split into newline runs and the rest), written by brisk's converter
+// (tokenizer_to_gguf, model "gemma4") from the Gemma 3 tokenizer.json, the same kind of
+// vocabulary: text without newlines encodes as the tokenizer.json pipeline encodes it, a
+// newline run that is a token is taken whole, decoding matches, BOS is added, EOS stops.
 TEST(TokenizerGguf, Gemma4VocabularyFollowsTheHfPipeline) {
   const std::string dir = npm_tokenizer_dir("tokenizer-gemma3");
   if (dir.empty()) GTEST_SKIP() << "tokenizer-gemma3 not installed (run scripts/fetch_test_assets.sh)";
-  const auto tj = nlohmann::json::parse(read_file(dir + "/tokenizer.json"));
-  std::vector<std::string> tokens;
-  std::vector<int32_t> types;
-  auto put = [&](int64_t id, const std::string& text, int32_t type) {
-    if (size_t(id) >= tokens.size()) {
-      tokens.resize(size_t(id) + 1);
-      types.resize(size_t(id) + 1, 1);
-    }
-    tokens[size_t(id)] = text;
-    types[size_t(id)] = type;
-  };
-  for (const auto& [text, id] : tj.at("model").at("vocab").items())
-    put(id.get<int64_t>(), text, text.size() == 6 && text.rfind("<0x", 0) == 0 ? 6 : 1);
-  for (const auto& t : tj.at("added_tokens")) put(t.at("id").get<int64_t>(), t.at("content").get<std::string>(), t.value("special", false) ? 3 : 4);
-  std::vector<std::string> merges;
-  for (const auto& mg : tj.at("model").at("merges"))
-    merges.push_back(mg.is_string() ? mg.get<std::string>() : mg[0].get<std::string>() + " " + mg[1].get<std::string>());
   brisk::gguf::Writer w;
   w.set("general.architecture", brisk::gguf::Value::from_string("gemma4"));
-  w.set("tokenizer.ggml.model", brisk::gguf::Value::from_string("gemma4"));
-  w.set("tokenizer.ggml.tokens", brisk::gguf::Value::from_strings(tokens));
-  w.set("tokenizer.ggml.token_type", brisk::gguf::Value::from_i32s(types));
-  w.set("tokenizer.ggml.merges", brisk::gguf::Value::from_strings(merges));
-  const int64_t bos = std::find(tokens.begin(), tokens.end(), "<bos>") - tokens.begin();
-  const int64_t eos = std::find(tokens.begin(), tokens.end(), "<eos>") - tokens.begin();
-  w.set("tokenizer.ggml.bos_token_id", brisk::gguf::Value::from_u32(uint32_t(bos)));
-  w.set("tokenizer.ggml.eos_token_id", brisk::gguf::Value::from_u32(uint32_t(eos)));
+  brisk::tokenizer_to_gguf({.folder = dir, .pre = "", .n_vocab = 0, .model = "gemma4"}, w);
   const std::string path = (fs::temp_directory_path() / "brisk_gemma4_vocab.gguf").string();
   w.write(path);
   const auto gg = Tokenizer::from_gguf(brisk::gguf::File::open(path));
@@ -142,8 +119,9 @@ TEST(TokenizerGguf, Gemma4VocabularyFollowsTheHfPipeline) {
   const auto split = gg->encode("one\n\ntwo");
   EXPECT_NE(std::find(split.begin(), split.end(), nn), split.end()) << ids_str(split);
   EXPECT_EQ(gg->decode(split), "one\n\ntwo");
-  EXPECT_EQ(gg->encode("x", {.add_special = true}).front(), int32_t(bos));
+  EXPECT_EQ(gg->encode("x", {.add_special = true}).front(), gg->token_id("<bos>"));
   const auto eog = gg->end_of_generation_ids();
-  EXPECT_NE(std::find(eog.begin(), eog.end(), int32_t(eos)), eog.end());
+  ASSERT_GE(gg->eos_id(), 0);  // tokenizer_config.json's eos_token
+  EXPECT_NE(std::find(eog.begin(), eog.end(), gg->eos_id()), eog.end());
   fs::remove(path);
 }
