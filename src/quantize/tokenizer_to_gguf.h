@@ -3,7 +3,8 @@
 // converter writes them, byte-level ("gpt2") or in its Gemma 4 form ("gemma4", byte tokens
 // typed BYTE 6): tokens by id (padded to the model's vocabulary with "[PADn]" entries of type UNUSED),
 // token types (NORMAL 1, CONTROL 3 for special added tokens, USER_DEFINED 4 for other added
-// tokens), merges "a b", bos/eos ids and the chat template.
+// tokens), merges "a b", bos/eos ids and the chat template (chat_template.jinja,
+// chat_template.json or tokenizer_config.json, as transformers looks for it).
 #pragma once
 #include <cstdint>
 #include <string>

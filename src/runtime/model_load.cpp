@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "formats/gguf.h"
 #include "formats/json_file.h"
+#include "formats/model_format.h"
 #include "formats/safetensors.h"
 #include "models/name_map.h"
 #include "kernels/cpu/dot.h"
@@ -145,8 +146,13 @@ std::string LoadedModel::eos_text() const {
 std::shared_ptr<Model> Model::load(const ModelLoadOptions& o) {
   BRISK_CHECK(!o.path.empty(), "no model path given");
   BRISK_CHECK(fs::exists(o.path), "model path ", o.path, " does not exist");
-  if (fs::is_directory(o.path)) return load_hf(o);
-  return load_gguf(o);
+  // By content: a GGUF file, or a Hugging Face folder (also given as one of its safetensors
+  // files or its index).
+  const ModelFormat format = model_format_detect(o.path);
+  if (format == ModelFormat::gguf) return load_gguf(o);
+  ModelLoadOptions folder = o;
+  folder.path = hf_folder_of(o.path, format);
+  return load_hf(folder);
 }
 
 }  // namespace brisk

@@ -140,8 +140,7 @@ std::unique_ptr<GenerationJob> start_generation(LoadedModel& model, GenerationSp
     r.sampling = spec.sampling;
     r.sampling.seed = spec.sampling.seed + uint64_t(c);
     // Rows of the output layer past the tokenizer's vocabulary (padding) are never sampled.
-    for (int32_t id = model.tokenizer->vocab_size(); id < model.scheduler->n_vocab(); ++id)
-      r.sampling.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
+    sampler_ban_ids_without_token(r.sampling, model.tokenizer->vocab_size(), model.scheduler->n_vocab());
     if (!spec.ignore_eos) r.stop_tokens = model.end_ids;
     r.session = spec.session;
     r.logprobs = spec.logprobs;
