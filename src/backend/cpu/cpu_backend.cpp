@@ -19,6 +19,7 @@
 #include "quant/format.h"
 #include "core/flags.h"
 #include "kernels/cpu/dot.h"
+#include "kernels/cpu/kernel_sets.h"
 #include "kernels/cpu/ref.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/ops.h"
@@ -50,8 +51,8 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(int n_threads)
       : pool_(n_threads),
         ref_(flags().ref_ops),
-        avx2_(cpu_features().avx2 && !flags().no_simd),
-        avx512_(cpu_features().avx512 && !flags().no_simd),
+        avx2_(kernels::cpu_ops_level() != IsaLevel::scalar),
+        avx512_(kernels::cpu_ops_level() == IsaLevel::avx512),
         profile_(flags().profile) {}
   ~CpuBackend() override {
     for (void* p : allocations_) large_free(p);
