@@ -4,7 +4,7 @@ assembled here (random float32 weights of a Gemma4ForCausalLM with sliding and f
 full layers, KV sharing of both kinds, per-layer embeddings, double-wide MLPs and an MoE block;
 the tokenizer of the shared gemma3 fixture; the published Gemma 4 chat template).
 
-- `brisk run` through a pipe: two turns, the second prefilling only its own tokens (its prefix
+- `brisk run -i` through a pipe: two turns, the second prefilling only its own tokens (its prefix
   stays in the cache, sliding-window layers included), exit 0.
 - `brisk serve`: a chat completion, the same request again (greedy: the same answer, with the
   prompt reused from the prefix cache), two requests at once (continuous batching) equal to the
@@ -138,7 +138,7 @@ def write_checkpoint(d):
 
 def test_run(model):
     script = "Name three colors.\nAnd three more, please, different from those.\n/exit\n"
-    p = subprocess.run([BIN, "run", model, "--temp", "0", "--ctx", "1024", "-n", "24", "-t", "2"],
+    p = subprocess.run([BIN, "run", model, "-i", "--temp", "0", "--ctx", "1024", "-n", "24", "-t", "2"],
                        input=script.encode(), capture_output=True, timeout=300)
     err = p.stderr.decode(errors="replace")
     check(p.returncode == 0, f"brisk run exited {p.returncode}: {err[-2000:]}")
