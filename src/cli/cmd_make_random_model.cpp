@@ -21,8 +21,9 @@ int cmd_make_random_model(const std::vector<std::string>& argv) {
   brisk::cli::ArgParser args("make-random-model", "--out FILE [options]",
                              "Writes a random-weight GGUF of a model shape, for speed measurements.");
   args.text({"--out"}, &out, "FILE", "the GGUF file to write (required)");
-  args.text({"--shape"}, &shape, "NAME",
-            "tiny | qwen2.5-0.5b | qwen3-0.6b | qwen3-1.7b | qwen3-8b | llama-3.2-1b | llama-3.1-8b (default tiny)");
+  std::string shapes;
+  for (const std::string& n : brisk::random_model_shapes()) shapes += (shapes.empty() ? "" : " | ") + n;
+  args.text({"--shape"}, &shape, "NAME", shapes + " (default tiny)");
   args.text({"--type"}, &type, "T", "a recipe (Q8_0, Q4_K_M, ...) or a stored type name (default f32)");
   args.text({"--arch"}, &arch, "ARCH", "override the shape's architecture: llama | qwen2 | qwen3");
   args.text({"--tokenizer"}, &tokenizer, "DIR", "a Hugging Face tokenizer folder to embed");

@@ -286,9 +286,16 @@ RandomModelParams random_model_preset(const std::string& name) {
             .n_ff = 96, .tie_embeddings = true, .sliding_window = 8, .full_every = 3, .head_dim_full = 64,
             .n_head_kv_full = 1, .n_kv_shared_layers = 2, .n_embd_per_layer = 8, .double_wide_mlp = true,
             .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .final_softcap = 30.0f};
-  fail("unknown model shape '", name,
-       "' (known: tiny, qwen2.5-0.5b, qwen3-0.6b, qwen3-1.7b, qwen3-8b, llama-3.2-1b, llama-3.1-8b, gemma4-e2b, "
-       "gemma4-e4b, gemma4-31b, gemma4-26b-a4b, gemma4-tiny)");
+  std::string known;
+  for (const std::string& n : random_model_shapes()) known += (known.empty() ? "" : ", ") + n;
+  fail("unknown model shape '", name, "' (known: ", known, ")");
+}
+
+const std::vector<std::string>& random_model_shapes() {
+  static const std::vector<std::string> names = {
+      "tiny",         "qwen2.5-0.5b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-8b",       "llama-3.2-1b",
+      "llama-3.1-8b", "gemma4-e2b",   "gemma4-e4b", "gemma4-31b", "gemma4-26b-a4b", "gemma4-tiny"};
+  return names;
 }
 
 void random_model_write(const RandomModelParams& p, const std::string& path) {

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "quant/types.h"
 
@@ -50,6 +51,8 @@ struct RandomModelParams {
 // published configs), "gemma4-tiny" (every Gemma 4 feature at toy size). Throws for an unknown
 // name.
 RandomModelParams random_model_preset(const std::string& name);
+// The names random_model_preset knows, in the order above.
+const std::vector<std::string>& random_model_shapes();
 void random_model_write(const RandomModelParams& p, const std::string& path);
 
 }  // namespace brisk
