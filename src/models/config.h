@@ -13,7 +13,10 @@
 
 namespace brisk {
 
-namespace gguf { class File; }
+namespace gguf {
+class File;
+class Writer;
+}  // namespace gguf
 
 struct ModelConfig {
   std::string arch;              // registry key: HF model_type or GGUF general.architecture
@@ -98,10 +101,15 @@ struct ModelConfig {
 };
 
 // Fills the fields named in the key table from config.json (nested keys, alternatives; null
-// values are skipped) and per-layer shapes from a transformers `per_layer_config` map.
+// values are skipped) and per-layer shapes from a transformers `per_layer_config` map; the keys
+// of a `text_config` object (multimodal checkpoints) take precedence over the top level's.
 void config_fill_from_hf(ModelConfig& c, const nlohmann::json& j);
 // Fills the fields from GGUF metadata; `{arch}` in a key is general.architecture. Per-layer
 // arrays (head_count_kv, feed_forward_length, sliding_window_pattern) fill the per-layer fields.
 void config_fill_from_gguf(ModelConfig& c, const gguf::File& f);
+// The inverse, for the converter: sets the `{arch}.*` keys of the table to c's values (`{arch}`
+// := arch): the sizes, context length, norm epsilon and rope base always, every other field
+// where it differs from a default ModelConfig. Fields without a GGUF key are not written.
+void config_write_gguf(const ModelConfig& c, const std::string& arch, gguf::Writer& w);
 
 }  // namespace brisk

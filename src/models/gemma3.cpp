@@ -12,6 +12,21 @@
 
 namespace brisk {
 
+namespace {
+
+// GGUF has no key for Gemma 3's layer pattern: its readers take every sixth layer as full
+// attention (cfg.layer_types is filled by sanitize).
+void gemma_check_gguf(const ModelConfig& cfg) {
+  for (int il = 0; il < cfg.n_layer; ++il) {
+    const bool gguf_sliding = cfg.sliding_window > 0 && (il + 1) % 6 != 0;
+    BRISK_CHECK(cfg.sliding(il) == gguf_sliding, "convert: gemma3 layer ", il, " is ",
+                cfg.sliding(il) ? "sliding" : "full", "-attention, which GGUF cannot say ",
+                "(its readers take every sixth layer as full attention)");
+  }
+}
+
+}  // namespace
+
 const ArchEntry& arch_gemma3() {
   static const ArchEntry e{
       .name = "gemma3",
@@ -42,6 +57,7 @@ const ArchEntry& arch_gemma3() {
         spec.rope_swa = rope_table_build(rp);
         return gemma_decoder_build(cfg, ws, spec);
       },
+      .convert = {.arch = "gemma3", .norm_shift = 1.0f, .check = &gemma_check_gguf},
   };
   return e;
 }

@@ -18,9 +18,13 @@
 // names and keys (attention.key_length / key_length_swa, per-layer head_count_kv and
 // feed_forward_length arrays, sliding_window_pattern flags, shared_kv_layers).
 #include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "formats/gguf.h"
 #include "models/dense_decoder.h"
 #include "models/gemma_decoder.h"
 
@@ -97,6 +101,80 @@ std::unique_ptr<ArchModel> gemma4_build(const ModelConfig& cfg, WeightStore& ws)
   return gemma_decoder_build(cfg, ws, spec);
 }
 
+// llama.cpp's gemma4 keys of a finalized config, the layout published Gemma 4 GGUFs have: the
+// full layers' head size as attention.key_length and the sliding layers' as key_length_swa;
+// per-layer head_count_kv / feed_forward_length arrays where layers differ;
+// sliding_window_pattern as one flag per layer; shared_kv_layers; the full layers'
+// proportional rope as rope_freqs.weight factors (1 for the rotated pairs, 1e30 for the
+// others) over rope.dimension_count = the full head size.
+void gemma4_gguf_metadata(const ModelConfig& c, gguf::Writer& w, std::vector<float>* rope_freqs) {
+  const std::string a = "gemma4.";
+  w.set(a + "block_count", gguf::Value::from_u32(uint32_t(c.n_layer)));
+  w.set(a + "context_length", gguf::Value::from_u32(uint32_t(c.n_ctx_train)));
+  w.set(a + "embedding_length", gguf::Value::from_u32(uint32_t(c.n_embd)));
+  w.set(a + "vocab_size", gguf::Value::from_u32(uint32_t(c.n_vocab)));
+  w.set(a + "attention.head_count", gguf::Value::from_u32(uint32_t(c.n_head)));
+  w.set(a + "attention.layer_norm_rms_epsilon", gguf::Value::from_f32(c.rms_eps));
+  std::vector<int32_t> n_ff, n_kv;
+  std::vector<gguf::Value> sliding;
+  for (int il = 0; il < c.n_layer; ++il) {
+    n_ff.push_back(c.n_ff_of(il));
+    n_kv.push_back(c.n_head_kv_of(il));
+    sliding.push_back(gguf::Value::from_bool(c.sliding(il)));
+  }
+  w.set(a + "feed_forward_length",
+        c.layer_n_ff.empty() ? gguf::Value::from_u32(uint32_t(c.n_ff)) : gguf::Value::from_i32s(n_ff));
+  w.set(a + "attention.head_count_kv",
+        c.layer_n_head_kv.empty() ? gguf::Value::from_u32(uint32_t(c.n_head_kv)) : gguf::Value::from_i32s(n_kv));
+  gguf::Value pattern;
+  pattern.type = gguf::ValueType::ARRAY;
+  pattern.data = gguf::Array{.type = gguf::ValueType::BOOL, .items = std::move(sliding)};
+  w.set(a + "attention.sliding_window_pattern", std::move(pattern));
+  const int32_t hd_full = c.head_dim_full > 0 ? c.head_dim_full : c.head_dim;
+  for (const char* k : {"attention.key_length", "attention.value_length"})
+    w.set(a + k, gguf::Value::from_u32(uint32_t(hd_full)));
+  for (const char* k : {"attention.key_length_swa", "attention.value_length_swa"})
+    w.set(a + k, gguf::Value::from_u32(uint32_t(c.head_dim)));
+  if (c.sliding_window > 0) w.set(a + "attention.sliding_window", gguf::Value::from_u32(uint32_t(c.sliding_window)));
+  w.set(a + "attention.shared_kv_layers", gguf::Value::from_u32(uint32_t(c.n_kv_shared_layers)));
+  w.set(a + "embedding_length_per_layer_input", gguf::Value::from_u32(uint32_t(c.n_embd_per_layer)));
+  w.set(a + "rope.freq_base", gguf::Value::from_f32(c.rope_theta));
+  w.set(a + "rope.freq_base_swa", gguf::Value::from_f32(c.rope_theta_swa > 0.0f ? c.rope_theta_swa : c.rope_theta));
+  w.set(a + "rope.dimension_count_swa", gguf::Value::from_u32(uint32_t(c.n_rot)));
+  if (c.final_softcap > 0.0f) w.set(a + "final_logit_softcapping", gguf::Value::from_f32(c.final_softcap));
+  if (c.n_expert > 0) {
+    w.set(a + "expert_count", gguf::Value::from_u32(uint32_t(c.n_expert)));
+    w.set(a + "expert_used_count", gguf::Value::from_u32(uint32_t(c.n_expert_used)));
+    w.set(a + "expert_feed_forward_length", gguf::Value::from_u32(uint32_t(c.n_ff_exp)));
+  }
+  // The full layers' rope: proportional as factors over the whole head, or plain partial rotary.
+  rope_freqs->clear();
+  if (c.rope_scaling.type == "proportional") {
+    BRISK_CHECK(c.rope_scaling.factor == 1.0f, "convert: proportional rope with factor ", c.rope_scaling.factor,
+                " has no GGUF form");
+    w.set(a + "rope.dimension_count", gguf::Value::from_u32(uint32_t(hd_full)));
+    const int rotated = int(std::floor(double(c.partial_rotary_full) * hd_full / 2.0));
+    rope_freqs->assign(size_t(hd_full / 2), 1e30f);
+    for (int i = 0; i < rotated && i < hd_full / 2; ++i) (*rope_freqs)[size_t(i)] = 1.0f;
+    w.add_tensor("rope_freqs.weight", QuantType::F32, {uint64_t(rope_freqs->size())}, rope_freqs->data(),
+                 rope_freqs->size() * sizeof(float));
+  } else {
+    BRISK_CHECK(c.rope_scaling.type == "default" || c.rope_scaling.type.empty(), "convert: rope type '",
+                c.rope_scaling.type, "' of the full layers has no GGUF form here");
+    const int32_t n_rot = int32_t(std::lround(hd_full * double(c.partial_rotary_full))) & ~1;
+    w.set(a + "rope.dimension_count", gguf::Value::from_u32(uint32_t(n_rot)));
+  }
+}
+
+// K / V tensors of a layer that reads another layer's cache are not written (no layer reads them).
+bool gemma4_keep_tensor(const ModelConfig& c, const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return true;
+  const int il = std::atoi(name.c_str() + 4);
+  const bool kv = name.find(".attn_k.") != std::string::npos || name.find(".attn_v.") != std::string::npos ||
+                  name.find(".attn_k_norm.") != std::string::npos;
+  return !kv || il >= c.n_layer || gemma_kv_source(c, il) == il;
+}
+
 }  // namespace
 
 const ArchEntry& arch_gemma4() {
@@ -109,6 +187,8 @@ const ArchEntry& arch_gemma4() {
       .hf_name_map = &gemma_hf_to_gguf,
       .sanitize = &gemma4_sanitize,
       .build = &gemma4_build,
+      .convert = {.arch = "gemma4", .write_metadata = &gemma4_gguf_metadata, .keep_tensor = &gemma4_keep_tensor,
+                  .tokenizer = "gemma4"},
   };
   return e;
 }

@@ -11,6 +11,10 @@
 
 namespace brisk {
 
+namespace gguf {
+class Writer;
+}
+
 // What the KV cache of one layer holds (the runtime groups and sizes its caches by it).
 struct LayerKvNeeds {
   int32_t n_head_kv = 0;
@@ -31,6 +35,33 @@ class ArchModel {
   virtual std::vector<LayerKvNeeds> kv_layers(const ModelConfig& cfg) const;
 };
 
+// What `brisk quantize` needs to write this architecture's Hugging Face checkpoints as a GGUF
+// file the way llama.cpp's converter does (quantize/hf_to_gguf.cpp, docs/adding-a-model.md).
+// The rest is derived: metadata from the config key table (models/config.cpp), tensor names
+// from hf_name_map, q/k rows permuted to adjacent-pair rope when gguf_rope_neox is false,
+// per-expert tensors stacked into 3-D ones, llama3 rope scaling as rope_freqs factors; and the
+// written file is read back and must give the same config, so a setting GGUF cannot hold is an
+// error rather than a silently different model.
+struct GgufConversion {
+  std::string arch;         // general.architecture written ("llama" for Mistral); "": not convertible
+  float norm_shift = 0.0f;  // added to every *norm.weight (Gemma's HF RMSNorm weights are gain - 1)
+  // Checks what the key table cannot: settings that GGUF readers of this architecture infer
+  // instead of reading (Gemma 3's sliding-layer pattern); throws naming what cannot be written.
+  void (*check)(const ModelConfig& cfg) = nullptr;
+  // Writes the {arch}.* keys in place of the key table (config_write_gguf) where the table
+  // cannot say the layout (Gemma 4: per-layer arrays, two head sizes, the full layers' rope as
+  // rope_freqs.weight factors); a tensor it adds keeps its data in *rope_freqs, which must
+  // outlive the writer's write. The converter then leaves the rope check of the read-back file
+  // to this function's own checks.
+  void (*write_metadata)(const ModelConfig& cfg, gguf::Writer& w, std::vector<float>* rope_freqs) = nullptr;
+  // False for a tensor (GGUF name) the file leaves out (Gemma 4: K / V of the KV-shared layers,
+  // which no layer reads); nullptr keeps every tensor.
+  bool (*keep_tensor)(const ModelConfig& cfg, const std::string& name) = nullptr;
+  // tokenizer.ggml.model written from tokenizer.json: "gpt2" (byte-level BPE), or "gemma4"
+  // (SentencePiece-style BPE; a byte-level tokenizer.json then has no GGUF form and is left out).
+  std::string tokenizer = "gpt2";
+};
+
 struct ArchEntry {
   std::string name;                             // canonical, e.g. "qwen2"
   std::vector<std::string> hf_architectures;    // config.json "architectures", e.g. "Qwen2ForCausalLM"
@@ -44,11 +75,14 @@ struct ArchEntry {
   // Checkpoint quirks and family defaults applied to the config before finalize().
   void (*sanitize)(ModelConfig& cfg) = nullptr;
   std::unique_ptr<ArchModel> (*build)(const ModelConfig& cfg, WeightStore& ws) = nullptr;
+  GgufConversion convert{};
 };
 
 const std::vector<const ArchEntry*>& arch_registry();
 // nullptr when unknown.
 const ArchEntry* arch_find_hf(const std::vector<std::string>& architectures, const std::string& model_type);
+// The same for a config.json: its "architectures" list and its "model_type" ("" when absent).
+const ArchEntry* arch_find_hf_config(const nlohmann::json& config);
 const ArchEntry* arch_find_gguf(const std::string& name);
 
 // The entries, one per architecture file.

@@ -11,6 +11,7 @@
 #include "core/flags.h"
 #include "core/log.h"
 #include "models/forward.h"
+#include "runtime/engine_parts.h"
 #include "runtime/kv_cache.h"
 #include "runtime/loaded_model.h"
 
@@ -20,8 +21,10 @@ namespace {
 
 class ModelContext final : public Context {
  public:
-  ModelContext(std::shared_ptr<const LoadedModel> model, const ContextOptions& options)
-      : model_(std::move(model)), opt_(options), cfg_(model_->config()) {
+  // backend: the backend to run on, or nullptr for one made from options.device.
+  ModelContext(std::shared_ptr<const LoadedModel> model, const ContextOptions& options,
+               std::unique_ptr<Backend> backend)
+      : model_(std::move(model)), opt_(options), cfg_(model_->config()), backend_(std::move(backend)) {
     BRISK_CHECK(opt_.n_seq_max >= 1 && opt_.n_seq_max <= 1024, "n_seq_max ", opt_.n_seq_max,
                 " out of range [1, 1024]");
     BRISK_CHECK(opt_.n_batch >= 1, "n_batch must be at least 1");
@@ -35,7 +38,8 @@ class ModelContext final : public Context {
       for (int il = 0; il < cfg_.n_layer; ++il)
         BRISK_CHECK(cfg_.head_dim_of(il) % 32 == 0, "q8_0 KV cache needs head_dim a multiple of 32, model has ",
                     cfg_.head_dim_of(il), il > 0 ? str_cat(" (layer ", il, ")") : std::string());
-    backend_ = make_backend(opt_.device, opt_.n_threads);
+    if (!backend_) backend_ = make_backend(opt_.device, opt_.n_threads);
+    arch_ = &model_->arch_for(*backend_);
     opt_.n_threads = backend_->n_threads();
     opt_.device = backend_->name();  // what "auto" chose
     kv_options_ = kv_cache_options();
@@ -49,7 +53,7 @@ class ModelContext final : public Context {
   KvCacheOptions kv_cache_options() const {
     KvCacheOptions o{.n_seq = opt_.n_seq_max, .n_ctx = opt_.n_ctx, .type = opt_.kv_type,
                      .block_size = opt_.kv_block_size, .max_step = opt_.n_batch};
-    const std::vector<LayerKvNeeds> needs = model_->arch().kv_layers(cfg_);
+    const std::vector<LayerKvNeeds> needs = arch_->kv_layers(cfg_);
     BRISK_CHECK(int32_t(needs.size()) == cfg_.n_layer, "model declares the caches of ", needs.size(), " layers, it has ",
                 cfg_.n_layer);
     for (const LayerKvNeeds& n : needs)
@@ -117,7 +121,7 @@ class ModelContext final : public Context {
       const bool same = !tap_ && step_shape_matches(n, n_out);
       if (!(same && backend_->replay_step(in))) {
         backend_->begin_step(in);
-        model_->arch().forward(f);
+        arch_->forward(f);
         backend_->end_step();
         remember_step_shape(n, n_out);
       }
@@ -356,6 +360,7 @@ class ModelContext final : public Context {
   const ModelConfig& cfg_;
   std::unique_ptr<Backend> backend_;
   KvCacheOptions kv_options_;
+  const ArchModel* arch_ = nullptr;  // the model's forward over weights laid out for backend_
   std::unique_ptr<KvCache> kv_;
   ForwardArena arena_;
   std::vector<void*> arena_allocs_;
@@ -381,7 +386,15 @@ std::unique_ptr<Context> Context::create(std::shared_ptr<const Model> model, con
   BRISK_CHECK(model != nullptr, "Context::create: no model");
   auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
   BRISK_CHECK(loaded != nullptr, "Context::create: model was not loaded by Model::load");
-  return std::make_unique<ModelContext>(std::move(loaded), options);
+  return std::make_unique<ModelContext>(std::move(loaded), options, nullptr);
+}
+
+std::unique_ptr<Context> context_create_on(std::shared_ptr<const Model> model, const ContextOptions& options,
+                                           std::unique_ptr<Backend> backend) {
+  BRISK_CHECK(model != nullptr && backend != nullptr, "context_create_on: no model or no backend");
+  auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
+  BRISK_CHECK(loaded != nullptr, "context_create_on: model was not loaded by Model::load");
+  return std::make_unique<ModelContext>(std::move(loaded), options, std::move(backend));
 }
 
 }  // namespace brisk

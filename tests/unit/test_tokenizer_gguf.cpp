@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "formats/gguf.h"
-#include "quantize/tokenizer_to_gguf.h"
+#include "formats/tokenizer_to_gguf.h"
 #include "test_tokenizer_common.h"
 #include "text/tokenizer.h"
 
