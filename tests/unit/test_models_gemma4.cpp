@@ -297,7 +297,7 @@ TEST(Gemma4Memory, PlanCountsFullLayersAndOneWindowPerSlidingLayer) {
   auto model = std::dynamic_pointer_cast<const LoadedModel>(Model::load({.path = model_dir(fixture) + "/hf"}));
   ASSERT_TRUE(model);
   const ModelConfig& c = model->config();
-  const std::vector<LayerKvNeeds> needs = model->arch().kv_layers(c);
+  const std::vector<LayerKvNeeds> needs = model->arch_->kv_layers(c);
   ASSERT_EQ(needs.size(), 5u);
   KvCacheOptions opt{.n_seq = 1, .n_ctx = 131072, .type = QuantType::F16, .block_size = 256, .max_step = 512};
   int64_t full_widths = 0, sliding_widths = 0;
