@@ -42,16 +42,19 @@ class Backend {
   virtual void get_rows(const GetRowsArgs& a) = 0;
   virtual void moe(const MoeArgs& a) = 0;
   virtual void softcap(const SoftcapArgs& a) = 0;
-  // Ops added after the first backends: a backend without its own implementation throws
-  // "op X is not supported on the Y backend" (op_unsupported), so a model that needs one fails
-  // clearly there instead of computing something else.
-  virtual void scale(const ScaleArgs& a) {
-    (void)a;
-    op_unsupported("scale");
-  }
+  // Ops added after the first backends. Defaults (backend/backend_unsupported.cpp): throw
+  // "op X is not supported on the Y backend", so a model that needs one fails clearly there
+  // instead of computing something else.
+  // out = x * scale (a per-tensor constant).
+  virtual void scale(const ScaleArgs& a);
   // Whether moe() applies MoeArgs::expert_scale; callers that set it check this first.
   virtual bool moe_expert_scale_supported() const { return false; }
-  [[noreturn]] void op_unsupported(const char* op) const;
+  // Ops of linear-attention layers.
+  virtual void conv_state(const ConvStateArgs& a);
+  virtual void l2_norm(const L2NormArgs& a);
+  virtual void gated_rms_norm(const GatedRmsNormArgs& a);
+  virtual void sigmoid_mul(const SigmoidMulArgs& a);
+  virtual void delta_rule(const DeltaRuleArgs& a);
   // Waits for queued work (no-op on the CPU).
   virtual void synchronize() {}
   // Copies bytes between host memory and this backend's memory, in either direction (or

@@ -17,10 +17,6 @@ void Backend::copy(void* dst, const void* src, size_t bytes) {
   if (bytes) std::memmove(dst, src, bytes);
 }
 
-void Backend::op_unsupported(const char* op) const {
-  fail("op ", op, " is not supported on the ", name(), " backend");
-}
-
 std::unique_ptr<Backend> make_backend(const std::string& device, int n_threads) {
   if (device.empty() || device == "cpu") return make_cpu_backend(n_threads);
   int index = 0;

@@ -24,7 +24,24 @@ AttentionWeights attention_weights_load(WeightStore& ws, const ModelConfig& cfg,
                                         const AttentionLoadSpec& spec) {
   const int64_t hd = cfg.head_dim_of(il), q_width = cfg.q_width_of(il), kv_width = cfg.kv_width_of(il);
   AttentionWeights w;
-  w.wq = ws.matrix(blk(il, "attn_q.weight"), cfg.n_embd, q_width);
+  if (spec.q_gate) {
+    // Per head: head_dim query rows, then head_dim gate rows. Regrouped once at load into all
+    // query rows, then all gate rows, so that each is one matmul.
+    const std::string name = blk(il, "attn_q.weight");
+    ws.matrix(name, cfg.n_embd, 2 * q_width);  // checks the shape, names it when wrong
+    std::vector<int64_t> q_rows, gate_rows;
+    for (int64_t h = 0; h < cfg.n_head; ++h)
+      for (int64_t i = 0; i < hd; ++i) {
+        q_rows.push_back(h * 2 * hd + i);
+        gate_rows.push_back(h * 2 * hd + hd + i);
+      }
+    ws.gather_rows(blk(il, "attn_q.query_rows"), name, q_rows);
+    ws.gather_rows(blk(il, "attn_q.gate_rows"), name, gate_rows);
+    w.wq = ws.matrix(blk(il, "attn_q.query_rows"), cfg.n_embd, q_width);
+    w.wq_gate = ws.matrix(blk(il, "attn_q.gate_rows"), cfg.n_embd, q_width);
+  } else {
+    w.wq = ws.matrix(blk(il, "attn_q.weight"), cfg.n_embd, q_width);
+  }
   w.wk = load_matrix(ws, blk(il, "attn_k.weight"), cfg.n_embd, kv_width, spec.k);
   if (!w.wk.empty()) w.wv = load_matrix(ws, blk(il, "attn_v.weight"), cfg.n_embd, kv_width, spec.v);
   w.wo = ws.matrix(blk(il, "attn_output.weight"), q_width, cfg.n_embd);
@@ -73,21 +90,31 @@ Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
   const Mat k = f.mat(f.arena.k, int64_t(n_head_kv) * hd);   // [n_tok, n_head_kv * head_dim]
   const Mat v = f.mat(f.arena.v, int64_t(n_head_kv) * hd);   // [n_tok, n_head_kv * head_dim]
   const bool own_kv = !w.wk.empty();
+  const bool gated = !w.wq_gate.empty();
+  BRISK_CHECK(!gated || p.gate, "self_attention: layer ", il, " has an output gate but no buffer for it");
+  BRISK_CHECK(!gated || (own_kv && !w.wv.empty()), "self_attention: layer ", il,
+              " has an output gate and no K / V projections of its own");
+  const Mat gate = gated ? f.mat(p.gate, int64_t(c.n_head) * hd) : Mat{};  // [n_tok, n_head * head_dim]
   const MatmulArgs qkv[] = {{.out = q, .x = in, .w = w.wq, .bias = w.bq},
                             {.out = k, .x = in, .w = w.wk, .bias = w.bk},
-                            {.out = v, .x = in, .w = w.wv, .bias = w.bv}};
-  be.matmuls(qkv, !own_kv ? 1 : w.wv.empty() ? 2 : 3);
+                            {.out = v, .x = in, .w = w.wv, .bias = w.bv},
+                            {.out = gate, .x = in, .w = w.wq_gate}};
+  be.matmuls(qkv, gated ? 4 : !own_kv ? 1 : w.wv.empty() ? 2 : 3);
+  // The norms first, then the ropes of q and k and the store back to back (a backend may run
+  // those in one launch).
   if (w.q_norm) be.rms_norm({.out = q, .x = q, .weight = w.q_norm, .group = hd, .eps = c.rms_eps});
-  be.rope({.x = q, .pos = f.batch.pos, .n_head = c.n_head, .head_dim = hd, .table = p.rope});
-  f.tap_tensor("Qcur", il, q);
-  const KvView& kc = f.k_cache[size_t(il)];
-  const KvView& vc = f.v_cache[size_t(il)];
   if (own_kv) {
     // Values from the keys' projection take it before the key norm and rope.
     if (w.wv.empty() && p.v_norm) be.rms_norm({.out = v, .x = k, .group = hd, .eps = c.rms_eps});
     else if (w.wv.empty()) be.scale({.out = v, .x = k, .scale = 1.0f});
     else if (p.v_norm) be.rms_norm({.out = v, .x = v, .group = hd, .eps = c.rms_eps});
     if (w.k_norm) be.rms_norm({.out = k, .x = k, .weight = w.k_norm, .group = hd, .eps = c.rms_eps});
+  }
+  be.rope({.x = q, .pos = f.batch.pos, .n_head = c.n_head, .head_dim = hd, .table = p.rope});
+  f.tap_tensor("Qcur", il, q);
+  const KvView& kc = f.k_cache[size_t(il)];
+  const KvView& vc = f.v_cache[size_t(il)];
+  if (own_kv) {
     be.rope({.x = k, .pos = f.batch.pos, .n_head = n_head_kv, .head_dim = hd, .table = p.rope});
     f.tap_tensor("Kcur", il, k);
     f.tap_tensor("Vcur", il, v);
@@ -98,6 +125,10 @@ Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
                 .n_head = c.n_head, .n_head_kv = n_head_kv, .head_dim = hd,
                 .scale = c.attn_scale, .window = p.window, .softcap = p.softcap});
   f.tap_tensor("kqv_out", il, a);
+  if (gated) {
+    be.sigmoid_mul({.out = a, .x = a, .gate = gate});
+    f.tap_tensor("attn_gated", il, a);
+  }
   const Mat t = f.mat(f.arena.t, c.n_embd);
   be.matmul({.out = t, .x = a, .w = w.wo, .bias = w.bo});
   f.tap_tensor("attn_out", il, t);
@@ -107,6 +138,8 @@ Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
 Mat gated_mlp(const Forward& f, const Mat& in, const MlpWeights& w, int il) {
   Backend& be = f.backend;
   const int64_t n_ff = w.gate.n_out;
+  BRISK_CHECK(n_ff <= f.cfg.max_n_ff(), "gated_mlp: layer ", il, " MLP width ", n_ff, " exceeds the planned ",
+              f.cfg.max_n_ff());
   const Mat g = f.mat(f.arena.gate, n_ff);  // [n_tok, n_ff]
   const Mat u = f.mat(f.arena.up, n_ff);    // [n_tok, n_ff]
   const MatmulArgs gate_up[] = {{.out = g, .x = in, .w = w.gate}, {.out = u, .x = in, .w = w.up}};

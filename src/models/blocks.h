@@ -10,6 +10,7 @@ namespace brisk {
 
 struct AttentionWeights {
   Weight wq;                       // [n_head * head_dim, n_embd]
+  Weight wq_gate;                  // [n_head * head_dim, n_embd] sigmoid output gate (Qwen3.5), or empty
   Weight wk;                       // [n_head_kv * head_dim, n_embd]; empty: the layer reads
                                    // another layer's cache (KV sharing) and stores nothing
   Weight wv;                       // [n_head_kv * head_dim, n_embd]; empty (with wk): values are
@@ -37,6 +38,9 @@ struct AttentionLoadSpec {
   Need qk_norm = Need::none;
   Need k = Need::required;         // none: a KV-shared layer (no K / V projections)
   Need v = Need::required;         // optional: absent means values are the keys
+  // attn_q.weight holds 2 * n_head * head_dim rows, per head its query rows then the rows of a
+  // sigmoid gate on the attention output (Qwen3.5 / Qwen3-Next); loaded as wq and wq_gate.
+  bool q_gate = false;
 };
 
 // Loads blk.<il>.attn_* for layer il's shapes (cfg.head_dim_of, n_head_kv_of); tensors outside
@@ -53,6 +57,7 @@ struct AttentionParams {
   int32_t head_dim = 0;            // this layer's head size; 0: cfg.head_dim
   int32_t n_head_kv = 0;           // this layer's KV heads; 0: cfg.n_head_kv
   bool v_norm = false;             // RMS-normalize each V head (no weight) before the store
+  float* gate = nullptr;           // [n_tok, n_head * head_dim] buffer for w.wq_gate's output
 };
 
 // x := embedding(ids) * scale. Returns the residual stream [n_tok, n_embd].
@@ -63,10 +68,12 @@ Mat norm(const Forward& f, const Mat& in, const float* w, const char* name, int 
 Mat norm_into(const Forward& f, const Mat& out, const Mat& in, const float* w, const char* name, int il);
 // t := self_attention(in): q/k/v projections (k and v skipped for a layer that reads another's
 // cache, v taken from k when the layer has no wv), per-head norms, rope, KV store, attention
-// over this layer's cache views, output projection. Returns t [n_tok, n_embd].
+// over this layer's cache views, times sigmoid(in wq_gate) when the weights have the gate, output
+// projection. Returns t [n_tok, n_embd].
 Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
                    const AttentionParams& p, int il);
-// t := down(act(gate(in)) * up(in)) with the MLP size of w. Returns t [n_tok, n_embd].
+// t := down(act(gate(in)) * up(in)), any MLP width (w.gate.n_out <= the arena's n_ff).
+// Returns t [n_tok, n_embd].
 Mat gated_mlp(const Forward& f, const Mat& in, const MlpWeights& w, int il);
 // x := x + t (tapped as `name`).
 void residual_add(const Forward& f, const Mat& x, const Mat& t, const char* name, int il);

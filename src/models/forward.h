@@ -33,7 +33,8 @@ struct ForwardArena {
   float* x = nullptr;      // residual stream [n, n_embd]
   float* h = nullptr;      // normed input of a block [n, n_embd]
   float* t = nullptr;      // block output [n, n_embd]
-  float* t2 = nullptr;     // a second block output [n, n_embd] (a branch beside the MLP)
+  float* t2 = nullptr;     // a second block output [n, n_embd] (a branch beside the MLP, or
+                           // routed experts beside a shared one)
   float* q = nullptr;      // [n, n_head * head_dim]
   float* k = nullptr;      // [n, n_head_kv * head_dim]
   float* v = nullptr;      // [n, n_head_kv * head_dim]
@@ -47,7 +48,19 @@ struct ForwardArena {
   float* out = nullptr;    // rows needing logits [n, n_embd]
   float* logits = nullptr; // [n_logits_max, n_vocab]
   int32_t n_logits_max = 0;
+  std::vector<float*> extra = {};  // [n, width] each, the widths ArchModel::extra_arena_widths asked for
 };
+
+// What one layer keeps per sequence, as the model declares it (ArchModel::layer_states): keys
+// and values of its attention in the paged KV cache, and / or recurrent state tensors (F32,
+// `recurrent[i]` floats per sequence each) that the runtime allocates, snapshots and copies.
+struct LayerState {
+  bool kv = true;
+  std::vector<int64_t> recurrent = {};
+};
+
+// [n_layer] per layer the views of its recurrent state tensors, in the order declared.
+using RecurrentViews = std::vector<std::vector<StateView>>;
 
 struct Forward {
   Backend& backend;
@@ -57,6 +70,7 @@ struct Forward {
   const std::vector<KvView>& k_cache;  // [n_layer]; a KV-shared layer has its source's views
   const std::vector<KvView>& v_cache;  // [n_layer]
   const TapFn* tap = nullptr;
+  const RecurrentViews* state = nullptr;  // layers with recurrent state (LayerState::recurrent)
 
   Mat mat(float* data, int64_t cols) const { return Mat{.data = data, .rows = batch.n_tok, .cols = cols}; }
   void tap_tensor(const char* name, int layer, const Mat& m) const {

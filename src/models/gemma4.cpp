@@ -175,6 +175,10 @@ bool gemma4_keep_tensor(const ModelConfig& c, const std::string& name) {
   return !kv || il >= c.n_layer || gemma_kv_source(c, il) == il;
 }
 
+void gemma4_convert_tensors(ModelConfig& c, ConvertTensors& t) {
+  for (auto it = t.begin(); it != t.end();) it = gemma4_keep_tensor(c, it->first) ? std::next(it) : t.erase(it);
+}
+
 }  // namespace
 
 const ArchEntry& arch_gemma4() {
@@ -187,7 +191,7 @@ const ArchEntry& arch_gemma4() {
       .hf_name_map = &gemma_hf_to_gguf,
       .sanitize = &gemma4_sanitize,
       .build = &gemma4_build,
-      .convert = {.arch = "gemma4", .write_metadata = &gemma4_gguf_metadata, .keep_tensor = &gemma4_keep_tensor,
+      .convert = {.arch = "gemma4", .tensors = &gemma4_convert_tensors, .write_metadata = &gemma4_gguf_metadata,
                   .tokenizer = "gemma4"},
   };
   return e;

@@ -49,13 +49,28 @@ bool moe_layer_present(const WeightStore& ws, int il) { return ws.has(blk(il, "f
 
 MoeWeights moe_weights_load(WeightStore& ws, const ModelConfig& cfg, int il) {
   BRISK_CHECK(cfg.n_expert > 0, "layer ", il, " has an MoE router but the config names no experts");
-  return MoeWeights{
+  MoeWeights w{
       .router = ws.matrix(blk(il, "ffn_gate_inp.weight"), cfg.n_embd, cfg.n_expert),
       .gate = expert_views(ws, cfg, il, "gate", cfg.n_embd, cfg.n_ff_exp),
       .up = expert_views(ws, cfg, il, "up", cfg.n_embd, cfg.n_ff_exp),
       .down = expert_views(ws, cfg, il, "down", cfg.n_ff_exp, cfg.n_embd),
       .expert_scale = ws.vector_opt(blk(il, "ffn_down_exps.scale"), cfg.n_expert),
+      .shared = {},
+      .shared_gate = {},
   };
+  if (ws.has(blk(il, "ffn_gate_shexp.weight")) || cfg.n_ff_shexp > 0) {
+    BRISK_CHECK(cfg.n_ff_shexp > 0, "layer ", il, " has a shared expert but the config gives no positive ",
+                "shared_expert_intermediate_size");
+    BRISK_CHECK(cfg.max_n_ff() >= cfg.n_ff_shexp, "model config: MLP size ", cfg.max_n_ff(), " below the shared expert size ",
+                cfg.n_ff_shexp, " (the shared expert uses the MLP buffers)");
+    w.shared = MlpWeights{
+        .gate = ws.matrix(blk(il, "ffn_gate_shexp.weight"), cfg.n_embd, cfg.n_ff_shexp),
+        .up = ws.matrix(blk(il, "ffn_up_shexp.weight"), cfg.n_embd, cfg.n_ff_shexp),
+        .down = ws.matrix(blk(il, "ffn_down_shexp.weight"), cfg.n_ff_shexp, cfg.n_embd),
+    };
+    w.shared_gate = ws.matrix_opt(blk(il, "ffn_gate_inp_shexp.weight"), cfg.n_embd, 1);
+  }
+  return w;
 }
 
 Mat moe_mlp(const Forward& f, const Mat& in, const MoeWeights& w, int il, const MoeParams& p) {
@@ -66,11 +81,24 @@ Mat moe_mlp(const Forward& f, const Mat& in, const MoeWeights& w, int il, const 
   f.tap_tensor("ffn_moe_logits", il, logits);
   BRISK_CHECK(!w.expert_scale || be.moe_expert_scale_supported(), "op moe with per-expert scales is not supported on the ",
               be.name(), " backend");
-  const Mat t = f.mat(p.out ? p.out : f.arena.t, c.n_embd);
-  be.moe({.out = t, .x = in, .logits = logits, .gate = w.gate.data(), .up = w.up.data(), .down = w.down.data(),
+  const bool shared = !w.shared.gate.empty();
+  BRISK_CHECK(!shared || (f.arena.t2 && !p.out), "moe: layer ", il,
+              " has a shared expert but the arena no second output, or the caller gave an output buffer");
+  const Mat routed = f.mat(shared ? f.arena.t2 : p.out ? p.out : f.arena.t, c.n_embd);
+  be.moe({.out = routed, .x = in, .logits = logits, .gate = w.gate.data(), .up = w.up.data(), .down = w.down.data(),
           .n_expert = c.n_expert, .n_used = c.n_expert_used, .norm_topk = c.norm_topk_prob, .act = c.act,
           .expert_scale = w.expert_scale});
-  f.tap_tensor("ffn_moe_out", il, t);
+  f.tap_tensor("ffn_moe_out", il, routed);
+  if (!shared) return routed;
+  const Mat t = gated_mlp(f, in, w.shared, il);  // arena.t
+  if (!w.shared.gate.empty() && !w.shared_gate.empty()) {
+    const Mat s = f.mat(f.arena.up, 1);  // [n_tok, 1] free again after the shared MLP
+    be.matmul({.out = s, .x = in, .w = w.shared_gate});
+    be.sigmoid_mul({.out = t, .x = t, .gate = s});
+  }
+  f.tap_tensor("ffn_shexp", il, t);
+  be.add({.out = t, .a = t, .b = routed});
+  f.tap_tensor("ffn_moe_shexp_out", il, t);
   return t;
 }
 

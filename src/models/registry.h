@@ -1,6 +1,7 @@
 // Architectures known to the engine. Each architecture file defines one ArchEntry (names it
 // answers to, its checkpoint quirks, how to build it) and registry.cpp lists them.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@ class ArchModel {
   // [n_layer] what each layer's cache holds. Default: every layer n_head_kv x head_dim of the
   // config, within cfg.sliding_window (0: all positions).
   virtual std::vector<LayerKvNeeds> kv_layers(const ModelConfig& cfg) const;
+  // [n_layer] what each layer keeps per sequence; empty: keys and values in every layer.
+  virtual std::vector<LayerState> layer_states() const { return {}; }
+  // Widths of extra activation buffers the forward uses (ForwardArena::extra, [n_batch, width]).
+  virtual std::vector<int64_t> extra_arena_widths() const { return {}; }
 };
 
 // What `brisk quantize` needs to write this architecture's Hugging Face checkpoints as a GGUF
@@ -42,21 +47,32 @@ class ArchModel {
 // per-expert tensors stacked into 3-D ones, llama3 rope scaling as rope_freqs factors; and the
 // written file is read back and must give the same config, so a setting GGUF cannot hold is an
 // error rather than a silently different model.
+// One float32 tensor on its way into the GGUF file: GGUF shape (innermost first) and values.
+struct ConvertTensor {
+  std::vector<uint64_t> ne;
+  std::vector<float> f;
+};
+using ConvertTensors = std::map<std::string, ConvertTensor>;  // by GGUF name
+
 struct GgufConversion {
   std::string arch;         // general.architecture written ("llama" for Mistral); "": not convertible
   float norm_shift = 0.0f;  // added to every *norm.weight (Gemma's HF RMSNorm weights are gain - 1)
   // Checks what the key table cannot: settings that GGUF readers of this architecture infer
   // instead of reading (Gemma 3's sliding-layer pattern); throws naming what cannot be written.
   void (*check)(const ModelConfig& cfg) = nullptr;
+  // What only this architecture's GGUF layout needs, nullptr: nothing. `tensors` rewrites the
+  // tensors after the generic steps (names mapped, experts stacked) and may update the config
+  // from what it found (e.g. blocks kept past the layer stack; Gemma 4 leaves out the K / V of
+  // its KV-shared layers, which no layer reads); `keys` adds or replaces keys after the key
+  // table's.
+  void (*tensors)(ModelConfig& cfg, ConvertTensors& t) = nullptr;
+  void (*keys)(const ModelConfig& cfg, const std::string& arch, gguf::Writer& w) = nullptr;
   // Writes the {arch}.* keys in place of the key table (config_write_gguf) where the table
   // cannot say the layout (Gemma 4: per-layer arrays, two head sizes, the full layers' rope as
   // rope_freqs.weight factors); a tensor it adds keeps its data in *rope_freqs, which must
   // outlive the writer's write. The converter then leaves the rope check of the read-back file
   // to this function's own checks.
   void (*write_metadata)(const ModelConfig& cfg, gguf::Writer& w, std::vector<float>* rope_freqs) = nullptr;
-  // False for a tensor (GGUF name) the file leaves out (Gemma 4: K / V of the KV-shared layers,
-  // which no layer reads); nullptr keeps every tensor.
-  bool (*keep_tensor)(const ModelConfig& cfg, const std::string& name) = nullptr;
   // tokenizer.ggml.model written from tokenizer.json: "gpt2" (byte-level BPE), or "gemma4"
   // (SentencePiece-style BPE; a byte-level tokenizer.json then has no GGUF form and is left out).
   std::string tokenizer = "gpt2";
@@ -93,5 +109,8 @@ const ArchEntry& arch_qwen3();
 const ArchEntry& arch_qwen3moe();
 const ArchEntry& arch_gemma3();
 const ArchEntry& arch_gemma4();
+const ArchEntry& arch_qwen35();
+const ArchEntry& arch_qwen35moe();
+const ArchEntry& arch_qwen3next();
 
 }  // namespace brisk

@@ -14,6 +14,7 @@
 #include "runtime/engine_parts.h"
 #include "runtime/kv_cache.h"
 #include "runtime/loaded_model.h"
+#include "runtime/recurrent_state.h"
 
 namespace brisk {
 
@@ -38,13 +39,32 @@ class ModelContext final : public Context {
       for (int il = 0; il < cfg_.n_layer; ++il)
         BRISK_CHECK(cfg_.head_dim_of(il) % 32 == 0, "q8_0 KV cache needs head_dim a multiple of 32, model has ",
                     cfg_.head_dim_of(il), il > 0 ? str_cat(" (layer ", il, ")") : std::string());
+    BRISK_CHECK(opt_.state_snapshot_interval >= 0 && opt_.state_snapshots >= 0 && opt_.state_snapshots <= 64,
+                "state_snapshot_interval ", opt_.state_snapshot_interval, " / state_snapshots ", opt_.state_snapshots,
+                " out of range");
     if (!backend_) backend_ = make_backend(opt_.device, opt_.n_threads);
     arch_ = &model_->arch_for(*backend_);
+    // What each layer keeps per sequence, as the model declares it.
+    layer_states_ = arch_->layer_states();
+    if (layer_states_.empty()) layer_states_.assign(size_t(cfg_.n_layer), LayerState{});
+    BRISK_CHECK(int32_t(layer_states_.size()) == cfg_.n_layer, "model declares state for ", layer_states_.size(),
+                " layers, it has ", cfg_.n_layer);
+    std::vector<std::vector<int64_t>> recurrent;
+    bool any_recurrent = false;
+    for (const LayerState& l : layer_states_) {
+      recurrent.push_back(l.recurrent);
+      any_recurrent = any_recurrent || !l.recurrent.empty();
+    }
+    if (!any_recurrent) opt_.state_snapshots = 0;
     opt_.n_threads = backend_->n_threads();
     opt_.device = backend_->name();  // what "auto" chose
     kv_options_ = kv_cache_options();
     plan_device_memory();
     kv_ = std::make_unique<KvCache>(*backend_, kv_options_);
+    if (any_recurrent)
+      state_ = std::make_unique<RecurrentState>(*backend_, RecurrentStateOptions{.layers = recurrent,
+                                                                                 .n_seq = opt_.n_seq_max,
+                                                                                 .snapshots_per_seq = opt_.state_snapshots});
     plan_arena();
   }
 
@@ -56,11 +76,14 @@ class ModelContext final : public Context {
     const std::vector<LayerKvNeeds> needs = arch_->kv_layers(cfg_);
     BRISK_CHECK(int32_t(needs.size()) == cfg_.n_layer, "model declares the caches of ", needs.size(), " layers, it has ",
                 cfg_.n_layer);
-    for (const LayerKvNeeds& n : needs)
+    for (size_t il = 0; il < needs.size(); ++il) {
+      const LayerKvNeeds& n = needs[il];
       o.layers.push_back({.width = n.n_head_kv * n.head_dim, .window = flags().no_kv_window ? 0 : n.window,
                           .source = n.source,
                           .tiled_k = backend_->wants_tiled_k(opt_.kv_type, n.head_dim,
-                                                             cfg_.n_head / std::max(1, n.n_head_kv))});
+                                                             cfg_.n_head / std::max(1, n.n_head_kv)),
+                          .kv = layer_states_[il].kv});
+    }
     o.n_layer = cfg_.n_layer;
     return o;
   }
@@ -91,8 +114,12 @@ class ModelContext final : public Context {
     if (n_want > 0 && ids_only) device_ids_.assign(size_t(n_want), -1);
     int32_t logits_done = 0;
 
-    for (size_t start = 0; start < batch.size(); start += size_t(opt_.n_batch)) {
-      const size_t end = std::min(batch.size(), start + size_t(opt_.n_batch));
+    const std::vector<size_t> cuts = snapshot_cuts(batch);
+    size_t next_cut = 0;
+    for (size_t start = 0, end = 0; start < batch.size(); start = end) {
+      end = std::min(batch.size(), start + size_t(opt_.n_batch));
+      while (next_cut < cuts.size() && cuts[next_cut] <= start) ++next_cut;
+      if (next_cut < cuts.size()) end = std::min(end, cuts[next_cut]);
       const int32_t n = int32_t(end - start);
       int32_t n_out = 0;
       for (int32_t i = 0; i < n; ++i) {
@@ -112,7 +139,8 @@ class ModelContext final : public Context {
       const ForwardBatch fb{.n_tok = n, .ids = ids_.data(), .pos = pos_.data(), .seq = seq_.data(),
                             .n_out = n_out, .out_rows = out_rows_.data()};
       const Forward f{.backend = *backend_, .cfg = cfg_, .batch = fb, .arena = arena_,
-                      .k_cache = kv_->k(), .v_cache = kv_->v(), .tap = tap_ ? &tap_fn_ : nullptr};
+                      .k_cache = kv_->k(), .v_cache = kv_->v(), .tap = tap_ ? &tap_fn_ : nullptr,
+                      .state = state_ ? &state_->views() : nullptr};
       const StepInputs in{.n_tok = n, .ids = ids_.data(), .pos = pos_.data(), .seq = seq_.data(), .n_out = n_out,
                           .out_rows = out_rows_.data()};
       // A step shaped like the previous one (same sequences, output rows and KV capacity: the
@@ -130,6 +158,7 @@ class ModelContext final : public Context {
         const BatchToken& t = batch[start + size_t(i)];
         kv_->set_length(t.seq, std::max(kv_->length(t.seq), t.pos + 1));
       }
+      take_snapshots(batch, start, end);
       if (n_out > 0 && (device_sampler_ || !row_samplers.empty())) {
         const Mat rows{.data = arena_.logits, .rows = n_out, .cols = cfg_.n_vocab};
         std::vector<DeviceSampleSpec> specs(static_cast<size_t>(n_out));
@@ -223,14 +252,27 @@ class ModelContext final : public Context {
   void seq_truncate(int32_t seq, int32_t n_keep) override {
     check_seq(seq, "seq_truncate");
     BRISK_CHECK(n_keep >= 0, "seq_truncate: negative length ", n_keep);
+    if (state_) state_->truncate(seq, n_keep, kv_->length(seq));  // throws (nothing changed) when not restorable
     kv_->truncate(seq, n_keep);
   }
 
   void seq_copy(int32_t src, int32_t dst, int32_t n) override {
     check_seq(src, "seq_copy");
     check_seq(dst, "seq_copy");
+    BRISK_CHECK(n >= 0 && n <= kv_->length(src), "seq_copy: ", n, " positions but sequence ", src, " holds ",
+                kv_->length(src));
+    if (src == dst) return seq_truncate(dst, n);
+    if (state_) state_->copy(src, dst, n, kv_->length(src));
     kv_->copy(src, dst, n);
   }
+
+  int32_t seq_restorable(int32_t seq, int32_t n) const override {
+    check_seq(seq, "seq_restorable");
+    const int32_t len = kv_->length(seq);
+    return state_ ? state_->restorable(seq, std::max(0, n), len) : std::max(0, std::min(n, len));
+  }
+
+  int32_t state_snapshots() const override { return state_ ? state_->n_snapshots() : 0; }
 
   const ContextOptions& options() const override { return opt_; }
 
@@ -250,6 +292,43 @@ class ModelContext final : public Context {
   }
 
  private:
+  // Snapshots of recurrent state: each sequence of the batch is snapshotted at the last multiple
+  // of the interval its tokens reach, so a forward must end there. Returns the batch indices
+  // where a forward ends for that (sorted; the end of a sequence's run needs no cut).
+  std::vector<size_t> snapshot_cuts(const std::vector<BatchToken>& batch) const {
+    std::vector<size_t> cuts;
+    const int32_t every = opt_.state_snapshot_interval;
+    if (!state_ || every <= 0 || opt_.state_snapshots == 0) return cuts;
+    std::vector<int32_t> last(size_t(opt_.n_seq_max), -1);  // boundary position per sequence
+    for (const BatchToken& t : batch)
+      if ((t.pos + 1) % every == 0) last[size_t(t.seq)] = t.pos + 1;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const BatchToken& t = batch[i];
+      if (t.pos + 1 != last[size_t(t.seq)]) continue;
+      bool more = false;  // later tokens of the same sequence in this batch
+      for (size_t j = i + 1; j < batch.size() && !more; ++j) more = batch[j].seq == t.seq;
+      if (more) cuts.push_back(i + 1);
+    }
+    return cuts;
+  }
+
+  // After the forward of batch[start, end): snapshots of the sequences whose length is now a
+  // multiple of the interval; the one of a sequence with several tokens in the batch (a prompt,
+  // or a chunk of one) is pinned (RecurrentState's retention keeps it).
+  void take_snapshots(const std::vector<BatchToken>& batch, size_t start, size_t end) {
+    const int32_t every = opt_.state_snapshot_interval;
+    if (!state_ || every <= 0 || opt_.state_snapshots == 0) return;
+    std::vector<int32_t> count(size_t(opt_.n_seq_max), 0);
+    for (const BatchToken& t : batch) ++count[size_t(t.seq)];
+    std::vector<bool> done(size_t(opt_.n_seq_max), false);
+    for (size_t i = start; i < end; ++i) {
+      const int32_t s = batch[i].seq, len = kv_->length(s);
+      if (done[size_t(s)] || len % every != 0 || batch[i].pos + 1 != len) continue;
+      done[size_t(s)] = true;
+      state_->snapshot(s, len, count[size_t(s)] > 1);
+    }
+  }
+
   void check_seq(int32_t seq, const char* what) const {
     BRISK_CHECK(seq >= 0 && seq < opt_.n_seq_max, what, ": sequence ", seq, " out of range [0, ",
                 opt_.n_seq_max, ")");
@@ -274,7 +353,7 @@ class ModelContext final : public Context {
 
   // On a device backend: weights + KV cache pool at n_ctx + activations against the free device
   // memory, printed before anything is allocated or uploaded; refuses when it does not fit.
-  // On the CPU the same sums are printed (the pool is committed as it is used).
+  // On the CPU the same sums are logged at info level (the pool is committed as it is used).
   void plan_device_memory() {
     size_t free_b = 0, total_b = 0;
     const bool device = backend_->memory_info(&free_b, &total_b);
@@ -283,6 +362,11 @@ class ModelContext final : public Context {
     // The paged pools at their largest (windowed layers: their window) and the block tables.
     const double kv = double(KvCache::plan_bytes(kv_options_));
     const std::string kv_layout = KvCache::plan_summary(kv_options_);
+    double state_floats = 0.0;  // recurrent state of one sequence, all layers
+    for (const LayerState& l : layer_states_)
+      for (int64_t n : l.recurrent) state_floats += double(n);
+    // Recurrent state: every sequence's live state and its snapshots.
+    const double state = 4.0 * state_floats * double(opt_.n_seq_max) * double(1 + opt_.state_snapshots);
     const double rows = double(opt_.n_batch);
     const double n_ff = double(cfg_.max_n_ff()), q_width = double(cfg_.max_q_width());
     const double widest = std::max({n_ff, double(cfg_.n_embd), q_width});
@@ -291,21 +375,29 @@ class ModelContext final : public Context {
     const double moe = cfg_.n_expert > 0 ? 5.0 * rows * cfg_.n_expert_used * (2.0 * cfg_.n_embd + 2.0 * cfg_.n_ff_exp) : 0.0;
     const double per_layer = 2.0 * double(cfg_.n_layer + 1) * cfg_.n_embd_per_layer;
     // Arena + logits rows + the matmul's activation scratch + a reserve for the runtime.
-    const double act = 4.0 * rows * (5.0 * cfg_.n_embd + 2.0 * q_width + 2.0 * cfg_.max_kv_width() + 2.0 * n_ff + per_layer) +
+    double extra = 0.0;
+    for (int64_t w : arch_->extra_arena_widths()) extra += double(w);
+    const double act = 4.0 * rows * (5.0 * cfg_.n_embd + 2.0 * q_width + 2.0 * cfg_.max_kv_width() + 2.0 * n_ff + per_layer + extra) +
                        4.0 * rows * cfg_.n_vocab + 5.0 * rows * widest + moe + (device ? 256.0 * 1024 * 1024 : 0.0);
-    const double need = weights + kv + act;
+    const double need = weights + kv + state + act;
+    const std::string state_part =
+        state > 0.0 ? str_cat(" + recurrent state ", fmt_gib(state / gib), " GiB (", opt_.n_seq_max, " seq x ",
+                              1 + opt_.state_snapshots, " slots)")
+                    : std::string();
     if (!device) {
-      if (log_level() <= LogLevel::warn)
+      // Nothing is refused on the CPU: the sums are a detail for BRISK_LOG=info (run --verbose).
+      if (log_level() <= LogLevel::info)
         log_write(LogLevel::info, str_cat(backend_->name(), " memory: weights ", fmt_gib(weights / gib), " GiB + KV cache up to ",
                                           fmt_gib(kv / gib), " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq: ",
-                                          kv_layout, "; committed as used) + activations ", fmt_gib(act / gib), " GiB"));
+                                          kv_layout, "; committed as used)", state_part, " + activations ",
+                                          fmt_gib(act / gib), " GiB"));
       return;
     }
     const std::string plan =
         str_cat(backend_->name(), " memory plan: weights ", fmt_gib(weights / gib), " GiB + KV cache ", fmt_gib(kv / gib),
-                " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq: ", kv_layout, ") + activations ",
-                fmt_gib(act / gib), " = ", fmt_gib(need / gib), " GiB; free ", fmt_gib(double(free_b) / gib), " of ",
-                fmt_gib(double(total_b) / gib), " GiB");
+                " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq: ", kv_layout, ")", state_part,
+                " + activations ", fmt_gib(act / gib), " = ", fmt_gib(need / gib), " GiB; free ",
+                fmt_gib(double(free_b) / gib), " of ", fmt_gib(double(total_b) / gib), " GiB");
     BRISK_CHECK(need <= double(free_b), plan, ": does not fit (lower --ctx or --parallel, use a smaller quant, or --device cpu)");
     if (log_level() <= LogLevel::warn) log_write(LogLevel::info, plan);
   }
@@ -339,6 +431,10 @@ class ModelContext final : public Context {
       arena_.per_layer_tok = arena_alloc(int64_t(cfg_.n_layer) * cfg_.n_embd_per_layer);
       arena_.per_layer_gate = arena_alloc(cfg_.n_embd_per_layer);
     }
+    for (int64_t w : arch_->extra_arena_widths()) {
+      BRISK_CHECK(w > 0 && w <= (int64_t(1) << 24), "model asks for an activation buffer of ", w, " columns");
+      arena_.extra.push_back(arena_alloc(w));
+    }
     ids_.assign(size_t(arena_.n_max), 0);
     pos_.assign(size_t(arena_.n_max), 0);
     seq_.assign(size_t(arena_.n_max), 0);
@@ -360,8 +456,10 @@ class ModelContext final : public Context {
   const ModelConfig& cfg_;
   std::unique_ptr<Backend> backend_;
   KvCacheOptions kv_options_;
+  std::vector<LayerState> layer_states_;   // [n_layer] as the model declares them
   const ArchModel* arch_ = nullptr;  // the model's forward over weights laid out for backend_
   std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<RecurrentState> state_;  // layers with recurrent state; nullptr: none
   ForwardArena arena_;
   std::vector<void*> arena_allocs_;
   std::vector<int32_t> ids_, pos_, seq_, out_rows_;

@@ -59,10 +59,15 @@ CacheLayout kv_layout(const KvCacheOptions& opt) {
   for (int32_t il = 0; il < n_layer; ++il) {
     const KvLayerSpec& s = L.layers[size_t(il)];
     BRISK_CHECK(s.window >= 0, "KV cache: layer ", il, " has a negative window");
+    L.owner[size_t(il)] = il;
+    if (!s.kv) {
+      BRISK_CHECK(s.source < 0, "KV cache: layer ", il, " has no cache but reads layer ", s.source, "'s");
+      continue;
+    }
     int32_t o = il;
     if (s.source >= 0) {
-      BRISK_CHECK(s.source < il, "KV cache: layer ", il, " reads the cache of layer ", s.source,
-                  ", which is not an earlier layer");
+      BRISK_CHECK(s.source < il && L.layers[size_t(s.source)].kv, "KV cache: layer ", il,
+                  " reads the cache of layer ", s.source, ", which is not an earlier layer with a cache");
       o = L.owner[size_t(s.source)];
     }
     L.owner[size_t(il)] = o;
@@ -83,7 +88,8 @@ CacheLayout kv_layout(const KvCacheOptions& opt) {
     }
   }
   for (int32_t il = 0; il < n_layer; ++il)
-    L.row_bytes[size_t(il)] = size_t(*quant_row_bytes(opt.type, uint64_t(L.layers[size_t(L.owner[size_t(il)])].width)));
+    if (L.layers[size_t(il)].kv)
+      L.row_bytes[size_t(il)] = size_t(*quant_row_bytes(opt.type, uint64_t(L.layers[size_t(L.owner[size_t(il)])].width)));
   L.max_blocks = (opt.n_ctx + opt.block_size - 1) / opt.block_size;
   const int32_t step = opt.max_step > 0 ? std::min(opt.max_step, opt.n_ctx) : opt.n_ctx;
   std::map<int32_t, int32_t> group_of_window;
@@ -101,6 +107,7 @@ CacheLayout kv_layout(const KvCacheOptions& opt) {
     L.group_of[size_t(o)] = it->second;
   }
   for (int32_t il = 0; il < n_layer; ++il) L.group_of[size_t(il)] = L.group_of[size_t(L.owner[size_t(il)])];
+  BRISK_CHECK(!L.windows.empty(), "KV cache: no layer keeps keys and values");
   for (int32_t seq_blocks : L.seq_blocks)
     BRISK_CHECK(int64_t(seq_blocks) * int64_t(opt.n_seq) < int64_t(INT32_MAX), "KV cache size overflows");
   return L;
@@ -177,19 +184,35 @@ KvCache::~KvCache() {
     if (g.device_table) backend_.free(g.device_table);
 }
 
+int32_t KvCache::cached_layer(int32_t layer) const {
+  if (layer >= 0) return layer;
+  for (size_t il = 0; il < group_of_.size(); ++il)
+    if (group_of_[il] >= 0) return int32_t(il);
+  return 0;  // unreachable: the layout has a layer with a cache
+}
+
 int32_t KvCache::block(int32_t seq, int32_t b, int32_t layer) const {
-  const Group& g = groups_[size_t(group_of_[size_t(layer)])];
+  const Group& g = groups_[size_t(group_of_[size_t(cached_layer(layer))])];
   return g.table[size_t(seq) * size_t(max_blocks_) + size_t(b)];
 }
 
-const KvBlockAllocator& KvCache::blocks(int32_t layer) const { return groups_[size_t(group_of_[size_t(layer)])].alloc; }
+const KvBlockAllocator& KvCache::blocks(int32_t layer) const {
+  return groups_[size_t(group_of_[size_t(cached_layer(layer))])].alloc;
+}
 
-size_t KvCache::block_bytes(int32_t layer) const { return row_bytes_[size_t(layer)] * size_t(opt_.block_size); }
+size_t KvCache::block_bytes(int32_t layer) const {
+  return row_bytes_[size_t(cached_layer(layer))] * size_t(opt_.block_size);
+}
 
 void KvCache::refresh_views() {
   k_.clear();
   v_.clear();
   for (size_t il = 0; il < layers_.size(); ++il) {
+    if (group_of_[il] < 0) {  // a layer without attention
+      k_.push_back(KvView{});
+      v_.push_back(KvView{});
+      continue;
+    }
     const int32_t o = owner_[il];
     const Group& g = groups_[size_t(group_of_[il])];
     const int32_t* dt = g.device_table ? g.device_table : g.table.data();

@@ -51,6 +51,8 @@ struct KvLayerSpec {
   int32_t window = 0;    // sliding window of its attention in positions; 0: the whole context
   int32_t source = -1;   // >= 0: reads that earlier layer's cache and owns none (KV sharing)
   bool tiled_k = false;  // K view tiled (KvView::tiled; F16 only)
+  bool kv = true;        // false: a layer without attention (a hybrid model's linear-attention
+                         // layers): no pool, empty views
 };
 
 struct KvCacheOptions {
@@ -105,13 +107,16 @@ class KvCache {
 
   int32_t block_size() const { return opt_.block_size; }
   int32_t max_blocks() const { return max_blocks_; }  // table entries per sequence: ceil(n_ctx / block_size)
-  // Block b of seq in the group whose cache `layer` reads (-1: none).
-  int32_t block(int32_t seq, int32_t b, int32_t layer = 0) const;
-  const KvBlockAllocator& blocks(int32_t layer = 0) const;
+  // Block b of seq in the group whose cache `layer` reads (-1: none); layer -1: the first layer
+  // with a cache.
+  int32_t block(int32_t seq, int32_t b, int32_t layer = -1) const;
+  const KvBlockAllocator& blocks(int32_t layer = -1) const;
   // One layer's K (or V) block in bytes.
-  size_t block_bytes(int32_t layer = 0) const;
+  size_t block_bytes(int32_t layer = -1) const;
   // Whether `layer` reads another layer's cache.
   bool shares(int32_t layer) const { return owner_[size_t(layer)] != layer; }
+  // Whether `layer` keeps (or reads) keys and values.
+  bool has_kv(int32_t layer) const { return group_of_[size_t(layer)] >= 0; }
 
  private:
   struct Group {
@@ -133,6 +138,7 @@ class KvCache {
   // Whether every windowed group of seq still holds the positions a token at n attends to.
   bool holds_window(int32_t seq, int32_t n) const;
   void refresh_views();
+  int32_t cached_layer(int32_t layer) const;  // layer, or for -1 the first layer with a cache
 
   Backend& backend_;
   KvCacheOptions opt_;

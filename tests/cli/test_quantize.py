@@ -9,6 +9,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_util import skip_missing  # noqa: E402
+
 BIN = os.environ.get("BRISK_BIN", "")
 DATA = os.environ.get("BRISK_SHARED_DATA", "")
 
@@ -95,9 +98,11 @@ def logits_top5(model, tmp):
 
 
 def main():
-    if not BIN or not DATA or not os.path.isdir(os.path.join(DATA, "models")):
-        print("skip: needs BRISK_BIN and BRISK_SHARED_DATA with models/")
+    if not BIN:
+        print("skip: BRISK_BIN not set")
         return 77
+    if not DATA or not os.path.isdir(os.path.join(DATA, "models")):
+        return skip_missing("BRISK_SHARED_DATA with models/ (shared data)")
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         for arch in ["llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma3"]:

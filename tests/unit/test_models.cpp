@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model_fixtures.h"
-#include "model_ref.h"
+#include "model_harness.h"
 #include "core/error.h"
 #include "core/flags.h"
 #include "formats/gguf.h"
@@ -19,22 +19,14 @@
 #include "models/random_model.h"
 #include "runtime/engine_api.h"
 
-namespace brisk {
+namespace brisk::test {
 namespace {
 
 namespace fs = std::filesystem;
 
-using model_ref::argmax;
-using model_ref::check_exact;
-using model_ref::check_exact_ref;
-using model_ref::check_quantized;
-using model_ref::expect_top5_close;
-using model_ref::load_ref;
-using model_ref::load_ref_file;
-using model_ref::make_ctx;
-using model_ref::prompt_batch;
-using model_ref::Ref;
-using model_ref::topk;
+// The toy MoE fixture's continuation alternates between near-tied tokens, and a flipped expert
+// choice makes its quantization error larger: a quarter of the steps must be clear there.
+int32_t min_quant_steps(const std::string& arch) { return arch == "qwen3_moe" ? 8 : 16; }
 
 class ModelRef : public ::testing::TestWithParam<std::string> {};
 
@@ -50,12 +42,12 @@ TEST_P(ModelRef, GgufF32MatchesTransformers) {
 
 TEST_P(ModelRef, GgufQ8_0FollowsReference) {
   REQUIRE_MODEL(GetParam());
-  check_quantized(GetParam(), {.path = model_dir(GetParam()) + "/model-q8_0.gguf"});
+  check_quantized(GetParam(), {.path = model_dir(GetParam()) + "/model-q8_0.gguf"}, min_quant_steps(GetParam()));
 }
 
 TEST_P(ModelRef, LoadTimeQ8_0FollowsReference) {
   REQUIRE_MODEL(GetParam());
-  check_quantized(GetParam(), {.path = model_dir(GetParam()) + "/hf", .quant = "q8_0"});
+  check_quantized(GetParam(), {.path = model_dir(GetParam()) + "/hf", .quant = "q8_0"}, min_quant_steps(GetParam()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ModelRef, ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma3", "qwen3_moe"),
@@ -256,6 +248,11 @@ TEST(ModelLoad, LoadTimeQuantTypes) {
     float err = 0.0f;
     for (int32_t i = 0; i < ctx->n_vocab(); ++i) err = std::max(err, std::fabs(ctx->logits(0)[i] - ref.last_logits[size_t(i)]));
     const bool four_bit = q[0] == 'q';
+    // What the bounds protect: the 4-bit formats round each weight of this random 64-wide model
+    // to one of 16 levels (q4_k falls back to q4_0 on rows shorter than 256), which moves its
+    // logits (largest |logit| 2.35) by 0.92 here; 1.5 still fails a wrong block layout, scale or
+    // row order (off by the logits' whole size), and the reference's top token must stay in the
+    // top 10 below. F16 measured 0.003, BF16 0.025 (8-bit mantissa): 0.05 covers both.
     EXPECT_LT(err, four_bit ? 1.5f : 0.05f) << q;
     const auto top = topk(ctx->logits(0), ctx->n_vocab(), four_bit ? 10 : 1);
     EXPECT_NE(std::find(top.begin(), top.end(), ref.top5[0]), top.end()) << q;
@@ -318,7 +315,7 @@ TEST(ModelLoad, BadConfigValuesAreErrorsNamingTheKey) {
     nlohmann::json cfg = good;
     cfg.merge_patch(patch);
     std::ofstream(dir / "config.json") << cfg.dump();
-    model_ref::expect_load_error(dir.string(), needle, patch.dump());
+    brisk::test::expect_load_error(dir.string(), needle, patch.dump());
   }
   fs::remove_all(dir);
 }
@@ -331,4 +328,4 @@ TEST(ModelLoad, ErrorsNameThePath) {
 }
 
 }  // namespace
-}  // namespace brisk
+}  // namespace brisk::test

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model_fixtures.h"
-#include "model_ref.h"
+#include "model_harness.h"
 #include "core/error.h"
 #include "formats/json_file.h"
 #include "runtime/engine_api.h"
@@ -90,11 +90,11 @@ TEST(Gemma3, SoftCappingSettingsApply) {
 // the references still hold, from the HF folder and the GGUF.
 TEST(Gemma3, WindowedCacheInSmallBlocksMatchesTransformers) {
   REQUIRE_MODEL("gemma3");
-  const model_ref::Ref ref = model_ref::load_ref("gemma3");
-  model_ref::check_exact_ref(ref, "gemma3", model_dir("gemma3") + "/hf", 16);
-  model_ref::check_exact_ref(ref, "gemma3", model_dir("gemma3") + "/model-f32.gguf", 16);
+  const brisk::test::Ref ref = brisk::test::load_ref("gemma3");
+  brisk::test::check_exact_ref(ref, "gemma3", model_dir("gemma3") + "/hf", 16);
+  brisk::test::check_exact_ref(ref, "gemma3", model_dir("gemma3") + "/model-f32.gguf", 16);
   const std::string own = std::string(BRISK_FIXTURES) + "/models/mistral_window";
-  model_ref::check_exact_ref(model_ref::load_ref_file(own + "/ref.json"), "mistral_window", own, 16);
+  brisk::test::check_exact_ref(brisk::test::load_ref_file(own + "/ref.json"), "mistral_window", own, 16);
 }
 
 TEST(ModelLoadArch2, BadSettingsAreErrorsNamingThem) {
@@ -111,7 +111,7 @@ TEST(ModelLoadArch2, BadSettingsAreErrorsNamingThem) {
   };
   for (const auto& [arch, patch, needle] : cases) {
     const fs::path dir = patched_copy(arch, patch, "bad");
-    model_ref::expect_load_error(dir.string(), needle, arch + " " + patch.dump());
+    brisk::test::expect_load_error(dir.string(), needle, arch + " " + patch.dump());
     fs::remove_all(dir);
   }
 }

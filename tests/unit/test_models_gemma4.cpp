@@ -19,7 +19,7 @@
 #include "core/flags.h"
 #include "formats/json_file.h"
 #include "model_fixtures.h"
-#include "model_ref.h"
+#include "model_harness.h"
 #include "models/gemma_decoder.h"
 #include "models/random_model.h"
 #include "quantize/hf_to_gguf.h"
@@ -54,14 +54,14 @@ class Gemma4Ref : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Gemma4Ref, HfFolderMatchesTransformers) {
   REQUIRE_MODEL(GetParam());
-  model_ref::check_exact(GetParam(), model_dir(GetParam()) + "/hf");
+  brisk::test::check_exact(GetParam(), model_dir(GetParam()) + "/hf");
 }
 
 // Blocks of 16 positions: the sliding layers (window 6) release the blocks that fall out of
 // their window while the 24 prompt and 32 generated tokens pass, and reuse them.
 TEST_P(Gemma4Ref, WindowedCacheInSmallBlocksMatchesTransformers) {
   REQUIRE_MODEL(GetParam());
-  model_ref::check_exact_ref(model_ref::load_ref(GetParam()), GetParam(), model_dir(GetParam()) + "/hf", 16);
+  brisk::test::check_exact_ref(brisk::test::load_ref(GetParam()), GetParam(), model_dir(GetParam()) + "/hf", 16);
 }
 
 TEST_P(Gemma4Ref, GgufF32ConversionMatchesTransformers) {
@@ -69,7 +69,7 @@ TEST_P(Gemma4Ref, GgufF32ConversionMatchesTransformers) {
   const fs::path dir = g4_temp_dir(g4_case_name({GetParam(), 0}) + "_f32");
   const std::string path = (dir / "model-f32.gguf").string();
   hf_to_gguf_f32(model_dir(GetParam()) + "/hf", path);
-  model_ref::check_exact(GetParam(), path);
+  brisk::test::check_exact(GetParam(), path);
   fs::remove_all(dir);
 }
 
@@ -81,11 +81,11 @@ TEST_P(Gemma4Ref, GgufF32ConversionMatchesTransformers) {
 // are clear.
 TEST_P(Gemma4Ref, Q8_0FollowsReference) {
   REQUIRE_MODEL(GetParam());
-  model_ref::check_quantized(GetParam(), {.path = model_dir(GetParam()) + "/hf", .quant = "q8_0"}, 3);
+  brisk::test::check_quantized(GetParam(), {.path = model_dir(GetParam()) + "/hf", .quant = "q8_0"}, 3);
   const fs::path dir = g4_temp_dir(g4_case_name({GetParam(), 0}) + "_q8");
   const std::string path = (dir / "model-q8_0.gguf").string();
   quantize_gguf({.in = model_dir(GetParam()) + "/hf", .out = path, .recipe = *quant_recipe_from_name("Q8_0")});
-  model_ref::check_quantized(GetParam(), {.path = path}, 3);
+  brisk::test::check_quantized(GetParam(), {.path = path}, 3);
   fs::remove_all(dir);
 }
 
@@ -93,14 +93,14 @@ TEST_P(Gemma4Ref, Q8_0FollowsReference) {
 // position of a prompt many windows long, fed in chunks.
 TEST_P(Gemma4Ref, WindowedCacheEqualsWholeCache) {
   REQUIRE_MODEL(GetParam());
-  const model_ref::Ref ref = model_ref::load_ref(GetParam());
+  const brisk::test::Ref ref = brisk::test::load_ref(GetParam());
   auto model = Model::load({.path = model_dir(GetParam()) + "/hf"});
   std::vector<int32_t> ids;
   while (ids.size() < 100) ids.insert(ids.end(), ref.input_ids.begin(), ref.input_ids.end());
   ids.resize(100);
   const ContextOptions opt{.n_ctx = 256, .n_batch = 7, .kv_type = QuantType::F32, .n_threads = 2, .kv_block_size = 16};
-  const std::vector<float> windowed = model_ref::all_logits(model, ids, opt),
-                           whole = model_ref::all_logits(model, ids, opt, "BRISK_NO_KV_WINDOW");
+  const std::vector<float> windowed = brisk::test::all_logits(model, ids, opt),
+                           whole = brisk::test::all_logits(model, ids, opt, "BRISK_NO_KV_WINDOW");
   ASSERT_EQ(windowed.size(), whole.size());
   for (size_t i = 0; i < windowed.size(); ++i) ASSERT_NEAR(windowed[i], whole[i], 1e-5f) << i;
 }
@@ -114,7 +114,7 @@ INSTANTIATE_TEST_SUITE_P(Models, Gemma4Ref, ::testing::ValuesIn(kGemma4Cases), g
 TEST(Gemma4Windowed, SequenceOpsKeepOrRecompute) {
   const char* fixture = "wave2/gemma4_text_ple_kvshare";
   REQUIRE_MODEL(fixture);
-  const model_ref::Ref ref = model_ref::load_ref(fixture);
+  const brisk::test::Ref ref = brisk::test::load_ref(fixture);
   auto model = Model::load({.path = model_dir(fixture) + "/hf"});
   std::vector<int32_t> ids;
   while (ids.size() < 64) ids.insert(ids.end(), ref.input_ids.begin(), ref.input_ids.end());
@@ -125,7 +125,7 @@ TEST(Gemma4Windowed, SequenceOpsKeepOrRecompute) {
                            .kv_block_size = 16};
   auto want = [&](size_t n) {  // logits after ids[0, n) computed alone
     auto fresh = Context::create(model, opt);
-    fresh->decode(model_ref::prompt_batch(part(0, n), 0, 0, false));
+    fresh->decode(brisk::test::prompt_batch(part(0, n), 0, 0, false));
     return std::vector<float>(fresh->logits(0), fresh->logits(0) + fresh->n_vocab());
   };
   auto expect_logits = [&](const Context& ctx, const std::vector<float>& w, const char* what) {
@@ -135,19 +135,19 @@ TEST(Gemma4Windowed, SequenceOpsKeepOrRecompute) {
   };
   const std::vector<float> want60 = want(60), want64 = want(64), want30 = want(30);
   auto ctx = Context::create(model, opt);
-  ctx->decode(model_ref::prompt_batch(part(0, 60), 0, 0, false));
+  ctx->decode(brisk::test::prompt_batch(part(0, 60), 0, 0, false));
   expect_logits(*ctx, want60, "prompt of 60");
   ctx->seq_copy(0, 1, 58);  // window 53..57 held (block 3, positions 48..63)
   EXPECT_EQ(ctx->seq_length(1), 58);
-  ctx->decode(model_ref::prompt_batch(part(58, 60), 1, 58, false));
+  ctx->decode(brisk::test::prompt_batch(part(58, 60), 1, 58, false));
   expect_logits(*ctx, want60, "copy within the window, continued");
   ctx->seq_copy(0, 1, 20);  // window 15..19 released: nothing kept
   EXPECT_EQ(ctx->seq_length(1), 0);
-  ctx->decode(model_ref::prompt_batch(part(0, 30), 1, 0, false));
+  ctx->decode(brisk::test::prompt_batch(part(0, 30), 1, 0, false));
   expect_logits(*ctx, want30, "copy into released blocks, computed again");
   ctx->seq_truncate(0, 10);
   EXPECT_EQ(ctx->seq_length(0), 0);
-  ctx->decode(model_ref::prompt_batch(part(0, 60), 0, 0, false));
+  ctx->decode(brisk::test::prompt_batch(part(0, 60), 0, 0, false));
   // Both sequences in one batch: 60..63 of sequence 0 and 30..63 of sequence 1.
   std::vector<BatchToken> batch;
   for (int32_t p = 30; p < 64; ++p) {
@@ -170,12 +170,12 @@ class Gemma4OwnFixture : public ::testing::TestWithParam<std::string> {};
 TEST_P(Gemma4OwnFixture, MatchesTransformers) {
   const std::string dir = std::string(BRISK_FIXTURES) + "/models/" + GetParam();
   if (!fs::exists(dir + "/ref.json")) GTEST_SKIP() << dir << " is not generated yet (tools/make_fixtures)";
-  const model_ref::Ref ref = model_ref::load_ref_file(dir + "/ref.json");
-  model_ref::check_exact_ref(ref, GetParam(), dir);
-  model_ref::check_exact_ref(ref, GetParam(), dir, 16);
+  const brisk::test::Ref ref = brisk::test::load_ref_file(dir + "/ref.json");
+  brisk::test::check_exact_ref(ref, GetParam(), dir);
+  brisk::test::check_exact_ref(ref, GetParam(), dir, 16);
   const fs::path tmp = g4_temp_dir(GetParam() + "_own_f32");
   hf_to_gguf_f32(dir, (tmp / "model-f32.gguf").string());
-  model_ref::check_exact_ref(ref, GetParam(), (tmp / "model-f32.gguf").string(), 16);
+  brisk::test::check_exact_ref(ref, GetParam(), (tmp / "model-f32.gguf").string(), 16);
   fs::remove_all(tmp);
 }
 
@@ -216,7 +216,7 @@ fs::path g4_folder(const std::string& fixture, const nlohmann::json& cfg, const 
 std::vector<float> g4_last_logits(const fs::path& dir, const std::vector<int32_t>& ids) {
   auto ctx = Context::create(Model::load({.path = dir.string()}),
                              {.n_ctx = 64, .n_batch = 64, .kv_type = QuantType::F32, .n_threads = 2});
-  ctx->decode(model_ref::prompt_batch(ids, 0, 0, false));
+  ctx->decode(brisk::test::prompt_batch(ids, 0, 0, false));
   return std::vector<float>(ctx->logits(0), ctx->logits(0) + ctx->n_vocab());
 }
 
@@ -242,7 +242,7 @@ TEST(Gemma4Config, PerLayerConfigFormMatchesPublishedForm) {
     cfg.erase("global_head_dim");
     cfg.erase("num_global_key_value_heads");
     cfg["per_layer_config"] = per_layer;
-    const model_ref::Ref ref = model_ref::load_ref(fixture);
+    const brisk::test::Ref ref = brisk::test::load_ref(fixture);
     const fs::path dir = g4_folder(fixture, cfg, "per_layer_config");
     EXPECT_LT(g4_max_diff(g4_last_logits(dir, ref.input_ids), ref.last_logits), 1e-4f) << fixture;
     fs::remove_all(dir);
@@ -261,7 +261,7 @@ TEST(Gemma4Config, ConditionalGenerationTextPartMatches) {
                               {"text_config", text},
                               {"vision_config", {{"hidden_size", 8}}}};
   const fs::path dir = g4_folder(fixture, cfg, "conditional", "model.", "model.language_model.");
-  const model_ref::Ref ref = model_ref::load_ref(fixture);
+  const brisk::test::Ref ref = brisk::test::load_ref(fixture);
   EXPECT_LT(g4_max_diff(g4_last_logits(dir, ref.input_ids), ref.last_logits), 1e-4f);
   fs::remove_all(dir);
 }
@@ -284,7 +284,7 @@ TEST(Gemma4Config, BadSettingsAreErrorsNamingThem) {
     nlohmann::json cfg = good;
     cfg.merge_patch(patch);
     const fs::path dir = g4_folder(fixture, cfg, "bad");
-    model_ref::expect_load_error(dir.string(), needle, patch.dump());
+    brisk::test::expect_load_error(dir.string(), needle, patch.dump());
     fs::remove_all(dir);
   }
 }
@@ -369,8 +369,8 @@ TEST(Gemma4Random, AllFeaturesMatchReferenceOps) {
   std::vector<int32_t> ids;
   for (int32_t i = 0; i < 40; ++i) ids.push_back((i * 37 + 11) % p.n_vocab);
   const ContextOptions opt{.n_ctx = 64, .n_batch = 16, .kv_type = QuantType::F32, .n_threads = 2, .kv_block_size = 16};
-  const std::vector<float> fast = model_ref::all_logits(model, ids, opt),
-                           slow = model_ref::all_logits(model, ids, opt, "BRISK_REF_OPS");
+  const std::vector<float> fast = brisk::test::all_logits(model, ids, opt),
+                           slow = brisk::test::all_logits(model, ids, opt, "BRISK_REF_OPS");
   float peak = 0.0f;
   for (size_t i = 0; i < fast.size(); ++i) {
     ASSERT_TRUE(std::isfinite(fast[i])) << i;

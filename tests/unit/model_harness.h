@@ -1,7 +1,8 @@
-// The model reference harness: transformers float32 references (ref.json: input_ids,
-// last_logits, argmax_per_position, top5_last, greedy_continuation) checked exactly (logits
-// within 1e-4, argmax per position, 32 greedy tokens) or, for quantized models, with a
-// check_logprobs_close-style rule against the float model. Shared by the model test files.
+// The model-reference harness shared by the model tests: a fixture's transformers reference
+// (ref.json: prompt ids, float32 last logits, per-position argmax, top-5, greedy continuation),
+// the exact check (logits within 1e-4 with an F32 KV cache, identical argmax and 32 greedy ids)
+// and the quantized check (top-5 up to near ties, teacher-forced argmax where the float model's
+// margin exceeds twice the measured error, in the manner of vLLM's check_logprobs_close).
 #pragma once
 #include <gtest/gtest.h>
 
@@ -9,18 +10,19 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "model_fixtures.h"
 #include "backend/kv_table.h"
 #include "core/error.h"
 #include "core/flags.h"
 #include "formats/json_file.h"
-#include "model_fixtures.h"
 #include "runtime/engine_api.h"
 
-namespace brisk::model_ref {
+namespace brisk::test {
 
 struct Ref {
   std::vector<int32_t> input_ids;
@@ -45,6 +47,10 @@ inline Ref load_ref_file(const std::string& path) {
 
 inline Ref load_ref(const std::string& arch) { return load_ref_file(model_dir(arch) + "/ref.json"); }
 
+// The quantized top-5 agrees with the reference top-5 up to near ties: every reference top-5
+// token clearly above the 6th (by more than twice the logit error) is in ours, and each of ours
+// is within twice the error of the reference's 5th.
+
 inline int32_t argmax(const float* x, int32_t n) { return int32_t(std::max_element(x, x + n) - x); }
 
 inline std::vector<int32_t> topk(const float* x, int32_t n, int k) {
@@ -55,9 +61,6 @@ inline std::vector<int32_t> topk(const float* x, int32_t n, int k) {
   return idx;
 }
 
-// The quantized top-5 agrees with the reference top-5 up to near ties: every reference top-5
-// token clearly above the 6th (by more than twice the logit error) is in ours, and each of ours
-// is within twice the error of the reference's 5th.
 inline void expect_top5_close(const float* got, const std::vector<float>& ref, const std::string& what) {
   const int32_t n = int32_t(ref.size());
   float err = 0.0f;
@@ -123,11 +126,11 @@ inline void check_exact(const std::string& arch, const std::string& path) { chec
 // Quantized check against the float model, teacher-forced on the reference continuation:
 // the top-5 at the last prompt position match as a set; at each step the quantized argmax
 // must equal the reference token unless the float model's top-2 margin there is within
-// twice the measured logit error of that step (a near tie the quantization may flip).
-// min_checked: steps that must have a clear margin (-1: 16, 8 for the toy qwen3_moe fixture).
-inline void check_quantized(const std::string& arch, const ModelLoadOptions& quant_opts, int32_t min_checked = -1) {
-  const Ref ref = load_ref(arch);
-  auto fmodel = Model::load({.path = model_dir(arch) + "/hf"});
+// twice the measured logit error of that step (a near tie the quantization may flip); more
+// than min_checked steps must have been clear.
+inline void check_quantized_ref(const Ref& ref, const std::string& arch, const std::string& float_path,
+                                const ModelLoadOptions& quant_opts, int32_t min_checked = 16) {
+  auto fmodel = Model::load({.path = float_path});
   auto qmodel = Model::load(quant_opts);
   auto fctx = make_ctx(fmodel), qctx = make_ctx(qmodel);
   const int32_t nv = fctx->n_vocab();
@@ -151,10 +154,11 @@ inline void check_quantized(const std::string& arch, const ModelLoadOptions& qua
     fctx->decode({{.token = ref.greedy[i], .pos = pos, .seq = 0, .want_logits = true}});
     qctx->decode({{.token = ref.greedy[i], .pos = pos, .seq = 0, .want_logits = true}});
   }
-  // The toy MoE fixture's continuation alternates between near-tied tokens, and a flipped expert
-  // choice makes its quantization error larger: a quarter of the steps must be clear there.
-  if (min_checked < 0) min_checked = arch == "qwen3_moe" ? 8 : 16;
   EXPECT_GT(n_checked, min_checked) << "too few steps had a margin above the quantization error";
+}
+
+inline void check_quantized(const std::string& arch, const ModelLoadOptions& quant_opts, int32_t min_checked = 16) {
+  check_quantized_ref(load_ref(arch), arch, model_dir(arch) + "/hf", quant_opts, min_checked);
 }
 
 // Logits of every position of ids (one sequence from position 0) in a fresh context; with a
@@ -182,4 +186,4 @@ inline void expect_load_error(const std::string& path, const std::string& needle
   }
 }
 
-}  // namespace brisk::model_ref
+}  // namespace brisk::test

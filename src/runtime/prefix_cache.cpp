@@ -1,13 +1,13 @@
-#include "server/prefix_cache.h"
+#include "runtime/prefix_cache.h"
 
 #include <algorithm>
 
 #include "core/error.h"
 
-namespace brisk::server {
+namespace brisk {
 namespace {
 
-uint64_t mix(uint64_t h, uint64_t v) {
+uint64_t hash_mix(uint64_t h, uint64_t v) {
   // splitmix64 finalizer over (h, v): cheap and well distributed.
   uint64_t x = h ^ (v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2));
   x ^= x >> 30;
@@ -21,7 +21,7 @@ uint64_t mix(uint64_t h, uint64_t v) {
 uint64_t session_seed(std::string_view session) {
   uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a
   for (unsigned char c : session) h = (h ^ c) * 0x100000001B3ull;
-  return mix(h, session.size());
+  return hash_mix(h, session.size());
 }
 
 }  // namespace
@@ -41,7 +41,7 @@ std::vector<uint64_t> PrefixCache::chain(std::string_view session, const std::ve
   uint64_t h = session_seed(session);
   for (size_t b = 0; b < n_blocks; ++b) {
     for (size_t i = b * size_t(block_size); i < (b + 1) * size_t(block_size); ++i)
-      h = mix(h, uint32_t(tokens[i]));
+      h = hash_mix(h, uint32_t(tokens[i]));
     out[b] = h;
   }
   return out;
@@ -87,7 +87,7 @@ int32_t PrefixCache::n_state(SlotState st) const {
 }
 
 SlotPlan PrefixCache::acquire(std::string_view session, const std::vector<int32_t>& prompt,
-                              int32_t max_reuse) {
+                              int32_t max_reuse, const std::function<int32_t(int32_t, int32_t)>& restorable) {
   const size_t bs = size_t(options_.block_size);
   const size_t limit = size_t(std::clamp<int64_t>(max_reuse, 0, int64_t(prompt.size())));
   const std::vector<uint64_t> want = chain(session, prompt, limit, options_.block_size);
@@ -109,17 +109,24 @@ SlotPlan PrefixCache::acquire(std::string_view session, const std::vector<int32_
     candidates = std::move(level);
     depth = i + 1;
   }
-  // Confirm token by token (hash collisions), preferring an idle cached slot.
-  int32_t best = -1;
+  // Confirm token by token (hash collisions); the deepest point each slot can be restored to
+  // wins, then an idle cached slot.
+  int32_t best = -1, best_reuse = 0;
   for (int32_t s : candidates) {
     const Slot& slot = slots_[size_t(s)];
     if (slot.tokens.size() < depth * bs ||
         !std::equal(prompt.begin(), prompt.begin() + long(depth * bs), slot.tokens.begin()))
       continue;
-    if (best < 0 || (slot.state == SlotState::cached && slots_[size_t(best)].state != SlotState::cached))
+    const int32_t r = restorable ? std::min(restorable(s, int32_t(depth * bs)), int32_t(depth * bs))
+                                 : int32_t(depth * bs);
+    if (r <= 0) continue;
+    if (best < 0 || r > best_reuse ||
+        (r == best_reuse && slot.state == SlotState::cached && slots_[size_t(best)].state != SlotState::cached)) {
       best = s;
+      best_reuse = r;
+    }
   }
-  const int32_t reuse = best >= 0 ? int32_t(depth * bs) : 0;
+  const int32_t reuse = best >= 0 ? best_reuse : 0;
 
   SlotPlan plan;
   if (best >= 0 && slots_[size_t(best)].state == SlotState::cached) {
@@ -198,4 +205,4 @@ std::vector<int32_t> PrefixCache::clear_cached() {
   return out;
 }
 
-}  // namespace brisk::server
+}  // namespace brisk
