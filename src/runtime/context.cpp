@@ -69,7 +69,8 @@ class ModelContext final : public Context {
     if (any_recurrent)
       state_ = std::make_unique<RecurrentState>(*backend_, RecurrentStateOptions{.layers = recurrent,
                                                                                  .n_seq = opt_.n_seq_max,
-                                                                                 .snapshots_per_seq = opt_.state_snapshots});
+                                                                                 .snapshots_per_seq = opt_.state_snapshots,
+                                                                                 .checkpoints = opt_.state_checkpoints});
     plan_arena();
   }
 
@@ -252,6 +253,11 @@ class ModelContext final : public Context {
     return state_ ? state_->restorable(seq, std::max(0, n), len) : std::max(0, std::min(n, len));
   }
 
+  bool seq_checkpoint(int32_t seq) override {
+    check_seq(seq, "seq_checkpoint");
+    return !state_ || state_->checkpoint(seq, kv_->length(seq));
+  }
+
   int32_t state_snapshots() const override { return state_ ? state_->n_snapshots() : 0; }
 
   const ContextOptions& options() const override { return opt_; }
@@ -350,7 +356,8 @@ class ModelContext final : public Context {
     }
     const double kv = 2.0 * kv_layers * blocks * opt_.kv_block_size * cfg_.kv_width() * kv_elem + 4.0 * blocks;
     // Recurrent state: every sequence's live state and its snapshots.
-    const double state = 4.0 * state_floats * double(opt_.n_seq_max) * double(1 + opt_.state_snapshots);
+    const double state_slots = double(1 + opt_.state_snapshots + (opt_.state_checkpoints ? 1 : 0));
+    const double state = 4.0 * state_floats * double(opt_.n_seq_max) * state_slots;
     const double rows = double(opt_.n_batch);
     const double widest = double(std::max({cfg_.n_ff, cfg_.n_embd, cfg_.q_width()}));
     // Mixture of experts: every (token, expert) pair's rows (gathered input and output, gate and
@@ -364,7 +371,7 @@ class ModelContext final : public Context {
     const double need = weights + kv + state + act;
     const std::string state_part =
         state > 0.0 ? str_cat(" + recurrent state ", fmt_gib(state / gib), " GiB (", opt_.n_seq_max, " seq x ",
-                              1 + opt_.state_snapshots, " slots)")
+                              int32_t(state_slots), " slots)")
                     : std::string();
     if (!device) {
       // Nothing is refused on the CPU: the sums are a detail for BRISK_LOG=info (run --verbose).

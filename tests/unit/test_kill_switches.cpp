@@ -189,6 +189,9 @@ Plan plan_for(const FlagDef& f) {
   if (id == "no_simd_delta")
     return {.reason = "its kernels run only in linear-attention (hybrid) models, none of this test's shapes: "
                       "OpsDeltaNet.* compares every build of them, switched off or not, with the references"};
+  if (id == "no_spec")
+    return {.reason = "not a kernel: speculative decoding compared with plain decoding, the path this switch "
+                      "selects, in Spec.GreedyIdsEqualPlainDecoding and tests/cli/speculative.sh"};
   if (id == "no_tokenizer_cache" || id == "no_fast_nfc") return {.tokenizer = true};
   if (id == "no_simd" || id == "ref_ops" || id == "no_simd_quantize_act" || id == "profile" || id == "pin_threads" ||
       id == "no_hugepages")
