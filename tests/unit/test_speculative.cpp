@@ -15,7 +15,8 @@
 #include "runtime/speculative.h"
 
 namespace brisk::test {
-namespace {
+// A named namespace: the unity batches of the asan preset share anonymous ones between files.
+namespace spec_test {
 
 struct SpecFixture {
   std::string name;   // test name
@@ -375,5 +376,5 @@ TEST(SpecDraft, DraftModelWithAnotherVocabularyIsRefused) {
   }
 }
 
-}  // namespace
+}  // namespace spec_test
 }  // namespace brisk::test
