@@ -312,15 +312,21 @@ void Scheduler::step() {
     if (s->prepared) continue;
     try {
       for (int32_t victim : s->plan.evicted) ctx_->seq_truncate(victim, 0);
-      const int32_t reuse = s->plan.reuse_tokens;
       if (s->plan.copy_from >= 0) {
-        ctx_->seq_copy(s->plan.copy_from, s->slot, reuse);
+        ctx_->seq_copy(s->plan.copy_from, s->slot, s->plan.reuse_tokens);
       } else {
-        ctx_->seq_truncate(s->slot, reuse);
+        ctx_->seq_truncate(s->slot, s->plan.reuse_tokens);
       }
-      BRISK_CHECK(ctx_->seq_length(s->slot) == reuse, "slot ", s->slot, " holds ",
-                  ctx_->seq_length(s->slot), " positions after reuse of ", reuse);
+      // Fewer (none) when the model's sliding-window layers no longer hold the window before
+      // the planned length: those positions are computed again.
+      const int32_t reuse = ctx_->seq_length(s->slot);
+      BRISK_CHECK(reuse == s->plan.reuse_tokens || reuse == 0, "slot ", s->slot, " holds ", reuse,
+                  " positions after reuse of ", s->plan.reuse_tokens);
       s->kv.assign(s->req.prompt.begin(), s->req.prompt.begin() + reuse);
+      if (reuse != s->plan.reuse_tokens) {
+        std::lock_guard<std::mutex> lock(mu_);
+        cache_.update(s->slot, s->kv);
+      }
       s->n_prompt_done = size_t(reuse);
       s->result.cached_tokens = reuse;
       s->sampler = sampler_factory_(s->req.sampling, n_vocab_);

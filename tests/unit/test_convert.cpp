@@ -33,15 +33,17 @@ struct ConvertFixture {
   std::string ref;   // ref.json
 };
 
-// Hugging Face fixtures with a transformers reference: shared/data/models/NAME/{hf,ref.json}
+// Hugging Face fixtures with a transformers reference: shared/data/models/[wave2/]NAME/{hf,ref.json}
 // and tests/fixtures/models/NAME/{config.json,...,ref.json}.
 std::vector<ConvertFixture> convert_fixtures() {
   std::vector<ConvertFixture> out;
   const fs::path shared = fs::path(BRISK_SHARED_DATA) / "models";
-  if (fs::is_directory(shared))
-    for (const auto& d : fs::directory_iterator(shared))
-      if (fs::exists(d.path() / "hf" / "config.json") && fs::exists(d.path() / "ref.json"))
-        out.push_back({d.path().filename().string(), (d.path() / "hf").string(), (d.path() / "ref.json").string()});
+  for (const auto& [dir, prefix] : {std::pair{shared, std::string()}, std::pair{shared / "wave2", std::string("wave2/")}})
+    if (fs::is_directory(dir))
+      for (const auto& d : fs::directory_iterator(dir))
+        if (fs::exists(d.path() / "hf" / "config.json") && fs::exists(d.path() / "ref.json"))
+          out.push_back({prefix + d.path().filename().string(), (d.path() / "hf").string(),
+                         (d.path() / "ref.json").string()});
   for (const auto& d : fs::directory_iterator(fs::path(BRISK_FIXTURES) / "models"))
     if (fs::exists(d.path() / "config.json") && fs::exists(d.path() / "ref.json"))
       out.push_back({"own/" + d.path().filename().string(), d.path().string(), (d.path() / "ref.json").string()});
