@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/model_arg.h"
+#include "cli/spec_args.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "runtime/kv_cache.h"
@@ -98,9 +99,19 @@ int cmd_serve(const std::vector<std::string>& argv) {
             "--port either way");
   bool no_webui = false;
   p.flag({"--no-webui"}, &no_webui, "no chat page at / (the API routes stay)");
+  brisk::cli::SpecArgs spec_args;
+  brisk::cli::add_spec_options(p, &spec_args);
+  p.integer({"--spec-max-seqs"}, &eo.scheduler.spec.max_batch_seqs, 1, 256, "N",
+            "verify drafts while at most N sequences decode, in one batch; more decode plainly (default 4)");
+  p.note("A request turns speculative decoding off with \"speculative.n_max\": 0 (llama.cpp server's field) or "
+         "drafts fewer tokens with a smaller value.");
   if (!p.parse(argv)) return 0;
   so.ollama_port = ollama_port;
   so.webui = !no_webui;
+  if (brisk::cli::spec_requested(spec_args))
+    eo.make_spec = [spec_args](const brisk::Model& model, const std::string& path, const brisk::ContextOptions& c) {
+      return brisk::cli::make_spec_options(spec_args, model, path, c);
+    };
   for (const std::string& m : positional_models) specs.push_back(model_spec(m));
   so.port = port;
   so.max_body_bytes = size_t(max_body);

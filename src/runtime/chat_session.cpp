@@ -168,6 +168,9 @@ ChatTurn ChatSession::reply(const std::string& user_text, const GenerateParams& 
       .n_ctx_used = ctx_.seq_length(seq),
       .n_ctx = n_ctx,
       .stop = res.stop,
+      .spec_steps = res.spec_steps,
+      .spec_drafted = res.spec_drafted,
+      .spec_accepted = res.spec_accepted,
   };
   return turn;
 }

@@ -64,7 +64,8 @@ class ModelContext final : public Context {
     if (any_recurrent)
       state_ = std::make_unique<RecurrentState>(*backend_, RecurrentStateOptions{.layers = recurrent,
                                                                                  .n_seq = opt_.n_seq_max,
-                                                                                 .snapshots_per_seq = opt_.state_snapshots});
+                                                                                 .snapshots_per_seq = opt_.state_snapshots,
+                                                                                 .checkpoints = opt_.state_checkpoints});
     plan_arena();
   }
 
@@ -272,6 +273,11 @@ class ModelContext final : public Context {
     return state_ ? state_->restorable(seq, std::max(0, n), len) : std::max(0, std::min(n, len));
   }
 
+  bool seq_checkpoint(int32_t seq) override {
+    check_seq(seq, "seq_checkpoint");
+    return !state_ || state_->checkpoint(seq, kv_->length(seq));
+  }
+
   int32_t state_snapshots() const override { return state_ ? state_->n_snapshots() : 0; }
 
   const ContextOptions& options() const override { return opt_; }
@@ -366,7 +372,8 @@ class ModelContext final : public Context {
     for (const LayerState& l : layer_states_)
       for (int64_t n : l.recurrent) state_floats += double(n);
     // Recurrent state: every sequence's live state and its snapshots.
-    const double state = 4.0 * state_floats * double(opt_.n_seq_max) * double(1 + opt_.state_snapshots);
+    const double state_slots = double(1 + opt_.state_snapshots + (opt_.state_checkpoints ? 1 : 0));
+    const double state = 4.0 * state_floats * double(opt_.n_seq_max) * state_slots;
     const double rows = double(opt_.n_batch);
     const double n_ff = double(cfg_.max_n_ff()), q_width = double(cfg_.max_q_width());
     const double widest = std::max({n_ff, double(cfg_.n_embd), q_width});
@@ -382,7 +389,7 @@ class ModelContext final : public Context {
     const double need = weights + kv + state + act;
     const std::string state_part =
         state > 0.0 ? str_cat(" + recurrent state ", fmt_gib(state / gib), " GiB (", opt_.n_seq_max, " seq x ",
-                              1 + opt_.state_snapshots, " slots)")
+                              int32_t(state_slots), " slots)")
                     : std::string();
     if (!device) {
       // Nothing is refused on the CPU: the sums are a detail for BRISK_LOG=info (run --verbose).

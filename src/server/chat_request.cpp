@@ -52,6 +52,11 @@ void parse_sampling(const json& body, SamplerParams& p, int32_t n_vocab) {
   }
 }
 
+int32_t parse_speculative(const json& body) {
+  const auto v = get_int(body, "speculative.n_max", 0, 64);
+  return v ? int32_t(*v) : -1;
+}
+
 std::vector<std::string> parse_stop(const json& body, const char* name) {
   std::vector<std::string> out;
   const json* f = field(body, name);
@@ -189,6 +194,7 @@ PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_token
   spec.session = std::move(req.session);
   spec.logprobs = req.logprobs;
   spec.ignore_eos = req.ignore_eos;
+  spec.draft_max = req.draft_max;
 
   ChatOutputOptions o;
   o.format = model.chat_format;

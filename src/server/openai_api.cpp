@@ -182,6 +182,7 @@ ChatRequest parse_chat(const httplib::Request& http_req, const json& body, const
     r.max_tokens = get_int(body, "max_tokens", INT32_MIN, INT32_MAX);
   }
   parse_sampling(body, r.sampling, model.scheduler->n_vocab());
+  r.draft_max = parse_speculative(body);
   r.stop = parse_stop(body, "stop");
   r.n = int32_t(get_int(body, "n", 1, 16).value_or(1));
   if (get_bool(body, "logprobs").value_or(false))
@@ -332,6 +333,7 @@ void completions(ServerState& state, const httplib::Request& req, httplib::Respo
                                        get_int(body, "max_tokens", INT32_MIN, INT32_MAX).value_or(16), ceiling,
                                        "max_tokens");
   parse_sampling(body, spec.sampling, model->scheduler->n_vocab());
+  spec.draft_max = parse_speculative(body);
   spec.stop = parse_stop(body, "stop");
   spec.n = int32_t(get_int(body, "n", 1, 16).value_or(1));
   if (auto lp = get_int(body, "logprobs", 0, 20)) spec.logprobs = int32_t(*lp);
