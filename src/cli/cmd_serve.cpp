@@ -44,6 +44,7 @@ void usage() {
       "  --max-models N       models resident at once, least recently used unloaded (default 1)\n"
       "  --max-tokens N       completion ceiling per request (default: the context size)\n"
       "  --max-body BYTES     request body limit (default 8 MiB)\n"
+      "  --max-audio BYTES    audio upload limit of /v1/audio/* (default 25 MiB)\n"
       "  --http-threads N     connections served at once (default 64)\n"
       "  --shutdown-grace S   seconds in-flight requests get on SIGINT/SIGTERM (default 10)\n"
       "  --unix PATH          serve on a Unix socket (created mode 0600) instead of TCP\n");
@@ -112,6 +113,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
     else if (f == "--max-models") max_models = parse_int(f, value(), 1, 64);
     else if (f == "--max-tokens") so.max_tokens_ceiling = parse_int(f, value(), 1, INT32_MAX);
     else if (f == "--max-body") so.max_body_bytes = size_t(parse_int(f, value(), 1024, INT32_MAX));
+    else if (f == "--max-audio") so.max_audio_bytes = size_t(parse_int(f, value(), 1024, INT32_MAX));
     else if (f == "--http-threads") so.http_threads = parse_int(f, value(), 4, 4096);
     else if (f == "--shutdown-grace") so.shutdown_grace_seconds = parse_int(f, value(), 0, 3600);
     else fail("serve: unknown argument '", f, "' (see brisk serve --help)");
@@ -139,7 +141,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
     so.admit_peer = [&bridge](int peer_port) { return bridge && bridge->owns_peer_port(peer_port); };
   }
   ModelRegistry registry(specs, engine_model_loader(eo), max_models);
-  registry.get(specs.front().name);  // load the first model now: errors show at startup
+  registry.load(specs.front().name);  // load the first model now: errors show at startup
   HttpServer server(registry, so);
   server.bind();
   if (!unix_path.empty()) {
