@@ -240,6 +240,21 @@ struct Im2colArgs {
   int32_t pad = 0;
 };
 
+// Bidirectional attention over dense keys and values (encoders): rows are n_seq sequences of
+// rows / n_seq positions each, and every position attends to every position of its sequence:
+//   out[s*n + i, head h] = sum_j softmax_j(scale * q[s*n + i, h] . k[s*n + j, h / group]) v[s*n + j, h / group]
+struct AttentionDenseArgs {
+  Mat out{};                      // [rows, n_head * head_dim]
+  Mat q{};                        // [rows, n_head * head_dim]
+  Mat k{};                        // [rows, n_head_kv * head_dim]
+  Mat v{};                        // [rows, n_head_kv * head_dim]
+  int32_t n_seq = 1;              // rows % n_seq == 0
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;
+  int32_t head_dim = 0;
+  float scale = 1.0f;
+};
+
 // The attention probabilities of one query head (alignment of decoder tokens to encoder
 // frames): out[t, j] = softmax_j(scale * q_head(t) . k_kvhead(seq[t], j)) over j in [0, pos[t]],
 // 0 for j > pos[t] up to out.cols.
@@ -297,6 +312,12 @@ class Backend {
   virtual void unary(const UnaryArgs& a);
   virtual void im2col(const Im2colArgs& a);
   virtual void attention_weights(const AttentionWeightsArgs& a);
+  // False when the backend has no such op: the caller then stores k / v in a KV view and runs
+  // attention() with every query at the last position.
+  virtual bool attention_dense(const AttentionDenseArgs& a) {
+    (void)a;
+    return false;
+  }
   // Waits for queued work (no-op on the CPU).
   virtual void synchronize() {}
   // Copies bytes between host memory and this backend's memory, in either direction (or

@@ -3,11 +3,11 @@
 #include <cstring>
 
 #include "backend/backend.h"
+#include "backend/devices.h"
 #include "core/error.h"
 #include "core/log.h"
 #ifdef BRISK_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_devices.h"
 #endif
 
 namespace brisk {
@@ -33,16 +33,14 @@ std::unique_ptr<Backend> make_backend(const std::string& device, int n_threads) 
   } else {
     BRISK_CHECK(device == "auto", "unknown device '", device, "' (use auto, cpu, cuda or cuda:N)");
   }
+  if (want_cuda) require_cuda_device(device);
 #ifdef BRISK_HAVE_CUDA
   if (want_cuda) return make_cuda_backend(index);
-  std::string reason;
-  if (!cuda::enumerate_devices(&reason).empty()) return make_cuda_backend(0);
-  log_warn("device auto: no usable CUDA device (", reason, "); running on the CPU");
+  if (auto_device_is_cuda()) return make_cuda_backend(0);
   return make_cpu_backend(n_threads);
 #else
-  BRISK_CHECK(!want_cuda, "device '", device, "': this build has no CUDA backend");
   (void)index;
-  log_info("device auto: this build has no CUDA backend; running on the CPU");
+  log_debug("device auto: this build has no CUDA backend; running on the CPU");
   return make_cpu_backend(n_threads);
 #endif
 }

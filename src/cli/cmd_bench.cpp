@@ -20,7 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/args.h"
 #include "cli/command.h"
+#include "cli/model_arg.h"
 #include "core/bandwidth.h"
 #include "core/error.h"
 #include "backend/backend.h"
@@ -39,55 +41,34 @@ struct Args {
   bool json = false, mmap = false;
 };
 
-int32_t parse_int(const std::string& flag, const std::string& v, int32_t lo, int32_t hi) {
-  try {
-    size_t used = 0;
-    const long long x = std::stoll(v, &used);
-    if (used == v.size() && x >= lo && x <= hi) return int32_t(x);
-  } catch (const std::exception&) {
-  }
-  fail("bench: ", flag, ": '", v, "' is not an integer in [", lo, ", ", hi, "]");
-}
-
-Args parse(const std::vector<std::string>& argv) {
-  Args a;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& f = argv[i];
-    auto value = [&]() -> const std::string& {
-      BRISK_CHECK(i + 1 < argv.size(), "bench: ", f, " needs a value");
-      return argv[++i];
-    };
-    if (f == "-m" || f == "--model") a.model = value();
-    else if (f == "-p" || f == "--n-prompt") a.n_prompt = parse_int(f, value(), 0, 1 << 20);
-    else if (f == "-n" || f == "--n-gen") a.n_gen = parse_int(f, value(), 0, 1 << 20);
-    else if (f == "-t" || f == "--threads") a.threads = parse_int(f, value(), 0, 1024);
-    else if (f == "-r" || f == "--repetitions") a.reps = parse_int(f, value(), 1, 1000);
-    else if (f == "-d" || f == "--depth") {
-      a.depths.clear();
-      const std::string& list = value();
-      for (size_t at = 0; at <= list.size();) {
-        const size_t comma = std::min(list.find(',', at), list.size());
-        a.depths.push_back(parse_int(f, list.substr(at, comma - at), 0, 1 << 20));
-        at = comma + 1;
-      }
-      BRISK_CHECK(a.depths.size() <= 16, "bench: ", f, ": at most 16 depths");
-    }
-    else if (f == "-b" || f == "--batch") a.n_batch = parse_int(f, value(), 1, 1 << 16);
-    else if (f == "--bw-mib") a.bw_mib = parse_int(f, value(), 1, 1 << 16);
-    else if (f == "--device") a.device = value();
-    else if (f == "--json") a.json = true;
-    else if (f == "--mmap") a.mmap = true;
-    else if (f == "-h" || f == "--help") {
-      std::printf(
-          "usage: brisk bench --model M [-p 512] [-n 128] [-t N] [-r 3] [--depth D[,D...]] [-b 512] [--json] [--mmap]\n"
-          "       [--device auto|cpu|cuda|cuda:N]   where the model runs (default auto: the GPU when one is usable)\n"
-          "       [--bw-mib 512]   size of the read-bandwidth probe buffer (a GPU's copy probe: at least 1024)\n");
-      std::exit(0);
-    } else fail("bench: unknown argument '", f, "'");
-  }
-  BRISK_CHECK(!a.model.empty(), "bench: --model M is required");
-  BRISK_CHECK(a.n_prompt > 0 || a.n_gen > 0, "bench: nothing to measure (-p 0 -n 0)");
-  return a;
+// Returns false when --help was printed.
+bool parse(const std::vector<std::string>& argv, Args& a) {
+  brisk::cli::ArgParser p("bench", "MODEL [options]",
+                          "Prompt (pp) and decode (tg) speed, llama-bench style, with the read bandwidth of the "
+                          "same run beside it.");
+  p.model(&a.model, "GGUF file, Hugging Face folder or Hub reference");
+  p.integer({"-p", "--n-prompt"}, &a.n_prompt, 0, 1 << 20, "N", "prompt tokens per prefill test (default 512)");
+  p.integer({"-n", "--n-gen"}, &a.n_gen, 0, 1 << 20, "N", "decoded tokens per decode test (default 128)");
+  brisk::cli::add_threads_option(p, &a.threads);
+  p.integer({"-r", "--repetitions"}, &a.reps, 1, 1000, "N", "repetitions of each test (default 3)");
+  p.option({"-d", "--depth"}, "D[,D...]", "tokens already in the context (list: the repetitions alternate)",
+           [&](const std::string& list) {
+             a.depths.clear();
+             for (size_t at = 0; at <= list.size();) {
+               const size_t comma = std::min(list.find(',', at), list.size());
+               a.depths.push_back(int32_t(brisk::cli::parse_integer("--depth", list.substr(at, comma - at), 0, 1 << 20)));
+               at = comma + 1;
+             }
+             if (a.depths.size() > 16) brisk::cli::usage_fail("--depth: at most 16 depths");
+           });
+  p.integer({"-b", "--batch"}, &a.n_batch, 1, 1 << 16, "N", "tokens per forward in the prefill (default 512)");
+  p.integer({"--bw-mib"}, &a.bw_mib, 1, 1 << 16, "MIB", "size of the read-bandwidth probe buffer (a GPU's copy probe: at least 1024)");
+  brisk::cli::add_device_option(p, &a.device, "auto: the GPU when one is usable");
+  p.flag({"--json"}, &a.json, "machine-readable output");
+  p.flag({"--mmap"}, &a.mmap, "memory-map the weights instead of reading them");
+  if (!p.parse(argv)) return false;
+  if (a.n_prompt == 0 && a.n_gen == 0) brisk::cli::usage_fail("nothing to measure (-p 0 -n 0)");
+  return true;
 }
 
 struct Stats {
@@ -194,14 +175,16 @@ std::string fmt(const char* f, double a, double b = 0) {
 }
 
 int cmd_bench(const std::vector<std::string>& argv) {
-  const Args a = parse(argv);
+  Args a;
+  if (!parse(argv, a)) return 0;
+  a.model = brisk::cli::resolve_model(a.model);
   const int32_t n_threads = a.threads > 0 ? a.threads : brisk::ThreadPool::default_threads();
   const auto t_load = Clock::now();
   std::shared_ptr<const brisk::Model> model =
-      brisk::Model::load({.path = a.model, .use_mmap = a.mmap, .n_threads = n_threads});
+      brisk::cli::load_model({.path = a.model, .use_mmap = a.mmap, .n_threads = n_threads});
   const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
   const auto& info = model->info();
-  BRISK_CHECK(info.n_vocab > 0, "bench: ", a.model, " has no vocabulary");
+  BRISK_CHECK(info.n_vocab > 0, a.model, " has no vocabulary");
 
   Runner run(model, a);
   std::string device;  // the backend's name: "cpu", "cuda:0"

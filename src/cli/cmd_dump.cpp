@@ -1,4 +1,4 @@
-// `brisk dump --model M --prompt-ids 1,2,3 --out DIR`: runs the prompt once and writes every
+// `brisk dump MODEL --prompt-ids 1,2,3 --out DIR`: runs the prompt once and writes every
 // tapped intermediate (llama.cpp names: inp_embd, attn_norm, Qcur, Kcur, Vcur, kqv_out,
 // attn_out, ffn_inp, ffn_norm, ffn_act, ffn_out, l_out, result_norm, result_output) as raw
 // little-endian float32 [rows, cols] files, plus index.json listing name, layer, shape and
@@ -9,42 +9,33 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/args.h"
 #include "cli/command.h"
+#include "cli/model_arg.h"
 #include "core/error.h"
 #include "runtime/engine_api.h"
 
 namespace {
 
-using brisk::fail;
-
 int cmd_dump(const std::vector<std::string>& argv) {
-  std::string model_path, ids_text, out_dir, quant, device = "cpu";
-  for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& f = argv[i];
-    BRISK_CHECK(i + 1 < argv.size(), f, " needs a value");
-    const std::string& v = argv[++i];
-    if (f == "--model" || f == "-m") model_path = v;
-    else if (f == "--prompt-ids") ids_text = v;
-    else if (f == "--out") out_dir = v;
-    else if (f == "--quant") quant = v;
-    else if (f == "--device") device = v;
-    else fail("dump: unknown argument '", f, "'");
-  }
-  BRISK_CHECK(!model_path.empty() && !ids_text.empty() && !out_dir.empty(),
-              "usage: brisk dump --model M --prompt-ids 1,2,3 --out DIR [--quant q8_0] [--device cpu|cuda[:N]]");
+  std::string model_ref, ids_text, out_dir, quant, device = "cpu";
+  brisk::cli::ArgParser p("dump", "MODEL --prompt-ids 1,2,3 --out DIR [options]",
+                          "Runs token ids once and writes every named intermediate as float32, with index.json.");
+  p.model(&model_ref, "GGUF file, Hugging Face folder or Hub reference");
+  p.text({"--prompt-ids"}, &ids_text, "IDS", "token ids, comma-separated (required)");
+  p.text({"--out"}, &out_dir, "DIR", "folder to write (required)");
+  p.text({"--quant"}, &quant, "Q", "quantize safetensors weights at load: q8_0 | q4_0 | q4_k");
+  brisk::cli::add_device_option(p, &device, "cpu");
+  if (!p.parse(argv)) return 0;
+  if (ids_text.empty()) brisk::cli::usage_fail("--prompt-ids is required");
+  if (out_dir.empty()) brisk::cli::usage_fail("--out is required");
   std::vector<int32_t> ids;
   std::stringstream ss(ids_text);
-  for (std::string item; std::getline(ss, item, ',');) {
-    try {
-      size_t used = 0;
-      ids.push_back(int32_t(std::stol(item, &used)));
-      BRISK_CHECK(used == item.size(), "");
-    } catch (const std::exception&) {
-      fail("--prompt-ids: '", item, "' is not an integer");
-    }
-  }
-  BRISK_CHECK(!ids.empty(), "--prompt-ids: no ids");
-  auto model = brisk::Model::load({.path = model_path, .quant = quant});
+  for (std::string item; std::getline(ss, item, ',');)
+    ids.push_back(int32_t(brisk::cli::parse_integer("--prompt-ids", item, 0, INT32_MAX)));
+  if (ids.empty()) brisk::cli::usage_fail("--prompt-ids: no ids");
+  const std::string model_path = brisk::cli::resolve_model(model_ref);
+  auto model = brisk::cli::load_model({.path = model_path, .quant = quant});
   auto ctx = brisk::Context::create(model, {.n_ctx = std::max<int32_t>(int32_t(ids.size()), 16), .n_seq_max = 1,
                                             .n_batch = int32_t(ids.size()), .kv_type = brisk::QuantType::F32,
                                             .device = device});

@@ -1,8 +1,9 @@
-// `brisk inspect FILE|DIR [--json] [--devices] [--flags]`: what is in a model file.
-// GGUF files and safetensors checkpoints (file, folder, sharded index): format, architecture,
-// metadata (long arrays summarized), the tensor table and totals (parameters, bytes, bits per
-// weight). --devices lists accelerators, --flags the run-time switches. Malformed input is a
-// one-line error and a non-zero exit (main.cpp prints brisk::Error).
+// `brisk inspect MODEL [--json] [--devices] [--flags]`: what is in a model file.
+// GGUF files and safetensors checkpoints (file, folder, sharded index; told apart by content):
+// format, architecture, metadata (long arrays summarized), the tensor table and totals
+// (parameters, bytes, bits per weight). --devices lists accelerators, --flags the run-time
+// switches. Malformed input is a one-line error and a non-zero exit (main.cpp prints
+// brisk::Error); so is a model whose architecture brisk does not know, after its listing.
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -15,13 +16,17 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/devices.h"
+#include "cli/args.h"
 #include "cli/command.h"
+#include "cli/model_arg.h"
 #include "core/error.h"
 #include "core/flags.h"
 #include "formats/display.h"
 #include "formats/gguf.h"
 #include "formats/json_file.h"
+#include "formats/model_format.h"
 #include "formats/safetensors.h"
+#include "models/registry.h"
 
 namespace {
 
@@ -53,6 +58,8 @@ struct Report {
   std::string format;       // "GGUF v3", "safetensors"
   std::string format_note;  // alignment / shard count
   std::string architecture;
+  std::string model_type;   // config.json "model_type" (safetensors)
+  bool supported = false;   // brisk has this architecture
   std::string shape_order;  // how shapes are listed
   std::vector<std::pair<std::string, std::string>> metadata_text;
   json metadata_json = json::object();
@@ -118,6 +125,7 @@ Report inspect_gguf(const std::string& path) {
   r.format = str_cat("GGUF v", f.version());
   r.format_note = str_cat("alignment ", f.alignment(), ", data section at byte ", f.data_offset());
   r.architecture = f.architecture();
+  r.supported = arch_find_gguf(r.architecture) != nullptr;
   r.shape_order = "ne[0] first (innermost)";
   for (const auto& [key, value] : f.metadata()) {
     r.metadata_text.emplace_back(display_text(key, 80), gguf_value_text(value));
@@ -155,11 +163,13 @@ Report inspect_safetensors(const std::string& path) {
         r.architecture = a->front().get<std::string>();
       const auto m = j.find("model_type");
       if (m != j.end() && m->is_string()) {
+        r.model_type = m->get<std::string>();
         r.metadata_text.emplace_back("config.model_type", "\"" + display_text(m->get<std::string>()) + "\"");
         r.metadata_json["config.model_type"] = *m;
       }
     }
   }
+  r.supported = arch_find_hf({r.architecture}, r.model_type) != nullptr;
   for (const auto& [k, v] : c.metadata()) {
     r.metadata_text.emplace_back(display_text(k, 80), "\"" + display_text(v) + "\"");
     r.metadata_json[k] = v;
@@ -171,16 +181,6 @@ Report inspect_safetensors(const std::string& path) {
                                   .n_elements = t.n_elements,
                                   .n_bytes = t.n_bytes});
   return r;
-}
-
-bool is_gguf(const std::string& path) {
-  if (fs::is_directory(path)) return false;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  BRISK_CHECK(f, path, ": cannot open: ", std::strerror(errno));
-  char magic[4] = {};
-  const size_t n = std::fread(magic, 1, 4, f);
-  std::fclose(f);
-  return n == 4 && std::memcmp(magic, "GGUF", 4) == 0;
 }
 
 // ---- output -----------------------------------------------------------------------------
@@ -206,8 +206,8 @@ Totals totals_of(const Report& r) {
 void print_text(const Report& r) {
   std::printf("file:         %s\n", display_text(r.path, 400).c_str());
   std::printf("format:       %s (%s)\n", r.format.c_str(), r.format_note.c_str());
-  std::printf("architecture: %s\n",
-              r.architecture.empty() ? "(unknown)" : display_text(r.architecture).c_str());
+  std::printf("architecture: %s%s\n", r.architecture.empty() ? "(unknown)" : display_text(r.architecture).c_str(),
+              r.supported || r.architecture.empty() ? "" : " (not supported by brisk)");
   std::printf("\nmetadata (%zu):\n", r.metadata_text.size());
   size_t key_width = 0;
   for (const auto& kv : r.metadata_text) key_width = std::max(key_width, kv.first.size());
@@ -250,6 +250,7 @@ json report_json(const Report& r) {
           {"format", r.format},
           {"format_note", r.format_note},
           {"architecture", r.architecture},
+          {"supported", r.supported},
           {"shape_order", r.shape_order},
           {"metadata", r.metadata_json},
           {"tensors", tensors},
@@ -284,32 +285,36 @@ void print_flags() {
                 std::string(f.description).c_str());
 }
 
-const char* kUsage =
-    "usage: brisk inspect FILE|DIR [--json] [--devices] [--flags]\n"
-    "  FILE|DIR   a .gguf file, a .safetensors file, a checkpoint folder or its index.json\n"
-    "  --json     machine-readable output\n"
-    "  --devices  also list accelerators (alone: only them)\n"
-    "  --flags    also list the run-time switches (alone: only them)\n";
+// Why brisk cannot run the model of `r` ("" when it can, or when `r` is a vocabulary-only
+// file without tensors, as llama.cpp's ggml-vocab-*.gguf).
+std::string unsupported_reason(const Report& r) {
+  if (r.supported || r.tensors.empty()) return "";
+  if (r.architecture.empty())
+    return r.format == "safetensors" ? str_cat(r.path, ": the architecture is unknown (no config.json with "
+                                                       "\"architectures\" beside the weights)")
+                                     : str_cat(r.path, ": no general.architecture in the GGUF metadata");
+  std::string known;
+  for (const ArchEntry* e : arch_registry()) known += (known.empty() ? "" : ", ") + e->name;
+  return str_cat(r.path, ": architecture '", display_text(r.architecture), "' is not supported by brisk (supported: ",
+                 known, ")");
+}
 
 int cmd_inspect(const std::vector<std::string>& args) {
   Options o;
-  for (const auto& a : args) {
-    if (a == "--json") o.json = true;
-    else if (a == "--devices") o.devices = true;
-    else if (a == "--flags") o.flags = true;
-    else if (a == "--help" || a == "-h") { std::fputs(kUsage, stdout); return 0; }
-    else if (!a.empty() && a[0] == '-') { std::fprintf(stderr, "brisk inspect: unknown option %s\n%s", a.c_str(), kUsage); return 2; }
-    else if (o.path.empty()) o.path = a;
-    else { std::fprintf(stderr, "brisk inspect: more than one path given\n%s", kUsage); return 2; }
-  }
-  if (o.path.empty() && !o.devices && !o.flags) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
+  cli::ArgParser p("inspect", "MODEL [--json] [--devices] [--flags]",
+                   "Shows what is in a model file: format, architecture, metadata, tensors and totals.");
+  p.model(&o.path, "a GGUF file, a safetensors file, a checkpoint folder or its index.json, or a Hub reference",
+          /*required=*/false);
+  p.flag({"--json"}, &o.json, "machine-readable output");
+  p.flag({"--devices"}, &o.devices, "also list accelerators (alone: only them)");
+  p.flag({"--flags"}, &o.flags, "also list the run-time switches (alone: only them)");
+  p.note("Exit status 1 when brisk cannot run the model (unknown or unsupported architecture), after the listing.");
+  if (!p.parse(args)) return 0;
+  if (o.path.empty() && !o.devices && !o.flags) cli::usage_fail("a model is required (or --devices, --flags)");
   std::optional<Report> report;
   if (!o.path.empty()) {
-    BRISK_CHECK(fs::exists(o.path), o.path, ": no such file or folder");
-    report = is_gguf(o.path) ? inspect_gguf(o.path) : inspect_safetensors(o.path);
+    const std::string path = cli::resolve_model(o.path);
+    report = model_format_detect(path) == ModelFormat::gguf ? inspect_gguf(path) : inspect_safetensors(path);
   }
   if (o.json) {
     json out = report ? report_json(*report) : json::object();
@@ -324,6 +329,8 @@ int cmd_inspect(const std::vector<std::string>& args) {
       out["flags"] = flags;
     }
     std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+    std::fflush(stdout);
+    if (const std::string why = report ? unsupported_reason(*report) : ""; !why.empty()) fail(why);
     return 0;
   }
   if (report) print_text(*report);
@@ -335,6 +342,8 @@ int cmd_inspect(const std::vector<std::string>& args) {
     if (report || o.devices) std::printf("\n");
     print_flags();
   }
+  std::fflush(stdout);
+  if (const std::string why = report ? unsupported_reason(*report) : ""; !why.empty()) fail(why);
   return 0;
 }
 

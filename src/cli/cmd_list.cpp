@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/args.h"
 #include "cli/command.h"
 #include "core/error.h"
 #include "hub/cache_scan.h"
@@ -30,18 +31,10 @@ std::string join(const std::vector<std::string>& v) {
 
 int cmd_list(const std::vector<std::string>& args) {
   bool json = false;
-  for (const auto& a : args) {
-    if (a == "--json") {
-      json = true;
-    } else if (a == "-h" || a == "--help") {
-      std::puts("usage: brisk list [--json]\n"
-                "Lists the models in the Hugging Face cache ($HF_HUB_CACHE, else $HF_HOME/hub, "
-                "else ~/.cache/huggingface/hub).");
-      return 0;
-    } else {
-      brisk::fail("unknown argument ", a, " (see `brisk list --help`)");
-    }
-  }
+  brisk::cli::ArgParser p("list", "[--json]", "Lists the models in the Hugging Face cache ($HF_HUB_CACHE, else "
+                                              "$HF_HOME/hub, else ~/.cache/huggingface/hub).");
+  p.flag({"--json"}, &json, "the same as a JSON array");
+  if (!p.parse(args)) return 0;
   const brisk::HubOptions opt = brisk::hub_options_from_env({});
   const auto models = brisk::hub::scan_cache(opt.cache_dir);
   if (json) {

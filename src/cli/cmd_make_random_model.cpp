@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/command.h"
 #include "core/error.h"
 #include "models/random_model.h"
@@ -13,39 +14,32 @@
 
 namespace {
 
-using brisk::fail;
-
 int cmd_make_random_model(const std::vector<std::string>& argv) {
   std::string shape = "tiny", out, type = "f32", arch, tokenizer, pre;
   uint64_t seed = 1;
   int32_t threads = 0;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& f = argv[i];
-    BRISK_CHECK(i + 1 < argv.size(), "make-random-model: ", f, " needs a value");
-    const std::string& v = argv[++i];
-    try {
-      if (f == "--shape") shape = v;
-      else if (f == "--out") out = v;
-      else if (f == "--type") type = v;
-      else if (f == "--arch") arch = v;
-      else if (f == "--tokenizer") tokenizer = v;
-      else if (f == "--tokenizer-pre") pre = v;
-      else if (f == "--seed") seed = uint64_t(std::stoull(v));
-      else if (f == "-t" || f == "--threads") threads = std::stoi(v);
-      else fail("make-random-model: unknown argument '", f, "'");
-    } catch (const std::logic_error&) {
-      fail("make-random-model: ", f, ": bad value '", v, "'");
-    }
-  }
-  BRISK_CHECK(!out.empty(), "make-random-model: --out FILE is required");
-  BRISK_CHECK(threads >= 0 && threads <= 1024, "make-random-model: --threads out of range");
+  brisk::cli::ArgParser args("make-random-model", "--out FILE [options]",
+                             "Writes a random-weight GGUF of a model shape, for speed measurements.");
+  args.text({"--out"}, &out, "FILE", "the GGUF file to write (required)");
+  args.text({"--shape"}, &shape, "NAME",
+            "tiny | qwen2.5-0.5b | qwen3-0.6b | qwen3-1.7b | qwen3-8b | llama-3.2-1b | llama-3.1-8b (default tiny)");
+  args.text({"--type"}, &type, "T", "a recipe (Q8_0, Q4_K_M, ...) or a stored type name (default f32)");
+  args.text({"--arch"}, &arch, "ARCH", "override the shape's architecture: llama | qwen2 | qwen3");
+  args.text({"--tokenizer"}, &tokenizer, "DIR", "a Hugging Face tokenizer folder to embed");
+  args.text({"--tokenizer-pre"}, &pre, "NAME", "GGUF pre-tokenizer name (default by architecture)");
+  args.option({"-s", "--seed"}, "S", "seed of the weights (default 1)", [&](const std::string& v) {
+    seed = uint64_t(brisk::cli::parse_integer("--seed", v, 0, INT64_MAX));
+  });
+  brisk::cli::add_threads_option(args, &threads);
+  if (!args.parse(argv)) return 0;
+  if (out.empty()) brisk::cli::usage_fail("--out FILE is required");
   brisk::RandomModelParams p = brisk::random_model_preset(shape);
   if (brisk::quant_recipe_from_name(type)) {
     p.recipe = type;  // per-tensor mixture as llama.cpp's recipe of that name
   } else {
     const auto t = brisk::quant_type_from_name(type);
-    BRISK_CHECK(t.has_value(), "make-random-model: unknown --type '", type, "' (recipes: ",
-                brisk::quant_recipe_names(), "; or any stored type name)");
+    if (!t) brisk::cli::usage_fail("unknown --type '", type, "' (recipes: ", brisk::quant_recipe_names(),
+                                   "; or any stored type name)");
     p.type = *t;
   }
   p.seed = seed;
@@ -62,7 +56,5 @@ int cmd_make_random_model(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-BRISK_COMMAND("make-random-model",
-              "write a random-weight GGUF of a model shape (--shape qwen2.5-0.5b|llama-3.2-1b|qwen3-0.6b|... "
-              "--type q8_0|q4_0|q4_k_m --tokenizer DIR --out F)",
+BRISK_COMMAND("make-random-model", "write a random-weight GGUF of a model shape (for speed measurements)",
               cmd_make_random_model);

@@ -1,9 +1,10 @@
-// `brisk pull REF`: downloads a model from the Hugging Face Hub into the shared cache and
+// `brisk pull MODEL`: downloads a model from the Hugging Face Hub into the shared cache and
 // prints its local path (what `brisk run REF` would load).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "cli/args.h"
 #include "cli/command.h"
 #include "core/error.h"
 #include "hub/progress.h"
@@ -11,67 +12,30 @@
 
 namespace {
 
-const char* kUsage =
-    "usage: brisk pull REF [options]\n"
-    "  REF: org/name            safetensors repo, or GGUF repo (default quant)\n"
-    "       org/name:QUANT      GGUF file(s) of that quant, e.g. Qwen/Qwen3-0.6B-GGUF:Q8_0\n"
-    "       org/name/FILE.gguf  one file of the repo\n"
-    "       ...@REVISION        branch, tag or commit (default main)\n"
-    "options:\n"
-    "  --token TOKEN      access token for gated or private repos (default $HF_TOKEN)\n"
-    "  --endpoint URL     Hub or mirror (default $HF_ENDPOINT or https://huggingface.co)\n"
-    "  --jobs N           files downloaded at once (default 4)\n"
-    "  --verify           re-check the sha256 of files already in the cache\n"
-    "  --offline          resolve from the cache only (same as HF_HUB_OFFLINE=1)\n"
-    "  --progress MODE    bar | lines | none (default: bar on a terminal, else lines)\n"
-    "  -q, --quiet        no progress output\n"
-    "cache: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub\n";
-
 int cmd_pull(const std::vector<std::string>& args) {
   brisk::HubOptions opt;
-  std::string ref;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      BRISK_CHECK(i + 1 < args.size(), "option ", a, " needs a value");
-      return args[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--token") {
-      opt.token = value();
-    } else if (a == "--endpoint") {
-      opt.endpoint = value();
-    } else if (a == "--jobs" || a == "-j") {
-      const std::string& v = value();
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      BRISK_CHECK(end && *end == '\0' && n >= 1 && n <= 16, "--jobs wants 1..16, got '", v, "'");
-      opt.n_parallel = int32_t(n);
-    } else if (a == "--verify") {
-      opt.verify_cached = true;
-    } else if (a == "--offline") {
-      opt.offline = true;
-    } else if (a == "--progress") {
-      const std::string& v = value();
-      if (v == "bar") opt.progress = brisk::HubProgress::bar;
-      else if (v == "lines") opt.progress = brisk::HubProgress::lines;
-      else if (v == "none") opt.progress = brisk::HubProgress::quiet;
-      else brisk::fail("--progress wants bar, lines or none, got '", v, "'");
-    } else if (a == "-q" || a == "--quiet") {
-      opt.progress = brisk::HubProgress::quiet;
-    } else if (!a.empty() && a[0] == '-') {
-      brisk::fail("unknown option ", a, " (see `brisk pull --help`)");
-    } else {
-      BRISK_CHECK(ref.empty(), "one model reference at a time (got '", ref, "' and '", a, "')");
-      ref = a;
-    }
-  }
-  if (ref.empty()) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
+  std::string ref, progress;
+  int32_t jobs = 0;
+  bool quiet = false;
+  brisk::cli::ArgParser p("pull", "MODEL [options]",
+                          "Downloads a model from the Hugging Face Hub into the local cache and prints its path.");
+  p.model(&ref, "org/name (safetensors repo, or a GGUF repo's default quant), org/name:QUANT, "
+                "org/name/FILE.gguf, each with an optional @REVISION");
+  p.text({"--token"}, &opt.token, "TOKEN", "access token for gated or private repos (default $HF_TOKEN)");
+  p.text({"--endpoint"}, &opt.endpoint, "URL", "Hub or mirror (default $HF_ENDPOINT or https://huggingface.co)");
+  p.integer({"-j", "--jobs"}, &jobs, 1, 16, "N", "files downloaded at once (default 4)");
+  p.flag({"--verify"}, &opt.verify_cached, "re-check the sha256 of files already in the cache");
+  p.flag({"--offline"}, &opt.offline, "resolve from the cache only (same as HF_HUB_OFFLINE=1)");
+  p.text({"--progress"}, &progress, "MODE", "bar | lines | none (default: bar on a terminal, else lines)");
+  p.flag({"-q", "--quiet"}, &quiet, "no progress output");
+  p.note("cache: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub");
+  if (!p.parse(args)) return 0;
+  if (jobs > 0) opt.n_parallel = jobs;
+  if (progress == "bar") opt.progress = brisk::HubProgress::bar;
+  else if (progress == "lines") opt.progress = brisk::HubProgress::lines;
+  else if (progress == "none") opt.progress = brisk::HubProgress::quiet;
+  else if (!progress.empty()) brisk::cli::usage_fail("--progress wants bar, lines or none, got '", progress, "'");
+  if (quiet) opt.progress = brisk::HubProgress::quiet;
   const brisk::HubPullResult r = brisk::hub_pull(ref, opt, /*allow_cache_fallback=*/false);
   if (opt.progress != brisk::HubProgress::quiet) {
     std::string what = r.format;

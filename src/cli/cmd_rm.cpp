@@ -1,8 +1,9 @@
-// `brisk rm REF...`: removes a model from the Hugging Face cache: the whole repo (org/name),
+// `brisk rm MODEL...`: removes a model from the Hugging Face cache: the whole repo (org/name),
 // one revision (org/name@rev), or one quant's files (org/name:QUANT, org/name/FILE).
 #include <cstdio>
 #include <string>
 
+#include "cli/args.h"
 #include "cli/command.h"
 #include "core/error.h"
 #include "hub/cache_scan.h"
@@ -13,22 +14,16 @@ namespace {
 
 int cmd_rm(const std::vector<std::string>& args) {
   std::vector<std::string> refs;
-  for (const auto& a : args) {
-    if (a == "-h" || a == "--help") {
-      std::puts("usage: brisk rm REF...\n"
-                "  org/name          remove the whole repo from the cache\n"
-                "  org/name@REV      remove one revision's snapshot\n"
-                "  org/name:QUANT    remove one GGUF quant's files\n"
-                "  org/name/FILE     remove one file");
-      return 0;
-    }
-    BRISK_CHECK(a.empty() || a[0] != '-', "unknown option ", a, " (see `brisk rm --help`)");
-    refs.push_back(a);
-  }
-  if (refs.empty()) {
-    std::fputs("usage: brisk rm REF... (see `brisk rm --help`)\n", stderr);
-    return 2;
-  }
+  brisk::cli::ArgParser p("rm", "MODEL... [options]", "Removes models (or one revision, quant or file) from the "
+                                                       "local Hugging Face cache.");
+  p.texts({"-m", "--model"}, &refs, "MODEL", "a model to remove (repeatable; as the positionals)");
+  std::vector<std::string> positional;
+  p.positionals("MODEL", &positional, "", 0);
+  p.note("MODEL: org/name (the whole repo), org/name@REV (one revision's snapshot), org/name:QUANT (one GGUF\n"
+         "quant's files), org/name/FILE (one file).");
+  if (!p.parse(args)) return 0;
+  refs.insert(refs.end(), positional.begin(), positional.end());
+  if (refs.empty()) brisk::cli::usage_fail("a model is required");
   const brisk::HubOptions opt = brisk::hub_options_from_env({});
   for (const auto& ref : refs) {
     const auto r = brisk::hub::remove_from_cache(opt.cache_dir, ref);

@@ -1,22 +1,28 @@
-// `brisk run [MODEL]`: an interactive chat in the terminal. The model argument is a path or a
-// Hub reference (downloaded on first use); without one, brisk::kHubDefaultModel. Each turn
+// `brisk run [MODEL] [PROMPT]`: chat with a model in the terminal, or answer one prompt and
+// exit (as `ollama run` does) when PROMPT is given or stdin is not a terminal (the prompt is
+// then read from stdin; -i keeps the chat, one message per line). MODEL is a path or a Hub
+// reference (downloaded on first use); without one, brisk::kHubDefaultModel. Each turn
 // re-renders the conversation with the chat template and prefills only what the KV cache
-// lacks (runtime/chat_session.h); the answer streams, its reasoning dimmed (or hidden with
-// --no-think), and a stats line follows on stderr.
+// lacks (runtime/chat_session.h); when the conversation outgrows the context its oldest turns
+// are dropped, with one line saying so. The answer streams, its reasoning dimmed (or hidden
+// with --no-think), and a stats line follows on stderr.
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/args.h"
 #include "cli/command.h"
 #include "cli/line_editor.h"
-#include "cli/sampling_flags.h"
+#include "cli/model_arg.h"
 #include "core/error.h"
 #include "hub/resolve.h"
 #include "runtime/chat_session.h"
@@ -33,54 +39,47 @@ constexpr const char* kFaint = "\x1b[2m";
 constexpr const char* kReset = "\x1b[0m";
 
 struct Args {
-  std::string model, system, template_path, token;
+  std::string model, prompt, system, template_path, token, device = "auto";
   std::optional<bool> think;  // unset: the template's default
-  int32_t n_predict = -1, n_ctx = 4096, threads = 0;
+  int32_t n_predict = 0, n_ctx = 0, threads = 0;
+  bool interactive = false, verbose = false;
   brisk::SamplerParams sampling;
 };
 
-void usage() {
-  std::fprintf(stderr,
-               "usage: brisk run [MODEL] [--system TEXT] [--template FILE] [--think|--no-think]\n"
-               "  [-n MAX_TOKENS_PER_TURN] [--ctx N] [-t N] [--token HF_TOKEN]\n"
-               "%s"
-               "MODEL is a GGUF file, a Hugging Face folder or a Hub reference (org/name, org/name:QUANT,\n"
-               "org/name/file.gguf, @revision), downloaded on first use; default %s.\n"
-               "Sampling defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05 (--temp 0: greedy).\n"
-               "-n defaults to the rest of the context.\n"
-               "In the chat: a line ending in \\ continues on the next line; \"\"\" starts and ends a block.\n"
-               "Commands: /clear  /system TEXT  /save FILE  /load FILE  /help  /exit (or Ctrl-D).\n"
-               "Ctrl-C stops the answer being written (it stays in the conversation) or clears the line.\n",
-               brisk::cli::kSamplingFlagsUsage, brisk::kHubDefaultModel);
-}
-
-Args parse(const std::vector<std::string>& argv) {
-  using brisk::cli::parse_int_flag;
-  Args a;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& f = argv[i];
-    auto value = [&]() -> const std::string& {
-      BRISK_CHECK(i + 1 < argv.size(), f, " needs a value");
-      return argv[++i];
-    };
-    if (brisk::cli::parse_sampling_flag(argv, i, a.sampling)) continue;
-    if (f == "--system") a.system = value();
-    else if (f == "--template") a.template_path = value();
-    else if (f == "--think") a.think = true;
-    else if (f == "--no-think") a.think = false;
-    else if (f == "-n" || f == "--n-predict") a.n_predict = parse_int_flag(f, value());
-    else if (f == "--ctx" || f == "-c") a.n_ctx = parse_int_flag(f, value());
-    else if (f == "-t" || f == "--threads") a.threads = parse_int_flag(f, value());
-    else if (f == "--token") a.token = value();
-    else if (f == "-h" || f == "--help") { usage(); std::exit(0); }
-    else if (!f.empty() && f[0] == '-') fail("run: unknown argument '", f, "' (see brisk run --help)");
-    else if (a.model.empty()) a.model = f;
-    else fail("run: more than one model given ('", a.model, "' and '", f, "')");
-  }
-  BRISK_CHECK(a.n_ctx > 0, "--ctx must be positive");
-  BRISK_CHECK(a.threads >= 0, "-t must not be negative");
+// Returns false when --help was printed.
+bool parse(const std::vector<std::string>& argv, Args& a, bool& ctx_given, bool& n_given) {
+  brisk::cli::ArgParser p(
+      "run", "[MODEL] [PROMPT] [options]",
+      "Chats with a model in the terminal; with a PROMPT (or a prompt on stdin) answers once and exits.");
+  p.model(&a.model, brisk::str_cat("GGUF file, Hugging Face folder or Hub reference (default ",
+                                   brisk::kHubDefaultModel, ", downloaded on first use)"),
+          /*required=*/false);
+  p.positional("PROMPT", &a.prompt, "answer this and exit", /*required=*/false);
+  p.option({"-p", "--prompt"}, "TEXT", "same as PROMPT", [&](const std::string& v) { a.prompt = v; });
+  p.flag({"-i", "--interactive"}, &a.interactive, "chat even when stdin is not a terminal (one message per line)");
+  p.text({"--system"}, &a.system, "TEXT", "the system message");
+  p.text({"--template"}, &a.template_path, "FILE", "a chat template file instead of the model's");
+  p.flag({"--think"}, "pass enable_thinking=true to the template", [&] { a.think = true; });
+  p.flag({"--no-think"}, "pass enable_thinking=false and hide reasoning", [&] { a.think = false; });
+  p.integer({"-n", "--n-predict"}, &a.n_predict, 1, INT32_MAX, "N", "tokens per answer at most (default: the rest of the context)");
+  brisk::cli::add_ctx_option(p, &a.n_ctx, "4096");
+  brisk::cli::add_threads_option(p, &a.threads);
+  brisk::cli::add_device_option(p, &a.device, "auto: the GPU when one is usable");
+  p.text({"--token"}, &a.token, "TOKEN", "Hugging Face token for gated models (default $HF_TOKEN)");
+  p.flag({"--verbose"}, &a.verbose, "print the stats line after a one-shot answer too");
+  brisk::cli::add_sampling_options(p, &a.sampling);
+  p.note(
+      "MODEL is a GGUF file, a Hugging Face folder or a Hub reference (org/name, org/name:QUANT,\n"
+      "org/name/file.gguf, @revision). Sampling defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05.\n"
+      "In the chat: a line ending in \\ continues on the next line; \"\"\" starts and ends a block.\n"
+      "Commands: /clear  /system TEXT  /save FILE  /load FILE  /help  /exit (or Ctrl-D).\n"
+      "Ctrl-C stops the answer being written (it stays in the conversation) or clears the line.\n"
+      "When the conversation outgrows the context, its oldest turns are dropped (the system message stays).");
+  if (!p.parse(argv)) return false;
   if (a.model.empty()) a.model = brisk::kHubDefaultModel;
-  return a;
+  ctx_given = p.given("--ctx");
+  n_given = p.given("--n-predict");
+  return true;
 }
 
 // Set by SIGINT while an answer is written; the streaming callback stops the answer.
@@ -231,36 +230,103 @@ void print_help() {
       "/exit           leave (also Ctrl-D)\n");
 }
 
+// One turn: the answer streamed through `display`, the dropped-turns note and the stats line.
+struct TurnRunner {
+  brisk::ChatSession& chat;
+  brisk::ChatFormat format;
+  Display& display;
+  const brisk::GenerateParams& params;
+  int32_t n_ctx;
+
+  void operator()(const std::string& msg, bool stats) {
+    // The parser must know whether the prompt leaves a reasoning block open (e.g. a
+    // template that ends the generation prompt with "<think>\n").
+    const std::string prompt_text = chat.render_prompt(msg);
+    brisk::ChatOutputParser parser({.format = format,
+                                    .starts_in_reasoning = brisk::chat_prompt_opens_reasoning(prompt_text, format),
+                                    .parse_tool_calls = false});
+    brisk::GenerateCallbacks cb;
+    cb.on_text = [&](std::string_view text) {
+      const brisk::ChatOutputDelta d = parser.feed(text);
+      display.text(d.reasoning, true);
+      display.text(d.content, false);
+      return !g_interrupted.load();
+    };
+    brisk::ChatTurn turn;
+    try {
+      turn = chat.reply(msg, params, cb);
+    } catch (const brisk::ChatContextFull& e) {
+      brisk::fail(e.what(), ": use a larger --ctx (now ", n_ctx, ")");
+    }
+    const brisk::ChatOutputDelta d = parser.finish();
+    display.text(d.reasoning, true);
+    display.text(d.content, false);
+    display.end_answer();
+    if (turn.n_messages_dropped > 0)
+      std::fprintf(stderr, "(the conversation outgrew the context of %d tokens: dropped its %d oldest message%s; "
+                   "/clear starts over, --ctx N gives more room)\n",
+                   n_ctx, turn.n_messages_dropped, turn.n_messages_dropped == 1 ? "" : "s");
+    if (stats) print_stats(turn.stats, turn.stats.stop == brisk::StopReason::callback, display.tty_err);
+    if (turn.stats.stop == brisk::StopReason::context_full)
+      std::fprintf(stderr, "(the answer filled the context of %d tokens; the next message drops the oldest turns: "
+                   "/clear starts over, --ctx N gives more room)\n", n_ctx);
+  }
+};
+
+std::string read_all_stdin() {
+  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
 int cmd_run(const std::vector<std::string>& argv) {
-  const Args a = parse(argv);
-  const std::string path = brisk::hub_resolve_model(a.model, {.token = a.token});
-  auto model = brisk::Model::load({.path = path, .n_threads = a.threads});
+  Args a;
+  bool ctx_given = false, n_given = false;
+  if (!parse(argv, a, ctx_given, n_given)) return 0;
+  // One answer when a prompt is given or stdin is a pipe or file (read whole, after PROMPT).
+  const bool stdin_tty = isatty(STDIN_FILENO);
+  const bool one_shot = !a.interactive && (!a.prompt.empty() || !stdin_tty);
+  std::string prompt = a.prompt;
+  if (one_shot && !stdin_tty) {
+    const std::string piped = read_all_stdin();
+    prompt = prompt.empty() ? piped : piped.empty() ? prompt : prompt + "\n\n" + piped;
+  }
+  if (one_shot && trim(prompt).empty()) brisk::cli::usage_fail("the prompt is empty");
+
+  const std::string path = brisk::cli::resolve_model(a.model, a.token);
+  // The chat template is read and tried before the weights load.
+  std::optional<brisk::ChatTemplate> tmpl = brisk::cli::checked_chat_template(path, a.template_path);
+  BRISK_CHECK(tmpl.has_value(), path, " has no chat template: give one with --template FILE");
+  auto model = brisk::cli::load_model({.path = path, .n_threads = a.threads});
   BRISK_CHECK(model->tokenizer() != nullptr, path, " has no tokenizer files");
-
-  brisk::ChatTemplate tmpl = [&] {
-    if (!a.template_path.empty()) return brisk::ChatTemplate::from_file(a.template_path);
-    BRISK_CHECK(!model->chat_template().empty(), path, " has no chat template: give one with --template FILE");
-    return brisk::ChatTemplate(model->chat_template(), path);
-  }();
   const brisk::ChatFormat format =
-      brisk::chat_format_detect(tmpl.source(tmpl.select_variant({})), model->info().architecture);
+      brisk::chat_format_detect(tmpl->source(tmpl->select_variant({})), model->info().architecture);
 
-  auto ctx = brisk::Context::create(model, {.n_ctx = a.n_ctx, .n_seq_max = 1, .n_threads = a.threads});
+  const brisk::cli::ContextSize n_ctx =
+      brisk::cli::context_size("run", a.n_ctx, ctx_given, 4096, model->info().n_ctx_train);
+  if (!n_ctx.note.empty()) std::fprintf(stderr, "%s\n", n_ctx.note.c_str());
+  auto ctx = brisk::Context::create(
+      model, {.n_ctx = n_ctx.n_ctx, .n_seq_max = 1, .n_threads = a.threads, .device = a.device});
   json kwargs = json::object();
   if (a.think.has_value()) kwargs["enable_thinking"] = *a.think;
-  brisk::ChatSession chat(model, *ctx, std::move(tmpl), {.template_kwargs = kwargs});
+  brisk::ChatSession chat(model, *ctx, std::move(*tmpl), {.template_kwargs = kwargs});
   if (!a.system.empty()) chat.set_system(a.system);
 
-  brisk::cli::LineEditor editor(STDIN_FILENO, STDOUT_FILENO, brisk::cli::LineEditor::default_history_path());
   Display display{.tty_out = bool(isatty(STDOUT_FILENO)), .tty_err = bool(isatty(STDERR_FILENO)),
                   .show_reasoning = a.think.value_or(true)};
-  const int32_t n_predict = a.n_predict >= 0 ? a.n_predict : ctx->options().n_ctx;
-  brisk::GenerateParams gp{.max_tokens = n_predict, .sampling = a.sampling};
+  const int32_t n_predict = n_given ? a.n_predict : ctx->options().n_ctx;
+  const brisk::GenerateParams gp{.max_tokens = n_predict, .sampling = a.sampling};
+  TurnRunner answer{.chat = chat, .format = format, .display = display, .params = gp, .n_ctx = ctx->options().n_ctx};
   SigintGuard sigint;
+  if (one_shot) {
+    answer(prompt, a.verbose);
+    return g_interrupted.load() ? 130 : 0;
+  }
+
+  brisk::cli::LineEditor editor(STDIN_FILENO, STDOUT_FILENO, brisk::cli::LineEditor::default_history_path());
   if (editor.interactive())
     write_stdout(brisk::str_cat("chat with ", model->info().name.empty() ? path : model->info().name,
                                 " (/help for commands, Ctrl-D to leave)\n"));
-
   for (;;) {
     g_interrupted.store(false);
     const std::optional<std::string> input = read_message(editor);
@@ -292,28 +358,10 @@ int cmd_run(const std::vector<std::string>& argv) {
         }
         continue;
       }
-      // The parser must know whether the prompt leaves a reasoning block open (e.g. a
-      // template that ends the generation prompt with "<think>\n").
-      const std::string prompt_text = chat.render_prompt(msg);
-      brisk::ChatOutputParser parser({.format = format,
-                                      .starts_in_reasoning = brisk::chat_prompt_opens_reasoning(prompt_text, format),
-                                      .parse_tool_calls = false});
-      brisk::GenerateCallbacks cb;
-      cb.on_text = [&](std::string_view text) {
-        const brisk::ChatOutputDelta d = parser.feed(text);
-        display.text(d.reasoning, true);
-        display.text(d.content, false);
-        return !g_interrupted.load();
-      };
-      const brisk::ChatTurn turn = chat.reply(msg, gp, cb);
-      const brisk::ChatOutputDelta d = parser.finish();
-      display.text(d.reasoning, true);
-      display.text(d.content, false);
-      display.end_answer();
-      print_stats(turn.stats, turn.stats.stop == brisk::StopReason::callback, display.tty_err);
+      answer(msg, true);
     } catch (const brisk::Error& e) {
       display.end_answer();
-      std::fprintf(stderr, "error: %s\n", e.what());
+      std::fprintf(stderr, "brisk run: error: %s\n", e.what());
     }
   }
   return 0;
@@ -321,5 +369,5 @@ int cmd_run(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-BRISK_COMMAND("run", "chat with a model in the terminal (path or Hub reference; default Qwen/Qwen3-0.6B-GGUF:Q8_0)",
+BRISK_COMMAND("run", "chat with a model, or answer one prompt (MODEL \"PROMPT\"; default Qwen/Qwen3-0.6B-GGUF:Q8_0)",
               cmd_run);

@@ -1,4 +1,4 @@
-// `brisk tokenize --model M [--file F | TEXT] [--add-special] [--parse-special] [--show-pieces]`:
+// `brisk tokenize MODEL [--file F | TEXT] [--add-special] [--parse-special] [--show-pieces]`:
 // prints the ids of the text, space-separated, on one line. M is a GGUF file or a folder with
 // tokenizer.json. --show-pieces prints one "id<TAB>vocab entry<TAB>its text" line per token
 // instead (control characters escaped).
@@ -7,19 +7,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/args.h"
 #include "cli/command.h"
+#include "cli/model_arg.h"
 #include "core/error.h"
 #include "text/tokenizer_load.h"
 #include "text/unicode.h"
 
 namespace {
-
-int usage() {
-  std::fprintf(stderr,
-               "usage: brisk tokenize --model M [--file F | TEXT] [--add-special] [--parse-special] "
-               "[--show-pieces]\n");
-  return 2;
-}
 
 // Escapes control bytes (and bytes that are not valid UTF-8) so a piece stays on one line.
 std::string printable(const std::string& s) {
@@ -50,37 +45,27 @@ std::string printable(const std::string& s) {
 
 int cmd_tokenize(const std::vector<std::string>& args) {
   std::string model, file, text;
-  bool have_text = false, show_pieces = false;
+  bool show_pieces = false, have_text = false;
   brisk::EncodeOptions opt;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--model" && i + 1 < args.size()) model = args[++i];
-    else if (a == "--file" && i + 1 < args.size()) file = args[++i];
-    else if (a == "--add-special") opt.add_special = true;
-    else if (a == "--parse-special") opt.parse_special = true;
-    else if (a == "--show-pieces") show_pieces = true;
-    else if (a == "-h" || a == "--help") return usage();
-    else if (a == "--") {
-      if (i + 1 < args.size()) { text = args[++i]; have_text = true; }
-    } else if (!a.empty() && a[0] == '-' && a.size() > 1) {
-      std::fprintf(stderr, "tokenize: unknown option %s\n", a.c_str());
-      return usage();
-    } else if (!have_text) {
-      text = a;
-      have_text = true;
-    } else {
-      return usage();
-    }
-  }
-  if (model.empty() || (file.empty() == !have_text)) return usage();
+  brisk::cli::ArgParser p("tokenize", "MODEL (TEXT | --file F) [options]",
+                          "Prints the token ids of a text, space-separated, on one line.");
+  p.model(&model, "a GGUF file or a folder with tokenizer.json, or a Hub reference");
+  p.positional("TEXT", &text, "the text (after `--` when it starts with '-')", /*required=*/false);
+  p.text({"--file"}, &file, "F", "read the text from a file");
+  p.flag({"--add-special"}, &opt.add_special, "add the model's BOS/EOS and post-processor tokens");
+  p.flag({"--parse-special"}, &opt.parse_special, "match special tokens written in the text");
+  p.flag({"--show-pieces"}, &show_pieces, "one line per token: id, vocabulary entry, text");
+  if (!p.parse(args)) return 0;
+  have_text = p.given("TEXT");
+  if (file.empty() != have_text) brisk::cli::usage_fail("give exactly one of TEXT and --file");
   if (!file.empty()) {
     std::ifstream in(file, std::ios::binary);
-    BRISK_CHECK(in, "tokenize: cannot open ", file);
+    BRISK_CHECK(in, "cannot open ", file);
     std::stringstream ss;
     ss << in.rdbuf();
     text = ss.str();
   }
-  const auto tok = brisk::load_tokenizer(model);
+  const auto tok = brisk::load_tokenizer(brisk::cli::resolve_model(model));
   const auto ids = tok->encode(text, opt);
   if (show_pieces) {
     for (int32_t id : ids)
@@ -99,4 +84,4 @@ int cmd_tokenize(const std::vector<std::string>& args) {
 
 }  // namespace
 
-BRISK_COMMAND("tokenize", "print the token ids of a text (--model GGUF or tokenizer folder)", cmd_tokenize);
+BRISK_COMMAND("tokenize", "print the token ids of a text (MODEL: a GGUF file or a tokenizer folder)", cmd_tokenize);

@@ -1,6 +1,7 @@
 // The `brisk` binary is a set of subcommands; each lives in its own cmd_*.cpp and registers
-// itself with BRISK_COMMAND. A command gets its arguments after the subcommand name and
-// returns the process exit code. brisk::Error escaping a command is printed as one line.
+// itself with BRISK_COMMAND. A command gets its arguments after the subcommand name, reads
+// them with cli::ArgParser (args.h) and returns the process exit code. An error escaping a
+// command is printed as one line by main.cpp: UsageError exits 2, any other error 1.
 #pragma once
 #include <functional>
 #include <string>
@@ -18,6 +19,9 @@ struct Command {
 
 bool register_command(Command command);
 const std::vector<Command>& commands();
+
+// "brisk 0.1.0 (commit 6d3d0fb)": the version and the commit the build was configured at.
+std::string version_line();
 
 }  // namespace brisk::cli
 

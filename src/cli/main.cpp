@@ -1,8 +1,12 @@
-// brisk: command dispatcher. `brisk help` lists the commands.
+// brisk: command dispatcher. `brisk help` lists the commands; every command parses its
+// arguments with cli::ArgParser (args.h), and errors leave here as one line:
+//   brisk CMD: error: MESSAGE      exit status 2 for a command line that cannot be read,
+//                                   1 for an error while running.
 #include <algorithm>
 #include <cstdio>
 #include <exception>
 
+#include "cli/args.h"
 #include "cli/command.h"
 #include "core/error.h"
 
@@ -25,42 +29,42 @@ const std::vector<Command>& commands() {
 }
 
 static void print_help() {
-  std::printf("brisk %s: local LLM inference\n\nusage: brisk COMMAND [options]\n\ncommands:\n",
-              BRISK_VERSION);
-  for (const auto& c : commands()) std::printf("  %-12s %s\n", c.name.c_str(), c.summary.c_str());
-  std::printf("\n`brisk COMMAND --help` shows a command's options.\n");
+  std::printf("%s: local LLM inference\n\nusage: brisk COMMAND [options]\n\ncommands:\n", version_line().c_str());
+  for (const auto& c : commands()) std::printf("  %-18s %s\n", c.name.c_str(), c.summary.c_str());
+  std::printf("\n`brisk COMMAND --help` shows a command's options; docs/cli.md describes them all.\n");
+}
+
+static int run_command(const Command& c, const std::vector<std::string>& args) {
+  try {
+    return c.run(args);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "brisk %s: error: %s (see `brisk %s --help`)\n", c.name.c_str(), e.what(), c.name.c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "brisk %s: error: %s\n", c.name.c_str(), e.what());
+    return 1;
+  }
 }
 
 }  // namespace brisk::cli
 
 int main(int argc, char** argv) {
   using namespace brisk::cli;
-  if (argc < 2) {
-    print_help();
-    return 2;
-  }
-  const std::string name = argv[1];
-  if (name == "help" || name == "--help" || name == "-h") {
-    print_help();
-    return 0;
-  }
-  if (name == "--version" || name == "version") {
-    std::printf("brisk %s\n", BRISK_VERSION);
-    return 0;
-  }
-  for (const auto& c : commands()) {
-    if (c.name != name) continue;
-    std::vector<std::string> args(argv + 2, argv + argc);
-    try {
-      return c.run(args);
-    } catch (const brisk::Error& e) {
-      std::fprintf(stderr, "brisk %s: error: %s\n", name.c_str(), e.what());
-      return 1;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "brisk %s: error: %s\n", name.c_str(), e.what());
-      return 1;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    if (args.size() >= 2 && args[0] == "help") {  // brisk help CMD == brisk CMD --help
+      for (const auto& c : commands())
+        if (c.name == args[1]) return run_command(c, {"--help"});
     }
+    print_help();
+    return 0;
   }
-  std::fprintf(stderr, "brisk: unknown command '%s' (see `brisk help`)\n", name.c_str());
+  if (args[0] == "--version" || args[0] == "-v" || args[0] == "version") {
+    std::printf("%s\n", version_line().c_str());
+    return 0;
+  }
+  for (const auto& c : commands())
+    if (c.name == args[0]) return run_command(c, std::vector<std::string>(args.begin() + 1, args.end()));
+  std::fprintf(stderr, "brisk: error: unknown command '%s' (see `brisk help`)\n", args[0].c_str());
   return 2;
 }

@@ -211,6 +211,16 @@ RemoveResult remove_from_cache(const std::string& cache_dir, const std::string& 
   }
   BRISK_CHECK(!result.removed.empty(), "nothing in the cache matches ", ref_text);
   result.bytes_freed += remove_unreferenced_blobs(cache, result.removed);
+  // A repo left without a file in any snapshot holds nothing a user can load: remove what is
+  // left of it (refs, empty folders, partial downloads) so that `brisk list` no longer shows it.
+  const std::vector<std::string> left = snapshots_newest_first(cache);
+  if (std::all_of(left.begin(), left.end(), [&](const std::string& c) { return cache.snapshot_files(c).empty(); })) {
+    result.bytes_freed += tree_size(cache.root());
+    fs::remove_all(cache.root(), ec);
+    BRISK_CHECK(!ec, "cannot remove ", cache.root(), ": ", ec.message());
+    fs::remove_all(cache_dir + "/.locks/" + repo_folder_name(ref.repo_id), ec);
+    result.removed.push_back(cache.root());
+  }
   return result;
 }
 

@@ -62,6 +62,7 @@ void hf_to_gguf_f32(const std::string& folder, const std::string& out_path) {
   BRISK_CHECK(cfg.is_object() && cfg.contains("model_type") && cfg["model_type"].is_string(), folder,
               "/config.json: no model_type");
   const std::string model_type = cfg["model_type"].get<std::string>();
+  if (model_type == "whisper") return hf_to_gguf_whisper_f32(folder, out_path);
   BRISK_CHECK(model_type == "llama" || model_type == "mistral" || model_type == "qwen2" || model_type == "qwen3",
               "convert: model_type '", model_type, "' is not supported (llama, mistral, qwen2, qwen3)");
   ModelConfig c;

@@ -8,5 +8,7 @@
 namespace brisk {
 
 void hf_to_gguf_f32(const std::string& folder, const std::string& out_path);
+// The same for Whisper checkpoints (hf_to_gguf_whisper.cpp); hf_to_gguf_f32 hands them over.
+void hf_to_gguf_whisper_f32(const std::string& folder, const std::string& out_path);
 
 }  // namespace brisk

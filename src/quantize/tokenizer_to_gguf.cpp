@@ -1,6 +1,8 @@
 #include "quantize/tokenizer_to_gguf.h"
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +21,43 @@ std::string token_text(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
   return "";
+}
+
+// The chat template(s) of a Hugging Face folder as GGUF keys, in transformers' order of
+// precedence: chat_template.jinja, then chat_template.json, then tokenizer_config.json. A
+// list of {name, template} gives tokenizer.chat_template ("default") and
+// tokenizer.chat_template.NAME for the others, as llama.cpp's converter writes them.
+void chat_template_to_gguf(const std::filesystem::path& folder, gguf::Writer& w) {
+  namespace fs = std::filesystem;
+  if (fs::exists(folder / "chat_template.jinja")) {
+    const std::string path = (folder / "chat_template.jinja").string();
+    std::ifstream in(path, std::ios::binary);
+    BRISK_CHECK(in.good(), "cannot read ", path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    w.set("tokenizer.chat_template", gguf::Value::from_string(text));
+    return;
+  }
+  for (const char* name : {"chat_template.json", "tokenizer_config.json"}) {
+    const fs::path path = folder / name;
+    if (!fs::exists(path)) continue;
+    const nlohmann::json cfg = read_json_file(path.string());
+    if (!cfg.is_object() || !cfg.contains("chat_template") || cfg["chat_template"].is_null()) continue;
+    const nlohmann::json& t = cfg["chat_template"];
+    if (t.is_string()) {
+      w.set("tokenizer.chat_template", gguf::Value::from_string(t.get<std::string>()));
+      return;
+    }
+    BRISK_CHECK(t.is_array(), path.string(), ": \"chat_template\" is neither a string nor a list");
+    for (const auto& v : t) {
+      BRISK_CHECK(v.is_object() && v.contains("name") && v["name"].is_string() && v.contains("template") &&
+                      v["template"].is_string(),
+                  path.string(), ": \"chat_template\" entries must be {\"name\": ..., \"template\": ...}");
+      const std::string variant = v["name"].get<std::string>();
+      w.set(variant == "default" ? std::string("tokenizer.chat_template") : "tokenizer.chat_template." + variant,
+            gguf::Value::from_string(v["template"].get<std::string>()));
+    }
+    return;
+  }
 }
 
 }  // namespace
@@ -97,9 +136,8 @@ int32_t tokenizer_to_gguf(const TokenizerToGgufParams& p, gguf::Writer& w) {
     if (const int64_t pad = id_of("pad_token"); pad >= 0) w.set("tokenizer.ggml.padding_token_id", gguf::Value::from_u32(uint32_t(pad)));
     if (cfg.contains("add_bos_token") && cfg["add_bos_token"].is_boolean())
       w.set("tokenizer.ggml.add_bos_token", gguf::Value::from_bool(cfg["add_bos_token"].get<bool>()));
-    if (cfg.contains("chat_template") && cfg["chat_template"].is_string())
-      w.set("tokenizer.chat_template", gguf::Value::from_string(cfg["chat_template"].get<std::string>()));
   }
+  chat_template_to_gguf(p.folder, w);
   return n_tok;
 }
 

@@ -2,7 +2,8 @@
 // when present beside it) into GGUF `tokenizer.ggml.*` keys as llama.cpp's converter writes
 // them: tokens by id (padded to the model's vocabulary with "[PADn]" entries of type UNUSED),
 // token types (NORMAL 1, CONTROL 3 for special added tokens, USER_DEFINED 4 for other added
-// tokens), merges "a b", bos/eos ids and the chat template.
+// tokens), merges "a b", bos/eos ids and the chat template (chat_template.jinja,
+// chat_template.json or tokenizer_config.json, as transformers looks for it).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -52,6 +52,17 @@ void ChatSession::clear() {
   kv_text_.clear();
 }
 
+int32_t ChatSession::drop_oldest_turn() {
+  // The new user message (last) always stays, and so does a leading system message.
+  const size_t first = !messages_.empty() && messages_[0]["role"] == "system" ? 1 : 0;
+  if (messages_.size() < first + 2) return 0;
+  const size_t last = messages_.size() - 1;
+  size_t end = first + 1;
+  while (end < last && messages_[end]["role"] != "user") ++end;
+  messages_.erase(messages_.begin() + std::ptrdiff_t(first), messages_.begin() + std::ptrdiff_t(end));
+  return int32_t(end - first);
+}
+
 std::string ChatSession::render_prompt(const std::optional<std::string>& next_user) const {
   ChatRenderInput in;
   in.messages = messages_;
@@ -74,21 +85,32 @@ ChatTurn ChatSession::reply(const std::string& user_text, const GenerateParams& 
   ChatTurn turn;
   std::vector<int32_t> tokens;  // the whole rendered conversation
   size_t keep = 0;              // of which the cache already holds the first `keep`
+  // Positions left for the answer before the oldest turns are dropped.
+  const int64_t room = std::max(1, std::min(params.max_tokens, n_ctx / 4));
   try {
-    turn.prompt_text = render_prompt();
-    const std::string& text = turn.prompt_text;
-    if (!kv_tokens_.empty() && text.compare(0, kv_text_.size(), kv_text_) == 0) {
-      tokens = kv_tokens_;
-      const std::vector<int32_t> rest = tok.encode(std::string_view(text).substr(kv_text_.size()), enc);
-      tokens.insert(tokens.end(), rest.begin(), rest.end());
-      keep = kv_tokens_.size();
-    } else {
-      tokens = tok.encode(text, enc);
-      while (keep < tokens.size() && keep < kv_tokens_.size() && tokens[keep] == kv_tokens_[keep]) ++keep;
+    for (;;) {
+      turn.prompt_text = render_prompt();
+      const std::string& text = turn.prompt_text;
+      keep = 0;
+      if (!kv_tokens_.empty() && text.compare(0, kv_text_.size(), kv_text_) == 0) {
+        tokens = kv_tokens_;
+        const std::vector<int32_t> rest = tok.encode(std::string_view(text).substr(kv_text_.size()), enc);
+        tokens.insert(tokens.end(), rest.begin(), rest.end());
+        keep = kv_tokens_.size();
+      } else {
+        tokens = tok.encode(text, enc);
+        while (keep < tokens.size() && keep < kv_tokens_.size() && tokens[keep] == kv_tokens_[keep]) ++keep;
+      }
+      BRISK_CHECK(!tokens.empty(), "chat: the conversation renders to no tokens");
+      if (int64_t(tokens.size()) + room <= int64_t(n_ctx)) break;
+      const int32_t dropped = drop_oldest_turn();
+      turn.n_messages_dropped += dropped;
+      if (dropped > 0) continue;
+      if (int64_t(tokens.size()) < int64_t(n_ctx)) break;  // fits, with less room for the answer
+      throw ChatContextFull(str_cat("chat: the new message", messages_.size() > 1 ? " and the system message take "
+                                                                                    : " takes ",
+                                    tokens.size(), " tokens; the context holds ", n_ctx));
     }
-    BRISK_CHECK(!tokens.empty(), "chat: the conversation renders to no tokens");
-    BRISK_CHECK(int64_t(tokens.size()) < int64_t(n_ctx), "chat: the conversation is ", tokens.size(),
-                " tokens, the context holds ", n_ctx, " (start a new conversation or use a larger context)");
   } catch (...) {
     messages_.erase(messages_.end() - 1);
     throw;
@@ -127,9 +149,10 @@ ChatTurn ChatSession::reply(const std::string& user_text, const GenerateParams& 
   kv_tokens_.insert(kv_tokens_.end(), fed.begin(), fed.end());
   // The text as the conversation will hold it (bytes that are not UTF-8 become U+FFFD there
   // too), so that the next rendering starts with it; the cache keeps the ids as generated.
-  kv_text_ = turn.prompt_text + tok.decode(fed, params.skip_special_text);
+  kv_text_ = turn.prompt_text + decode_generated(tok, fed, params.skip_special_text);
 
-  turn.answer = res.stop == StopReason::stop_string ? res.text : tok.decode(answer_ids, params.skip_special_text);
+  turn.answer =
+      res.stop == StopReason::stop_string ? res.text : decode_generated(tok, answer_ids, params.skip_special_text);
   messages_.push_back(json{{"role", "assistant"}, {"content", turn.answer}});
 
   turn.stats = ChatTurnStats{

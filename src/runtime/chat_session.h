@@ -12,6 +12,10 @@
 // earlier turns, e.g. dropping their reasoning, or an edited conversation) the whole text is
 // tokenized and the sequence is truncated to the longest common token prefix.
 //
+// When the conversation no longer fits the context (with room left for the answer), the oldest
+// turns are dropped (a user message and the answers after it; the system message stays) until
+// it does, and the turn says how many messages went.
+//
 // The assistant's answer is stored in the conversation as the text the model produced (its
 // reasoning markers included: templates such as Qwen3's split them off themselves). An answer
 // stopped early (max tokens, a callback returning false) is kept as far as it got, and its
@@ -51,7 +55,14 @@ struct ChatTurnStats {
 struct ChatTurn {
   std::string answer;          // stored as the assistant message's content
   std::string prompt_text;     // the rendered conversation the answer continues
+  int32_t n_messages_dropped = 0;  // oldest messages removed so that the conversation fits
   ChatTurnStats stats;
+};
+
+// The new message does not fit the context even without the earlier turns.
+class ChatContextFull : public Error {
+ public:
+  using Error::Error;
 };
 
 class ChatSession {
@@ -74,9 +85,11 @@ class ChatSession {
   std::string render_prompt(const std::optional<std::string>& next_user = std::nullopt) const;
 
   // Adds the user message, prefills what the cache lacks and generates the answer, which is
-  // appended as the assistant message (also when stopped early). On an error before
-  // generation starts (e.g. the conversation does not fit the context) the user message is
-  // removed again and the error rethrown.
+  // appended as the assistant message (also when stopped early). The oldest turns are dropped
+  // while the conversation leaves less than min(max_tokens, n_ctx / 4) positions for the
+  // answer. On an error before generation starts (ChatContextFull when the system message
+  // and the new message alone do not fit) the user message is removed again and the error
+  // rethrown; dropped turns stay dropped.
   ChatTurn reply(const std::string& user_text, const GenerateParams& params,
                  const GenerateCallbacks& callbacks = {});
 
@@ -84,6 +97,10 @@ class ChatSession {
   const std::vector<int32_t>& cached_tokens() const { return kv_tokens_; }
 
  private:
+  // Removes the oldest turn (a message and what follows up to the next user message), never
+  // the system message nor the last message; returns how many messages went (0: none left).
+  int32_t drop_oldest_turn();
+
   std::shared_ptr<const Model> model_;
   Context& ctx_;
   ChatTemplate template_;

@@ -75,6 +75,14 @@ const char* stop_reason_name(StopReason r) {
   return "?";
 }
 
+std::string decode_generated(const Tokenizer& tokenizer, const std::vector<int32_t>& ids, bool skip_special) {
+  std::vector<int32_t> known;
+  known.reserve(ids.size());
+  for (int32_t id : ids)
+    if (id < tokenizer.vocab_size()) known.push_back(id);
+  return tokenizer.decode(known, skip_special);
+}
+
 GenerateResult generate(Context& ctx, const Tokenizer* tokenizer, const std::vector<int32_t>& prompt,
                         const GenerateParams& params, const GenerateCallbacks& cb) {
   BRISK_CHECK(!prompt.empty(), "generate: empty prompt");
@@ -90,7 +98,10 @@ GenerateResult generate(Context& ctx, const Tokenizer* tokenizer, const std::vec
                 " out of range [0, ", ctx.n_vocab(), ")");
   GenerateResult res;
   res.n_prompt = int32_t(prompt.size());
-  Sampler sampler(params.sampling, ctx.n_vocab());
+  // Ids past the tokenizer's vocabulary (padded embedding rows) are never sampled.
+  SamplerParams sampling = params.sampling;
+  if (tokenizer) sampler_ban_ids_without_token(sampling, tokenizer->vocab_size(), ctx.n_vocab());
+  Sampler sampler(sampling, ctx.n_vocab());
   for (int32_t t : prompt) sampler.accept(t);
 
   std::vector<int32_t> eog;
@@ -118,7 +129,7 @@ GenerateResult generate(Context& ctx, const Tokenizer* tokenizer, const std::vec
   // A plain greedy request (no bias, no penalties) picks its tokens on the device when the
   // backend can (only the id is copied back); the prompt's logits stay on the host when a
   // callback wants them.
-  const SamplerParams& sp = params.sampling;
+  const SamplerParams& sp = sampling;
   const bool plain_greedy = (sp.temperature <= 0.0f || !std::isfinite(1.0f / sp.temperature)) &&
                             sp.logit_bias.empty() &&
                             (sp.penalty_last_n == 0 || (sp.repeat_penalty == 1.0f && sp.presence_penalty == 0.0f &&
@@ -166,7 +177,7 @@ GenerateResult generate(Context& ctx, const Tokenizer* tokenizer, const std::vec
       res.stop = StopReason::end_of_generation;
       break;
     }
-    if (stream) {
+    if (stream && tok < tokenizer->vocab_size()) {  // an id without a token has no text
       bool hit = false;
       emit(matcher.push(stream->push(tok), &hit));
       if (hit) {

@@ -52,4 +52,8 @@ GenerateResult generate(Context& ctx, const Tokenizer* tokenizer, const std::vec
 
 const char* stop_reason_name(StopReason r);
 
+// The text of generated ids. An id without a token (a padded row past the tokenizer's
+// vocabulary, which generate() never samples) decodes to nothing.
+std::string decode_generated(const Tokenizer& tokenizer, const std::vector<int32_t>& ids, bool skip_special = false);
+
 }  // namespace brisk

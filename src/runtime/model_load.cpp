@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "formats/gguf.h"
 #include "formats/json_file.h"
+#include "formats/model_format.h"
 #include "formats/safetensors.h"
 #include "models/name_map.h"
 #include "kernels/cpu/dot.h"
@@ -85,6 +86,15 @@ std::shared_ptr<Model> load_gguf(const ModelLoadOptions& o) {
   m->weights_ = WeightStore::from_gguf(file);
   m->config_.tie_embeddings = !m->weights_->has("output.weight");
   finish(*m, *entry);
+  // Side files of Hugging Face folders that a converter kept (speech models: token ids and the
+  // front end), as JSON under {arch}.hf.*.
+  for (auto [key, json] : {std::pair{".hf.config", &m->config_json_}, std::pair{".hf.generation_config", &m->generation_config_},
+                           std::pair{".hf.preprocessor_config", &m->preprocessor_config_}}) {
+    if (auto s = file->get_string(arch + key)) {
+      *json = nlohmann::json::parse(*s, nullptr, false);
+      BRISK_CHECK(!json->is_discarded(), o.path, ": GGUF key ", arch, key, " is not valid JSON");
+    }
+  }
   m->tokenizer_ = tokenizer_load_gguf(*file);
   if (auto t = file->get_string("tokenizer.chat_template")) m->chat_template_ = *t;
   return m;
@@ -139,8 +149,13 @@ std::string LoadedModel::eos_text() const {
 std::shared_ptr<Model> Model::load(const ModelLoadOptions& o) {
   BRISK_CHECK(!o.path.empty(), "no model path given");
   BRISK_CHECK(fs::exists(o.path), "model path ", o.path, " does not exist");
-  if (fs::is_directory(o.path)) return load_hf(o);
-  return load_gguf(o);
+  // By content: a GGUF file, or a Hugging Face folder (also given as one of its safetensors
+  // files or its index).
+  const ModelFormat format = model_format_detect(o.path);
+  if (format == ModelFormat::gguf) return load_gguf(o);
+  ModelLoadOptions folder = o;
+  folder.path = hf_folder_of(o.path, format);
+  return load_hf(folder);
 }
 
 }  // namespace brisk

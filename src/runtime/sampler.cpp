@@ -28,6 +28,11 @@ double uniform01(std::mt19937_64& rng) {
 
 }  // namespace
 
+void sampler_ban_ids_without_token(SamplerParams& params, int32_t n_tokens, int32_t n_vocab) {
+  for (int32_t id = std::max(n_tokens, 0); id < n_vocab; ++id)
+    params.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
+}
+
 Sampler::Sampler(SamplerParams params, int32_t n_vocab)
     : params_(std::move(params)), n_vocab_(n_vocab), rng_(params_.seed) {
   BRISK_CHECK(n_vocab_ > 0, "sampler: n_vocab must be positive, got ", n_vocab_);

@@ -25,6 +25,12 @@ struct SamplerParams {
   uint64_t seed = 0xB415C;
 };
 
+// Ids a model can produce that its tokenizer has no token for: embedding / output rows padded
+// past the vocabulary (Qwen2.5 and Qwen3 pad 151,665 tokens to 151,936 rows). Appends a -inf
+// logit bias for ids [n_tokens, n_vocab) so that no sampler (host or device) ever picks one.
+// n_tokens: the tokenizer's vocab_size(); n_vocab: the model's output rows.
+void sampler_ban_ids_without_token(SamplerParams& params, int32_t n_tokens, int32_t n_vocab);
+
 class Sampler {
  public:
   Sampler(SamplerParams params, int32_t n_vocab);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # System test for `brisk inspect`: every vocabulary GGUF and the tiny checkpoints inspect with
-# exit 0; corrupted copies (truncations, absurd counts and lengths, bad magic/version) exit
+# exit 0 (a checkpoint of an architecture brisk does not run: listed, then exit 1); corrupted copies (truncations, absurd counts and lengths, bad magic/version) exit
 # non-zero with exactly one line on stderr; seeded random byte flips never crash.
 set -uo pipefail
 bin=${BRISK_BIN:?BRISK_BIN not set}
@@ -89,8 +89,20 @@ for f in "${vocab[@]}"; do
   done
 done
 
+# expect_listed PATH: the listing on stdout; exit 0, or (an architecture brisk does not run yet)
+# exit 1 with the listing marked and one error line saying so.
+expect_listed() {
+  local path=$1 rc
+  "$bin" inspect "$path" >"$tmp/out" 2>"$tmp/err"; rc=$?
+  grep -q "tensors" "$tmp/out" || fail "inspect $path printed no tensor section"
+  if [[ $rc -ne 0 ]]; then
+    { [[ $rc -eq 1 ]] && [[ $(wc -l <"$tmp/err") -eq 1 ]] && grep -q "is not supported by brisk" "$tmp/err" &&
+      grep -q "^architecture: .* (not supported by brisk)$" "$tmp/out"; } ||
+      fail "inspect $path: exit $rc: $(head -c 300 "$tmp/err")"
+  fi
+}
 for m in "$data"/models/*/model-q8_0.gguf "$data"/models/*/hf; do
-  expect_ok "$m"
+  expect_listed "$m"
 done
 # Content checks: architecture, types, and JSON totals that add up.
 check_model() {

@@ -428,6 +428,21 @@ class HubTest(unittest.TestCase):
         models = [m["repo_id"] for m in json.loads(self.brisk("list", "--json").stdout)]
         self.assertEqual(models, [GGUF_REPO])
 
+    def test_rm_of_the_only_revision_removes_the_repo(self):
+        # Removing the one revision held (or its last file) leaves no empty row in `brisk list`.
+        self.brisk("pull", GGUF_REPO + ":Q8_0")
+        self.brisk("pull", ST_REPO)
+        self.brisk("rm", GGUF_REPO + "@main")
+        self.assertFalse(os.path.exists(self.repo_dir(GGUF_REPO)))
+        self.brisk("rm", ST_REPO + "/config.json")
+        self.assertTrue(os.path.exists(self.repo_dir(ST_REPO)))  # other files are left
+        models = [m["repo_id"] for m in json.loads(self.brisk("list", "--json").stdout)]
+        self.assertEqual(models, [ST_REPO])
+        self.assertNotIn(GGUF_REPO, self.brisk("list").stdout)
+        self.brisk("pull", GGUF_REPO + "/README.md")
+        self.brisk("rm", "-m", GGUF_REPO + "/README.md")
+        self.assertFalse(os.path.exists(self.repo_dir(GGUF_REPO)))
+
 
 if __name__ == "__main__":
     if not BIN or not os.path.exists(BIN):

@@ -153,7 +153,15 @@ if os.path.isdir(qwen):
     p = run("-m", qwen, short_wav, ok=False)
     check(p.returncode != 0 and "not a speech model" in p.stderr, f"text model: {p.stderr}")
 p = run(*base, short_wav, "--format", "xml", ok=False)
-check(p.returncode != 0 and "--format" in p.stderr, f"bad format: {p.stderr}")
+check(p.returncode == 2 and "--format" in p.stderr, f"bad format: {p.stderr}")
+p = run(*base, ok=False)
+check(p.returncode == 2 and "FILE" in p.stderr, f"no audio file: {p.stderr}")
+
+# 4. The command-line convention (docs/cli.md): help on stdout with exit 0, the model as positional.
+p = run("--help")
+check(p.returncode == 0 and "brisk transcribe" in p.stdout and "--language" in p.stdout, f"--help: {p.stdout[:200]!r}")
+p = run(base[1], short_wav, "--format", "json", "-n", "4", "-t", "2")
+check(p.returncode == 0 and set(json.loads(p.stdout or "{}")) == {"text", "usage"}, f"positional model: {p.stderr}")
 
 if failures:
     print(f"{len(failures)} failures"); sys.exit(1)

@@ -111,5 +111,30 @@ TEST_F(ChatSessionTest, BadInputIsRejectedAndStateKept) {
   EXPECT_TRUE(chat.messages().empty());
 }
 
+// A conversation that outgrows its context keeps going: the oldest turns are dropped (the
+// system message stays) and the turn says how many messages went.
+TEST_F(ChatSessionTest, FullContextDropsOldestTurnsKeepingSystem) {
+  auto ctx = Context::create(model_, {.n_ctx = 160, .n_seq_max = 1, .n_threads = 1});
+  ChatSession chat(model_, *ctx, tmpl());
+  chat.set_system("Be brief.");
+  int32_t dropped = 0;
+  for (int turn = 0; turn < 8; ++turn) {
+    const std::string msg = "turn " + std::to_string(turn) + ": tell me about the sea and the sky and the hills";
+    const ChatTurn t = chat.reply(msg, params(12));
+    dropped += t.n_messages_dropped;
+    ASSERT_GE(chat.messages().size(), 3u);
+    EXPECT_EQ(chat.messages()[0]["role"], "system");
+    EXPECT_EQ(chat.messages()[chat.messages().size() - 2]["content"], msg);
+    EXPECT_LE(t.stats.n_ctx_used, 160);
+    if (t.n_messages_dropped > 0) {
+      EXPECT_EQ(t.n_messages_dropped % 2, 0) << "a turn is a user message and its answer";
+      EXPECT_EQ(chat.messages()[1]["role"], "user");
+    }
+  }
+  EXPECT_GT(dropped, 0) << "8 turns of about 40 tokens cannot fit 160 positions";
+  // The kept conversation is what the cache holds: a fresh session on it prefills the same.
+  EXPECT_LE(int32_t(chat.cached_tokens().size()), 160);
+}
+
 }  // namespace
 }  // namespace brisk

@@ -302,8 +302,11 @@ TEST(HubResolve, OfflineFromCacheAndLocalPaths) {
   EXPECT_EQ(models[0].quants, std::vector<std::string>{"Q8_0"});
   EXPECT_GT(models[0].last_used, 0);
   const RemoveResult rm = remove_from_cache(opt.cache_dir, "org/name:Q8_0");
-  EXPECT_EQ(rm.bytes_freed, 4u);
+  // The last file went, so the repo goes too (its ref file is freed with the blob).
+  EXPECT_EQ(rm.bytes_freed, 4u + commit.size());
   EXPECT_FALSE(fs::exists(cache.blob_path("b1")));
+  EXPECT_FALSE(fs::exists(cache.root()));
+  EXPECT_TRUE(scan_cache(opt.cache_dir).empty());
 }
 
 TEST(HubResolve, ConnectionRefusedIsANetworkError) {

@@ -124,5 +124,31 @@ TEST(Generate, SeededSamplingIsReproducibleAndPromptIsChecked) {
   EXPECT_EQ(ctx->seq_length(0), 0);
 }
 
+// The fixture's embedding has 1024 rows for a 1000-token vocabulary (as real Qwen checkpoints
+// pad 151,665 tokens to 151,936 rows): near-uniform sampling never picks a padding id, and
+// such an id decodes to nothing.
+TEST(Generate, PaddedRowsPastTheVocabularyAreNeverSampled) {
+  REQUIRE_QWEN3();
+  const Fixture f = load();
+  const Tokenizer& tok = *f.model->tokenizer();
+  ASSERT_LT(tok.vocab_size(), f.model->info().n_vocab) << "the fixture is no longer padded";
+  auto ctx = ctx_for(f);
+  SamplerParams hot;
+  hot.temperature = 8.0f;
+  hot.top_k = 0;
+  hot.top_p = 1.0f;
+  hot.min_p = 0.0f;
+  for (uint64_t seed : {1u, 2u}) {
+    ctx->seq_truncate(0, 0);
+    hot.seed = seed;
+    const GenerateResult r =
+        generate(*ctx, &tok, f.ids, {.max_tokens = 400, .sampling = hot, .stop_at_end_of_generation = false});
+    ASSERT_EQ(r.tokens.size(), 400u);
+    for (int32_t id : r.tokens) ASSERT_LT(id, tok.vocab_size()) << "seed " << seed;
+  }
+  EXPECT_EQ(decode_generated(tok, {f.greedy[0], tok.vocab_size(), f.model->info().n_vocab - 1}),
+            tok.decode({f.greedy[0]}));
+}
+
 }  // namespace
 }  // namespace brisk

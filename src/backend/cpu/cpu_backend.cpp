@@ -19,6 +19,7 @@
 #include "quant/format.h"
 #include "core/flags.h"
 #include "kernels/cpu/dot.h"
+#include "kernels/cpu/kernel_sets.h"
 #include "kernels/cpu/ref.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/encoder_ops.h"
@@ -51,8 +52,8 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(int n_threads)
       : pool_(n_threads),
         ref_(flags().ref_ops),
-        avx2_(cpu_features().avx2 && !flags().no_simd),
-        avx512_(cpu_features().avx512 && !flags().no_simd),
+        avx2_(kernels::cpu_ops_level() != IsaLevel::scalar),
+        avx512_(kernels::cpu_ops_level() == IsaLevel::avx512),
         profile_(flags().profile) {}
   ~CpuBackend() override {
     for (void* p : allocations_) large_free(p);
@@ -317,6 +318,33 @@ class CpuBackend final : public Backend {
     if (ref_) return ref::im2col(a);
     pool_.run([&](int ith, int nth) { cpu::im2col_rows(a, ith, nth); },
               parts_for(double(a.out.rows) * double(a.out.cols)));
+  }
+
+  bool attention_dense(const AttentionDenseArgs& a) override {
+    OpProfile::Scope prof(profile_, "attention_dense");
+    BRISK_CHECK(a.n_seq >= 1 && a.q.rows % a.n_seq == 0 && a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0 &&
+                    a.head_dim > 0,
+                "attention_dense: ", a.q.rows, " rows in ", a.n_seq, " sequences, ", a.n_head, " heads over ",
+                a.n_head_kv, " KV heads");
+    check_mat(a.q, a.q.rows, int64_t(a.n_head) * a.head_dim, "attention_dense", "q");
+    check_mat(a.out, a.q.rows, int64_t(a.n_head) * a.head_dim, "attention_dense", "out");
+    check_mat(a.k, a.q.rows, int64_t(a.n_head_kv) * a.head_dim, "attention_dense", "k");
+    check_mat(a.v, a.q.rows, int64_t(a.n_head_kv) * a.head_dim, "attention_dense", "v");
+    BRISK_CHECK(a.out.data != a.q.data && a.out.data != a.k.data && a.out.data != a.v.data,
+                "attention_dense: out must not alias q, k or v");
+    if (ref_) {
+      ref::attention_dense(a);
+      return true;
+    }
+    const bool fast = avx512_ && a.head_dim % 16 == 0 && !flags().no_blocked_attention;
+    const int64_t per = cpu::attention_dense_scratch_floats(a, fast);
+    float* buf = static_cast<float*>(scratch(attn_scratch_, sizeof(float) * size_t(per * pool_.size())));
+    const int64_t n = a.q.rows / a.n_seq;
+    pool_.run([&](int ith, int nth) {
+      if (fast) cpu::attention_dense_rows_avx512(a, buf + per * ith, ith, nth);
+      else cpu::attention_dense_rows(a, buf + per * ith, ith, nth);
+    }, parts_for(double(a.q.rows) * double(n) * double(a.n_head) * double(a.head_dim) * 2.0));
+    return true;
   }
 
   void attention_weights(const AttentionWeightsArgs& a) override {

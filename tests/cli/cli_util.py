@@ -1,0 +1,50 @@
+"""What the CLI system tests share: the binary, a list of failed checks, and a main that skips
+without BRISK_BIN, runs the checks in a temporary folder and reports."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BIN = os.environ.get("BRISK_BIN", "")
+
+
+class Checks:
+    def __init__(self):
+        self.failures = []
+
+    def __call__(self, name, cond, detail=""):
+        if not cond:
+            self.failures.append("%s: %s" % (name, detail))
+
+
+def brisk(*args, env=None, stdin=None, timeout=120):
+    """Runs the binary; stdin is a string (or nothing: an empty, non-terminal stdin)."""
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=timeout, env=e,
+                          input=stdin if stdin is not None else "")
+
+
+def one_error_line(r, cmd, status=1):
+    """Exit `status` with exactly one line on stderr, `brisk CMD: error: ...`."""
+    lines = r.stderr.splitlines()
+    return r.returncode == status and len(lines) == 1 and lines[0].startswith("brisk %s: error: " % cmd)
+
+
+def main(name, run_checks):
+    """run_checks(check, tmp) in a fresh temporary folder; exit status 77 (skip) without a binary."""
+    if not BIN or not os.path.exists(BIN):
+        print("skip: BRISK_BIN not set")
+        return 77
+    check = Checks()
+    tmp = tempfile.mkdtemp(prefix="brisk-" + name + "-")
+    try:
+        run_checks(check, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for f in check.failures:
+        print("FAIL:", f)
+    print("%s: %d failures" % (name, len(check.failures)))
+    sys.stdout.flush()
+    return 1 if check.failures else 0
