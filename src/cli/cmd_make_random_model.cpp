@@ -10,7 +10,7 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "models/random_model.h"
-#include "quantize/recipe.h"
+#include "quant/recipe.h"
 
 namespace {
 

@@ -125,7 +125,17 @@ int cmd_serve(const std::vector<std::string>& argv) {
   signal(SIGPIPE, SIG_IGN);
 
   so.unix_path = unix_path;
-  ModelRegistry registry(specs, engine_model_loader(eo), max_models);
+  // Each model as it loads: a --ctx beyond its trained context is clamped there (Context) and
+  // said in one line, as generate and run do.
+  const bool ctx_given = p.given("--ctx");
+  ModelLoader load = [base = engine_model_loader(eo), ctx_given, n_ctx = eo.n_ctx](const ModelSpec& spec) {
+    std::shared_ptr<LoadedModel> m = base(spec);
+    const brisk::cli::ContextSize c =
+        brisk::cli::context_size("serve", n_ctx, ctx_given, n_ctx, m->model->info().n_ctx_train);
+    if (!c.note.empty()) std::fprintf(stderr, "%s (model '%s')\n", c.note.c_str(), spec.name.c_str());
+    return m;
+  };
+  ModelRegistry registry(specs, std::move(load), max_models);
   HttpServer server(registry, so);
   server.bind();  // before the load: a port in use fails at once
   {

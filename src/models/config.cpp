@@ -194,7 +194,50 @@ void assign_gguf(ModelConfig& c, const Field& field, const gguf::File& f, const 
       field);
 }
 
+// The fields the converter writes even at their default values: llama.cpp's readers require
+// them.
+bool always_written(const Field& f) {
+  for (const Field& a : {Field{&ModelConfig::n_vocab}, Field{&ModelConfig::n_embd}, Field{&ModelConfig::n_layer},
+                         Field{&ModelConfig::n_head}, Field{&ModelConfig::n_head_kv}, Field{&ModelConfig::head_dim},
+                         Field{&ModelConfig::n_ff}, Field{&ModelConfig::n_ctx_train}, Field{&ModelConfig::rms_eps},
+                         Field{&ModelConfig::rope_theta}})
+    if (a == f) return true;
+  return false;
+}
+
 }  // namespace
+
+void config_write_gguf(const ModelConfig& c, const std::string& arch, gguf::Writer& w) {
+  const ModelConfig defaults;
+  for (const KeyRow& row : kKeyTable) {
+    std::string key = row.gguf;
+    const size_t p = key.find("{arch}");
+    if (p == std::string::npos) continue;  // general.* keys are the converter's
+    key.replace(p, 6, arch);
+    std::visit(
+        [&](auto member) {
+          using M = decltype(member);
+          auto get = [&](const ModelConfig& m) -> const auto& {
+            if constexpr (std::is_same_v<M, int32_t RopeScaling::*> || std::is_same_v<M, float RopeScaling::*> ||
+                          std::is_same_v<M, std::string RopeScaling::*>)
+              return m.rope_scaling.*member;
+            else
+              return m.*member;
+          };
+          const auto& v = get(c);
+          using T = std::remove_cvref_t<decltype(v)>;
+          if (!always_written(row.field) && v == get(defaults)) return;
+          if constexpr (std::is_same_v<T, std::string>) w.set(key, gguf::Value::from_string(v));
+          else if constexpr (std::is_same_v<T, bool>) w.set(key, gguf::Value::from_bool(v));
+          else if constexpr (std::is_same_v<T, float>) w.set(key, gguf::Value::from_f32(v));
+          else if constexpr (std::is_same_v<T, int32_t>) w.set(key, gguf::Value::from_u32(uint32_t(v)));
+          else fail("convert: GGUF key ", key, " of a list is not written");
+        },
+        row.field);
+  }
+  // llama.cpp reads the value head size apart from the key size; brisk's models use one.
+  w.set(arch + ".attention.value_length", gguf::Value::from_u32(uint32_t(c.head_dim)));
+}
 
 void config_fill_from_hf(ModelConfig& c, const nlohmann::json& j) {
   BRISK_CHECK(j.is_object(), "config.json: top level is not an object");

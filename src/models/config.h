@@ -13,7 +13,10 @@
 
 namespace brisk {
 
-namespace gguf { class File; }
+namespace gguf {
+class File;
+class Writer;
+}  // namespace gguf
 
 struct ModelConfig {
   std::string arch;              // registry key: HF model_type or GGUF general.architecture
@@ -81,5 +84,9 @@ struct ModelConfig {
 void config_fill_from_hf(ModelConfig& c, const nlohmann::json& j);
 // Fills the fields from GGUF metadata; `{arch}` in a key is general.architecture.
 void config_fill_from_gguf(ModelConfig& c, const gguf::File& f);
+// The inverse, for the converter: sets the `{arch}.*` keys of the table to c's values (`{arch}`
+// := arch): the sizes, context length, norm epsilon and rope base always, every other field
+// where it differs from a default ModelConfig. Fields without a GGUF key are not written.
+void config_write_gguf(const ModelConfig& c, const std::string& arch, gguf::Writer& w);
 
 }  // namespace brisk

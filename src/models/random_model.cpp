@@ -1,15 +1,18 @@
 #include "models/random_model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <vector>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "formats/gguf.h"
+#include "formats/mapped_file.h"
+#include "formats/tokenizer_to_gguf.h"
 #include "quant/format.h"
-#include "quantize/recipe.h"
-#include "quantize/tokenizer_to_gguf.h"
+#include "quant/recipe.h"
 
 namespace brisk {
 
@@ -40,7 +43,8 @@ struct Planned {
 
 class Builder {
  public:
-  Builder(uint64_t seed, int n_threads) : seed_(seed), pool_(n_threads) {}
+  Builder(uint64_t seed, int n_threads, int32_t distinct_rows)
+      : seed_(seed), distinct_rows_(distinct_rows), pool_(n_threads) {}
 
   // Writes every planned tensor; matrices take their type from `type_of`.
   template <class TypeOf>
@@ -54,7 +58,9 @@ class Builder {
 
  private:
   void matrix(gguf::Writer& w, const Planned& t, size_t k, QuantType type) {
-    const int64_t n_in = int64_t(t.ne[0]), n_out = int64_t(t.ne[1]);
+    const int64_t n_in = int64_t(t.ne[0]);
+    int64_t n_out = 1;  // rows of every dimension after the first (expert stacks are 3-D)
+    for (size_t d = 1; d < t.ne.size(); ++d) n_out *= int64_t(t.ne[d]);
     auto rb = quant_row_bytes(type, uint64_t(n_in));
     if (!rb) {  // rows that are not whole blocks stay F32
       type = QuantType::F32;
@@ -64,7 +70,8 @@ class Builder {
     BRISK_CHECK(quantize != nullptr, "random model: no reference quantizer for ", quant_type_info(type).name);
     auto& data = store(size_t(*rb) * size_t(n_out));
     const float a = std::sqrt(3.0f / float(n_in));
-    pool_.parallel_for(n_out, [&](int64_t r0, int64_t r1) {
+    const int64_t drawn = distinct_rows_ > 0 ? std::min<int64_t>(n_out, distinct_rows_) : n_out;
+    pool_.parallel_for(drawn, [&](int64_t r0, int64_t r1) {
       std::vector<float> row(static_cast<size_t>(n_in));
       for (int64_t r = r0; r < r1; ++r) {
         Rng rng{mix(mix(seed_, k), uint64_t(r))};
@@ -72,6 +79,8 @@ class Builder {
         quantize(row.data(), data.data() + size_t(r) * size_t(*rb), n_in);
       }
     });
+    for (int64_t r = drawn; r < n_out; r += drawn)  // the first rows again, in the bytes of the rest
+      std::memcpy(data.data() + size_t(r) * size_t(*rb), data.data(), size_t(std::min(drawn, n_out - r)) * size_t(*rb));
     w.add_tensor(t.name, type, t.ne, data.data(), data.size());
   }
 
@@ -89,6 +98,7 @@ class Builder {
     return *buffers_.back();
   }
   uint64_t seed_;
+  int32_t distinct_rows_;
   ThreadPool pool_;
   std::vector<std::unique_ptr<std::vector<uint8_t>>> buffers_;
 };
@@ -97,6 +107,9 @@ std::vector<Planned> plan_tensors(const RandomModelParams& p) {
   std::vector<Planned> v;
   auto mat = [&](std::string name, int64_t n_in, int64_t n_out) {
     v.push_back({.name = std::move(name), .ne = {uint64_t(n_in), uint64_t(n_out)}});
+  };
+  auto stack = [&](std::string name, int64_t n_in, int64_t n_out, int64_t n) {
+    v.push_back({.name = std::move(name), .ne = {uint64_t(n_in), uint64_t(n_out), uint64_t(n)}});
   };
   auto vec = [&](std::string name, int64_t n, float base, float spread) {
     v.push_back({.name = std::move(name), .ne = {uint64_t(n)}, .base = base, .spread = spread});
@@ -116,55 +129,89 @@ std::vector<Planned> plan_tensors(const RandomModelParams& p) {
       vec(blk + "attn_k.bias", kv_width, 0.0f, 0.1f);
       vec(blk + "attn_v.bias", kv_width, 0.0f, 0.1f);
     }
-    if (p.arch == "qwen3") {
+    if (p.arch == "qwen3" || p.arch == "qwen3moe") {
       vec(blk + "attn_q_norm.weight", p.head_dim, 1.0f, 0.0f);
       vec(blk + "attn_k_norm.weight", p.head_dim, 1.0f, 0.0f);
     }
     mat(blk + "attn_output.weight", q_width, p.n_embd);
     vec(blk + "ffn_norm.weight", p.n_embd, 1.0f, 0.0f);
-    mat(blk + "ffn_gate.weight", p.n_embd, p.n_ff);
-    mat(blk + "ffn_up.weight", p.n_embd, p.n_ff);
-    mat(blk + "ffn_down.weight", p.n_ff, p.n_embd);
+    if (p.n_expert > 0) {  // a router and the experts stacked, as GGUF files hold them
+      mat(blk + "ffn_gate_inp.weight", p.n_embd, p.n_expert);
+      stack(blk + "ffn_gate_exps.weight", p.n_embd, p.n_ff_exp, p.n_expert);
+      stack(blk + "ffn_up_exps.weight", p.n_embd, p.n_ff_exp, p.n_expert);
+      stack(blk + "ffn_down_exps.weight", p.n_ff_exp, p.n_embd, p.n_expert);
+    } else {
+      mat(blk + "ffn_gate.weight", p.n_embd, p.n_ff);
+      mat(blk + "ffn_up.weight", p.n_embd, p.n_ff);
+      mat(blk + "ffn_down.weight", p.n_ff, p.n_embd);
+    }
   }
   return v;
 }
 
-}  // namespace
+// The shapes of published models (their config.json), by name.
+struct ModelShape {
+  const char* name;
+  RandomModelParams params;
+};
 
-RandomModelParams random_model_preset(const std::string& name) {
-  if (name == "tiny") return {};
-  if (name == "qwen2.5-0.5b")
-    return {.arch = "qwen2", .n_vocab = 151936, .n_embd = 896, .n_layer = 24, .n_head = 14, .n_head_kv = 2,
-            .head_dim = 64, .n_ff = 4864, .n_ctx_train = 32768, .rope_theta = 1000000.0f,
-            .tie_embeddings = true};
-  if (name == "qwen3-0.6b")
-    return {.arch = "qwen3", .n_vocab = 151936, .n_embd = 1024, .n_layer = 28, .n_head = 16, .n_head_kv = 8,
-            .head_dim = 128, .n_ff = 3072, .n_ctx_train = 40960, .rope_theta = 1000000.0f,
-            .tie_embeddings = true};
-  if (name == "qwen3-1.7b")
-    return {.arch = "qwen3", .n_vocab = 151936, .n_embd = 2048, .n_layer = 28, .n_head = 16, .n_head_kv = 8,
-            .head_dim = 128, .n_ff = 6144, .n_ctx_train = 40960, .rope_theta = 1000000.0f,
-            .tie_embeddings = true};
-  if (name == "qwen3-8b")
-    return {.arch = "qwen3", .n_vocab = 151936, .n_embd = 4096, .n_layer = 36, .n_head = 32, .n_head_kv = 8,
-            .head_dim = 128, .n_ff = 12288, .n_ctx_train = 40960, .rope_theta = 1000000.0f,
-            .tie_embeddings = false};
-  if (name == "llama-3.2-1b")
-    return {.arch = "llama", .n_vocab = 128256, .n_embd = 2048, .n_layer = 16, .n_head = 32, .n_head_kv = 8,
-            .head_dim = 64, .n_ff = 8192, .n_ctx_train = 131072, .rope_theta = 500000.0f,
-            .tie_embeddings = true};
-  if (name == "llama-3.1-8b")
-    return {.arch = "llama", .n_vocab = 128256, .n_embd = 4096, .n_layer = 32, .n_head = 32, .n_head_kv = 8,
-            .head_dim = 128, .n_ff = 14336, .n_ctx_train = 131072, .rope_theta = 500000.0f,
-            .tie_embeddings = false};
-  fail("unknown model shape '", name,
-       "' (known: tiny, qwen2.5-0.5b, qwen3-0.6b, qwen3-1.7b, qwen3-8b, llama-3.2-1b, llama-3.1-8b)");
+const std::vector<ModelShape>& shape_table() {
+  static const std::vector<ModelShape> table = {
+      {"tiny", {}},
+      {"qwen2.5-0.5b", {.arch = "qwen2", .n_vocab = 151936, .n_embd = 896, .n_layer = 24, .n_head = 14,
+                        .n_head_kv = 2, .head_dim = 64, .n_ff = 4864, .n_ctx_train = 32768,
+                        .rope_theta = 1000000.0f, .tie_embeddings = true}},
+      {"qwen3-0.6b", {.arch = "qwen3", .n_vocab = 151936, .n_embd = 1024, .n_layer = 28, .n_head = 16,
+                      .n_head_kv = 8, .head_dim = 128, .n_ff = 3072, .n_ctx_train = 40960,
+                      .rope_theta = 1000000.0f, .tie_embeddings = true}},
+      {"qwen3-1.7b", {.arch = "qwen3", .n_vocab = 151936, .n_embd = 2048, .n_layer = 28, .n_head = 16,
+                      .n_head_kv = 8, .head_dim = 128, .n_ff = 6144, .n_ctx_train = 40960,
+                      .rope_theta = 1000000.0f, .tie_embeddings = true}},
+      {"qwen3-8b", {.arch = "qwen3", .n_vocab = 151936, .n_embd = 4096, .n_layer = 36, .n_head = 32,
+                    .n_head_kv = 8, .head_dim = 128, .n_ff = 12288, .n_ctx_train = 40960,
+                    .rope_theta = 1000000.0f, .tie_embeddings = false}},
+      {"llama-3.2-1b", {.arch = "llama", .n_vocab = 128256, .n_embd = 2048, .n_layer = 16, .n_head = 32,
+                        .n_head_kv = 8, .head_dim = 64, .n_ff = 8192, .n_ctx_train = 131072,
+                        .rope_theta = 500000.0f, .tie_embeddings = true}},
+      {"llama-3.1-8b", {.arch = "llama", .n_vocab = 128256, .n_embd = 4096, .n_layer = 32, .n_head = 32,
+                        .n_head_kv = 8, .head_dim = 128, .n_ff = 14336, .n_ctx_train = 131072,
+                        .rope_theta = 500000.0f, .tie_embeddings = false}},
+      // 128 experts of 768, 8 per token; intermediate_size 6144 is the dense MLP it has none of.
+      {"qwen3-30b-a3b", {.arch = "qwen3moe", .n_vocab = 151936, .n_embd = 2048, .n_layer = 48, .n_head = 32,
+                         .n_head_kv = 4, .head_dim = 128, .n_ff = 6144, .n_expert = 128, .n_expert_used = 8,
+                         .n_ff_exp = 768, .n_ctx_train = 40960, .rope_theta = 1000000.0f,
+                         .tie_embeddings = false}},
+  };
+  return table;
 }
 
-void random_model_write(const RandomModelParams& p, const std::string& path) {
-  BRISK_CHECK(p.arch == "llama" || p.arch == "qwen2" || p.arch == "qwen3", "random model: unsupported arch '",
-              p.arch, "'");
-  gguf::Writer w;
+}  // namespace
+
+std::vector<std::string> random_model_shapes() {
+  std::vector<std::string> names;
+  for (const ModelShape& s : shape_table()) names.push_back(s.name);
+  return names;
+}
+
+RandomModelParams random_model_preset(const std::string& name) {
+  std::string known;
+  for (const ModelShape& s : shape_table()) {
+    if (name == s.name) return s.params;
+    known += (known.empty() ? "" : ", ") + std::string(s.name);
+  }
+  fail("unknown model shape '", name, "' (known: ", known, ")");
+}
+
+namespace {
+
+// The GGUF of p in `w`; the tensor bytes stay in `b` until w is written.
+void random_model_fill(const RandomModelParams& p, gguf::Writer& w, Builder& b) {
+  BRISK_CHECK(p.arch == "llama" || p.arch == "qwen2" || p.arch == "qwen3" || p.arch == "qwen3moe",
+              "random model: unsupported arch '", p.arch, "'");
+  BRISK_CHECK((p.arch == "qwen3moe") == (p.n_expert > 0) &&
+                  (p.n_expert == 0 || (p.n_expert_used > 0 && p.n_expert_used <= p.n_expert && p.n_ff_exp > 0)),
+              "random model: experts (", p.n_expert, ", ", p.n_expert_used, " per token, MLP ", p.n_ff_exp,
+              ") do not fit arch '", p.arch, "'");
   const std::string a = p.arch;
   w.set("general.architecture", gguf::Value::from_string(a));
   w.set("general.name", gguf::Value::from_string("random " + a));
@@ -179,6 +226,11 @@ void random_model_write(const RandomModelParams& p, const std::string& path) {
   w.set(a + ".rope.freq_base", gguf::Value::from_f32(p.rope_theta));
   w.set(a + ".attention.layer_norm_rms_epsilon", gguf::Value::from_f32(1e-6f));
   w.set(a + ".vocab_size", gguf::Value::from_u32(uint32_t(p.n_vocab)));
+  if (p.n_expert > 0) {
+    w.set(a + ".expert_count", gguf::Value::from_u32(uint32_t(p.n_expert)));
+    w.set(a + ".expert_used_count", gguf::Value::from_u32(uint32_t(p.n_expert_used)));
+    w.set(a + ".expert_feed_forward_length", gguf::Value::from_u32(uint32_t(p.n_ff_exp)));
+  }
 
   const std::vector<Planned> plan = plan_tensors(p);
   std::optional<RecipeChooser> chooser;
@@ -195,9 +247,27 @@ void random_model_write(const RandomModelParams& p, const std::string& path) {
     const std::string pre = !p.tokenizer_pre.empty() ? p.tokenizer_pre : a == "llama" ? "llama-bpe" : "qwen2";
     tokenizer_to_gguf({.folder = p.tokenizer_dir, .pre = pre, .n_vocab = p.n_vocab}, w);
   }
-  Builder b(p.seed, p.n_threads);
-  b.emit(w, plan, [&](const Planned& t) { return chooser ? chooser->choose(t.name, QuantType::F32) : p.type; });
+  // Routers stay F32, as GGUF files keep them (a rounding there flips expert choices).
+  b.emit(w, plan, [&](const Planned& t) {
+    if (t.name.find("ffn_gate_inp.") != std::string::npos) return QuantType::F32;
+    return chooser ? chooser->choose(t.name, QuantType::F32) : p.type;
+  });
+}
+
+}  // namespace
+
+void random_model_write(const RandomModelParams& p, const std::string& path) {
+  gguf::Writer w;
+  Builder b(p.seed, p.n_threads, p.distinct_rows);
+  random_model_fill(p, w, b);
   w.write(path);
+}
+
+std::shared_ptr<const MappedFile> random_model_gguf(const RandomModelParams& p) {
+  gguf::Writer w;
+  Builder b(p.seed, p.n_threads, p.distinct_rows);
+  random_model_fill(p, w, b);
+  return w.write_to_memory("random " + p.arch);
 }
 
 }  // namespace brisk

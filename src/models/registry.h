@@ -25,6 +25,27 @@ class ArchModel {
   virtual void encode(const EncoderForward& f) const;
 };
 
+// What `brisk quantize` needs to write this architecture's Hugging Face checkpoints as a GGUF
+// file the way llama.cpp's converter does (quantize/hf_to_gguf.cpp, docs/adding-a-model.md).
+// The rest is derived: metadata from the config key table (models/config.cpp), tensor names
+// from hf_name_map, q/k rows permuted to adjacent-pair rope when gguf_rope_neox is false,
+// per-expert tensors stacked into 3-D ones, llama3 rope scaling as rope_freqs factors; and the
+// written file is read back and must give the same config, so a setting GGUF cannot hold is an
+// error rather than a silently different model.
+// How hf_to_gguf writes a checkpoint: decoder-only through the shared key table and name map,
+// encoder-decoder (speech) through quantize/hf_to_gguf_whisper.cpp's writer (two stacks, 3-D
+// convolution weights, the Hugging Face side files kept whole).
+enum class GgufLayout { decoder_only, encoder_decoder };
+
+struct GgufConversion {
+  std::string arch;         // general.architecture written ("llama" for Mistral); "": not convertible
+  float norm_shift = 0.0f;  // added to every *norm.weight (Gemma's HF RMSNorm weights are gain - 1)
+  // Checks what the key table cannot: settings that GGUF readers of this architecture infer
+  // instead of reading (Gemma 3's sliding-layer pattern); throws naming what cannot be written.
+  void (*check)(const ModelConfig& cfg) = nullptr;
+  GgufLayout layout = GgufLayout::decoder_only;
+};
+
 struct ArchEntry {
   std::string name;                             // canonical, e.g. "qwen2"
   std::vector<std::string> hf_architectures;    // config.json "architectures", e.g. "Qwen2ForCausalLM"
@@ -38,11 +59,14 @@ struct ArchEntry {
   // Checkpoint quirks and family defaults applied to the config before finalize().
   void (*sanitize)(ModelConfig& cfg) = nullptr;
   std::unique_ptr<ArchModel> (*build)(const ModelConfig& cfg, WeightStore& ws) = nullptr;
+  GgufConversion convert{};
 };
 
 const std::vector<const ArchEntry*>& arch_registry();
 // nullptr when unknown.
 const ArchEntry* arch_find_hf(const std::vector<std::string>& architectures, const std::string& model_type);
+// The same for a config.json: its "architectures" list and its "model_type" ("" when absent).
+const ArchEntry* arch_find_hf_config(const nlohmann::json& config);
 const ArchEntry* arch_find_gguf(const std::string& name);
 
 // The entries, one per architecture file.

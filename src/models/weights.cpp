@@ -1,5 +1,6 @@
 #include "models/weights.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/checked_math.h"
@@ -161,27 +162,78 @@ Weight WeightStore::matrix_flat(const std::string& name, int64_t n_in, int64_t n
   return stored_weight_rows(*t, n_in, n_out);
 }
 
-int WeightStore::repack_matmul_weights(std::optional<QuantType> (*layout_of)(QuantType stored)) {
+// The layout layout_of wants tensor t in: its stored format's layout for the 2-D matmul
+// weights the store may rewrite, else its current one. (The embedding table counts: with tied
+// embeddings it is the output matrix, and the lookup reads a whole row through its format's
+// dequantizer, which takes the repacked layouts. Expert stacks keep their layout.)
+QuantType WeightStore::layout_for(const std::string& name, const StoredTensor& t, const LayoutFn& layout_of) {
+  const bool matmul_weight = name == "output.weight" || name == "token_embd.weight" ||
+                             (name.rfind("blk.", 0) == 0 && name.size() > 7 && name.ends_with(".weight"));
+  if (!matmul_weight || !t.writable || t.ne.size() < 2) return t.type;
+  int64_t rows = 1;
+  for (size_t d = 1; d < t.ne.size(); ++d) rows *= t.ne[d];
+  if (rows != t.ne[1]) return t.type;  // 2-D only
+  const QuantType stored = quant::stored_type(t.type);
+  const auto rb = quant_row_bytes(stored, uint64_t(t.ne[0]));
+  if (!rb || *rb * uint64_t(rows) > t.n_bytes) return t.type;  // matrix() reports the problem
+  return layout_of(stored).value_or(stored);
+}
+
+std::vector<std::pair<QuantType, QuantType>> WeightStore::layout_plan(const LayoutFn& layout_of) const {
+  std::vector<std::pair<QuantType, QuantType>> plan;
+  for (const auto& [name, t] : tensors_) {
+    const QuantType stored = quant::stored_type(t.type);
+    const QuantType want = layout_for(name, t, layout_of);
+    if (want != stored && std::find(plan.begin(), plan.end(), std::pair{stored, want}) == plan.end())
+      plan.emplace_back(stored, want);
+  }
+  std::sort(plan.begin(), plan.end());
+  return plan;
+}
+
+int WeightStore::relayout_in_place(const LayoutFn& layout_of) {
   int n = 0;
   for (auto& [name, t] : tensors_) {
-    // The embedding table too: with tied embeddings it is the output matrix, and the lookup
-    // reads a whole row through its format's dequantizer, which takes the repacked layouts.
-    const bool matmul_weight = name == "output.weight" || name == "token_embd.weight" ||
-                               (name.rfind("blk.", 0) == 0 && name.size() > 7 && name.ends_with(".weight"));
-    if (!matmul_weight || !t.writable || t.ne.size() < 2) continue;
-    int64_t rows = 1;
-    for (size_t d = 1; d < t.ne.size(); ++d) rows *= t.ne[d];
-    if (rows != t.ne[1]) continue;  // 2-D only (expert stacks keep their layout)
-    const std::optional<QuantType> layout = layout_of(t.type);
-    if (!layout) continue;
-    const auto rb = quant_row_bytes(t.type, uint64_t(t.ne[0]));
-    if (!rb || *rb * uint64_t(rows) > t.n_bytes) continue;  // matrix() reports the problem
-    quant::repack_rows_in_place(t.type, const_cast<void*>(t.data), rows, size_t(*rb),
+    const QuantType want = layout_for(name, t, layout_of);
+    if (want == t.type) continue;
+    BRISK_CHECK(!quant::is_repacked(t.type) && quant::stored_type(want) == t.type, "weights: ", name,
+                " is in the ", quant_type_info(t.type).name, " layout, not stored as ",
+                quant_type_info(quant::stored_type(want)).name);
+    quant::repack_rows_in_place(t.type, const_cast<void*>(t.data), t.ne[1], size_t(*quant_row_bytes(t.type, uint64_t(t.ne[0]))),
                                 t.ne[0] / int64_t(quant_type_info(t.type).block_size));
-    t.type = *layout;
+    t.type = want;
     ++n;
   }
   return n;
+}
+
+std::unique_ptr<WeightStore> WeightStore::relaid_copy(const LayoutFn& layout_of) const {
+  auto ws = std::make_unique<WeightStore>();
+  ws->tensors_ = tensors_;
+  ws->gguf_ = gguf_;
+  ws->st_ = st_;
+  for (auto& [name, t] : ws->tensors_) {
+    t.writable = false;  // this store's bytes, or a copy made for this layout
+    const QuantType want = layout_for(name, tensors_.at(name), layout_of);
+    if (want == t.type) continue;
+    const QuantType stored = quant::stored_type(t.type);
+    const int64_t rows = t.ne[1];
+    const size_t rb = size_t(*quant_row_bytes(stored, uint64_t(t.ne[0])));
+    const int64_t nb = t.ne[0] / int64_t(quant_type_info(stored).block_size);
+    std::vector<uint8_t> copy(rb * size_t(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* src = static_cast<const uint8_t*>(t.data) + size_t(r) * rb;
+      uint8_t* dst = copy.data() + size_t(r) * rb;
+      if (quant::is_repacked(t.type)) quant::unrepack_row(t.type, src, dst, nb);
+      else std::memcpy(dst, src, rb);
+    }
+    if (want != stored) quant::repack_rows_in_place(stored, copy.data(), rows, rb, nb);
+    t.type = want;
+    t.data = copy.data();
+    t.n_bytes = copy.size();
+    ws->owned_.push_back(std::move(copy));
+  }
+  return ws;
 }
 
 Weight WeightStore::matrix(const std::string& name, int64_t n_in, int64_t n_out) const {

@@ -6,10 +6,12 @@
 // the store lives.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -54,15 +56,28 @@ class WeightStore {
   const float* vector(const std::string& name, int64_t n);
   const float* vector_opt(const std::string& name, int64_t n);
 
-  // Rewrites in place the 2-D matmul weights (blk.*.weight, output.weight, token_embd.weight)
-  // whose format layout_of maps to another layout of the same bytes (quant/repack.h), where
-  // the store may write them; call before taking views. Returns the number of tensors rewritten.
-  int repack_matmul_weights(std::optional<QuantType> (*layout_of)(QuantType stored));
+  // Layouts for a backend (Backend::weight_layout): the 2-D matmul weights (blk.*.weight,
+  // output.weight, token_embd.weight) that the store may write (read into memory, not a file
+  // mapping) are given in the layout layout_of maps their stored format to (quant/repack.h:
+  // the same bytes per row, rearranged); every other tensor keeps its stored layout.
+  using LayoutFn = std::function<std::optional<QuantType>(QuantType stored)>;
+  // What layout_of would change here: (stored format, layout) pairs, sorted; empty when the
+  // backend takes every tensor as stored.
+  std::vector<std::pair<QuantType, QuantType>> layout_plan(const LayoutFn& layout_of) const;
+  // Rewrites those weights in place (from the stored layout); views taken before are stale.
+  // Returns the number of tensors rewritten.
+  int relayout_in_place(const LayoutFn& layout_of);
+  // A store of the same tensors in layout_of's layouts, from whatever layout they are in now:
+  // converted copies where the layout differs, this store's bytes elsewhere (so this store
+  // must outlive it). For a second backend of a model whose bytes the first one rewrote.
+  std::unique_ptr<WeightStore> relaid_copy(const LayoutFn& layout_of) const;
 
   uint64_t total_bytes() const;
   uint64_t total_elements() const;
 
  private:
+  static QuantType layout_for(const std::string& name, const StoredTensor& t, const LayoutFn& layout_of);
+
   std::map<std::string, StoredTensor> tensors_;
   std::vector<std::vector<uint8_t>> owned_;            // converted / quantized data
   std::map<std::string, std::vector<float>> vectors_;  // 1-D tensors as F32

@@ -291,6 +291,7 @@ const ArchEntry& arch_whisper() {
       .build = [](const ModelConfig& cfg, WeightStore& ws) -> std::unique_ptr<ArchModel> {
         return std::make_unique<Whisper>(cfg, ws);
       },
+      .convert = {.arch = "whisper", .layout = GgufLayout::encoder_decoder},
   };
   return e;
 }

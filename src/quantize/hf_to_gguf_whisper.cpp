@@ -26,16 +26,17 @@
 #include "models/config.h"
 #include "models/registry.h"
 #include "quantize/hf_to_gguf.h"
-#include "quantize/tokenizer_to_gguf.h"
+#include "formats/tokenizer_to_gguf.h"
 
 namespace brisk {
 
-void hf_to_gguf_whisper_f32(const std::string& folder, const std::string& out_path) {
+void hf_to_gguf_encoder_decoder_f32(const std::string& folder, const std::string& out_path, const ArchEntry& arch) {
   namespace fs = std::filesystem;
   const fs::path dir(folder);
   const nlohmann::json cfg = read_json_file((dir / "config.json").string());
-  const ArchEntry* entry = arch_find_hf({"WhisperForConditionalGeneration"}, "whisper");
-  BRISK_CHECK(entry && entry->hf_name_map, "convert: the whisper architecture is not registered");
+  const ArchEntry* entry = &arch;
+  BRISK_CHECK(entry->hf_name_map && !entry->convert.arch.empty(), "convert: ", entry->name,
+              " has no name map or GGUF architecture name");
   ModelConfig c;
   config_fill_from_hf(c, cfg);
   BRISK_CHECK(c.d_model > 0 && c.n_dec_layer > 0 && c.n_enc_layer > 0 && c.n_mels > 0, folder,
@@ -45,7 +46,7 @@ void hf_to_gguf_whisper_f32(const std::string& folder, const std::string& out_pa
     if (const auto* e = ckpt.find("model.decoder.embed_tokens.weight"); e && e->shape.size() == 2) c.n_vocab = int32_t(e->shape[0]);
 
   gguf::Writer w;
-  const std::string a = "whisper";
+  const std::string& a = entry->convert.arch;
   auto u32 = [](int32_t v) { return gguf::Value::from_u32(uint32_t(v)); };
   w.set("general.architecture", gguf::Value::from_string(a));
   w.set("general.name", gguf::Value::from_string(dir.filename().string()));

@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "models/forward.h"
 #include "runtime/encoder_state.h"
+#include "runtime/engine_parts.h"
 #include "runtime/kv_cache.h"
 #include "runtime/loaded_model.h"
 
@@ -19,8 +20,10 @@ namespace {
 
 class ModelContext final : public Context {
  public:
-  ModelContext(std::shared_ptr<const LoadedModel> model, const ContextOptions& options)
-      : model_(std::move(model)), opt_(options), cfg_(model_->config()) {
+  // backend: the backend to run on, or nullptr for one made from options.device.
+  ModelContext(std::shared_ptr<const LoadedModel> model, const ContextOptions& options,
+               std::unique_ptr<Backend> backend)
+      : model_(std::move(model)), opt_(options), cfg_(model_->config()), backend_(std::move(backend)) {
     BRISK_CHECK(opt_.n_seq_max >= 1 && opt_.n_seq_max <= 1024, "n_seq_max ", opt_.n_seq_max,
                 " out of range [1, 1024]");
     BRISK_CHECK(opt_.n_batch >= 1, "n_batch must be at least 1");
@@ -33,7 +36,8 @@ class ModelContext final : public Context {
     if (opt_.kv_type == QuantType::Q8_0)
       BRISK_CHECK(cfg_.head_dim % 32 == 0, "q8_0 KV cache needs head_dim a multiple of 32, model has ",
                   cfg_.head_dim);
-    backend_ = make_backend(opt_.device, opt_.n_threads);
+    if (!backend_) backend_ = make_backend(opt_.device, opt_.n_threads);
+    arch_ = &model_->arch_for(*backend_);
     opt_.n_threads = backend_->n_threads();
     opt_.device = backend_->name();  // what "auto" chose
     plan_device_memory();
@@ -111,7 +115,7 @@ class ModelContext final : public Context {
       const bool same = !tap_ && !probe && step_shape_matches(n, n_out);
       if (!(same && backend_->replay_step(in))) {
         backend_->begin_step(in);
-        model_->arch().forward(f);
+        arch_->forward(f);
         backend_->end_step();
         remember_step_shape(n, n_out);
         if (probe) shape_valid_ = false;
@@ -287,7 +291,7 @@ class ModelContext final : public Context {
 
   // On a device backend: weights + KV cache pool at n_ctx + activations against the free device
   // memory, printed before anything is allocated or uploaded; refuses when it does not fit.
-  // On the CPU the same sums are printed (the pool is committed as it is used).
+  // On the CPU the same sums are logged at info level (the pool is committed as it is used).
   void plan_device_memory() {
     size_t free_b = 0, total_b = 0;
     const bool device = backend_->memory_info(&free_b, &total_b);
@@ -307,7 +311,8 @@ class ModelContext final : public Context {
                        4.0 * rows * cfg_.n_vocab + 5.0 * rows * widest + moe + (device ? 256.0 * 1024 * 1024 : 0.0);
     const double need = weights + kv + act;
     if (!device) {
-      if (log_level() <= LogLevel::warn)
+      // Nothing is refused on the CPU: the sums are a detail for BRISK_LOG=info (run --verbose).
+      if (log_level() <= LogLevel::info)
         log_write(LogLevel::info, str_cat(backend_->name(), " memory: weights ", fmt_gib(weights / gib), " GiB + KV cache up to ",
                                           fmt_gib(kv / gib), " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq, ",
                                           int64_t(blocks), " blocks of ", opt_.kv_block_size,
@@ -367,6 +372,7 @@ class ModelContext final : public Context {
   ContextOptions opt_;
   const ModelConfig& cfg_;
   std::unique_ptr<Backend> backend_;
+  const ArchModel* arch_ = nullptr;  // the model's forward over weights laid out for backend_
   std::unique_ptr<KvCache> kv_;
   ForwardArena arena_;
   std::vector<void*> arena_allocs_;
@@ -394,7 +400,15 @@ std::unique_ptr<Context> Context::create(std::shared_ptr<const Model> model, con
   BRISK_CHECK(model != nullptr, "Context::create: no model");
   auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
   BRISK_CHECK(loaded != nullptr, "Context::create: model was not loaded by Model::load");
-  return std::make_unique<ModelContext>(std::move(loaded), options);
+  return std::make_unique<ModelContext>(std::move(loaded), options, nullptr);
+}
+
+std::unique_ptr<Context> context_create_on(std::shared_ptr<const Model> model, const ContextOptions& options,
+                                           std::unique_ptr<Backend> backend) {
+  BRISK_CHECK(model != nullptr && backend != nullptr, "context_create_on: no model or no backend");
+  auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
+  BRISK_CHECK(loaded != nullptr, "context_create_on: model was not loaded by Model::load");
+  return std::make_unique<ModelContext>(std::move(loaded), options, std::move(backend));
 }
 
 }  // namespace brisk

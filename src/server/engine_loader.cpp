@@ -6,7 +6,7 @@
 #include "core/log.h"
 #include "hub/resolve.h"
 #include "runtime/transcribe.h"
-#include "server/engine_sampler.h"
+#include "runtime/engine_sampler.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 

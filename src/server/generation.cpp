@@ -8,7 +8,7 @@
 #include "core/log.h"
 #include "server/errors.h"
 #include "server/metrics.h"
-#include "server/stop_strings.h"
+#include "runtime/stop_strings.h"
 #include "text/tokenizer.h"
 
 namespace brisk::server {

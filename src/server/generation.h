@@ -18,7 +18,7 @@
 
 #include "server/model_registry.h"
 #include "text/chat_output.h"
-#include "server/scheduler.h"
+#include "runtime/scheduler.h"
 
 namespace brisk::server {
 

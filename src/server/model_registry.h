@@ -16,7 +16,7 @@
 
 #include "runtime/engine_api.h"
 #include "text/chat_output.h"
-#include "server/scheduler.h"
+#include "runtime/scheduler.h"
 
 namespace brisk {
 class TokenMask;

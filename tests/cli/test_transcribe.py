@@ -84,6 +84,9 @@ if os.path.isdir(FIXTURE):
     check(dm < 1e-4, f"mel max diff {dm}")
     print(f"fixture: ids equal, logits max diff {d:.2e}, mel max diff {dm:.2e}")
 else:
+    req = os.environ.get("BRISK_REQUIRE_ASSETS", "")
+    required = req not in ("", "0") or (not req and os.environ.get("CI", "") in ("true", "1"))
+    check(not required, f"required test asset missing (CI / BRISK_REQUIRE_ASSETS=1): {FIXTURE}")
     print(f"note: {FIXTURE} missing, parity part skipped")
 
 # 2. A random model with a tokenizer: formats, windows, options.

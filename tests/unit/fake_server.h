@@ -107,10 +107,10 @@ inline std::shared_ptr<server::LoadedModel> make_fake_model(const FakeModelOptio
   m->chat_format = ChatFormat::kHermes;
   auto ctx = std::make_unique<FakeContext>(
       ContextOptions{.n_ctx = o.n_ctx, .n_seq_max = o.n_seq_max, .n_batch = o.n_batch}, FakeTokenizer::kVocab, 'a', 'z' + 1);
-  server::SchedulerOptions so;
+  SchedulerOptions so;
   so.max_queue = o.max_queue;
   so.cache.block_size = o.block_size;
-  m->scheduler = std::make_unique<server::Scheduler>(std::move(ctx), greedy_factory(), so);
+  m->scheduler = std::make_unique<Scheduler>(std::move(ctx), greedy_factory(), so);
   return m;
 }
 

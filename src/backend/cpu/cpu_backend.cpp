@@ -138,6 +138,10 @@ class CpuBackend final : public Backend {
 
   // F16 K caches are tiled where the AVX-512 attention runs (its score pass reads a head's 16
   // positions of one dim as one vector).
+  // Q4_0 / Q5_0 / Q8_0 matmul weights in the layouts of this CPU's decode kernels
+  // (kernels::cpu_weight_layout; BRISK_NO_REPACK and BRISK_REF_OPS keep the stored ones).
+  std::optional<QuantType> weight_layout(QuantType stored) const override { return kernels::cpu_weight_layout(stored); }
+
   bool wants_tiled_k(QuantType type, int32_t head_dim, int32_t group) const override {
     return type == QuantType::F16 && avx512_ && cpu::attention_avx512_supports(head_dim, group) &&
            !flags().no_attn_tiles;

@@ -7,7 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/backend.h"
+#include "core/op_args.h"
+#include "quant/types.h"
 
 namespace brisk::cpu {
 

@@ -6,7 +6,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include "backend/backend.h"
+#include "core/op_args.h"
+#include "quant/types.h"
 
 namespace brisk::cuda {
 

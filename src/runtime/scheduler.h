@@ -22,9 +22,9 @@
 
 #include "runtime/engine_api.h"
 #include "runtime/sampler.h"
-#include "server/prefix_cache.h"
+#include "runtime/prefix_cache.h"
 
-namespace brisk::server {
+namespace brisk {
 
 // Picks tokens for one sequence (the engine's Sampler in production).
 class TokenSampler {
@@ -83,6 +83,9 @@ struct GenerationRequest {
   int32_t logprobs = -1;              // -1: none; 0: chosen token; k: also top k
   std::unique_ptr<TokenConstraint> constraint;
   std::function<bool(const TokenEvent&)> on_token;   // false: stop here (reason stop)
+  // Logits [n_vocab] of the last prompt position, before the first token is sampled (on the
+  // host: that step samples no row on the device).
+  std::function<void(const float* logits, int32_t n_vocab)> on_prompt_logits;
   std::function<void(const GenerationResult&)> on_done;  // called exactly once
   std::shared_ptr<std::atomic<bool>> cancel;         // set to end early (reason cancelled)
 };
@@ -126,6 +129,14 @@ class Scheduler {
   // Waits until no request is queued or running (graceful drain).
   void wait_idle();
 
+  // One request on the calling thread, through the same step as the worker's: on sequence
+  // `seq` of a context the caller keeps, after the positions it already holds (no queue, no
+  // prefix cache, no other request). max_tokens may be 0 (the prompt only). The sequence then
+  // holds the prompt and every generated token but the last one sampled. Used by the CLI's
+  // generate / run (runtime/generate.h), so that they and the server share one loop.
+  static GenerationResult run_one(Context& ctx, int32_t seq, GenerationRequest request,
+                                  SamplerFactory sampler_factory, int32_t prefill_chunk);
+
   SchedulerStats stats() const;
   int32_t n_ctx() const { return n_ctx_; }
   int32_t n_vocab() const { return n_vocab_; }
@@ -138,7 +149,12 @@ class Scheduler {
   void finish(Sequence& seq, FinishReason reason, std::string error = {});
   void clear_slot(int32_t slot);
 
-  std::unique_ptr<Context> ctx_;
+  // run_one's: a borrowed context and no worker thread.
+  Scheduler(Context& context, SamplerFactory sampler_factory, SchedulerOptions options);
+  void init();
+
+  std::unique_ptr<Context> owned_ctx_;
+  Context* ctx_ = nullptr;
   SamplerFactory sampler_factory_;
   SchedulerOptions options_;
   int32_t n_ctx_ = 0;
@@ -156,4 +172,4 @@ class Scheduler {
   std::thread worker_;
 };
 
-}  // namespace brisk::server
+}  // namespace brisk

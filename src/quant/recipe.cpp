@@ -7,7 +7,7 @@
 // - a matrix whose row length is not a multiple of its type's block falls back:
 //   Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, then F16 if still not whole blocks.
 // "More bits" layers: the first and last eighth and every third layer in between.
-#include "quantize/recipe.h"
+#include "quant/recipe.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "server/scheduler.h"
+#include "runtime/scheduler.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/log.h"
 
-namespace brisk::server {
+namespace brisk {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -61,21 +61,71 @@ struct Scheduler::Sequence {
   Clock::time_point submitted, admitted, first_token;
   bool done = false;
   bool prepared = false;        // admission's KV work (evict/copy/truncate) done
+  bool pinned = false;          // run_one: the caller's slot and KV, kept as they end
+  int32_t pos0 = 0;             // positions the slot held before `kv` (run_one)
 };
 
 Scheduler::Scheduler(std::unique_ptr<Context> context, SamplerFactory sampler_factory,
                      SchedulerOptions options)
-    : ctx_(std::move(context)),
+    : owned_ctx_(std::move(context)),
+      ctx_(owned_ctx_.get()),
       sampler_factory_(std::move(sampler_factory)),
       options_(options),
       cache_(ctx_ ? ctx_->options().n_seq_max : 0, options.cache) {
+  init();
+  worker_ = std::thread([this] { run(); });
+}
+
+Scheduler::Scheduler(Context& context, SamplerFactory sampler_factory, SchedulerOptions options)
+    : ctx_(&context),
+      sampler_factory_(std::move(sampler_factory)),
+      options_(options),
+      cache_(1, options.cache) {  // (not used)
+  init();
+}
+
+void Scheduler::init() {
   BRISK_CHECK(ctx_ != nullptr, "scheduler: no context");
   BRISK_CHECK(sampler_factory_ != nullptr, "scheduler: no sampler factory");
   n_ctx_ = ctx_->options().n_ctx;
   n_vocab_ = ctx_->n_vocab();
   n_batch_ = std::max(1, ctx_->options().n_batch);
   options_.prefill_chunk = std::clamp(options_.prefill_chunk, 1, n_batch_);
-  worker_ = std::thread([this] { run(); });
+}
+
+GenerationResult Scheduler::run_one(Context& ctx, int32_t seq, GenerationRequest request,
+                                    SamplerFactory sampler_factory, int32_t prefill_chunk) {
+  Scheduler sched(ctx, std::move(sampler_factory),
+                  SchedulerOptions{.max_queue = 1, .prefill_chunk = prefill_chunk, .cache = {}});
+  BRISK_CHECK(seq >= 0 && seq < ctx.options().n_seq_max, "sequence ", seq, " outside [0, ", ctx.options().n_seq_max,
+              ")");
+  BRISK_CHECK(!request.prompt.empty(), "request has an empty prompt");
+  BRISK_CHECK(request.max_tokens >= 0, "max_tokens must not be negative, got ", request.max_tokens);
+  const int32_t pos0 = ctx.seq_length(seq);
+  BRISK_CHECK(int64_t(pos0) + int64_t(request.prompt.size()) <= sched.n_ctx_, "prompt of ", request.prompt.size(),
+              " tokens does not fit the context (", sched.n_ctx_ - pos0, " positions left)");
+  for (size_t i = 0; i < request.prompt.size(); ++i)
+    BRISK_CHECK(request.prompt[i] >= 0 && request.prompt[i] < sched.n_vocab_, "prompt token ", i, " has id ",
+                request.prompt[i], " outside the vocabulary [0, ", sched.n_vocab_, ")");
+  auto s = std::make_unique<Sequence>();
+  s->req = std::move(request);
+  s->pinned = true;
+  s->slot = seq;
+  s->pos0 = pos0;
+  s->submitted = s->admitted = Clock::now();
+  s->result.prompt_tokens = int32_t(s->req.prompt.size());
+  s->sampler = sched.sampler_factory_(s->req.sampling, sched.n_vocab_);
+  s->prepared = true;
+  GenerationResult out;
+  auto on_done = std::move(s->req.on_done);
+  s->req.on_done = [&out, &on_done](const GenerationResult& r) {
+    out = r;
+    if (on_done) on_done(r);
+  };
+  Sequence& one = *s;
+  sched.active_.push_back(std::move(s));
+  while (!one.done) sched.step();
+  return out;
 }
 
 Scheduler::~Scheduler() { shutdown(); }
@@ -164,7 +214,7 @@ void Scheduler::finish(Sequence& seq, FinishReason reason, std::string error) {
   r.reason = reason;
   r.error = std::move(error);
   r.completion_tokens = seq.n_generated;
-  if (seq.slot >= 0) {
+  if (seq.slot >= 0) {  // (queue_ms: 0 for run_one's)
     r.queue_ms = ms_between(seq.submitted, seq.admitted);
     if (seq.n_generated > 0 || seq.pending >= 0) {
       r.prefill_ms = ms_between(seq.admitted, seq.first_token);
@@ -178,7 +228,7 @@ void Scheduler::finish(Sequence& seq, FinishReason reason, std::string error) {
   std::vector<int32_t> to_clear;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (seq.slot >= 0) {
+    if (seq.slot >= 0 && !seq.pinned) {
       const bool keep = seq.prepared && (reason == FinishReason::stop || reason == FinishReason::length);
       if (keep) {
         to_clear = cache_.release_cached(seq.slot, seq.kv);
@@ -277,7 +327,7 @@ void Scheduler::step() {
   std::vector<std::pair<Sequence*, size_t>> fills;  // prompt tokens added per sequence
   for (Sequence* s : seqs) {
     if (s->done || s->pending < 0) continue;
-    batch.push_back({.token = s->pending, .pos = int32_t(s->kv.size()), .seq = s->slot, .want_logits = true});
+    batch.push_back({.token = s->pending, .pos = s->pos0 + int32_t(s->kv.size()), .seq = s->slot, .want_logits = true});
     logit_rows.push_back(s);
   }
   const size_t n_decode = batch.size();
@@ -289,7 +339,7 @@ void Scheduler::step() {
     for (size_t i = 0; i < take; ++i) {
       const size_t p = s->n_prompt_done + i;
       const bool last = p + 1 == s->req.prompt.size();
-      batch.push_back({.token = s->req.prompt[p], .pos = int32_t(p), .seq = s->slot, .want_logits = last});
+      batch.push_back({.token = s->req.prompt[p], .pos = s->pos0 + int32_t(p), .seq = s->slot, .want_logits = last});
       if (last) logit_rows.push_back(s);
     }
     fills.emplace_back(s, take);
@@ -301,7 +351,9 @@ void Scheduler::step() {
   // sampler can run there and no row needs its logits (constraint masks, logprobs).
   std::vector<Sampler*> on_device;
   for (Sequence* s : logit_rows) {
-    Sampler* d = s->req.constraint || s->req.logprobs >= 0 ? nullptr : s->sampler->device_sampler();
+    const bool wants_logits = s->req.constraint || s->req.logprobs >= 0 ||
+                              (s->req.on_prompt_logits && s->n_generated == 0 && s->pending < 0);
+    Sampler* d = wants_logits ? nullptr : s->sampler->device_sampler();
     if (!d) {
       on_device.clear();
       break;
@@ -339,7 +391,7 @@ void Scheduler::step() {
     s->kv.insert(s->kv.end(), s->req.prompt.begin() + long(s->n_prompt_done),
                  s->req.prompt.begin() + long(s->n_prompt_done + n));
     s->n_prompt_done += n;
-    if (s->n_prompt_done == s->req.prompt.size()) {
+    if (s->n_prompt_done == s->req.prompt.size() && !s->pinned) {
       std::lock_guard<std::mutex> lock(mu_);
       cache_.update(s->slot, s->kv);  // the prompt can now be shared by concurrent requests
     }
@@ -351,6 +403,11 @@ void Scheduler::step() {
     if (s.done) continue;
     try {
       const float* logits = device_ids ? nullptr : ctx_->logits(int32_t(row));
+      if (s.n_generated == 0 && s.req.on_prompt_logits) s.req.on_prompt_logits(logits, n_vocab_);
+      if (s.req.max_tokens == 0) {  // run_one: the prompt only
+        finish(s, FinishReason::length);
+        continue;
+      }
       const std::vector<bool>* allowed = s.req.constraint ? s.req.constraint->allowed() : nullptr;
       const int32_t tok = device_ids ? device_ids[row] : s.sampler->sample(logits, allowed);
       BRISK_CHECK(!device_ids || tok >= 0, "sampling on the device: every token is banned");
@@ -375,7 +432,7 @@ void Scheduler::step() {
       const bool go = s.req.on_token ? s.req.on_token(ev) : true;
       if (!go) {
         finish(s, FinishReason::stop);
-      } else if (s.n_generated >= s.req.max_tokens || int64_t(s.kv.size()) + 1 > n_ctx_) {
+      } else if (s.n_generated >= s.req.max_tokens || s.pos0 + int64_t(s.kv.size()) + 1 > n_ctx_) {
         finish(s, FinishReason::length);
       } else {
         s.pending = tok;
@@ -386,4 +443,4 @@ void Scheduler::step() {
   }
 }
 
-}  // namespace brisk::server
+}  // namespace brisk

@@ -1,4 +1,4 @@
-#include "quantize/tokenizer_to_gguf.h"
+#include "formats/tokenizer_to_gguf.h"
 
 #include <filesystem>
 #include <fstream>
@@ -60,7 +60,24 @@ void chat_template_to_gguf(const std::filesystem::path& folder, gguf::Writer& w)
   }
 }
 
+// Every split pattern of a pre_tokenizer (a Sequence nests them).
+void split_patterns(const nlohmann::json& p, std::vector<std::string>& out) {
+  if (!p.is_object()) return;
+  if (auto it = p.find("pattern"); it != p.end() && it->is_object())
+    if (auto re = it->find("Regex"); re != it->end() && re->is_string()) out.push_back(re->get<std::string>());
+  if (auto it = p.find("pretokenizers"); it != p.end() && it->is_array())
+    for (const auto& q : *it) split_patterns(q, out);
+}
+
 }  // namespace
+
+std::string tokenizer_pre_of(const nlohmann::json& tj) {
+  std::vector<std::string> patterns;
+  if (tj.is_object() && tj.contains("pre_tokenizer")) split_patterns(tj["pre_tokenizer"], patterns);
+  for (const std::string& p : patterns)
+    if (p.find("\\p{N}{1,3}") != std::string::npos) return "llama-bpe";
+  return "qwen2";
+}
 
 int32_t tokenizer_to_gguf(const TokenizerToGgufParams& p, gguf::Writer& w) {
   namespace fs = std::filesystem;
@@ -116,7 +133,7 @@ int32_t tokenizer_to_gguf(const TokenizerToGgufParams& p, gguf::Writer& w) {
     }
 
   w.set("tokenizer.ggml.model", gguf::Value::from_string("gpt2"));
-  w.set("tokenizer.ggml.pre", gguf::Value::from_string(p.pre));
+  w.set("tokenizer.ggml.pre", gguf::Value::from_string(p.pre.empty() ? tokenizer_pre_of(tj) : p.pre));
   w.set("tokenizer.ggml.tokens", gguf::Value::from_strings(tokens));
   w.set("tokenizer.ggml.token_type", gguf::Value::from_i32s(types));
   w.set("tokenizer.ggml.merges", gguf::Value::from_strings(merges));

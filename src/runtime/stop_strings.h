@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-namespace brisk::server {
+namespace brisk {
 
 class StopMatcher {
  public:
@@ -25,4 +25,4 @@ class StopMatcher {
   std::string matched_stop_;
 };
 
-}  // namespace brisk::server
+}  // namespace brisk

@@ -1,9 +1,9 @@
-#include "server/stop_strings.h"
+#include "runtime/stop_strings.h"
 
 #include <algorithm>
 #include <utility>
 
-namespace brisk::server {
+namespace brisk {
 
 StopMatcher::StopMatcher(std::vector<std::string> stops) {
   for (auto& s : stops)
@@ -48,4 +48,4 @@ std::string StopMatcher::flush() {
   return std::exchange(held_, {});
 }
 
-}  // namespace brisk::server
+}  // namespace brisk

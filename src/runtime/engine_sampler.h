@@ -1,9 +1,9 @@
 // The scheduler's TokenSampler backed by the engine's Sampler chain (runtime/sampler.h).
 #pragma once
-#include "server/scheduler.h"
+#include "runtime/scheduler.h"
 
-namespace brisk::server {
+namespace brisk {
 
 SamplerFactory engine_sampler_factory();
 
-}  // namespace brisk::server
+}  // namespace brisk

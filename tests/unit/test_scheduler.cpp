@@ -7,10 +7,9 @@
 #include <thread>
 
 #include "fake_engine.h"
-#include "server/scheduler.h"
+#include "runtime/scheduler.h"
 
 using namespace brisk;
-using namespace brisk::server;
 using brisk::testing::FakeContext;
 
 namespace {
@@ -68,7 +67,7 @@ struct Rig {
 
 }  // namespace
 
-TEST(ServerScheduler, SingleRequestMatchesDirectGreedy) {
+TEST(Scheduler, SingleRequestMatchesDirectGreedy) {
   Rig rig(2);
   Collector c;
   const auto prompt = make_prompt(20, 1);
@@ -80,7 +79,7 @@ TEST(ServerScheduler, SingleRequestMatchesDirectGreedy) {
   EXPECT_EQ(c.result.completion_tokens, 12);
 }
 
-TEST(ServerScheduler, BatchedEqualsAloneAndBatchesAreShared) {
+TEST(Scheduler, BatchedEqualsAloneAndBatchesAreShared) {
   SchedulerOptions opt;
   opt.prefill_chunk = 24;
   Rig rig(4, opt);
@@ -98,7 +97,7 @@ TEST(ServerScheduler, BatchedEqualsAloneAndBatchesAreShared) {
   EXPECT_LE(biggest, 24 + 4);  // prefill chunk + one token per decoding slot
 }
 
-TEST(ServerScheduler, LongPromptDoesNotStallStreams) {
+TEST(Scheduler, LongPromptDoesNotStallStreams) {
   SchedulerOptions opt;
   opt.prefill_chunk = 8;
   Rig rig(2, opt);
@@ -126,7 +125,7 @@ TEST(ServerScheduler, LongPromptDoesNotStallStreams) {
   EXPECT_EQ(longc.tokens, brisk::testing::fake_greedy(make_prompt(200, 8), 3, kVocab));
 }
 
-TEST(ServerScheduler, QueueFullIsRefused) {
+TEST(Scheduler, QueueFullIsRefused) {
   SchedulerOptions opt;
   opt.max_queue = 2;
   Rig rig(1, opt);
@@ -162,7 +161,7 @@ TEST(ServerScheduler, QueueFullIsRefused) {
   EXPECT_EQ(b.tokens, brisk::testing::fake_greedy(make_prompt(4, 2), 2, kVocab));
 }
 
-TEST(ServerScheduler, CancelFreesTheSlot) {
+TEST(Scheduler, CancelFreesTheSlot) {
   Rig rig(1);
   Collector c;
   auto r = c.request(make_prompt(10, 3), 400);
@@ -189,7 +188,7 @@ TEST(ServerScheduler, CancelFreesTheSlot) {
   EXPECT_EQ(d.tokens, brisk::testing::fake_greedy(make_prompt(6, 9), 4, kVocab));
 }
 
-TEST(ServerScheduler, SecondTurnReusesPrefixOfSameSessionOnly) {
+TEST(Scheduler, SecondTurnReusesPrefixOfSameSessionOnly) {
   SchedulerOptions opt;
   opt.cache.block_size = 8;
   Rig rig(3, opt);
@@ -218,7 +217,7 @@ TEST(ServerScheduler, SecondTurnReusesPrefixOfSameSessionOnly) {
   EXPECT_EQ(rig.sched->stats().cached_tokens, 48u);
 }
 
-TEST(ServerScheduler, ConcurrentRequestsShareAPrefixByCopy) {
+TEST(Scheduler, ConcurrentRequestsShareAPrefixByCopy) {
   SchedulerOptions opt;
   opt.cache.block_size = 4;
   Rig rig(2, opt);
@@ -263,7 +262,7 @@ TEST(ServerScheduler, ConcurrentRequestsShareAPrefixByCopy) {
   EXPECT_EQ(b.tokens, brisk::testing::fake_greedy(p, 5, kVocab));
 }
 
-TEST(ServerScheduler, CacheBudgetEvictsLeastRecentlyUsed) {
+TEST(Scheduler, CacheBudgetEvictsLeastRecentlyUsed) {
   SchedulerOptions opt;
   opt.cache.block_size = 4;
   opt.cache.cached_token_budget = 40;
@@ -287,7 +286,7 @@ TEST(ServerScheduler, CacheBudgetEvictsLeastRecentlyUsed) {
   EXPECT_EQ(old_c.result.cached_tokens, 0);
 }
 
-TEST(ServerScheduler, StopTokensAndLogprobs) {
+TEST(Scheduler, StopTokensAndLogprobs) {
   Rig rig(1);
   const auto prompt = make_prompt(9, 21);
   const auto ref = brisk::testing::fake_greedy(prompt, 6, kVocab);
@@ -310,7 +309,7 @@ TEST(ServerScheduler, StopTokensAndLogprobs) {
   }
 }
 
-TEST(ServerScheduler, RejectsInvalidRequests) {
+TEST(Scheduler, RejectsInvalidRequests) {
   Rig rig(1, {}, 64);
   Collector c;
   EXPECT_THROW(rig.sched->submit(c.request({}, 4)), Error);
@@ -320,7 +319,7 @@ TEST(ServerScheduler, RejectsInvalidRequests) {
   EXPECT_THROW(rig.sched->submit(c.request({1, 2}, 0)), Error);
 }
 
-TEST(ServerScheduler, ContextEndFinishesWithLength) {
+TEST(Scheduler, ContextEndFinishesWithLength) {
   Rig rig(1, {}, 32);
   Collector c;
   ASSERT_TRUE(rig.sched->submit(c.request(make_prompt(28, 2), 100)));
@@ -329,7 +328,7 @@ TEST(ServerScheduler, ContextEndFinishesWithLength) {
   EXPECT_EQ(c.result.completion_tokens, 5);  // positions 28..31 decoded + one final sample
 }
 
-TEST(ServerScheduler, ShutdownCancelsRunningRequests) {
+TEST(Scheduler, ShutdownCancelsRunningRequests) {
   Rig rig(1, {}, 4096);
   Collector c;
   auto r = c.request(make_prompt(4, 2), 1000000);
@@ -348,4 +347,53 @@ TEST(ServerScheduler, ShutdownCancelsRunningRequests) {
   EXPECT_EQ(c.result.reason, FinishReason::cancelled);
   Collector d;
   EXPECT_FALSE(rig.sched->submit(d.request(make_prompt(4, 2), 3)));
+}
+
+// The CLI's loop (run_one: the caller's thread, its context and sequence) is the worker's step:
+// the same tokens and ends as a request on the scheduler, a continuation after positions the
+// sequence already holds, the prompt logits, and max_tokens 0 (the prompt only).
+TEST(Scheduler, RunOneIsTheWorkersStep) {
+  const auto prompt = make_prompt(150, 4);  // over n_batch: fed in chunks
+  Rig rig(1);
+  Collector c;
+  ASSERT_TRUE(rig.sched->submit(c.request(prompt, 10)));
+  c.wait();
+  ASSERT_EQ(c.tokens.size(), 10u);
+
+  FakeContext ctx(ContextOptions{.n_ctx = 512, .n_seq_max = 2, .n_batch = 64}, kVocab);
+  Collector d;
+  int prompt_logits_calls = 0;
+  GenerationRequest req = d.request(prompt, 10);
+  req.on_prompt_logits = [&](const float* logits, int32_t n_vocab) {
+    ++prompt_logits_calls;
+    EXPECT_NE(logits, nullptr);
+    EXPECT_EQ(n_vocab, kVocab);
+  };
+  const GenerationResult r = Scheduler::run_one(ctx, 1, std::move(req), brisk::testing::greedy_factory(), 64);
+  EXPECT_EQ(d.tokens, c.tokens);
+  EXPECT_EQ(r.reason, FinishReason::length);
+  EXPECT_EQ(r.completion_tokens, 10);
+  EXPECT_EQ(prompt_logits_calls, 1);
+  // The sequence keeps the prompt and all generated tokens but the last.
+  EXPECT_EQ(ctx.seq_length(1), int32_t(prompt.size()) + 9);
+  EXPECT_EQ(ctx.seq_length(0), 0);
+
+  // A continuation starts after what the sequence holds.
+  Collector e;
+  const GenerationResult r2 = Scheduler::run_one(ctx, 1, e.request({c.tokens.back()}, 3),
+                                                 brisk::testing::greedy_factory(), 64);
+  EXPECT_EQ(r2.reason, FinishReason::length);
+  EXPECT_EQ(ctx.seq_length(1), int32_t(prompt.size()) + 10 + 2);
+
+  // max_tokens 0: the prompt only; a prompt past the context is refused before any work.
+  Collector f;
+  const GenerationResult r3 = Scheduler::run_one(ctx, 0, f.request(make_prompt(5, 1), 0),
+                                                 brisk::testing::greedy_factory(), 64);
+  EXPECT_EQ(r3.completion_tokens, 0);
+  EXPECT_TRUE(f.tokens.empty());
+  EXPECT_EQ(ctx.seq_length(0), 5);
+  Collector g;
+  EXPECT_THROW(Scheduler::run_one(ctx, 0, g.request(make_prompt(510, 1), 4), brisk::testing::greedy_factory(), 64),
+               Error);
+  EXPECT_EQ(ctx.seq_length(0), 5);
 }

@@ -1,13 +1,13 @@
-#include "server/prefix_cache.h"
+#include "runtime/prefix_cache.h"
 
 #include <algorithm>
 
 #include "core/error.h"
 
-namespace brisk::server {
+namespace brisk {
 namespace {
 
-uint64_t mix(uint64_t h, uint64_t v) {
+uint64_t hash_mix(uint64_t h, uint64_t v) {
   // splitmix64 finalizer over (h, v): cheap and well distributed.
   uint64_t x = h ^ (v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2));
   x ^= x >> 30;
@@ -21,7 +21,7 @@ uint64_t mix(uint64_t h, uint64_t v) {
 uint64_t session_seed(std::string_view session) {
   uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a
   for (unsigned char c : session) h = (h ^ c) * 0x100000001B3ull;
-  return mix(h, session.size());
+  return hash_mix(h, session.size());
 }
 
 }  // namespace
@@ -41,7 +41,7 @@ std::vector<uint64_t> PrefixCache::chain(std::string_view session, const std::ve
   uint64_t h = session_seed(session);
   for (size_t b = 0; b < n_blocks; ++b) {
     for (size_t i = b * size_t(block_size); i < (b + 1) * size_t(block_size); ++i)
-      h = mix(h, uint32_t(tokens[i]));
+      h = hash_mix(h, uint32_t(tokens[i]));
     out[b] = h;
   }
   return out;
@@ -198,4 +198,4 @@ std::vector<int32_t> PrefixCache::clear_cached() {
   return out;
 }
 
-}  // namespace brisk::server
+}  // namespace brisk

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace brisk {
 namespace gguf {
 class Writer;
@@ -15,9 +17,14 @@ class Writer;
 
 struct TokenizerToGgufParams {
   std::string folder;        // holds tokenizer.json (and optionally tokenizer_config.json)
-  std::string pre;           // tokenizer.ggml.pre, e.g. "qwen2", "llama-bpe"
+  std::string pre;           // tokenizer.ggml.pre, e.g. "qwen2", "llama-bpe"; "": from the
+                             // pre-tokenizer's digit rule (tokenizer_pre_of)
   int32_t n_vocab = 0;       // model's vocabulary (>= the tokenizer's); 0: the tokenizer's
 };
+
+// The llama.cpp pre-tokenizer name of a tokenizer.json: "llama-bpe" when its split pattern
+// groups digits by up to three (Llama 3), else "qwen2" (digits one by one).
+std::string tokenizer_pre_of(const nlohmann::json& tokenizer_json);
 
 // Adds the keys to `w`; returns the number of token entries written.
 int32_t tokenizer_to_gguf(const TokenizerToGgufParams& p, gguf::Writer& w);

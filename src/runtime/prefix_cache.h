@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace brisk::server {
+namespace brisk {
 
 struct PrefixCacheOptions {
   int32_t block_size = 16;          // tokens per block (match granularity)
@@ -82,4 +82,4 @@ class PrefixCache {
   int64_t cached_tokens_ = 0;
 };
 
-}  // namespace brisk::server
+}  // namespace brisk

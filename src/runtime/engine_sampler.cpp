@@ -1,8 +1,8 @@
-#include "server/engine_sampler.h"
+#include "runtime/engine_sampler.h"
 
 #include "runtime/sampler.h"
 
-namespace brisk::server {
+namespace brisk {
 namespace {
 
 class EngineSampler : public TokenSampler {
@@ -26,4 +26,4 @@ SamplerFactory engine_sampler_factory() {
   };
 }
 
-}  // namespace brisk::server
+}  // namespace brisk
