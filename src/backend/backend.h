@@ -53,6 +53,12 @@ class Backend {
     (void)a;
     return false;
   }
+  // Ops of linear-attention layers. Defaults: throw "op X is not supported on the Y backend".
+  virtual void conv_state(const ConvStateArgs& a);
+  virtual void l2_norm(const L2NormArgs& a);
+  virtual void gated_rms_norm(const GatedRmsNormArgs& a);
+  virtual void sigmoid_mul(const SigmoidMulArgs& a);
+  virtual void delta_rule(const DeltaRuleArgs& a);
   // Waits for queued work (no-op on the CPU).
   virtual void synchronize() {}
   // Copies bytes between host memory and this backend's memory, in either direction (or

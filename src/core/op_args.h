@@ -203,6 +203,77 @@ struct AttentionWeightsArgs {
   float scale = 1.0f;
 };
 
+// Ops of linear-attention (hybrid) layers.
+
+// Causal depthwise conv1d with a rolling window, per sequence: for each channel c and token t of
+// a sequence, out[t, c] = act(sum_j weight[c, j] * in[p - kernel + 1 + j, c]) where p is t's
+// position and the inputs of positions before the sequence's first token in the batch come from
+// its state (zeros before position 0). Afterwards the state holds the inputs of the last
+// kernel - 1 positions. The tokens of one sequence appear in the batch in position order
+// (consecutive positions); sequences may interleave.
+struct ConvStateArgs {
+  Mat out;                        // [n_tok, channels] (must not alias x)
+  Mat x;                          // [n_tok, channels]
+  const float* weight = nullptr;  // [channels, kernel], tap kernel - 1 on the current token
+  int32_t kernel = 0;             // taps, >= 1
+  StateView state;                // slot: [kernel - 1, channels], oldest position first
+  const int32_t* seq = nullptr;   // [n_tok] state slot of each token
+  const int32_t* pos = nullptr;   // [n_tok]
+  bool silu = true;               // act = SiLU (else identity)
+};
+
+struct L2NormArgs {
+  Mat out;                        // [rows, cols] = x / sqrt(sum(x^2) + eps) per group (may alias x)
+  Mat x;                          // [rows, cols]
+  int64_t group = 0;              // columns per group (a head); 0: the whole row
+  float eps = 1e-6f;
+};
+
+// out = rms_norm(x) * weight * silu(z), per group of `group` columns (one head).
+struct GatedRmsNormArgs {
+  Mat out;                        // [rows, cols] (may alias x)
+  Mat x;                          // [rows, cols]
+  Mat z;                          // [rows, cols] gate
+  const float* weight = nullptr;  // [group]
+  int64_t group = 0;              // 0: the whole row
+  float eps = 1e-6f;
+};
+
+// out = x * sigmoid(gate); gate has x's columns, or one column (one gate per row).
+struct SigmoidMulArgs {
+  Mat out;                        // [rows, cols] (may alias x)
+  Mat x;                          // [rows, cols]
+  Mat gate;                       // [rows, cols] or [rows, 1]
+};
+
+// The gated delta rule (Gated DeltaNet linear attention). Per value head h of each token, with
+// its key head kh (grouped: h / (n_v_head / n_k_head); kv_tiled: h % n_k_head), the state
+// S [k_dim, v_dim] of the token's sequence and
+//   g = decay_rate[h] * softplus(alpha[h] + dt_bias[h]),  b = sigmoid(beta[h]):
+//   S := exp(g) * S;  S := S + k (b * (v - S^T k))^T;  out = S^T (scale * q)
+// q and k are the L2-normalized rows of key head kh. Tokens of a sequence are processed in
+// position order (as ConvStateArgs); position 0 starts from S = 0. The CPU backend runs runs
+// of several tokens of one sequence in the chunked (WY / UT) form, single tokens step by step.
+struct DeltaRuleArgs {
+  Mat out;                           // [n_tok, n_v_head * v_dim]
+  Mat q;                             // [n_tok, n_k_head * k_dim]
+  Mat k;                             // [n_tok, n_k_head * k_dim]
+  Mat v;                             // [n_tok, n_v_head * v_dim]
+  Mat alpha;                         // [n_tok, n_v_head] decay input
+  Mat beta;                          // [n_tok, n_v_head] update gate before its sigmoid
+  const float* decay_rate = nullptr; // [n_v_head] -exp(A_log), negative
+  const float* dt_bias = nullptr;    // [n_v_head]
+  StateView state;                   // slot: [n_v_head, k_dim, v_dim]
+  const int32_t* seq = nullptr;      // [n_tok]
+  const int32_t* pos = nullptr;      // [n_tok]
+  int32_t n_k_head = 0;
+  int32_t n_v_head = 0;              // a multiple of n_k_head
+  int32_t k_dim = 0;
+  int32_t v_dim = 0;
+  bool kv_tiled = false;             // value head h reads key head h % n_k_head
+  float scale = 1.0f;                // applied to q (1/sqrt(k_dim))
+};
+
 // The per-step inputs of one forward (a decode step or a prefill chunk), see begin_step.
 struct StepInputs {
   int32_t n_tok = 0;

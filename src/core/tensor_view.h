@@ -71,4 +71,17 @@ struct KvView {
   uint8_t* tile_start(int64_t seq, int64_t pos) const { return row(seq, pos & ~int64_t(kKvTile - 1)); }
 };
 
+// Recurrent state of linear-attention layers (Gated DeltaNet), kept per sequence beside the KV
+// cache: one F32 buffer per layer and kind, [n_slots, slot_floats]; slot s < n_seq is sequence
+// s's live state, the slots past them hold snapshots the runtime copies to and from (whole slots,
+// so any backend's copy() moves them). Ops address the slot of each token through the step's
+// sequence ids (device-side on a device backend), and a token at position 0 starts from a zero
+// state, so a step needs no host decision about which state to reset.
+struct StateView {
+  float* data = nullptr;    // [n_slots, slot_floats]
+  int64_t slot_floats = 0;
+  int32_t n_slots = 0;
+  float* slot(int64_t s) const { return data + s * slot_floats; }
+};
+
 }  // namespace brisk

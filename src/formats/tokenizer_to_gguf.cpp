@@ -74,8 +74,11 @@ void split_patterns(const nlohmann::json& p, std::vector<std::string>& out) {
 std::string tokenizer_pre_of(const nlohmann::json& tj) {
   std::vector<std::string> patterns;
   if (tj.is_object() && tj.contains("pre_tokenizer")) split_patterns(tj["pre_tokenizer"], patterns);
-  for (const std::string& p : patterns)
+  for (const std::string& p : patterns) {
     if (p.find("\\p{N}{1,3}") != std::string::npos) return "llama-bpe";
+    // Qwen3.5's split keeps combining marks with letters; Qwen2's does not.
+    if (p.find("\\p{L}\\p{M}") != std::string::npos) return "qwen35";
+  }
   return "qwen2";
 }
 

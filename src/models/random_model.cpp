@@ -37,8 +37,9 @@ uint64_t mix(uint64_t a, uint64_t b) {  // splitmix64 of a combination: independ
 
 struct Planned {
   std::string name;
-  std::vector<uint64_t> ne;  // [n_in] or [n_in, n_out]
+  std::vector<uint64_t> ne;  // [n_in], [n_in, n_out] or [n_in, n_out, n_expert]
   float base = 0, spread = 0;  // vectors: base + spread * U(-1, 1)
+  bool keep_f32 = false;       // a matrix stored in F32 whatever the type (routers, conv kernels)
 };
 
 class Builder {
@@ -52,7 +53,7 @@ class Builder {
     for (size_t k = 0; k < plan.size(); ++k) {
       const Planned& t = plan[k];
       if (t.ne.size() == 1) vector(w, t, k);
-      else matrix(w, t, k, type_of(t));
+      else matrix(w, t, k, t.keep_f32 ? QuantType::F32 : type_of(t));
     }
   }
 
@@ -103,6 +104,63 @@ class Builder {
   std::vector<std::unique_ptr<std::vector<uint8_t>>> buffers_;
 };
 
+bool is_hybrid(const std::string& arch) { return arch == "qwen35" || arch == "qwen35moe"; }
+
+// The Qwen3.5 layout as llama.cpp's converter writes it (GGUF norms store 1 + w): Gated DeltaNet
+// layers (attn_qkv, attn_gate, ssm_*) and every full_attention_interval-th layer gated attention
+// (attn_q holds each head's query and gate rows), dense or MoE (shared expert) MLPs.
+template <class Mat, class Vec>
+std::vector<Planned>& plan_hybrid(const RandomModelParams& p, Mat mat, Vec vec, std::vector<Planned>& v) {
+  const int64_t q_width = int64_t(p.n_head) * p.head_dim, kv_width = int64_t(p.n_head_kv) * p.head_dim;
+  const int64_t key_dim = int64_t(p.linear_n_k_head) * p.linear_k_head_dim;
+  const int64_t value_dim = int64_t(p.linear_n_v_head) * p.linear_v_head_dim;
+  const int64_t conv_dim = 2 * key_dim + value_dim;
+  mat("token_embd.weight", p.n_embd, p.n_vocab);
+  vec("output_norm.weight", p.n_embd, 1.0f, 0.0f);
+  if (!p.tie_embeddings) mat("output.weight", p.n_embd, p.n_vocab);
+  for (int32_t il = 0; il < p.n_layer; ++il) {
+    const std::string blk = "blk." + std::to_string(il) + ".";
+    vec(blk + "attn_norm.weight", p.n_embd, 1.0f, 0.0f);
+    if ((il + 1) % p.full_attention_interval != 0) {
+      mat(blk + "attn_qkv.weight", p.n_embd, conv_dim);
+      mat(blk + "attn_gate.weight", p.n_embd, value_dim);
+      mat(blk + "ssm_beta.weight", p.n_embd, p.linear_n_v_head);
+      mat(blk + "ssm_alpha.weight", p.n_embd, p.linear_n_v_head);
+      v.push_back({.name = blk + "ssm_conv1d.weight", .ne = {uint64_t(p.linear_conv_kernel), uint64_t(conv_dim)},
+                   .keep_f32 = true});
+      vec(blk + "ssm_dt.bias", p.linear_n_v_head, 1.0f, 0.5f);
+      vec(blk + "ssm_a", p.linear_n_v_head, -1.0f, 0.5f);  // -exp(A_log): negative
+      vec(blk + "ssm_norm.weight", p.linear_v_head_dim, 1.0f, 0.0f);
+      mat(blk + "ssm_out.weight", value_dim, p.n_embd);
+    } else {
+      mat(blk + "attn_q.weight", p.n_embd, 2 * q_width);
+      mat(blk + "attn_k.weight", p.n_embd, kv_width);
+      mat(blk + "attn_v.weight", p.n_embd, kv_width);
+      vec(blk + "attn_q_norm.weight", p.head_dim, 1.0f, 0.0f);
+      vec(blk + "attn_k_norm.weight", p.head_dim, 1.0f, 0.0f);
+      mat(blk + "attn_output.weight", q_width, p.n_embd);
+    }
+    vec(blk + "post_attention_norm.weight", p.n_embd, 1.0f, 0.0f);
+    if (p.n_expert > 0) {
+      v.push_back({.name = blk + "ffn_gate_inp.weight", .ne = {uint64_t(p.n_embd), uint64_t(p.n_expert)},
+                   .keep_f32 = true});
+      const uint64_t e = uint64_t(p.n_expert);
+      v.push_back({.name = blk + "ffn_gate_exps.weight", .ne = {uint64_t(p.n_embd), uint64_t(p.n_ff_exp), e}});
+      v.push_back({.name = blk + "ffn_up_exps.weight", .ne = {uint64_t(p.n_embd), uint64_t(p.n_ff_exp), e}});
+      v.push_back({.name = blk + "ffn_down_exps.weight", .ne = {uint64_t(p.n_ff_exp), uint64_t(p.n_embd), e}});
+      vec(blk + "ffn_gate_inp_shexp.weight", p.n_embd, 0.0f, 0.1f);
+      mat(blk + "ffn_gate_shexp.weight", p.n_embd, p.n_ff_shexp);
+      mat(blk + "ffn_up_shexp.weight", p.n_embd, p.n_ff_shexp);
+      mat(blk + "ffn_down_shexp.weight", p.n_ff_shexp, p.n_embd);
+    } else {
+      mat(blk + "ffn_gate.weight", p.n_embd, p.n_ff);
+      mat(blk + "ffn_up.weight", p.n_embd, p.n_ff);
+      mat(blk + "ffn_down.weight", p.n_ff, p.n_embd);
+    }
+  }
+  return v;
+}
+
 std::vector<Planned> plan_tensors(const RandomModelParams& p) {
   std::vector<Planned> v;
   auto mat = [&](std::string name, int64_t n_in, int64_t n_out) {
@@ -114,6 +172,7 @@ std::vector<Planned> plan_tensors(const RandomModelParams& p) {
   auto vec = [&](std::string name, int64_t n, float base, float spread) {
     v.push_back({.name = std::move(name), .ne = {uint64_t(n)}, .base = base, .spread = spread});
   };
+  if (is_hybrid(p.arch)) return plan_hybrid(p, mat, vec, v);
   const int64_t q_width = int64_t(p.n_head) * p.head_dim, kv_width = int64_t(p.n_head_kv) * p.head_dim;
   mat("token_embd.weight", p.n_embd, p.n_vocab);
   vec("output_norm.weight", p.n_embd, 1.0f, 0.0f);
@@ -181,6 +240,33 @@ const std::vector<ModelShape>& shape_table() {
                          .n_head_kv = 4, .head_dim = 128, .n_ff = 6144, .n_expert = 128, .n_expert_used = 8,
                          .n_ff_exp = 768, .n_ctx_train = 40960, .rope_theta = 1000000.0f,
                          .tie_embeddings = false}},
+      // The Qwen3.5 / Qwen3.6 hybrids' published text configs: three Gated DeltaNet layers to one
+      // gated attention layer (head_dim 256, a quarter rotated), rope_theta 1e7, vocabulary
+      // 248320, 16 key heads of 128 in the linear layers; the 0.8B and 2B tie their embeddings.
+      {"tiny-hybrid", {.arch = "qwen35", .n_vocab = 1024, .n_embd = 64, .n_layer = 4, .n_head = 4, .n_head_kv = 2,
+                       .head_dim = 32, .n_ff = 128, .linear_n_k_head = 2, .linear_n_v_head = 4,
+                       .linear_k_head_dim = 16, .linear_v_head_dim = 16, .partial_rotary = 0.25f}},
+      {"qwen3.5-0.8b", {.arch = "qwen35", .n_vocab = 248320, .n_embd = 1024, .n_layer = 24, .n_head = 8,
+                        .n_head_kv = 2, .head_dim = 256, .n_ff = 3584, .n_ctx_train = 262144,
+                        .rope_theta = 10000000.0f, .tie_embeddings = true, .linear_n_k_head = 16,
+                        .linear_n_v_head = 16, .linear_k_head_dim = 128, .linear_v_head_dim = 128,
+                        .partial_rotary = 0.25f}},
+      {"qwen3.5-2b", {.arch = "qwen35", .n_vocab = 248320, .n_embd = 2048, .n_layer = 24, .n_head = 8,
+                      .n_head_kv = 2, .head_dim = 256, .n_ff = 6144, .n_ctx_train = 262144,
+                      .rope_theta = 10000000.0f, .tie_embeddings = true, .linear_n_k_head = 16,
+                      .linear_n_v_head = 16, .linear_k_head_dim = 128, .linear_v_head_dim = 128,
+                      .partial_rotary = 0.25f}},
+      {"qwen3.5-27b", {.arch = "qwen35", .n_vocab = 248320, .n_embd = 5120, .n_layer = 64, .n_head = 24,
+                       .n_head_kv = 4, .head_dim = 256, .n_ff = 17408, .n_ctx_train = 262144,
+                       .rope_theta = 10000000.0f, .tie_embeddings = false, .linear_n_k_head = 16,
+                       .linear_n_v_head = 48, .linear_k_head_dim = 128, .linear_v_head_dim = 128,
+                       .partial_rotary = 0.25f}},
+      {"qwen3.6-35b-a3b", {.arch = "qwen35moe", .n_vocab = 248320, .n_embd = 2048, .n_layer = 40, .n_head = 16,
+                           .n_head_kv = 2, .head_dim = 256, .n_ff = 0, .n_expert = 256, .n_expert_used = 8,
+                           .n_ff_exp = 512, .n_ctx_train = 262144, .rope_theta = 10000000.0f,
+                           .tie_embeddings = false, .n_ff_shexp = 512, .linear_n_k_head = 16,
+                           .linear_n_v_head = 32, .linear_k_head_dim = 128, .linear_v_head_dim = 128,
+                           .partial_rotary = 0.25f}},
   };
   return table;
 }
@@ -206,9 +292,14 @@ namespace {
 
 // The GGUF of p in `w`; the tensor bytes stay in `b` until w is written.
 void random_model_fill(const RandomModelParams& p, gguf::Writer& w, Builder& b) {
-  BRISK_CHECK(p.arch == "llama" || p.arch == "qwen2" || p.arch == "qwen3" || p.arch == "qwen3moe",
+  BRISK_CHECK(p.arch == "llama" || p.arch == "qwen2" || p.arch == "qwen3" || p.arch == "qwen3moe" || is_hybrid(p.arch),
               "random model: unsupported arch '", p.arch, "'");
-  BRISK_CHECK((p.arch == "qwen3moe") == (p.n_expert > 0) &&
+  if (is_hybrid(p.arch))
+    BRISK_CHECK(p.full_attention_interval > 0 && p.linear_n_k_head > 0 && p.linear_n_v_head % p.linear_n_k_head == 0 &&
+                    p.linear_k_head_dim > 0 && p.linear_v_head_dim > 0 && p.linear_conv_kernel >= 2 &&
+                    (p.arch == "qwen35moe") == (p.n_ff_shexp > 0),
+                "random model: incomplete hybrid shape");
+  BRISK_CHECK((p.arch == "qwen3moe" || p.arch == "qwen35moe") == (p.n_expert > 0) &&
                   (p.n_expert == 0 || (p.n_expert_used > 0 && p.n_expert_used <= p.n_expert && p.n_ff_exp > 0)),
               "random model: experts (", p.n_expert, ", ", p.n_expert_used, " per token, MLP ", p.n_ff_exp,
               ") do not fit arch '", p.arch, "'");
@@ -226,10 +317,21 @@ void random_model_fill(const RandomModelParams& p, gguf::Writer& w, Builder& b) 
   w.set(a + ".rope.freq_base", gguf::Value::from_f32(p.rope_theta));
   w.set(a + ".attention.layer_norm_rms_epsilon", gguf::Value::from_f32(1e-6f));
   w.set(a + ".vocab_size", gguf::Value::from_u32(uint32_t(p.n_vocab)));
+  if (is_hybrid(a)) {
+    w.set(a + ".rope.dimension_count", gguf::Value::from_u32(uint32_t(float(p.head_dim) * p.partial_rotary)));
+    w.set(a + ".rope.dimension_sections", gguf::Value::from_i32s({11, 11, 10, 0}));
+    w.set(a + ".full_attention_interval", gguf::Value::from_u32(uint32_t(p.full_attention_interval)));
+    w.set(a + ".ssm.conv_kernel", gguf::Value::from_u32(uint32_t(p.linear_conv_kernel)));
+    w.set(a + ".ssm.state_size", gguf::Value::from_u32(uint32_t(p.linear_k_head_dim)));
+    w.set(a + ".ssm.group_count", gguf::Value::from_u32(uint32_t(p.linear_n_k_head)));
+    w.set(a + ".ssm.time_step_rank", gguf::Value::from_u32(uint32_t(p.linear_n_v_head)));
+    w.set(a + ".ssm.inner_size", gguf::Value::from_u32(uint32_t(p.linear_n_v_head * p.linear_v_head_dim)));
+  }
   if (p.n_expert > 0) {
     w.set(a + ".expert_count", gguf::Value::from_u32(uint32_t(p.n_expert)));
     w.set(a + ".expert_used_count", gguf::Value::from_u32(uint32_t(p.n_expert_used)));
     w.set(a + ".expert_feed_forward_length", gguf::Value::from_u32(uint32_t(p.n_ff_exp)));
+    w.set(a + ".expert_shared_feed_forward_length", gguf::Value::from_u32(uint32_t(p.n_ff_shexp)));
   }
 
   const std::vector<Planned> plan = plan_tensors(p);

@@ -20,7 +20,7 @@ namespace brisk {
 class MappedFile;
 
 struct RandomModelParams {
-  std::string arch = "qwen2";     // llama | qwen2 | qwen3 | qwen3moe
+  std::string arch = "qwen2";     // llama | qwen2 | qwen3 | qwen3moe | qwen35 | qwen35moe
   int32_t n_vocab = 1024;
   int32_t n_embd = 64;
   int32_t n_layer = 2;
@@ -28,7 +28,7 @@ struct RandomModelParams {
   int32_t n_head_kv = 2;
   int32_t head_dim = 16;
   int32_t n_ff = 128;
-  int32_t n_expert = 0;           // qwen3moe: experts per layer, chosen per token, their MLP size
+  int32_t n_expert = 0;           // qwen3moe, qwen35moe: experts per layer, chosen per token, their MLP size
   int32_t n_expert_used = 0;
   int32_t n_ff_exp = 0;
   int32_t n_ctx_train = 4096;
@@ -36,6 +36,16 @@ struct RandomModelParams {
   bool tie_embeddings = true;
   QuantType type = QuantType::F32;
   uint64_t seed = 1;
+  int32_t n_ff_shexp = 0;        // qwen35moe: the shared expert's MLP size
+  // Hybrid linear attention (qwen35, qwen35moe): every full_attention_interval-th layer is full
+  // (gated) attention, the others Gated DeltaNet layers of these sizes.
+  int32_t full_attention_interval = 4;
+  int32_t linear_n_k_head = 0;
+  int32_t linear_n_v_head = 0;
+  int32_t linear_k_head_dim = 0;
+  int32_t linear_v_head_dim = 0;
+  int32_t linear_conv_kernel = 4;
+  float partial_rotary = 1.0f;   // rotated fraction of head_dim
   std::string recipe{};          // "": every matrix in `type`; else a recipe name ("Q4_K_M")
   std::string tokenizer_dir{};   // "": no tokenizer; else a folder with tokenizer.json
   std::string tokenizer_pre{};   // tokenizer.ggml.pre ("" picks by arch: qwen2 / llama-bpe)
@@ -46,7 +56,8 @@ struct RandomModelParams {
 };
 
 // Known shapes by name: "tiny", "qwen2.5-0.5b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-8b",
-// "llama-3.2-1b", "llama-3.1-8b", "qwen3-30b-a3b" (the published configs). Throws for an
+// "llama-3.2-1b", "llama-3.1-8b", "qwen3-30b-a3b", "tiny-hybrid", "qwen3.5-0.8b",
+// "qwen3.5-2b", "qwen3.5-27b", "qwen3.6-35b-a3b" (the published configs). Throws for an
 // unknown name, listing the known ones.
 RandomModelParams random_model_preset(const std::string& name);
 std::vector<std::string> random_model_shapes();

@@ -80,13 +80,13 @@ std::unique_ptr<WeightStore> WeightStore::from_safetensors(
     const auto type = stored_type(t.dtype);
     const size_t elem = type ? (*type == QuantType::F32 ? 4 : 2) : 0;
     const bool aligned = type && reinterpret_cast<uintptr_t>(t.data) % elem == 0;
-    // MoE routers (ffn_gate_inp) stay in their stored format, as llama.cpp keeps them: a
-    // rounding error there flips expert choices.
+    // MoE routers (ffn_gate_inp, and the shared expert's gate ffn_gate_inp_shexp) stay in their
+    // stored format, as llama.cpp keeps them: a rounding error there flips expert choices.
     // Learned position tables (position_embd) too: they are added to every activation, and
     // quantization noise there moves every row.
     const bool is_matrix = st.ne.size() == 2 && name.size() > 7 &&
                            name.compare(name.size() - 7, 7, ".weight") == 0 &&
-                           name.find("ffn_gate_inp.") == std::string::npos &&
+                           name.find("ffn_gate_inp") == std::string::npos &&
                            name.find("position_embd.") == std::string::npos;
     const auto qt = quant && is_matrix ? quant_for_row(*quant, st.ne[0]) : std::nullopt;
     if (qt) {
@@ -147,6 +147,7 @@ Weight WeightStore::matrix_opt(const std::string& name, int64_t n_in, int64_t n_
   if (!t) return {};
   std::vector<int64_t> ne = t->ne;
   while (ne.size() > 2 && ne.back() == 1) ne.pop_back();
+  if (ne.size() == 1 && n_out == 1) ne.push_back(1);
   BRISK_CHECK(ne.size() == 2 && ne[0] == n_in && ne[1] == n_out, "tensor ", name, " has shape ",
               shape_str(t->ne), ", expected {", n_in, ", ", n_out, "}");
   return stored_weight_rows(*t, n_in, n_out);
@@ -160,6 +161,44 @@ Weight WeightStore::matrix_flat(const std::string& name, int64_t n_in, int64_t n
   BRISK_CHECK(t->ne.size() >= 2 && inner == n_in && t->ne.back() == n_out, "tensor ", name, " has shape ",
               shape_str(t->ne), ", expected ", n_out, " rows of ", n_in, " elements");
   return stored_weight_rows(*t, n_in, n_out);
+}
+
+void WeightStore::gather_rows(const std::string& name, const std::string& src, const std::vector<int64_t>& rows) {
+  const StoredTensor* t = find(src);
+  BRISK_CHECK(t != nullptr, "missing tensor ", src);
+  BRISK_CHECK(t->ne.size() == 2, "tensor ", src, " has shape ", shape_str(t->ne), ", expected 2 dimensions");
+  const auto rb = quant_row_bytes(t->type, uint64_t(t->ne[0]));
+  BRISK_CHECK(rb && *rb * uint64_t(t->ne[1]) <= t->n_bytes, "tensor ", src, ": data is shorter than its shape");
+  std::vector<uint8_t> out(size_t(*rb) * rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    BRISK_CHECK(rows[i] >= 0 && rows[i] < t->ne[1], "tensor ", src, ": row ", rows[i], " out of range [0, ", t->ne[1], ")");
+    std::memcpy(out.data() + i * size_t(*rb), static_cast<const uint8_t*>(t->data) + size_t(rows[i]) * size_t(*rb),
+                size_t(*rb));
+  }
+  StoredTensor st{.name = name, .type = t->type, .ne = {t->ne[0], int64_t(rows.size())}, .data = out.data(),
+                  .n_bytes = out.size(), .writable = true};
+  owned_.push_back(std::move(out));
+  vectors_.erase(name);
+  tensors_[name] = std::move(st);
+}
+
+int WeightStore::rename_prefix(const std::string& from, const std::string& to) {
+  std::vector<std::string> names;
+  for (auto it = tensors_.lower_bound(from); it != tensors_.end() && it->first.compare(0, from.size(), from) == 0; ++it)
+    names.push_back(it->first);
+  for (const std::string& n : names) {
+    StoredTensor t = std::move(tensors_[n]);
+    tensors_.erase(n);
+    t.name = to + n.substr(from.size());
+    BRISK_CHECK(!tensors_.count(t.name), "tensor ", n, ": its new name ", t.name, " is taken");
+    tensors_[t.name] = std::move(t);
+  }
+  return int(names.size());
+}
+
+bool WeightStore::has_prefix(const std::string& prefix) const {
+  auto it = tensors_.lower_bound(prefix);
+  return it != tensors_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
 }
 
 // The layout layout_of wants tensor t in: its stored format's layout for the 2-D matmul

@@ -44,7 +44,8 @@ class WeightStore {
   const StoredTensor* find(const std::string& name) const;
   bool has(const std::string& name) const { return find(name) != nullptr; }
 
-  // A 2-D weight [n_out, n_in]; throws naming the tensor when missing or of another shape.
+  // A 2-D weight [n_out, n_in]; throws naming the tensor when missing or of another shape. A
+  // 1-D tensor of n_in elements is a weight of one row (n_out == 1).
   Weight matrix(const std::string& name, int64_t n_in, int64_t n_out) const;
   // Optional variant: empty Weight when absent.
   Weight matrix_opt(const std::string& name, int64_t n_in, int64_t n_out) const;
@@ -55,6 +56,17 @@ class WeightStore {
   // A 1-D vector of n floats (converted to F32 once and owned by the store).
   const float* vector(const std::string& name, int64_t n);
   const float* vector_opt(const std::string& name, int64_t n);
+
+  // A new tensor `name` made of rows of the 2-D tensor `src` ([n_out, n_in] in its stored
+  // format, each row whole blocks) in the order `rows`, owned by the store: for checkpoints that
+  // interleave what the forward keeps apart (a query with its output gate, fused projections).
+  // Throws naming src when it is missing, not 2-D or a row index is out of range.
+  void gather_rows(const std::string& name, const std::string& src, const std::vector<int64_t>& rows);
+  // Renames every tensor whose name starts with `from` to start with `to` instead; returns how
+  // many. For checkpoint names that depend on the config (e.g. a head after the layer stack).
+  int rename_prefix(const std::string& from, const std::string& to);
+  bool has_prefix(const std::string& prefix) const;
+
 
   // Layouts for a backend (Backend::weight_layout): the 2-D matmul weights (blk.*.weight,
   // output.weight, token_embd.weight) that the store may write (read into memory, not a file

@@ -63,7 +63,8 @@ bool is_ffn_down(const std::string& n) { return contains(n, "ffn_down") && ends_
 bool quantizable(const RecipeTensor& t) {
   if (t.ne.size() < 2 || !ends_with(t.name, "weight")) return false;
   if (contains(t.name, "_norm.") || contains(t.name, "norm.weight")) return false;
-  if (contains(t.name, "ffn_gate_inp.weight") || contains(t.name, "position_embd")) return false;
+  if (contains(t.name, "ffn_gate_inp") || contains(t.name, "position_embd")) return false;  // routers, shared gate
+  if (contains(t.name, "ssm_conv1d")) return false;  // small conv kernels (llama.cpp keeps them)
   return true;
 }
 

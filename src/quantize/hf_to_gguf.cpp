@@ -161,38 +161,20 @@ void hf_to_gguf_f32(const std::string& folder, const std::string& out_path) {
   c.finalize();
   if (conv.check) conv.check(c);
 
-  gguf::Writer w;
-  w.set("general.architecture", gguf::Value::from_string(conv.arch));
-  w.set("general.name", gguf::Value::from_string(fs::path(folder).filename().string()));
   // llama3 rope scaling goes into the file as llama.cpp writes it: per-pair factors.
   std::vector<float> rope_factors;
-  ModelConfig written = c;
-  if (c.rope_scaling.type == "llama3") {
-    rope_factors = llama3_rope_factors(c, c.n_rot);
-    written.rope_scaling = RopeScaling{};
-  }
-  config_write_gguf(written, conv.arch, w);
-  w.set("general.file_type", gguf::Value::from_u32(0));
-  if (fs::exists(fs::path(folder) / "tokenizer.json"))
-    tokenizer_to_gguf({.folder = folder, .pre = "", .n_vocab = c.n_vocab}, w);
-
-  std::vector<std::unique_ptr<std::vector<float>>> keep;
-  auto add = [&](const std::string& name, std::vector<uint64_t> ne, std::vector<float> f) {
-    keep.push_back(std::make_unique<std::vector<float>>(std::move(f)));
-    w.add_tensor(name, QuantType::F32, std::move(ne), keep.back()->data(), keep.back()->size() * 4);
-  };
-  if (!rope_factors.empty()) add("rope_freqs.weight", {uint64_t(rope_factors.size())}, rope_factors);
-  struct Slice {
-    std::vector<uint64_t> ne;
-    std::vector<float> f;
-  };
-  std::map<std::string, std::map<int64_t, Slice>> experts;  // stacked name -> expert -> slice
+  if (c.rope_scaling.type == "llama3") rope_factors = llama3_rope_factors(c, c.n_rot);
+  // Every tensor as float32 under its GGUF name, then the architecture's own steps.
+  ConvertTensors tensors;
+  if (!rope_factors.empty()) tensors["rope_freqs.weight"] = {.ne = {uint64_t(rope_factors.size())}, .f = rope_factors};
+  std::map<std::string, std::map<int64_t, ConvertTensor>> experts;  // stacked name -> expert -> slice
   for (const auto& t : ckpt.tensors()) {
     const std::string name = name_map(t.name);
     if (name.empty()) continue;
-    BRISK_CHECK(!t.shape.empty() && t.shape.size() <= 2, "convert: ", t.name, " has ", t.shape.size(), " dims");
+    BRISK_CHECK(t.shape.size() <= 3, "convert: ", t.name, " has ", t.shape.size(), " dims");
     std::vector<float> f = safetensors::to_f32(t);
     std::vector<uint64_t> ne(t.shape.rbegin(), t.shape.rend());  // GGUF order: innermost first
+    if (ne.empty()) ne = {1};
     // Adjacent-pair rope in the file (e.g. llama): q/k rows (and biases) permuted per head.
     const bool q = name.ends_with("attn_q.weight") || name.ends_with("attn_q.bias");
     const bool k = name.ends_with("attn_k.weight") || name.ends_with("attn_k.bias");
@@ -204,11 +186,12 @@ void hf_to_gguf_f32(const std::string& folder, const std::string& out_path) {
     std::string stacked;
     int64_t expert = 0;
     if (t.shape.size() == 2 && expert_slice(name, &stacked, &expert)) {
-      BRISK_CHECK(experts[stacked].emplace(expert, Slice{ne, std::move(f)}).second, "convert: ", t.name,
+      BRISK_CHECK(experts[stacked].emplace(expert, ConvertTensor{ne, std::move(f)}).second, "convert: ", t.name,
                   ": expert ", expert, " given twice");
       continue;
     }
-    add(name, std::move(ne), std::move(f));
+    BRISK_CHECK(tensors.emplace(name, ConvertTensor{std::move(ne), std::move(f)}).second, "convert: ", t.name,
+                ": its GGUF name ", name, " is given twice");
   }
   // One 3-D tensor per layer and projection, experts in id order: ne {n_in, n_out, n_expert}.
   for (auto& [name, slices] : experts) {
@@ -221,7 +204,25 @@ void hf_to_gguf_f32(const std::string& folder, const std::string& out_path) {
       all.insert(all.end(), s.f.begin(), s.f.end());
       s.f = {};
     }
-    add(name, {ne[0], ne[1], uint64_t(slices.size())}, std::move(all));
+    tensors[name] = {.ne = {ne[0], ne[1], uint64_t(slices.size())}, .f = std::move(all)};
+  }
+  experts.clear();
+  if (conv.tensors) conv.tensors(c, tensors);
+
+  gguf::Writer w;
+  w.set("general.architecture", gguf::Value::from_string(conv.arch));
+  w.set("general.name", gguf::Value::from_string(fs::path(folder).filename().string()));
+  ModelConfig written = c;
+  if (!rope_factors.empty()) written.rope_scaling = RopeScaling{};
+  config_write_gguf(written, conv.arch, w);
+  if (conv.keys) conv.keys(written, conv.arch, w);
+  w.set("general.file_type", gguf::Value::from_u32(0));
+  if (fs::exists(fs::path(folder) / "tokenizer.json"))
+    tokenizer_to_gguf({.folder = folder, .pre = "", .n_vocab = c.n_vocab}, w);
+
+  for (auto& [name, t] : tensors) {
+    BRISK_CHECK(t.ne.size() <= 3, "convert: ", name, " has ", t.ne.size(), " dims");
+    w.add_tensor(name, QuantType::F32, t.ne, t.f.data(), t.f.size() * 4);
   }
   w.write(out_path);
   try {

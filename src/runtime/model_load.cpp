@@ -87,7 +87,7 @@ std::shared_ptr<Model> load_gguf_file(std::shared_ptr<const gguf::File> file, co
                            std::pair{".hf.preprocessor_config", &m->preprocessor_config_}}) {
     if (auto s = file->get_string(arch + key)) {
       *json = nlohmann::json::parse(*s, nullptr, false);
-      BRISK_CHECK(!json->is_discarded(), o.path, ": GGUF key ", arch, key, " is not valid JSON");
+      BRISK_CHECK(!json->is_discarded(), path, ": GGUF key ", arch, key, " is not valid JSON");
     }
   }
   m->tokenizer_ = tokenizer_load_gguf(*file);

@@ -87,7 +87,7 @@ int32_t PrefixCache::n_state(SlotState st) const {
 }
 
 SlotPlan PrefixCache::acquire(std::string_view session, const std::vector<int32_t>& prompt,
-                              int32_t max_reuse) {
+                              int32_t max_reuse, const std::function<int32_t(int32_t, int32_t)>& restorable) {
   const size_t bs = size_t(options_.block_size);
   const size_t limit = size_t(std::clamp<int64_t>(max_reuse, 0, int64_t(prompt.size())));
   const std::vector<uint64_t> want = chain(session, prompt, limit, options_.block_size);
@@ -109,17 +109,24 @@ SlotPlan PrefixCache::acquire(std::string_view session, const std::vector<int32_
     candidates = std::move(level);
     depth = i + 1;
   }
-  // Confirm token by token (hash collisions), preferring an idle cached slot.
-  int32_t best = -1;
+  // Confirm token by token (hash collisions); the deepest point each slot can be restored to
+  // wins, then an idle cached slot.
+  int32_t best = -1, best_reuse = 0;
   for (int32_t s : candidates) {
     const Slot& slot = slots_[size_t(s)];
     if (slot.tokens.size() < depth * bs ||
         !std::equal(prompt.begin(), prompt.begin() + long(depth * bs), slot.tokens.begin()))
       continue;
-    if (best < 0 || (slot.state == SlotState::cached && slots_[size_t(best)].state != SlotState::cached))
+    const int32_t r = restorable ? std::min(restorable(s, int32_t(depth * bs)), int32_t(depth * bs))
+                                 : int32_t(depth * bs);
+    if (r <= 0) continue;
+    if (best < 0 || r > best_reuse ||
+        (r == best_reuse && slot.state == SlotState::cached && slots_[size_t(best)].state != SlotState::cached)) {
       best = s;
+      best_reuse = r;
+    }
   }
-  const int32_t reuse = best >= 0 ? int32_t(depth * bs) : 0;
+  const int32_t reuse = best >= 0 ? best_reuse : 0;
 
   SlotPlan plan;
   if (best >= 0 && slots_[size_t(best)].state == SlotState::cached) {

@@ -12,6 +12,7 @@
 // exceeds the budget, or when a new request needs a slot and none is free.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -39,8 +40,12 @@ class PrefixCache {
   PrefixCache(int32_t n_slots, PrefixCacheOptions options);
 
   // Chooses a slot for a prompt of `session` and marks it active. At most `max_reuse` tokens
-  // are reused (a request must decode at least its last prompt token).
-  SlotPlan acquire(std::string_view session, const std::vector<int32_t>& prompt, int32_t max_reuse);
+  // are reused (a request must decode at least its last prompt token). `restorable(slot, n)`,
+  // when given, is the largest m <= n to which that slot's sequence can be cut back exactly
+  // (Context::seq_restorable: a model with recurrent state knows it at snapshots only); the
+  // reuse is the deepest such point among the matching slots.
+  SlotPlan acquire(std::string_view session, const std::vector<int32_t>& prompt, int32_t max_reuse,
+                   const std::function<int32_t(int32_t slot, int32_t n)>& restorable = nullptr);
 
   // The KV of an active slot now holds exactly `tokens` (prefix registered for sharing).
   void update(int32_t slot, const std::vector<int32_t>& tokens);

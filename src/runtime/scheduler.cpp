@@ -196,7 +196,9 @@ void Scheduler::admit_locked() {
       queue_.pop_front();
       continue;
     }
-    SlotPlan plan = cache_.acquire(seq.req.session, seq.req.prompt, int32_t(seq.req.prompt.size()) - 1);
+    // A model with recurrent state can be cut back only where it has a snapshot.
+    SlotPlan plan = cache_.acquire(seq.req.session, seq.req.prompt, int32_t(seq.req.prompt.size()) - 1,
+                                   [this](int32_t slot, int32_t n) { return ctx_->seq_restorable(slot, n); });
     if (plan.slot < 0) break;
     seq.slot = plan.slot;
     seq.plan = std::move(plan);
@@ -262,6 +264,7 @@ void Scheduler::run() {
     step();
     {
       std::lock_guard<std::mutex> lock(mu_);
+      stats_.state_snapshots = ctx_->state_snapshots();
       active_.erase(std::remove_if(active_.begin(), active_.end(), [](const auto& s) { return s->done; }),
                     active_.end());
       if (queue_.empty() && active_.empty()) idle_cv_.notify_all();

@@ -110,6 +110,7 @@ struct SchedulerStats {
   int32_t active = 0;
   int32_t slots_cached = 0;
   int64_t cache_resident_tokens = 0;
+  int32_t state_snapshots = 0;       // recurrent-state snapshots held (hybrid models)
 };
 
 class Scheduler {

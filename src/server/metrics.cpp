@@ -120,6 +120,9 @@ std::string Metrics::render(const ModelRegistry& registry, const ConnectionGauge
   for (const auto& m : models)
     os << "brisk_prefix_cache_tokens{model=\"" << label(m->name) << "\"} "
        << m->scheduler->stats().cache_resident_tokens << '\n';
+  metric(os, "brisk_state_snapshots", "gauge", "recurrent-state snapshots held for prefix reuse (hybrid models)");
+  for (const auto& m : models)
+    os << "brisk_state_snapshots{model=\"" << label(m->name) << "\"} " << m->scheduler->stats().state_snapshots << '\n';
   metric(os, "brisk_prefill_tokens_per_second", "gauge", "prompt tokens decoded per second of step time");
   for (const auto& m : models) {
     const auto s = m->scheduler->stats();

@@ -183,6 +183,18 @@ Plan plan_for(const FlagDef& f) {
   if (id == "cpu_mask") return {.reason = "a value, not a switch: each ISA level runs the kernel tests in ctest's isa.level.*"};
   if (id == "hub_offline") return {.reason = "not a fast path: the Hub's network policy (tests/cli/test_hub_pull.py)"};
   if (id == "no_amx") return {.reason = "no kernel uses AMX tiles: the switch only skips the probe (core/cpu_features)"};
+  if (id == "no_chunked_delta")
+    return {.reason = "its kernels run only in linear-attention (hybrid) models, none of this test's shapes: "
+                      "HybridState.StepSizesGiveSameLogits runs prompts in one chunk, chunks of 7 and token by token"};
+  if (id == "no_simd_delta")
+    return {.reason = "its kernels run only in linear-attention (hybrid) models, none of this test's shapes: "
+                      "OpsDeltaNet.* compares every build of them, switched off or not, with the references"};
+  if (id == "no_blocked_attention" || id == "no_fast_gelu")
+    return {.reason = "its kernels run only in encoder (speech) models, none of this test's shapes: "
+                      "EncoderOps.* compares them, switched off or not, with the references"};
+  if (id == "no_float_gemm")
+    return hw.avx512 ? Plan{.models = cat(on(kLong, {QuantType::F32, QuantType::F16}), on(kShort, {QuantType::F32}))}
+                     : Plan{.reason = "no AVX-512 on this CPU (the float GEMM it switches is AVX-512)"};
   if (id == "no_tokenizer_cache" || id == "no_fast_nfc") return {.tokenizer = true};
   if (id == "no_simd" || id == "ref_ops" || id == "no_simd_quantize_act" || id == "profile" || id == "pin_threads" ||
       id == "no_hugepages")

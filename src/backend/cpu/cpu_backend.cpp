@@ -41,6 +41,11 @@ void check_mat(const Mat& m, int64_t rows, int64_t cols, const char* op, const c
               op, ": ", what, " is [", m.rows, ", ", m.cols, "], expected [", rows, ", ", cols, "]");
 }
 
+void check_state(const StateView& s, int64_t slot_floats, const char* op) {
+  BRISK_CHECK(s.data != nullptr && s.n_slots > 0 && s.slot_floats == slot_floats, op, ": state slots of ",
+              s.slot_floats, " floats, expected ", slot_floats);
+}
+
 void check_kv(const KvView& v, const char* op) {
   BRISK_CHECK(v.data != nullptr && v.table != nullptr && v.block_size >= 16 && (v.block_size & (v.block_size - 1)) == 0 &&
                   v.table_stride * int64_t(v.block_size) >= v.capacity,
@@ -281,6 +286,79 @@ class CpuBackend final : public Backend {
     }
   }
 
+  void conv_state(const ConvStateArgs& a) override {
+    OpProfile::Scope prof(profile_, "conv_state");
+    const int64_t n_tok = a.x.rows, C = a.x.cols;
+    check_mat(a.out, n_tok, C, "conv_state", "out");
+    BRISK_CHECK(a.out.data != a.x.data, "conv_state: out must not alias x");
+    BRISK_CHECK(a.weight && a.kernel >= 1 && a.kernel <= 16, "conv_state: kernel ", a.kernel, " out of range [1, 16]");
+    check_state(a.state, int64_t(a.kernel - 1) * C, "conv_state");
+    if (n_tok == 0) return;
+    if (ref_) return ref::conv_state(a);
+    cpu::seq_runs_build(a.seq, n_tok, a.state.n_slots, runs_);
+    pool_.run([&](int ith, int nth) { cpu::conv_state_rows(a, runs_, ith, nth); },
+              parts_for(double(n_tok) * double(C) * double(a.kernel) * 2.0));
+  }
+
+  void l2_norm(const L2NormArgs& a) override {
+    OpProfile::Scope prof(profile_, "l2_norm");
+    const int64_t group = a.group > 0 ? a.group : a.x.cols;
+    BRISK_CHECK(group > 0 && a.x.cols % group == 0, "l2_norm: ", a.x.cols, " columns are not a multiple of group ", group);
+    check_mat(a.out, a.x.rows, a.x.cols, "l2_norm", "out");
+    if (ref_) return ref::l2_norm(a);
+    pool_.run([&](int ith, int nth) { cpu::l2_norm_rows(a, ith, nth); },
+              parts_for(double(a.x.rows) * double(a.x.cols) * 4.0));
+  }
+
+  void gated_rms_norm(const GatedRmsNormArgs& a) override {
+    OpProfile::Scope prof(profile_, "gated_rms_norm");
+    const int64_t group = a.group > 0 ? a.group : a.x.cols;
+    BRISK_CHECK(a.weight && group > 0 && a.x.cols % group == 0, "gated_rms_norm: ", a.x.cols,
+                " columns are not a multiple of group ", group, ", or no weight");
+    check_mat(a.z, a.x.rows, a.x.cols, "gated_rms_norm", "z");
+    check_mat(a.out, a.x.rows, a.x.cols, "gated_rms_norm", "out");
+    if (ref_) return ref::gated_rms_norm(a);
+    pool_.run([&](int ith, int nth) { cpu::gated_rms_norm_rows(a, ith, nth); },
+              parts_for(double(a.x.rows) * double(a.x.cols) * 16.0));
+  }
+
+  void sigmoid_mul(const SigmoidMulArgs& a) override {
+    OpProfile::Scope prof(profile_, "sigmoid_mul");
+    BRISK_CHECK(a.gate.cols == a.x.cols || a.gate.cols == 1, "sigmoid_mul: gate has ", a.gate.cols,
+                " columns for ", a.x.cols);
+    check_mat(a.gate, a.x.rows, a.gate.cols, "sigmoid_mul", "gate");
+    check_mat(a.out, a.x.rows, a.x.cols, "sigmoid_mul", "out");
+    if (ref_) return ref::sigmoid_mul(a);
+    pool_.run([&](int ith, int nth) { cpu::sigmoid_mul_rows(a, ith, nth); },
+              parts_for(double(a.x.rows) * double(a.x.cols) * 16.0));
+  }
+
+  void delta_rule(const DeltaRuleArgs& a) override {
+    OpProfile::Scope prof(profile_, a.q.rows > 8 ? "delta_rule(prefill)" : "delta_rule");
+    const int64_t n_tok = a.q.rows;
+    BRISK_CHECK(a.n_k_head > 0 && a.n_v_head > 0 && a.n_v_head % a.n_k_head == 0 && a.k_dim > 0 && a.v_dim > 0 &&
+                    a.decay_rate && a.dt_bias,
+                "delta_rule: ", a.n_v_head, " value heads are not a multiple of ", a.n_k_head,
+                " key heads, or a head size / decay vector is missing");
+    check_mat(a.q, n_tok, int64_t(a.n_k_head) * a.k_dim, "delta_rule", "q");
+    check_mat(a.k, n_tok, int64_t(a.n_k_head) * a.k_dim, "delta_rule", "k");
+    check_mat(a.v, n_tok, int64_t(a.n_v_head) * a.v_dim, "delta_rule", "v");
+    check_mat(a.alpha, n_tok, a.n_v_head, "delta_rule", "alpha");
+    check_mat(a.beta, n_tok, a.n_v_head, "delta_rule", "beta");
+    check_mat(a.out, n_tok, int64_t(a.n_v_head) * a.v_dim, "delta_rule", "out");
+    check_state(a.state, int64_t(a.n_v_head) * a.k_dim * a.v_dim, "delta_rule");
+    if (n_tok == 0) return;
+    if (ref_) return ref::delta_rule(a);
+    cpu::seq_runs_build(a.seq, n_tok, a.state.n_slots, runs_);
+    const int64_t per = cpu::delta_rule_scratch_floats(a);
+    float* buf = static_cast<float*>(scratch(delta_scratch_, sizeof(float) * size_t(per * pool_.size())));
+    const bool chunked = !flags().no_chunked_delta;
+    const int64_t items = runs_.n_runs() * a.n_v_head;
+    const double work = double(n_tok) * double(a.n_v_head) * double(a.k_dim) * double(a.v_dim) * 4.0;
+    pool_.run([&](int ith, int nth) { cpu::delta_rule_rows(a, runs_, buf + per * ith, chunked, ith, nth); },
+              int(std::min<double>(double(items), double(parts_for(work)))));
+  }
+
   void softcap(const SoftcapArgs& a) override {
     OpProfile::Scope prof(profile_, "softcap");
     BRISK_CHECK(a.cap > 0.0f && std::isfinite(a.cap), "softcap: cap ", a.cap, " must be positive");
@@ -424,6 +502,8 @@ class CpuBackend final : public Backend {
   std::vector<uint8_t> packed_scratch_;
   std::vector<uint8_t> attn_scratch_;
   std::vector<uint8_t> attn_partial_;  // per-part partial results of the split decode attention
+  cpu::SeqRuns runs_;                  // the tokens of each sequence (linear-attention ops)
+  std::vector<uint8_t> delta_scratch_;  // per-part chunk buffers of the delta rule
   std::vector<uint8_t> moe_ids_, moe_w_, moe_x_, moe_g_, moe_u_, moe_d_, moe_tok_, moe_tw_;
 };
 

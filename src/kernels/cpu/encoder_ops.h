@@ -1,4 +1,4 @@
-// CPU kernels of the encoder ops (backend.h: LayerNormArgs, UnaryArgs, Im2colArgs,
+// CPU kernels of the encoder ops (core/op_args.h: LayerNormArgs, UnaryArgs, Im2colArgs,
 // AttentionWeightsArgs), each processing part ith of nth of its rows, and their scalar
 // references (namespace ref, double precision, single-threaded) that tests compare them with.
 //   layer_norm_rows        two passes per row (mean, then centred variance), double sums
@@ -18,7 +18,7 @@
 //                          encoder's 1500 x 1500 attention compute-bound (BRISK_NO_BLOCKED_ATTENTION
 //                          turns it off)
 #pragma once
-#include "backend/backend.h"
+#include "core/op_args.h"
 
 namespace brisk::cpu {
 
