@@ -14,7 +14,9 @@
 #include "core/error.h"
 #include "core/fp16.h"
 #include "formats/gguf.h"
+#include "models/forward.h"
 #include "models/random_model.h"
+#include "models/registry.h"
 #include "quant/recipe.h"
 #include "runtime/engine_parts.h"
 #include "runtime/loaded_model.h"
@@ -122,9 +124,25 @@ CudaBenchModel cuda_bench_model(const CudaBenchParams& p) {
   const auto bytes = random_model_gguf(rp);
   CudaBenchModel m;
   const gguf::File file = gguf::File::parse(bytes);
-  for (const gguf::TensorInfo& t : file.tensors())
-    if (t.name.find("_exps.") != std::string::npos) m.expert_bytes += double(t.n_bytes);
+  bool has_output = false;
+  for (const gguf::TensorInfo& t : file.tensors()) has_output = has_output || t.name == "output.weight";
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    const bool expert = t.name.find("_exps.") != std::string::npos;
+    if (expert) m.expert_bytes += double(t.n_bytes);
+    // Matrices a token multiplies: every 2-D weight but the embedding table (a lookup, unless it
+    // is also the tied output head) and the conv taps; experts apart.
+    if (expert && t.ne.size() == 3) m.expert_params += double(t.n_elements);
+    const bool embd = t.name == "token_embd.weight";
+    if (!expert && t.ne.size() == 2 && t.name.find("ssm_conv1d") == std::string::npos && (!embd || !has_output))
+      m.dense_matmul_params += double(t.n_elements);
+  }
   m.model = model_load_gguf_bytes(bytes);
+  const std::vector<LayerState> states = loaded(m).arch_->layer_states();
+  m.kv_layers = states.empty() ? loaded(m).config().n_layer : 0;
+  for (const LayerState& l : states) {
+    m.kv_layers += l.kv ? 1 : 0;
+    for (int64_t f : l.recurrent) m.state_bytes += 4.0 * double(f);
+  }
   m.dense_bytes = double(m.model->info().weight_bytes) - m.expert_bytes;
   m.n_embd = rp.n_embd;
   m.n_ff = rp.n_expert > 0 ? rp.n_ff_exp * rp.n_expert_used : rp.n_ff;
@@ -169,9 +187,10 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p, const CudaBenchModel
   const double secs = seconds_since(t0);
   res.tok_per_s = double(p.steps) * double(nb) / secs;
   // Bytes per token: the weights once per step shared by the batch, each sequence's KV cache
-  // (at the mean position of the timed steps).
+  // (at the mean position of the timed steps) and recurrent state (read and written once).
   const double kv_row = double(quant_row_bytes(p.kv_type, uint64_t(c.kv_width())).value());
-  const double kv_bytes = 2.0 * double(c.n_layer) * double(p.n_past + kWarmup + p.steps / 2) * kv_row;
+  const double kv_bytes = 2.0 * double(m.kv_layers) * double(p.n_past + kWarmup + p.steps / 2) * kv_row +
+                          2.0 * m.state_bytes;
   // Experts: the expected share a step touches when each sequence picks n_used of n_expert at
   // random, 1 - (1 - n_used / n_expert)^batch.
   const double touched = m.expert_share > 0.0 ? 1.0 - std::pow(1.0 - m.expert_share, nb) : 0.0;
@@ -227,9 +246,10 @@ CudaPrefillResult cuda_prefill_bench(const CudaBenchParams& p, const CudaBenchMo
   for (int i = 0; i < p.steps; ++i) forward();
   const double secs = seconds_since(t0);
   res.tok_per_s = double(n) * p.steps / secs;
-  const int64_t ffn_rows = c.n_expert > 0 ? 3 * int64_t(c.n_ff_exp) * c.n_expert_used + c.n_expert : 3 * int64_t(c.n_ff);
-  const double per_layer = 2.0 * double(c.n_embd) * double(2 * c.q_width() + 2 * c.kv_width() + ffn_rows);
-  const double flops = double(n) * per_layer * c.n_layer + 2.0 * double(c.n_embd) * double(c.n_vocab);
+  // Matmul FLOPs: every token through the dense matrices and its share of the experts; the lm
+  // head for the one output row only.
+  const double head = 2.0 * double(c.n_embd) * double(c.n_vocab);
+  const double flops = double(n) * (2.0 * (m.dense_matmul_params + m.expert_params * m.expert_share) - head) + head;
   res.matmul_tflops = flops * p.steps / secs / 1e12;
   return res;
 }

@@ -34,12 +34,17 @@ struct CudaBenchModel {
   double dense_bytes = 0.0;              // weights a decoded token reads, experts aside
   double expert_bytes = 0.0;             // all experts' weights
   double expert_share = 0.0;             // n_used / n_expert (0: dense)
+  double dense_matmul_params = 0.0;      // elements of the matrices every token multiplies (lm head included)
+  double expert_params = 0.0;            // elements of all experts' matrices
+  int32_t kv_layers = 0;                 // layers with a KV cache (all but linear-attention ones)
+  double state_bytes = 0.0;              // recurrent state of one sequence (F32, all layers)
 };
 CudaBenchModel cuda_bench_model(const CudaBenchParams& p);
 
 struct CudaBenchResult {
   double tok_per_s = 0.0;         // tokens of all sequences per second
-  double bytes_per_token = 0.0;   // weights read (+ KV cache read) per decoded token; for MoE
+  double bytes_per_token = 0.0;   // weights read (+ KV cache read, + recurrent state read and
+                                  // written) per decoded token; for MoE
                                   // the experts a step is expected to touch (random routing)
   double achieved_gbps = 0.0;     // bytes_per_token * tok_per_s
   double copy_gbps = 0.0;         // device-to-device copy (read + write bytes per second)

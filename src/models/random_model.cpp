@@ -243,6 +243,12 @@ const std::vector<ModelShape>& shape_table() {
       // The Qwen3.5 / Qwen3.6 hybrids' published text configs: three Gated DeltaNet layers to one
       // gated attention layer (head_dim 256, a quarter rotated), rope_theta 1e7, vocabulary
       // 248320, 16 key heads of 128 in the linear layers; the 0.8B and 2B tie their embeddings.
+      // Checked against the Hub configs as other projects restate them: Qwen3.5-27B / Qwen3.6-27B
+      // text_config (hidden 5120, 64 layers, 24 / 4 heads, intermediate 17408, 48 value heads,
+      // full_attention_interval 4); Qwen3.5-35B-A3B, whose topology Qwen3.6-35B-A3B keeps (hidden
+      // 2048, 40 layers, 16 / 2 heads, 256 experts of 512, 8 used, a shared expert of 512, 32
+      // value heads, conv kernel 4); Qwen3.5-0.8B (hidden 1024, 24 layers, 8 / 2 heads,
+      // intermediate 3584).
       {"tiny-hybrid", {.arch = "qwen35", .n_vocab = 1024, .n_embd = 64, .n_layer = 4, .n_head = 4, .n_head_kv = 2,
                        .head_dim = 32, .n_ff = 128, .linear_n_k_head = 2, .linear_n_v_head = 4,
                        .linear_k_head_dim = 16, .linear_v_head_dim = 16, .partial_rotary = 0.25f}},

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "delta_net_inputs.h"
 #include "random_values.h"
 #include "scoped_env.h"
 #include "backend/backend.h"
@@ -18,88 +19,14 @@ namespace {
 
 std::vector<float> delta_randn(size_t n, uint32_t seed, float sigma = 1.0f) { return test::gaussian(n, seed, sigma); }
 
-float max_abs(const std::vector<float>& a) {
-  float m = 0.0f;
-  for (float v : a) m = std::max(m, std::fabs(v));
-  return m;
-}
-
-float delta_max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  float m = 0.0f;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
+using test::delta_max_diff;
+float max_abs(const std::vector<float>& a) { return test::delta_max_abs(a); }
 
 Mat mat(std::vector<float>& v, int64_t rows, int64_t cols) { return Mat{.data = v.data(), .rows = rows, .cols = cols}; }
 
-// A batch of two sequences (slots 0 and 2 of 3) whose tokens interleave: sequence 0 has n0
-// tokens from position p0, sequence 2 n2 tokens from p2.
-struct Batch {
-  std::vector<int32_t> seq, pos;
-  Batch(int32_t n0, int32_t p0, int32_t n2, int32_t p2) {
-    for (int32_t i = 0; i < std::max(n0, n2); ++i) {
-      if (i < n0) {
-        seq.push_back(0);
-        pos.push_back(p0 + i);
-      }
-      if (i < n2) {
-        seq.push_back(2);
-        pos.push_back(p2 + i);
-      }
-    }
-  }
-  int64_t n() const { return int64_t(seq.size()); }
-};
-
-struct DeltaCase {
-  int32_t n_k_head, n_v_head, k_dim, v_dim;
-  bool tiled;
-};
-
-// Inputs of a delta-rule call; l2-normalized q / k as the model gives them.
-struct DeltaInputs {
-  DeltaCase c;
-  int64_t n;
-  std::vector<float> q, k, v, alpha, beta, rate, dt, state;
-  DeltaInputs(const DeltaCase& c_, int64_t n_tok, uint32_t seed) : c(c_), n(n_tok) {
-    const int64_t kw = int64_t(c.n_k_head) * c.k_dim, vw = int64_t(c.n_v_head) * c.v_dim;
-    q = delta_randn(size_t(n * kw), seed);
-    k = delta_randn(size_t(n * kw), seed + 1);
-    v = delta_randn(size_t(n * vw), seed + 2);
-    alpha = delta_randn(size_t(n * c.n_v_head), seed + 3);
-    beta = delta_randn(size_t(n * c.n_v_head), seed + 4);
-    rate = delta_randn(size_t(c.n_v_head), seed + 5, 0.5f);
-    for (float& r : rate) r = -std::exp(r);
-    dt = delta_randn(size_t(c.n_v_head), seed + 6, 0.5f);
-    state = delta_randn(size_t(3 * c.n_v_head * c.k_dim * c.v_dim), seed + 7, 0.3f);
-    for (auto* m : {&q, &k}) {
-      Mat x{.data = m->data(), .rows = n, .cols = kw};
-      ref::l2_norm({.out = x, .x = x, .group = c.k_dim, .eps = 1e-6f});
-    }
-  }
-  // Rows [r0, r0 + rows) of the batch.
-  DeltaRuleArgs args(std::vector<float>& out, const Batch& b, int64_t r0, int64_t rows) {
-    const int64_t kw = int64_t(c.n_k_head) * c.k_dim, vw = int64_t(c.n_v_head) * c.v_dim;
-    return DeltaRuleArgs{.out = {.data = out.data() + r0 * vw, .rows = rows, .cols = vw},
-                         .q = {.data = q.data() + r0 * kw, .rows = rows, .cols = kw},
-                         .k = {.data = k.data() + r0 * kw, .rows = rows, .cols = kw},
-                         .v = {.data = v.data() + r0 * vw, .rows = rows, .cols = vw},
-                         .alpha = {.data = alpha.data() + r0 * c.n_v_head, .rows = rows, .cols = c.n_v_head},
-                         .beta = {.data = beta.data() + r0 * c.n_v_head, .rows = rows, .cols = c.n_v_head},
-                         .decay_rate = rate.data(),
-                         .dt_bias = dt.data(),
-                         .state = {.data = state.data(), .slot_floats = int64_t(c.n_v_head) * c.k_dim * c.v_dim,
-                                   .n_slots = 3},
-                         .seq = b.seq.data() + r0,
-                         .pos = b.pos.data() + r0,
-                         .n_k_head = c.n_k_head,
-                         .n_v_head = c.n_v_head,
-                         .k_dim = c.k_dim,
-                         .v_dim = c.v_dim,
-                         .kv_tiled = c.tiled,
-                         .scale = float(1.0 / std::sqrt(double(c.k_dim)))};
-  }
-};
+using Batch = test::DeltaBatch;
+using test::DeltaCase;
+using test::DeltaInputs;
 
 const DeltaCase kDeltaCases[] = {
     {1, 2, 16, 24, false}, {2, 4, 16, 32, false}, {2, 4, 16, 32, true}, {2, 2, 32, 16, false},

@@ -13,6 +13,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/op_profile.h"
+#include "backend/op_checks.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/large_alloc.h"
@@ -336,16 +337,7 @@ class CpuBackend final : public Backend {
   void delta_rule(const DeltaRuleArgs& a) override {
     OpProfile::Scope prof(profile_, a.q.rows > 8 ? "delta_rule(prefill)" : "delta_rule");
     const int64_t n_tok = a.q.rows;
-    BRISK_CHECK(a.n_k_head > 0 && a.n_v_head > 0 && a.n_v_head % a.n_k_head == 0 && a.k_dim > 0 && a.v_dim > 0 &&
-                    a.decay_rate && a.dt_bias,
-                "delta_rule: ", a.n_v_head, " value heads are not a multiple of ", a.n_k_head,
-                " key heads, or a head size / decay vector is missing");
-    check_mat(a.q, n_tok, int64_t(a.n_k_head) * a.k_dim, "delta_rule", "q");
-    check_mat(a.k, n_tok, int64_t(a.n_k_head) * a.k_dim, "delta_rule", "k");
-    check_mat(a.v, n_tok, int64_t(a.n_v_head) * a.v_dim, "delta_rule", "v");
-    check_mat(a.alpha, n_tok, a.n_v_head, "delta_rule", "alpha");
-    check_mat(a.beta, n_tok, a.n_v_head, "delta_rule", "beta");
-    check_mat(a.out, n_tok, int64_t(a.n_v_head) * a.v_dim, "delta_rule", "out");
+    check_delta_rule_shapes(a);
     check_state(a.state, int64_t(a.n_v_head) * a.k_dim * a.v_dim, "delta_rule");
     if (n_tok == 0) return;
     if (ref_) return ref::delta_rule(a);

@@ -23,6 +23,7 @@
 //   cuda_ops.cpp      op entry points: norms, rope, KV store, attention, elementwise, sampling
 //   cuda_matmul.cpp   matmuls: decode GEMVs and their fusions with producers, tensor-core GEMM
 //   cuda_moe.cpp      mixture of experts: routing, per-pair and grouped expert matmuls
+//   cuda_delta_net.cpp linear-attention ops: conv with its window, norms, the gated delta rule
 //   cuda_weights.cpp  weights and constants: uploaded once into the device layout, by address
 #pragma once
 #include <cuda_runtime.h>
@@ -159,6 +160,12 @@ class CudaBackend final : public Backend {
   void moe(const MoeArgs& a) override;
   void embedding(const EmbeddingArgs& a) override;
   void get_rows(const GetRowsArgs& a) override;
+  // Linear-attention ops (cuda_delta_net.cpp).
+  void conv_state(const ConvStateArgs& a) override;
+  void l2_norm(const L2NormArgs& a) override;
+  void gated_rms_norm(const GatedRmsNormArgs& a) override;
+  void sigmoid_mul(const SigmoidMulArgs& a) override;
+  void delta_rule(const DeltaRuleArgs& a) override;
 
  private:
   struct Staged {
@@ -407,6 +414,14 @@ class CudaBackend final : public Backend {
   Scratch moe_xq_, moe_xq2_, moe_hq_;  // MoE: quantized / rounded inputs of gate, up, down
   Scratch moe_items_;  // MoE prefill: row / pair maps and grouped-matmul items
   std::unordered_map<const Weight*, MoeTables> moe_tables_;
+  // Delta rule prefill: the runs / chunks plan built on the host (staged by its address, so an
+  // unchanged plan, the same step's next layer, is not copied again) and the chunked form's scratch.
+  std::vector<int32_t> delta_plan_;
+  Scratch delta_chunk_;
+  // A state view of this backend's memory holding slots of `floats` each (recurrent state).
+  void check_state(const StateView& v, int64_t floats, const char* op);
+  // Host checks of a step's sequence ids against the state's slots.
+  void check_slots(const int32_t* seq, int64_t n, const StateView& v, const char* op);
   // The GEMM input last converted into gemm_x_ (valid like qstate_).
   Mat bstate_x_;
   uint16_t* bstate_buf_ = nullptr;
