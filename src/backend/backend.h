@@ -49,6 +49,17 @@ class Backend {
   virtual void scale(const ScaleArgs& a);
   // Whether moe() applies MoeArgs::expert_scale; callers that set it check this first.
   virtual bool moe_expert_scale_supported() const { return false; }
+  // Encoder ops (see their argument structs); the defaults throw naming the op and backend.
+  virtual void layer_norm(const LayerNormArgs& a);
+  virtual void unary(const UnaryArgs& a);
+  virtual void im2col(const Im2colArgs& a);
+  virtual void attention_weights(const AttentionWeightsArgs& a);
+  // False when the backend has no such op: the caller then stores k / v in a KV view and runs
+  // attention() with every query at the last position.
+  virtual bool attention_dense(const AttentionDenseArgs& a) {
+    (void)a;
+    return false;
+  }
   // Ops of linear-attention layers.
   virtual void conv_state(const ConvStateArgs& a);
   virtual void l2_norm(const L2NormArgs& a);

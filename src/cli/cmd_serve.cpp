@@ -47,7 +47,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   ServerOptions so;
   EngineLoadOptions eo;
   eo.n_parallel = 8;
-  int32_t max_models = 1, port = so.port, max_body = int32_t(so.max_body_bytes), grace = 10;
+  int32_t max_models = 1, port = so.port, max_body = int32_t(so.max_body_bytes), max_audio = int32_t(so.max_audio_bytes), grace = 10;
   int32_t header_timeout = 10, body_timeout = 60;
   std::string kv = "f16";
   std::string unix_path;
@@ -84,6 +84,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   p.integer({"--max-models"}, &max_models, 1, 64, "N", "models resident at once, least recently used unloaded (default 1)");
   p.integer({"--max-tokens"}, &so.max_tokens_ceiling, 1, INT32_MAX, "N", "completion ceiling per request (default: the context size)");
   p.integer({"--max-body"}, &max_body, 1024, INT32_MAX, "BYTES", "request body limit (default 8 MiB)");
+  p.integer({"--max-audio"}, &max_audio, 1024, INT32_MAX, "BYTES", "audio upload limit of /v1/audio/* (default 25 MiB)");
   p.integer({"--http-threads"}, &so.http_threads, 1, 4096, "N", "requests run at once (default 64)");
   p.integer({"--max-connections"}, &so.max_connections, 1, 1 << 20, "N",
             "open connections (default 1024); 16 more may ask only for /health and /metrics");
@@ -115,6 +116,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   for (const std::string& m : positional_models) specs.push_back(model_spec(m));
   so.port = port;
   so.max_body_bytes = size_t(max_body);
+  so.max_audio_bytes = size_t(max_audio);
   so.shutdown_grace_seconds = grace;
   so.header_timeout_seconds = header_timeout;
   so.body_timeout_seconds = body_timeout;
@@ -157,7 +159,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   server.bind();  // before the load: a port in use fails at once
   {
     brisk::cli::LoadIndicator loading(specs.front().name);
-    registry.get(specs.front().name);  // load the first model now: errors show at startup
+    registry.load(specs.front().name);  // load the first model now: errors show at startup
   }
   if (!unix_path.empty()) {
     std::fprintf(stderr, "brisk serve: listening on unix:%s (%zu model%s, first '%s')\n", unix_path.c_str(),

@@ -110,12 +110,13 @@ Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
     else if (p.v_norm) be.rms_norm({.out = v, .x = v, .group = hd, .eps = c.rms_eps});
     if (w.k_norm) be.rms_norm({.out = k, .x = k, .weight = w.k_norm, .group = hd, .eps = c.rms_eps});
   }
-  be.rope({.x = q, .pos = f.batch.pos, .n_head = c.n_head, .head_dim = hd, .table = p.rope});
+  // Models with learned absolute positions have no rotary embedding.
+  if (p.rope) be.rope({.x = q, .pos = f.batch.pos, .n_head = c.n_head, .head_dim = hd, .table = p.rope});
   f.tap_tensor("Qcur", il, q);
   const KvView& kc = f.k_cache[size_t(il)];
   const KvView& vc = f.v_cache[size_t(il)];
   if (own_kv) {
-    be.rope({.x = k, .pos = f.batch.pos, .n_head = n_head_kv, .head_dim = hd, .table = p.rope});
+    if (p.rope) be.rope({.x = k, .pos = f.batch.pos, .n_head = n_head_kv, .head_dim = hd, .table = p.rope});
     f.tap_tensor("Kcur", il, k);
     f.tap_tensor("Vcur", il, v);
     be.kv_store({.k = k, .v = v, .k_cache = kc, .v_cache = vc, .seq = f.batch.seq, .pos = f.batch.pos});

@@ -51,6 +51,7 @@ struct ForwardArena {
   std::vector<float*> extra = {};  // [n, width] each, the widths ArchModel::extra_arena_widths asked for
 };
 
+struct CrossAttentionProbe;  // models/encoder_forward.h
 // What one layer keeps per sequence, as the model declares it (ArchModel::layer_states): keys
 // and values of its attention in the paged KV cache, and / or recurrent state tensors (F32,
 // `recurrent[i]` floats per sequence each) that the runtime allocates, snapshots and copies.
@@ -70,6 +71,14 @@ struct Forward {
   const std::vector<KvView>& k_cache;  // [n_layer]; a KV-shared layer has its source's views
   const std::vector<KvView>& v_cache;  // [n_layer]
   const TapFn* tap = nullptr;
+  // Encoder-decoder models: the per-layer cross-attention caches the encoder wrote ([n_layer]
+  // views of [n_seq, n_enc_pos, width]; nullptr for decoder-only models), for each batch token
+  // the last encoder position (attention over the cache then sees every position), and the
+  // probabilities to record for alignment (nullptr: none).
+  const std::vector<KvView>* cross_k = nullptr;
+  const std::vector<KvView>* cross_v = nullptr;
+  const int32_t* cross_pos = nullptr;  // [n_tok]
+  const CrossAttentionProbe* cross_probe = nullptr;
   const RecurrentViews* state = nullptr;  // layers with recurrent state (LayerState::recurrent)
 
   Mat mat(float* data, int64_t cols) const { return Mat{.data = data, .rows = batch.n_tok, .cols = cols}; }

@@ -1,5 +1,6 @@
 #include "models/registry.h"
 
+#include "core/error.h"
 #include <nlohmann/json.hpp>
 
 namespace brisk {
@@ -10,7 +11,7 @@ const std::vector<const ArchEntry*>& arch_registry() {
   static const std::vector<const ArchEntry*> entries = {
       &arch_llama(), &arch_mistral(), &arch_qwen2(), &arch_qwen3(), &arch_qwen3moe(), &arch_gemma3(),
       &arch_gemma4(),
-      &arch_qwen35(), &arch_qwen35moe(), &arch_qwen3next(),
+      &arch_qwen35(), &arch_qwen35moe(), &arch_qwen3next(), &arch_whisper(),
   };
   return entries;
 }
@@ -22,6 +23,8 @@ std::vector<LayerKvNeeds> ArchModel::kv_layers(const ModelConfig& cfg) const {
                    .window = cfg.sliding(il) ? cfg.sliding_window : 0});
   return out;
 }
+
+void ArchModel::encode(const EncoderForward&) const { fail("this model has no encoder"); }
 
 const ArchEntry* arch_find_hf(const std::vector<std::string>& architectures, const std::string& model_type) {
   for (const std::string& a : architectures)

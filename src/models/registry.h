@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/config.h"
+#include "models/encoder_forward.h"
 #include "models/forward.h"
 #include "models/weights.h"
 
@@ -34,11 +35,27 @@ class ArchModel {
   // [n_layer] what each layer's cache holds. Default: every layer n_head_kv x head_dim of the
   // config, within cfg.sliding_window (0: all positions).
   virtual std::vector<LayerKvNeeds> kv_layers(const ModelConfig& cfg) const;
+  // Encoder-decoder models: the encoder's shape (nullptr: a decoder-only model) and the
+  // encoder pass, which fills the cross-attention caches of f.cross_seq's sequences.
+  virtual const EncoderSpec* encoder() const { return nullptr; }
+  virtual void encode(const EncoderForward& f) const;
   // [n_layer] what each layer keeps per sequence; empty: keys and values in every layer.
   virtual std::vector<LayerState> layer_states() const { return {}; }
   // Widths of extra activation buffers the forward uses (ForwardArena::extra, [n_batch, width]).
   virtual std::vector<int64_t> extra_arena_widths() const { return {}; }
 };
+
+// How hf_to_gguf writes a checkpoint: decoder-only through the shared key table and name map,
+// encoder-decoder (speech) through quantize/hf_to_gguf_whisper.cpp's writer (two stacks, 3-D
+// convolution weights, the Hugging Face side files kept whole).
+enum class GgufLayout { decoder_only, encoder_decoder };
+
+// One float32 tensor on its way into the GGUF file: GGUF shape (innermost first) and values.
+struct ConvertTensor {
+  std::vector<uint64_t> ne;
+  std::vector<float> f;
+};
+using ConvertTensors = std::map<std::string, ConvertTensor>;  // by GGUF name
 
 // What `brisk quantize` needs to write this architecture's Hugging Face checkpoints as a GGUF
 // file the way llama.cpp's converter does (quantize/hf_to_gguf.cpp, docs/adding-a-model.md).
@@ -47,19 +64,13 @@ class ArchModel {
 // per-expert tensors stacked into 3-D ones, llama3 rope scaling as rope_freqs factors; and the
 // written file is read back and must give the same config, so a setting GGUF cannot hold is an
 // error rather than a silently different model.
-// One float32 tensor on its way into the GGUF file: GGUF shape (innermost first) and values.
-struct ConvertTensor {
-  std::vector<uint64_t> ne;
-  std::vector<float> f;
-};
-using ConvertTensors = std::map<std::string, ConvertTensor>;  // by GGUF name
-
 struct GgufConversion {
   std::string arch;         // general.architecture written ("llama" for Mistral); "": not convertible
   float norm_shift = 0.0f;  // added to every *norm.weight (Gemma's HF RMSNorm weights are gain - 1)
   // Checks what the key table cannot: settings that GGUF readers of this architecture infer
   // instead of reading (Gemma 3's sliding-layer pattern); throws naming what cannot be written.
   void (*check)(const ModelConfig& cfg) = nullptr;
+  GgufLayout layout = GgufLayout::decoder_only;
   // What only this architecture's GGUF layout needs, nullptr: nothing. `tensors` rewrites the
   // tensors after the generic steps (names mapped, experts stacked) and may update the config
   // from what it found (e.g. blocks kept past the layer stack; Gemma 4 leaves out the K / V of
@@ -109,6 +120,7 @@ const ArchEntry& arch_qwen3();
 const ArchEntry& arch_qwen3moe();
 const ArchEntry& arch_gemma3();
 const ArchEntry& arch_gemma4();
+const ArchEntry& arch_whisper();
 const ArchEntry& arch_qwen35();
 const ArchEntry& arch_qwen35moe();
 const ArchEntry& arch_qwen3next();

@@ -152,6 +152,7 @@ void hf_to_gguf_f32(const std::string& folder, const std::string& out_path) {
   BRISK_CHECK(!e->convert.arch.empty(), "convert: ", e->name, " checkpoints cannot be written as GGUF yet ",
               "(convertible: ", known_conversions(), ")");
   const GgufConversion& conv = e->convert;
+  if (conv.layout == GgufLayout::encoder_decoder) return hf_to_gguf_encoder_decoder_f32(folder, out_path, *e);
   const auto name_map = e->hf_name_map ? e->hf_name_map : &hf_to_gguf_name;
 
   ModelConfig c;

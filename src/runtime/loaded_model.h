@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "backend/backend.h"
 #include "models/config.h"
 #include "models/registry.h"
@@ -39,6 +41,11 @@ class LoadedModel final : public Model {
   std::unique_ptr<ArchModel> arch_;  // over weights_ (built at load, to check the weights)
   std::unique_ptr<Tokenizer> tokenizer_;
   std::string chat_template_;
+  // Hugging Face folders: the side files that speech models read (runtime/speech_config.h);
+  // null when absent.
+  nlohmann::json config_json_;
+  nlohmann::json generation_config_;
+  nlohmann::json preprocessor_config_;
 
  private:
   using LayoutPlan = std::vector<std::pair<QuantType, QuantType>>;

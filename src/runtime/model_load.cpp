@@ -85,6 +85,15 @@ std::shared_ptr<Model> load_gguf_file(std::shared_ptr<const gguf::File> file, co
   m->weights_ = WeightStore::from_gguf(file);
   m->config_.tie_embeddings = !m->weights_->has("output.weight");
   finish(*m, *entry);
+  // Side files of Hugging Face folders that a converter kept (speech models: token ids and the
+  // front end), as JSON under {arch}.hf.*.
+  for (auto [key, json] : {std::pair{".hf.config", &m->config_json_}, std::pair{".hf.generation_config", &m->generation_config_},
+                           std::pair{".hf.preprocessor_config", &m->preprocessor_config_}}) {
+    if (auto s = file->get_string(arch + key)) {
+      *json = nlohmann::json::parse(*s, nullptr, false);
+      BRISK_CHECK(!json->is_discarded(), path, ": GGUF key ", arch, key, " is not valid JSON");
+    }
+  }
   m->tokenizer_ = tokenizer_load_gguf(*file);
   if (auto t = file->get_string("tokenizer.chat_template")) m->chat_template_ = *t;
   return m;
@@ -112,6 +121,11 @@ std::shared_ptr<Model> load_hf(const ModelLoadOptions& o) {
   m->weights_ = WeightStore::from_safetensors(ckpt, entry->hf_name_map ? entry->hf_name_map : &hf_to_gguf_name,
                                               parse_quant(o.quant));
   finish(*m, *entry);
+  m->config_json_ = cfg;
+  if (fs::exists(dir / "generation_config.json"))
+    m->generation_config_ = read_json_file((dir / "generation_config.json").string());
+  if (fs::exists(dir / "preprocessor_config.json"))
+    m->preprocessor_config_ = read_json_file((dir / "preprocessor_config.json").string());
   m->tokenizer_ = tokenizer_load_hf(o.path);
   if (fs::exists(dir / "chat_template.jinja")) {
     m->chat_template_ = read_text_file(dir / "chat_template.jinja");

@@ -55,6 +55,7 @@ struct ConnectionLoop::Conn {
   RequestHead head;                // body / busy
   std::optional<ChunkedBodyScanner> chunked;
   uint64_t reserved = 0;           // bytes of body_memory_budget held
+  uint64_t body_limit = 0;         // this request's body limit (Hooks::body_limit)
   int32_t served = 0;
   std::string out;                 // closing: reply bytes not yet written
   uint64_t drain_left = 0;         // closing: bytes still read and dropped
@@ -264,14 +265,17 @@ void ConnectionLoop::advance(Conn& c) {
       if (auto r = hooks_.screen(c.head)) return refuse(c, &c.head, r->status, r->message);
     }
     if (c.head.body != RequestHead::Body::none) {
+      c.body_limit = hooks_.body_limit ? std::min(hooks_.body_limit(c.head), limits_.max_body_bytes) : limits_.max_body_bytes;
+      if (c.head.body == RequestHead::Body::length && c.head.content_length > c.body_limit)
+        return refuse(c, &c.head, 413, str_cat("request body exceeds the limit of ", c.body_limit, " bytes"));
       const uint64_t need = c.head.body == RequestHead::Body::length ? c.head.content_length
-                                                                     : 2 * limits_.max_body_bytes + kReadChunk;
+                                                                     : 2 * c.body_limit + kReadChunk;
       if (body_memory_ + need > limits_.body_memory_budget)
         return refuse(c, &c.head, 503, "server is busy receiving other requests; retry later");
       body_memory_ += need;
       c.reserved = need;
       if (c.head.body == RequestHead::Body::chunked)
-        c.chunked.emplace(limits_.max_body_bytes, 2 * limits_.max_body_bytes + kReadChunk);
+        c.chunked.emplace(c.body_limit, 2 * c.body_limit + kReadChunk);
       if (c.head.expect_continue) {
         // The loop answers 100-continue itself (the body is read here) and hides the header
         // from the request parser, which would otherwise send a second interim reply.
@@ -296,7 +300,7 @@ void ConnectionLoop::advance(Conn& c) {
         case ChunkedBodyScanner::Result::complete: return dispatch(c, head + c.chunked->end());
         case ChunkedBodyScanner::Result::malformed: return refuse(c, &c.head, 400, "malformed chunked request body");
         case ChunkedBodyScanner::Result::too_large:
-          return refuse(c, &c.head, 413, str_cat("request body exceeds the limit of ", limits_.max_body_bytes, " bytes"));
+          return refuse(c, &c.head, 413, str_cat("request body exceeds the limit of ", c.body_limit, " bytes"));
         case ChunkedBodyScanner::Result::more: return;
       }
   }

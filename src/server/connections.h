@@ -46,7 +46,7 @@ struct ConnectionLimits {
   double idle_timeout_s = 5.0;     // a kept-alive connection waiting for its next request
   double write_timeout_s = 60.0;   // one blocked write of a reply
   size_t max_header_bytes = 64u << 10;
-  uint64_t max_body_bytes = 8u << 20;  // as sent; the decoded size is checked where it is decoded
+  uint64_t max_body_bytes = 8u << 20;  // as sent (the largest of Hooks::body_limit); the decoded size is checked where it is decoded
   uint64_t body_memory_budget = 0;     // request bytes buffered at once; 0: 32 x max_body_bytes
   int32_t workers = 64;                // requests run at once
   int32_t control_workers = 2;         // threads for /health and /metrics only
@@ -77,6 +77,9 @@ class ConnectionLoop {
     std::function<std::string(const RequestHead* head, int status, const std::string& message)> error_body;
     // Called once for every reply the loop makes itself (metrics).
     std::function<void(const RequestHead* head, int status)> on_reply;
+    // The body limit of a request (at most `max_body_bytes`, the largest any route takes); unset:
+    // `max_body_bytes` for every request.
+    std::function<uint64_t(const RequestHead& head)> body_limit;
     // Whether a request is /health or /metrics (control workers, control reserve).
     std::function<bool(const RequestHead& head)> is_control;
   };

@@ -185,6 +185,7 @@ HttpServer::HttpServer(ModelRegistry& registry, ServerOptions options)
   });
   register_openai_routes(*http_, *st);
   register_anthropic_routes(*http_, *st);
+  register_audio_routes(*http_, *st);
   register_responses_routes(*http_, *st);
   register_ollama_routes(*http_, *st);
   register_webui_routes(*http_, *st);
@@ -214,8 +215,8 @@ void HttpServer::bind() {
                           .idle_timeout_s = 5.0,
                           .write_timeout_s = 60.0,
                           .max_header_bytes = 64u << 10,
-                          .max_body_bytes = o.max_body_bytes,
-                          .body_memory_budget = 0,
+                          .max_body_bytes = std::max(o.max_body_bytes, o.max_audio_bytes),
+                          .body_memory_budget = 32 * uint64_t(o.max_body_bytes) + 4 * uint64_t(o.max_audio_bytes),
                           .workers = std::max(1, o.http_threads),
                           .control_workers = 2,
                           .keep_alive_max = 1000};
@@ -250,6 +251,10 @@ void HttpServer::bind() {
       log_write(LogLevel::info, str_cat("serve: ", h ? h->method + " " + h->path : std::string("connection"), " ", status,
                                         " (refused before routing)"));
   };
+  // Audio uploads (server/audio_api.cpp) have their own limit; every other body the JSON one.
+  hooks.body_limit = [st](const RequestHead& h) -> uint64_t {
+    return h.path.rfind("/v1/audio/", 0) == 0 ? st->options.max_audio_bytes : st->options.max_body_bytes;
+  };
   hooks.is_control = [](const RequestHead& h) {
     return (h.method == "GET" || h.method == "HEAD") && (h.path == "/health" || h.path == "/metrics");
   };
@@ -280,7 +285,8 @@ void HttpServer::stop() {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   if (st.in_flight.load() > 0)
     log_warn("serve: cancelling ", st.in_flight.load(), " requests still running at shutdown");
-  for (const auto& m : st.registry->resident()) m->scheduler->shutdown();
+  for (const auto& m : st.registry->resident())
+    if (m->scheduler) m->scheduler->shutdown();
   // Cancelled streams end promptly; wait briefly so their final events are written.
   const auto flush_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (st.in_flight.load() > 0 && std::chrono::steady_clock::now() < flush_deadline)

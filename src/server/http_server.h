@@ -29,6 +29,7 @@ struct ServerOptions {
   std::string unix_path;                // set: listen on this Unix socket instead of TCP
   std::string api_key;                  // "" : no auth (loopback only)
   size_t max_body_bytes = 8u << 20;     // request body, as sent and decoded
+  size_t max_audio_bytes = 25u << 20;   // multipart audio uploads (server/audio_api.cpp)
   int32_t max_tokens_ceiling = 0;       // per-request completion ceiling; 0: the context size
   int32_t http_threads = 64;            // requests run at once (workers)
   int32_t max_connections = 1024;       // open connections
@@ -76,6 +77,7 @@ class InFlight {
 
 void register_openai_routes(httplib::Server& http, ServerState& state);
 void register_anthropic_routes(httplib::Server& http, ServerState& state);
+void register_audio_routes(httplib::Server& http, ServerState& state);
 void register_responses_routes(httplib::Server& http, ServerState& state);
 void register_ollama_routes(httplib::Server& http, ServerState& state);
 // GET / (the chat page, or a line saying the server runs when the page is off) and its files.

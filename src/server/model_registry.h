@@ -21,6 +21,7 @@
 
 namespace brisk {
 class TokenMask;
+class Transcriber;
 }
 
 namespace brisk::server {
@@ -48,6 +49,8 @@ struct LoadedModel {
   std::mutex mask_mu;
   std::shared_ptr<const brisk::TokenMask> token_mask;
   std::shared_ptr<const std::vector<std::string>> vocab_texts;  // decoded text of every token
+  // Speech-to-text models (server/audio_api.cpp) have a transcriber instead of a scheduler.
+  std::shared_ptr<Transcriber> speech;
   // Bytes of the longest token text plus one (computed on first use): a prompt text longer
   // than n_ctx times this cannot fit in the context (see prompt_byte_limit).
   mutable std::atomic<int32_t> max_token_bytes{0};
@@ -66,7 +69,11 @@ class ModelRegistry {
  public:
   ModelRegistry(std::vector<ModelSpec> specs, ModelLoader loader, int32_t max_resident);
   // The model (loading it if needed). "" selects the first model. Unknown: HttpError 404.
+  std::shared_ptr<LoadedModel> load(const std::string& name);
+  // load() for the text routes: a speech model is an HttpError 400 naming the audio routes.
   std::shared_ptr<LoadedModel> get(const std::string& name);
+  // load() for the audio routes: a text model is an HttpError 400.
+  std::shared_ptr<LoadedModel> get_speech(const std::string& name);
   bool has(const std::string& name) const;
   std::vector<ModelSpec> specs() const;
   std::vector<std::shared_ptr<LoadedModel>> resident() const;

@@ -90,6 +90,15 @@ void add_post_route(httplib::Server& http, ServerState& state, const std::string
   });
 }
 
+void add_post_reader_route(httplib::Server& http, ServerState& state, const std::string& pattern,
+                           const std::string& label, Dialect dialect, ReaderRouteHandler handler) {
+  record_route(state, "POST", pattern, label);
+  http.Post(pattern, [dialect, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
+                                                             const httplib::ContentReader& reader) {
+    guarded(dialect, req, res, [&] { handler(req, res, reader); });
+  });
+}
+
 std::string route_label(const ServerState& state, const std::string& method, const std::string& path) {
   for (const auto& r : state.routes)
     if (r.method == method && std::regex_match(path, r.pattern)) return r.label;

@@ -26,6 +26,12 @@ void add_post_route(httplib::Server& http, ServerState& state, const std::string
                     Dialect dialect, RouteHandler handler);
 void add_delete_route(httplib::Server& http, ServerState& state, const std::string& pattern, const std::string& label,
                       Dialect dialect, RouteHandler handler);
+// A POST route that reads its body itself through the reader (multipart uploads with their own
+// limit, server/audio_api.cpp), inside guarded().
+using ReaderRouteHandler =
+    std::function<void(const httplib::Request&, httplib::Response&, const httplib::ContentReader&)>;
+void add_post_reader_route(httplib::Server& http, ServerState& state, const std::string& pattern,
+                           const std::string& label, Dialect dialect, ReaderRouteHandler handler);
 // The label of the route a request matches ("unmatched" when none), for metrics.
 std::string route_label(const ServerState& state, const std::string& method, const std::string& path);
 void reply_json(httplib::Response& res, const nlohmann::json& body, int status = 200);

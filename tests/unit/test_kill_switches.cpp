@@ -196,6 +196,12 @@ Plan plan_for(const FlagDef& f) {
     return {.reason = "it releases blocks only for sliding-window layers shorter than the sequence, none of this "
                       "test's shapes: Gemma4Ref.WindowedCacheEqualsWholeCache compares the logits of every position "
                       "with and without it"};
+  if (id == "no_blocked_attention" || id == "no_fast_gelu")
+    return {.reason = "its kernels run only in encoder (speech) models, none of this test's shapes: "
+                      "EncoderOps.* compares them, switched off or not, with the references"};
+  if (id == "no_float_gemm")
+    return hw.avx512 ? Plan{.models = cat(on(kLong, {QuantType::F32, QuantType::F16}), on(kShort, {QuantType::F32}))}
+                     : Plan{.reason = "no AVX-512 on this CPU (the float GEMM it switches is AVX-512)"};
   if (id == "no_tokenizer_cache" || id == "no_fast_nfc") return {.tokenizer = true};
   if (id == "no_simd" || id == "ref_ops" || id == "no_simd_quantize_act" || id == "profile" || id == "pin_threads" ||
       id == "no_hugepages")
