@@ -92,7 +92,7 @@ const KeyRow kKeyTable[] = {
     {&ModelConfig::n_mels, "num_mel_bins", "{arch}.encoder.mel_bins"},
     {&ModelConfig::n_dec_layer, "decoder_layers", "{arch}.block_count"},
     {&ModelConfig::n_dec_head, "decoder_attention_heads", "{arch}.attention.head_count"},
-    {&ModelConfig::n_dec_ff, "decoder_ffn_dim", "{arch}.feed_forward_length"},
+    {&ModelConfig::n_dec_ff, "decoder_ffn_dim", "{arch}.feed_forward_length", &ModelConfig::layer_n_ff},
     {&ModelConfig::n_dec_ctx, "max_target_positions", "{arch}.context_length"},
     {&ModelConfig::scale_embedding, "scale_embedding", "{arch}.scale_embedding"},
     {&ModelConfig::activation_function, "activation_function", "{arch}.activation_function"},
