@@ -7,7 +7,7 @@ namespace brisk {
 
 namespace {
 
-std::string blk(int il, const std::string& suffix) { return "blk." + std::to_string(il) + "." + suffix; }
+std::string moe_blk(int il, const std::string& suffix) { return "blk." + std::to_string(il) + "." + suffix; }
 
 // Views of rows [row0, row0 + n_out) of each expert's slice [n_rows, n_in] of a stacked 3-D
 // tensor ne {n_in, n_rows, n_expert}.
@@ -33,42 +33,42 @@ std::vector<Weight> expert_views(const WeightStore& ws, const ModelConfig& cfg, 
                                  int64_t n_in, int64_t n_out) {
   std::vector<Weight> out;
   if (kind != "down") {  // gate and up fused in one stack: gate rows first
-    if (const StoredTensor* t = ws.find(blk(il, "ffn_gate_up_exps.weight")))
+    if (const StoredTensor* t = ws.find(moe_blk(il, "ffn_gate_up_exps.weight")))
       return stacked_views(*t, cfg, n_in, 2 * n_out, kind == "gate" ? 0 : n_out, n_out);
   }
-  if (const StoredTensor* t = ws.find(blk(il, "ffn_" + kind + "_exps.weight")))
+  if (const StoredTensor* t = ws.find(moe_blk(il, "ffn_" + kind + "_exps.weight")))
     return stacked_views(*t, cfg, n_in, n_out, 0, n_out);
   for (int32_t e = 0; e < cfg.n_expert; ++e)
-    out.push_back(ws.matrix(blk(il, "ffn_" + kind + "_exps." + std::to_string(e) + ".weight"), n_in, n_out));
+    out.push_back(ws.matrix(moe_blk(il, "ffn_" + kind + "_exps." + std::to_string(e) + ".weight"), n_in, n_out));
   return out;
 }
 
 }  // namespace
 
-bool moe_layer_present(const WeightStore& ws, int il) { return ws.has(blk(il, "ffn_gate_inp.weight")); }
+bool moe_layer_present(const WeightStore& ws, int il) { return ws.has(moe_blk(il, "ffn_gate_inp.weight")); }
 
 MoeWeights moe_weights_load(WeightStore& ws, const ModelConfig& cfg, int il) {
   BRISK_CHECK(cfg.n_expert > 0, "layer ", il, " has an MoE router but the config names no experts");
   MoeWeights w{
-      .router = ws.matrix(blk(il, "ffn_gate_inp.weight"), cfg.n_embd, cfg.n_expert),
+      .router = ws.matrix(moe_blk(il, "ffn_gate_inp.weight"), cfg.n_embd, cfg.n_expert),
       .gate = expert_views(ws, cfg, il, "gate", cfg.n_embd, cfg.n_ff_exp),
       .up = expert_views(ws, cfg, il, "up", cfg.n_embd, cfg.n_ff_exp),
       .down = expert_views(ws, cfg, il, "down", cfg.n_ff_exp, cfg.n_embd),
-      .expert_scale = ws.vector_opt(blk(il, "ffn_down_exps.scale"), cfg.n_expert),
+      .expert_scale = ws.vector_opt(moe_blk(il, "ffn_down_exps.scale"), cfg.n_expert),
       .shared = {},
       .shared_gate = {},
   };
-  if (ws.has(blk(il, "ffn_gate_shexp.weight")) || cfg.n_ff_shexp > 0) {
+  if (ws.has(moe_blk(il, "ffn_gate_shexp.weight")) || cfg.n_ff_shexp > 0) {
     BRISK_CHECK(cfg.n_ff_shexp > 0, "layer ", il, " has a shared expert but the config gives no positive ",
                 "shared_expert_intermediate_size");
     BRISK_CHECK(cfg.max_n_ff() >= cfg.n_ff_shexp, "model config: MLP size ", cfg.max_n_ff(), " below the shared expert size ",
                 cfg.n_ff_shexp, " (the shared expert uses the MLP buffers)");
     w.shared = MlpWeights{
-        .gate = ws.matrix(blk(il, "ffn_gate_shexp.weight"), cfg.n_embd, cfg.n_ff_shexp),
-        .up = ws.matrix(blk(il, "ffn_up_shexp.weight"), cfg.n_embd, cfg.n_ff_shexp),
-        .down = ws.matrix(blk(il, "ffn_down_shexp.weight"), cfg.n_ff_shexp, cfg.n_embd),
+        .gate = ws.matrix(moe_blk(il, "ffn_gate_shexp.weight"), cfg.n_embd, cfg.n_ff_shexp),
+        .up = ws.matrix(moe_blk(il, "ffn_up_shexp.weight"), cfg.n_embd, cfg.n_ff_shexp),
+        .down = ws.matrix(moe_blk(il, "ffn_down_shexp.weight"), cfg.n_ff_shexp, cfg.n_embd),
     };
-    w.shared_gate = ws.matrix_opt(blk(il, "ffn_gate_inp_shexp.weight"), cfg.n_embd, 1);
+    w.shared_gate = ws.matrix_opt(moe_blk(il, "ffn_gate_inp_shexp.weight"), cfg.n_embd, 1);
   }
   return w;
 }
