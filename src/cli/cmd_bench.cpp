@@ -306,7 +306,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
       spec = {.source = brisk::draft_source_oracle(prompt), .draft_max = a.spec.draft_max,
               .draft_min = a.spec.draft_min, .adaptive = !a.spec.no_adaptive};
     } else {
-      spec = brisk::cli::make_spec_options(a.spec, *model, a.model, run.options());
+      spec = brisk::cli::make_spec_options(a.spec, model, a.model, run.options());
     }
     spec_source = spec.source->name();
     const std::string tg = "tg" + std::to_string(a.n_gen);

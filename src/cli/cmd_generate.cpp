@@ -103,7 +103,7 @@ int cmd_generate(const std::vector<std::string>& argv) {
   const brisk::ContextOptions copt{.n_ctx = n_ctx.n_ctx, .n_seq_max = 1, .n_batch = a.n_batch, .kv_type = *kv_type,
                                    .n_threads = a.threads, .device = a.device, .state_checkpoints = speculate};
   a.spec.hf_token = a.token;
-  brisk::SpecOptions spec = brisk::cli::make_spec_options(a.spec, *model, path, copt);
+  brisk::SpecOptions spec = brisk::cli::make_spec_options(a.spec, model, path, copt);
   auto ctx = brisk::Context::create(model, copt);
   brisk::GenerateParams gp{.max_tokens = a.n_predict, .sampling = a.sampling, .stop_strings = a.stops};
   gp.spec = spec;

@@ -319,7 +319,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   const brisk::ContextOptions copt{.n_ctx = n_ctx.n_ctx, .n_seq_max = 1, .n_threads = a.threads, .device = a.device,
                                    .state_checkpoints = brisk::cli::spec_requested(a.spec)};
   a.spec.hf_token = a.token;
-  const brisk::SpecOptions spec = brisk::cli::make_spec_options(a.spec, *model, path, copt);
+  const brisk::SpecOptions spec = brisk::cli::make_spec_options(a.spec, model, path, copt);
   auto ctx = brisk::Context::create(model, copt);
   json kwargs = json::object();
   if (a.think.has_value()) kwargs["enable_thinking"] = *a.think;

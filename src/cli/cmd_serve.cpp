@@ -110,7 +110,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   so.ollama_port = ollama_port;
   so.webui = !no_webui;
   if (brisk::cli::spec_requested(spec_args))
-    eo.make_spec = [spec_args](const brisk::Model& model, const std::string& path, const brisk::ContextOptions& c) {
+    eo.make_spec = [spec_args](const std::shared_ptr<const brisk::Model>& model, const std::string& path, const brisk::ContextOptions& c) {
       return brisk::cli::make_spec_options(spec_args, model, path, c);
     };
   for (const std::string& m : positional_models) specs.push_back(model_spec(m));

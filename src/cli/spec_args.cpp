@@ -27,7 +27,7 @@ void add_spec_options(ArgParser& p, SpecArgs* a, const std::string& extra_source
 
 bool spec_requested(const SpecArgs& a) { return (!a.spec.empty() && a.spec != "none") || !a.draft_model.empty(); }
 
-SpecOptions make_spec_options(const SpecArgs& a, const Model& model, const std::string& model_path,
+SpecOptions make_spec_options(const SpecArgs& a, const std::shared_ptr<const Model>& model, const std::string& model_path,
                               const ContextOptions& draft_context) {
   SpecOptions o{.draft_max = a.draft_max, .draft_min = a.draft_min, .adaptive = !a.no_adaptive};
   if (a.draft_min > a.draft_max) usage_fail("--draft-min ", a.draft_min, " is above --draft-max ", a.draft_max);
@@ -41,14 +41,17 @@ SpecOptions make_spec_options(const SpecArgs& a, const Model& model, const std::
     o.source = draft_source_model({.model = draft,
                                    .name = a.draft_model,
                                    .target_name = model_path,
-                                   .target_n_vocab = model.info().n_vocab,
-                                   .target_n_tokens = model.tokenizer() ? model.tokenizer()->vocab_size() : 0,
+                                   .target_n_vocab = model->info().n_vocab,
+                                   .target_n_tokens = model->tokenizer() ? model->tokenizer()->vocab_size() : 0,
                                    .context = draft_context});
   } else if (a.spec == "ngram") {
     o.source = draft_source_ngram({.ngram_min = a.ngram_min, .ngram_max = a.ngram_max});
   } else if (a.spec == "mtp") {
-    fail("--spec mtp: running the multi-token-prediction layers of ", model_path,
-         " is not supported yet; use --spec ngram or --draft-model");
+    try {
+      o.source = draft_source_mtp({.model = model, .context = draft_context});
+    } catch (const std::exception& e) {
+      fail("--spec mtp: ", model_path, ": ", e.what(), "; use --spec ngram or --draft-model");
+    }
   } else if (a.spec == "draft") {
     usage_fail("--spec draft needs --draft-model MODEL");
   }

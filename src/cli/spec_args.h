@@ -31,9 +31,9 @@ void add_spec_options(ArgParser& p, SpecArgs* args, const std::string& extra_sou
 bool spec_requested(const SpecArgs& a);
 
 // SpecOptions for the target `model` (path `model_path`): no source when none was asked.
-// `draft_context`: the draft model's context (n_ctx, n_seq_max, threads and device like the
-// target's). Throws for a source the model cannot run or a draft model of another vocabulary.
-SpecOptions make_spec_options(const SpecArgs& a, const Model& model, const std::string& model_path,
+// `draft_context`: the draft model's or MTP block's context (n_ctx, n_seq_max, threads and device
+// like the target's). Throws for a source the model cannot run or a draft model of another vocabulary.
+SpecOptions make_spec_options(const SpecArgs& a, const std::shared_ptr<const Model>& model, const std::string& model_path,
                               const ContextOptions& draft_context);
 
 // "speculative (ngram): 40 steps, 120 of 160 drafted tokens kept (75.0 %), 3.00 kept per step"

@@ -159,6 +159,10 @@ void residual_add(const Forward& f, const Mat& x, const Mat& t, const char* name
 }
 
 void lm_head(const Forward& f, const Mat& x, const float* norm_w, const Weight& output) {
+  if (f.batch.want_hidden) {
+    BRISK_CHECK(f.arena.hidden != nullptr, "lm_head: hidden rows asked for without a buffer");
+    f.backend.rms_norm({.out = f.mat(f.arena.hidden, f.cfg.n_embd), .x = x, .weight = norm_w, .eps = f.cfg.rms_eps});
+  }
   const int32_t n_out = f.batch.n_out;
   if (n_out == 0) return;
   BRISK_CHECK(n_out <= f.arena.n_logits_max, "lm_head: ", n_out, " logit rows exceed the planned ",

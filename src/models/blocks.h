@@ -77,7 +77,8 @@ Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
 Mat gated_mlp(const Forward& f, const Mat& in, const MlpWeights& w, int il);
 // x := x + t (tapped as `name`).
 void residual_add(const Forward& f, const Mat& x, const Mat& t, const char* name, int il);
-// logits[i] := output(rms_norm(x[out_rows[i]]) * norm_w) for the rows that want logits.
+// logits[i] := output(rms_norm(x[out_rows[i]]) * norm_w) for the rows that want logits; with
+// batch.want_hidden also arena.hidden := rms_norm(x) * norm_w for every row.
 void lm_head(const Forward& f, const Mat& x, const float* norm_w, const Weight& output);
 
 }  // namespace brisk

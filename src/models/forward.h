@@ -24,6 +24,11 @@ struct ForwardBatch {
   const int32_t* seq = nullptr;       // [n_tok]
   int32_t n_out = 0;                  // tokens that want logits
   const int32_t* out_rows = nullptr;  // [n_out] indices into the batch
+  // Input rows beside the ids, on the backend (models run as their multi-token-prediction block:
+  // the target's final-normed hidden states, ArchModel::mtp); nullptr: none.
+  const float* embd_in = nullptr;     // [n_tok, n_embd]
+  // The LM head also writes the final-normed rows of every token into ForwardArena::hidden.
+  bool want_hidden = false;
 };
 
 // Activation buffers for up to n_max tokens, [n_max, width] each; widths are those of the
@@ -46,6 +51,8 @@ struct ForwardArena {
   float* per_layer_tok = nullptr;   // [n, n_layer * n_embd_per_layer] the token rows of the table
   float* per_layer_gate = nullptr;  // [n, n_embd_per_layer]
   float* out = nullptr;    // rows needing logits [n, n_embd]
+  float* hidden = nullptr; // final-normed rows of every token [n, n_embd] (ForwardBatch::want_hidden)
+  float* embd_in = nullptr;  // input rows (ForwardBatch::embd_in) [n, n_embd], or nullptr
   float* logits = nullptr; // [n_logits_max, n_vocab]
   int32_t n_logits_max = 0;
   std::vector<float*> extra = {};  // [n, width] each, the widths ArchModel::extra_arena_widths asked for

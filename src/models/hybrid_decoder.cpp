@@ -161,7 +161,7 @@ struct HybridLayer {
   MlpWeights mlp;
 };
 
-// The multi-token-prediction block: kept, not run.
+// The multi-token-prediction block (run by MtpModel).
 struct MtpBlock {
   Weight eh_proj;                        // [n_embd, 2 * n_embd]
   std::vector<float> enorm, hnorm;       // [n_embd]
@@ -169,6 +169,73 @@ struct MtpBlock {
   Weight shared_head_head;               // [n_vocab, n_embd] or empty (the model's output)
   Weight embed_tokens;                   // [n_vocab, n_embd] or empty (the model's embedding)
   HybridLayer layer;                     // a full-attention layer
+};
+
+// The MTP block as a model of its own (vLLM's Qwen3NextMultiTokenPredictor, llama.cpp's nextn
+// layer). Row p pairs the target's final-normed hidden state h at position p with the token x
+// that followed it (at p + 1) and predicts the token after x; the row sits at position p of the
+// block's own KV cache (vLLM's positions):
+//   e = rms_norm(embed(x)) * enorm;  g = rms_norm(h) * hnorm
+//   y = eh_proj [e ; g]               (embedding half first)
+//   y += attn(rms_norm(y)); y += mlp(rms_norm(y))   (one full-attention layer, its own KV cache)
+//   logits = output(rms_norm(y) * shared_head_norm)
+// The embedding, the final norm (when the block has none) and the LM head are the target's.
+// Only the first block runs (chained drafts reuse it, as vLLM does with one MTP layer).
+class MtpModel final : public ArchModel {
+ public:
+  MtpModel(const ModelConfig& target, const MtpBlock& block, const Weight& tok_embd, const std::vector<float>& output_norm,
+           const Weight& output, const RopeTable& rope)
+      : block_(block), tok_embd_(block.embed_tokens.empty() ? tok_embd : block.embed_tokens),
+        output_norm_(block.shared_head_norm.empty() ? output_norm : block.shared_head_norm),
+        output_(block.shared_head_head.empty() ? output : block.shared_head_head), rope_(rope) {
+    cfg_ = target;
+    cfg_.n_layer = 1;
+    cfg_.n_nextn = 0;
+    cfg_.layer_types = {"full_attention"};
+    cfg_.recurrent_layers.clear();
+    cfg_.layer_head_dim.clear();
+    cfg_.layer_n_head_kv.clear();
+    cfg_.layer_n_ff.clear();
+  }
+
+  const ModelConfig& config() const { return cfg_; }
+
+  void forward(const Forward& f) const override {
+    const ModelConfig& c = f.cfg;
+    BRISK_CHECK(f.batch.embd_in != nullptr, "MTP forward: no hidden-state rows given");
+    const int64_t n = c.n_embd;
+    // [e ; g] in the two halves of the concatenation buffer [n_tok, 2 n_embd].
+    float* cat = f.arena.extra.at(kConcat);
+    const Mat emb = embed_tokens(f, tok_embd_);
+    norm_into(f, Mat{.data = cat, .rows = f.batch.n_tok, .cols = n, .stride = 2 * n}, emb, block_.enorm.data(),
+              "mtp_enorm", 0);
+    const Mat hid{.data = const_cast<float*>(f.batch.embd_in), .rows = f.batch.n_tok, .cols = n};
+    norm_into(f, Mat{.data = cat + n, .rows = f.batch.n_tok, .cols = n, .stride = 2 * n}, hid, block_.hnorm.data(),
+              "mtp_hnorm", 0);
+    const Mat x = f.mat(f.arena.x, n);
+    f.backend.matmul({.out = x, .x = f.mat(cat, 2 * n), .w = block_.eh_proj});
+    f.tap_tensor("mtp_eh_proj", 0, x);
+    const HybridLayer& L = block_.layer;
+    const AttentionParams ap{.rope = &rope_, .gate = f.arena.extra.at(kGate)};
+    Mat h = norm(f, x, L.attn_norm.data(), "attn_norm", 0);
+    Mat t = self_attention(f, h, L.attn, ap, 0);
+    residual_add(f, x, t, "attn_residual", 0);
+    h = norm(f, x, L.post_norm.data(), "attn_post_norm", 0);
+    t = L.sparse ? moe_mlp(f, h, L.moe, 0) : gated_mlp(f, h, L.mlp, 0);
+    residual_add(f, x, t, "l_out", 0);
+    lm_head(f, x, output_norm_.data(), output_);
+  }
+
+  std::vector<int64_t> extra_arena_widths() const override { return {2 * int64_t(cfg_.n_embd), cfg_.q_width()}; }
+
+ private:
+  static constexpr size_t kConcat = 0, kGate = 1;
+  ModelConfig cfg_;
+  const MtpBlock& block_;
+  const Weight& tok_embd_;                 // [n_vocab, n_embd]
+  const std::vector<float>& output_norm_;  // [n_embd]
+  const Weight& output_;                   // [n_vocab, n_embd]
+  const RopeTable& rope_;
 };
 
 class HybridDecoder final : public ArchModel {
@@ -183,6 +250,13 @@ class HybridDecoder final : public ArchModel {
     for (int il = 0; il < cfg.n_layer; ++il)
       load_layer(cfg, ws, spec, il, hybrid_layer_is_linear(cfg, il), layers_[size_t(il)]);
     load_mtp(cfg, ws, spec);
+    if (!mtp_.empty())
+      mtp_model_ = std::make_unique<MtpModel>(cfg, mtp_.front(), tok_embd_, output_norm_, output_, rope_);
+  }
+
+  MtpPart mtp() const override {
+    if (!mtp_model_) return {};
+    return {.arch = mtp_model_.get(), .cfg = &mtp_model_->config()};
   }
 
   void forward(const Forward& f) const override {
@@ -282,6 +356,7 @@ class HybridDecoder final : public ArchModel {
   RopeTable rope_;                   // partial: n_rot of head_dim
   std::vector<HybridLayer> layers_;
   std::vector<MtpBlock> mtp_;
+  std::unique_ptr<MtpModel> mtp_model_;  // over mtp_.front(); nullptr without MTP weights
 };
 
 }  // namespace

@@ -43,6 +43,14 @@ class ArchModel {
   virtual std::vector<LayerState> layer_states() const { return {}; }
   // Widths of extra activation buffers the forward uses (ForwardArena::extra, [n_batch, width]).
   virtual std::vector<int64_t> extra_arena_widths() const { return {}; }
+  // Multi-token prediction (speculative decoding): the checkpoint's MTP block as a model of its
+  // own, with its config (one full-attention layer); its forward reads batch.embd_in, the
+  // target's final-normed hidden state of the position before each token. {} when there is none.
+  struct MtpPart {
+    const ArchModel* arch = nullptr;
+    const ModelConfig* cfg = nullptr;
+  };
+  virtual MtpPart mtp() const { return {}; }
 };
 
 // How hf_to_gguf writes a checkpoint: decoder-only through the shared key table and name map,

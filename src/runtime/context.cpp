@@ -24,9 +24,10 @@ namespace {
 class ModelContext final : public Context {
  public:
   // backend: the backend to run on, or nullptr for one made from options.device.
+  // mtp: run the model's multi-token-prediction block (ArchModel::mtp) instead of the model.
   ModelContext(std::shared_ptr<const LoadedModel> model, const ContextOptions& options,
-               std::unique_ptr<Backend> backend)
-      : model_(std::move(model)), opt_(options), cfg_(model_->config()), backend_(std::move(backend)) {
+               std::unique_ptr<Backend> backend, bool mtp = false)
+      : model_(std::move(model)), opt_(options), cfg_(config_of(*model_, mtp)), mtp_(mtp), backend_(std::move(backend)) {
     BRISK_CHECK(opt_.n_seq_max >= 1 && opt_.n_seq_max <= 1024, "n_seq_max ", opt_.n_seq_max,
                 " out of range [1, 1024]");
     BRISK_CHECK(opt_.n_batch >= 1, "n_batch must be at least 1");
@@ -45,6 +46,8 @@ class ModelContext final : public Context {
                 " out of range");
     if (!backend_) backend_ = make_backend(opt_.device, opt_.n_threads);
     arch_ = &model_->arch_for(*backend_);
+    if (mtp_) arch_ = arch_->mtp().arch;
+    BRISK_CHECK(arch_ != nullptr, "model ", cfg_.arch, ": the multi-token-prediction block is missing for this backend");
     // What each layer keeps per sequence, as the model declares it.
     layer_states_ = arch_->layer_states();
     if (layer_states_.empty()) layer_states_.assign(size_t(cfg_.n_layer), LayerState{});
@@ -101,11 +104,25 @@ class ModelContext final : public Context {
     backend_->free(arena_.logits);
   }
 
+  // The config the context runs: the model's, or its MTP block's.
+  static const ModelConfig& config_of(const LoadedModel& m, bool mtp) {
+    if (!mtp) return m.config();
+    BRISK_CHECK(m.mtp_config_ != nullptr, "model ", m.info().name.empty() ? m.config().arch : m.info().name,
+                " (", m.config().arch, ") has no multi-token-prediction layers (HF mtp.* / GGUF nextn tensors)");
+    return *m.mtp_config_;
+  }
+
   void decode(const std::vector<BatchToken>& batch) override {
     std::vector<Sampler*> row_samplers = std::move(next_samplers_);  // this batch's only
     next_samplers_.clear();
+    const float* hidden_in = next_hidden_in_;  // this batch's only
+    next_hidden_in_ = nullptr;
     validate(batch);
     if (batch.empty()) return;
+    BRISK_CHECK(!mtp_ || hidden_in != nullptr, "decode: the MTP block needs the hidden-state rows of its tokens "
+                "(set_next_hidden_in)");
+    const size_t n_embd = size_t(cfg_.n_embd);
+    if (keep_hidden_) hidden_.assign(batch.size() * n_embd, 0.0f);
     int32_t max_len = 0;
     std::vector<int32_t> new_len(size_t(opt_.n_seq_max));
     for (int32_t s = 0; s < opt_.n_seq_max; ++s) new_len[size_t(s)] = kv_->length(s);
@@ -147,8 +164,10 @@ class ModelContext final : public Context {
       for (int32_t s = 0; s < opt_.n_seq_max; ++s) chunk_len[size_t(s)] = kv_->length(s);
       for (int32_t i = 0; i < n; ++i) chunk_len[size_t(seq_[size_t(i)])] = pos_[size_t(i)] + 1;
       kv_->prepare(chunk_len);
+      if (hidden_in) backend_->copy(arena_.embd_in, hidden_in + start * n_embd, sizeof(float) * size_t(n) * n_embd);
       const ForwardBatch fb{.n_tok = n, .ids = ids_.data(), .pos = pos_.data(), .seq = seq_.data(),
-                            .n_out = n_out, .out_rows = out_rows_.data()};
+                            .n_out = n_out, .out_rows = out_rows_.data(),
+                            .embd_in = hidden_in ? arena_.embd_in : nullptr, .want_hidden = keep_hidden_};
       const CrossAttentionProbe* probe = enc_ ? enc_->take_probe(n) : nullptr;
       if (probe) probe_n_tok_ = n;
       const Forward f{.backend = *backend_, .cfg = cfg_, .batch = fb, .arena = arena_,
@@ -170,6 +189,7 @@ class ModelContext final : public Context {
         if (probe) shape_valid_ = false;
       }
       backend_->synchronize();
+      if (keep_hidden_) backend_->copy(hidden_.data() + start * n_embd, arena_.hidden, sizeof(float) * size_t(n) * n_embd);
       for (int32_t i = 0; i < n; ++i) {
         const BatchToken& t = batch[start + size_t(i)];
         kv_->set_length(t.seq, std::max(kv_->length(t.seq), t.pos + 1));
@@ -201,12 +221,32 @@ class ModelContext final : public Context {
       n_logits_ = n_want;
       logits_are_ids_ = ids_only;
     }
+    n_hidden_ = keep_hidden_ ? int32_t(batch.size()) : 0;
+  }
+
+  bool set_keep_hidden(bool on) override {
+    if (on && !arena_.hidden) arena_.hidden = arena_alloc(cfg_.n_embd);
+    keep_hidden_ = on;
+    shape_valid_ = false;
+    return true;
+  }
+
+  const float* hidden(int32_t i) const override {
+    if (!keep_hidden_) return nullptr;
+    BRISK_CHECK(i >= 0 && i < n_hidden_, "hidden(", i, "): the last batch had ", n_hidden_, " tokens");
+    return hidden_.data() + size_t(i) * size_t(cfg_.n_embd);
+  }
+
+  void set_next_hidden_in(const float* rows) override {
+    BRISK_CHECK(mtp_, "set_next_hidden_in: this context runs the model, not its multi-token-prediction block");
+    next_hidden_in_ = rows;
   }
 
   // The previous step's shape (replay_step): token count, output rows, each token's sequence
   // and the KV capacity (which sizes the attention's work split).
   bool step_shape_matches(int32_t n, int32_t n_out) const {
     return shape_valid_ && n == shape_n_tok_ && n_out == shape_n_out_ && kv_->capacity() == shape_capacity_ &&
+           keep_hidden_ == shape_hidden_ &&
            std::equal(seq_.begin(), seq_.begin() + n, shape_seq_.begin(), shape_seq_.end()) &&
            std::equal(out_rows_.begin(), out_rows_.begin() + n_out, shape_out_rows_.begin(), shape_out_rows_.end());
   }
@@ -215,6 +255,7 @@ class ModelContext final : public Context {
     shape_n_tok_ = n;
     shape_n_out_ = n_out;
     shape_capacity_ = kv_->capacity();
+    shape_hidden_ = keep_hidden_;
     shape_seq_.assign(seq_.begin(), seq_.begin() + n);
     shape_out_rows_.assign(out_rows_.begin(), out_rows_.begin() + n_out);
   }
@@ -402,7 +443,7 @@ class ModelContext final : public Context {
     size_t free_b = 0, total_b = 0;
     const bool device = backend_->memory_info(&free_b, &total_b);
     const double gib = 1024.0 * 1024.0 * 1024.0;
-    const double weights = double(model_->weights_->total_bytes());
+    const double weights = mtp_ ? 0.0 : double(model_->weights_->total_bytes());  // the MTP block shares them
     // The paged pools at their largest (windowed layers: their window) and the block tables.
     const double kv = double(KvCache::plan_bytes(kv_options_));
     const std::string kv_layout = KvCache::plan_summary(kv_options_);
@@ -471,6 +512,7 @@ class ModelContext final : public Context {
     arena_.gate = arena_alloc(std::max(cfg_.max_n_ff(), cfg_.n_expert));  // also the router logits
     arena_.up = arena_alloc(cfg_.max_n_ff());
     arena_.out = arena_alloc(cfg_.n_embd);
+    if (mtp_) arena_.embd_in = arena_alloc(cfg_.n_embd);
     if (cfg_.n_embd_per_layer > 0) {
       arena_.per_layer = arena_alloc(int64_t(cfg_.n_layer) * cfg_.n_embd_per_layer);
       arena_.per_layer_tok = arena_alloc(int64_t(cfg_.n_layer) * cfg_.n_embd_per_layer);
@@ -499,6 +541,11 @@ class ModelContext final : public Context {
   std::shared_ptr<const LoadedModel> model_;
   ContextOptions opt_;
   const ModelConfig& cfg_;
+  bool mtp_ = false;                 // runs the model's MTP block (create_mtp)
+  bool keep_hidden_ = false;         // set_keep_hidden
+  std::vector<float> hidden_;        // [n_hidden, n_embd] the last batch's final-normed rows
+  int32_t n_hidden_ = 0;
+  const float* next_hidden_in_ = nullptr;  // set_next_hidden_in: [next batch, n_embd], host
   std::unique_ptr<Backend> backend_;
   KvCacheOptions kv_options_;
   std::vector<LayerState> layer_states_;   // [n_layer] as the model declares them
@@ -510,6 +557,7 @@ class ModelContext final : public Context {
   std::vector<int32_t> ids_, pos_, seq_, out_rows_;
   bool shape_valid_ = false;  // the previous step's shape (step_shape_matches)
   int32_t shape_n_tok_ = 0, shape_n_out_ = 0, shape_capacity_ = 0;
+  bool shape_hidden_ = false;
   std::vector<int32_t> shape_seq_, shape_out_rows_;
   std::vector<float> logits_;  // [n_logits, n_vocab]
   int32_t n_logits_ = 0;
@@ -532,6 +580,13 @@ std::unique_ptr<Context> Context::create(std::shared_ptr<const Model> model, con
   auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
   BRISK_CHECK(loaded != nullptr, "Context::create: model was not loaded by Model::load");
   return std::make_unique<ModelContext>(std::move(loaded), options, nullptr);
+}
+
+std::unique_ptr<Context> Context::create_mtp(std::shared_ptr<const Model> model, const ContextOptions& options) {
+  BRISK_CHECK(model != nullptr, "Context::create_mtp: no model");
+  auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
+  BRISK_CHECK(loaded != nullptr, "Context::create_mtp: model was not loaded by Model::load");
+  return std::make_unique<ModelContext>(std::move(loaded), options, nullptr, true);
 }
 
 std::unique_ptr<Context> context_create_on(std::shared_ptr<const Model> model, const ContextOptions& options,

@@ -90,6 +90,10 @@ class Context {
  public:
   virtual ~Context() = default;
   static std::unique_ptr<Context> create(std::shared_ptr<const Model> model, const ContextOptions& options);
+  // A context that runs the model's multi-token-prediction block alone (one attention layer with
+  // its own KV cache; each token comes with a hidden-state row, set_next_hidden_in). Throws,
+  // naming the model, when the checkpoint has no MTP weights.
+  static std::unique_ptr<Context> create_mtp(std::shared_ptr<const Model> model, const ContextOptions& options);
 
   // Runs the batch; throws brisk::Error on a bad token id, position or sequence (state unchanged).
   virtual void decode(const std::vector<BatchToken>& batch) = 0;
@@ -123,6 +127,24 @@ class Context {
   // [rows wanted by the last batch] ids picked on the device (-1: every token banned) while
   // device greedy or a device sampler is on; nullptr otherwise.
   virtual const int32_t* device_ids() const { return nullptr; }
+
+  // Speculative decoding with the model's multi-token-prediction block. While on, decode() also
+  // keeps the final-normed hidden state (the LM head's input) of every batch token: hidden(i) is
+  // [n_embd] of the i-th token of the last batch, nullptr when off. Returns whether it is on.
+  virtual bool set_keep_hidden(bool on) {
+    (void)on;
+    return false;
+  }
+  virtual const float* hidden(int32_t i) const {
+    (void)i;
+    return nullptr;
+  }
+  // A context of the MTP block (create_mtp): the next decode()'s input rows, host memory
+  // [batch size, n_embd] (row i: the target's hidden state at the position of token i).
+  virtual void set_next_hidden_in(const float* rows) {
+    (void)rows;
+    fail("this context does not run a multi-token-prediction block");
+  }
 
   virtual int32_t seq_length(int32_t seq) const = 0;
   // Keep positions [0, n_keep) of seq. A model whose sliding-window layers keep only their window

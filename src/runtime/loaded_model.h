@@ -39,6 +39,9 @@ class LoadedModel final : public Model {
   const ArchEntry* entry_ = nullptr;
   std::unique_ptr<WeightStore> weights_;
   std::unique_ptr<ArchModel> arch_;  // over weights_ (built at load, to check the weights)
+  // The config of the multi-token-prediction block (ArchModel::mtp) as the load-time forward
+  // gave it (kept here: arch_for may rebuild arch_), nullptr without one.
+  std::unique_ptr<ModelConfig> mtp_config_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::string chat_template_;
   // Hugging Face folders: the side files that speech models read (runtime/speech_config.h);

@@ -53,6 +53,7 @@ void finish(LoadedModel& m, const ArchEntry& entry) {
   // Weights stay in their stored layouts until a context binds them to a backend (arch_for).
   m.entry_ = &entry;
   m.arch_ = entry.build(c, *m.weights_);
+  if (const ArchModel::MtpPart mtp = m.arch_->mtp(); mtp.cfg) m.mtp_config_ = std::make_unique<ModelConfig>(*mtp.cfg);
   ModelInfo& info = m.info_;
   info.architecture = c.arch;
   info.name = c.name;

@@ -97,6 +97,13 @@ void Scheduler::init() {
   n_vocab_ = ctx_->n_vocab();
   n_batch_ = std::max(1, ctx_->options().n_batch);
   options_.prefill_chunk = std::clamp(options_.prefill_chunk, 1, n_batch_);
+  if (options_.spec.source && options_.spec.source->wants_hidden())
+    BRISK_CHECK(ctx_->set_keep_hidden(true), "speculative decoding (", options_.spec.source->name(),
+                "): the context cannot keep the model's hidden states");
+}
+
+void Scheduler::show_draft_source(const std::vector<BatchToken>& batch) {
+  if (options_.spec.source && options_.spec.source->wants_hidden()) options_.spec.source->observe(batch, *ctx_);
 }
 
 GenerationResult Scheduler::run_one(Context& ctx, int32_t seq, GenerationRequest request,
@@ -415,6 +422,7 @@ void Scheduler::step() {
     const bool ids = !on_device.empty() && ctx_->set_next_device_samplers(std::move(on_device));
     ctx_->decode(batch);
     if (ids) device_ids = ctx_->device_ids();
+    show_draft_source(batch);
   } catch (const std::exception& e) {
     std::string msg = str_cat("decode failed: ", e.what());
     for (Sequence* s : logit_rows) finish(*s, FinishReason::error, msg);
@@ -499,6 +507,7 @@ void Scheduler::step() {
   if (!replay.empty()) {
     try {
       ctx_->decode(replay);
+      show_draft_source(replay);
     } catch (const std::exception& e) {
       std::string msg = str_cat("replay after a rejected draft failed: ", e.what());
       for (Sequence* s : decoding) finish(*s, FinishReason::error, msg);
@@ -542,7 +551,7 @@ void Scheduler::draft_for(Sequence& s, int32_t k_max) {
   if (k <= 0) return;
   std::vector<int32_t> history = s.req.prompt;
   history.insert(history.end(), s.out.begin(), s.out.end());
-  sp.source->propose(s.slot, history, int32_t(k), smp->params(), &s.draft);
+  sp.source->propose(s.slot, history, s.pos0, int32_t(k), smp->params(), &s.draft);
   Draft& d = s.draft;
   size_t n = std::min(d.tokens.size(), size_t(k));
   for (size_t i = 0; i < n; ++i)

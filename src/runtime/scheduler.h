@@ -156,6 +156,8 @@ class Scheduler {
                                   SamplerFactory sampler_factory, int32_t prefill_chunk, SpecOptions spec = {});
 
   SchedulerStats stats() const;
+  // The draft source's name (speculative.h: "ngram", "draft", "mtp", ...), "none" without one.
+  const char* spec_source() const { return options_.spec.source ? options_.spec.source->name() : "none"; }
   int32_t n_ctx() const { return n_ctx_; }
   int32_t n_vocab() const { return n_vocab_; }
 
@@ -173,6 +175,8 @@ class Scheduler {
   // Cuts s's context back to the tokens of `kv` after a verify (recurrent state: from its
   // checkpoint, the kept tokens appended to `replay` to run again).
   void keep_verified(Sequence& s, std::vector<BatchToken>& replay);
+  // A draft source that reads the target's hidden states (MTP) sees every forward's batch.
+  void show_draft_source(const std::vector<BatchToken>& batch);
   void clear_slot(int32_t slot);
 
   // run_one's: a borrowed context and no worker thread.

@@ -27,7 +27,7 @@ class NgramDraft final : public DraftSource {
                 o.ngram_min, "..", o.ngram_max, " are not 1 <= min <= max <= 64");
   }
   const char* name() const override { return "ngram"; }
-  void propose(int32_t, const std::vector<int32_t>& h, int32_t n_max, const SamplerParams&, Draft* out) override {
+  void propose(int32_t, const std::vector<int32_t>& h, int32_t, int32_t n_max, const SamplerParams&, Draft* out) override {
     out->tokens.clear();
     out->q.clear();
     const int64_t len = int64_t(h.size());
@@ -50,7 +50,7 @@ class OracleDraft final : public DraftSource {
  public:
   explicit OracleDraft(std::vector<int32_t> tokens) : tokens_(std::move(tokens)) {}
   const char* name() const override { return "oracle"; }
-  void propose(int32_t, const std::vector<int32_t>& h, int32_t n_max, const SamplerParams&, Draft* out) override {
+  void propose(int32_t, const std::vector<int32_t>& h, int32_t, int32_t n_max, const SamplerParams&, Draft* out) override {
     out->tokens.clear();
     out->q.clear();
     if (h.size() > tokens_.size() || !std::equal(h.begin(), h.end(), tokens_.begin())) return;
@@ -87,7 +87,7 @@ class ModelDraft final : public DraftSource {
   }
   const char* name() const override { return "draft"; }
 
-  void propose(int32_t slot, const std::vector<int32_t>& h, int32_t n_max, const SamplerParams& sampling,
+  void propose(int32_t slot, const std::vector<int32_t>& h, int32_t, int32_t n_max, const SamplerParams& sampling,
                Draft* out) override {
     out->tokens.clear();
     out->q.clear();
@@ -110,29 +110,9 @@ class ModelDraft final : public DraftSource {
       ctx_->decode(batch);
     }
     held = h;
-    SamplerParams p = sampling;
-    p.repeat_penalty = 1.0f;
-    p.presence_penalty = p.frequency_penalty = 0.0f;
-    p.logit_bias.erase(std::remove_if(p.logit_bias.begin(), p.logit_bias.end(),
-                                      [&](const auto& b) { return b.first >= ctx_->n_vocab(); }),
-                       p.logit_bias.end());
-    p.seed = sampling.seed ^ (0x9E3779B97F4A7C15ull + uint64_t(draws_++));
-    // Ids past the target's rows cannot be verified: never drafted.
-    for (int32_t id = n_vocab_; id < ctx_->n_vocab(); ++id)
-      p.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
-    Sampler sampler(p, ctx_->n_vocab());
-    TokenDistribution q;
+    Sampler sampler(draft_sampler_params(sampling, ctx_->n_vocab(), n_vocab_, draws_++), ctx_->n_vocab());
     for (int32_t i = 0; i < n_max; ++i) {
-      const float* logits = ctx_->logits(0);
-      int32_t tok;
-      if (sampler.greedy()) {
-        tok = sampler.sample(logits);
-      } else {
-        sampler.distribution(logits, nullptr, &q);
-        tok = sampler.draw(q);
-        out->q.push_back(q);
-      }
-      out->tokens.push_back(tok);
+      const int32_t tok = draft_pick(sampler, ctx_->logits(0), out);
       if (i + 1 == n_max) break;
       ctx_->decode({{.token = tok, .pos = int32_t(held.size()), .seq = slot, .want_logits = true}});
       held.push_back(tok);
@@ -148,6 +128,32 @@ class ModelDraft final : public DraftSource {
 };
 
 }  // namespace
+
+SamplerParams draft_sampler_params(const SamplerParams& request, int32_t n_vocab, int32_t target_n_vocab, uint64_t draw) {
+  SamplerParams p = request;
+  p.repeat_penalty = 1.0f;
+  p.presence_penalty = p.frequency_penalty = 0.0f;
+  p.logit_bias.erase(std::remove_if(p.logit_bias.begin(), p.logit_bias.end(), [&](const auto& b) { return b.first >= n_vocab; }),
+                     p.logit_bias.end());
+  p.seed = request.seed ^ (0x9E3779B97F4A7C15ull + draw);
+  // Ids past the target's rows cannot be verified: never drafted.
+  for (int32_t id = target_n_vocab; id < n_vocab; ++id) p.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
+  return p;
+}
+
+int32_t draft_pick(Sampler& sampler, const float* logits, Draft* out) {
+  int32_t tok;
+  if (sampler.greedy()) {
+    tok = sampler.sample(logits);
+  } else {
+    TokenDistribution q;
+    sampler.distribution(logits, nullptr, &q);
+    tok = sampler.draw(q);
+    out->q.push_back(std::move(q));
+  }
+  out->tokens.push_back(tok);
+  return tok;
+}
 
 std::unique_ptr<DraftSource> draft_source_ngram(const NgramOptions& options) {
   return std::make_unique<NgramDraft>(options);

@@ -40,10 +40,19 @@ class DraftSource {
   virtual ~DraftSource() = default;
   virtual const char* name() const = 0;
   // Up to n_max tokens to follow `history` (the request's prompt, its verified output and the
-  // pending token, in order) of the sequence in slot `slot`. `sampling`: the request's settings
-  // (a drafting model draws with them). May propose nothing.
-  virtual void propose(int32_t slot, const std::vector<int32_t>& history, int32_t n_max,
+  // pending token, in order) of the sequence in slot `slot`, whose first token sits at position
+  // pos0 of the target's sequence (a chat that keeps its KV between turns: the earlier turns').
+  // `sampling`: the request's settings (a drafting model draws with them). May propose nothing.
+  virtual void propose(int32_t slot, const std::vector<int32_t>& history, int32_t pos0, int32_t n_max,
                        const SamplerParams& sampling, Draft* out) = 0;
+  // Sources that read the target's final-normed hidden states (MTP): the scheduler turns them on
+  // in its context (Context::set_keep_hidden) and shows every forward of the target to observe()
+  // (batch token i's row is target.hidden(i)), rejected drafts included.
+  virtual bool wants_hidden() const { return false; }
+  virtual void observe(const std::vector<BatchToken>& batch, const Context& target) {
+    (void)batch;
+    (void)target;
+  }
 };
 
 // Prompt lookup: the continuation of the latest earlier occurrence of the last n tokens, for n
@@ -72,6 +81,27 @@ struct DraftModelOptions {
   ContextOptions context = {};
 };
 std::unique_ptr<DraftSource> draft_source_model(const DraftModelOptions& options);
+
+// The model's own multi-token-prediction block (Qwen3.5 / Qwen3.6 / Qwen3-Next mtp.*, GGUF nextn;
+// runtime/speculative_mtp.cpp): a context of the block (Context::create_mtp) with its own KV cache
+// per slot. Its row p is the target's hidden state at position p with the token at p + 1, so it
+// follows the target one position behind: before drafting it runs the rows of the verified
+// positions it lacks (cut back to where its tokens still agree), then drafts k tokens by chaining
+// the block on its own output hidden state, as vLLM and llama.cpp do. Drafts are greedy at
+// temperature 0, else drawn under the request's settings (without penalties) with q passed on.
+// Throws, naming the model, when the checkpoint has no MTP weights.
+struct MtpDraftOptions {
+  std::shared_ptr<const Model> model = nullptr;  // the target
+  ContextOptions context = {};                   // the target's n_ctx, n_seq_max, threads, device
+};
+std::unique_ptr<DraftSource> draft_source_mtp(const MtpDraftOptions& options);
+
+// The settings a drafting model draws with: the request's without penalties, logit biases within
+// its n_vocab, ids past the target's `target_n_vocab` rows banned, its own seed per draw.
+SamplerParams draft_sampler_params(const SamplerParams& request, int32_t n_vocab, int32_t target_n_vocab, uint64_t draw);
+// One drafted token from a drafting model's logits: the sampler's pick at temperature 0, else a
+// draw whose distribution is appended to out->q; appended to out->tokens and returned.
+int32_t draft_pick(Sampler& sampler, const float* logits, Draft* out);
 
 // What a scheduler does with a draft source.
 struct SpecOptions {

@@ -57,7 +57,7 @@ ModelLoader engine_model_loader(EngineLoadOptions o) {
                               .state_checkpoints = bool(o.make_spec)};
     SchedulerOptions sched = o.scheduler;
     if (o.make_spec) {
-      const SpecOptions so = o.make_spec(*model, spec.path, copt);
+      const SpecOptions so = o.make_spec(model, spec.path, copt);
       sched.spec.source = so.source;
       sched.spec.draft_max = so.draft_max;
       sched.spec.draft_min = so.draft_min;

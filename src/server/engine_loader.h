@@ -23,7 +23,7 @@ struct EngineLoadOptions {
   SchedulerOptions scheduler;
   // Speculative decoding for each model as it loads (its draft source; the CLI's --spec /
   // --draft-model): null, or returning no source, for none.
-  std::function<SpecOptions(const Model& model, const std::string& path, const ContextOptions& context)> make_spec;
+  std::function<SpecOptions(const std::shared_ptr<const Model>& model, const std::string& path, const ContextOptions& context)> make_spec;
 };
 
 ModelLoader engine_model_loader(EngineLoadOptions options);

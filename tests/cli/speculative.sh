@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Speculative decoding from the command line: generate with --spec ngram and with a draft model
-# gives the ids of plain greedy decoding and reports its acceptance with --verbose; bench --spec
+# Speculative decoding from the command line: generate with --spec ngram, with a draft model and
+# with --spec mtp gives the ids of plain greedy decoding and reports its acceptance with --verbose; bench --spec
 # oracle and --verify report their rows; the bad inputs are usage errors naming what is wrong.
 set -euo pipefail
 BIN=${BRISK_BIN:?BRISK_BIN not set}
@@ -30,6 +30,25 @@ for bad in "--draft-max 0" "--draft-max -3" "--spec bogus" "--spec ngram --draft
   [[ $rc -eq 2 ]] || { echo "'$bad': exit $rc, want 2: $(cat "$tmp/err")"; exit 1; }
   grep -q -- "--draft\|--spec" "$tmp/err" || { echo "'$bad': unclear error: $(cat "$tmp/err")"; exit 1; }
 done
+# --spec mtp: a model without MTP weights is refused, naming what is missing (exit 1); the hybrid
+# fixture with an MTP block, quantized by brisk quantize (its nextn tensors kept), gives the ids of
+# plain greedy decoding and reports the mtp source.
+set +e
+"$BIN" generate --model "$tmp/tiny.gguf" --prompt-ids 1,2 -n 2 --spec mtp 2>"$tmp/err" >/dev/null
+rc=$?
+set -e
+[[ $rc -eq 1 ]] || { echo "--spec mtp without MTP weights: exit $rc: $(cat "$tmp/err")"; exit 1; }
+grep -q "no multi-token-prediction layers" "$tmp/err" || { echo "--spec mtp: unclear error: $(cat "$tmp/err")"; exit 1; }
+F=${BRISK_SOURCE_DIR:-}/tests/fixtures/models/qwen3_5_moe_text_config_mtp
+if [[ -n "${BRISK_SOURCE_DIR:-}" && -f "$F/model.safetensors" ]]; then
+  "$BIN" quantize "$F" "$tmp/mtp.gguf" q8_0 >"$tmp/err" 2>&1 || { echo "quantize of the MTP fixture failed: $(cat "$tmp/err")"; exit 1; }
+  mp=$("$BIN" generate --model "$tmp/mtp.gguf" --prompt-ids $ids -n 40 --show-ids 2>/dev/null | tail -n 1)
+  for args in "--spec mtp" "--spec mtp --draft-max 3 --no-spec-adaptive"; do
+    got=$("$BIN" generate --model "$tmp/mtp.gguf" --prompt-ids $ids -n 40 --show-ids --verbose $args 2>"$tmp/err" | tail -n 1)
+    [[ "$got" == "$mp" ]] || { echo "MTP fixture $args: got '$got' want '$mp'"; exit 1; }
+    grep -Eq "speculative \(mtp\): [1-9][0-9]* verify steps" "$tmp/err" || { echo "$args: no mtp line: $(cat "$tmp/err")"; exit 1; }
+  done
+fi
 M=${BRISK_SHARED_DATA:-}/models
 if [[ -n "${BRISK_SHARED_DATA:-}" && -d "$M/llama/hf" && -d "$M/wave2/qwen3_5_moe/hf" ]]; then
   set +e

@@ -307,7 +307,8 @@ TEST(HybridChat, SecondTurnKeepsStateAndAnswersAsColdRun) {
 }
 
 // The MTP block of a GGUF (nextn_predict_layers blocks after the stack, counted in block_count) is
-// loaded and kept, not run: the logits do not change; a missing tensor of it is named.
+// loaded and kept for --spec mtp, not run by the model's forward: the logits do not change; a
+// missing tensor of it is named.
 TEST(HybridLoad, GgufMtpBlockLoadsAndIsNotRun) {
   REQUIRE_FIXTURE("wave2/qwen3_next");
   const Ref ref = load_ref_file(fixture_dir("wave2/qwen3_next") + "/ref.json");

@@ -134,7 +134,7 @@ class CorruptedOracle final : public DraftSource {
   CorruptedOracle(size_t n_prompt, std::vector<int32_t> plain, int32_t n_vocab)
       : n_prompt_(n_prompt), plain_(std::move(plain)), n_vocab_(n_vocab) {}
   const char* name() const override { return "corrupted-oracle"; }
-  void propose(int32_t, const std::vector<int32_t>& h, int32_t n_max, const SamplerParams&, Draft* out) override {
+  void propose(int32_t, const std::vector<int32_t>& h, int32_t, int32_t n_max, const SamplerParams&, Draft* out) override {
     out->tokens.clear();
     out->q.clear();
     for (size_t i = h.size() - n_prompt_; i < plain_.size() && int32_t(out->tokens.size()) < n_max; ++i)
@@ -199,7 +199,7 @@ class FixedQDraft final : public DraftSource {
  public:
   FixedQDraft(TokenDistribution q, uint64_t seed) : q_(std::move(q)), rng_(seed) {}
   const char* name() const override { return "fixed-q"; }
-  void propose(int32_t, const std::vector<int32_t>&, int32_t n_max, const SamplerParams&, Draft* out) override {
+  void propose(int32_t, const std::vector<int32_t>&, int32_t, int32_t n_max, const SamplerParams&, Draft* out) override {
     out->tokens.clear();
     out->q.clear();
     std::uniform_real_distribution<double> u(0.0, 1.0);
@@ -324,12 +324,12 @@ TEST(SpecDraft, NgramProposesTheLongestLatestMatch) {
   auto src = draft_source_ngram({.ngram_min = 1, .ngram_max = 3});
   Draft d;
   // The last 3 tokens (7 8 9) occur at index 1 followed by 4 5; the last 1 (9) later at 6 (then 1).
-  src->propose(0, {1, 7, 8, 9, 4, 5, 9, 1, 7, 8, 9}, 3, {}, &d);
+  src->propose(0, {1, 7, 8, 9, 4, 5, 9, 1, 7, 8, 9}, 0, 3, {}, &d);
   EXPECT_EQ(d.tokens, (std::vector<int32_t>{4, 5, 9}));
   EXPECT_TRUE(d.q.empty());
-  src->propose(0, {1, 2, 3}, 3, {}, &d);
+  src->propose(0, {1, 2, 3}, 0, 3, {}, &d);
   EXPECT_TRUE(d.tokens.empty());
-  src->propose(0, {5, 6, 5}, 4, {}, &d);  // a 1-gram match whose continuation reaches the end
+  src->propose(0, {5, 6, 5}, 0, 4, {}, &d);  // a 1-gram match whose continuation reaches the end
   EXPECT_EQ(d.tokens, (std::vector<int32_t>{6, 5}));
 }
 
