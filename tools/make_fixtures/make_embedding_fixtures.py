@@ -17,20 +17,22 @@ It writes OUT/NAME/ for each family below, each well under 1 MB (hidden 32, inte
   embed_modernbert   ModernBertModel; layer 0 global, layer 1 local with local_attention 16 (8 each
                      side), shorter than the 77-token input; mean pooling + Normalize
   embed_qwen3        Qwen3Model (Qwen3-Embedding): last-token pooling + Normalize, <|endoftext|>
-                     appended to every input, the "query" instruction prompt on the first input,
+                     appended to every input, the "query" instruction prompt on inputs 0 and 3,
                      left padding in the batch
   embed_gemma        Gemma3TextModel with use_bidirectional_attention (EmbeddingGemma): mean pooling,
                      2_Dense (32 -> 128) and 3_Dense (128 -> 32), no bias, identity activation,
-                     4_Normalize; sliding layer with window 16 in config.json under a 77-token input
+                     4_Normalize; sliding layer with window 16 in config.json under a 70-token input
   rerank_xlmr        XLMRobertaForSequenceClassification, 1 label (bge-reranker): CrossEncoder score
                      = sigmoid(logit), pairs joined as <s> q </s></s> d </s>
   rerank_qwen3       Qwen3ForCausalLM (Qwen3-Reranker): score = softmax(logit[no], logit[yes])[yes] at
-                     the last position of the prompt format below, left padding in the batch
+                     the last position of the model card's prompt format (QWEN3_RERANK_* below), left
+                     padding in the batch
 
 Weights: every tensor of two or more dimensions (embeddings included) is N(0, 0.08^2); every 1-D
 tensor whose name contains "norm" in any case (LayerNorm, RMSNorm, q_norm, ...) is its initial value
 (1 for LayerNorm/RMSNorm gains, 0 for biases and for Gemma's (1 + w) gains) plus N(0, 0.2^2); every
-other 1-D tensor (biases) is N(0, 0.1^2). Tied embeddings are tied again afterwards. Each family
+other 1-D tensor (biases) is N(0, 0.1^2). Tied embeddings are tied again afterwards. The Dense
+modules' weights are N(0, 0.08^2) from a second generator seeded with seed + 1000. Each family
 has its own seed; the token ids come from Python's random.Random(seed), so --dry-run prints the
 same ids the real run uses. Everything runs on the CPU in float32 with eager attention.
 
