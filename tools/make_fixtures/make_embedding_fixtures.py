@@ -281,7 +281,8 @@ def build_inputs(name, spec):
     if join == "qwen3_rerank":
         nl = sp["newline"]
         # <|im_start|>system\n{judge instruction}<|im_end|>\n<|im_start|>user\n
-        prefix = [sp["im_start"]] + ids.take(1) + [nl] + ids.take(24) + [sp["im_end"], nl, sp["im_start"]] + ids.take(1) + [nl]
+        prefix = ([sp["im_start"]] + ids.take(1) + [nl] + ids.take(24) + [sp["im_end"], nl, sp["im_start"]]
+                  + ids.take(1) + [nl])
         # <|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n
         suffix = [sp["im_end"], nl, sp["im_start"]] + ids.take(1) + [nl, sp["think"], nl, nl, sp["end_think"], nl, nl]
         instruct_tag, query_tag, doc_tag = ids.take(3), ids.take(3), ids.take(3)
@@ -557,7 +558,9 @@ def word_tokenizer(dst, spec, pair_template=None):
         tok.post_processor = processors.TemplateProcessing(
             single=f"t{bos} $A t{eos}", pair=f"t{bos} $A t{eos} t{eos} $B t{eos}",
             special_tokens=[(f"t{bos}", bos), (f"t{eos}", eos)])
-    names = ["input_ids", "token_type_ids", "attention_mask"] if spec["join"] == "bert" else ["input_ids", "attention_mask"]
+    names = ["input_ids", "attention_mask"]
+    if spec["join"] == "bert":
+        names.insert(1, "token_type_ids")
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=f"t{sp['pad']}", model_input_names=names,
                                    padding_side=spec["padding_side"], model_max_length=spec["max_seq_length"])
     fast.save_pretrained(dst)
