@@ -375,6 +375,8 @@ TEST(ServerHttp, DisconnectMidStreamCancelsAndFreesTheSlot) {
   auto m = c.Get("/metrics");
   ASSERT_TRUE(m);
   EXPECT_NE(m->body.find("brisk_generations_total{reason=\"cancelled\"} 1"), std::string::npos) << m->body;
+  // Speculative decoding's counters name the draft source (none here).
+  EXPECT_NE(m->body.find(",source=\"none\"} 0"), std::string::npos) << m->body;
 }
 
 TEST(ServerHttp, SixteenConcurrentStreamsEachGetTheirOwnTokens) {
