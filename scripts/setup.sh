@@ -5,6 +5,7 @@ PKGS=(
   build-essential g++ cmake ninja-build pkg-config git
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libutf8proc-dev libcurl4-openssl-dev
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev zlib1g-dev
+  libsndfile1-dev libsoxr-dev
   clang libclang-rt-14-dev
   python3 python3-jinja2 python3-numpy python3-jsonschema
   tmux curl

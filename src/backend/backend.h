@@ -203,6 +203,59 @@ struct SoftcapArgs {
   float cap = 0.0f;               // > 0
 };
 
+// Ops of encoder and encoder-decoder models (speech, embeddings). Backends without them keep
+// the defaults, which throw "op X is not supported on the Y backend".
+
+// out = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias, per row (biased variance).
+struct LayerNormArgs {
+  Mat out{};                      // [rows, cols] (may alias x)
+  Mat x{};                        // [rows, cols]
+  const float* weight = nullptr;  // [cols] or nullptr (1)
+  const float* bias = nullptr;    // [cols] or nullptr (0)
+  float eps = 1e-5f;
+};
+
+enum class UnaryOp {
+  gelu_erf,   // x / 2 * (1 + erf(x / sqrt(2)))
+  gelu_tanh,  // x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+};
+
+struct UnaryArgs {
+  Mat out{};                      // [rows, cols] = op(x) (may alias x)
+  Mat x{};                        // [rows, cols]
+  UnaryOp op = UnaryOp::gelu_erf;
+};
+
+// Unfolds 1-D convolution inputs (im2col) so that a convolution becomes a matmul with its
+// weight [n_out, cols * kernel] (PyTorch's Conv1d weight [n_out, cols, kernel] flattened).
+// Rows of x are frames of n_seq independent sequences of frames_in frames each:
+//   out[s * frames_out + t, c * kernel + k] = x[s * frames_in + t * stride + k - pad, c]
+// (0 where that frame lies outside sequence s), frames_out = (frames_in + 2 pad - kernel) / stride + 1.
+struct Im2colArgs {
+  Mat out{};                      // [n_seq * frames_out, x.cols * kernel]
+  Mat x{};                        // [n_seq * frames_in, cols]
+  int32_t frames_in = 0;
+  int32_t kernel = 1;
+  int32_t stride = 1;
+  int32_t pad = 0;
+};
+
+// The attention probabilities of one query head (alignment of decoder tokens to encoder
+// frames): out[t, j] = softmax_j(scale * q_head(t) . k_kvhead(seq[t], j)) over j in [0, pos[t]],
+// 0 for j > pos[t] up to out.cols.
+struct AttentionWeightsArgs {
+  Mat out{};                      // [n_tok, n_pos], n_pos > every pos[t]
+  Mat q{};                        // [n_tok, n_head * head_dim]
+  KvView k_cache{};
+  const int32_t* seq = nullptr;   // [n_tok]
+  const int32_t* pos = nullptr;   // [n_tok]
+  int32_t head = 0;               // the query head, in [0, n_head)
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;
+  int32_t head_dim = 0;
+  float scale = 1.0f;
+};
+
 // The per-step inputs of one forward (a decode step or a prefill chunk), see begin_step.
 struct StepInputs {
   int32_t n_tok = 0;
@@ -239,6 +292,11 @@ class Backend {
   virtual void get_rows(const GetRowsArgs& a) = 0;
   virtual void moe(const MoeArgs& a) = 0;
   virtual void softcap(const SoftcapArgs& a) = 0;
+  // Encoder ops (see their argument structs); the defaults throw naming the op and backend.
+  virtual void layer_norm(const LayerNormArgs& a);
+  virtual void unary(const UnaryArgs& a);
+  virtual void im2col(const Im2colArgs& a);
+  virtual void attention_weights(const AttentionWeightsArgs& a);
   // Waits for queued work (no-op on the CPU).
   virtual void synchronize() {}
   // Copies bytes between host memory and this backend's memory, in either direction (or

@@ -48,6 +48,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   EngineLoadOptions eo;
   eo.n_parallel = 8;
   int32_t max_models = 1, port = so.port, max_body = int32_t(so.max_body_bytes), grace = 10;
+  int32_t max_audio = int32_t(so.max_audio_bytes);
   std::string kv = "f16";
   std::string unix_path;
   if (const char* k = std::getenv("BRISK_API_KEY")) so.api_key = k;
@@ -83,6 +84,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   p.integer({"--max-models"}, &max_models, 1, 64, "N", "models resident at once, least recently used unloaded (default 1)");
   p.integer({"--max-tokens"}, &so.max_tokens_ceiling, 1, INT32_MAX, "N", "completion ceiling per request (default: the context size)");
   p.integer({"--max-body"}, &max_body, 1024, INT32_MAX, "BYTES", "request body limit (default 8 MiB)");
+  p.integer({"--max-audio"}, &max_audio, 1024, INT32_MAX, "BYTES", "audio upload limit of /v1/audio/* (default 25 MiB)");
   p.integer({"--http-threads"}, &so.http_threads, 4, 4096, "N", "connections served at once (default 64)");
   p.integer({"--shutdown-grace"}, &grace, 0, 3600, "S", "seconds in-flight requests get on SIGINT/SIGTERM (default 10)");
   p.text({"--unix"}, &unix_path, "PATH", "serve on a Unix socket (created mode 0600) instead of TCP");
@@ -90,6 +92,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   for (const std::string& m : positional_models) specs.push_back(model_spec(m));
   so.port = port;
   so.max_body_bytes = size_t(max_body);
+  so.max_audio_bytes = size_t(max_audio);
   so.shutdown_grace_seconds = grace;
   if (specs.empty()) brisk::cli::usage_fail("a model is required ([NAME=]MODEL or -m [NAME=]MODEL)");
   // Chat templates are tried before any weights load (a Hub reference not yet downloaded is
@@ -124,7 +127,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   ModelRegistry registry(specs, engine_model_loader(eo), max_models);
   {
     brisk::cli::LoadIndicator loading(specs.front().name);
-    registry.get(specs.front().name);  // load the first model now: errors show at startup
+    registry.load(specs.front().name);  // load the first model now: errors show at startup
   }
   HttpServer server(registry, so);
   server.bind();

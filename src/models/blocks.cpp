@@ -66,8 +66,10 @@ Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
   be.matmuls(qkv, 3);
   if (w.q_norm) be.rms_norm({.out = q, .x = q, .weight = w.q_norm, .group = c.head_dim, .eps = c.rms_eps});
   if (w.k_norm) be.rms_norm({.out = k, .x = k, .weight = w.k_norm, .group = c.head_dim, .eps = c.rms_eps});
-  be.rope({.x = q, .pos = f.batch.pos, .n_head = c.n_head, .head_dim = c.head_dim, .table = p.rope});
-  be.rope({.x = k, .pos = f.batch.pos, .n_head = c.n_head_kv, .head_dim = c.head_dim, .table = p.rope});
+  if (p.rope) {  // models with learned absolute positions have no rotary embedding
+    be.rope({.x = q, .pos = f.batch.pos, .n_head = c.n_head, .head_dim = c.head_dim, .table = p.rope});
+    be.rope({.x = k, .pos = f.batch.pos, .n_head = c.n_head_kv, .head_dim = c.head_dim, .table = p.rope});
+  }
   f.tap_tensor("Qcur", il, q);
   f.tap_tensor("Kcur", il, k);
   f.tap_tensor("Vcur", il, v);

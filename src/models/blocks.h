@@ -41,7 +41,7 @@ AttentionWeights attention_weights_load(WeightStore& ws, const ModelConfig& cfg,
 MlpWeights mlp_weights_load(const WeightStore& ws, const ModelConfig& cfg, int il);
 
 struct AttentionParams {
-  const RopeTable* rope = nullptr;
+  const RopeTable* rope = nullptr; // nullptr: no rotary embedding
   int32_t window = 0;              // sliding window of this layer; 0: full
   float softcap = 0.0f;
 };

@@ -54,6 +54,22 @@ struct ModelConfig {
   int32_t n_ff_exp = 0;          // intermediate size of one expert
   bool norm_topk_prob = true;    // renormalize the chosen experts' probabilities to sum 1
 
+  // Encoder-decoder models (speech): the encoder's shape and the decoder's keys, which the
+  // architecture's sanitize step moves into the fields above (n_embd, n_layer, n_head, n_ff,
+  // n_ctx_train are the decoder's).
+  int32_t d_model = 0;           // width of encoder and decoder
+  int32_t n_enc_layer = 0;       // encoder_layers
+  int32_t n_enc_head = 0;        // encoder_attention_heads
+  int32_t n_enc_ff = 0;          // encoder_ffn_dim
+  int32_t n_enc_ctx = 0;         // max_source_positions: encoder output positions per window
+  int32_t n_mels = 0;            // num_mel_bins: input features per frame
+  int32_t n_dec_layer = 0;       // decoder_layers
+  int32_t n_dec_head = 0;        // decoder_attention_heads
+  int32_t n_dec_ff = 0;          // decoder_ffn_dim
+  int32_t n_dec_ctx = 0;         // max_target_positions
+  bool scale_embedding = false;  // token embeddings times sqrt(d_model)
+  std::string activation_function;  // MLP activation of encoder-decoder configs ("gelu")
+
   // Derived values filled by finalize() and checked for consistency.
   void finalize();
   int32_t q_width() const { return n_head * head_dim; }

@@ -43,6 +43,8 @@ struct ForwardArena {
   int32_t n_logits_max = 0;
 };
 
+struct CrossAttentionProbe;  // models/encoder_forward.h
+
 struct Forward {
   Backend& backend;
   const ModelConfig& cfg;
@@ -51,6 +53,14 @@ struct Forward {
   const std::vector<KvView>& k_cache;  // [n_layer]
   const std::vector<KvView>& v_cache;  // [n_layer]
   const TapFn* tap = nullptr;
+  // Encoder-decoder models: the per-layer cross-attention caches the encoder wrote ([n_layer]
+  // views of [n_seq, n_enc_pos, width]; nullptr for decoder-only models), for each batch token
+  // the last encoder position (attention over the cache then sees every position), and the
+  // probabilities to record for alignment (nullptr: none).
+  const std::vector<KvView>* cross_k = nullptr;
+  const std::vector<KvView>* cross_v = nullptr;
+  const int32_t* cross_pos = nullptr;  // [n_tok]
+  const CrossAttentionProbe* cross_probe = nullptr;
 
   Mat mat(float* data, int64_t cols) const { return Mat{.data = data, .rows = batch.n_tok, .cols = cols}; }
   void tap_tensor(const char* name, int layer, const Mat& m) const {

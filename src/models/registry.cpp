@@ -1,5 +1,7 @@
 #include "models/registry.h"
 
+#include "core/error.h"
+
 namespace brisk {
 
 const std::vector<const ArchEntry*>& arch_registry() {
@@ -7,9 +9,12 @@ const std::vector<const ArchEntry*>& arch_registry() {
   // references would be dropped by the linker.
   static const std::vector<const ArchEntry*> entries = {
       &arch_llama(), &arch_mistral(), &arch_qwen2(), &arch_qwen3(), &arch_qwen3moe(), &arch_gemma3(),
+      &arch_whisper(),
   };
   return entries;
 }
+
+void ArchModel::encode(const EncoderForward&) const { fail("this model has no encoder"); }
 
 const ArchEntry* arch_find_hf(const std::vector<std::string>& architectures, const std::string& model_type) {
   for (const std::string& a : architectures)

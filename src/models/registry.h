@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "models/config.h"
+#include "models/encoder_forward.h"
 #include "models/forward.h"
 #include "models/weights.h"
 
@@ -18,6 +19,10 @@ class ArchModel {
   virtual ~ArchModel() = default;
   // Runs the batch and writes logits for batch.out_rows into arena.logits.
   virtual void forward(const Forward& f) const = 0;
+  // Encoder-decoder models: the encoder's shape (nullptr: a decoder-only model) and the
+  // encoder pass, which fills the cross-attention caches of f.cross_seq's sequences.
+  virtual const EncoderSpec* encoder() const { return nullptr; }
+  virtual void encode(const EncoderForward& f) const;
 };
 
 struct ArchEntry {
@@ -47,5 +52,6 @@ const ArchEntry& arch_qwen2();
 const ArchEntry& arch_qwen3();
 const ArchEntry& arch_qwen3moe();
 const ArchEntry& arch_gemma3();
+const ArchEntry& arch_whisper();
 
 }  // namespace brisk

@@ -81,9 +81,12 @@ std::unique_ptr<WeightStore> WeightStore::from_safetensors(
     const bool aligned = type && reinterpret_cast<uintptr_t>(t.data) % elem == 0;
     // MoE routers (ffn_gate_inp) stay in their stored format, as llama.cpp keeps them: a
     // rounding error there flips expert choices.
+    // Learned position tables (position_embd) too: they are added to every activation, and
+    // quantization noise there moves every row.
     const bool is_matrix = st.ne.size() == 2 && name.size() > 7 &&
                            name.compare(name.size() - 7, 7, ".weight") == 0 &&
-                           name.find("ffn_gate_inp.") == std::string::npos;
+                           name.find("ffn_gate_inp.") == std::string::npos &&
+                           name.find("position_embd.") == std::string::npos;
     const auto qt = quant && is_matrix ? quant_for_row(*quant, st.ne[0]) : std::nullopt;
     if (qt) {
       // Quantize row by row from float32.
@@ -126,6 +129,18 @@ const StoredTensor* WeightStore::find(const std::string& name) const {
   return it == tensors_.end() ? nullptr : &it->second;
 }
 
+namespace {
+// The rows of a tensor already checked to hold n_out x n_in elements, as a Weight.
+Weight stored_weight_rows(const StoredTensor& t, int64_t n_in, int64_t n_out) {
+  const auto rb = quant_row_bytes(t.type, uint64_t(n_in));
+  BRISK_CHECK(rb.has_value(), "tensor ", t.name, ": rows of ", n_in, " elements are not whole ",
+              quant_type_info(t.type).name, " blocks");
+  const auto total = checked_mul<uint64_t>(*rb, uint64_t(n_out));
+  BRISK_CHECK(total && *total <= t.n_bytes, "tensor ", t.name, ": data is shorter than its shape");
+  return Weight{.type = t.type, .n_in = n_in, .n_out = n_out, .row_bytes = size_t(*rb), .data = t.data};
+}
+}  // namespace
+
 Weight WeightStore::matrix_opt(const std::string& name, int64_t n_in, int64_t n_out) const {
   const StoredTensor* t = find(name);
   if (!t) return {};
@@ -133,12 +148,17 @@ Weight WeightStore::matrix_opt(const std::string& name, int64_t n_in, int64_t n_
   while (ne.size() > 2 && ne.back() == 1) ne.pop_back();
   BRISK_CHECK(ne.size() == 2 && ne[0] == n_in && ne[1] == n_out, "tensor ", name, " has shape ",
               shape_str(t->ne), ", expected {", n_in, ", ", n_out, "}");
-  const auto rb = quant_row_bytes(t->type, uint64_t(n_in));
-  BRISK_CHECK(rb.has_value(), "tensor ", name, ": rows of ", n_in, " elements are not whole ",
-              quant_type_info(t->type).name, " blocks");
-  const auto total = checked_mul<uint64_t>(*rb, uint64_t(n_out));
-  BRISK_CHECK(total && *total <= t->n_bytes, "tensor ", name, ": data is shorter than its shape");
-  return Weight{.type = t->type, .n_in = n_in, .n_out = n_out, .row_bytes = size_t(*rb), .data = t->data};
+  return stored_weight_rows(*t, n_in, n_out);
+}
+
+Weight WeightStore::matrix_flat(const std::string& name, int64_t n_in, int64_t n_out) const {
+  const StoredTensor* t = find(name);
+  BRISK_CHECK(t != nullptr, "missing tensor ", name, " (expected ", n_out, " rows of ", n_in, " elements)");
+  int64_t inner = 1;
+  for (size_t d = 0; d + 1 < t->ne.size(); ++d) inner *= t->ne[d];
+  BRISK_CHECK(t->ne.size() >= 2 && inner == n_in && t->ne.back() == n_out, "tensor ", name, " has shape ",
+              shape_str(t->ne), ", expected ", n_out, " rows of ", n_in, " elements");
+  return stored_weight_rows(*t, n_in, n_out);
 }
 
 int WeightStore::repack_matmul_weights(std::optional<QuantType> (*layout_of)(QuantType stored)) {

@@ -46,6 +46,10 @@ class WeightStore {
   Weight matrix(const std::string& name, int64_t n_in, int64_t n_out) const;
   // Optional variant: empty Weight when absent.
   Weight matrix_opt(const std::string& name, int64_t n_in, int64_t n_out) const;
+  // A contiguous tensor of any rank viewed as a 2-D weight [n_out, n_in]: its outermost
+  // dimension is n_out and the others multiply to n_in (a convolution weight [n_out, n_in_ch,
+  // kernel] as [n_out, n_in_ch * kernel]). Throws naming the tensor when missing or mismatched.
+  Weight matrix_flat(const std::string& name, int64_t n_in, int64_t n_out) const;
   // A 1-D vector of n floats (converted to F32 once and owned by the store).
   const float* vector(const std::string& name, int64_t n);
   const float* vector_opt(const std::string& name, int64_t n);

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "models/forward.h"
+#include "runtime/encoder_state.h"
 #include "runtime/kv_cache.h"
 #include "runtime/loaded_model.h"
 
@@ -44,9 +45,15 @@ class ModelContext final : public Context {
                                                                   opt_.kv_type, cfg_.head_dim,
                                                                   cfg_.n_head / std::max(1, cfg_.n_head_kv))});
     plan_arena();
+    if (model_->arch().encoder())
+      enc_ = std::make_unique<EncoderState>(*backend_, model_->arch(), cfg_,
+                                            EncoderStateOptions{.n_seq = opt_.n_seq_max, .n_win_max = 1,
+                                                                .n_tok_max = opt_.n_batch, .kv_type = opt_.kv_type,
+                                                                .block_size = opt_.kv_block_size});
   }
 
   ~ModelContext() override {
+    enc_.reset();
     for (void* p : arena_allocs_) backend_->free(p);
     backend_->free(arena_.logits);
   }
@@ -63,6 +70,9 @@ class ModelContext final : public Context {
     for (int32_t n : new_len) max_len = std::max(max_len, n);
     kv_->reserve(max_len);
     kv_->prepare(new_len);  // blocks for the new positions (copy-on-write), table on the device
+    if (enc_) enc_->prepare();
+    BRISK_CHECK(!(enc_ && enc_->probe_pending()) || int32_t(batch.size()) <= opt_.n_batch, "decode: a batch with a "
+                "cross-attention probe must fit one forward (", batch.size(), " tokens, n_batch ", opt_.n_batch, ")");
 
     int32_t n_want = 0;
     for (const BatchToken& t : batch) n_want += t.want_logits ? 1 : 0;
@@ -87,19 +97,24 @@ class ModelContext final : public Context {
       ensure_logits_rows(n_out);
       const ForwardBatch fb{.n_tok = n, .ids = ids_.data(), .pos = pos_.data(), .seq = seq_.data(),
                             .n_out = n_out, .out_rows = out_rows_.data()};
+      const CrossAttentionProbe* probe = enc_ ? enc_->take_probe(n) : nullptr;
+      if (probe) probe_n_tok_ = n;
       const Forward f{.backend = *backend_, .cfg = cfg_, .batch = fb, .arena = arena_,
-                      .k_cache = kv_->k(), .v_cache = kv_->v(), .tap = tap_ ? &tap_fn_ : nullptr};
+                      .k_cache = kv_->k(), .v_cache = kv_->v(), .tap = tap_ ? &tap_fn_ : nullptr,
+                      .cross_k = enc_ ? &enc_->cross_k() : nullptr, .cross_v = enc_ ? &enc_->cross_v() : nullptr,
+                      .cross_pos = enc_ ? enc_->cross_pos() : nullptr, .cross_probe = probe};
       const StepInputs in{.n_tok = n, .ids = ids_.data(), .pos = pos_.data(), .seq = seq_.data(), .n_out = n_out,
                           .out_rows = out_rows_.data()};
       // A step shaped like the previous one (same sequences, output rows and KV capacity: the
       // same ops on the same buffers) may replay the backend's previous step on the new ids
       // and positions instead of issuing the forward's ops again.
-      const bool same = !tap_ && step_shape_matches(n, n_out);
+      const bool same = !tap_ && !probe && step_shape_matches(n, n_out);
       if (!(same && backend_->replay_step(in))) {
         backend_->begin_step(in);
         model_->arch().forward(f);
         backend_->end_step();
         remember_step_shape(n, n_out);
+        if (probe) shape_valid_ = false;
       }
       backend_->synchronize();
       for (int32_t i = 0; i < n; ++i) {
@@ -205,6 +220,27 @@ class ModelContext final : public Context {
     check_seq(src, "seq_copy");
     check_seq(dst, "seq_copy");
     kv_->copy(src, dst, n);
+    if (enc_) enc_->copy(src, dst);
+  }
+
+  EncoderShape encoder_shape() const override {
+    if (!enc_) return {};
+    const EncoderSpec& s = enc_->spec();
+    return {.n_frames = s.n_frames, .n_features = s.n_features, .n_pos = s.n_pos};
+  }
+
+  void encode(const std::vector<EncoderInput>& inputs) override {
+    BRISK_CHECK(enc_ != nullptr, "encode: model '", cfg_.arch, "' has no encoder");
+    enc_->encode(inputs, tap_ ? &tap_fn_ : nullptr);
+  }
+
+  void set_cross_attention_probe(std::vector<std::pair<int32_t, int32_t>> heads) override {
+    BRISK_CHECK(enc_ != nullptr, "cross-attention probe: model '", cfg_.arch, "' has no encoder");
+    enc_->set_probe(std::move(heads));
+  }
+
+  const float* cross_attention_probe(int32_t i) const override {
+    return enc_ ? enc_->probe_result(i, probe_n_tok_) : nullptr;
   }
 
   const ContextOptions& options() const override { return opt_; }
@@ -243,6 +279,8 @@ class ModelContext final : public Context {
                   t.seq, " must be its next position ", next[size_t(t.seq)]);
       BRISK_CHECK(t.pos < opt_.n_ctx, "batch token ", i, ": position ", t.pos,
                   " exceeds the context size ", opt_.n_ctx);
+      BRISK_CHECK(!enc_ || enc_->holds(t.seq), "batch token ", i, ": sequence ", t.seq,
+                  " holds no encoder output (call encode first)");
       ++next[size_t(t.seq)];
     }
   }
@@ -346,6 +384,8 @@ class ModelContext final : public Context {
   std::vector<DeviceSampleEdit> sample_edits_;  // edits of the rows being sampled on the device
   TapFn tap_;
   brisk::TapFn tap_fn_;
+  std::unique_ptr<EncoderState> enc_;  // encoder-decoder models: cross-attention state, encoder arena
+  int32_t probe_n_tok_ = 0;            // tokens of the forward that recorded the probe
 };
 
 }  // namespace

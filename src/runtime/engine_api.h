@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -65,6 +66,18 @@ struct BatchToken {
   bool want_logits = false;
 };
 
+// Encoder-decoder models (speech): one window of input features for a sequence.
+struct EncoderInput {
+  int32_t seq = 0;
+  const float* features = nullptr;  // [n_frames, n_features] of EncoderShape
+};
+struct EncoderShape {
+  int32_t n_frames = 0;     // input rows per window (e.g. log-mel frames)
+  int32_t n_features = 0;   // input columns (e.g. mel bins)
+  int32_t n_pos = 0;        // encoder positions per window the decoder attends to
+  bool empty() const { return n_frames == 0; }
+};
+
 class Context {
  public:
   virtual ~Context() = default;
@@ -107,6 +120,26 @@ class Context {
   virtual void seq_truncate(int32_t seq, int32_t n_keep) = 0;   // keep positions [0, n_keep)
   virtual void seq_copy(int32_t src, int32_t dst, int32_t n) = 0;  // dst := src's first n positions
   virtual const ContextOptions& options() const = 0;
+
+  // Encoder-decoder models. encoder_shape() is empty for a decoder-only model. encode() runs
+  // the encoder over each input's window and keeps the result as that sequence's
+  // cross-attention state (until its next encode(); seq_copy shares it); a sequence's tokens
+  // may be decoded only once it holds one. The probe records, for the next decode() only,
+  // the cross-attention probabilities of the given (decoder layer, head) pairs:
+  // cross_attention_probe(i) is then [tokens of that batch, n_pos] for pair i.
+  virtual EncoderShape encoder_shape() const { return {}; }
+  virtual void encode(const std::vector<EncoderInput>& inputs) {
+    (void)inputs;
+    fail("this model has no encoder");
+  }
+  virtual void set_cross_attention_probe(std::vector<std::pair<int32_t, int32_t>> heads) {
+    (void)heads;
+    fail("this model has no cross-attention");
+  }
+  virtual const float* cross_attention_probe(int32_t i) const {
+    (void)i;
+    return nullptr;
+  }
 
   // Debugging hook: receives every named intermediate of the forward (llama.cpp names such as
   // "attn_norm", "Qcur", "l_out"; layer -1 for model-level tensors) as float32 [rows, cols]

@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "models/config.h"
 #include "models/registry.h"
 #include "models/weights.h"
@@ -30,6 +32,11 @@ class LoadedModel final : public Model {
   std::unique_ptr<ArchModel> arch_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::string chat_template_;
+  // Hugging Face folders: the side files that speech models read (runtime/speech_config.h);
+  // null when absent.
+  nlohmann::json config_json_;
+  nlohmann::json generation_config_;
+  nlohmann::json preprocessor_config_;
 };
 
 }  // namespace brisk

@@ -110,6 +110,11 @@ std::shared_ptr<Model> load_hf(const ModelLoadOptions& o) {
   m->weights_ = WeightStore::from_safetensors(ckpt, entry->hf_name_map ? entry->hf_name_map : &hf_to_gguf_name,
                                               parse_quant(o.quant));
   finish(*m, *entry);
+  m->config_json_ = cfg;
+  if (fs::exists(dir / "generation_config.json"))
+    m->generation_config_ = read_json_file((dir / "generation_config.json").string());
+  if (fs::exists(dir / "preprocessor_config.json"))
+    m->preprocessor_config_ = read_json_file((dir / "preprocessor_config.json").string());
   m->tokenizer_ = tokenizer_load_hf(o.path);
   if (fs::exists(dir / "chat_template.jinja")) {
     m->chat_template_ = read_text_file(dir / "chat_template.jinja");

@@ -5,15 +5,37 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "hub/resolve.h"
+#include "runtime/transcribe.h"
 #include "server/engine_sampler.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
 namespace brisk::server {
 
+namespace {
+
+// A speech-to-text model: one Transcriber (its context holds the beams of one window at a time;
+// requests take turns window by window).
+std::shared_ptr<LoadedModel> speech_model(const ModelSpec& spec, std::shared_ptr<const Model> model,
+                                          const EngineLoadOptions& o) {
+  auto m = std::make_shared<LoadedModel>();
+  m->name = spec.name;
+  m->model = model;
+  m->tokenizer = model->tokenizer();
+  m->speech = std::make_shared<Transcriber>(model, TranscriberOptions{.device = o.device == "auto" ? "cpu" : o.device,
+                                                                      .n_threads = o.n_threads, .max_beams = 5});
+  m->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  log_info("serve: speech model '", spec.name, "' ready on ", m->speech->device(), ": ", model->info().architecture,
+           m->tokenizer ? "" : " (no tokenizer: transcripts are empty)");
+  return m;
+}
+
+}  // namespace
+
 ModelLoader engine_model_loader(EngineLoadOptions o) {
   return [o](const ModelSpec& spec) -> std::shared_ptr<LoadedModel> {
     std::shared_ptr<const Model> model = Model::load({.path = hub_resolve_model(spec.path, HubOptions{}), .quant = o.quant, .n_threads = o.n_threads});
+    if (model_is_speech(*model)) return speech_model(spec, model, o);
     std::shared_ptr<const Tokenizer> own_tokenizer;
     std::string template_source = model->chat_template();
     if (!o.tokenizer_dir.empty()) {

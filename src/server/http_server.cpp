@@ -41,7 +41,9 @@ HttpServer::HttpServer(ModelRegistry& registry, ServerOptions options)
   ServerState* st = state_.get();
   const int32_t threads = std::max(4, st->options.http_threads);
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
-  http_->set_payload_max_length(st->options.max_body_bytes);
+  // Audio uploads may be larger than JSON bodies: httplib skips (never buffers) a body above
+  // the larger limit with a 413; the routes hold their own bodies to theirs (route_util.h).
+  http_->set_payload_max_length(std::max(st->options.max_body_bytes, st->options.max_audio_bytes));
   http_->set_keep_alive_max_count(1000);
   http_->set_read_timeout(60);
   http_->set_write_timeout(60);
@@ -100,6 +102,7 @@ HttpServer::HttpServer(ModelRegistry& registry, ServerOptions options)
   });
   register_openai_routes(*http_, *st);
   register_anthropic_routes(*http_, *st);
+  register_audio_routes(*http_, *st);
 }
 
 HttpServer::~HttpServer() { stop(); }
@@ -130,7 +133,8 @@ void HttpServer::stop() {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   if (st.in_flight.load() > 0)
     log_warn("serve: cancelling ", st.in_flight.load(), " requests still running at shutdown");
-  for (const auto& m : st.registry->resident()) m->scheduler->shutdown();
+  for (const auto& m : st.registry->resident())
+    if (m->scheduler) m->scheduler->shutdown();
   // Cancelled streams end promptly; wait briefly so their final events are written.
   const auto flush_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (st.in_flight.load() > 0 && std::chrono::steady_clock::now() < flush_deadline)

@@ -19,6 +19,7 @@ struct ServerOptions {
   int port = 8080;                      // 0: any free port (see HttpServer::port())
   std::string api_key;                  // "" : no auth (loopback only)
   size_t max_body_bytes = 8u << 20;
+  size_t max_audio_bytes = 25u << 20;   // multipart audio uploads (server/audio_api.cpp)
   int32_t max_tokens_ceiling = 0;       // per-request completion ceiling; 0: the context size
   int32_t http_threads = 64;            // concurrent connections served
   double shutdown_grace_seconds = 10.0; // in-flight requests may finish within this time
@@ -50,6 +51,7 @@ class InFlight {
 
 void register_openai_routes(httplib::Server& http, ServerState& state);
 void register_anthropic_routes(httplib::Server& http, ServerState& state);
+void register_audio_routes(httplib::Server& http, ServerState& state);
 
 class HttpServer {
  public:

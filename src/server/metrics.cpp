@@ -61,9 +61,11 @@ std::string Metrics::render(const ModelRegistry& registry) const {
     for (int i = 0; i < 4; ++i)
       os << "brisk_generations_total{reason=\"" << reasons[i] << "\"} " << finished_[i] << '\n';
   }
-  const auto models = registry.resident();
+  auto models = registry.resident();
   metric(os, "brisk_models_resident", "gauge", "models loaded now");
   os << "brisk_models_resident " << models.size() << '\n';
+  // Speech models have no scheduler (no queue or sequence slots of their own to report).
+  std::erase_if(models, [](const auto& m) { return !m->scheduler; });
   metric(os, "brisk_queue_depth", "gauge", "requests waiting for a sequence slot");
   for (const auto& m : models)
     os << "brisk_queue_depth{model=\"" << label(m->name) << "\"} " << m->scheduler->stats().queue_depth << '\n';

@@ -26,6 +26,20 @@ const ModelSpec* ModelRegistry::find(const std::string& name) const {
 bool ModelRegistry::has(const std::string& name) const { return find(name) != nullptr; }
 
 std::shared_ptr<LoadedModel> ModelRegistry::get(const std::string& name) {
+  std::shared_ptr<LoadedModel> m = load(name);
+  if (!m->scheduler)
+    throw HttpError(400, str_cat("model '", m->name, "' is a speech model: use /v1/audio/transcriptions or /v1/audio/translations"),
+                    "model");
+  return m;
+}
+
+std::shared_ptr<LoadedModel> ModelRegistry::get_speech(const std::string& name) {
+  std::shared_ptr<LoadedModel> m = load(name);
+  if (!m->speech) throw HttpError(400, str_cat("model '", m->name, "' is not a speech-to-text model"), "model");
+  return m;
+}
+
+std::shared_ptr<LoadedModel> ModelRegistry::load(const std::string& name) {
   const ModelSpec* spec = find(name);
   if (!spec) throw HttpError(404, str_cat("model '", name, "' does not exist"), "model");
   auto lookup = [&]() -> std::shared_ptr<LoadedModel> {
@@ -60,7 +74,7 @@ std::shared_ptr<LoadedModel> ModelRegistry::get(const std::string& name) {
   unloaded.clear();  // freed here, outside mu_
   log_info("serve: loading model '", spec->name, "' from ", spec->path);
   std::shared_ptr<LoadedModel> m = loader_(*spec);
-  BRISK_CHECK(m && m->scheduler && m->tokenizer, "serve: loading model '", spec->name, "' gave no engine");
+  BRISK_CHECK(m && ((m->scheduler && m->tokenizer) || m->speech), "serve: loading model '", spec->name, "' gave no engine");
   m->name = spec->name;
   std::lock_guard<std::mutex> lock(mu_);
   resident_[spec->name] = m;

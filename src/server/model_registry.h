@@ -19,6 +19,7 @@
 
 namespace brisk {
 class TokenMask;
+class Transcriber;
 }
 
 namespace brisk::server {
@@ -46,6 +47,8 @@ struct LoadedModel {
   std::mutex mask_mu;
   std::shared_ptr<const brisk::TokenMask> token_mask;
   std::shared_ptr<const std::vector<std::string>> vocab_texts;  // decoded text of every token
+  // Speech-to-text models (server/audio_api.cpp) have a transcriber instead of a scheduler.
+  std::shared_ptr<Transcriber> speech;
   std::unique_ptr<Scheduler> scheduler;      // destroyed first (declared last)
   ~LoadedModel() { scheduler.reset(); }
 };
@@ -60,7 +63,11 @@ class ModelRegistry {
  public:
   ModelRegistry(std::vector<ModelSpec> specs, ModelLoader loader, int32_t max_resident);
   // The model (loading it if needed). "" selects the first model. Unknown: HttpError 404.
+  std::shared_ptr<LoadedModel> load(const std::string& name);
+  // load() for the text routes: a speech model is an HttpError 400 naming the audio routes.
   std::shared_ptr<LoadedModel> get(const std::string& name);
+  // load() for the audio routes: a text model is an HttpError 400.
+  std::shared_ptr<LoadedModel> get_speech(const std::string& name);
   bool has(const std::string& name) const;
   const std::vector<ModelSpec>& specs() const { return specs_; }
   std::vector<std::shared_ptr<LoadedModel>> resident() const;

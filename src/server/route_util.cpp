@@ -23,6 +23,9 @@ void reply_error(httplib::Response& res, Dialect dialect, int status, const std:
 void guarded(ServerState& state, Dialect dialect, const char* route, const httplib::Request& req,
              httplib::Response& res, const std::function<void()>& fn) {
   try {
+    // The transport reads bodies up to the largest limit (audio uploads); JSON bodies keep theirs.
+    if (req.body.size() > state.options.max_body_bytes)
+      throw HttpError(413, str_cat("request body exceeds the limit of ", state.options.max_body_bytes, " bytes"));
     fn();
   } catch (const HttpError& e) {
     reply_error(res, dialect, e.status(), e.what(), e.param());

@@ -21,6 +21,7 @@
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/ref.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/encoder_ops.h"
 #include "kernels/cpu/ops.h"
 
 namespace brisk {
@@ -282,6 +283,59 @@ class CpuBackend final : public Backend {
     if (ref_) return ref::softcap(a);
     pool_.run([&](int ith, int nth) { cpu::softcap_rows(a, ith, nth); },
               parts_for(double(a.x.rows) * double(a.x.cols) * 16.0));
+  }
+
+  void layer_norm(const LayerNormArgs& a) override {
+    OpProfile::Scope prof(profile_, "layer_norm");
+    BRISK_CHECK(a.x.cols > 0 && a.eps >= 0.0f, "layer_norm: ", a.x.cols, " columns, eps ", a.eps);
+    check_mat(a.out, a.x.rows, a.x.cols, "layer_norm", "out");
+    if (ref_) return ref::layer_norm(a);
+    pool_.run([&](int ith, int nth) { cpu::layer_norm_rows(a, ith, nth); },
+              parts_for(double(a.x.rows) * double(a.x.cols) * 6.0));
+  }
+
+  void unary(const UnaryArgs& a) override {
+    OpProfile::Scope prof(profile_, "unary");
+    check_mat(a.out, a.x.rows, a.x.cols, "unary", "out");
+    if (ref_) return ref::unary(a);
+    const bool fast = avx512_ && a.op == UnaryOp::gelu_erf && !flags().no_fast_gelu;
+    pool_.run([&](int ith, int nth) {
+      if (fast) cpu::unary_rows_avx512(a, ith, nth);
+      else cpu::unary_rows(a, ith, nth);
+    }, parts_for(double(a.x.rows) * double(a.x.cols) * 16.0));
+  }
+
+  void im2col(const Im2colArgs& a) override {
+    OpProfile::Scope prof(profile_, "im2col");
+    BRISK_CHECK(a.kernel >= 1 && a.stride >= 1 && a.pad >= 0 && a.pad < a.kernel && a.frames_in >= 1 &&
+                    a.x.rows % a.frames_in == 0,
+                "im2col: kernel ", a.kernel, ", stride ", a.stride, ", pad ", a.pad, " over ", a.x.rows,
+                " rows of sequences of ", a.frames_in, " frames");
+    const int64_t frames_out = cpu::im2col_frames_out(a.frames_in, a.kernel, a.stride, a.pad);
+    BRISK_CHECK(frames_out > 0, "im2col: ", a.frames_in, " frames are fewer than the kernel ", a.kernel);
+    check_mat(a.out, a.x.rows / a.frames_in * frames_out, a.x.cols * a.kernel, "im2col", "out");
+    if (ref_) return ref::im2col(a);
+    pool_.run([&](int ith, int nth) { cpu::im2col_rows(a, ith, nth); },
+              parts_for(double(a.out.rows) * double(a.out.cols)));
+  }
+
+  void attention_weights(const AttentionWeightsArgs& a) override {
+    OpProfile::Scope prof(profile_, "attention_weights");
+    BRISK_CHECK(a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0 && a.head >= 0 && a.head < a.n_head &&
+                    a.head_dim > 0,
+                "attention_weights: head ", a.head, " of ", a.n_head, " (", a.n_head_kv, " KV heads)");
+    check_mat(a.q, a.q.rows, int64_t(a.n_head) * a.head_dim, "attention_weights", "q");
+    check_mat(a.out, a.q.rows, a.out.cols, "attention_weights", "out");
+    BRISK_CHECK(a.k_cache.width == int64_t(a.n_head_kv) * a.head_dim, "attention_weights: K cache width ",
+                a.k_cache.width, " does not match the heads");
+    check_kv(a.k_cache, "attention_weights");
+    for (int64_t t = 0; t < a.q.rows; ++t)
+      BRISK_CHECK(a.pos[t] >= 0 && a.pos[t] < a.out.cols && a.pos[t] < a.k_cache.capacity,
+                  "attention_weights: position ", a.pos[t], " outside the ", a.out.cols, " output columns");
+    if (ref_) return ref::attention_weights(a);
+    float* buf = static_cast<float*>(scratch(attn_scratch_, sizeof(float) * size_t(a.head_dim) * size_t(pool_.size())));
+    pool_.run([&](int ith, int nth) { cpu::attention_weights_rows(a, buf + int64_t(a.head_dim) * ith, ith, nth); },
+              parts_for(double(a.q.rows) * double(a.out.cols) * double(a.head_dim)));
   }
 
  private:

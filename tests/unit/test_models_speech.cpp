@@ -1,0 +1,211 @@
+// Whisper against transformers (float32, CPU): the shared random-weight fixture (128 mel bins,
+// 3 encoder and 1 decoder layers) for the encoder output, the decoder logits after a forced
+// prefix and the greedy continuation; the reference ops and quantized weights within their
+// margins; the encoder-decoder state rules of Context; and, when the GPU machine has made
+// them (tools/make_fixtures/make_whisper_fixtures.py), the project's own fixtures: the 80-bin
+// layout, timestamp-rule decoding and beam search.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "media/audio.h"
+#include "media/log_mel.h"
+#include "model_fixtures.h"
+#include "runtime/engine_api.h"
+#include "runtime/loaded_model.h"
+#include "runtime/speech_config.h"
+#include "runtime/speech_decode.h"
+#include "runtime/transcribe.h"
+#include "scoped_env.h"
+
+namespace brisk {
+namespace {
+
+nlohmann::json speech_read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+std::vector<float> speech_first_window(const std::string& wav, int32_t n_mels) {
+  const media::Audio a = media::audio_decode_file(wav, {.sample_rate = 16000});
+  const media::LogMel m = media::LogMelExtractor({.n_mels = n_mels}).compute(a.samples.data(), int64_t(a.samples.size()));
+  return std::vector<float>(m.data.begin(), m.data.begin() + 3000 * int64_t(n_mels));
+}
+
+struct PrefixRun {
+  std::vector<float> enc_out;  // [n_pos, d]
+  std::vector<std::vector<float>> logits;
+};
+
+PrefixRun run_prefix(const std::string& model_path, const std::vector<float>& features, const std::vector<int32_t>& prefix,
+               QuantType kv, const std::string& quant = "") {
+  auto model = Model::load({.path = model_path, .quant = quant});
+  auto ctx = Context::create(model, {.n_ctx = 64, .n_seq_max = 1, .n_batch = 64, .kv_type = kv, .n_threads = 2,
+                                     .kv_block_size = 16});
+  PrefixRun r;
+  ctx->set_tap([&](const std::string& name, int layer, const float* data, int64_t rows, int64_t cols) {
+    if (name == "enc_out" && layer == -1) r.enc_out.assign(data, data + rows * cols);
+  });
+  ctx->encode({EncoderInput{.seq = 0, .features = features.data()}});
+  ctx->set_tap({});
+  std::vector<BatchToken> batch;
+  for (size_t i = 0; i < prefix.size(); ++i)
+    batch.push_back({.token = prefix[i], .pos = int32_t(i), .seq = 0, .want_logits = true});
+  ctx->decode(batch);
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    const float* l = ctx->logits(int32_t(i));
+    r.logits.emplace_back(l, l + ctx->n_vocab());
+  }
+  return r;
+}
+
+double speech_max_diff(const std::vector<float>& a, const nlohmann::json& ref) {
+  EXPECT_EQ(a.size(), ref.size());
+  double m = 0.0;
+  for (size_t i = 0; i < std::min(a.size(), ref.size()); ++i) m = std::max(m, std::fabs(double(a[i]) - ref[i].get<double>()));
+  return m;
+}
+
+class WhisperFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(dir() + "/ref.json")) GTEST_SKIP() << "shared model fixture " << dir() << " is missing";
+    ref_ = speech_read_json(dir() + "/ref.json");
+    features_ = speech_first_window(dir() + "/input.wav", 128);
+    for (const auto& v : ref_["decoder_input_ids"]) prefix_.push_back(v.get<int32_t>());
+  }
+  static std::string dir() { return model_dir("wave2/whisper_tiny_random"); }
+  void check(const PrefixRun& r, double tol, const char* what) {
+    const auto& enc = ref_["encoder_last_hidden_first_frames"];  // [4][48]
+    double e = 0.0;
+    for (size_t t = 0; t < enc.size(); ++t)
+      for (size_t c = 0; c < enc[t].size(); ++c)
+        e = std::max(e, std::fabs(double(r.enc_out[t * enc[t].size() + c]) - enc[t][c].get<double>()));
+    EXPECT_LT(e, tol) << what << ": encoder output";
+    for (size_t p = 0; p < prefix_.size(); ++p)
+      EXPECT_LT(speech_max_diff(r.logits[p], ref_["logits_per_position"][p]), tol) << what << ": logits at position " << p;
+  }
+  nlohmann::json ref_;
+  std::vector<float> features_;
+  std::vector<int32_t> prefix_;
+};
+
+TEST_F(WhisperFixture, EncoderAndLogitsMatchTransformers) {
+  const PrefixRun r = run_prefix(dir() + "/hf", features_, prefix_, QuantType::F32);
+  ASSERT_EQ(r.enc_out.size(), size_t(1500 * 48));
+  check(r, 1e-4, "f32 caches");
+  EXPECT_LT(speech_max_diff(r.logits.back(), ref_["last_logits"]), 1e-4);
+}
+
+TEST_F(WhisperFixture, ReferenceOpsAndF16CachesStayClose) {
+  {
+    ScopedEnv env("BRISK_REF_OPS", "1");
+    check(run_prefix(dir() + "/hf", features_, prefix_, QuantType::F32), 1e-4, "BRISK_REF_OPS");
+  }
+  check(run_prefix(dir() + "/hf", features_, prefix_, QuantType::F16), 3e-3, "f16 caches");
+}
+
+TEST_F(WhisperFixture, QuantizedWeightsKeepTheLogitsClose) {
+  for (const char* q : {"q8_0", "f16", "bf16"}) {
+    const PrefixRun r = run_prefix(dir() + "/hf", features_, prefix_, QuantType::F32, q);
+    // The error of 8-bit weights through 4 layers: a fraction of the logits' spread.
+    double spread = 0.0;
+    for (const auto& v : ref_["last_logits"]) spread = std::max(spread, std::fabs(v.get<double>()));
+    EXPECT_LT(speech_max_diff(r.logits.back(), ref_["last_logits"]), 0.05 * spread) << q;
+  }
+}
+
+TEST_F(WhisperFixture, GreedyContinuationMatches) {
+  auto model = Model::load({.path = dir() + "/hf"});
+  Transcriber tr(model, {.n_threads = 2, .kv_type = QuantType::F32, .max_beams = 1});
+  const media::Audio a = media::audio_decode_file(dir() + "/input.wav", {.sample_rate = 16000});
+  const ForcedDecodeResult r = tr.decode_forced(a.samples, prefix_, 12, 0.0f, 0);
+  std::vector<int32_t> want;
+  for (const auto& v : ref_["greedy_continuation"]) want.push_back(v.get<int32_t>());
+  EXPECT_EQ(r.tokens, want);
+  EXPECT_LT(speech_max_diff(r.prefix_logits, ref_["last_logits"]), 1e-4);
+  EXPECT_EQ(tr.first_window_features(a.samples), features_);
+  // The fixture has no timestamp or language tokens: transcription still runs (ids only).
+  const Transcript t = tr.transcribe(a.samples, {.temperatures = {0.0f}, .max_new_tokens = 8});
+  ASSERT_EQ(t.segments.size(), 1u);
+  EXPECT_LE(t.segments[0].tokens.size(), 8u);
+  EXPECT_EQ(t.language, "en");
+}
+
+TEST_F(WhisperFixture, ContextRulesForEncoderState) {
+  auto model = Model::load({.path = dir() + "/hf"});
+  auto ctx = Context::create(model, {.n_ctx = 48, .n_seq_max = 3, .n_batch = 48, .kv_type = QuantType::F32,
+                                     .n_threads = 1, .kv_block_size = 16});
+  const EncoderShape s = ctx->encoder_shape();
+  EXPECT_EQ(s.n_frames, 3000);
+  EXPECT_EQ(s.n_features, 128);
+  EXPECT_EQ(s.n_pos, 1500);
+  // No encoder output yet: an error naming the sequence, state unchanged.
+  EXPECT_THROW(ctx->decode({{.token = 1, .pos = 0, .seq = 1, .want_logits = true}}), Error);
+  EXPECT_THROW(ctx->encode({EncoderInput{.seq = 3, .features = features_.data()}}), Error);
+  ctx->encode({EncoderInput{.seq = 0, .features = features_.data()}});
+  ctx->decode({{.token = 1, .pos = 0, .seq = 0, .want_logits = true}});
+  const std::vector<float> first(ctx->logits(0), ctx->logits(0) + ctx->n_vocab());
+  // seq_copy shares the encoder output: the copy decodes the same logits.
+  ctx->seq_copy(0, 2, 1);
+  ctx->decode({{.token = 33, .pos = 1, .seq = 0, .want_logits = true}, {.token = 33, .pos = 1, .seq = 2, .want_logits = true}});
+  for (int32_t i = 0; i < ctx->n_vocab(); ++i) EXPECT_EQ(ctx->logits(0)[i], ctx->logits(1)[i]);
+  // The probe: cross-attention probabilities of (layer 0, head 1) per token, each a distribution.
+  ctx->seq_truncate(0, 0);
+  ctx->set_cross_attention_probe({{0, 1}, {0, 2}});
+  ctx->decode({{.token = 1, .pos = 0, .seq = 0, .want_logits = true}, {.token = 33, .pos = 1, .seq = 0}});
+  for (int i = 0; i < 2; ++i) {
+    const float* p = ctx->cross_attention_probe(i);
+    ASSERT_NE(p, nullptr);
+    for (int t = 0; t < 2; ++t) {
+      double sum = 0.0;
+      for (int j = 0; j < 1500; ++j) sum += p[t * 1500 + j];
+      EXPECT_NEAR(sum, 1.0, 1e-4);
+    }
+  }
+  for (int32_t i = 0; i < ctx->n_vocab(); ++i) EXPECT_EQ(ctx->logits(0)[i], first[size_t(i)]);  // the probe changes nothing
+  EXPECT_THROW(ctx->set_cross_attention_probe({{1, 0}}), Error);  // one decoder layer
+}
+
+// Fixtures made by tools/make_fixtures/make_whisper_fixtures.py on the GPU machine: a model
+// folder with tokenizer-free generation config and ref.json holding the generated ids of
+// transformers' generate() for several settings.
+class WhisperOwnFixture : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(WhisperOwnFixture, GenerateMatchesTransformers) {
+  const std::string dir = std::string(BRISK_FIXTURES) + "/models/" + GetParam();
+  if (!std::filesystem::exists(dir + "/ref.json"))
+    GTEST_SKIP() << dir << " is missing (made by tools/make_fixtures/make_whisper_fixtures.py on the GPU machine)";
+  const nlohmann::json ref = speech_read_json(dir + "/ref.json");
+  auto model = Model::load({.path = dir + "/hf"});
+  auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
+  const SpeechConfig cfg = speech_config_from_hf(loaded->config_json_, loaded->generation_config_,
+                                                 loaded->preprocessor_config_, loaded->config().n_vocab, nullptr);
+  std::vector<float> features;
+  for (const auto& row : ref["input_features"])  // [n_frames][n_mels] as the fixture stores it
+    for (const auto& v : row) features.push_back(v.get<float>());
+  auto ctx = Context::create(model, {.n_ctx = loaded->config().n_ctx_train, .n_seq_max = 10,
+                                     .n_batch = loaded->config().n_ctx_train, .kv_type = QuantType::F32,
+                                     .n_threads = 2, .kv_block_size = 16});
+  ASSERT_EQ(features.size(), size_t(ctx->encoder_shape().n_frames) * size_t(ctx->encoder_shape().n_features));
+  for (const auto& c : ref["cases"]) {
+    std::vector<int32_t> prompt, want;
+    for (const auto& v : c["decoder_prompt"]) prompt.push_back(v.get<int32_t>());
+    for (const auto& v : c["generated"]) want.push_back(v.get<int32_t>());
+    ctx->encode({EncoderInput{.seq = 0, .features = features.data()}});
+    const WindowDecodeOptions o{.prompt = prompt, .sot_index = -1,
+                                .rules = {.cfg = &cfg, .timestamps = c.value("timestamps", false), .suppress = true},
+                                .beam_size = c.value("num_beams", 1), .max_new_tokens = c.value("max_new_tokens", 0)};
+    const WindowDecodeResult r = speech_decode_window(*ctx, cfg, o);
+    EXPECT_EQ(r.tokens, want) << GetParam() << " case " << c.value("name", std::string("?"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, WhisperOwnFixture, ::testing::Values("whisper_80bin", "whisper_timestamps"));
+
+}  // namespace
+}  // namespace brisk

@@ -1,0 +1,211 @@
+// The encoder ops of the CPU backend (layer_norm, unary GELU, im2col, attention_weights)
+// against their scalar references, with the fast GELU's kill switch, and the Backend defaults
+// that name an op a backend lacks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "backend/backend.h"
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "kernels/cpu/encoder_ops.h"
+#include "kernels/cpu/ops.h"
+#include "paged_kv.h"
+#include "scoped_env.h"
+
+namespace brisk {
+namespace {
+
+std::vector<float> enc_randn(size_t n, uint32_t seed, float scale = 1.0f, float mean = 0.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(mean, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+float enc_max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float m = 0.0f;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+Mat enc_mat(std::vector<float>& v, int64_t rows, int64_t cols) { return Mat{.data = v.data(), .rows = rows, .cols = cols}; }
+
+TEST(EncoderOps, LayerNormMatchesReference) {
+  for (int threads : {1, 3}) {
+    auto be = make_cpu_backend(threads);
+    for (int64_t cols : {1, 7, 48, 512, 1281}) {
+      const int64_t rows = 37;
+      std::vector<float> x = enc_randn(size_t(rows * cols), 1, 3.0f, 5.0f);  // large mean: the variance must be centred
+      std::vector<float> w = enc_randn(size_t(cols), 2), b = enc_randn(size_t(cols), 3);
+      std::vector<float> out(x.size()), ref(x.size());
+      const LayerNormArgs a{.out = enc_mat(out, rows, cols), .x = enc_mat(x, rows, cols), .weight = w.data(), .bias = b.data(),
+                            .eps = 1e-5f};
+      be->layer_norm(a);
+      LayerNormArgs r = a;
+      r.out = enc_mat(ref, rows, cols);
+      ref::layer_norm(r);
+      EXPECT_LT(enc_max_diff(out, ref), 2e-5f) << "cols " << cols << " threads " << threads;
+      // In place, no weight or bias: mean 0, variance 1.
+      std::vector<float> y = x;
+      be->layer_norm({.out = enc_mat(y, rows, cols), .x = enc_mat(y, rows, cols), .eps = 0.0f});
+      if (cols > 1) {
+        double mean = 0.0, var = 0.0;
+        for (int64_t i = 0; i < cols; ++i) mean += y[size_t(i)];
+        mean /= double(cols);
+        for (int64_t i = 0; i < cols; ++i) var += (y[size_t(i)] - mean) * (y[size_t(i)] - mean);
+        EXPECT_NEAR(mean, 0.0, 1e-5);
+        EXPECT_NEAR(var / double(cols), 1.0, 1e-4);
+      }
+    }
+  }
+}
+
+TEST(EncoderOps, GeluMatchesReferenceWithAndWithoutTheFastPath) {
+  auto be = make_cpu_backend(2);
+  const int64_t rows = 9, cols = 133;
+  std::vector<float> x = enc_randn(size_t(rows * cols), 4, 3.0f);
+  x[0] = 0.0f;
+  x[1] = -12.0f;
+  x[2] = 12.0f;
+  x[3] = 1e-8f;
+  for (UnaryOp op : {UnaryOp::gelu_erf, UnaryOp::gelu_tanh}) {
+    std::vector<float> ref(x.size());
+    ref::unary({.out = enc_mat(ref, rows, cols), .x = enc_mat(x, rows, cols), .op = op});
+    for (const char* off : {"0", "1"}) {
+      ScopedEnv env("BRISK_NO_FAST_GELU", off);
+      std::vector<float> out(x.size());
+      be->unary({.out = enc_mat(out, rows, cols), .x = enc_mat(x, rows, cols), .op = op});
+      float worst = 0.0f;
+      for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(out[i] - ref[i]) / std::max(1.0f, std::fabs(x[i])));
+      EXPECT_LT(worst, 4e-7f) << "op " << int(op) << " BRISK_NO_FAST_GELU=" << off;
+    }
+    // The kernels themselves: the AVX-512 one only where the CPU has it.
+    std::vector<float> plain(x.size());
+    cpu::unary_rows({.out = enc_mat(plain, rows, cols), .x = enc_mat(x, rows, cols), .op = op}, 0, 1);
+    EXPECT_LT(enc_max_diff(plain, ref), 2e-6f);
+    if (op == UnaryOp::gelu_erf && cpu_features().avx512) {
+      std::vector<float> fast(x.size());
+      cpu::unary_rows_avx512({.out = enc_mat(fast, rows, cols), .x = enc_mat(x, rows, cols), .op = op}, 0, 1);
+      EXPECT_LT(enc_max_diff(fast, ref), 3e-6f);
+      EXPECT_EQ(fast[0], 0.0f);
+      EXPECT_EQ(fast[1], -0.0f);
+      EXPECT_EQ(fast[2], 12.0f);
+    }
+  }
+}
+
+TEST(EncoderOps, Im2colMatchesReferenceAndAConvolution) {
+  auto be = make_cpu_backend(2);
+  for (int32_t stride : {1, 2, 3}) {
+    for (int32_t kernel : {1, 3, 4}) {
+      const int32_t pad = kernel / 2, frames = 11, cols = 5, n_seq = 3;
+      std::vector<float> x = enc_randn(size_t(n_seq * frames * cols), 5);
+      const int64_t fo = cpu::im2col_frames_out(frames, kernel, stride, pad);
+      std::vector<float> out(size_t(n_seq * fo * cols * kernel), -1.0f), ref(out.size(), -2.0f);
+      const Im2colArgs a{.out = enc_mat(out, n_seq * fo, cols * kernel), .x = enc_mat(x, n_seq * frames, cols),
+                         .frames_in = frames, .kernel = kernel, .stride = stride, .pad = pad};
+      be->im2col(a);
+      Im2colArgs r = a;
+      r.out = enc_mat(ref, n_seq * fo, cols * kernel);
+      ref::im2col(r);
+      EXPECT_EQ(out, ref);
+      // A convolution through the unfolded rows equals the direct sum.
+      std::vector<float> w = enc_randn(size_t(2 * cols * kernel), 6);
+      for (int32_t s = 0; s < n_seq; ++s)
+        for (int64_t t = 0; t < fo; ++t)
+          for (int o = 0; o < 2; ++o) {
+            double direct = 0.0, unfolded = 0.0;
+            for (int32_t c = 0; c < cols; ++c)
+              for (int32_t k = 0; k < kernel; ++k) {
+                const int64_t f = t * stride + k - pad;
+                const float wv = w[size_t((o * cols + c) * kernel + k)];
+                if (f >= 0 && f < frames) direct += wv * x[size_t((s * frames + f) * cols + c)];
+                unfolded += wv * out[size_t((s * fo + t) * cols * kernel + c * kernel + k)];
+              }
+            EXPECT_NEAR(direct, unfolded, 1e-5);
+          }
+    }
+  }
+  std::vector<float> x(10), out(10);
+  EXPECT_THROW(be->im2col({.out = enc_mat(out, 1, 10), .x = enc_mat(x, 2, 5), .frames_in = 2, .kernel = 3, .stride = 1, .pad = 0}),
+               Error);  // kernel longer than the padded sequence
+}
+
+TEST(EncoderOps, AttentionWeightsMatchReferenceAndSumToOne) {
+  auto be = make_cpu_backend(2);
+  const int32_t n_head = 4, n_head_kv = 2, head_dim = 16, n_pos = 40, n_seq = 2;
+  for (QuantType kt : {QuantType::F32, QuantType::F16}) {
+    testing::HostKv kv = testing::make_host_kv(kt, n_head_kv * head_dim, n_pos, n_seq, 16, testing::KvLayout::scrambled);
+    std::vector<float> row = enc_randn(size_t(n_head_kv * head_dim), 7);
+    for (int32_t s = 0; s < n_seq; ++s)
+      for (int32_t p = 0; p < n_pos; ++p) {
+        row = enc_randn(row.size(), uint32_t(100 + s * n_pos + p));
+        cpu::kv_write_f32(kv.kc, s, p, row.data());
+      }
+    const int64_t n_tok = 5;
+    std::vector<float> q = enc_randn(size_t(n_tok * n_head * head_dim), 8);
+    std::vector<int32_t> seq = {0, 1, 1, 0, 1}, pos = {39, 0, 17, 5, 39};
+    for (int32_t head = 0; head < n_head; ++head) {
+      std::vector<float> out(size_t(n_tok * n_pos), -1.0f), ref(out.size(), -2.0f);
+      const AttentionWeightsArgs a{.out = enc_mat(out, n_tok, n_pos), .q = enc_mat(q, n_tok, n_head * head_dim), .k_cache = kv.kc,
+                                   .seq = seq.data(), .pos = pos.data(), .head = head, .n_head = n_head,
+                                   .n_head_kv = n_head_kv, .head_dim = head_dim, .scale = 0.25f};
+      be->attention_weights(a);
+      AttentionWeightsArgs r = a;
+      r.out = enc_mat(ref, n_tok, n_pos);
+      ref::attention_weights(r);
+      EXPECT_LT(enc_max_diff(out, ref), 1e-6f);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        double sum = 0.0;
+        for (int32_t j = 0; j < n_pos; ++j) {
+          sum += out[size_t(t * n_pos + j)];
+          if (j > pos[size_t(t)]) {
+            EXPECT_EQ(out[size_t(t * n_pos + j)], 0.0f);
+          }
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-5);
+      }
+    }
+  }
+}
+
+// A backend that implements only what it must: the encoder ops keep their defaults.
+class BareBackend final : public Backend {
+ public:
+  std::string name() const override { return "bare"; }
+  int n_threads() const override { return 1; }
+  void* alloc(size_t) override { return nullptr; }
+  void free(void*) override {}
+  void matmul(const MatmulArgs&) override {}
+  void rms_norm(const RmsNormArgs&) override {}
+  void rope(const RopeArgs&) override {}
+  void kv_store(const KvStoreArgs&) override {}
+  void attention(const AttentionArgs&) override {}
+  void gated_act(const GatedActArgs&) override {}
+  void add(const AddArgs&) override {}
+  void embedding(const EmbeddingArgs&) override {}
+  void get_rows(const GetRowsArgs&) override {}
+  void moe(const MoeArgs&) override {}
+  void softcap(const SoftcapArgs&) override {}
+};
+
+TEST(EncoderOps, MissingOpsSayWhichOpAndBackend) {
+  BareBackend be;
+  try {
+    be.layer_norm({});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("op layer_norm is not supported on the bare backend"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(be.unary({}), Error);
+  EXPECT_THROW(be.im2col({}), Error);
+  EXPECT_THROW(be.attention_weights({}), Error);
+}
+
+}  // namespace
+}  // namespace brisk
