@@ -202,7 +202,7 @@ int register_all() {
     const std::string name = std::string("gemv_4096x4096/") + std::string(brisk::quant_type_info(t).name);
     benchmark::RegisterBenchmark((name + "/best").c_str(), run_gemv, t, VecDotFn{nullptr})->Unit(benchmark::kMillisecond);
     if (!vec_dot_variant(t, Isa::avx2)) continue;
-    for (Isa isa : {Isa::avx512, Isa::avx2, Isa::scalar})
+    for (Isa isa : {Isa::avx512, Isa::avx2_vnni, Isa::avx2, Isa::scalar})
       if (VecDotFn fn = vec_dot_variant(t, isa))
         benchmark::RegisterBenchmark((name + "/" + isa_name(isa)).c_str(), run_gemv, t, fn)
             ->Unit(benchmark::kMillisecond);

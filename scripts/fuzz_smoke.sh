@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz preset, clang) and runs each for a short smoke period,
-# seeded with real files. Usage: scripts/fuzz_smoke.sh [SECONDS_PER_TARGET]
+# seeded with real files and with header-only / metadata-only cuts of the binary ones.
+# Usage: scripts/fuzz_smoke.sh [SECONDS_PER_TARGET]
+# Without an argument each target gets its own time (target_secs below, docs/fuzzing.md);
+# with one, every target gets that many seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=${1:-30}
+secs_all=${1:-}
+# Seconds per target in CI: larger inputs and deeper work per input get more (docs/fuzzing.md).
+target_secs() {
+  case $1 in
+    fuzz_model_gguf|fuzz_model_safetensors) echo 60 ;;
+    fuzz_jinja|fuzz_schema_constraint|fuzz_tokenizer_gguf|fuzz_gguf) echo 45 ;;
+    *) echo 30 ;;
+  esac
+}
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j2
 shared=../shared/data
@@ -17,7 +28,23 @@ for bin in build/fuzz/fuzz/fuzz_*; do
   for f in fuzz/seeds/"$name"/*; do cp -f "$f" "$corpus/"; done
   case $name in
     fuzz_gguf) for f in "$shared"/vocab/*.gguf "$shared"/models/*/model-q8_0.gguf; do
-                 [[ $(stat -c %s "$f") -lt 2000000 ]] && cp -f "$f" "$corpus/"; done ;;
+                 [[ $(stat -c %s "$f") -lt 2000000 ]] && cp -f "$f" "$corpus/"; done
+               for f in "$shared"/models/*/model-q8_0.gguf; do
+                 n=$(basename "$(dirname "$f")")
+                 python3 fuzz/gguf_header_seed.py "$f" "$corpus/$n-header.gguf"
+                 python3 fuzz/gguf_header_seed.py --metadata-only "$f" "$corpus/$n-metadata.gguf"; done ;;
+    fuzz_model_gguf) for f in "$shared"/models/*/model-q8_0.gguf; do
+                 cp -f "$f" "$corpus/$(basename "$(dirname "$f")").gguf"; done ;;
+    fuzz_model_safetensors)  # config.json, a NUL byte, model.safetensors
+               for d in "$shared"/models/*/hf tests/fixtures/models/*; do
+                 [[ -f $d/config.json && -f $d/model.safetensors ]] || continue
+                 [[ $(stat -c %s "$d/model.safetensors") -lt 1200000 ]] || continue
+                 n=${d#"$shared"/models/}; n=${n//\//_}
+                 { cat "$d/config.json"; printf '\0'; cat "$d/model.safetensors"; } > "$corpus/$n.bin"; done ;;
+    fuzz_tokenizer_gguf) for f in "$shared"/vocab/*.gguf; do
+                 [[ $(stat -c %s "$f") -lt 2000000 ]] && cp -f "$f" "$corpus/"; done
+               for f in "$shared"/models/*/model-q8_0.gguf; do
+                 python3 fuzz/gguf_header_seed.py --metadata-only "$f" "$corpus/$(basename "$(dirname "$f")").gguf"; done ;;
     fuzz_safetensors) for f in "$shared"/models/*/hf/model.safetensors; do
                  cp -f "$f" "$corpus/$(basename "$(dirname "$(dirname "$f")")").safetensors"; done ;;
     fuzz_tokenizer_json) for f in "$shared"/models/*/hf/tokenizer.json; do
@@ -28,10 +55,12 @@ for bin in build/fuzz/fuzz/fuzz_*; do
   chmod -R u+w "$corpus"
   # Inputs stay near the size of real ones: binary model files are large, text parsers' are not.
   case $name in
-    fuzz_gguf|fuzz_safetensors) max_len=4000000 ;;
+    fuzz_gguf|fuzz_safetensors|fuzz_tokenizer_gguf) max_len=4000000 ;;
+    fuzz_model_gguf|fuzz_model_safetensors) max_len=1300000 ;;
     fuzz_tokenizer_json) max_len=262144 ;;
     *) max_len=65536 ;;
   esac
+  secs=${secs_all:-$(target_secs "$name")}
   echo "fuzz: $name for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
   log=build/fuzz/corpus/$name.log
   if ! "$bin" -max_total_time="$secs" -timeout=30 -rss_limit_mb=4096 -max_len="$max_len" \
@@ -40,6 +69,7 @@ for bin in build/fuzz/fuzz/fuzz_*; do
     echo "fuzz: $name failed; the input is saved as build/fuzz/$name-*" >&2
     exit 1
   fi
-  tail -2 "$log"
+  # The executions and the coverage at the end (libFuzzer's last status line).
+  grep -E '^#[0-9]+' "$log" | tail -1
 done
 echo "fuzz: smoke run finished without a crash"

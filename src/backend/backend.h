@@ -1,270 +1,20 @@
 // The op interface every model forward is written against. A Backend owns device memory
 // (activation arenas, KV caches, uploaded weights) and runs ops on it; the CPU backend runs
-// them on a thread pool, a CUDA backend would enqueue them on a stream. Ops take parameter
-// structs (designated initializers) of plain views: no allocation and no host decision
-// happens inside an op, so that a decode step can later be captured as one CUDA graph.
-//
-// Layouts (all row-major, innermost dimension last in the comments):
-//   Mat      float32 activations [rows, cols], row r at data + r * stride
-//   Weight   a 2-D weight in its stored format: [n_out, n_in], one row per output feature
-//            (GGUF ne = {n_in, n_out}); rows are row_bytes apart
-//   KvView   one layer's K or V cache, paged: a pool of blocks [n_blocks, block_size, width]
-//            in F32 / F16 / Q8_0 and a block table [n_seq, table_stride] of block ids;
-//            position pos of sequence seq is row pos % block_size of block
-//            table[seq * table_stride + pos / block_size]; a tiled F16 view (the CPU
-//            backend's K cache) stores each 16 positions of a block column-major instead,
-//            [width, 16] in the bytes of their 16 rows (KvView::tiled)
+// them on a thread pool, the CUDA backend enqueues them on a stream. Ops take parameter
+// structs (core/op_args.h, designated initializers) of plain views (core/tensor_view.h): no
+// allocation and no host decision happens inside an op, so that a decode step can be captured
+// as one CUDA graph.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
-#include <vector>
 
+#include "core/op_args.h"
 #include "quant/types.h"
 
 namespace brisk {
-
-struct Mat {
-  float* data = nullptr;
-  int64_t rows = 0;
-  int64_t cols = 0;
-  int64_t stride = 0;  // floats between rows (>= cols); 0 means cols
-  float* row(int64_t r) const { return data + r * (stride ? stride : cols); }
-  int64_t row_stride() const { return stride ? stride : cols; }
-};
-
-struct Weight {
-  QuantType type = QuantType::F32;
-  int64_t n_in = 0;    // elements per row (GGUF ne[0])
-  int64_t n_out = 0;   // rows (GGUF ne[1])
-  size_t row_bytes = 0;
-  const void* data = nullptr;
-  bool empty() const { return data == nullptr; }
-  const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + size_t(r) * row_bytes; }
-};
-
-struct KvView {
-  QuantType type = QuantType::F16;
-  void* data = nullptr;     // the pool: [n_blocks, block_size, width]
-  int64_t width = 0;        // n_head_kv * head_dim elements per position
-  size_t row_bytes = 0;     // bytes per position
-  int64_t capacity = 0;     // positions a sequence may hold now (<= table_stride * block_size)
-  int64_t n_seq = 0;
-  int32_t block_size = 0;   // positions per block: a power of two >= 16
-  int64_t n_blocks = 0;     // blocks in the pool
-  const int32_t* table = nullptr;         // [n_seq, table_stride] block ids, host memory
-  const int32_t* device_table = nullptr;  // the same in the backend's memory (== table on the CPU)
-  int64_t table_stride = 0;               // block ids per sequence row of the table
-  // F16 only: each tile of kKvTile positions of a block (tile_start(seq, pos), the bytes of
-  // its kKvTile rows) holds element c of position p at (c * kKvTile + p % kKvTile) halves, so
-  // one column's 16 positions are one 32-byte vector (the CPU attention's score pass). Read
-  // and write rows of any view with cpu::kv_read_f32 / kv_write_f32 (kernels/cpu/ops.h).
-  bool tiled = false;
-  static constexpr int kKvTile = 16;
-  int block_shift() const { return __builtin_ctz(unsigned(block_size)); }
-  // The pool row of (seq, pos): block * block_size + pos % block_size.
-  int64_t slot(int64_t seq, int64_t pos) const {
-    const int sh = block_shift();
-    return (int64_t(table[seq * table_stride + (pos >> sh)]) << sh) | (pos & (block_size - 1));
-  }
-  uint8_t* row(int64_t seq, int64_t pos) const {
-    return static_cast<uint8_t*>(data) + size_t(slot(seq, pos)) * row_bytes;
-  }
-  // Positions pos .. pos + run(pos) - 1 lie in one block: their rows are row_bytes apart.
-  int64_t run(int64_t pos) const { return block_size - (pos & (block_size - 1)); }
-  // The first byte of the tile of kKvTile positions that holds (seq, pos) (tiled views).
-  uint8_t* tile_start(int64_t seq, int64_t pos) const { return row(seq, pos & ~int64_t(kKvTile - 1)); }
-};
-
-// Rotary embedding frequencies resolved at load time (scaling already applied):
-// theta_i(pos) = pos * inv_freq[i], i in [0, n_rot/2); outputs scaled by attn_factor.
-struct RopeTable {
-  int32_t n_rot = 0;               // rotated dims per head (<= head_dim: partial rotary)
-  std::vector<float> inv_freq;     // [n_rot / 2]
-  float attn_factor = 1.0f;        // YaRN magnitude scale of cos/sin
-  bool neox = false;               // pairs (i, i + n_rot/2) instead of (2i, 2i+1)
-};
-
-// One logits row's sampling for Backend::sample_rows, in the host sampler's terms
-// (runtime/sampler.h): edits first (in order), then NaN banned, +inf only, greedy or top-k ->
-// top-p -> min-p -> temperature -> the draw at u.
-struct DeviceSampleEdit {
-  int32_t token = 0;
-  int32_t count = 0;  // > 0: a penalty for `count` occurrences in the window; 0: add `bias`
-  float bias = 0.0f;  // -inf bans
-};
-constexpr int32_t kDeviceSampleMaxTopK = 1024;
-struct DeviceSampleSpec {
-  float temperature = 0.0f;  // <= 0, or 1 / temperature not finite: greedy
-  int32_t top_k = 0;         // 1..kDeviceSampleMaxTopK (unused when greedy)
-  float top_p = 1.0f;        // >= 1: off
-  float min_p = 0.0f;        // <= 0: off
-  float repeat_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
-  int32_t edit_offset = 0, n_edits = 0;
-  double u = 0.0;  // the uniform draw in [0, 1)
-};
-
-struct MatmulArgs {
-  Mat out;              // [n_tok, w.n_out]
-  Mat x;                // [n_tok, w.n_in]
-  Weight w;             // [n_out, n_in]
-  const float* bias = nullptr;  // [n_out] or nullptr
-};
-
-struct RmsNormArgs {
-  Mat out;                        // [rows, cols] (may alias x)
-  Mat x;                          // [rows, cols]; normalized in groups of `group` columns
-  const float* weight = nullptr;  // [group] or nullptr
-  int64_t group = 0;              // 0: cols (whole row); head_dim for per-head q/k norm
-  float eps = 1e-6f;
-};
-
-struct RopeArgs {
-  Mat x;                          // [n_tok, n_head * head_dim], rotated in place
-  const int32_t* pos = nullptr;   // [n_tok]
-  int32_t n_head = 0;
-  int32_t head_dim = 0;
-  const RopeTable* table = nullptr;
-};
-
-struct KvStoreArgs {
-  Mat k;                          // [n_tok, width]
-  Mat v;                          // [n_tok, width]
-  KvView k_cache;
-  KvView v_cache;
-  const int32_t* seq = nullptr;   // [n_tok]
-  const int32_t* pos = nullptr;   // [n_tok]
-};
-
-struct AttentionArgs {
-  Mat out;                        // [n_tok, n_head * head_dim]
-  Mat q;                          // [n_tok, n_head * head_dim] (rope applied)
-  KvView k_cache;                 // paged [n_seq, capacity, n_head_kv * head_dim]
-  KvView v_cache;
-  const int32_t* seq = nullptr;   // [n_tok]
-  const int32_t* pos = nullptr;   // [n_tok]: attends to positions [max(0, pos-window+1), pos]
-  int32_t n_head = 0;
-  int32_t n_head_kv = 0;          // n_head % n_head_kv == 0 (GQA)
-  int32_t head_dim = 0;
-  float scale = 1.0f;             // usually 1/sqrt(head_dim)
-  int32_t window = 0;             // sliding window in positions; 0: full causal
-  float softcap = 0.0f;           // tanh soft-capping of scores; 0: off
-};
-
-enum class Activation { silu, gelu_tanh };
-
-struct GatedActArgs {
-  Mat out;    // [rows, cols] = act(gate) * up
-  Mat gate;   // [rows, cols]
-  Mat up;     // [rows, cols]
-  Activation act = Activation::silu;
-};
-
-struct AddArgs {
-  Mat out;    // [rows, cols] = a + b (may alias a or b)
-  Mat a;
-  Mat b;
-};
-
-struct EmbeddingArgs {
-  Mat out;                        // [n_tok, w.n_in]
-  Weight table;                   // [n_vocab, n_embd] in any format
-  const int32_t* ids = nullptr;   // [n_tok], each in [0, n_vocab) (checked by the caller)
-  float scale = 1.0f;             // multiplies the rows (Gemma: sqrt(n_embd))
-};
-
-struct GetRowsArgs {
-  Mat out;                        // [n, cols]
-  Mat x;                          // [rows, cols]
-  const int32_t* rows = nullptr;  // [n]
-};
-
-// Mixture-of-experts SwiGLU / GeGLU MLP. Per token: p = softmax(logits), the n_used largest
-// (ties: lower expert id first), renormalized to sum 1 when norm_topk; then
-//   out = sum_k p_k * down_e(act(gate_e(x)) * up_e(x))   over the chosen experts e.
-// Routing happens inside the op on the device's own data (no host decision a GPU would
-// sync on); the CPU backend gathers the tokens of each expert and runs them as one matmul.
-struct MoeArgs {
-  Mat out;                        // [n_tok, n_embd] (must not alias x)
-  Mat x;                          // [n_tok, n_embd]
-  Mat logits;                     // [n_tok, n_expert] router logits
-  const Weight* gate = nullptr;   // [n_expert] views, each [n_ff_exp, n_embd]
-  const Weight* up = nullptr;     // [n_expert] views, each [n_ff_exp, n_embd]
-  const Weight* down = nullptr;   // [n_expert] views, each [n_embd, n_ff_exp]
-  int32_t n_expert = 0;
-  int32_t n_used = 0;             // top-k, 1 <= n_used <= n_expert
-  bool norm_topk = true;
-  Activation act = Activation::silu;
-};
-
-struct SoftcapArgs {
-  Mat x;                          // [rows, cols] := cap * tanh(x / cap), in place
-  float cap = 0.0f;               // > 0
-};
-
-// Ops of encoder and encoder-decoder models (speech, embeddings). Backends without them keep
-// the defaults, which throw "op X is not supported on the Y backend".
-
-// out = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias, per row (biased variance).
-struct LayerNormArgs {
-  Mat out{};                      // [rows, cols] (may alias x)
-  Mat x{};                        // [rows, cols]
-  const float* weight = nullptr;  // [cols] or nullptr (1)
-  const float* bias = nullptr;    // [cols] or nullptr (0)
-  float eps = 1e-5f;
-};
-
-enum class UnaryOp {
-  gelu_erf,   // x / 2 * (1 + erf(x / sqrt(2)))
-  gelu_tanh,  // x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
-};
-
-struct UnaryArgs {
-  Mat out{};                      // [rows, cols] = op(x) (may alias x)
-  Mat x{};                        // [rows, cols]
-  UnaryOp op = UnaryOp::gelu_erf;
-};
-
-// Unfolds 1-D convolution inputs (im2col) so that a convolution becomes a matmul with its
-// weight [n_out, cols * kernel] (PyTorch's Conv1d weight [n_out, cols, kernel] flattened).
-// Rows of x are frames of n_seq independent sequences of frames_in frames each:
-//   out[s * frames_out + t, c * kernel + k] = x[s * frames_in + t * stride + k - pad, c]
-// (0 where that frame lies outside sequence s), frames_out = (frames_in + 2 pad - kernel) / stride + 1.
-struct Im2colArgs {
-  Mat out{};                      // [n_seq * frames_out, x.cols * kernel]
-  Mat x{};                        // [n_seq * frames_in, cols]
-  int32_t frames_in = 0;
-  int32_t kernel = 1;
-  int32_t stride = 1;
-  int32_t pad = 0;
-};
-
-// The attention probabilities of one query head (alignment of decoder tokens to encoder
-// frames): out[t, j] = softmax_j(scale * q_head(t) . k_kvhead(seq[t], j)) over j in [0, pos[t]],
-// 0 for j > pos[t] up to out.cols.
-struct AttentionWeightsArgs {
-  Mat out{};                      // [n_tok, n_pos], n_pos > every pos[t]
-  Mat q{};                        // [n_tok, n_head * head_dim]
-  KvView k_cache{};
-  const int32_t* seq = nullptr;   // [n_tok]
-  const int32_t* pos = nullptr;   // [n_tok]
-  int32_t head = 0;               // the query head, in [0, n_head)
-  int32_t n_head = 0;
-  int32_t n_head_kv = 0;
-  int32_t head_dim = 0;
-  float scale = 1.0f;
-};
-
-// The per-step inputs of one forward (a decode step or a prefill chunk), see begin_step.
-struct StepInputs {
-  int32_t n_tok = 0;
-  const int32_t* ids = nullptr;       // [n_tok]
-  const int32_t* pos = nullptr;       // [n_tok]
-  const int32_t* seq = nullptr;       // [n_tok]
-  int32_t n_out = 0;
-  const int32_t* out_rows = nullptr;  // [n_out]
-};
 
 class Backend {
  public:
@@ -297,6 +47,18 @@ class Backend {
   virtual void unary(const UnaryArgs& a);
   virtual void im2col(const Im2colArgs& a);
   virtual void attention_weights(const AttentionWeightsArgs& a);
+  // False when the backend has no such op: the caller then stores k / v in a KV view and runs
+  // attention() with every query at the last position.
+  virtual bool attention_dense(const AttentionDenseArgs& a) {
+    (void)a;
+    return false;
+  }
+  // Ops of linear-attention layers. Defaults: throw "op X is not supported on the Y backend".
+  virtual void conv_state(const ConvStateArgs& a);
+  virtual void l2_norm(const L2NormArgs& a);
+  virtual void gated_rms_norm(const GatedRmsNormArgs& a);
+  virtual void sigmoid_mul(const SigmoidMulArgs& a);
+  virtual void delta_rule(const DeltaRuleArgs& a);
   // Waits for queued work (no-op on the CPU).
   virtual void synchronize() {}
   // Copies bytes between host memory and this backend's memory, in either direction (or
@@ -348,6 +110,15 @@ class Backend {
     (void)head_dim;
     (void)group;
     return false;
+  }
+  // The layout this backend's matmul kernels read weights of a stored format in, when it is
+  // not the stored one (a repacked layout of quant/repack.h: the CPU backend's Q8_0_R16 on
+  // AVX-512). The weight store converts a model's matmul weights for it once, when a context
+  // first binds the model to this backend (models/weights.h); ops then only see weights in
+  // the layouts this answers. Default: the stored layout.
+  virtual std::optional<QuantType> weight_layout(QuantType stored) const {
+    (void)stored;
+    return std::nullopt;
   }
   // Free and total bytes of the device memory; false for host memory (the CPU backend).
   virtual bool memory_info(size_t* free_bytes, size_t* total_bytes) const {

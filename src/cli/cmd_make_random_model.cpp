@@ -10,11 +10,16 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "models/random_model.h"
-#include "quantize/recipe.h"
+#include "quant/recipe.h"
 
 namespace {
 
 int cmd_make_random_model(const std::vector<std::string>& argv) {
+  auto shape_names = [] {
+    std::string s;
+    for (const std::string& n : brisk::random_model_shapes()) s += (s.empty() ? "" : " | ") + n;
+    return s;
+  };
   std::string shape = "tiny", out, type = "f32", arch, tokenizer, pre;
   uint64_t seed = 1;
   int32_t threads = 0;
@@ -22,7 +27,7 @@ int cmd_make_random_model(const std::vector<std::string>& argv) {
                              "Writes a random-weight GGUF of a model shape, for speed measurements.");
   args.text({"--out"}, &out, "FILE", "the GGUF file to write (required)");
   args.text({"--shape"}, &shape, "NAME",
-            "tiny | qwen2.5-0.5b | qwen3-0.6b | qwen3-1.7b | qwen3-8b | llama-3.2-1b | llama-3.1-8b (default tiny)");
+            shape_names() + " (default tiny)");
   args.text({"--type"}, &type, "T", "a recipe (Q8_0, Q4_K_M, ...) or a stored type name (default f32)");
   args.text({"--arch"}, &arch, "ARCH", "override the shape's architecture: llama | qwen2 | qwen3");
   args.text({"--tokenizer"}, &tokenizer, "DIR", "a Hugging Face tokenizer folder to embed");

@@ -24,6 +24,7 @@
 #include "cli/line_editor.h"
 #include "cli/model_arg.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "hub/resolve.h"
 #include "runtime/chat_session.h"
 #include "runtime/engine_api.h"
@@ -66,7 +67,7 @@ bool parse(const std::vector<std::string>& argv, Args& a, bool& ctx_given, bool&
   brisk::cli::add_threads_option(p, &a.threads);
   brisk::cli::add_device_option(p, &a.device, "auto: the GPU when one is usable");
   p.text({"--token"}, &a.token, "TOKEN", "Hugging Face token for gated models (default $HF_TOKEN)");
-  p.flag({"--verbose"}, &a.verbose, "print the stats line after a one-shot answer too");
+  p.flag({"--verbose"}, &a.verbose, "print the stats line after a one-shot answer and the memory sums at load");
   brisk::cli::add_sampling_options(p, &a.sampling);
   p.note(
       "MODEL is a GGUF file, a Hugging Face folder or a Hub reference (org/name, org/name:QUANT,\n"
@@ -305,6 +306,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   const brisk::cli::ContextSize n_ctx =
       brisk::cli::context_size("run", a.n_ctx, ctx_given, 4096, model->info().n_ctx_train);
   if (!n_ctx.note.empty()) std::fprintf(stderr, "%s\n", n_ctx.note.c_str());
+  if (a.verbose && brisk::log_level() > brisk::LogLevel::info) brisk::set_log_level(brisk::LogLevel::info);
   auto ctx = brisk::Context::create(
       model, {.n_ctx = n_ctx.n_ctx, .n_seq_max = 1, .n_threads = a.threads, .device = a.device});
   json kwargs = json::object();

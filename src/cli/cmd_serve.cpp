@@ -16,7 +16,6 @@
 #include "runtime/kv_cache.h"
 #include "server/engine_loader.h"
 #include "server/http_server.h"
-#include "server/unix_socket_bridge.h"
 
 namespace {
 
@@ -47,8 +46,8 @@ int cmd_serve(const std::vector<std::string>& argv) {
   ServerOptions so;
   EngineLoadOptions eo;
   eo.n_parallel = 8;
-  int32_t max_models = 1, port = so.port, max_body = int32_t(so.max_body_bytes), grace = 10;
-  int32_t max_audio = int32_t(so.max_audio_bytes);
+  int32_t max_models = 1, port = so.port, max_body = int32_t(so.max_body_bytes), max_audio = int32_t(so.max_audio_bytes), grace = 10;
+  int32_t header_timeout = 10, body_timeout = 60;
   std::string kv = "f16";
   std::string unix_path;
   if (const char* k = std::getenv("BRISK_API_KEY")) so.api_key = k;
@@ -85,15 +84,23 @@ int cmd_serve(const std::vector<std::string>& argv) {
   p.integer({"--max-tokens"}, &so.max_tokens_ceiling, 1, INT32_MAX, "N", "completion ceiling per request (default: the context size)");
   p.integer({"--max-body"}, &max_body, 1024, INT32_MAX, "BYTES", "request body limit (default 8 MiB)");
   p.integer({"--max-audio"}, &max_audio, 1024, INT32_MAX, "BYTES", "audio upload limit of /v1/audio/* (default 25 MiB)");
-  p.integer({"--http-threads"}, &so.http_threads, 4, 4096, "N", "connections served at once (default 64)");
+  p.integer({"--http-threads"}, &so.http_threads, 1, 4096, "N", "requests run at once (default 64)");
+  p.integer({"--max-connections"}, &so.max_connections, 1, 1 << 20, "N",
+            "open connections (default 1024); 16 more may ask only for /health and /metrics");
+  p.integer({"--max-client-connections"}, &so.max_client_connections, 1, 1 << 20, "N",
+            "open connections per client address (default 256)");
+  p.integer({"--header-timeout"}, &header_timeout, 1, 3600, "S", "seconds to receive a request's headers (default 10)");
+  p.integer({"--body-timeout"}, &body_timeout, 1, 3600, "S", "seconds to receive a request's body (default 60)");
   p.integer({"--shutdown-grace"}, &grace, 0, 3600, "S", "seconds in-flight requests get on SIGINT/SIGTERM (default 10)");
-  p.text({"--unix"}, &unix_path, "PATH", "serve on a Unix socket (created mode 0600) instead of TCP");
+  p.text({"--unix"}, &unix_path, "PATH", "serve on a Unix socket (created mode 0600) instead of TCP (no TCP socket at all)");
   if (!p.parse(argv)) return 0;
   for (const std::string& m : positional_models) specs.push_back(model_spec(m));
   so.port = port;
   so.max_body_bytes = size_t(max_body);
   so.max_audio_bytes = size_t(max_audio);
   so.shutdown_grace_seconds = grace;
+  so.header_timeout_seconds = header_timeout;
+  so.body_timeout_seconds = body_timeout;
   if (specs.empty()) brisk::cli::usage_fail("a model is required ([NAME=]MODEL or -m [NAME=]MODEL)");
   // Chat templates are tried before any weights load (a Hub reference not yet downloaded is
   // checked when it loads).
@@ -117,23 +124,25 @@ int cmd_serve(const std::vector<std::string>& argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  std::unique_ptr<UnixSocketBridge> bridge;
-  if (!unix_path.empty()) {
-    // The HTTP server listens on an ephemeral loopback port admitting only the bridge's peers.
-    so.host = "127.0.0.1";
-    so.port = 0;
-    so.admit_peer = [&bridge](int peer_port) { return bridge && bridge->owns_peer_port(peer_port); };
-  }
-  ModelRegistry registry(specs, engine_model_loader(eo), max_models);
+  so.unix_path = unix_path;
+  // Each model as it loads: a --ctx beyond its trained context is clamped there (Context) and
+  // said in one line, as generate and run do.
+  const bool ctx_given = p.given("--ctx");
+  ModelLoader load = [base = engine_model_loader(eo), ctx_given, n_ctx = eo.n_ctx](const ModelSpec& spec) {
+    std::shared_ptr<LoadedModel> m = base(spec);
+    const brisk::cli::ContextSize c =
+        brisk::cli::context_size("serve", n_ctx, ctx_given, n_ctx, m->model->info().n_ctx_train);
+    if (!c.note.empty()) std::fprintf(stderr, "%s (model '%s')\n", c.note.c_str(), spec.name.c_str());
+    return m;
+  };
+  ModelRegistry registry(specs, std::move(load), max_models);
+  HttpServer server(registry, so);
+  server.bind();  // before the load: a port in use fails at once
   {
     brisk::cli::LoadIndicator loading(specs.front().name);
     registry.load(specs.front().name);  // load the first model now: errors show at startup
   }
-  HttpServer server(registry, so);
-  server.bind();
   if (!unix_path.empty()) {
-    bridge = std::make_unique<UnixSocketBridge>(unix_path, server.port());
-    bridge->start();
     std::fprintf(stderr, "brisk serve: listening on unix:%s (%zu model%s, first '%s')\n", unix_path.c_str(),
                  specs.size(), specs.size() == 1 ? "" : "s", specs.front().name.c_str());
   } else {
@@ -152,7 +161,6 @@ int cmd_serve(const std::vector<std::string>& argv) {
     pthread_kill(signal_thread.native_handle(), SIGTERM);
     signal_thread.join();
   }
-  if (bridge) bridge->stop();
   registry.unload_all();
   std::fprintf(stderr, "brisk serve: stopped\n");
   return 0;

@@ -9,10 +9,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/args.h"
 #include "cli/command.h"
-#include "cli/sampling_flags.h"
+#include "cli/model_arg.h"
 #include "core/error.h"
-#include "hub/resolve.h"
 #include "media/audio.h"
 #include "runtime/engine_api.h"
 #include "runtime/kv_cache.h"
@@ -21,7 +21,7 @@
 
 namespace {
 
-using brisk::fail;
+using brisk::cli::ArgParser;
 
 struct Args {
   std::string model, file, language, format = "text", prompt, prompt_ids, dump_logits, dump_mel, quant, output;
@@ -33,21 +33,6 @@ struct Args {
   uint64_t seed = 0;
 };
 
-void usage() {
-  std::fprintf(stderr,
-               "usage: brisk transcribe -m MODEL FILE [--language L] [--translate] [--format text|json|verbose_json|srt|vtt]\n"
-               "  [--prompt TEXT] [--beam N] [--temp T] [--no-fallback] [--word-timestamps] [--no-timestamps]\n"
-               "  [--condition-on-previous] [--seed N] [-o FILE]\n"
-               "  [--prompt-ids 1,2,3 [-n N] [--show-ids] [--dump-logits FILE] [--dump-mel FILE]]\n"
-               "  [--quant q8_0|q4_0|q4_k|f16|bf16] [-t N] [--kv-type f16|bf16|f32] [--device cpu|cuda|cuda:N|auto]\n"
-               "  [--token HF_TOKEN]\n"
-               "  FILE: WAV, FLAC, MP3, OGG Vorbis / Opus (any rate and channel count)\n"
-               "  --temp T: 0 (default) decodes greedily and falls back to 0.2 .. 1.0 on repetitive or unlikely\n"
-               "            output; T > 0 samples at T only\n"
-               "  -n N: at most N tokens per window (default: the decoder context)\n"
-               "  --prompt-ids: force this decoder prefix and print the -n (default 16) tokens that follow\n");
-}
-
 std::vector<int32_t> parse_ids(const std::string& s) {
   std::vector<int32_t> ids;
   std::string item;
@@ -55,63 +40,54 @@ std::vector<int32_t> parse_ids(const std::string& s) {
   while (std::getline(ss, item, ',')) {
     while (!item.empty() && item.front() == ' ') item.erase(0, 1);
     while (!item.empty() && item.back() == ' ') item.pop_back();
-    if (!item.empty()) ids.push_back(brisk::cli::parse_int_flag("--prompt-ids", item));
+    if (!item.empty()) ids.push_back(int32_t(brisk::cli::parse_integer("--prompt-ids", item, 0, INT32_MAX)));
   }
-  BRISK_CHECK(!ids.empty(), "--prompt-ids: no ids in '", s, "'");
+  if (ids.empty()) brisk::cli::usage_fail("--prompt-ids: no ids in '", s, "'");
   return ids;
 }
 
-Args parse(const std::vector<std::string>& argv) {
-  Args a;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& f = argv[i];
-    auto value = [&]() -> const std::string& {
-      BRISK_CHECK(i + 1 < argv.size(), "transcribe: ", f, " needs a value");
-      return argv[++i];
-    };
-    auto int_value = [&]() { return brisk::cli::parse_int_flag(f, value()); };
-    if (f == "--model" || f == "-m") a.model = value();
-    else if (f == "--language" || f == "-l") a.language = value();
-    else if (f == "--translate") a.translate = true;
-    else if (f == "--format" || f == "-f") a.format = value();
-    else if (f == "--prompt" || f == "-p") a.prompt = value();
-    else if (f == "--prompt-ids") a.prompt_ids = value();
-    else if (f == "-n" || f == "--n-predict") a.n_predict = int_value();
-    else if (f == "--show-ids") a.show_ids = true;
-    else if (f == "--dump-logits") a.dump_logits = value();
-    else if (f == "--dump-mel") a.dump_mel = value();
-    else if (f == "--temp" || f == "--temperature") {
-      a.temperature = brisk::cli::parse_float_flag(f, value());
-      a.have_temp = true;
-    }
-    else if (f == "--beam" || f == "--beam-size") a.beam = int_value();
-    else if (f == "--no-fallback") a.no_fallback = true;
-    else if (f == "--word-timestamps") a.word_timestamps = true;
-    else if (f == "--no-timestamps") a.no_timestamps = true;
-    else if (f == "--condition-on-previous") a.condition = true;
-    else if (f == "--seed") a.seed = uint64_t(int_value());
-    else if (f == "-o" || f == "--output") a.output = value();
-    else if (f == "--quant") a.quant = value();
-    else if (f == "-t" || f == "--threads") a.threads = int_value();
-    else if (f == "--kv-type") a.kv_type = value();
-    else if (f == "--device") a.device = value();
-    else if (f == "--token") a.token = value();
-    else if (f == "-h" || f == "--help") {
-      usage();
-      std::exit(0);
-    } else if (!f.empty() && f[0] == '-') {
-      fail("transcribe: unknown argument '", f, "' (see brisk transcribe --help)");
-    } else {
-      BRISK_CHECK(a.file.empty(), "transcribe: more than one audio file given ('", a.file, "', '", f, "')");
-      a.file = f;
-    }
-  }
-  BRISK_CHECK(!a.model.empty(), "transcribe: --model is required");
-  BRISK_CHECK(!a.file.empty(), "transcribe: no audio file given");
-  BRISK_CHECK(a.n_predict >= -1, "transcribe: -n must not be negative");
-  BRISK_CHECK(a.beam >= 1 && a.beam <= 16, "transcribe: --beam ", a.beam, " out of range [1, 16]");
-  BRISK_CHECK(a.temperature >= 0.0f && a.temperature <= 2.0f, "transcribe: --temp ", a.temperature, " out of range [0, 2]");
-  return a;
+// Reads the command line; false when the usage was printed (--help).
+bool parse(const std::vector<std::string>& argv, Args* out) {
+  Args& a = *out;
+  ArgParser p("transcribe", "MODEL FILE [options]",
+              "Speech to text: transcribes (or translates into English) an audio file with a Whisper model.");
+  p.model(&a.model, "Hugging Face Whisper folder, GGUF file or Hub reference (org/name)");
+  p.positional("FILE", &a.file, "WAV, FLAC, MP3, OGG Vorbis / Opus (any rate and channel count)", true);
+  p.text({"-l", "--language"}, &a.language, "L", "spoken language (ISO-639-1 code or name; default: detected)");
+  p.flag({"--translate"}, &a.translate, "translate into English instead of transcribing");
+  p.text({"-f", "--format"}, &a.format, "F", "text | json | verbose_json | srt | vtt (default text)");
+  p.text({"-p", "--prompt"}, &a.prompt, "TEXT", "initial prompt (previous text: spelling, style, names)");
+  p.integer({"--beam", "--beam-size"}, &a.beam, 1, 16, "N", "beam search with N beams (default 1: greedy)");
+  p.option({"--temp", "--temperature"}, "T",
+           "0 (default) decodes greedily and falls back to 0.2 .. 1.0 on repetitive or unlikely output; T > 0 "
+           "samples at T only",
+           [&](const std::string& v) {
+             a.temperature = float(brisk::cli::parse_number("--temp", v, 0.0, 2.0));
+             a.have_temp = true;
+           });
+  p.flag({"--no-fallback"}, &a.no_fallback, "no temperature fallback");
+  p.flag({"--word-timestamps"}, &a.word_timestamps, "word timestamps (cross-attention alignment heads)");
+  p.flag({"--no-timestamps"}, &a.no_timestamps, "decode without timestamp tokens");
+  p.flag({"--condition-on-previous"}, &a.condition, "prompt each window with the text of the previous ones");
+  p.option({"-s", "--seed"}, "S", "sampler seed of the fallback temperatures (default 0)",
+           [&](const std::string& v) { a.seed = uint64_t(brisk::cli::parse_integer("--seed", v, 0, INT64_MAX)); });
+  p.text({"-o", "--output"}, &a.output, "FILE", "write the transcript here instead of stdout");
+  p.integer({"-n", "--n-predict"}, &a.n_predict, 0, INT32_MAX, "N",
+            "at most N tokens per window (default: the decoder context; with --prompt-ids 16)");
+  p.section("Checking against references");
+  p.text({"--prompt-ids"}, &a.prompt_ids, "IDS",
+         "force this decoder prefix (comma-separated ids) and print the -n tokens that follow (plain logits)");
+  p.flag({"--show-ids"}, &a.show_ids, "print the token ids");
+  p.text({"--dump-logits"}, &a.dump_logits, "FILE", "with --prompt-ids: the logits at the prefix's last position (float32)");
+  p.text({"--dump-mel"}, &a.dump_mel, "FILE", "the first window's log-mel features (float32, [n_mels, 3000])");
+  p.section("Model and machine");
+  p.text({"--quant"}, &a.quant, "Q", "quantize safetensors weights at load: q8_0 | q4_0 | q4_k | f16 | bf16");
+  p.text({"--kv-type"}, &a.kv_type, "T", "decoder KV cache type: f16 | bf16 | f32 (default f16)");
+  brisk::cli::add_threads_option(p, &a.threads);
+  brisk::cli::add_device_option(p, &a.device, "cpu");
+  p.text({"--token"}, &a.token, "TOKEN", "Hugging Face token for gated models (default $HF_TOKEN)");
+  if (!p.parse(argv)) return false;
+  return true;
 }
 
 void write_floats(const std::string& path, const std::vector<float>& v, const char* flag) {
@@ -122,17 +98,17 @@ void write_floats(const std::string& path, const std::vector<float>& v, const ch
 }
 
 int cmd_transcribe(const std::vector<std::string>& argv) {
-  const Args a = parse(argv);
+  Args a;
+  if (!parse(argv, &a)) return 0;
   brisk::TranscriptFormat format;
-  BRISK_CHECK(brisk::transcript_format_from_name(a.format, &format), "transcribe: --format '", a.format,
-              "': use text, json, verbose_json, srt or vtt");
+  if (!brisk::transcript_format_from_name(a.format, &format))
+    brisk::cli::usage_fail("--format '", a.format, "': use text, json, verbose_json, srt or vtt");
   const auto kv = brisk::kv_cache_type_from_name(a.kv_type);
-  BRISK_CHECK(kv.has_value() && *kv != brisk::QuantType::Q8_0, "transcribe: --kv-type '", a.kv_type,
-              "': use f16, bf16 or f32");
-  brisk::HubOptions hub;
-  hub.token = a.token;
+  if (!kv || *kv == brisk::QuantType::Q8_0) brisk::cli::usage_fail("--kv-type '", a.kv_type, "': use f16, bf16 or f32");
+  if (!a.dump_logits.empty() && a.prompt_ids.empty()) brisk::cli::usage_fail("--dump-logits needs --prompt-ids");
+  const std::string path = brisk::cli::resolve_model(a.model, a.token);
   const auto t0 = std::chrono::steady_clock::now();
-  auto model = brisk::Model::load({.path = brisk::hub_resolve_model(a.model, hub), .quant = a.quant, .n_threads = a.threads});
+  auto model = brisk::cli::load_model({.path = path, .quant = a.quant, .n_threads = a.threads});
   brisk::Transcriber tr(model, {.device = a.device, .n_threads = a.threads, .kv_type = *kv, .max_beams = std::max(1, a.beam)});
   const auto t1 = std::chrono::steady_clock::now();
   const brisk::media::Audio audio =
@@ -153,7 +129,6 @@ int cmd_transcribe(const std::vector<std::string>& argv) {
     }
     return 0;
   }
-  BRISK_CHECK(a.dump_logits.empty(), "transcribe: --dump-logits needs --prompt-ids");
   brisk::TranscribeOptions o;
   o.task = a.translate ? "translate" : "transcribe";
   o.language = a.language;

@@ -7,6 +7,7 @@
 #include "cli/command.h"
 #include "core/cpu_features.h"
 #include "core/flags.h"
+#include "kernels/cpu/kernel_sets.h"
 
 #ifndef BRISK_COMMIT
 #define BRISK_COMMIT "unknown"
@@ -25,6 +26,10 @@ int cmd_info(const std::vector<std::string>& args) {
   if (!p.parse(args)) return 0;
   std::printf("%s\n", brisk::cli::version_line().c_str());
   std::printf("cpu: %s\n", brisk::cpu_features_string().c_str());
+  if (!brisk::flags().cpu_mask.empty())
+    std::printf("cpu hardware: %s (masked by BRISK_CPU_MASK=%s)\n",
+                brisk::cpu_features_string(brisk::cpu_features_hardware()).c_str(), brisk::flags().cpu_mask.c_str());
+  std::printf("cpu kernels: %s\n", brisk::kernels::cpu_kernel_sets_string().c_str());
 #ifdef BRISK_HAVE_CUDA
   std::printf("cuda: built\n");
 #else
@@ -32,7 +37,8 @@ int cmd_info(const std::vector<std::string>& args) {
 #endif
   std::printf("switches (environment):\n");
   for (const auto& f : brisk::flags_list())
-    std::printf("  %-24s %-3s %s\n", std::string(f.env_name).c_str(), f.value ? "on" : "off",
+    std::printf("  %-24s %-3s %s\n", std::string(f.env_name).c_str(),
+                f.text.empty() ? (f.value ? "on" : "off") : std::string(f.text).c_str(),
                 std::string(f.description).c_str());
   return 0;
 }

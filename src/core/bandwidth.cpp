@@ -41,7 +41,7 @@ uint64_t sum_words_sse2(const uint64_t* p, size_t n) {
 }
 
 uint64_t sum_words(const uint64_t* p, size_t n) {
-  static const bool wide = cpu_features().avx512;
+  static const bool wide = cpu_has_level(IsaLevel::avx512);
   return wide ? sum_words_avx512(p, n) : sum_words_sse2(p, n);
 }
 

@@ -15,11 +15,18 @@ bool env_true(const char* name) {
   return true;
 }
 
+std::string env_text(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
 Flags read_flags() {
   Flags f;
 #define BRISK_FLAG(id, env, desc) f.id = env_true(env);
+#define BRISK_FLAG_TEXT(id, env, desc) f.id = env_text(env);
 #include "core/flags.def"
 #undef BRISK_FLAG
+#undef BRISK_FLAG_TEXT
   return f;
 }
 
@@ -36,9 +43,11 @@ void flags_reload() { mutable_flags() = read_flags(); }
 std::vector<FlagInfo> flags_list() {
   std::vector<FlagInfo> out;
   const Flags& f = flags();
-#define BRISK_FLAG(id, env, desc) out.push_back({env, desc, f.id});
+#define BRISK_FLAG(id, env, desc) out.push_back({env, desc, f.id, {}});
+#define BRISK_FLAG_TEXT(id, env, desc) out.push_back({env, desc, !f.id.empty(), f.id});
 #include "core/flags.def"
 #undef BRISK_FLAG
+#undef BRISK_FLAG_TEXT
   return out;
 }
 

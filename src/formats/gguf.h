@@ -5,6 +5,7 @@
 // offset read from the file is validated before use; errors name the file and byte offset.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -111,8 +112,11 @@ class Writer {
                   uint64_t n_bytes);
   void set_alignment(uint64_t alignment);
   void write(const std::string& path) const;
+  // The same bytes in memory (a 64-byte-aligned buffer, as a file read with Mode::read).
+  std::shared_ptr<const MappedFile> write_to_memory(std::string name) const;
 
  private:
+  void emit(const std::function<void(const void*, size_t)>& out) const;
   std::vector<std::pair<std::string, Value>> metadata_;
   struct PendingTensor {
     std::string name;

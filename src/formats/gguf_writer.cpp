@@ -145,14 +145,11 @@ void Writer::add_tensor(std::string name, QuantType type, std::vector<uint64_t> 
                                    .data = data, .n_bytes = n_bytes});
 }
 
-void Writer::write(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
-  std::FILE* fp = std::fopen(tmp.c_str(), "wb");
-  BRISK_CHECK(fp, tmp, ": cannot create: ", std::strerror(errno));
+// The file's bytes in order, to `out`.
+void Writer::emit(const Sink& out) const {
   uint64_t written = 0;
-  bool ok = true;
-  const Sink out = [&](const void* p, size_t n) {
-    if (ok && n > 0 && std::fwrite(p, 1, n, fp) != n) ok = false;
+  const Sink counted = [&](const void* p, size_t n) {
+    out(p, n);
     written += n;
   };
   const auto pad_to = [&](uint64_t alignment) {
@@ -160,35 +157,45 @@ void Writer::write(const std::string& path) const {
     uint64_t pad = align_up(written, alignment) - written;
     while (pad > 0) {
       const size_t n = size_t(std::min<uint64_t>(pad, sizeof zeros));
-      out(zeros, n);
+      counted(zeros, n);
       pad -= n;
     }
   };
+  counted("GGUF", 4);
+  put<uint32_t>(counted, 3);
+  put<uint64_t>(counted, tensors_.size());
+  put<uint64_t>(counted, metadata_.size());
+  for (const auto& [key, value] : metadata_) {
+    put_string(counted, key);
+    put<uint32_t>(counted, uint32_t(value.type));
+    put_payload(counted, value, key);
+  }
+  uint64_t offset = 0;
+  for (const auto& t : tensors_) {
+    put_string(counted, t.name);
+    put<uint32_t>(counted, uint32_t(t.ne.size()));
+    for (uint64_t n : t.ne) put<uint64_t>(counted, n);
+    put<uint32_t>(counted, uint32_t(t.type));
+    put<uint64_t>(counted, offset);
+    offset = align_up(offset + t.n_bytes, alignment_);
+  }
+  // Like llama.cpp's Python writer: a file without tensors ends right after its metadata.
+  if (!tensors_.empty()) pad_to(alignment_);
+  for (const auto& t : tensors_) {
+    counted(t.data, size_t(t.n_bytes));
+    pad_to(alignment_);
+  }
+}
+
+void Writer::write(const std::string& path) const {
+  const std::string tmp = path + ".tmp";
+  std::FILE* fp = std::fopen(tmp.c_str(), "wb");
+  BRISK_CHECK(fp, tmp, ": cannot create: ", std::strerror(errno));
+  bool ok = true;
   try {
-    out("GGUF", 4);
-    put<uint32_t>(out, 3);
-    put<uint64_t>(out, tensors_.size());
-    put<uint64_t>(out, metadata_.size());
-    for (const auto& [key, value] : metadata_) {
-      put_string(out, key);
-      put<uint32_t>(out, uint32_t(value.type));
-      put_payload(out, value, key);
-    }
-    uint64_t offset = 0;
-    for (const auto& t : tensors_) {
-      put_string(out, t.name);
-      put<uint32_t>(out, uint32_t(t.ne.size()));
-      for (uint64_t n : t.ne) put<uint64_t>(out, n);
-      put<uint32_t>(out, uint32_t(t.type));
-      put<uint64_t>(out, offset);
-      offset = align_up(offset + t.n_bytes, alignment_);
-    }
-    // Like llama.cpp's Python writer: a file without tensors ends right after its metadata.
-    if (!tensors_.empty()) pad_to(alignment_);
-    for (const auto& t : tensors_) {
-      out(t.data, size_t(t.n_bytes));
-      pad_to(alignment_);
-    }
+    emit([&](const void* p, size_t n) {
+      if (ok && n > 0 && std::fwrite(p, 1, n, fp) != n) ok = false;
+    });
   } catch (...) {
     std::fclose(fp);
     std::remove(tmp.c_str());
@@ -203,6 +210,18 @@ void Writer::write(const std::string& path) const {
     std::remove(tmp.c_str());
     fail(path, ": cannot rename from ", tmp, ": ", std::strerror(errno));
   }
+}
+
+std::shared_ptr<const MappedFile> Writer::write_to_memory(std::string name) const {
+  size_t size = 0;
+  emit([&](const void*, size_t n) { size += n; });
+  return MappedFile::filled(size, std::move(name), [&](uint8_t* dst) {
+    size_t at = 0;
+    emit([&](const void* p, size_t n) {
+      if (n > 0) std::memcpy(dst + at, p, n);
+      at += n;
+    });
+  });
 }
 
 }  // namespace brisk::gguf

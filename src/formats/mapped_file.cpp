@@ -82,6 +82,17 @@ std::shared_ptr<const MappedFile> MappedFile::from_memory(const void* data, size
   return m;
 }
 
+std::shared_ptr<const MappedFile> MappedFile::filled(size_t size, std::string name,
+                                                     const std::function<void(uint8_t*)>& fill) {
+  std::shared_ptr<MappedFile> m(new MappedFile());
+  m->path_ = std::move(name);
+  m->size_ = size;
+  m->owned_ = aligned_buffer(size, m->path_);
+  if (size > 0) fill(static_cast<uint8_t*>(m->owned_));
+  m->data_ = static_cast<const uint8_t*>(m->owned_);
+  return m;
+}
+
 MappedFile::~MappedFile() {
   if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_);
   large_free(owned_);

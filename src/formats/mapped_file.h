@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -16,6 +17,9 @@ class MappedFile {
   // Copies `size` bytes into an owned 64-byte-aligned buffer (for tests and fuzzers).
   static std::shared_ptr<const MappedFile> from_memory(const void* data, size_t size,
                                                        std::string name = "<memory>");
+  // An owned 64-byte-aligned buffer of `size` bytes that `fill` writes (once, here).
+  static std::shared_ptr<const MappedFile> filled(size_t size, std::string name,
+                                                  const std::function<void(uint8_t*)>& fill);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

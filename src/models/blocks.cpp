@@ -18,7 +18,24 @@ const float* load_vec(WeightStore& ws, const std::string& name, int64_t n, Need 
 AttentionWeights attention_weights_load(WeightStore& ws, const ModelConfig& cfg, int il,
                                         const AttentionLoadSpec& spec) {
   AttentionWeights w;
-  w.wq = ws.matrix(blk(il, "attn_q.weight"), cfg.n_embd, cfg.q_width());
+  if (spec.q_gate) {
+    // Per head: head_dim query rows, then head_dim gate rows. Regrouped once at load into all
+    // query rows, then all gate rows, so that each is one matmul.
+    const std::string name = blk(il, "attn_q.weight");
+    ws.matrix(name, cfg.n_embd, 2 * int64_t(cfg.q_width()));  // checks the shape, names it when wrong
+    std::vector<int64_t> q_rows, gate_rows;
+    for (int64_t h = 0; h < cfg.n_head; ++h)
+      for (int64_t i = 0; i < cfg.head_dim; ++i) {
+        q_rows.push_back(h * 2 * cfg.head_dim + i);
+        gate_rows.push_back(h * 2 * cfg.head_dim + cfg.head_dim + i);
+      }
+    ws.gather_rows(blk(il, "attn_q.query_rows"), name, q_rows);
+    ws.gather_rows(blk(il, "attn_q.gate_rows"), name, gate_rows);
+    w.wq = ws.matrix(blk(il, "attn_q.query_rows"), cfg.n_embd, cfg.q_width());
+    w.wq_gate = ws.matrix(blk(il, "attn_q.gate_rows"), cfg.n_embd, cfg.q_width());
+  } else {
+    w.wq = ws.matrix(blk(il, "attn_q.weight"), cfg.n_embd, cfg.q_width());
+  }
   w.wk = ws.matrix(blk(il, "attn_k.weight"), cfg.n_embd, cfg.kv_width());
   w.wv = ws.matrix(blk(il, "attn_v.weight"), cfg.n_embd, cfg.kv_width());
   w.wo = ws.matrix(blk(il, "attn_output.weight"), cfg.q_width(), cfg.n_embd);
@@ -60,10 +77,14 @@ Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
   const Mat q = f.mat(f.arena.q, c.q_width());     // [n_tok, n_head * head_dim]
   const Mat k = f.mat(f.arena.k, c.kv_width());    // [n_tok, n_head_kv * head_dim]
   const Mat v = f.mat(f.arena.v, c.kv_width());    // [n_tok, n_head_kv * head_dim]
+  const bool gated = !w.wq_gate.empty();
+  BRISK_CHECK(!gated || p.gate, "self_attention: layer ", il, " has an output gate but no buffer for it");
+  const Mat gate = gated ? f.mat(p.gate, c.q_width()) : Mat{};  // [n_tok, n_head * head_dim]
   const MatmulArgs qkv[] = {{.out = q, .x = in, .w = w.wq, .bias = w.bq},
                             {.out = k, .x = in, .w = w.wk, .bias = w.bk},
-                            {.out = v, .x = in, .w = w.wv, .bias = w.bv}};
-  be.matmuls(qkv, 3);
+                            {.out = v, .x = in, .w = w.wv, .bias = w.bv},
+                            {.out = gate, .x = in, .w = w.wq_gate}};
+  be.matmuls(qkv, gated ? 4 : 3);
   if (w.q_norm) be.rms_norm({.out = q, .x = q, .weight = w.q_norm, .group = c.head_dim, .eps = c.rms_eps});
   if (w.k_norm) be.rms_norm({.out = k, .x = k, .weight = w.k_norm, .group = c.head_dim, .eps = c.rms_eps});
   if (p.rope) {  // models with learned absolute positions have no rotary embedding
@@ -81,6 +102,10 @@ Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
                 .n_head = c.n_head, .n_head_kv = c.n_head_kv, .head_dim = c.head_dim,
                 .scale = c.attn_scale, .window = p.window, .softcap = p.softcap});
   f.tap_tensor("kqv_out", il, a);
+  if (gated) {
+    be.sigmoid_mul({.out = a, .x = a, .gate = gate});
+    f.tap_tensor("attn_gated", il, a);
+  }
   const Mat t = f.mat(f.arena.t, c.n_embd);
   be.matmul({.out = t, .x = a, .w = w.wo, .bias = w.bo});
   f.tap_tensor("attn_out", il, t);
@@ -89,8 +114,10 @@ Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
 
 Mat gated_mlp(const Forward& f, const Mat& in, const MlpWeights& w, int il) {
   Backend& be = f.backend;
-  const Mat g = f.mat(f.arena.gate, f.cfg.n_ff);  // [n_tok, n_ff]
-  const Mat u = f.mat(f.arena.up, f.cfg.n_ff);    // [n_tok, n_ff]
+  const int64_t n_ff = w.gate.n_out;
+  BRISK_CHECK(n_ff <= f.cfg.n_ff, "gated_mlp: layer ", il, " MLP width ", n_ff, " exceeds the planned ", f.cfg.n_ff);
+  const Mat g = f.mat(f.arena.gate, n_ff);  // [n_tok, n_ff]
+  const Mat u = f.mat(f.arena.up, n_ff);    // [n_tok, n_ff]
   const MatmulArgs gate_up[] = {{.out = g, .x = in, .w = w.gate}, {.out = u, .x = in, .w = w.up}};
   be.matmuls(gate_up, 2);
   be.gated_act({.out = g, .gate = g, .up = u, .act = f.cfg.act});

@@ -10,6 +10,7 @@ namespace brisk {
 
 struct AttentionWeights {
   Weight wq;                       // [n_head * head_dim, n_embd]
+  Weight wq_gate;                  // [n_head * head_dim, n_embd] sigmoid output gate (Qwen3.5), or empty
   Weight wk;                       // [n_head_kv * head_dim, n_embd]
   Weight wv;                       // [n_head_kv * head_dim, n_embd]
   Weight wo;                       // [n_embd, n_head * head_dim]
@@ -33,6 +34,9 @@ struct AttentionLoadSpec {
   Need qkv_bias = Need::none;
   Need out_bias = Need::none;
   Need qk_norm = Need::none;
+  // attn_q.weight holds 2 * n_head * head_dim rows, per head its query rows then the rows of a
+  // sigmoid gate on the attention output (Qwen3.5 / Qwen3-Next); loaded as wq and wq_gate.
+  bool q_gate = false;
 };
 
 // Loads blk.<il>.attn_* for the config's shapes; tensors outside the spec are not read.
@@ -44,16 +48,19 @@ struct AttentionParams {
   const RopeTable* rope = nullptr; // nullptr: no rotary embedding
   int32_t window = 0;              // sliding window of this layer; 0: full
   float softcap = 0.0f;
+  float* gate = nullptr;           // [n_tok, n_head * head_dim] buffer for w.wq_gate's output
 };
 
 // x := embedding(ids) * scale. Returns the residual stream [n_tok, n_embd].
 Mat embed_tokens(const Forward& f, const Weight& table, float scale = 1.0f);
 // h := rms_norm(in) * w. Returns h [n_tok, n_embd].
 Mat norm(const Forward& f, const Mat& in, const float* w, const char* name, int il);
-// t := self_attention(in). Returns t [n_tok, n_embd].
+// t := self_attention(in) (times sigmoid(in wq_gate) before the output projection when the
+// weights have the gate). Returns t [n_tok, n_embd].
 Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
                    const AttentionParams& p, int il);
-// t := down(act(gate(in)) * up(in)). Returns t [n_tok, n_embd].
+// t := down(act(gate(in)) * up(in)), any MLP width (w.gate.n_out <= the arena's n_ff).
+// Returns t [n_tok, n_embd].
 Mat gated_mlp(const Forward& f, const Mat& in, const MlpWeights& w, int il);
 // x := x + t (tapped as `name`).
 void residual_add(const Forward& f, const Mat& x, const Mat& t, const char* name, int il);

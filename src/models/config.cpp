@@ -17,7 +17,8 @@ namespace {
 
 using Field = std::variant<int32_t ModelConfig::*, float ModelConfig::*, bool ModelConfig::*,
                            std::string ModelConfig::*, int32_t RopeScaling::*, float RopeScaling::*,
-                           std::string RopeScaling::*, std::vector<std::string> ModelConfig::*>;
+                           std::string RopeScaling::*, std::vector<std::string> ModelConfig::*,
+                           std::vector<int32_t> ModelConfig::*>;
 
 struct KeyRow {
   Field field;
@@ -48,6 +49,16 @@ const KeyRow kKeyTable[] = {
     {&ModelConfig::n_expert_used, "num_experts_per_tok", "{arch}.expert_used_count"},
     {&ModelConfig::n_ff_exp, "moe_intermediate_size", "{arch}.expert_feed_forward_length"},
     {&ModelConfig::norm_topk_prob, "norm_topk_prob", "{arch}.expert_weights_norm"},
+    {&ModelConfig::n_ff_shexp, "shared_expert_intermediate_size", "{arch}.expert_shared_feed_forward_length"},
+    {&ModelConfig::linear_conv_kernel, "linear_conv_kernel_dim", "{arch}.ssm.conv_kernel"},
+    {&ModelConfig::linear_n_k_head, "linear_num_key_heads", "{arch}.ssm.group_count"},
+    {&ModelConfig::linear_n_v_head, "linear_num_value_heads", "{arch}.ssm.time_step_rank"},
+    {&ModelConfig::linear_k_head_dim, "linear_key_head_dim", "{arch}.ssm.state_size"},
+    {&ModelConfig::linear_v_head_dim, "linear_value_head_dim", ""},
+    {&ModelConfig::linear_inner, "", "{arch}.ssm.inner_size"},
+    {&ModelConfig::full_attention_interval, "full_attention_interval", "{arch}.full_attention_interval"},
+    {&ModelConfig::recurrent_layers, "", "{arch}.attention.recurrent_layers"},
+    {&ModelConfig::n_nextn, "mtp_num_hidden_layers", "{arch}.nextn_predict_layers"},
     {&ModelConfig::partial_rotary, "rope_parameters.partial_rotary_factor|partial_rotary_factor", ""},
     {&ModelConfig::n_rot, "", "{arch}.rope.dimension_count"},
     {&ModelConfig::sliding_window, "sliding_window", "{arch}.attention.sliding_window"},
@@ -134,7 +145,14 @@ void assign_json(ModelConfig& c, const Field& field, const nlohmann::json& v, co
             return c.*member;
         }();
         using T = std::remove_reference_t<decltype(target)>;
-        if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+        if constexpr (std::is_same_v<T, std::vector<int32_t>>) {
+          BRISK_CHECK(v.is_array() && v.size() <= 65536, "config key '", key, "' must be an array of integers");
+          target.clear();
+          for (const nlohmann::json& e : v) {
+            BRISK_CHECK(e.is_number() || e.is_boolean(), "config key '", key, "' must be an array of integers");
+            target.push_back(e.is_boolean() ? int32_t(e.get<bool>()) : to_i32(e.get<double>(), key));
+          }
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
           BRISK_CHECK(v.is_array() && v.size() <= 65536, "config key '", key, "' must be an array of strings");
           target.clear();
           for (const nlohmann::json& e : v) {
@@ -170,7 +188,26 @@ void assign_gguf(ModelConfig& c, const Field& field, const gguf::File& f, const 
             return c.*member;
         }();
         using T = std::remove_reference_t<decltype(target)>;
-        if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+        if constexpr (std::is_same_v<T, std::vector<int32_t>>) {
+          // An array of integers or booleans, or one value for every layer.
+          const gguf::Value* v = f.find(key);
+          target.clear();
+          if (const gguf::Array* arr = v->as_array()) {
+            BRISK_CHECK(arr->items.size() <= 65536, "GGUF key '", key, "': array too long");
+            for (const gguf::Value& e : arr->items) {
+              const auto b = e.as_bool();
+              const auto i = e.as_int();
+              BRISK_CHECK(b || (i && *i >= INT32_MIN && *i <= INT32_MAX), "GGUF key '", key,
+                          "' must be an array of integers or booleans");
+              target.push_back(b ? int32_t(*b) : int32_t(*i));
+            }
+          } else {
+            const auto b = v->as_bool();
+            const auto i = v->as_int();
+            BRISK_CHECK(b || (i && *i >= INT32_MIN && *i <= INT32_MAX), "GGUF key '", key, "' must be an integer");
+            target.push_back(b ? int32_t(*b) : int32_t(*i));
+          }
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
           fail("GGUF key '", key, "': string arrays are not read into the model config");
         } else if constexpr (std::is_same_v<T, std::string>) {
           auto s = f.get_string(key);
@@ -194,17 +231,70 @@ void assign_gguf(ModelConfig& c, const Field& field, const gguf::File& f, const 
       field);
 }
 
+// The fields the converter writes even at their default values: llama.cpp's readers require
+// them.
+bool always_written(const Field& f) {
+  for (const Field& a : {Field{&ModelConfig::n_vocab}, Field{&ModelConfig::n_embd}, Field{&ModelConfig::n_layer},
+                         Field{&ModelConfig::n_head}, Field{&ModelConfig::n_head_kv}, Field{&ModelConfig::head_dim},
+                         Field{&ModelConfig::n_ff}, Field{&ModelConfig::n_ctx_train}, Field{&ModelConfig::rms_eps},
+                         Field{&ModelConfig::rope_theta}})
+    if (a == f) return true;
+  return false;
+}
+
 }  // namespace
+
+void config_write_gguf(const ModelConfig& c, const std::string& arch, gguf::Writer& w) {
+  const ModelConfig defaults;
+  for (const KeyRow& row : kKeyTable) {
+    std::string key = row.gguf;
+    const size_t p = key.find("{arch}");
+    if (p == std::string::npos) continue;  // general.* keys are the converter's
+    key.replace(p, 6, arch);
+    std::visit(
+        [&](auto member) {
+          using M = decltype(member);
+          auto get = [&](const ModelConfig& m) -> const auto& {
+            if constexpr (std::is_same_v<M, int32_t RopeScaling::*> || std::is_same_v<M, float RopeScaling::*> ||
+                          std::is_same_v<M, std::string RopeScaling::*>)
+              return m.rope_scaling.*member;
+            else
+              return m.*member;
+          };
+          const auto& v = get(c);
+          using T = std::remove_cvref_t<decltype(v)>;
+          if (!always_written(row.field) && v == get(defaults)) return;
+          if constexpr (std::is_same_v<T, std::string>) w.set(key, gguf::Value::from_string(v));
+          else if constexpr (std::is_same_v<T, bool>) w.set(key, gguf::Value::from_bool(v));
+          else if constexpr (std::is_same_v<T, float>) w.set(key, gguf::Value::from_f32(v));
+          else if constexpr (std::is_same_v<T, int32_t>) w.set(key, gguf::Value::from_u32(uint32_t(v)));
+          else fail("convert: GGUF key ", key, " of a list is not written");
+        },
+        row.field);
+  }
+  // llama.cpp reads the value head size apart from the key size; brisk's models use one.
+  w.set(arch + ".attention.value_length", gguf::Value::from_u32(uint32_t(c.head_dim)));
+}
 
 void config_fill_from_hf(ModelConfig& c, const nlohmann::json& j) {
   BRISK_CHECK(j.is_object(), "config.json: top level is not an object");
+  // A multimodal checkpoint keeps its language model's settings in text_config: those win over
+  // the top level's.
+  const nlohmann::json* text = json_path(j, "text_config");
+  if (text && !text->is_object()) text = nullptr;
   for (const KeyRow& row : kKeyTable) {
     if (!*row.hf) continue;
-    for (const std::string& key : split(row.hf, '|')) {
-      if (const nlohmann::json* v = json_path(j, key)) {
-        assign_json(c, row.field, *v, key);
-        break;
+    bool found = false;
+    for (const nlohmann::json* scope : {text, &j}) {
+      if (!scope) continue;
+      for (const std::string& key : split(row.hf, '|')) {
+        if (const nlohmann::json* v = json_path(*scope, key)) {
+          assign_json(c, row.field, *v, scope == text ? "text_config." + key : key);
+          found = true;
+          break;
+        }
       }
+      if (found) break;
     }
   }
 }
@@ -252,7 +342,8 @@ void ModelConfig::finalize() {
   BRISK_CHECK(layer_types.empty() || int32_t(layer_types.size()) == n_layer, "model config: layer_types lists ",
               layer_types.size(), " layers, the model has ", n_layer);
   for (const std::string& t : layer_types)
-    BRISK_CHECK(t == "sliding_attention" || t == "full_attention", "model config: unknown layer type '", t, "'");
+    BRISK_CHECK(t == "sliding_attention" || t == "full_attention" || (t == "linear_attention" && linear_n_v_head > 0),
+                "model config: unknown layer type '", t, "' in layer_types");
   BRISK_CHECK(swa_pattern >= 0 && rope_theta_swa >= 0.0f && attn_softcap >= 0.0f && final_softcap >= 0.0f &&
                   query_pre_attn_scalar >= 0.0f,
               "model config: negative sliding_window_pattern, rope_theta_swa, soft-cap or query_pre_attn_scalar");

@@ -13,7 +13,10 @@
 
 namespace brisk {
 
-namespace gguf { class File; }
+namespace gguf {
+class File;
+class Writer;
+}  // namespace gguf
 
 struct ModelConfig {
   std::string arch;              // registry key: HF model_type or GGUF general.architecture
@@ -53,6 +56,20 @@ struct ModelConfig {
   int32_t n_expert_used = 0;     // experts chosen per token (top-k)
   int32_t n_ff_exp = 0;          // intermediate size of one expert
   bool norm_topk_prob = true;    // renormalize the chosen experts' probabilities to sum 1
+  int32_t n_ff_shexp = 0;        // MLP size of the shared expert beside the routed ones; 0: none
+  // Hybrid models with linear-attention layers (Gated DeltaNet: Qwen3.5, Qwen3-Next); layer_types
+  // names them "linear_attention", or every full_attention_interval-th layer is full attention.
+  int32_t linear_conv_kernel = 0;   // causal conv taps
+  int32_t linear_n_k_head = 0;      // query / key heads
+  int32_t linear_n_v_head = 0;      // value heads (a multiple of the key heads)
+  int32_t linear_k_head_dim = 0;
+  int32_t linear_v_head_dim = 0;    // HF key; GGUF gives linear_inner instead
+  int32_t linear_inner = 0;         // n_v_head * v_head_dim (GGUF ssm.inner_size)
+  int32_t full_attention_interval = -1;  // -1: not given
+  std::vector<int32_t> recurrent_layers = {};  // GGUF attention.recurrent_layers: per layer nonzero
+                                          // for linear attention (or one value for all)
+  int32_t n_nextn = 0;              // multi-token-prediction layers after the stack (GGUF counts
+                                    // them in block_count)
 
   // Encoder-decoder models (speech): the encoder's shape and the decoder's keys, which the
   // architecture's sanitize step moves into the fields above (n_embd, n_layer, n_head, n_ff,
@@ -81,5 +98,9 @@ struct ModelConfig {
 void config_fill_from_hf(ModelConfig& c, const nlohmann::json& j);
 // Fills the fields from GGUF metadata; `{arch}` in a key is general.architecture.
 void config_fill_from_gguf(ModelConfig& c, const gguf::File& f);
+// The inverse, for the converter: sets the `{arch}.*` keys of the table to c's values (`{arch}`
+// := arch): the sizes, context length, norm epsilon and rope base always, every other field
+// where it differs from a default ModelConfig. Fields without a GGUF key are not written.
+void config_write_gguf(const ModelConfig& c, const std::string& arch, gguf::Writer& w);
 
 }  // namespace brisk

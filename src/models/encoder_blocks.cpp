@@ -71,10 +71,15 @@ void full_attention(const BlockContext& c, const FullAttentionArgs& a, int il) {
   c.tap_tensor("Qcur", il, a.q);
   c.tap_tensor("Kcur", il, a.k);
   c.tap_tensor("Vcur", il, a.v);
-  be.kv_store({.k = a.k, .v = a.v, .k_cache = a.k_cache, .v_cache = a.v_cache, .seq = a.seq, .pos = a.pos});
-  be.attention({.out = a.attn, .q = a.q, .k_cache = a.k_cache, .v_cache = a.v_cache, .seq = a.seq, .pos = a.last_pos,
-                .n_head = a.shape.n_head, .n_head_kv = a.shape.n_head_kv, .head_dim = a.shape.head_dim,
-                .scale = float(1.0 / std::sqrt(double(a.shape.head_dim)))});
+  const float scale = float(1.0 / std::sqrt(double(a.shape.head_dim)));
+  // Dense attention over k / v where the backend has it; else through the scratch KV view, every
+  // query at the window's last position.
+  if (!be.attention_dense({.out = a.attn, .q = a.q, .k = a.k, .v = a.v, .n_seq = a.n_seq, .n_head = a.shape.n_head,
+                           .n_head_kv = a.shape.n_head_kv, .head_dim = a.shape.head_dim, .scale = scale})) {
+    be.kv_store({.k = a.k, .v = a.v, .k_cache = a.k_cache, .v_cache = a.v_cache, .seq = a.seq, .pos = a.pos});
+    be.attention({.out = a.attn, .q = a.q, .k_cache = a.k_cache, .v_cache = a.v_cache, .seq = a.seq, .pos = a.last_pos,
+                  .n_head = a.shape.n_head, .n_head_kv = a.shape.n_head_kv, .head_dim = a.shape.head_dim, .scale = scale});
+  }
   c.tap_tensor("kqv_out", il, a.attn);
   be.matmul({.out = a.out, .x = a.attn, .w = w.wo, .bias = w.bo});
   c.tap_tensor("attn_out", il, a.out);

@@ -93,6 +93,7 @@ struct FullAttentionArgs {
   const int32_t* seq = nullptr;   // [n] sequence (window) of each row
   const int32_t* pos = nullptr;   // [n] its position in the window
   const int32_t* last_pos = nullptr;  // [n] the window's last position
+  int32_t n_seq = 1;              // windows in the rows (n / n_seq positions each)
 };
 void full_attention(const BlockContext& c, const FullAttentionArgs& a, int il);
 

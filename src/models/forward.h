@@ -38,12 +38,24 @@ struct ForwardArena {
   float* attn = nullptr;   // attention result [n, n_head * head_dim]
   float* gate = nullptr;   // [n, n_ff]
   float* up = nullptr;     // [n, n_ff]
+  float* t2 = nullptr;     // a second block output [n, n_embd] (routed experts beside a shared one)
   float* out = nullptr;    // rows needing logits [n, n_embd]
   float* logits = nullptr; // [n_logits_max, n_vocab]
   int32_t n_logits_max = 0;
+  std::vector<float*> extra = {};  // [n, width] each, the widths ArchModel::extra_arena_widths asked for
 };
 
 struct CrossAttentionProbe;  // models/encoder_forward.h
+// What one layer keeps per sequence, as the model declares it (ArchModel::layer_states): keys
+// and values of its attention in the paged KV cache, and / or recurrent state tensors (F32,
+// `recurrent[i]` floats per sequence each) that the runtime allocates, snapshots and copies.
+struct LayerState {
+  bool kv = true;
+  std::vector<int64_t> recurrent = {};
+};
+
+// [n_layer] per layer the views of its recurrent state tensors, in the order declared.
+using RecurrentViews = std::vector<std::vector<StateView>>;
 
 struct Forward {
   Backend& backend;
@@ -61,6 +73,7 @@ struct Forward {
   const std::vector<KvView>* cross_v = nullptr;
   const int32_t* cross_pos = nullptr;  // [n_tok]
   const CrossAttentionProbe* cross_probe = nullptr;
+  const RecurrentViews* state = nullptr;  // layers with recurrent state (LayerState::recurrent)
 
   Mat mat(float* data, int64_t cols) const { return Mat{.data = data, .rows = batch.n_tok, .cols = cols}; }
   void tap_tensor(const char* name, int layer, const Mat& m) const {

@@ -55,6 +55,25 @@ struct GemmaLayer {
   bool sliding = false;
 };
 
+// Whether layer il uses the sliding window: layer_types when the config lists them, else every
+// pattern-th layer is full attention (llama.cpp's GGUF convention: pattern 6).
+bool gemma_layer_sliding(const ModelConfig& cfg, int il) {
+  const int32_t pattern = cfg.swa_pattern > 0 ? cfg.swa_pattern : 6;
+  return cfg.sliding_window > 0 && (cfg.layer_types.empty() ? (il + 1) % pattern != 0
+                                                            : cfg.layer_types[size_t(il)] == "sliding_attention");
+}
+
+// GGUF has no key for the layer pattern: its readers take every sixth layer as full attention.
+void gemma_check_gguf(const ModelConfig& cfg) {
+  ModelConfig gguf_cfg = cfg;
+  gguf_cfg.layer_types.clear();
+  gguf_cfg.swa_pattern = 0;
+  for (int il = 0; il < cfg.n_layer; ++il)
+    BRISK_CHECK(gemma_layer_sliding(cfg, il) == gemma_layer_sliding(gguf_cfg, il), "convert: gemma3 layer ", il,
+                " is ", gemma_layer_sliding(cfg, il) ? "sliding" : "full", "-attention, which GGUF cannot say ",
+                "(its readers take every sixth layer as full attention)");
+}
+
 class Gemma3 final : public ArchModel {
  public:
   Gemma3(const ModelConfig& cfg, WeightStore& ws) {
@@ -75,7 +94,6 @@ class Gemma3 final : public ArchModel {
     rp.theta = cfg.rope_theta_swa > 0.0f ? cfg.rope_theta_swa : cfg.rope_theta;
     rp.scaling = RopeScaling{};  // sliding layers use the plain base
     rope_swa_ = rope_table_build(rp);
-    const int32_t pattern = cfg.swa_pattern > 0 ? cfg.swa_pattern : 6;
     layers_.resize(size_t(cfg.n_layer));
     for (int il = 0; il < cfg.n_layer; ++il) {
       GemmaLayer& L = layers_[size_t(il)];
@@ -90,9 +108,7 @@ class Gemma3 final : public ArchModel {
       L.ffn_norm = gain(p + "ffn_norm.weight", cfg.n_embd);
       L.mlp = mlp_weights_load(ws, cfg, il);
       L.post_ffw_norm = gain(p + "post_ffw_norm.weight", cfg.n_embd);
-      L.sliding = cfg.sliding_window > 0 &&
-                  (cfg.layer_types.empty() ? (il + 1) % pattern != 0
-                                           : cfg.layer_types[size_t(il)] == "sliding_attention");
+      L.sliding = gemma_layer_sliding(cfg, il);
     }
   }
 
@@ -148,6 +164,7 @@ const ArchEntry& arch_gemma3() {
       .build = [](const ModelConfig& cfg, WeightStore& ws) -> std::unique_ptr<ArchModel> {
         return std::make_unique<Gemma3>(cfg, ws);
       },
+      .convert = {.arch = "gemma3", .norm_shift = 1.0f, .check = &gemma_check_gguf},
   };
   return e;
 }

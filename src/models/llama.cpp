@@ -15,6 +15,7 @@ const ArchEntry& arch_llama() {
       .build = [](const ModelConfig& cfg, WeightStore& ws) {
         return dense_decoder_build(cfg, ws, {.attention = {.qkv_bias = Need::optional, .out_bias = Need::optional}});
       },
+      .convert = {.arch = "llama"},
   };
   return e;
 }

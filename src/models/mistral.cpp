@@ -15,6 +15,7 @@ const ArchEntry& arch_mistral() {
       .build = [](const ModelConfig& cfg, WeightStore& ws) {
         return dense_decoder_build(cfg, ws, {.attention = {}});
       },
+      .convert = {.arch = "llama"},
   };
   return e;
 }

@@ -18,6 +18,7 @@ const ArchEntry& arch_qwen2() {
       .build = [](const ModelConfig& cfg, WeightStore& ws) {
         return dense_decoder_build(cfg, ws, {.attention = {.qkv_bias = Need::required}});
       },
+      .convert = {.arch = "qwen2"},
   };
   return e;
 }

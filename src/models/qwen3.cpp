@@ -17,6 +17,7 @@ const ArchEntry& arch_qwen3() {
       .build = [](const ModelConfig& cfg, WeightStore& ws) {
         return dense_decoder_build(cfg, ws, {.attention = {.qk_norm = Need::required}});
       },
+      .convert = {.arch = "qwen3"},
   };
   return e;
 }

@@ -22,6 +22,7 @@ const ArchEntry& arch_qwen3moe() {
       .build = [](const ModelConfig& cfg, WeightStore& ws) {
         return dense_decoder_build(cfg, ws, {.attention = {.qk_norm = Need::required}, .moe = true});
       },
+      .convert = {.arch = "qwen3moe"},
   };
   return e;
 }

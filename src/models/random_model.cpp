@@ -1,15 +1,18 @@
 #include "models/random_model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <vector>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "formats/gguf.h"
+#include "formats/mapped_file.h"
+#include "formats/tokenizer_to_gguf.h"
 #include "quant/format.h"
-#include "quantize/recipe.h"
-#include "quantize/tokenizer_to_gguf.h"
+#include "quant/recipe.h"
 
 namespace brisk {
 
@@ -34,13 +37,15 @@ uint64_t mix(uint64_t a, uint64_t b) {  // splitmix64 of a combination: independ
 
 struct Planned {
   std::string name;
-  std::vector<uint64_t> ne;  // [n_in] or [n_in, n_out]
+  std::vector<uint64_t> ne;  // [n_in], [n_in, n_out] or [n_in, n_out, n_expert]
   float base = 0, spread = 0;  // vectors: base + spread * U(-1, 1)
+  bool keep_f32 = false;       // a matrix stored in F32 whatever the type (routers, conv kernels)
 };
 
 class Builder {
  public:
-  Builder(uint64_t seed, int n_threads) : seed_(seed), pool_(n_threads) {}
+  Builder(uint64_t seed, int n_threads, int32_t distinct_rows)
+      : seed_(seed), distinct_rows_(distinct_rows), pool_(n_threads) {}
 
   // Writes every planned tensor; matrices take their type from `type_of`.
   template <class TypeOf>
@@ -48,13 +53,15 @@ class Builder {
     for (size_t k = 0; k < plan.size(); ++k) {
       const Planned& t = plan[k];
       if (t.ne.size() == 1) vector(w, t, k);
-      else matrix(w, t, k, type_of(t));
+      else matrix(w, t, k, t.keep_f32 ? QuantType::F32 : type_of(t));
     }
   }
 
  private:
   void matrix(gguf::Writer& w, const Planned& t, size_t k, QuantType type) {
-    const int64_t n_in = int64_t(t.ne[0]), n_out = int64_t(t.ne[1]);
+    const int64_t n_in = int64_t(t.ne[0]);
+    int64_t n_out = 1;  // rows of every dimension after the first (expert stacks are 3-D)
+    for (size_t d = 1; d < t.ne.size(); ++d) n_out *= int64_t(t.ne[d]);
     auto rb = quant_row_bytes(type, uint64_t(n_in));
     if (!rb) {  // rows that are not whole blocks stay F32
       type = QuantType::F32;
@@ -64,7 +71,8 @@ class Builder {
     BRISK_CHECK(quantize != nullptr, "random model: no reference quantizer for ", quant_type_info(type).name);
     auto& data = store(size_t(*rb) * size_t(n_out));
     const float a = std::sqrt(3.0f / float(n_in));
-    pool_.parallel_for(n_out, [&](int64_t r0, int64_t r1) {
+    const int64_t drawn = distinct_rows_ > 0 ? std::min<int64_t>(n_out, distinct_rows_) : n_out;
+    pool_.parallel_for(drawn, [&](int64_t r0, int64_t r1) {
       std::vector<float> row(static_cast<size_t>(n_in));
       for (int64_t r = r0; r < r1; ++r) {
         Rng rng{mix(mix(seed_, k), uint64_t(r))};
@@ -72,6 +80,8 @@ class Builder {
         quantize(row.data(), data.data() + size_t(r) * size_t(*rb), n_in);
       }
     });
+    for (int64_t r = drawn; r < n_out; r += drawn)  // the first rows again, in the bytes of the rest
+      std::memcpy(data.data() + size_t(r) * size_t(*rb), data.data(), size_t(std::min(drawn, n_out - r)) * size_t(*rb));
     w.add_tensor(t.name, type, t.ne, data.data(), data.size());
   }
 
@@ -89,18 +99,80 @@ class Builder {
     return *buffers_.back();
   }
   uint64_t seed_;
+  int32_t distinct_rows_;
   ThreadPool pool_;
   std::vector<std::unique_ptr<std::vector<uint8_t>>> buffers_;
 };
+
+bool is_hybrid(const std::string& arch) { return arch == "qwen35" || arch == "qwen35moe"; }
+
+// The Qwen3.5 layout as llama.cpp's converter writes it (GGUF norms store 1 + w): Gated DeltaNet
+// layers (attn_qkv, attn_gate, ssm_*) and every full_attention_interval-th layer gated attention
+// (attn_q holds each head's query and gate rows), dense or MoE (shared expert) MLPs.
+template <class Mat, class Vec>
+std::vector<Planned>& plan_hybrid(const RandomModelParams& p, Mat mat, Vec vec, std::vector<Planned>& v) {
+  const int64_t q_width = int64_t(p.n_head) * p.head_dim, kv_width = int64_t(p.n_head_kv) * p.head_dim;
+  const int64_t key_dim = int64_t(p.linear_n_k_head) * p.linear_k_head_dim;
+  const int64_t value_dim = int64_t(p.linear_n_v_head) * p.linear_v_head_dim;
+  const int64_t conv_dim = 2 * key_dim + value_dim;
+  mat("token_embd.weight", p.n_embd, p.n_vocab);
+  vec("output_norm.weight", p.n_embd, 1.0f, 0.0f);
+  if (!p.tie_embeddings) mat("output.weight", p.n_embd, p.n_vocab);
+  for (int32_t il = 0; il < p.n_layer; ++il) {
+    const std::string blk = "blk." + std::to_string(il) + ".";
+    vec(blk + "attn_norm.weight", p.n_embd, 1.0f, 0.0f);
+    if ((il + 1) % p.full_attention_interval != 0) {
+      mat(blk + "attn_qkv.weight", p.n_embd, conv_dim);
+      mat(blk + "attn_gate.weight", p.n_embd, value_dim);
+      mat(blk + "ssm_beta.weight", p.n_embd, p.linear_n_v_head);
+      mat(blk + "ssm_alpha.weight", p.n_embd, p.linear_n_v_head);
+      v.push_back({.name = blk + "ssm_conv1d.weight", .ne = {uint64_t(p.linear_conv_kernel), uint64_t(conv_dim)},
+                   .keep_f32 = true});
+      vec(blk + "ssm_dt.bias", p.linear_n_v_head, 1.0f, 0.5f);
+      vec(blk + "ssm_a", p.linear_n_v_head, -1.0f, 0.5f);  // -exp(A_log): negative
+      vec(blk + "ssm_norm.weight", p.linear_v_head_dim, 1.0f, 0.0f);
+      mat(blk + "ssm_out.weight", value_dim, p.n_embd);
+    } else {
+      mat(blk + "attn_q.weight", p.n_embd, 2 * q_width);
+      mat(blk + "attn_k.weight", p.n_embd, kv_width);
+      mat(blk + "attn_v.weight", p.n_embd, kv_width);
+      vec(blk + "attn_q_norm.weight", p.head_dim, 1.0f, 0.0f);
+      vec(blk + "attn_k_norm.weight", p.head_dim, 1.0f, 0.0f);
+      mat(blk + "attn_output.weight", q_width, p.n_embd);
+    }
+    vec(blk + "post_attention_norm.weight", p.n_embd, 1.0f, 0.0f);
+    if (p.n_expert > 0) {
+      v.push_back({.name = blk + "ffn_gate_inp.weight", .ne = {uint64_t(p.n_embd), uint64_t(p.n_expert)},
+                   .keep_f32 = true});
+      const uint64_t e = uint64_t(p.n_expert);
+      v.push_back({.name = blk + "ffn_gate_exps.weight", .ne = {uint64_t(p.n_embd), uint64_t(p.n_ff_exp), e}});
+      v.push_back({.name = blk + "ffn_up_exps.weight", .ne = {uint64_t(p.n_embd), uint64_t(p.n_ff_exp), e}});
+      v.push_back({.name = blk + "ffn_down_exps.weight", .ne = {uint64_t(p.n_ff_exp), uint64_t(p.n_embd), e}});
+      vec(blk + "ffn_gate_inp_shexp.weight", p.n_embd, 0.0f, 0.1f);
+      mat(blk + "ffn_gate_shexp.weight", p.n_embd, p.n_ff_shexp);
+      mat(blk + "ffn_up_shexp.weight", p.n_embd, p.n_ff_shexp);
+      mat(blk + "ffn_down_shexp.weight", p.n_ff_shexp, p.n_embd);
+    } else {
+      mat(blk + "ffn_gate.weight", p.n_embd, p.n_ff);
+      mat(blk + "ffn_up.weight", p.n_embd, p.n_ff);
+      mat(blk + "ffn_down.weight", p.n_ff, p.n_embd);
+    }
+  }
+  return v;
+}
 
 std::vector<Planned> plan_tensors(const RandomModelParams& p) {
   std::vector<Planned> v;
   auto mat = [&](std::string name, int64_t n_in, int64_t n_out) {
     v.push_back({.name = std::move(name), .ne = {uint64_t(n_in), uint64_t(n_out)}});
   };
+  auto stack = [&](std::string name, int64_t n_in, int64_t n_out, int64_t n) {
+    v.push_back({.name = std::move(name), .ne = {uint64_t(n_in), uint64_t(n_out), uint64_t(n)}});
+  };
   auto vec = [&](std::string name, int64_t n, float base, float spread) {
     v.push_back({.name = std::move(name), .ne = {uint64_t(n)}, .base = base, .spread = spread});
   };
+  if (is_hybrid(p.arch)) return plan_hybrid(p, mat, vec, v);
   const int64_t q_width = int64_t(p.n_head) * p.head_dim, kv_width = int64_t(p.n_head_kv) * p.head_dim;
   mat("token_embd.weight", p.n_embd, p.n_vocab);
   vec("output_norm.weight", p.n_embd, 1.0f, 0.0f);
@@ -116,55 +188,127 @@ std::vector<Planned> plan_tensors(const RandomModelParams& p) {
       vec(blk + "attn_k.bias", kv_width, 0.0f, 0.1f);
       vec(blk + "attn_v.bias", kv_width, 0.0f, 0.1f);
     }
-    if (p.arch == "qwen3") {
+    if (p.arch == "qwen3" || p.arch == "qwen3moe") {
       vec(blk + "attn_q_norm.weight", p.head_dim, 1.0f, 0.0f);
       vec(blk + "attn_k_norm.weight", p.head_dim, 1.0f, 0.0f);
     }
     mat(blk + "attn_output.weight", q_width, p.n_embd);
     vec(blk + "ffn_norm.weight", p.n_embd, 1.0f, 0.0f);
-    mat(blk + "ffn_gate.weight", p.n_embd, p.n_ff);
-    mat(blk + "ffn_up.weight", p.n_embd, p.n_ff);
-    mat(blk + "ffn_down.weight", p.n_ff, p.n_embd);
+    if (p.n_expert > 0) {  // a router and the experts stacked, as GGUF files hold them
+      mat(blk + "ffn_gate_inp.weight", p.n_embd, p.n_expert);
+      stack(blk + "ffn_gate_exps.weight", p.n_embd, p.n_ff_exp, p.n_expert);
+      stack(blk + "ffn_up_exps.weight", p.n_embd, p.n_ff_exp, p.n_expert);
+      stack(blk + "ffn_down_exps.weight", p.n_ff_exp, p.n_embd, p.n_expert);
+    } else {
+      mat(blk + "ffn_gate.weight", p.n_embd, p.n_ff);
+      mat(blk + "ffn_up.weight", p.n_embd, p.n_ff);
+      mat(blk + "ffn_down.weight", p.n_ff, p.n_embd);
+    }
   }
   return v;
 }
 
-}  // namespace
+// The shapes of published models (their config.json), by name.
+struct ModelShape {
+  const char* name;
+  RandomModelParams params;
+};
 
-RandomModelParams random_model_preset(const std::string& name) {
-  if (name == "tiny") return {};
-  if (name == "qwen2.5-0.5b")
-    return {.arch = "qwen2", .n_vocab = 151936, .n_embd = 896, .n_layer = 24, .n_head = 14, .n_head_kv = 2,
-            .head_dim = 64, .n_ff = 4864, .n_ctx_train = 32768, .rope_theta = 1000000.0f,
-            .tie_embeddings = true};
-  if (name == "qwen3-0.6b")
-    return {.arch = "qwen3", .n_vocab = 151936, .n_embd = 1024, .n_layer = 28, .n_head = 16, .n_head_kv = 8,
-            .head_dim = 128, .n_ff = 3072, .n_ctx_train = 40960, .rope_theta = 1000000.0f,
-            .tie_embeddings = true};
-  if (name == "qwen3-1.7b")
-    return {.arch = "qwen3", .n_vocab = 151936, .n_embd = 2048, .n_layer = 28, .n_head = 16, .n_head_kv = 8,
-            .head_dim = 128, .n_ff = 6144, .n_ctx_train = 40960, .rope_theta = 1000000.0f,
-            .tie_embeddings = true};
-  if (name == "qwen3-8b")
-    return {.arch = "qwen3", .n_vocab = 151936, .n_embd = 4096, .n_layer = 36, .n_head = 32, .n_head_kv = 8,
-            .head_dim = 128, .n_ff = 12288, .n_ctx_train = 40960, .rope_theta = 1000000.0f,
-            .tie_embeddings = false};
-  if (name == "llama-3.2-1b")
-    return {.arch = "llama", .n_vocab = 128256, .n_embd = 2048, .n_layer = 16, .n_head = 32, .n_head_kv = 8,
-            .head_dim = 64, .n_ff = 8192, .n_ctx_train = 131072, .rope_theta = 500000.0f,
-            .tie_embeddings = true};
-  if (name == "llama-3.1-8b")
-    return {.arch = "llama", .n_vocab = 128256, .n_embd = 4096, .n_layer = 32, .n_head = 32, .n_head_kv = 8,
-            .head_dim = 128, .n_ff = 14336, .n_ctx_train = 131072, .rope_theta = 500000.0f,
-            .tie_embeddings = false};
-  fail("unknown model shape '", name,
-       "' (known: tiny, qwen2.5-0.5b, qwen3-0.6b, qwen3-1.7b, qwen3-8b, llama-3.2-1b, llama-3.1-8b)");
+const std::vector<ModelShape>& shape_table() {
+  static const std::vector<ModelShape> table = {
+      {"tiny", {}},
+      {"qwen2.5-0.5b", {.arch = "qwen2", .n_vocab = 151936, .n_embd = 896, .n_layer = 24, .n_head = 14,
+                        .n_head_kv = 2, .head_dim = 64, .n_ff = 4864, .n_ctx_train = 32768,
+                        .rope_theta = 1000000.0f, .tie_embeddings = true}},
+      {"qwen3-0.6b", {.arch = "qwen3", .n_vocab = 151936, .n_embd = 1024, .n_layer = 28, .n_head = 16,
+                      .n_head_kv = 8, .head_dim = 128, .n_ff = 3072, .n_ctx_train = 40960,
+                      .rope_theta = 1000000.0f, .tie_embeddings = true}},
+      {"qwen3-1.7b", {.arch = "qwen3", .n_vocab = 151936, .n_embd = 2048, .n_layer = 28, .n_head = 16,
+                      .n_head_kv = 8, .head_dim = 128, .n_ff = 6144, .n_ctx_train = 40960,
+                      .rope_theta = 1000000.0f, .tie_embeddings = true}},
+      {"qwen3-8b", {.arch = "qwen3", .n_vocab = 151936, .n_embd = 4096, .n_layer = 36, .n_head = 32,
+                    .n_head_kv = 8, .head_dim = 128, .n_ff = 12288, .n_ctx_train = 40960,
+                    .rope_theta = 1000000.0f, .tie_embeddings = false}},
+      {"llama-3.2-1b", {.arch = "llama", .n_vocab = 128256, .n_embd = 2048, .n_layer = 16, .n_head = 32,
+                        .n_head_kv = 8, .head_dim = 64, .n_ff = 8192, .n_ctx_train = 131072,
+                        .rope_theta = 500000.0f, .tie_embeddings = true}},
+      {"llama-3.1-8b", {.arch = "llama", .n_vocab = 128256, .n_embd = 4096, .n_layer = 32, .n_head = 32,
+                        .n_head_kv = 8, .head_dim = 128, .n_ff = 14336, .n_ctx_train = 131072,
+                        .rope_theta = 500000.0f, .tie_embeddings = false}},
+      // 128 experts of 768, 8 per token; intermediate_size 6144 is the dense MLP it has none of.
+      {"qwen3-30b-a3b", {.arch = "qwen3moe", .n_vocab = 151936, .n_embd = 2048, .n_layer = 48, .n_head = 32,
+                         .n_head_kv = 4, .head_dim = 128, .n_ff = 6144, .n_expert = 128, .n_expert_used = 8,
+                         .n_ff_exp = 768, .n_ctx_train = 40960, .rope_theta = 1000000.0f,
+                         .tie_embeddings = false}},
+      // The Qwen3.5 / Qwen3.6 hybrids' published text configs: three Gated DeltaNet layers to one
+      // gated attention layer (head_dim 256, a quarter rotated), rope_theta 1e7, vocabulary
+      // 248320, 16 key heads of 128 in the linear layers; the 0.8B and 2B tie their embeddings.
+      // Checked against the Hub configs as other projects restate them: Qwen3.5-27B / Qwen3.6-27B
+      // text_config (hidden 5120, 64 layers, 24 / 4 heads, intermediate 17408, 48 value heads,
+      // full_attention_interval 4); Qwen3.5-35B-A3B, whose topology Qwen3.6-35B-A3B keeps (hidden
+      // 2048, 40 layers, 16 / 2 heads, 256 experts of 512, 8 used, a shared expert of 512, 32
+      // value heads, conv kernel 4); Qwen3.5-0.8B (hidden 1024, 24 layers, 8 / 2 heads,
+      // intermediate 3584).
+      {"tiny-hybrid", {.arch = "qwen35", .n_vocab = 1024, .n_embd = 64, .n_layer = 4, .n_head = 4, .n_head_kv = 2,
+                       .head_dim = 32, .n_ff = 128, .linear_n_k_head = 2, .linear_n_v_head = 4,
+                       .linear_k_head_dim = 16, .linear_v_head_dim = 16, .partial_rotary = 0.25f}},
+      {"qwen3.5-0.8b", {.arch = "qwen35", .n_vocab = 248320, .n_embd = 1024, .n_layer = 24, .n_head = 8,
+                        .n_head_kv = 2, .head_dim = 256, .n_ff = 3584, .n_ctx_train = 262144,
+                        .rope_theta = 10000000.0f, .tie_embeddings = true, .linear_n_k_head = 16,
+                        .linear_n_v_head = 16, .linear_k_head_dim = 128, .linear_v_head_dim = 128,
+                        .partial_rotary = 0.25f}},
+      {"qwen3.5-2b", {.arch = "qwen35", .n_vocab = 248320, .n_embd = 2048, .n_layer = 24, .n_head = 8,
+                      .n_head_kv = 2, .head_dim = 256, .n_ff = 6144, .n_ctx_train = 262144,
+                      .rope_theta = 10000000.0f, .tie_embeddings = true, .linear_n_k_head = 16,
+                      .linear_n_v_head = 16, .linear_k_head_dim = 128, .linear_v_head_dim = 128,
+                      .partial_rotary = 0.25f}},
+      {"qwen3.5-27b", {.arch = "qwen35", .n_vocab = 248320, .n_embd = 5120, .n_layer = 64, .n_head = 24,
+                       .n_head_kv = 4, .head_dim = 256, .n_ff = 17408, .n_ctx_train = 262144,
+                       .rope_theta = 10000000.0f, .tie_embeddings = false, .linear_n_k_head = 16,
+                       .linear_n_v_head = 48, .linear_k_head_dim = 128, .linear_v_head_dim = 128,
+                       .partial_rotary = 0.25f}},
+      {"qwen3.6-35b-a3b", {.arch = "qwen35moe", .n_vocab = 248320, .n_embd = 2048, .n_layer = 40, .n_head = 16,
+                           .n_head_kv = 2, .head_dim = 256, .n_ff = 0, .n_expert = 256, .n_expert_used = 8,
+                           .n_ff_exp = 512, .n_ctx_train = 262144, .rope_theta = 10000000.0f,
+                           .tie_embeddings = false, .n_ff_shexp = 512, .linear_n_k_head = 16,
+                           .linear_n_v_head = 32, .linear_k_head_dim = 128, .linear_v_head_dim = 128,
+                           .partial_rotary = 0.25f}},
+  };
+  return table;
 }
 
-void random_model_write(const RandomModelParams& p, const std::string& path) {
-  BRISK_CHECK(p.arch == "llama" || p.arch == "qwen2" || p.arch == "qwen3", "random model: unsupported arch '",
-              p.arch, "'");
-  gguf::Writer w;
+}  // namespace
+
+std::vector<std::string> random_model_shapes() {
+  std::vector<std::string> names;
+  for (const ModelShape& s : shape_table()) names.push_back(s.name);
+  return names;
+}
+
+RandomModelParams random_model_preset(const std::string& name) {
+  std::string known;
+  for (const ModelShape& s : shape_table()) {
+    if (name == s.name) return s.params;
+    known += (known.empty() ? "" : ", ") + std::string(s.name);
+  }
+  fail("unknown model shape '", name, "' (known: ", known, ")");
+}
+
+namespace {
+
+// The GGUF of p in `w`; the tensor bytes stay in `b` until w is written.
+void random_model_fill(const RandomModelParams& p, gguf::Writer& w, Builder& b) {
+  BRISK_CHECK(p.arch == "llama" || p.arch == "qwen2" || p.arch == "qwen3" || p.arch == "qwen3moe" || is_hybrid(p.arch),
+              "random model: unsupported arch '", p.arch, "'");
+  if (is_hybrid(p.arch))
+    BRISK_CHECK(p.full_attention_interval > 0 && p.linear_n_k_head > 0 && p.linear_n_v_head % p.linear_n_k_head == 0 &&
+                    p.linear_k_head_dim > 0 && p.linear_v_head_dim > 0 && p.linear_conv_kernel >= 2 &&
+                    (p.arch == "qwen35moe") == (p.n_ff_shexp > 0),
+                "random model: incomplete hybrid shape");
+  BRISK_CHECK((p.arch == "qwen3moe" || p.arch == "qwen35moe") == (p.n_expert > 0) &&
+                  (p.n_expert == 0 || (p.n_expert_used > 0 && p.n_expert_used <= p.n_expert && p.n_ff_exp > 0)),
+              "random model: experts (", p.n_expert, ", ", p.n_expert_used, " per token, MLP ", p.n_ff_exp,
+              ") do not fit arch '", p.arch, "'");
   const std::string a = p.arch;
   w.set("general.architecture", gguf::Value::from_string(a));
   w.set("general.name", gguf::Value::from_string("random " + a));
@@ -179,6 +323,22 @@ void random_model_write(const RandomModelParams& p, const std::string& path) {
   w.set(a + ".rope.freq_base", gguf::Value::from_f32(p.rope_theta));
   w.set(a + ".attention.layer_norm_rms_epsilon", gguf::Value::from_f32(1e-6f));
   w.set(a + ".vocab_size", gguf::Value::from_u32(uint32_t(p.n_vocab)));
+  if (is_hybrid(a)) {
+    w.set(a + ".rope.dimension_count", gguf::Value::from_u32(uint32_t(float(p.head_dim) * p.partial_rotary)));
+    w.set(a + ".rope.dimension_sections", gguf::Value::from_i32s({11, 11, 10, 0}));
+    w.set(a + ".full_attention_interval", gguf::Value::from_u32(uint32_t(p.full_attention_interval)));
+    w.set(a + ".ssm.conv_kernel", gguf::Value::from_u32(uint32_t(p.linear_conv_kernel)));
+    w.set(a + ".ssm.state_size", gguf::Value::from_u32(uint32_t(p.linear_k_head_dim)));
+    w.set(a + ".ssm.group_count", gguf::Value::from_u32(uint32_t(p.linear_n_k_head)));
+    w.set(a + ".ssm.time_step_rank", gguf::Value::from_u32(uint32_t(p.linear_n_v_head)));
+    w.set(a + ".ssm.inner_size", gguf::Value::from_u32(uint32_t(p.linear_n_v_head * p.linear_v_head_dim)));
+  }
+  if (p.n_expert > 0) {
+    w.set(a + ".expert_count", gguf::Value::from_u32(uint32_t(p.n_expert)));
+    w.set(a + ".expert_used_count", gguf::Value::from_u32(uint32_t(p.n_expert_used)));
+    w.set(a + ".expert_feed_forward_length", gguf::Value::from_u32(uint32_t(p.n_ff_exp)));
+    w.set(a + ".expert_shared_feed_forward_length", gguf::Value::from_u32(uint32_t(p.n_ff_shexp)));
+  }
 
   const std::vector<Planned> plan = plan_tensors(p);
   std::optional<RecipeChooser> chooser;
@@ -195,9 +355,27 @@ void random_model_write(const RandomModelParams& p, const std::string& path) {
     const std::string pre = !p.tokenizer_pre.empty() ? p.tokenizer_pre : a == "llama" ? "llama-bpe" : "qwen2";
     tokenizer_to_gguf({.folder = p.tokenizer_dir, .pre = pre, .n_vocab = p.n_vocab}, w);
   }
-  Builder b(p.seed, p.n_threads);
-  b.emit(w, plan, [&](const Planned& t) { return chooser ? chooser->choose(t.name, QuantType::F32) : p.type; });
+  // Routers stay F32, as GGUF files keep them (a rounding there flips expert choices).
+  b.emit(w, plan, [&](const Planned& t) {
+    if (t.name.find("ffn_gate_inp.") != std::string::npos) return QuantType::F32;
+    return chooser ? chooser->choose(t.name, QuantType::F32) : p.type;
+  });
+}
+
+}  // namespace
+
+void random_model_write(const RandomModelParams& p, const std::string& path) {
+  gguf::Writer w;
+  Builder b(p.seed, p.n_threads, p.distinct_rows);
+  random_model_fill(p, w, b);
   w.write(path);
+}
+
+std::shared_ptr<const MappedFile> random_model_gguf(const RandomModelParams& p) {
+  gguf::Writer w;
+  Builder b(p.seed, p.n_threads, p.distinct_rows);
+  random_model_fill(p, w, b);
+  return w.write_to_memory("random " + p.arch);
 }
 
 }  // namespace brisk

@@ -1,6 +1,7 @@
 #include "models/registry.h"
 
 #include "core/error.h"
+#include <nlohmann/json.hpp>
 
 namespace brisk {
 
@@ -9,7 +10,7 @@ const std::vector<const ArchEntry*>& arch_registry() {
   // references would be dropped by the linker.
   static const std::vector<const ArchEntry*> entries = {
       &arch_llama(), &arch_mistral(), &arch_qwen2(), &arch_qwen3(), &arch_qwen3moe(), &arch_gemma3(),
-      &arch_whisper(),
+      &arch_qwen35(), &arch_qwen35moe(), &arch_qwen3next(), &arch_whisper(),
   };
   return entries;
 }
@@ -25,6 +26,16 @@ const ArchEntry* arch_find_hf(const std::vector<std::string>& architectures, con
     for (const std::string& n : e->hf_model_types)
       if (n == model_type) return e;
   return nullptr;
+}
+
+const ArchEntry* arch_find_hf_config(const nlohmann::json& config) {
+  std::vector<std::string> architectures;
+  if (!config.is_object()) return nullptr;
+  if (auto it = config.find("architectures"); it != config.end() && it->is_array())
+    for (const auto& a : *it)
+      if (a.is_string()) architectures.push_back(a.get<std::string>());
+  const auto mt = config.find("model_type");
+  return arch_find_hf(architectures, mt != config.end() && mt->is_string() ? mt->get<std::string>() : std::string());
 }
 
 const ArchEntry* arch_find_gguf(const std::string& name) {

@@ -1,6 +1,7 @@
 // Architectures known to the engine. Each architecture file defines one ArchEntry (names it
 // answers to, its checkpoint quirks, how to build it) and registry.cpp lists them.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,44 @@ class ArchModel {
   // encoder pass, which fills the cross-attention caches of f.cross_seq's sequences.
   virtual const EncoderSpec* encoder() const { return nullptr; }
   virtual void encode(const EncoderForward& f) const;
+  // [n_layer] what each layer keeps per sequence; empty: keys and values in every layer.
+  virtual std::vector<LayerState> layer_states() const { return {}; }
+  // Widths of extra activation buffers the forward uses (ForwardArena::extra, [n_batch, width]).
+  virtual std::vector<int64_t> extra_arena_widths() const { return {}; }
+};
+
+// How hf_to_gguf writes a checkpoint: decoder-only through the shared key table and name map,
+// encoder-decoder (speech) through quantize/hf_to_gguf_whisper.cpp's writer (two stacks, 3-D
+// convolution weights, the Hugging Face side files kept whole).
+enum class GgufLayout { decoder_only, encoder_decoder };
+
+// One float32 tensor on its way into the GGUF file: GGUF shape (innermost first) and values.
+struct ConvertTensor {
+  std::vector<uint64_t> ne;
+  std::vector<float> f;
+};
+using ConvertTensors = std::map<std::string, ConvertTensor>;  // by GGUF name
+
+// What `brisk quantize` needs to write this architecture's Hugging Face checkpoints as a GGUF
+// file the way llama.cpp's converter does (quantize/hf_to_gguf.cpp, docs/adding-a-model.md).
+// The rest is derived: metadata from the config key table (models/config.cpp), tensor names
+// from hf_name_map, q/k rows permuted to adjacent-pair rope when gguf_rope_neox is false,
+// per-expert tensors stacked into 3-D ones, llama3 rope scaling as rope_freqs factors; and the
+// written file is read back and must give the same config, so a setting GGUF cannot hold is an
+// error rather than a silently different model.
+struct GgufConversion {
+  std::string arch;         // general.architecture written ("llama" for Mistral); "": not convertible
+  float norm_shift = 0.0f;  // added to every *norm.weight (Gemma's HF RMSNorm weights are gain - 1)
+  // Checks what the key table cannot: settings that GGUF readers of this architecture infer
+  // instead of reading (Gemma 3's sliding-layer pattern); throws naming what cannot be written.
+  void (*check)(const ModelConfig& cfg) = nullptr;
+  GgufLayout layout = GgufLayout::decoder_only;
+  // What only this architecture's GGUF layout needs, nullptr: nothing. `tensors` rewrites the
+  // tensors after the generic steps (names mapped, experts stacked) and may update the config
+  // from what it found (e.g. blocks kept past the layer stack); `keys` adds or replaces keys
+  // after the key table's.
+  void (*tensors)(ModelConfig& cfg, ConvertTensors& t) = nullptr;
+  void (*keys)(const ModelConfig& cfg, const std::string& arch, gguf::Writer& w) = nullptr;
 };
 
 struct ArchEntry {
@@ -38,11 +77,14 @@ struct ArchEntry {
   // Checkpoint quirks and family defaults applied to the config before finalize().
   void (*sanitize)(ModelConfig& cfg) = nullptr;
   std::unique_ptr<ArchModel> (*build)(const ModelConfig& cfg, WeightStore& ws) = nullptr;
+  GgufConversion convert{};
 };
 
 const std::vector<const ArchEntry*>& arch_registry();
 // nullptr when unknown.
 const ArchEntry* arch_find_hf(const std::vector<std::string>& architectures, const std::string& model_type);
+// The same for a config.json: its "architectures" list and its "model_type" ("" when absent).
+const ArchEntry* arch_find_hf_config(const nlohmann::json& config);
 const ArchEntry* arch_find_gguf(const std::string& name);
 
 // The entries, one per architecture file.
@@ -53,5 +95,8 @@ const ArchEntry& arch_qwen3();
 const ArchEntry& arch_qwen3moe();
 const ArchEntry& arch_gemma3();
 const ArchEntry& arch_whisper();
+const ArchEntry& arch_qwen35();
+const ArchEntry& arch_qwen35moe();
+const ArchEntry& arch_qwen3next();
 
 }  // namespace brisk

@@ -1,5 +1,6 @@
 #include "models/weights.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/checked_math.h"
@@ -79,13 +80,13 @@ std::unique_ptr<WeightStore> WeightStore::from_safetensors(
     const auto type = stored_type(t.dtype);
     const size_t elem = type ? (*type == QuantType::F32 ? 4 : 2) : 0;
     const bool aligned = type && reinterpret_cast<uintptr_t>(t.data) % elem == 0;
-    // MoE routers (ffn_gate_inp) stay in their stored format, as llama.cpp keeps them: a
-    // rounding error there flips expert choices.
+    // MoE routers (ffn_gate_inp, and the shared expert's gate ffn_gate_inp_shexp) stay in their
+    // stored format, as llama.cpp keeps them: a rounding error there flips expert choices.
     // Learned position tables (position_embd) too: they are added to every activation, and
     // quantization noise there moves every row.
     const bool is_matrix = st.ne.size() == 2 && name.size() > 7 &&
                            name.compare(name.size() - 7, 7, ".weight") == 0 &&
-                           name.find("ffn_gate_inp.") == std::string::npos &&
+                           name.find("ffn_gate_inp") == std::string::npos &&
                            name.find("position_embd.") == std::string::npos;
     const auto qt = quant && is_matrix ? quant_for_row(*quant, st.ne[0]) : std::nullopt;
     if (qt) {
@@ -146,6 +147,7 @@ Weight WeightStore::matrix_opt(const std::string& name, int64_t n_in, int64_t n_
   if (!t) return {};
   std::vector<int64_t> ne = t->ne;
   while (ne.size() > 2 && ne.back() == 1) ne.pop_back();
+  if (ne.size() == 1 && n_out == 1) ne.push_back(1);
   BRISK_CHECK(ne.size() == 2 && ne[0] == n_in && ne[1] == n_out, "tensor ", name, " has shape ",
               shape_str(t->ne), ", expected {", n_in, ", ", n_out, "}");
   return stored_weight_rows(*t, n_in, n_out);
@@ -161,27 +163,116 @@ Weight WeightStore::matrix_flat(const std::string& name, int64_t n_in, int64_t n
   return stored_weight_rows(*t, n_in, n_out);
 }
 
-int WeightStore::repack_matmul_weights(std::optional<QuantType> (*layout_of)(QuantType stored)) {
+void WeightStore::gather_rows(const std::string& name, const std::string& src, const std::vector<int64_t>& rows) {
+  const StoredTensor* t = find(src);
+  BRISK_CHECK(t != nullptr, "missing tensor ", src);
+  BRISK_CHECK(t->ne.size() == 2, "tensor ", src, " has shape ", shape_str(t->ne), ", expected 2 dimensions");
+  const auto rb = quant_row_bytes(t->type, uint64_t(t->ne[0]));
+  BRISK_CHECK(rb && *rb * uint64_t(t->ne[1]) <= t->n_bytes, "tensor ", src, ": data is shorter than its shape");
+  std::vector<uint8_t> out(size_t(*rb) * rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    BRISK_CHECK(rows[i] >= 0 && rows[i] < t->ne[1], "tensor ", src, ": row ", rows[i], " out of range [0, ", t->ne[1], ")");
+    std::memcpy(out.data() + i * size_t(*rb), static_cast<const uint8_t*>(t->data) + size_t(rows[i]) * size_t(*rb),
+                size_t(*rb));
+  }
+  StoredTensor st{.name = name, .type = t->type, .ne = {t->ne[0], int64_t(rows.size())}, .data = out.data(),
+                  .n_bytes = out.size(), .writable = true};
+  owned_.push_back(std::move(out));
+  vectors_.erase(name);
+  tensors_[name] = std::move(st);
+}
+
+int WeightStore::rename_prefix(const std::string& from, const std::string& to) {
+  std::vector<std::string> names;
+  for (auto it = tensors_.lower_bound(from); it != tensors_.end() && it->first.compare(0, from.size(), from) == 0; ++it)
+    names.push_back(it->first);
+  for (const std::string& n : names) {
+    StoredTensor t = std::move(tensors_[n]);
+    tensors_.erase(n);
+    t.name = to + n.substr(from.size());
+    BRISK_CHECK(!tensors_.count(t.name), "tensor ", n, ": its new name ", t.name, " is taken");
+    tensors_[t.name] = std::move(t);
+  }
+  return int(names.size());
+}
+
+bool WeightStore::has_prefix(const std::string& prefix) const {
+  auto it = tensors_.lower_bound(prefix);
+  return it != tensors_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+}
+
+// The layout layout_of wants tensor t in: its stored format's layout for the 2-D matmul
+// weights the store may rewrite, else its current one. (The embedding table counts: with tied
+// embeddings it is the output matrix, and the lookup reads a whole row through its format's
+// dequantizer, which takes the repacked layouts. Expert stacks keep their layout.)
+QuantType WeightStore::layout_for(const std::string& name, const StoredTensor& t, const LayoutFn& layout_of) {
+  const bool matmul_weight = name == "output.weight" || name == "token_embd.weight" ||
+                             (name.rfind("blk.", 0) == 0 && name.size() > 7 && name.ends_with(".weight"));
+  if (!matmul_weight || !t.writable || t.ne.size() < 2) return t.type;
+  int64_t rows = 1;
+  for (size_t d = 1; d < t.ne.size(); ++d) rows *= t.ne[d];
+  if (rows != t.ne[1]) return t.type;  // 2-D only
+  const QuantType stored = quant::stored_type(t.type);
+  const auto rb = quant_row_bytes(stored, uint64_t(t.ne[0]));
+  if (!rb || *rb * uint64_t(rows) > t.n_bytes) return t.type;  // matrix() reports the problem
+  return layout_of(stored).value_or(stored);
+}
+
+std::vector<std::pair<QuantType, QuantType>> WeightStore::layout_plan(const LayoutFn& layout_of) const {
+  std::vector<std::pair<QuantType, QuantType>> plan;
+  for (const auto& [name, t] : tensors_) {
+    const QuantType stored = quant::stored_type(t.type);
+    const QuantType want = layout_for(name, t, layout_of);
+    if (want != stored && std::find(plan.begin(), plan.end(), std::pair{stored, want}) == plan.end())
+      plan.emplace_back(stored, want);
+  }
+  std::sort(plan.begin(), plan.end());
+  return plan;
+}
+
+int WeightStore::relayout_in_place(const LayoutFn& layout_of) {
   int n = 0;
   for (auto& [name, t] : tensors_) {
-    // The embedding table too: with tied embeddings it is the output matrix, and the lookup
-    // reads a whole row through its format's dequantizer, which takes the repacked layouts.
-    const bool matmul_weight = name == "output.weight" || name == "token_embd.weight" ||
-                               (name.rfind("blk.", 0) == 0 && name.size() > 7 && name.ends_with(".weight"));
-    if (!matmul_weight || !t.writable || t.ne.size() < 2) continue;
-    int64_t rows = 1;
-    for (size_t d = 1; d < t.ne.size(); ++d) rows *= t.ne[d];
-    if (rows != t.ne[1]) continue;  // 2-D only (expert stacks keep their layout)
-    const std::optional<QuantType> layout = layout_of(t.type);
-    if (!layout) continue;
-    const auto rb = quant_row_bytes(t.type, uint64_t(t.ne[0]));
-    if (!rb || *rb * uint64_t(rows) > t.n_bytes) continue;  // matrix() reports the problem
-    quant::repack_rows_in_place(t.type, const_cast<void*>(t.data), rows, size_t(*rb),
+    const QuantType want = layout_for(name, t, layout_of);
+    if (want == t.type) continue;
+    BRISK_CHECK(!quant::is_repacked(t.type) && quant::stored_type(want) == t.type, "weights: ", name,
+                " is in the ", quant_type_info(t.type).name, " layout, not stored as ",
+                quant_type_info(quant::stored_type(want)).name);
+    quant::repack_rows_in_place(t.type, const_cast<void*>(t.data), t.ne[1], size_t(*quant_row_bytes(t.type, uint64_t(t.ne[0]))),
                                 t.ne[0] / int64_t(quant_type_info(t.type).block_size));
-    t.type = *layout;
+    t.type = want;
     ++n;
   }
   return n;
+}
+
+std::unique_ptr<WeightStore> WeightStore::relaid_copy(const LayoutFn& layout_of) const {
+  auto ws = std::make_unique<WeightStore>();
+  ws->tensors_ = tensors_;
+  ws->gguf_ = gguf_;
+  ws->st_ = st_;
+  for (auto& [name, t] : ws->tensors_) {
+    t.writable = false;  // this store's bytes, or a copy made for this layout
+    const QuantType want = layout_for(name, tensors_.at(name), layout_of);
+    if (want == t.type) continue;
+    const QuantType stored = quant::stored_type(t.type);
+    const int64_t rows = t.ne[1];
+    const size_t rb = size_t(*quant_row_bytes(stored, uint64_t(t.ne[0])));
+    const int64_t nb = t.ne[0] / int64_t(quant_type_info(stored).block_size);
+    std::vector<uint8_t> copy(rb * size_t(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* src = static_cast<const uint8_t*>(t.data) + size_t(r) * rb;
+      uint8_t* dst = copy.data() + size_t(r) * rb;
+      if (quant::is_repacked(t.type)) quant::unrepack_row(t.type, src, dst, nb);
+      else std::memcpy(dst, src, rb);
+    }
+    if (want != stored) quant::repack_rows_in_place(stored, copy.data(), rows, rb, nb);
+    t.type = want;
+    t.data = copy.data();
+    t.n_bytes = copy.size();
+    ws->owned_.push_back(std::move(copy));
+  }
+  return ws;
 }
 
 Weight WeightStore::matrix(const std::string& name, int64_t n_in, int64_t n_out) const {

@@ -187,7 +187,8 @@ class Whisper final : public ArchModel {
       const EncLayer& L = enc_[size_t(il)];
       layer_norm(c, h, x, L.attn_norm, kLayerNormEps, "enc_attn_norm", il);
       full_attention(c, {.out = t, .x = h, .q = q, .k = k, .v = v, .attn = attn, .w = &L.attn, .shape = enc_shape_,
-                         .k_cache = f.self_k, .v_cache = f.self_v, .seq = f.win, .pos = f.pos, .last_pos = f.last_pos},
+                         .k_cache = f.self_k, .v_cache = f.self_v, .seq = f.win, .pos = f.pos, .last_pos = f.last_pos,
+                         .n_seq = f.n_win},
                      il);
       f.backend.add({.out = x, .a = x, .b = t});
       layer_norm(c, h, x, L.ffn_norm, kLayerNormEps, "enc_ffn_norm", il);
@@ -283,13 +284,14 @@ const ArchEntry& arch_whisper() {
       .name = "whisper",
       .hf_architectures = {"WhisperForConditionalGeneration"},
       .hf_model_types = {"whisper"},
-      .gguf_names = {},
+      .gguf_names = {"whisper"},
       .gguf_rope_neox = true,
       .hf_name_map = &whisper_name,
       .sanitize = &sanitize,
       .build = [](const ModelConfig& cfg, WeightStore& ws) -> std::unique_ptr<ArchModel> {
         return std::make_unique<Whisper>(cfg, ws);
       },
+      .convert = {.arch = "whisper", .layout = GgufLayout::encoder_decoder},
   };
   return e;
 }

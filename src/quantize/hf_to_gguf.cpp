@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -11,15 +12,20 @@
 #include "formats/gguf.h"
 #include "formats/json_file.h"
 #include "formats/safetensors.h"
+#include "formats/tokenizer_to_gguf.h"
 #include "models/config.h"
 #include "models/name_map.h"
-#include "quantize/tokenizer_to_gguf.h"
+#include "models/registry.h"
+#include "models/rope_scaling.h"
 
 namespace brisk {
 namespace {
 
+namespace fs = std::filesystem;
+
 // HF q/k rows of one head are [first halves..., second halves...] (rotate_half); GGUF's are
-// interleaved pairs. rows: [n_head * head_dim, n_in] -> same shape, rows reordered per head.
+// interleaved pairs. rows: [n_head * head_dim, n_in] -> same shape, rows reordered per head
+// (n_in = 1 for a bias).
 std::vector<float> permute_rows(const std::vector<float>& w, int64_t n_head, int64_t n_rows, int64_t n_in,
                                 const std::string& name) {
   BRISK_CHECK(n_head > 0 && n_rows % (2 * n_head) == 0, "convert: ", name, ": ", n_rows,
@@ -54,73 +60,177 @@ std::vector<float> llama3_rope_factors(const ModelConfig& c, int32_t dim) {
   return f;
 }
 
+std::string known_conversions() {
+  std::string s;
+  for (const ArchEntry* e : arch_registry())
+    if (!e->convert.arch.empty()) s += (s.empty() ? "" : ", ") + e->name;
+  return s;
+}
+
+// "blk.N.ffn_gate_exps.E.weight" (one expert's slice, models/name_map.cpp) -> the stacked
+// tensor's name "blk.N.ffn_gate_exps.weight" and E; false for other names.
+bool expert_slice(const std::string& name, std::string* stacked, int64_t* expert) {
+  const size_t tail = name.rfind(".weight");
+  if (tail == std::string::npos || tail + 7 != name.size()) return false;
+  const size_t dot = name.rfind('.', tail - 1);
+  if (dot == std::string::npos || dot < 5 || name.compare(dot - 5, 5, "_exps") != 0) return false;
+  const std::string e = name.substr(dot + 1, tail - dot - 1);
+  if (e.empty() || e.size() > 6 || e.find_first_not_of("0123456789") != std::string::npos) return false;
+  *stacked = name.substr(0, dot) + ".weight";
+  *expert = std::stoll(e);
+  return true;
+}
+
+// The rotary frequencies a config gives (with GGUF's rope_freqs factors when written).
+RopeTable rope_of(const ModelConfig& c, const std::vector<float>& factors) {
+  return rope_table_build({.n_rot = c.n_rot, .theta = c.rope_theta, .n_ctx_train = c.n_ctx_train,
+                           .scaling = c.rope_scaling, .freq_factors = factors, .neox = true});
+}
+
+// The written file read back as the loader reads it must give the same model: a setting the
+// GGUF keys cannot hold is an error naming it.
+void check_round_trip(const ArchEntry& e, const ModelConfig& hf, const std::string& path,
+                      const std::vector<float>& rope_factors) {
+  const gguf::File f = gguf::File::open(path, MappedFile::Mode::mmap);
+  const ArchEntry* back = arch_find_gguf(f.architecture());
+  BRISK_CHECK(back != nullptr, "convert: ", path, ": architecture '", f.architecture(), "' is not readable back");
+  ModelConfig g;
+  g.rope_neox = back->gguf_rope_neox;
+  g.from_gguf = true;
+  config_fill_from_gguf(g, f);
+  g.tie_embeddings = hf.tie_embeddings;
+  if (back->sanitize) back->sanitize(g);
+  g.finalize();
+  auto same = [&](const char* what, double a, double b) {
+    BRISK_CHECK(a == b || std::fabs(a - b) <= 1e-5 * std::fabs(a), "convert: ", e.name, " ", what, " ", a,
+                " reads back from GGUF as ", b, " (no GGUF key holds it for ", e.convert.arch, ")");
+  };
+  same("vocabulary size", hf.n_vocab, g.n_vocab);
+  same("hidden size", hf.n_embd, g.n_embd);
+  same("layers", hf.n_layer, g.n_layer);
+  same("heads", hf.n_head, g.n_head);
+  same("KV heads", hf.n_head_kv, g.n_head_kv);
+  same("head_dim", hf.head_dim, g.head_dim);
+  same("MLP size", hf.n_ff, g.n_ff);
+  same("context length", hf.n_ctx_train, g.n_ctx_train);
+  same("norm epsilon", hf.rms_eps, g.rms_eps);
+  same("sliding window", hf.sliding_window, g.sliding_window);
+  same("attention soft-cap", hf.attn_softcap, g.attn_softcap);
+  same("logit soft-cap", hf.final_softcap, g.final_softcap);
+  same("experts", hf.n_expert, g.n_expert);
+  same("experts per token", hf.n_expert_used, g.n_expert_used);
+  same("expert MLP size", hf.n_ff_exp, g.n_ff_exp);
+  same("expert weight renormalization", hf.norm_topk_prob, g.norm_topk_prob);
+  same("activation", double(int(hf.act)), double(int(g.act)));
+  same("attention scale", hf.attn_scale, g.attn_scale);
+  same("rotary dims", hf.n_rot, g.n_rot);
+  same("sliding-window rope base", hf.rope_theta_swa > 0 ? hf.rope_theta_swa : hf.rope_theta,
+       g.rope_theta_swa > 0 ? g.rope_theta_swa : g.rope_theta);
+  const RopeTable a = rope_of(hf, {}), b = rope_of(g, rope_factors);
+  same("rope attention factor", a.attn_factor, b.attn_factor);
+  for (size_t i = 0; i < a.inv_freq.size(); ++i) same("rope frequency", a.inv_freq[i], b.inv_freq[i]);
+}
+
 }  // namespace
 
 void hf_to_gguf_f32(const std::string& folder, const std::string& out_path) {
-  namespace fs = std::filesystem;
-  const nlohmann::json cfg = read_json_file((fs::path(folder) / "config.json").string());
-  BRISK_CHECK(cfg.is_object() && cfg.contains("model_type") && cfg["model_type"].is_string(), folder,
-              "/config.json: no model_type");
-  const std::string model_type = cfg["model_type"].get<std::string>();
-  BRISK_CHECK(model_type == "llama" || model_type == "mistral" || model_type == "qwen2" || model_type == "qwen3",
-              "convert: model_type '", model_type, "' is not supported (llama, mistral, qwen2, qwen3)");
+  const std::string cfg_path = (fs::path(folder) / "config.json").string();
+  const nlohmann::json cfg = read_json_file(cfg_path);
+  BRISK_CHECK(cfg.is_object(), cfg_path, ": top level is not an object");
+  const ArchEntry* e = arch_find_hf_config(cfg);
+  BRISK_CHECK(e != nullptr, cfg_path, ": architecture (model_type '", cfg.value("model_type", std::string()),
+              "') is not supported (convertible: ", known_conversions(), ")");
+  BRISK_CHECK(!e->convert.arch.empty(), "convert: ", e->name, " checkpoints cannot be written as GGUF yet ",
+              "(convertible: ", known_conversions(), ")");
+  const GgufConversion& conv = e->convert;
+  if (conv.layout == GgufLayout::encoder_decoder) return hf_to_gguf_encoder_decoder_f32(folder, out_path, *e);
+  const auto name_map = e->hf_name_map ? e->hf_name_map : &hf_to_gguf_name;
+
   ModelConfig c;
-  c.arch = model_type;
   config_fill_from_hf(c, cfg);
-  if (c.n_head_kv == 0) c.n_head_kv = c.n_head;
-  BRISK_CHECK(c.n_head > 0 && c.n_embd > 0 && c.n_layer > 0, folder, "/config.json: missing sizes");
-  if (c.head_dim == 0) c.head_dim = c.n_embd / c.n_head;
-  const bool llama_family = model_type == "llama" || model_type == "mistral";
-  const std::string a = llama_family ? "llama" : model_type;
-
   const auto ckpt = safetensors::Checkpoint::open(folder, MappedFile::Mode::mmap);
-  if (c.n_vocab == 0)
-    if (const auto* e = ckpt.find("model.embed_tokens.weight"); e && e->shape.size() == 2) c.n_vocab = int32_t(e->shape[0]);
-
-  gguf::Writer w;
-  w.set("general.architecture", gguf::Value::from_string(a));
-  w.set("general.name", gguf::Value::from_string(fs::path(folder).filename().string()));
-  w.set(a + ".block_count", gguf::Value::from_u32(uint32_t(c.n_layer)));
-  w.set(a + ".context_length", gguf::Value::from_u32(uint32_t(c.n_ctx_train)));
-  w.set(a + ".embedding_length", gguf::Value::from_u32(uint32_t(c.n_embd)));
-  w.set(a + ".feed_forward_length", gguf::Value::from_u32(uint32_t(c.n_ff)));
-  w.set(a + ".attention.head_count", gguf::Value::from_u32(uint32_t(c.n_head)));
-  w.set(a + ".attention.head_count_kv", gguf::Value::from_u32(uint32_t(c.n_head_kv)));
-  w.set(a + ".rope.freq_base", gguf::Value::from_f32(c.rope_theta));
-  w.set(a + ".attention.layer_norm_rms_epsilon", gguf::Value::from_f32(c.rms_eps));
-  w.set(a + ".attention.key_length", gguf::Value::from_u32(uint32_t(c.head_dim)));
-  w.set(a + ".attention.value_length", gguf::Value::from_u32(uint32_t(c.head_dim)));
-  if (llama_family) w.set(a + ".rope.dimension_count", gguf::Value::from_u32(uint32_t(c.head_dim)));
-  if (c.n_vocab > 0) w.set(a + ".vocab_size", gguf::Value::from_u32(uint32_t(c.n_vocab)));
-  if (c.sliding_window > 0 && model_type == "mistral")
-    w.set(a + ".attention.sliding_window", gguf::Value::from_u32(uint32_t(c.sliding_window)));
-  w.set("general.file_type", gguf::Value::from_u32(0));
-  if (fs::exists(fs::path(folder) / "tokenizer.json"))
-    tokenizer_to_gguf({.folder = folder, .pre = llama_family && c.n_vocab > 100000 ? "llama-bpe" : "qwen2",
-                       .n_vocab = c.n_vocab},
-                      w);
-
-  std::vector<std::unique_ptr<std::vector<float>>> keep;
-  if (c.rope_scaling.type == "llama3") {
-    keep.push_back(std::make_unique<std::vector<float>>(llama3_rope_factors(c, c.head_dim)));
-    w.add_tensor("rope_freqs.weight", QuantType::F32, {uint64_t(keep.back()->size())}, keep.back()->data(),
-                 keep.back()->size() * 4);
-  }
+  bool has_output = false;
   for (const auto& t : ckpt.tensors()) {
-    const std::string name = hf_to_gguf_name(t.name);
+    const std::string name = name_map(t.name);
+    if (name == "token_embd.weight" && c.n_vocab == 0 && t.shape.size() == 2) c.n_vocab = int32_t(t.shape[0]);
+    has_output = has_output || name == "output.weight";
+  }
+  c.tie_embeddings = !has_output;
+  c.arch = e->name;
+  if (e->sanitize) e->sanitize(c);
+  c.finalize();
+  if (conv.check) conv.check(c);
+
+  // llama3 rope scaling goes into the file as llama.cpp writes it: per-pair factors.
+  std::vector<float> rope_factors;
+  if (c.rope_scaling.type == "llama3") rope_factors = llama3_rope_factors(c, c.n_rot);
+  // Every tensor as float32 under its GGUF name, then the architecture's own steps.
+  ConvertTensors tensors;
+  if (!rope_factors.empty()) tensors["rope_freqs.weight"] = {.ne = {uint64_t(rope_factors.size())}, .f = rope_factors};
+  std::map<std::string, std::map<int64_t, ConvertTensor>> experts;  // stacked name -> expert -> slice
+  for (const auto& t : ckpt.tensors()) {
+    const std::string name = name_map(t.name);
     if (name.empty()) continue;
-    BRISK_CHECK(!t.shape.empty() && t.shape.size() <= 2, "convert: ", t.name, " has ", t.shape.size(), " dims");
+    BRISK_CHECK(t.shape.size() <= 3, "convert: ", t.name, " has ", t.shape.size(), " dims");
     std::vector<float> f = safetensors::to_f32(t);
     std::vector<uint64_t> ne(t.shape.rbegin(), t.shape.rend());  // GGUF order: innermost first
-    if (llama_family && t.shape.size() == 2) {
-      const bool q = name.find("attn_q.weight") != std::string::npos;
-      const bool k = name.find("attn_k.weight") != std::string::npos;
-      if (q || k) f = permute_rows(f, q ? c.n_head : c.n_head_kv, int64_t(t.shape[0]), int64_t(t.shape[1]), t.name);
+    if (ne.empty()) ne = {1};
+    // Adjacent-pair rope in the file (e.g. llama): q/k rows (and biases) permuted per head.
+    const bool q = name.ends_with("attn_q.weight") || name.ends_with("attn_q.bias");
+    const bool k = name.ends_with("attn_k.weight") || name.ends_with("attn_k.bias");
+    if (!e->gguf_rope_neox && (q || k))
+      f = permute_rows(f, q ? c.n_head : c.n_head_kv, int64_t(t.shape[0]), t.shape.size() == 2 ? int64_t(t.shape[1]) : 1,
+                       t.name);
+    if (conv.norm_shift != 0.0f && name.ends_with("norm.weight"))
+      for (float& v : f) v += conv.norm_shift;
+    std::string stacked;
+    int64_t expert = 0;
+    if (t.shape.size() == 2 && expert_slice(name, &stacked, &expert)) {
+      BRISK_CHECK(experts[stacked].emplace(expert, ConvertTensor{ne, std::move(f)}).second, "convert: ", t.name,
+                  ": expert ", expert, " given twice");
+      continue;
     }
-    keep.push_back(std::make_unique<std::vector<float>>(std::move(f)));
-    w.add_tensor(name, QuantType::F32, ne, keep.back()->data(), keep.back()->size() * 4);
+    BRISK_CHECK(tensors.emplace(name, ConvertTensor{std::move(ne), std::move(f)}).second, "convert: ", t.name,
+                ": its GGUF name ", name, " is given twice");
+  }
+  // One 3-D tensor per layer and projection, experts in id order: ne {n_in, n_out, n_expert}.
+  for (auto& [name, slices] : experts) {
+    const std::vector<uint64_t> ne = slices.begin()->second.ne;
+    std::vector<float> all;
+    int64_t next = 0;
+    for (auto& [id, s] : slices) {
+      BRISK_CHECK(id == next++ && s.ne == ne, "convert: ", name, ": experts are not 0..", slices.size() - 1,
+                  " of one shape");
+      all.insert(all.end(), s.f.begin(), s.f.end());
+      s.f = {};
+    }
+    tensors[name] = {.ne = {ne[0], ne[1], uint64_t(slices.size())}, .f = std::move(all)};
+  }
+  experts.clear();
+  if (conv.tensors) conv.tensors(c, tensors);
+
+  gguf::Writer w;
+  w.set("general.architecture", gguf::Value::from_string(conv.arch));
+  w.set("general.name", gguf::Value::from_string(fs::path(folder).filename().string()));
+  ModelConfig written = c;
+  if (!rope_factors.empty()) written.rope_scaling = RopeScaling{};
+  config_write_gguf(written, conv.arch, w);
+  if (conv.keys) conv.keys(written, conv.arch, w);
+  w.set("general.file_type", gguf::Value::from_u32(0));
+  if (fs::exists(fs::path(folder) / "tokenizer.json"))
+    tokenizer_to_gguf({.folder = folder, .pre = "", .n_vocab = c.n_vocab}, w);
+
+  for (auto& [name, t] : tensors) {
+    BRISK_CHECK(t.ne.size() <= 3, "convert: ", name, " has ", t.ne.size(), " dims");
+    w.add_tensor(name, QuantType::F32, t.ne, t.f.data(), t.f.size() * 4);
   }
   w.write(out_path);
+  try {
+    check_round_trip(*e, c, out_path, rope_factors);
+  } catch (...) {
+    fs::remove(out_path);
+    throw;
+  }
 }
 
 }  // namespace brisk

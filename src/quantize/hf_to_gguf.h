@@ -7,6 +7,11 @@
 
 namespace brisk {
 
+struct ArchEntry;
+
 void hf_to_gguf_f32(const std::string& folder, const std::string& out_path);
+// The same for encoder-decoder speech checkpoints (registry entries whose convert.layout is
+// GgufLayout::encoder_decoder; hf_to_gguf_whisper.cpp): hf_to_gguf_f32 hands them over.
+void hf_to_gguf_encoder_decoder_f32(const std::string& folder, const std::string& out_path, const ArchEntry& entry);
 
 }  // namespace brisk

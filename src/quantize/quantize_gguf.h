@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "quantize/recipe.h"
+#include "quant/recipe.h"
 
 namespace brisk {
 

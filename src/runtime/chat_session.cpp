@@ -118,6 +118,8 @@ ChatTurn ChatSession::reply(const std::string& user_text, const GenerateParams& 
   // The cache may hold less than we think (another user of the context); at least one token
   // is prefilled so that its logits start the answer.
   keep = std::min({keep, size_t(std::max(0, ctx_.seq_length(seq))), tokens.size() - 1});
+  // A model with recurrent state is cut back to its last snapshot at or before that point.
+  keep = size_t(ctx_.seq_restorable(seq, int32_t(keep)));
   ctx_.seq_truncate(seq, int32_t(keep));
   kv_tokens_.assign(tokens.begin(), tokens.begin() + std::ptrdiff_t(keep));
   kv_text_.clear();  // unknown until the turn completes; the token comparison still applies

@@ -10,8 +10,10 @@
 #include "core/log.h"
 #include "models/forward.h"
 #include "runtime/encoder_state.h"
+#include "runtime/engine_parts.h"
 #include "runtime/kv_cache.h"
 #include "runtime/loaded_model.h"
+#include "runtime/recurrent_state.h"
 
 namespace brisk {
 
@@ -19,8 +21,10 @@ namespace {
 
 class ModelContext final : public Context {
  public:
-  ModelContext(std::shared_ptr<const LoadedModel> model, const ContextOptions& options)
-      : model_(std::move(model)), opt_(options), cfg_(model_->config()) {
+  // backend: the backend to run on, or nullptr for one made from options.device.
+  ModelContext(std::shared_ptr<const LoadedModel> model, const ContextOptions& options,
+               std::unique_ptr<Backend> backend)
+      : model_(std::move(model)), opt_(options), cfg_(model_->config()), backend_(std::move(backend)) {
     BRISK_CHECK(opt_.n_seq_max >= 1 && opt_.n_seq_max <= 1024, "n_seq_max ", opt_.n_seq_max,
                 " out of range [1, 1024]");
     BRISK_CHECK(opt_.n_batch >= 1, "n_batch must be at least 1");
@@ -33,7 +37,25 @@ class ModelContext final : public Context {
     if (opt_.kv_type == QuantType::Q8_0)
       BRISK_CHECK(cfg_.head_dim % 32 == 0, "q8_0 KV cache needs head_dim a multiple of 32, model has ",
                   cfg_.head_dim);
-    backend_ = make_backend(opt_.device, opt_.n_threads);
+    BRISK_CHECK(opt_.state_snapshot_interval >= 0 && opt_.state_snapshots >= 0 && opt_.state_snapshots <= 64,
+                "state_snapshot_interval ", opt_.state_snapshot_interval, " / state_snapshots ", opt_.state_snapshots,
+                " out of range");
+    if (!backend_) backend_ = make_backend(opt_.device, opt_.n_threads);
+    arch_ = &model_->arch_for(*backend_);
+    // What each layer keeps per sequence, as the model declares it.
+    layer_states_ = arch_->layer_states();
+    if (layer_states_.empty()) layer_states_.assign(size_t(cfg_.n_layer), LayerState{});
+    BRISK_CHECK(int32_t(layer_states_.size()) == cfg_.n_layer, "model declares state for ", layer_states_.size(),
+                " layers, it has ", cfg_.n_layer);
+    std::vector<bool> has_kv;
+    std::vector<std::vector<int64_t>> recurrent;
+    bool any_recurrent = false;
+    for (const LayerState& l : layer_states_) {
+      has_kv.push_back(l.kv);
+      recurrent.push_back(l.recurrent);
+      any_recurrent = any_recurrent || !l.recurrent.empty();
+    }
+    if (!any_recurrent) opt_.state_snapshots = 0;
     opt_.n_threads = backend_->n_threads();
     opt_.device = backend_->name();  // what "auto" chose
     plan_device_memory();
@@ -43,10 +65,15 @@ class ModelContext final : public Context {
                                                               .block_size = opt_.kv_block_size,
                                                               .tiled_k = backend_->wants_tiled_k(
                                                                   opt_.kv_type, cfg_.head_dim,
-                                                                  cfg_.n_head / std::max(1, cfg_.n_head_kv))});
+                                                                  cfg_.n_head / std::max(1, cfg_.n_head_kv)),
+                                                              .layer_has_kv = has_kv});
+    if (any_recurrent)
+      state_ = std::make_unique<RecurrentState>(*backend_, RecurrentStateOptions{.layers = recurrent,
+                                                                                 .n_seq = opt_.n_seq_max,
+                                                                                 .snapshots_per_seq = opt_.state_snapshots});
     plan_arena();
-    if (model_->arch().encoder())
-      enc_ = std::make_unique<EncoderState>(*backend_, model_->arch(), cfg_,
+    if (arch_->encoder())
+      enc_ = std::make_unique<EncoderState>(*backend_, *arch_, cfg_,
                                             EncoderStateOptions{.n_seq = opt_.n_seq_max, .n_win_max = 1,
                                                                 .n_tok_max = opt_.n_batch, .kv_type = opt_.kv_type,
                                                                 .block_size = opt_.kv_block_size});
@@ -83,8 +110,12 @@ class ModelContext final : public Context {
     if (n_want > 0 && ids_only) device_ids_.assign(size_t(n_want), -1);
     int32_t logits_done = 0;
 
-    for (size_t start = 0; start < batch.size(); start += size_t(opt_.n_batch)) {
-      const size_t end = std::min(batch.size(), start + size_t(opt_.n_batch));
+    const std::vector<size_t> cuts = snapshot_cuts(batch);
+    size_t next_cut = 0;
+    for (size_t start = 0, end = 0; start < batch.size(); start = end) {
+      end = std::min(batch.size(), start + size_t(opt_.n_batch));
+      while (next_cut < cuts.size() && cuts[next_cut] <= start) ++next_cut;
+      if (next_cut < cuts.size()) end = std::min(end, cuts[next_cut]);
       const int32_t n = int32_t(end - start);
       int32_t n_out = 0;
       for (int32_t i = 0; i < n; ++i) {
@@ -102,7 +133,8 @@ class ModelContext final : public Context {
       const Forward f{.backend = *backend_, .cfg = cfg_, .batch = fb, .arena = arena_,
                       .k_cache = kv_->k(), .v_cache = kv_->v(), .tap = tap_ ? &tap_fn_ : nullptr,
                       .cross_k = enc_ ? &enc_->cross_k() : nullptr, .cross_v = enc_ ? &enc_->cross_v() : nullptr,
-                      .cross_pos = enc_ ? enc_->cross_pos() : nullptr, .cross_probe = probe};
+                      .cross_pos = enc_ ? enc_->cross_pos() : nullptr, .cross_probe = probe,
+                      .state = state_ ? &state_->views() : nullptr};
       const StepInputs in{.n_tok = n, .ids = ids_.data(), .pos = pos_.data(), .seq = seq_.data(), .n_out = n_out,
                           .out_rows = out_rows_.data()};
       // A step shaped like the previous one (same sequences, output rows and KV capacity: the
@@ -111,7 +143,7 @@ class ModelContext final : public Context {
       const bool same = !tap_ && !probe && step_shape_matches(n, n_out);
       if (!(same && backend_->replay_step(in))) {
         backend_->begin_step(in);
-        model_->arch().forward(f);
+        arch_->forward(f);
         backend_->end_step();
         remember_step_shape(n, n_out);
         if (probe) shape_valid_ = false;
@@ -121,6 +153,7 @@ class ModelContext final : public Context {
         const BatchToken& t = batch[start + size_t(i)];
         kv_->set_length(t.seq, std::max(kv_->length(t.seq), t.pos + 1));
       }
+      take_snapshots(batch, start, end);
       if (n_out > 0 && (device_sampler_ || !row_samplers.empty())) {
         const Mat rows{.data = arena_.logits, .rows = n_out, .cols = cfg_.n_vocab};
         std::vector<DeviceSampleSpec> specs(static_cast<size_t>(n_out));
@@ -213,12 +246,18 @@ class ModelContext final : public Context {
 
   void seq_truncate(int32_t seq, int32_t n_keep) override {
     check_seq(seq, "seq_truncate");
+    BRISK_CHECK(n_keep >= 0, "seq_truncate: negative length ", n_keep);
+    if (state_) state_->truncate(seq, n_keep, kv_->length(seq));  // throws (nothing changed) when not restorable
     kv_->truncate(seq, n_keep);
   }
 
   void seq_copy(int32_t src, int32_t dst, int32_t n) override {
     check_seq(src, "seq_copy");
     check_seq(dst, "seq_copy");
+    BRISK_CHECK(n >= 0 && n <= kv_->length(src), "seq_copy: ", n, " positions but sequence ", src, " holds ",
+                kv_->length(src));
+    if (src == dst) return seq_truncate(dst, n);
+    if (state_) state_->copy(src, dst, n, kv_->length(src));
     kv_->copy(src, dst, n);
     if (enc_) enc_->copy(src, dst);
   }
@@ -243,6 +282,14 @@ class ModelContext final : public Context {
     return enc_ ? enc_->probe_result(i, probe_n_tok_) : nullptr;
   }
 
+  int32_t seq_restorable(int32_t seq, int32_t n) const override {
+    check_seq(seq, "seq_restorable");
+    const int32_t len = kv_->length(seq);
+    return state_ ? state_->restorable(seq, std::max(0, n), len) : std::max(0, std::min(n, len));
+  }
+
+  int32_t state_snapshots() const override { return state_ ? state_->n_snapshots() : 0; }
+
   const ContextOptions& options() const override { return opt_; }
 
   void set_tap(TapFn tap) override {
@@ -261,6 +308,43 @@ class ModelContext final : public Context {
   }
 
  private:
+  // Snapshots of recurrent state: each sequence of the batch is snapshotted at the last multiple
+  // of the interval its tokens reach, so a forward must end there. Returns the batch indices
+  // where a forward ends for that (sorted; the end of a sequence's run needs no cut).
+  std::vector<size_t> snapshot_cuts(const std::vector<BatchToken>& batch) const {
+    std::vector<size_t> cuts;
+    const int32_t every = opt_.state_snapshot_interval;
+    if (!state_ || every <= 0 || opt_.state_snapshots == 0) return cuts;
+    std::vector<int32_t> last(size_t(opt_.n_seq_max), -1);  // boundary position per sequence
+    for (const BatchToken& t : batch)
+      if ((t.pos + 1) % every == 0) last[size_t(t.seq)] = t.pos + 1;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const BatchToken& t = batch[i];
+      if (t.pos + 1 != last[size_t(t.seq)]) continue;
+      bool more = false;  // later tokens of the same sequence in this batch
+      for (size_t j = i + 1; j < batch.size() && !more; ++j) more = batch[j].seq == t.seq;
+      if (more) cuts.push_back(i + 1);
+    }
+    return cuts;
+  }
+
+  // After the forward of batch[start, end): snapshots of the sequences whose length is now a
+  // multiple of the interval; the one of a sequence with several tokens in the batch (a prompt,
+  // or a chunk of one) is pinned (RecurrentState's retention keeps it).
+  void take_snapshots(const std::vector<BatchToken>& batch, size_t start, size_t end) {
+    const int32_t every = opt_.state_snapshot_interval;
+    if (!state_ || every <= 0 || opt_.state_snapshots == 0) return;
+    std::vector<int32_t> count(size_t(opt_.n_seq_max), 0);
+    for (const BatchToken& t : batch) ++count[size_t(t.seq)];
+    std::vector<bool> done(size_t(opt_.n_seq_max), false);
+    for (size_t i = start; i < end; ++i) {
+      const int32_t s = batch[i].seq, len = kv_->length(s);
+      if (done[size_t(s)] || len % every != 0 || batch[i].pos + 1 != len) continue;
+      done[size_t(s)] = true;
+      state_->snapshot(s, len, count[size_t(s)] > 1);
+    }
+  }
+
   void check_seq(int32_t seq, const char* what) const {
     BRISK_CHECK(seq >= 0 && seq < opt_.n_seq_max, what, ": sequence ", seq, " out of range [0, ",
                 opt_.n_seq_max, ")");
@@ -287,7 +371,7 @@ class ModelContext final : public Context {
 
   // On a device backend: weights + KV cache pool at n_ctx + activations against the free device
   // memory, printed before anything is allocated or uploaded; refuses when it does not fit.
-  // On the CPU the same sums are printed (the pool is committed as it is used).
+  // On the CPU the same sums are logged at info level (the pool is committed as it is used).
   void plan_device_memory() {
     size_t free_b = 0, total_b = 0;
     const bool device = backend_->memory_info(&free_b, &total_b);
@@ -296,28 +380,43 @@ class ModelContext final : public Context {
     const double kv_elem = opt_.kv_type == QuantType::F32 ? 4.0 : opt_.kv_type == QuantType::Q8_0 ? 34.0 / 32.0 : 2.0;
     // The paged pool (whole blocks of n_ctx per sequence) and its block table.
     const double blocks = double(opt_.n_seq_max) * double((opt_.n_ctx + opt_.kv_block_size - 1) / opt_.kv_block_size);
-    const double kv = 2.0 * cfg_.n_layer * blocks * opt_.kv_block_size * cfg_.kv_width() * kv_elem + 4.0 * blocks;
+    int32_t kv_layers = 0;
+    double state_floats = 0.0;  // recurrent state of one sequence, all layers
+    for (const LayerState& l : layer_states_) {
+      kv_layers += l.kv ? 1 : 0;
+      for (int64_t n : l.recurrent) state_floats += double(n);
+    }
+    const double kv = 2.0 * kv_layers * blocks * opt_.kv_block_size * cfg_.kv_width() * kv_elem + 4.0 * blocks;
+    // Recurrent state: every sequence's live state and its snapshots.
+    const double state = 4.0 * state_floats * double(opt_.n_seq_max) * double(1 + opt_.state_snapshots);
     const double rows = double(opt_.n_batch);
     const double widest = double(std::max({cfg_.n_ff, cfg_.n_embd, cfg_.q_width()}));
     // Mixture of experts: every (token, expert) pair's rows (gathered input and output, gate and
     // up outputs, as floats, and their quantized copies).
     const double moe = cfg_.n_expert > 0 ? 5.0 * rows * cfg_.n_expert_used * (2.0 * cfg_.n_embd + 2.0 * cfg_.n_ff_exp) : 0.0;
     // Arena + logits rows + the matmul's activation scratch + a reserve for the runtime.
-    const double act = 4.0 * rows * (4.0 * cfg_.n_embd + 2.0 * cfg_.q_width() + 2.0 * cfg_.kv_width() + 2.0 * cfg_.n_ff) +
+    double extra = 0.0;
+    for (int64_t w : arch_->extra_arena_widths()) extra += double(w);
+    const double act = 4.0 * rows * (5.0 * cfg_.n_embd + 2.0 * cfg_.q_width() + 2.0 * cfg_.kv_width() + 2.0 * cfg_.n_ff + extra) +
                        4.0 * rows * cfg_.n_vocab + 5.0 * rows * widest + moe + (device ? 256.0 * 1024 * 1024 : 0.0);
-    const double need = weights + kv + act;
+    const double need = weights + kv + state + act;
+    const std::string state_part =
+        state > 0.0 ? str_cat(" + recurrent state ", fmt_gib(state / gib), " GiB (", opt_.n_seq_max, " seq x ",
+                              1 + opt_.state_snapshots, " slots)")
+                    : std::string();
     if (!device) {
-      if (log_level() <= LogLevel::warn)
+      // Nothing is refused on the CPU: the sums are a detail for BRISK_LOG=info (run --verbose).
+      if (log_level() <= LogLevel::info)
         log_write(LogLevel::info, str_cat(backend_->name(), " memory: weights ", fmt_gib(weights / gib), " GiB + KV cache up to ",
                                           fmt_gib(kv / gib), " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq, ",
                                           int64_t(blocks), " blocks of ", opt_.kv_block_size,
-                                          ", committed as used) + activations ", fmt_gib(act / gib), " GiB"));
+                                          ", committed as used)", state_part, " + activations ", fmt_gib(act / gib), " GiB"));
       return;
     }
     const std::string plan =
         str_cat(backend_->name(), " memory plan: weights ", fmt_gib(weights / gib), " GiB + KV cache ", fmt_gib(kv / gib),
                 " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq, ", int64_t(blocks), " blocks of ",
-                opt_.kv_block_size, ") + activations ", fmt_gib(act / gib), " = ",
+                opt_.kv_block_size, ")", state_part, " + activations ", fmt_gib(act / gib), " = ",
                 fmt_gib(need / gib), " GiB; free ", fmt_gib(double(free_b) / gib), " of ", fmt_gib(double(total_b) / gib),
                 " GiB");
     BRISK_CHECK(need <= double(free_b), plan, ": does not fit (lower --ctx or --parallel, use a smaller quant, or --device cpu)");
@@ -346,7 +445,12 @@ class ModelContext final : public Context {
     arena_.attn = arena_alloc(cfg_.q_width());
     arena_.gate = arena_alloc(cfg_.n_ff);
     arena_.up = arena_alloc(cfg_.n_ff);
+    arena_.t2 = arena_alloc(cfg_.n_embd);
     arena_.out = arena_alloc(cfg_.n_embd);
+    for (int64_t w : arch_->extra_arena_widths()) {
+      BRISK_CHECK(w > 0 && w <= (int64_t(1) << 24), "model asks for an activation buffer of ", w, " columns");
+      arena_.extra.push_back(arena_alloc(w));
+    }
     ids_.assign(size_t(arena_.n_max), 0);
     pos_.assign(size_t(arena_.n_max), 0);
     seq_.assign(size_t(arena_.n_max), 0);
@@ -367,7 +471,10 @@ class ModelContext final : public Context {
   ContextOptions opt_;
   const ModelConfig& cfg_;
   std::unique_ptr<Backend> backend_;
+  std::vector<LayerState> layer_states_;   // [n_layer] as the model declares them
+  const ArchModel* arch_ = nullptr;  // the model's forward over weights laid out for backend_
   std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<RecurrentState> state_;  // layers with recurrent state; nullptr: none
   ForwardArena arena_;
   std::vector<void*> arena_allocs_;
   std::vector<int32_t> ids_, pos_, seq_, out_rows_;
@@ -394,7 +501,15 @@ std::unique_ptr<Context> Context::create(std::shared_ptr<const Model> model, con
   BRISK_CHECK(model != nullptr, "Context::create: no model");
   auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
   BRISK_CHECK(loaded != nullptr, "Context::create: model was not loaded by Model::load");
-  return std::make_unique<ModelContext>(std::move(loaded), options);
+  return std::make_unique<ModelContext>(std::move(loaded), options, nullptr);
+}
+
+std::unique_ptr<Context> context_create_on(std::shared_ptr<const Model> model, const ContextOptions& options,
+                                           std::unique_ptr<Backend> backend) {
+  BRISK_CHECK(model != nullptr && backend != nullptr, "context_create_on: no model or no backend");
+  auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
+  BRISK_CHECK(loaded != nullptr, "context_create_on: model was not loaded by Model::load");
+  return std::make_unique<ModelContext>(std::move(loaded), options, std::move(backend));
 }
 
 }  // namespace brisk

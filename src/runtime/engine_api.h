@@ -3,6 +3,7 @@
 // n_seq_max sequences, each with its own length) that runs batches of tokens from any mix of
 // sequences in one forward pass.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -57,6 +58,11 @@ struct ContextOptions {
                                    // gives the backend's name ("cpu", "cuda:0")
   int32_t kv_block_size = 256;     // KV cache positions per block (paged): a power of two >= 16
                                    // (256: backend/kv_table.h says why)
+  // Models with recurrent state (linear-attention layers): a sequence's state is snapshotted
+  // when its length reaches a multiple of state_snapshot_interval (0: never), keeping up to
+  // state_snapshots per sequence, so that it can be cut back there (seq_restorable).
+  int32_t state_snapshot_interval = 16;
+  int32_t state_snapshots = 4;
 };
 
 struct BatchToken {
@@ -119,6 +125,12 @@ class Context {
   virtual int32_t seq_length(int32_t seq) const = 0;
   virtual void seq_truncate(int32_t seq, int32_t n_keep) = 0;   // keep positions [0, n_keep)
   virtual void seq_copy(int32_t src, int32_t dst, int32_t n) = 0;  // dst := src's first n positions
+  // The largest m <= n (and <= the length) to which seq can be cut back or copied exactly: n for
+  // a KV cache; a model with recurrent state knows it only at snapshots, 0 and the current
+  // length, and seq_truncate / seq_copy to other lengths throw.
+  virtual int32_t seq_restorable(int32_t seq, int32_t n) const { return std::max(0, std::min(n, seq_length(seq))); }
+  // Recurrent-state snapshots held now, all sequences (0 for models without recurrent state).
+  virtual int32_t state_snapshots() const { return 0; }
   virtual const ContextOptions& options() const = 0;
 
   // Encoder-decoder models. encoder_shape() is empty for a decoder-only model. encode() runs

@@ -1,6 +1,7 @@
 // The generate loop shared by `brisk generate` and chat front ends: feed a prompt (in chunks
 // of the context's n_batch), then sample token by token until the end-of-generation ids of the
-// tokenizer, a stop string, max_tokens or the context size. Text is streamed through a
+// tokenizer, a stop string, max_tokens or the context size. It is one request on the server's
+// scheduler step (Scheduler::run_one, runtime/scheduler.h), run on the caller's thread. Text is streamed through a
 // callback as it becomes complete UTF-8 (StreamDecoder); text that could be the start of a
 // stop string is held back until it is known not to be one.
 #pragma once

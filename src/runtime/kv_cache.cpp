@@ -24,6 +24,8 @@ KvCache::KvCache(Backend& backend, const KvCacheOptions& opt) : backend_(backend
               "KV cache: layers, width, sequences and context must be positive");
   BRISK_CHECK(opt.block_size >= 16 && opt.block_size <= (1 << 16) && (opt.block_size & (opt.block_size - 1)) == 0,
               "KV cache: block size ", opt.block_size, " is not a power of two in [16, 65536]");
+  BRISK_CHECK(opt.layer_has_kv.empty() || int32_t(opt.layer_has_kv.size()) == opt.n_layer,
+              "KV cache: a mask of ", opt.layer_has_kv.size(), " layers for ", opt.n_layer);
   BRISK_CHECK(!opt.tiled_k || opt.type == QuantType::F16, "KV cache: tiled K needs f16, got ",
               quant_type_info(opt.type).name);
   const auto rb = quant_row_bytes(opt.type, uint64_t(opt.width));
@@ -56,6 +58,11 @@ void KvCache::refresh_views() {
   k_.clear();
   v_.clear();
   for (int32_t il = 0; il < opt_.n_layer; ++il) {
+    if (!has_kv(il)) {
+      k_.push_back(KvView{});
+      v_.push_back(KvView{});
+      continue;
+    }
     for (auto [dst, pool] : {std::pair{&k_, k_pool_[size_t(il)]}, std::pair{&v_, v_pool_[size_t(il)]}}) {
       dst->push_back(KvView{.type = opt_.type, .data = pool, .width = opt_.width, .row_bytes = row_bytes_,
                             .capacity = capacity_, .n_seq = opt_.n_seq, .block_size = opt_.block_size,
@@ -70,7 +77,9 @@ void KvCache::grow_pool(int32_t n_blocks) {
   const size_t old_bytes = size_t(alloc_.n_blocks()) * block_bytes();
   const size_t bytes = size_t(n_blocks) * block_bytes();
   for (auto* pools : {&k_pool_, &v_pool_}) {
-    for (void*& p : *pools) {
+    for (int32_t il = 0; il < opt_.n_layer; ++il) {
+      if (!has_kv(il)) continue;
+      void*& p = (*pools)[size_t(il)];
       void* np = backend_.alloc(bytes);
       if (p) {
         backend_.copy(np, p, old_bytes);
@@ -101,6 +110,7 @@ void KvCache::copy_rows(int32_t dst, int32_t src, int32_t n) {
   n = std::min(opt_.block_size, (n + KvView::kKvTile - 1) / KvView::kKvTile * KvView::kKvTile);
   for (auto* pools : {&k_pool_, &v_pool_}) {
     for (void* p : *pools) {
+      if (!p) continue;  // a layer without K/V
       auto* base = static_cast<uint8_t*>(p);
       backend_.copy(base + size_t(dst) * block_bytes(), base + size_t(src) * block_bytes(), size_t(n) * row_bytes_);
     }

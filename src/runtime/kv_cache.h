@@ -39,6 +39,9 @@ struct KvCacheOptions {
   int32_t initial_capacity = 256;
   int32_t block_size = kKvDefaultBlockSize;  // positions per block: a power of two >= 16
   bool tiled_k = false;          // K views tiled (KvView::tiled; F16 only)
+  // [n_layer] whether a layer keeps keys and values (a hybrid model's linear-attention layers
+  // do not: their views stay empty and no pool is allocated for them); empty: every layer.
+  std::vector<bool> layer_has_kv = {};
 };
 
 class KvCache {
@@ -73,6 +76,7 @@ class KvCache {
   int32_t block(int32_t seq, int32_t b) const { return table_[size_t(seq) * size_t(max_blocks_) + size_t(b)]; }
   const KvBlockAllocator& blocks() const { return alloc_; }
   size_t block_bytes() const { return row_bytes_ * size_t(opt_.block_size); }  // one layer's K (or V) block
+  bool has_kv(int32_t layer) const { return opt_.layer_has_kv.empty() || opt_.layer_has_kv[size_t(layer)]; }
 
  private:
   int32_t& entry(int32_t seq, int32_t b) { return table_[size_t(seq) * size_t(max_blocks_) + size_t(b)]; }

@@ -2,10 +2,14 @@
 // plus tokenizer and chat template. Contexts of this model run its forward.
 #pragma once
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "backend/backend.h"
 #include "models/config.h"
 #include "models/registry.h"
 #include "models/weights.h"
@@ -24,12 +28,17 @@ class LoadedModel final : public Model {
   std::string eos_text() const override;
 
   const ModelConfig& config() const { return config_; }
-  const ArchModel& arch() const { return *arch_; }
+  // The forward over weights in the layouts `backend` reads (Backend::weight_layout). The
+  // first backend bound gets the loaded bytes, rewritten in place for it; a later backend that
+  // wants other layouts gets a store of converted copies (kept while the model lives). Views
+  // stay valid while the model lives. Thread-safe.
+  const ArchModel& arch_for(const Backend& backend) const;
 
   ModelInfo info_;
   ModelConfig config_;
+  const ArchEntry* entry_ = nullptr;
   std::unique_ptr<WeightStore> weights_;
-  std::unique_ptr<ArchModel> arch_;
+  std::unique_ptr<ArchModel> arch_;  // over weights_ (built at load, to check the weights)
   std::unique_ptr<Tokenizer> tokenizer_;
   std::string chat_template_;
   // Hugging Face folders: the side files that speech models read (runtime/speech_config.h);
@@ -37,6 +46,18 @@ class LoadedModel final : public Model {
   nlohmann::json config_json_;
   nlohmann::json generation_config_;
   nlohmann::json preprocessor_config_;
+
+ private:
+  using LayoutPlan = std::vector<std::pair<QuantType, QuantType>>;
+  struct Relaid {
+    LayoutPlan plan;
+    std::unique_ptr<WeightStore> weights;
+    std::unique_ptr<ArchModel> arch;
+  };
+  mutable std::mutex layout_mutex_;
+  mutable bool bound_ = false;      // a context holds arch_: weights_ keeps its layouts
+  mutable LayoutPlan bytes_plan_;   // the layouts weights_ holds (empty: as stored)
+  mutable std::vector<Relaid> relaid_;
 };
 
 }  // namespace brisk

@@ -13,7 +13,7 @@
 #include "formats/model_format.h"
 #include "formats/safetensors.h"
 #include "models/name_map.h"
-#include "kernels/cpu/dot.h"
+#include "runtime/engine_parts.h"
 #include "runtime/loaded_model.h"
 #include "runtime/model_tokenizer.h"
 
@@ -50,9 +50,8 @@ void finish(LoadedModel& m, const ArchEntry& entry) {
   }
   if (entry.sanitize) entry.sanitize(c);
   c.finalize();
-  // Q4_0 / Q5_0 / Q8_0 matmul weights into the layout of this CPU's decode kernels (in memory only;
-  // other backends convert them back when they upload).
-  m.weights_->repack_matmul_weights(kernels::cpu_weight_layout);
+  // Weights stay in their stored layouts until a context binds them to a backend (arch_for).
+  m.entry_ = &entry;
   m.arch_ = entry.build(c, *m.weights_);
   ModelInfo& info = m.info_;
   info.architecture = c.arch;
@@ -71,14 +70,10 @@ void finish(LoadedModel& m, const ArchEntry& entry) {
   info.weight_bytes = bytes;
 }
 
-std::shared_ptr<Model> load_gguf(const ModelLoadOptions& o) {
-  BRISK_CHECK(o.quant.empty(), "--quant applies to safetensors checkpoints; ", o.path,
-              " is a GGUF file (already in its stored formats)");
-  auto file = std::make_shared<gguf::File>(
-      gguf::File::open(o.path, o.use_mmap ? MappedFile::Mode::mmap : MappedFile::Mode::read));
+std::shared_ptr<Model> load_gguf_file(std::shared_ptr<const gguf::File> file, const std::string& path) {
   const std::string arch = file->architecture();
   const ArchEntry* entry = arch_find_gguf(arch);
-  BRISK_CHECK(entry, o.path, ": unsupported GGUF architecture '", arch, "'");
+  BRISK_CHECK(entry, path, ": unsupported GGUF architecture '", arch, "'");
   auto m = std::make_shared<LoadedModel>();
   m->config_.rope_neox = entry->gguf_rope_neox;
   m->config_.from_gguf = true;
@@ -86,22 +81,34 @@ std::shared_ptr<Model> load_gguf(const ModelLoadOptions& o) {
   m->weights_ = WeightStore::from_gguf(file);
   m->config_.tie_embeddings = !m->weights_->has("output.weight");
   finish(*m, *entry);
+  // Side files of Hugging Face folders that a converter kept (speech models: token ids and the
+  // front end), as JSON under {arch}.hf.*.
+  for (auto [key, json] : {std::pair{".hf.config", &m->config_json_}, std::pair{".hf.generation_config", &m->generation_config_},
+                           std::pair{".hf.preprocessor_config", &m->preprocessor_config_}}) {
+    if (auto s = file->get_string(arch + key)) {
+      *json = nlohmann::json::parse(*s, nullptr, false);
+      BRISK_CHECK(!json->is_discarded(), path, ": GGUF key ", arch, key, " is not valid JSON");
+    }
+  }
   m->tokenizer_ = tokenizer_load_gguf(*file);
   if (auto t = file->get_string("tokenizer.chat_template")) m->chat_template_ = *t;
   return m;
 }
 
+std::shared_ptr<Model> load_gguf(const ModelLoadOptions& o) {
+  BRISK_CHECK(o.quant.empty(), "--quant applies to safetensors checkpoints; ", o.path,
+              " is a GGUF file (already in its stored formats)");
+  return load_gguf_file(std::make_shared<gguf::File>(gguf::File::open(
+                            o.path, o.use_mmap ? MappedFile::Mode::mmap : MappedFile::Mode::read)),
+                        o.path);
+}
+
 std::shared_ptr<Model> load_hf(const ModelLoadOptions& o) {
   const fs::path dir(o.path);
   const nlohmann::json cfg = read_json_file((dir / "config.json").string());
-  std::vector<std::string> architectures;
-  if (auto it = cfg.find("architectures"); it != cfg.end() && it->is_array())
-    for (const auto& a : *it)
-      if (a.is_string()) architectures.push_back(a.get<std::string>());
-  const std::string model_type = cfg.value("model_type", std::string());
-  const ArchEntry* entry = arch_find_hf(architectures, model_type);
+  const ArchEntry* entry = arch_find_hf_config(cfg);
   BRISK_CHECK(entry, (dir / "config.json").string(), ": unsupported architecture (model_type '",
-              model_type, "')");
+              cfg.is_object() ? cfg.value("model_type", std::string()) : std::string(), "')");
   auto m = std::make_shared<LoadedModel>();
   m->config_.rope_neox = true;  // transformers' rotate_half pairing
   config_fill_from_hf(m->config_, cfg);
@@ -127,6 +134,30 @@ std::shared_ptr<Model> load_hf(const ModelLoadOptions& o) {
 
 }  // namespace
 
+const ArchModel& LoadedModel::arch_for(const Backend& backend) const {
+  std::lock_guard<std::mutex> lock(layout_mutex_);
+  auto* self = const_cast<LoadedModel*>(this);
+  const WeightStore::LayoutFn layout_of = [&backend](QuantType stored) { return backend.weight_layout(stored); };
+  const LayoutPlan plan = weights_->layout_plan(layout_of);
+  if (plan == bytes_plan_) {
+    bound_ = true;
+    return *arch_;
+  }
+  if (!bound_) {  // no context holds views yet: rewrite the bytes for this backend
+    self->weights_->relayout_in_place(layout_of);
+    self->arch_ = entry_->build(config_, *self->weights_);
+    bytes_plan_ = plan;
+    bound_ = true;
+    return *arch_;
+  }
+  for (const Relaid& r : relaid_)
+    if (r.plan == plan) return *r.arch;
+  Relaid r{.plan = plan, .weights = weights_->relaid_copy(layout_of), .arch = nullptr};
+  r.arch = entry_->build(config_, *r.weights);
+  relaid_.push_back(std::move(r));
+  return *relaid_.back().arch;
+}
+
 std::string LoadedModel::bos_text() const {
   if (!tokenizer_ || tokenizer_->bos_id() < 0) return "";
   return tokenizer_->token_text(tokenizer_->bos_id());
@@ -135,6 +166,12 @@ std::string LoadedModel::bos_text() const {
 std::string LoadedModel::eos_text() const {
   if (!tokenizer_ || tokenizer_->eos_id() < 0) return "";
   return tokenizer_->token_text(tokenizer_->eos_id());
+}
+
+std::shared_ptr<Model> model_load_gguf_bytes(std::shared_ptr<const MappedFile> bytes) {
+  BRISK_CHECK(bytes != nullptr, "model_load_gguf_bytes: no bytes");
+  const std::string name = bytes->path();
+  return load_gguf_file(std::make_shared<gguf::File>(gguf::File::parse(std::move(bytes))), name);
 }
 
 std::shared_ptr<Model> Model::load(const ModelLoadOptions& o) {

@@ -1,438 +1,15 @@
-// JSON Schema compiler and recognizer (see schema_constraint.h).
+// JSON Schema recognizer (see schema_constraint.h); the compiler is schema_compile.cpp.
 #include "runtime/schema_constraint.h"
 
 #include <algorithm>
-#include <map>
-#include <numeric>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "runtime/constraint_steps.h"
+#include "runtime/schema_nodes.h"
 
 namespace brisk {
-
-namespace {
-
-enum TypeBit : uint8_t {
-  kObject = 1, kArray = 2, kString = 4, kNumber = 8, kInteger = 16, kBoolean = 32, kNull = 64,
-};
-constexpr int32_t kAnyNode = 0;
-constexpr size_t kMaxNodes = 4096;
-constexpr size_t kMaxLiterals = 16384;
-constexpr size_t kMaxProperties = 64;
-constexpr int kMaxCompileDepth = 64;
-constexpr int kMaxResolveDepth = 256;  // unions and $ref links in a row (compile nesting is at most 64)
-
-
-// The type a value starting with `b` has (number covers integer); 0: no value starts so.
-uint8_t type_of_first_byte(uint8_t b) {
-  switch (b) {
-    case '{': return kObject;
-    case '[': return kArray;
-    case '"': return kString;
-    case 't': case 'f': return kBoolean;
-    case 'n': return kNull;
-    default: return (b == '-' || is_ascii_digit(b)) ? uint8_t(kNumber | kInteger) : 0;
-  }
-}
-
-bool is_number_spelling(const std::string& s) { return !s.empty() && (s[0] == '-' || is_ascii_digit(uint8_t(s[0]))); }
-
-}  // namespace
-
-struct SchemaNode {
-  enum class Kind : uint8_t { kAny, kTyped, kLiteral, kUnion };
-  Kind kind = Kind::kAny;
-  uint8_t types = 0;  // kTyped: TypeBit set
-  // Objects. keys: property names in JSON spelling ("\"name\""), sorted; key_nodes parallel.
-  std::vector<std::string> keys;
-  std::vector<int32_t> key_nodes;
-  uint64_t required = 0;     // bit i: keys[i] is required
-  int32_t additional = -1;   // >= 0: free keys (no properties) whose values follow this node
-  bool any_object = true;    // no properties and additional properties allowed: free object
-  // Arrays.
-  std::vector<int32_t> prefix_items;
-  int32_t items = kAnyNode;  // node of items after the prefix; -1: none
-  uint32_t min_items = 0, max_items = UINT32_MAX;
-  bool any_array = true;
-  // Strings (code points); max_length < 0: unbounded.
-  int64_t min_length = 0, max_length = -1;
-  // kLiteral: compact spellings, sorted.
-  std::vector<std::string> literals;
-  // kUnion: alternatives in the schema's order.
-  std::vector<int32_t> alternatives;
-};
-
-struct CompiledSchema {
-  using ByteSet = std::array<uint64_t, 4>;
-  std::vector<SchemaNode> nodes;  // nodes[0]: any value
-  std::vector<ByteSet> first;     // [nodes]: the bytes a conforming value can start with
-  int32_t root = 0;
-
-  // Whether a value starting with `b` can conform to node n.
-  bool admits(int32_t n, uint8_t b) const { return (first[size_t(n)][b >> 6] >> (b & 63)) & 1; }
-
-  // first[] as a fixpoint: unions (possibly cyclic through $ref) take their alternatives' bytes.
-  void compute_first_bytes() {
-    first.assign(nodes.size(), ByteSet{});
-    const auto add = [](ByteSet& s, uint8_t b) { s[b >> 6] |= uint64_t{1} << (b & 63); };
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const SchemaNode& s = nodes[i];
-      if (s.kind == SchemaNode::Kind::kLiteral) {
-        for (const std::string& l : s.literals) add(first[i], uint8_t(l[0]));
-      } else if (s.kind != SchemaNode::Kind::kUnion) {
-        const uint8_t types = s.kind == SchemaNode::Kind::kAny ? uint8_t(127) : s.types;
-        for (int b = 0; b < 256; ++b)
-          if (types & type_of_first_byte(uint8_t(b))) add(first[i], uint8_t(b));
-      }
-    }
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        if (nodes[i].kind != SchemaNode::Kind::kUnion) continue;
-        for (int32_t a : nodes[i].alternatives) {
-          for (int w = 0; w < 4; ++w) {
-            const uint64_t merged = first[i][size_t(w)] | first[size_t(a)][size_t(w)];
-            changed = changed || merged != first[i][size_t(w)];
-            first[i][size_t(w)] = merged;
-          }
-        }
-      }
-    }
-  }
-  // The non-union node a value starting with `b` follows: the first admitting alternative.
-  int32_t resolve(int32_t n, uint8_t b) const {
-    for (int depth = 0; depth <= kMaxResolveDepth; ++depth) {
-      const SchemaNode& s = nodes[size_t(n)];
-      if (s.kind != SchemaNode::Kind::kUnion) return admits(n, b) ? n : -1;
-      if (!admits(n, b)) return -1;
-      int32_t next = -1;
-      for (int32_t a : s.alternatives) {
-        if (admits(a, b)) {
-          next = a;
-          break;
-        }
-      }
-      if (next < 0) return -1;
-      n = next;
-    }
-    return -1;
-  }
-};
-
-// ---------------------------------------------------------------------------------------------
-// Compiler
-
-namespace {
-
-using json = nlohmann::json;
-
-class SchemaCompiler {
- public:
-  explicit SchemaCompiler(const json& root) : root_(root) { nodes_.emplace_back(); }  // node 0: any
-
-  std::shared_ptr<const CompiledSchema> run() { return run(root_); }
-  std::shared_ptr<const CompiledSchema> run(const json& top) {
-    auto out = std::make_shared<CompiledSchema>();
-    out->root = compile(top, 0, "schema");
-    out->nodes = std::move(nodes_);
-    out->compute_first_bytes();
-    return out;
-  }
-
- private:
-  [[noreturn]] static void bad(const std::string& where, const std::string& what) {
-    fail("json schema: ", where, ": ", what);
-  }
-
-  int32_t add(SchemaNode n) {
-    if (nodes_.size() >= kMaxNodes) bad("schema", "more than 4096 subschemas");
-    nodes_.push_back(std::move(n));
-    return int32_t(nodes_.size() - 1);
-  }
-
-  static uint32_t count_field(const json& s, const char* key, const std::string& where) {
-    const json& v = s.at(key);
-    if (v.is_number_unsigned()) return uint32_t(std::min<uint64_t>(v.get<uint64_t>(), UINT32_MAX - 1));
-    if (v.is_number_integer() && v.get<int64_t>() >= 0) return uint32_t(std::min<int64_t>(v.get<int64_t>(), UINT32_MAX - 1));
-    if (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() < 4e9 && v.get<double>() == double(int64_t(v.get<double>())))
-      return uint32_t(v.get<double>());
-    bad(where + "." + key, "must be a non-negative integer");
-  }
-
-  static uint8_t type_bit(const json& t, const std::string& where) {
-    if (!t.is_string()) bad(where + ".type", "must be a string or an array of strings");
-    const std::string& s = t.get_ref<const std::string&>();
-    if (s == "object") return kObject;
-    if (s == "array") return kArray;
-    if (s == "string") return kString;
-    if (s == "number") return kNumber;
-    if (s == "integer") return kInteger;
-    if (s == "boolean") return kBoolean;
-    if (s == "null") return kNull;
-    bad(where + ".type", "unknown type '" + s + "'");
-  }
-
-  int32_t compile_ref(const std::string& ref, int depth, const std::string& where) {
-    if (auto it = refs_.find(ref); it != refs_.end()) return it->second;
-    if (ref != "#" && ref.rfind("#/", 0) != 0)
-      bad(where + ".$ref", "only references into the same document ('#' or '#/...') are supported, got '" + ref + "'");
-    const json* target = &root_;
-    if (ref != "#") {
-      try {
-        target = &root_.at(json::json_pointer(ref.substr(1)));
-      } catch (const json::exception&) {
-        bad(where + ".$ref", "'" + ref + "' does not resolve");
-      }
-    }
-    // Reserve the node first so that recursive references find it.
-    SchemaNode link;
-    link.kind = SchemaNode::Kind::kUnion;
-    const int32_t id = add(std::move(link));
-    refs_[ref] = id;
-    const int32_t t = compile(*target, depth + 1, ref);
-    nodes_[size_t(id)].alternatives = {t};
-    return id;
-  }
-
-  int32_t compile(const json& s, int depth, const std::string& where) {
-    if (depth > kMaxCompileDepth) bad(where, "nested more than 64 levels");
-    if (s.is_boolean()) {
-      if (s.get<bool>()) return kAnyNode;
-      bad(where, "the schema 'false' admits no value");
-    }
-    if (!s.is_object()) bad(where, "a schema must be an object or a boolean");
-    if (auto it = s.find("$ref"); it != s.end()) {
-      if (!it->is_string()) bad(where + ".$ref", "must be a string");
-      return compile_ref(it->get<std::string>(), depth, where);
-    }
-    if (auto it = s.find("allOf"); it != s.end()) {
-      if (!it->is_array() || it->empty()) bad(where + ".allOf", "must be a non-empty array");
-      if (it->size() > 1) bad(where + ".allOf", "more than one schema is not supported");
-      return compile((*it)[0], depth + 1, where + ".allOf[0]");
-    }
-    for (const char* key : {"anyOf", "oneOf"}) {
-      if (auto it = s.find(key); it != s.end()) {
-        if (!it->is_array() || it->empty()) bad(where + "." + key, "must be a non-empty array");
-        return compile_union(*it, depth, where + "." + key, std::string_view(key) == "oneOf");
-      }
-    }
-    if (s.contains("enum") || s.contains("const")) return compile_literals(s, where);
-
-    uint8_t types = 0;
-    if (auto it = s.find("type"); it != s.end()) {
-      if (it->is_array()) {
-        if (it->empty()) bad(where + ".type", "must not be empty");
-        for (const json& t : *it) types |= type_bit(t, where);
-      } else {
-        types = type_bit(*it, where);
-      }
-    } else {
-      for (const char* k : {"properties", "additionalProperties", "required"})
-        if (s.contains(k)) types |= kObject;
-      for (const char* k : {"items", "prefixItems", "minItems", "maxItems"})
-        if (s.contains(k)) types |= kArray;
-      for (const char* k : {"minLength", "maxLength"})
-        if (s.contains(k)) types |= kString;
-      if (types == 0) return kAnyNode;  // annotations only
-    }
-    if (auto it = s.find("nullable"); it != s.end() && it->is_boolean() && it->get<bool>()) types |= kNull;
-
-    SchemaNode n;
-    n.kind = SchemaNode::Kind::kTyped;
-    n.types = types;
-    if (types & kObject) compile_object(s, n, depth, where);
-    if (types & kArray) compile_array(s, n, depth, where);
-    if (types & kString) {
-      if (s.contains("minLength")) n.min_length = count_field(s, "minLength", where);
-      if (s.contains("maxLength")) n.max_length = count_field(s, "maxLength", where);
-      if (n.max_length >= 0 && n.min_length > n.max_length) bad(where, "minLength is above maxLength");
-    }
-    return add(std::move(n));
-  }
-
-  void compile_object(const json& s, SchemaNode& n, int depth, const std::string& where) {
-    std::vector<std::pair<std::string, int32_t>> props;
-    if (auto it = s.find("properties"); it != s.end()) {
-      if (!it->is_object()) bad(where + ".properties", "must be an object");
-      if (it->size() > kMaxProperties) bad(where + ".properties", "more than 64 properties");
-      for (auto p = it->begin(); p != it->end(); ++p) {
-        props.emplace_back(json(p.key()).dump(), compile(p.value(), depth + 1, where + ".properties." + p.key()));
-      }
-    }
-    std::sort(props.begin(), props.end());
-    for (auto& [k, node] : props) {
-      n.keys.push_back(k);
-      n.key_nodes.push_back(node);
-    }
-    const json* add_props = nullptr;
-    if (auto it = s.find("additionalProperties"); it != s.end()) add_props = &*it;
-    const bool additional_allowed = !add_props || !add_props->is_boolean() || add_props->get<bool>();
-    if (n.keys.empty() && additional_allowed) {
-      if (add_props && add_props->is_object() && !add_props->empty()) {
-        n.any_object = false;
-        n.additional = compile(*add_props, depth + 1, where + ".additionalProperties");
-      }
-    } else {
-      n.any_object = false;  // only the listed properties (none when additionalProperties is false)
-    }
-    if (auto it = s.find("required"); it != s.end()) {
-      if (!it->is_array()) bad(where + ".required", "must be an array of strings");
-      for (const json& r : *it) {
-        if (!r.is_string()) bad(where + ".required", "must be an array of strings");
-        const std::string spelled = r.dump();
-        const auto k = std::find(n.keys.begin(), n.keys.end(), spelled);
-        if (k == n.keys.end()) {
-          if (n.any_object || n.additional >= 0)
-            bad(where + ".required", "required properties must be listed in properties");
-          bad(where + ".required", "property " + spelled + " is required but not in properties");
-        }
-        n.required |= uint64_t{1} << (k - n.keys.begin());
-      }
-    }
-  }
-
-  void compile_array(const json& s, SchemaNode& n, int depth, const std::string& where) {
-    const json* prefix = nullptr;
-    if (auto it = s.find("prefixItems"); it != s.end()) prefix = &*it;
-    auto items = s.find("items");
-    if (!prefix && items != s.end() && items->is_array()) prefix = &*items;  // draft-4 tuple
-    if (prefix) {
-      if (!prefix->is_array()) bad(where + ".prefixItems", "must be an array");
-      for (size_t i = 0; i < prefix->size(); ++i)
-        n.prefix_items.push_back(compile((*prefix)[i], depth + 1, where + ".prefixItems[" + std::to_string(i) + "]"));
-    }
-    if (items != s.end() && !items->is_array()) {
-      if (items->is_boolean() && !items->get<bool>()) n.items = -1;
-      else n.items = compile(*items, depth + 1, where + ".items");
-    } else if (items != s.end() && items->is_array()) {
-      if (auto ai = s.find("additionalItems"); ai != s.end()) {
-        if (ai->is_boolean() && !ai->get<bool>()) n.items = -1;
-        else n.items = compile(*ai, depth + 1, where + ".additionalItems");
-      }
-    }
-    if (s.contains("minItems")) n.min_items = count_field(s, "minItems", where);
-    if (s.contains("maxItems")) n.max_items = count_field(s, "maxItems", where);
-    if (n.min_items > n.max_items) bad(where, "minItems is above maxItems");
-    if (n.items < 0 && n.min_items > n.prefix_items.size())
-      bad(where, "minItems is above the number of items allowed");
-    n.any_array = n.prefix_items.empty() && n.items == kAnyNode && n.min_items == 0 && n.max_items == UINT32_MAX;
-  }
-
-  int32_t compile_literals(const json& s, const std::string& where) {
-    SchemaNode n;
-    n.kind = SchemaNode::Kind::kLiteral;
-    if (auto it = s.find("const"); it != s.end()) {
-      n.literals.push_back(it->dump());
-    } else {
-      const json& e = s.at("enum");
-      if (!e.is_array() || e.empty()) bad(where + ".enum", "must be a non-empty array");
-      if (e.size() > kMaxLiterals) bad(where + ".enum", "more than 16384 values");
-      for (const json& v : e) n.literals.push_back(v.dump());
-    }
-    literal_count_ += n.literals.size();
-    if (literal_count_ > kMaxLiterals) bad(where, "more than 16384 enum / const values in the schema");
-    std::sort(n.literals.begin(), n.literals.end());
-    n.literals.erase(std::unique(n.literals.begin(), n.literals.end()), n.literals.end());
-    return add(std::move(n));
-  }
-
-  int32_t compile_union(const json& alts, int depth, const std::string& where, bool one_of) {
-    std::vector<int32_t> ids;
-    for (size_t i = 0; i < alts.size(); ++i)
-      ids.push_back(compile(alts[i], depth + 1, where + "[" + std::to_string(i) + "]"));
-    // Plain type sets (no constraint beyond the type) merge into one node: anyOf [integer,
-    // number] then admits 1.5 whichever comes first.
-    const auto plain = [&](int32_t id) {
-      const SchemaNode& a = nodes_[size_t(id)];
-      return a.kind == SchemaNode::Kind::kTyped && a.any_object && a.additional < 0 && a.any_array &&
-             a.min_length == 0 && a.max_length < 0;
-    };
-    // For oneOf only types no two alternatives share (integer counts as a number), so that a
-    // value still matches exactly one.
-    uint8_t seen = 0;
-    bool disjoint = true;
-    for (int32_t id : ids) {
-      uint8_t t = nodes_[size_t(id)].types;
-      if (t & (kNumber | kInteger)) t |= kNumber | kInteger;
-      disjoint = disjoint && (seen & t) == 0;
-      seen |= t;
-    }
-    if (std::all_of(ids.begin(), ids.end(), plain) && (!one_of || disjoint)) {
-      SchemaNode merged;
-      merged.kind = SchemaNode::Kind::kTyped;
-      for (int32_t id : ids) merged.types |= nodes_[size_t(id)].types;
-      return add(std::move(merged));
-    }
-    if (std::find(ids.begin(), ids.end(), kAnyNode) != ids.end()) return kAnyNode;
-    SchemaNode u;
-    u.kind = SchemaNode::Kind::kUnion;
-    u.alternatives = std::move(ids);
-    return add(std::move(u));
-  }
-
-  const json& root_;
-  std::vector<SchemaNode> nodes_;
-  std::map<std::string, int32_t> refs_;
-  size_t literal_count_ = 0;
-};
-
-}  // namespace
-
-std::shared_ptr<const CompiledSchema> compile_json_schema(const nlohmann::json& schema) {
-  return SchemaCompiler(schema).run();
-}
-
-std::shared_ptr<const CompiledSchema> compile_json_schema(const nlohmann::json& root, const nlohmann::json& sub) {
-  return SchemaCompiler(root).run(sub);
-}
-
-bool json_schema_admits_string(const CompiledSchema& schema) { return schema.admits(schema.root, '"'); }
-
-bool json_schema_admits_first_byte(const CompiledSchema& schema, uint8_t byte) {
-  return schema.admits(schema.root, byte);
-}
-
-bool json_schema_integer_only(const CompiledSchema& schema) {
-  const int32_t n = schema.resolve(schema.root, '1');
-  if (n < 0) return false;
-  const SchemaNode& s = schema.nodes[size_t(n)];
-  return s.kind == SchemaNode::Kind::kTyped && (s.types & kInteger) && !(s.types & kNumber);
-}
-
-std::optional<std::vector<std::string>> json_schema_string_choices(const CompiledSchema& schema) {
-  int32_t n = schema.root;
-  for (int i = 0; i <= kMaxResolveDepth; ++i) {
-    const SchemaNode& s = schema.nodes[size_t(n)];
-    if (s.kind == SchemaNode::Kind::kLiteral) {
-      std::vector<std::string> out;
-      for (const std::string& l : s.literals) {
-        if (l[0] != '"') return std::nullopt;
-        out.push_back(nlohmann::json::parse(l).get<std::string>());
-      }
-      std::sort(out.begin(), out.end());
-      return out;
-    }
-    if (s.kind != SchemaNode::Kind::kUnion || s.alternatives.size() != 1) return std::nullopt;
-    n = s.alternatives[0];
-  }
-  return std::nullopt;
-}
-
-bool json_schema_requires_object(const CompiledSchema& schema) {
-  int32_t n = schema.root;
-  for (int i = 0; i <= kMaxResolveDepth; ++i) {
-    const SchemaNode& s = schema.nodes[size_t(n)];
-    if (s.kind == SchemaNode::Kind::kTyped) return s.types == kObject;
-    if (s.kind != SchemaNode::Kind::kUnion || s.alternatives.size() != 1) return false;
-    n = s.alternatives[0];  // a $ref
-  }
-  return false;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Recognizer
 
 SchemaConstraint SchemaConstraint::unowned(const CompiledSchema* schema, int32_t max_whitespace_run) {
   BRISK_CHECK(schema != nullptr && max_whitespace_run >= 0, "json schema constraint: bad arguments");
@@ -468,6 +45,8 @@ SchemaConstraint& SchemaConstraint::operator=(const SchemaConstraint& o) {
   esc_ = o.esc_;
   esc_high_ = o.esc_high_;
   str_len_ = o.str_len_;
+  leaf_bounded_ = o.leaf_bounded_;
+  num_ = o.num_;
   lo_ = o.lo_;
   hi_ = o.hi_;
   pos_ = o.pos_;
@@ -491,6 +70,8 @@ SchemaConstraint::SchemaConstraint(const SchemaConstraint& o, Borrow)
       esc_(o.esc_),
       esc_high_(o.esc_high_),
       str_len_(o.str_len_),
+      leaf_bounded_(o.leaf_bounded_),
+      num_(o.num_),
       lo_(o.lo_),
       hi_(o.hi_),
       pos_(o.pos_),
@@ -513,10 +94,10 @@ void SchemaConstraint::advance(std::string_view piece) {
 bool SchemaConstraint::complete() const {
   if (mode_ == Mode::kDone) return true;
   if (depth_ != 0) return false;
-  if (mode_ == Mode::kLex) return leaf_number_ && lex_.complete();
+  if (mode_ == Mode::kLex) return leaf_number_ && lex_.complete() && number_in_bounds();
   if (mode_ == Mode::kLiteral) {
     const std::string& l = schema_->nodes[size_t(leaf_node_)].literals[lo_];
-    return l.size() == pos_ && is_number_spelling(l);
+    return l.size() == pos_ && schema_detail::is_number_spelling(l);
   }
   return false;
 }
@@ -550,12 +131,8 @@ bool SchemaConstraint::end_value() {
     return true;
   }
   Frame& f = frames_[size_t(depth_ - 1)];
-  if (f.array) {
-    ++f.count;
-    f.phase = Phase::kArrAfter;
-  } else {
-    f.phase = Phase::kObjAfter;
-  }
+  ++f.count;  // items, or members
+  f.phase = f.array ? Phase::kArrAfter : Phase::kObjAfter;
   mode_ = Mode::kFrame;
   return true;
 }
@@ -566,14 +143,50 @@ bool SchemaConstraint::begin_leaf(int32_t node, uint8_t b, bool is_key) {
   leaf_node_ = node;
   leaf_is_key_ = is_key;
   leaf_number_ = b == '-' || is_ascii_digit(b);
-  leaf_integer_ = leaf_number_ && n.kind == SchemaNode::Kind::kTyped && (n.types & kInteger) && !(n.types & kNumber);
+  leaf_integer_ = leaf_number_ && n.kind == SchemaNode::Kind::kTyped && (n.types & schema_detail::kInteger) && !(n.types & schema_detail::kNumber);
   leaf_string_ = b == '"' && !is_key && n.kind == SchemaNode::Kind::kTyped && (n.min_length > 0 || n.max_length >= 0);
   esc_ = 0;
   esc_high_ = false;
   str_len_ = 0;
+  leaf_bounded_ = leaf_number_ && n.kind == SchemaNode::Kind::kTyped && n.bounds.any();
+  num_ = NumberState{};
   if (!lex_.step(b)) return false;
+  if (leaf_bounded_ && !bounded_number_byte(b)) return false;
   mode_ = Mode::kLex;
   return true;
+}
+
+NumberPrefix SchemaConstraint::number_prefix() const {
+  return NumberPrefix{.neg = num_.neg,
+                      .int_digits = std::string_view(num_.digits.data(), num_.int_len),
+                      .dot = num_.dot,
+                      .frac_digits = std::string_view(num_.digits.data() + num_.int_len, size_t(num_.len - num_.int_len))};
+}
+
+bool SchemaConstraint::number_in_bounds() const {
+  return !leaf_bounded_ || number_prefix_in_bounds(schema_->nodes[size_t(leaf_node_)].bounds, number_prefix());
+}
+
+// A byte of a bounded number (the JSON grammar already accepted it): written without exponent,
+// within the digit limits, and still able to end inside the bounds.
+bool SchemaConstraint::bounded_number_byte(uint8_t b) {
+  const NumberBounds& bounds = schema_->nodes[size_t(leaf_node_)].bounds;
+  if (b == '-') {
+    num_.neg = true;
+  } else if (b == '.') {
+    num_.dot = true;
+  } else if (is_ascii_digit(b)) {
+    if (!num_.dot) {
+      if (num_.int_len >= (bounds.integer ? kMaxBoundedIntegerDigits : kMaxIntegerDigits)) return false;
+      ++num_.int_len;
+    } else if (num_.len - num_.int_len >= kMaxFractionDigits) {
+      return false;
+    }
+    num_.digits[num_.len++] = char(b);
+  } else {
+    return false;  // exponent
+  }
+  return number_prefix_feasible(bounds, number_prefix());
 }
 
 bool SchemaConstraint::begin_value(int32_t node, uint8_t b) {
@@ -640,7 +253,7 @@ bool SchemaConstraint::step_literal(uint8_t b) {
   lo_ = lo;
   hi_ = hi;
   ++pos_;
-  if (lits[lo_].size() == pos_ && !is_number_spelling(lits[lo_])) return end_value();
+  if (lits[lo_].size() == pos_ && !schema_detail::is_number_spelling(lits[lo_])) return end_value();
   return true;
 }
 
@@ -673,7 +286,7 @@ bool SchemaConstraint::step_frame(uint8_t b) {
     return end_value();
   };
   const auto start_key = [&] {
-    if (f.map) return begin_leaf(kAnyNode, b, true);
+    if (f.map) return begin_leaf(schema_detail::kAnyNode, b, true);
     lo_ = 0;
     hi_ = uint32_t(n.keys.size());
     pos_ = 0;
@@ -682,8 +295,8 @@ bool SchemaConstraint::step_frame(uint8_t b) {
   };
   switch (f.phase) {
     case Phase::kObjFirst:
-      if (b == '}') return n.required == 0 && close();
-      return b == '"' && start_key();
+      if (b == '}') return n.required == 0 && n.min_props == 0 && close();
+      return b == '"' && n.max_props > 0 && start_key();
     case Phase::kObjKey:
       return b == '"' && start_key();
     case Phase::kColon:
@@ -692,8 +305,8 @@ bool SchemaConstraint::step_frame(uint8_t b) {
       mode_ = Mode::kValue;
       return true;
     case Phase::kObjAfter:
-      if (b == '}') return (n.required & ~f.seen) == 0 && close();
-      if (b != ',') return false;
+      if (b == '}') return (n.required & ~f.seen) == 0 && f.count >= n.min_props && close();
+      if (b != ',' || f.count >= n.max_props) return false;
       if (!f.map && uint32_t(__builtin_popcountll(f.seen)) >= n.keys.size()) return false;
       f.phase = Phase::kObjKey;
       return true;
@@ -731,16 +344,17 @@ bool SchemaConstraint::step(uint8_t b) {
       if (leaf_number_) {
         const bool number_byte = is_ascii_digit(b) || b == '-' || b == '+' || b == '.' || b == 'e' || b == 'E';
         if (!number_byte) {  // the number ends before this byte
-          if (!lex_.complete() || !end_value()) return false;
+          if (!lex_.complete() || !number_in_bounds() || !end_value()) return false;
           return step(b);
         }
         if (leaf_integer_ && (b == '.' || b == 'e' || b == 'E')) return false;
-        return lex_.step(b);
+        if (!lex_.step(b)) return false;
+        return !leaf_bounded_ || bounded_number_byte(b);
       }
       return step_lex(b);
     case Mode::kLiteral: {
       const std::string& first = schema_->nodes[size_t(leaf_node_)].literals[lo_];
-      if (first.size() == pos_ && is_number_spelling(first)) {
+      if (first.size() == pos_ && schema_detail::is_number_spelling(first)) {
         // A whole number literal; a byte that extends no candidate ends it.
         SchemaConstraint probe = borrowed_copy();
         if (probe.step_literal(b)) return step_literal(b);

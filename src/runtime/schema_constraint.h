@@ -29,6 +29,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "runtime/json_constraint.h"
+#include "runtime/schema_bounds.h"
 
 namespace brisk {
 
@@ -97,6 +98,9 @@ class SchemaConstraint {
   bool step_key(uint8_t byte);
   bool step_frame(uint8_t byte);
   bool end_value();  // the innermost value is complete
+  bool bounded_number_byte(uint8_t byte);
+  bool number_in_bounds() const;
+  NumberPrefix number_prefix() const;
   bool whitespace(uint8_t byte);
   int32_t item_node(const Frame& f) const;
 
@@ -116,6 +120,14 @@ class SchemaConstraint {
   uint8_t esc_ = 0;              // string escape state: 0 none, 1 after '\', 2..5 hex digits left
   bool esc_high_ = false;        // the \u escape being read is a high surrogate
   int64_t str_len_ = 0;          // code points so far
+  // A number with bounds (minimum / maximum ...): its digits so far, integer part first.
+  struct NumberState {
+    std::array<char, 40> digits;
+    uint8_t int_len = 0, len = 0;
+    bool neg = false, dot = false;
+  };
+  bool leaf_bounded_ = false;
+  NumberState num_;
   // kLiteral (enum / const of leaf_node_) and kKey (property names of the top frame's node):
   // candidates [lo_, hi_) of the sorted spellings share the first pos_ bytes.
   uint32_t lo_ = 0, hi_ = 0, pos_ = 0;

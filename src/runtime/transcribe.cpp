@@ -49,7 +49,7 @@ struct WindowSegment {
 
 bool model_is_speech(const Model& model) {
   const auto* loaded = dynamic_cast<const LoadedModel*>(&model);
-  return loaded && loaded->arch().encoder() != nullptr;
+  return loaded && loaded->arch_->encoder() != nullptr;
 }
 
 std::string speech_language_name(const std::string& code) {
@@ -87,7 +87,7 @@ Transcriber::Transcriber(std::shared_ptr<const Model> model, const TranscriberOp
     : model_(std::move(model)), impl_(std::make_unique<Impl>()) {
   auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model_);
   BRISK_CHECK(loaded != nullptr, "transcriber: model was not loaded by Model::load");
-  BRISK_CHECK(loaded->arch().encoder() != nullptr, "model '", loaded->info().name, "' (", loaded->info().architecture,
+  BRISK_CHECK(loaded->arch_->encoder() != nullptr, "model '", loaded->info().name, "' (", loaded->info().architecture,
               ") is not a speech model: it has no encoder");
   impl_->tok = model_->tokenizer();
   cfg_ = speech_config_from_hf(loaded->config_json_, loaded->generation_config_, loaded->preprocessor_config_,

@@ -7,7 +7,6 @@
 
 #include "core/error.h"
 #include "server/chat_request.h"
-#include "server/client_probe.h"
 #include "server/json_fields.h"
 #include "server/route_util.h"
 #include "server/sse.h"
@@ -131,11 +130,23 @@ ChatRequest parse_messages(const httplib::Request& http_req, const json& body, c
     }
     if (tc->value("disable_parallel_tool_use", false)) r.parallel_tool_calls = false;
   }
+  // thinking: enabled (a budget; the model's own end of reasoning is kept), adaptive and
+  // between_tools (the model decides when and how much: thinking on, as the template allows)
+  // or disabled; display "omitted" returns thinking blocks without their text.
   if (const json* th = field(body, "thinking")) {
     const std::string type = th->is_object() ? th->value("type", "") : "";
-    if (type == "enabled") r.render.kwargs["enable_thinking"] = true;
+    if (type == "enabled" || type == "adaptive" || type == "between_tools") r.render.kwargs["enable_thinking"] = true;
     else if (type == "disabled") r.render.kwargs["enable_thinking"] = false;
-    else bad_request("thinking", "thinking.type must be 'enabled' or 'disabled'");
+    else bad_request("thinking", "thinking.type must be 'enabled', 'adaptive', 'between_tools' or 'disabled'");
+    if (type == "enabled") {
+      const auto budget = get_int(*th, "budget_tokens", 1, INT32_MAX);
+      if (!budget) bad_request("thinking", "thinking.budget_tokens is required with type 'enabled'");
+    }
+    if (const json* d = field(*th, "display")) {
+      if (!d->is_string() || (*d != "summarized" && *d != "omitted"))
+        bad_request("thinking", "thinking.display must be 'summarized' or 'omitted'");
+      r.omit_thinking = *d == "omitted";
+    }
   }
   if (for_count) return r;
   r.max_tokens = get_int(body, "max_tokens", INT32_MIN, INT32_MAX);
@@ -162,7 +173,7 @@ ChatRequest parse_messages(const httplib::Request& http_req, const json& body, c
     const json* schema = field(*format, "schema");
     if (!schema) bad_request(format_param, "the output format needs a 'schema'");
     r.json_object = true;
-    r.json_schema = parse_json_schema(*schema, format_param);
+    r.json_schema = parse_json_schema(*schema, format_param, str_cat(format_param, format_param == std::string("output_config") ? ".format.schema" : ".schema"));
   }
   r.stream = get_bool(body, "stream").value_or(false);
   std::string user;
@@ -189,9 +200,16 @@ json usage_json(const GenerationResult& r) {
           {"cache_creation_input_tokens", 0}};
 }
 
-json tool_input(const std::string& arguments) {
+// A tool_use block's input: the call's arguments object; a call cut by max_tokens gives what
+// its arguments hold so far (closed), an unreadable one the raw text under "arguments".
+json tool_input(const std::string& arguments, bool truncated) {
   json j = json::parse(arguments, nullptr, false);
-  return j.is_object() ? j : json{{"arguments", arguments}};
+  if (j.is_object()) return j;
+  if (truncated) {
+    j = json::parse(close_partial_json(arguments), nullptr, false);
+    return j.is_object() ? j : json::object();
+  }
+  return json{{"arguments", arguments}};
 }
 
 void messages(ServerState& state, const httplib::Request& req, httplib::Response& res) {
@@ -203,7 +221,9 @@ void messages(ServerState& state, const httplib::Request& req, httplib::Response
   ChatRequest chat = parse_messages(req, body, *model, false);
   chat.max_tokens_param = "max_tokens";
   const bool stream = chat.stream;
+  const bool omit_thinking = chat.omit_thinking;
   PreparedChat prep = prepare_chat(*model, std::move(chat), state.options.max_tokens_ceiling);
+  prep.spec.arrival = request_arrival_time();
   const int32_t prompt_tokens = int32_t(prep.spec.prompt.size());
   auto inflight = std::make_shared<InFlight>(state);
   auto job = start_generation(*model, std::move(prep.spec), &state.metrics);
@@ -211,14 +231,18 @@ void messages(ServerState& state, const httplib::Request& req, httplib::Response
   const std::string name = *model_name;
 
   if (!stream) {
-    auto results = collect_choices(*job, kStallTimeout, client_disconnect_probe(req.remote_addr, req.remote_port, req.local_port));
+    auto results = collect_choices(*job, kStallTimeout, client_disconnect_probe());
     ChoiceResult& r = results.at(0);
     if (r.finish_reason == "error") throw HttpError(500, str_cat("generation failed: ", r.result.error));
     json content = json::array();
-    if (!r.reasoning.empty()) content.push_back({{"type", "thinking"}, {"thinking", r.reasoning}, {"signature", ""}});
+    if (!r.reasoning.empty())
+      content.push_back({{"type", "thinking"}, {"thinking", omit_thinking ? "" : r.reasoning}, {"signature", ""}});
     if (!r.content.empty()) content.push_back({{"type", "text"}, {"text", r.content}});
     for (const auto& c : r.tool_calls)
-      content.push_back({{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", tool_input(c.arguments)}});
+      content.push_back({{"type", "tool_use"},
+                         {"id", c.id},
+                         {"name", c.name},
+                         {"input", tool_input(c.arguments, r.finish_reason == "length")}});
     reply_json(res, {{"id", id},
                      {"type", "message"},
                      {"role", "assistant"},
@@ -268,8 +292,8 @@ void messages(ServerState& state, const httplib::Request& req, httplib::Response
       return sse_event("content_block_delta", {{"type", "content_block_delta"}, {"index", bs->index}, {"delta", d}});
     };
     if (!ev.reasoning.empty()) {
-      if (bs->open != "thinking") out += open_block("thinking", {{"type", "thinking"}, {"thinking", ""}});
-      out += delta({{"type", "thinking_delta"}, {"thinking", ev.reasoning}});
+      if (bs->open != "thinking") out += open_block("thinking", {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
+      if (!omit_thinking) out += delta({{"type", "thinking_delta"}, {"thinking", ev.reasoning}});
     }
     if (!ev.content.empty()) {
       if (bs->open != "text") out += open_block("text", {{"type", "text"}, {"text", ""}});
@@ -320,12 +344,10 @@ void count_tokens(ServerState& state, const httplib::Request& req, httplib::Resp
 
 void register_anthropic_routes(httplib::Server& http, ServerState& state) {
   ServerState* st = &state;
-  http.Post("/v1/messages", [st](const httplib::Request& req, httplib::Response& res) {
-    guarded(*st, Dialect::anthropic, "/v1/messages", req, res, [&] { messages(*st, req, res); });
-  });
-  http.Post("/v1/messages/count_tokens", [st](const httplib::Request& req, httplib::Response& res) {
-    guarded(*st, Dialect::anthropic, "/v1/messages/count_tokens", req, res, [&] { count_tokens(*st, req, res); });
-  });
+  add_post_route(http, state, "/v1/messages", "/v1/messages", Dialect::anthropic,
+                 [st](const httplib::Request& req, httplib::Response& res) { messages(*st, req, res); });
+  add_post_route(http, state, "/v1/messages/count_tokens", "/v1/messages/count_tokens", Dialect::anthropic,
+                 [st](const httplib::Request& req, httplib::Response& res) { count_tokens(*st, req, res); });
 }
 
 }  // namespace brisk::server

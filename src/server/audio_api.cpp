@@ -1,9 +1,9 @@
 // OpenAI's audio routes: POST /v1/audio/transcriptions and /v1/audio/translations.
-// The multipart body is read as it arrives (server/audio_request.h bounds the file part by
-// --max-audio; a declared body above the transport limit is skipped, never held, and answered
-// 413), the audio decoded and resampled (media/audio.h), then transcribed by the model's
-// Transcriber (runtime/transcribe.h), whose context serves requests window by window. The
-// answer is json / text / srt / vtt / verbose_json, or with stream=true server-sent events
+// The connection layer holds /v1/audio/* bodies to --max-audio instead of --max-body (a larger
+// declared body is a 413 before any of it is read, so it is never held); the multipart form is
+// parsed part by part (server/audio_request.h bounds the file part by the same limit), the
+// audio decoded and resampled (media/audio.h), then transcribed by the model's Transcriber
+// (runtime/transcribe.h), whose context serves requests window by window. The answer is json / text / srt / vtt / verbose_json, or with stream=true server-sent events
 // `transcript.text.delta` per segment and `transcript.text.done` at the end.
 #include <httplib.h>
 
@@ -39,15 +39,7 @@ void transcribe_route(ServerState& st, const httplib::Request& req, httplib::Res
   AudioForm form(st.options.max_audio_bytes);
   const bool ok = reader([&](const httplib::MultipartFormData& part) { return form.begin_part(part.name, part.filename); },
                          [&](const char* data, size_t n) { return form.data(data, n); });
-  if (!ok) {
-    // A declared length above the transport's limit was skipped unread: that is the 413.
-    const std::string declared = req.get_header_value("Content-Length");
-    if (!declared.empty() &&
-        std::strtoull(declared.c_str(), nullptr, 10) > std::max(st.options.max_body_bytes, st.options.max_audio_bytes))
-      throw HttpError(413, str_cat("the upload of ", declared, " bytes exceeds the limit of ", st.options.max_audio_bytes,
-                                   " bytes for audio"), "file");
-    form.fail_upload();
-  }
+  if (!ok) form.fail_upload();
   const AudioRequest r = audio_request_parse(form);
   auto job = std::make_shared<Job>();
   job->model = st.registry->get_speech(r.model);
@@ -112,9 +104,9 @@ void transcribe_route(ServerState& st, const httplib::Request& req, httplib::Res
 void register_audio_routes(httplib::Server& http, ServerState& state) {
   ServerState* st = &state;
   for (auto [path, task] : {std::pair{"/v1/audio/transcriptions", "transcribe"}, std::pair{"/v1/audio/translations", "translate"}}) {
-    http.Post(path, [st, path, task](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-      guarded(*st, Dialect::openai, path, req, res, [&] { transcribe_route(*st, req, res, reader, task); });
-    });
+    add_post_reader_route(http, state, path, path, Dialect::openai,
+                          [st, task](const httplib::Request& req, httplib::Response& res,
+                                     const httplib::ContentReader& reader) { transcribe_route(*st, req, res, reader, task); });
   }
 }
 

@@ -3,7 +3,9 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <algorithm>
 #include <limits>
+#include <map>
 
 #include "core/error.h"
 #include "server/constraints.h"
@@ -70,15 +72,56 @@ std::vector<std::string> parse_stop(const json& body, const char* name) {
   return out;
 }
 
-std::vector<int32_t> tokenize_prompt(const LoadedModel& model, const std::string& text, bool add_special) {
+size_t prompt_byte_limit(const LoadedModel& model) {
+  int32_t longest = model.max_token_bytes.load();
+  if (longest == 0) {
+    const Tokenizer& tok = *model.tokenizer;
+    size_t m = 1;
+    for (int32_t id = 0; id < tok.vocab_size(); ++id) {
+      try {
+        m = std::max({m, tok.decode({id}, false).size(), tok.token_text(id).size()});
+      } catch (const std::exception&) {
+      }
+    }
+    longest = int32_t(std::min<size_t>(m + 1, 1u << 20));
+    model.max_token_bytes = longest;
+  }
+  return size_t(std::max(model.n_ctx, 1)) * size_t(longest);
+}
+
+namespace {
+
+void check_prompt_bytes(const LoadedModel& model, size_t bytes, const char* param) {
+  const size_t limit = prompt_byte_limit(model);
+  if (bytes > limit)
+    throw HttpError(400, str_cat("the prompt has ", bytes, " bytes, more than the ", limit, " bytes that can fit in the context of ",
+                                 model.n_ctx, " tokens of model '", model.name, "'"),
+                    param);
+}
+
+// Bytes of every string in a JSON value (messages' text before the template adds to it).
+size_t string_bytes(const json& j) {
+  if (j.is_string()) return j.get_ref<const std::string&>().size();
+  size_t n = 0;
+  if (j.is_structured())
+    for (const auto& v : j) n += string_bytes(v);
+  return n;
+}
+
+}  // namespace
+
+std::vector<int32_t> tokenize_prompt(const LoadedModel& model, const std::string& text, bool add_special,
+                                     const char* param) {
+  check_prompt_bytes(model, text.size(), param);
   return model.tokenizer->encode(text, EncodeOptions{.add_special = add_special, .parse_special = true});
 }
 
-std::shared_ptr<const CompiledSchema> parse_json_schema(const nlohmann::json& schema, const char* param) {
+std::shared_ptr<const CompiledSchema> parse_json_schema(const nlohmann::json& schema, const std::string& param,
+                                                        const std::string& where) {
   try {
     return compile_json_schema(schema);
   } catch (const Error& e) {
-    bad_request(param, e.what());
+    bad_request(param, str_cat(where, ": ", e.what()));
   }
 }
 
@@ -97,8 +140,21 @@ PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_token
 
   const bool tools_offered = req.render.tools.is_array() && !req.render.tools.empty();
   const json tools = req.render.tools;
+  // Every offered function's parameters must be a schema the constraint engine enforces: a
+  // forced call is written to it, and a schema that is malformed or asks for what is not
+  // enforced is refused whatever tool_choice says.
+  std::map<std::string, std::shared_ptr<const CompiledSchema>> compiled;
+  if (tools_offered) {
+    for (size_t i = 0; i < tools.size(); ++i) {
+      const json& f = tools[i]["function"];
+      if (!f.contains("parameters") || f["parameters"].is_null()) continue;
+      compiled[f.value("name", "")] = parse_json_schema(f["parameters"], "tools", str_cat("tools[", i, "].function.parameters"));
+    }
+  }
   if (req.tool_choice == ToolChoice::none) req.render.tools = nullptr;
 
+  // Messages whose text alone cannot fit are refused before the template renders them.
+  check_prompt_bytes(model, string_bytes(req.render.messages), "messages");
   PreparedChat out;
   try {
     out.prompt_text = model.render_chat(req.render);
@@ -134,21 +190,11 @@ PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_token
     } else {
       for (const auto& t : tools) names.push_back(t["function"]["name"].get<std::string>());
     }
-    // Each function's parameters schema shapes its arguments; one the recognizer does not
-    // support leaves that function's arguments a free JSON object.
+    // Each function's parameters schema shapes its arguments (none: any JSON object).
     std::vector<std::shared_ptr<const CompiledSchema>> schemas;
     for (const std::string& name : names) {
-      std::shared_ptr<const CompiledSchema> s;
-      for (const auto& t : tools) {
-        const auto& f = t["function"];
-        if (f.value("name", "") != name || !f.contains("parameters")) continue;
-        try {
-          s = compile_json_schema(f["parameters"]);
-        } catch (const Error&) {
-        }
-        break;
-      }
-      schemas.push_back(std::move(s));
+      auto it = compiled.find(name);
+      schemas.push_back(it == compiled.end() ? nullptr : it->second);
     }
     const std::string free_until =
         o.starts_in_reasoning ? std::string(chat_prompt_reasoning_close(out.prompt_text, o.format)) : "";

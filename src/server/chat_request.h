@@ -35,6 +35,7 @@ struct ChatRequest {
   bool json_object = false;               // response_format json_object / json_schema
   std::shared_ptr<const CompiledSchema> json_schema;  // json_schema: the output conforms to it
   bool ignore_eos = false;                // extension: generate through end-of-generation tokens
+  bool omit_thinking = false;             // Anthropic thinking.display "omitted"
 };
 
 struct PreparedChat {
@@ -48,8 +49,10 @@ struct PreparedChat {
 PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_tokens_ceiling);
 
 // A request's JSON Schema (response_format.json_schema.schema, output_config.format.schema),
-// compiled; HttpError 400 naming `param` when it is malformed or not supported.
-std::shared_ptr<const CompiledSchema> parse_json_schema(const nlohmann::json& schema, const char* param);
+// compiled; HttpError 400 naming `param` (the request field) when it is malformed or asks for
+// what is not enforced, the message starting with `where` (its full path in the request).
+std::shared_ptr<const CompiledSchema> parse_json_schema(const nlohmann::json& schema, const std::string& param,
+                                                        const std::string& where);
 
 // A seed for a request that names none: different for every request (as OpenAI, vLLM and
 // llama.cpp sample), so repeated requests at temperature > 0 give different answers.
@@ -60,6 +63,11 @@ void parse_sampling(const nlohmann::json& body, SamplerParams& p, int32_t n_voca
 // `stop` / `stop_sequences`: a string or an array of strings.
 std::vector<std::string> parse_stop(const nlohmann::json& body, const char* name);
 // Tokens of a prompt text (special tokens in the text are parsed, as rendered templates need).
-std::vector<int32_t> tokenize_prompt(const LoadedModel& model, const std::string& text, bool add_special);
+// A text over prompt_byte_limit() is refused (HttpError 400) before it is tokenized.
+std::vector<int32_t> tokenize_prompt(const LoadedModel& model, const std::string& text, bool add_special,
+                                     const char* param = "messages");
+// The bytes of the longest prompt text that can fit in the model's context: no token covers
+// more than the longest token text (plus a leading space some decoders drop).
+size_t prompt_byte_limit(const LoadedModel& model);
 
 }  // namespace brisk::server

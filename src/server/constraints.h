@@ -17,7 +17,7 @@
 #include "runtime/gemma4_tool_call_constraint.h"
 #include "runtime/xml_tool_call_constraint.h"
 #include "server/model_registry.h"
-#include "server/scheduler.h"
+#include "runtime/scheduler.h"
 
 namespace brisk::server {
 

@@ -6,7 +6,7 @@
 #include "core/log.h"
 #include "hub/resolve.h"
 #include "runtime/transcribe.h"
-#include "server/engine_sampler.h"
+#include "runtime/engine_sampler.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -51,7 +51,9 @@ ModelLoader engine_model_loader(EngineLoadOptions o) {
                 ") has no tokenizer; give --tokenizer DIR (a Hugging Face folder with tokenizer.json)");
     auto ctx = Context::create(model, {.n_ctx = o.n_ctx, .n_seq_max = o.n_parallel, .n_batch = o.n_batch,
                                        .kv_type = o.kv_type, .n_threads = o.n_threads, .device = o.device,
-                                       .kv_block_size = o.kv_block_size});
+                                       .kv_block_size = o.kv_block_size,
+                                       // recurrent state: snapshots at the prefix cache's blocks
+                                       .state_snapshot_interval = o.scheduler.cache.block_size});
     const std::string ctx_device = ctx->options().device;
     auto m = std::make_shared<LoadedModel>();
     m->name = spec.name;

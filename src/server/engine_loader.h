@@ -4,7 +4,7 @@
 #include <string>
 
 #include "server/model_registry.h"
-#include "server/scheduler.h"
+#include "runtime/scheduler.h"
 
 namespace brisk::server {
 

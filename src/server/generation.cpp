@@ -8,7 +8,7 @@
 #include "core/log.h"
 #include "server/errors.h"
 #include "server/metrics.h"
-#include "server/stop_strings.h"
+#include "runtime/stop_strings.h"
 #include "text/tokenizer.h"
 
 namespace brisk::server {
@@ -56,8 +56,9 @@ struct ChoiceText {
   std::unique_ptr<ChatOutputParser> parser;
   bool single_tool_call = false;
 
-  // Routes text through the output parser (when there is one) into the event.
-  void route(ChoiceEvent& d, const std::string& text, bool at_end) {
+  // Routes text through the output parser (when there is one) into the event. `truncated`:
+  // the generation ended at max_tokens.
+  void route(ChoiceEvent& d, const std::string& text, bool at_end, bool truncated = false) {
     if (!parser) {
       d.content += text;
       return;
@@ -65,7 +66,9 @@ struct ChoiceText {
     ChatOutputDelta delta = text.empty() ? ChatOutputDelta{} : parser->feed(text);
     if (at_end) {
       ChatOutputDelta last = parser->finish();
-      delta.content += last.content;
+      // A tool call cut by max_tokens comes back from finish() as its raw markup, as content:
+      // dropped (what was known of the call, its name and arguments so far, went out as a call).
+      if (!(truncated && last.warning)) delta.content += last.content;
       delta.reasoning += last.reasoning;
       for (auto& t : last.tool_calls) delta.tool_calls.push_back(std::move(t));
     }
@@ -104,7 +107,7 @@ struct ChoiceText {
       rest = stop.push(decoder.flush());
       rest += stop.flush();
     }
-    route(d, rest, true);
+    route(d, rest, true, r.reason == FinishReason::length);
     if (!d.content.empty() || !d.reasoning.empty() || !d.tool_calls.empty()) channel->push(std::move(d));
     ChoiceEvent end;
     end.end = true;
@@ -123,6 +126,8 @@ std::unique_ptr<GenerationJob> start_generation(LoadedModel& model, GenerationSp
   BRISK_CHECK(model.scheduler && model.tokenizer, "model '", model.name, "' has no engine");
   auto job = std::make_unique<GenerationJob>();
   job->n = spec.n;
+  const auto arrival = spec.arrival == std::chrono::steady_clock::time_point{} ? std::chrono::steady_clock::now()
+                                                                                : spec.arrival;
   for (int32_t c = 0; c < spec.n; ++c) {
     auto text = std::make_shared<ChoiceText>(*model.tokenizer, spec.stop);
     text->channel = job->channel;
@@ -147,8 +152,10 @@ std::unique_ptr<GenerationJob> start_generation(LoadedModel& model, GenerationSp
     if (spec.make_constraint) r.constraint = spec.make_constraint();
     r.cancel = job->cancel_flag;
     r.on_token = [text](const TokenEvent& ev) { return text->on_token(ev); };
-    r.on_done = [text, metrics](const GenerationResult& res) {
-      if (metrics) metrics->count_generation(res);
+    r.on_done = [text, metrics, arrival](const GenerationResult& res) {
+      if (metrics)
+        metrics->count_generation(
+            res, std::chrono::duration<double>(std::chrono::steady_clock::now() - arrival).count());
       text->on_done(res);
     };
     bool queued = false;
@@ -167,19 +174,33 @@ std::unique_ptr<GenerationJob> start_generation(LoadedModel& model, GenerationSp
   return job;
 }
 
+void append_tool_call_delta(std::vector<ToolCallChunk>& calls, const ToolCallChunk& t) {
+  if (t.index >= int32_t(calls.size())) calls.resize(size_t(t.index) + 1);
+  ToolCallChunk& dst = calls[size_t(t.index)];
+  dst.index = t.index;
+  if (!t.id.empty()) dst.id = t.id;
+  if (!t.name.empty()) dst.name = t.name;
+  dst.arguments += t.arguments;
+}
+
 std::vector<ChoiceResult> collect_choices(GenerationJob& job, std::chrono::milliseconds timeout,
                                           const std::function<bool()>& client_gone) {
   std::vector<ChoiceResult> out(size_t(job.n));
   ChoiceEvent ev;
   const auto slice = std::chrono::milliseconds(100);
+  auto next_probe = std::chrono::steady_clock::now() + slice;
   while (job.ended < job.n) {
-    // Wait in slices so that a client that went away is noticed within ~100 ms.
+    // A client that went away is noticed within ~100 ms, whether events keep coming or not.
     bool got = false;
     for (auto waited = std::chrono::milliseconds(0); waited < timeout && !got; waited += slice) {
       got = job.next(ev, std::min(slice, timeout - waited));
-      if (!got && client_gone && client_gone()) {
-        job.cancel();
-        throw HttpError(499, "client disconnected before the answer was complete");
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= next_probe) {
+        next_probe = now + slice;
+        if (client_gone && client_gone()) {
+          job.cancel();
+          throw HttpError(499, "client disconnected before the answer was complete");
+        }
       }
     }
     if (!got) {
@@ -190,14 +211,7 @@ std::vector<ChoiceResult> collect_choices(GenerationJob& job, std::chrono::milli
     ChoiceResult& c = out[size_t(ev.choice)];
     c.content += ev.content;
     c.reasoning += ev.reasoning;
-    for (auto& t : ev.tool_calls) {
-      if (t.index >= int32_t(c.tool_calls.size())) c.tool_calls.resize(size_t(t.index) + 1);
-      ToolCallChunk& dst = c.tool_calls[size_t(t.index)];
-      dst.index = t.index;
-      if (!t.id.empty()) dst.id = t.id;
-      if (!t.name.empty()) dst.name = t.name;
-      dst.arguments += t.arguments;
-    }
+    for (const auto& t : ev.tool_calls) append_tool_call_delta(c.tool_calls, t);
     for (auto& l : ev.logprobs) c.logprobs.push_back(std::move(l));
     if (ev.end) {
       c.finish_reason = ev.finish_reason;

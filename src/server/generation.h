@@ -18,7 +18,7 @@
 
 #include "server/model_registry.h"
 #include "text/chat_output.h"
-#include "server/scheduler.h"
+#include "runtime/scheduler.h"
 
 namespace brisk::server {
 
@@ -72,6 +72,7 @@ struct GenerationSpec {
   std::optional<ChatOutputOptions> output;  // split reasoning and tool calls (chat routes)
   bool single_tool_call = false;       // parallel_tool_calls false: end after the first call
   std::function<std::unique_ptr<TokenConstraint>()> make_constraint;  // optional
+  std::chrono::steady_clock::time_point arrival{};  // the request's arrival (metrics); default: submit time
 };
 
 class GenerationJob {
@@ -104,6 +105,9 @@ struct ChoiceResult {
   std::string stop_sequence;
   GenerationResult result;
 };
+// Adds one streamed piece of a tool call to the calls assembled so far (`calls`, by index).
+void append_tool_call_delta(std::vector<ToolCallChunk>& calls, const ToolCallChunk& delta);
+
 // Waits for every choice to end (at most `timeout` without any event in between). When
 // `client_gone` reports the client disconnected, the job is cancelled (its sequences freed)
 // and HttpError 499 is thrown (nobody is left to read the answer).

@@ -1,12 +1,18 @@
-// `brisk serve`'s HTTP front: routes of the OpenAI and Anthropic dialects, API key check,
-// body size limit, one log line per request, /health, /metrics, graceful shutdown.
+// `brisk serve`'s HTTP front: the connection layer (connections.h: limits, deadlines, the API
+// key, whole requests buffered before a worker runs them) in front of cpp-httplib's request
+// parser and router, the routes of the OpenAI and Anthropic dialects, the decoded body limit,
+// one log line and one metrics count per reply, /health, /metrics, graceful shutdown.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <regex>
 #include <string>
+#include <vector>
 
+#include "server/connections.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
 
@@ -14,18 +20,31 @@ namespace httplib { class Server; }
 
 namespace brisk::server {
 
+class ResponseStore;
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                      // 0: any free port (see HttpServer::port())
+  std::string unix_path;                // set: listen on this Unix socket instead of TCP
   std::string api_key;                  // "" : no auth (loopback only)
-  size_t max_body_bytes = 8u << 20;
+  size_t max_body_bytes = 8u << 20;     // request body, as sent and decoded
   size_t max_audio_bytes = 25u << 20;   // multipart audio uploads (server/audio_api.cpp)
   int32_t max_tokens_ceiling = 0;       // per-request completion ceiling; 0: the context size
-  int32_t http_threads = 64;            // concurrent connections served
+  int32_t http_threads = 64;            // requests run at once (workers)
+  int32_t max_connections = 1024;       // open connections
+  int32_t max_client_connections = 256; // open connections per client address
+  double header_timeout_seconds = 10.0; // to receive a request's headers
+  double body_timeout_seconds = 60.0;   // to receive its body
   double shutdown_grace_seconds = 10.0; // in-flight requests may finish within this time
+  int32_t stored_responses = 256;       // /v1/responses kept for previous_response_id (LRU)
   bool log_requests = true;
-  // When set (--unix), a TCP request is served only if this accepts its peer port.
-  std::function<bool(int peer_port)> admit_peer{};
+};
+
+// A route as registered: for 405 answers (Allow) and the route label of metrics.
+struct RouteInfo {
+  std::string method;
+  std::regex pattern;
+  std::string label;   // "/v1/models/{id}"
 };
 
 // What the route handlers share.
@@ -33,8 +52,11 @@ struct ServerState {
   ModelRegistry* registry = nullptr;
   ServerOptions options;
   Metrics metrics;
+  std::vector<RouteInfo> routes;        // filled while routes are registered, read-only after
+  std::unique_ptr<ResponseStore> responses;
   std::atomic<bool> draining{false};
   std::atomic<int32_t> in_flight{0};    // generation requests not yet answered
+  ~ServerState();
 };
 
 // Counts a generation request as in flight for its lifetime.
@@ -52,12 +74,19 @@ class InFlight {
 void register_openai_routes(httplib::Server& http, ServerState& state);
 void register_anthropic_routes(httplib::Server& http, ServerState& state);
 void register_audio_routes(httplib::Server& http, ServerState& state);
+void register_responses_routes(httplib::Server& http, ServerState& state);
+
+// For the request the calling worker thread runs: a cheap check "has its client gone away?"
+// (the peer closed or reset the connection); always false outside a request.
+std::function<bool()> client_disconnect_probe();
+// When the request the calling worker thread runs was handed to the router (metrics).
+std::chrono::steady_clock::time_point request_arrival_time();
 
 class HttpServer {
  public:
   HttpServer(ModelRegistry& registry, ServerOptions options);
   ~HttpServer();
-  // Binds the listening socket (throws brisk::Error naming the address on failure).
+  // Binds the listening socket, TCP or Unix (throws brisk::Error naming the address).
   void bind();
   int port() const { return port_; }
   // Serves until stop(); returns after in-flight requests ended.
@@ -66,10 +95,13 @@ class HttpServer {
   // within the grace period, cancel the rest, close the listener.
   void stop();
   ServerState& state() { return *state_; }
+  int32_t open_connections() const;
 
  private:
+  class Router;
   std::unique_ptr<ServerState> state_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<Router> http_;
+  std::unique_ptr<ConnectionLoop> loop_;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
 };

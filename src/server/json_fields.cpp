@@ -1,7 +1,9 @@
 #include "server/json_fields.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
 #include "server/errors.h"
@@ -88,6 +90,81 @@ json parse_body(const std::string& body) {
   if (j.is_discarded()) throw HttpError(400, "request body is not valid JSON");
   if (!j.is_object()) throw HttpError(400, str_cat("request body must be a JSON object, got ", j.type_name()));
   return j;
+}
+
+std::string close_partial_json(std::string_view text) {
+  // Per open container: '{' or '['; for objects whether the next string is a key.
+  struct Frame {
+    char open;
+    bool expect_key;
+  };
+  std::vector<Frame> stack;
+  // The last cut point: text[0, cut) is whole members / elements, with `cut_stack` open.
+  size_t cut = 0;
+  std::vector<Frame> cut_stack;
+  bool in_string = false, escaped = false, string_is_key = false;
+  size_t i = 0;
+  const auto mark = [&](size_t at) {
+    cut = at;
+    cut_stack = stack;
+  };
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') {
+        in_string = false;
+        if (!string_is_key) mark(i + 1);
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        string_is_key = !stack.empty() && stack.back().open == '{' && stack.back().expect_key;
+        break;
+      case '{':
+      case '[':
+        stack.push_back({c, c == '{'});
+        mark(i + 1);
+        break;
+      case '}':
+      case ']':
+        if (!stack.empty()) stack.pop_back();
+        mark(i + 1);
+        break;
+      case ':':
+        if (!stack.empty()) stack.back().expect_key = false;
+        break;
+      case ',':
+        if (!stack.empty() && stack.back().open == '{') stack.back().expect_key = true;
+        break;
+      default:
+        // The end of a number or literal is a cut point once the next byte shows it ended.
+        if (i + 1 < text.size() && (std::isalnum((unsigned char)c) || c == '.' || c == '-' || c == '+')) {
+          const char n = text[i + 1];
+          if (!(std::isalnum((unsigned char)n) || n == '.' || n == '-' || n == '+')) mark(i + 1);
+        }
+        break;
+    }
+  }
+  std::string out;
+  if (in_string && !string_is_key) {
+    // Inside a value string: keep it, without a dangling escape.
+    size_t end = text.size();
+    if (escaped) --end;
+    const size_t u = text.rfind("\\u", end);
+    if (u != std::string_view::npos && end - u < 6) end = u;
+    out = std::string(text.substr(0, end)) + '"';
+  } else {
+    out = std::string(text.substr(0, cut));
+    stack = cut_stack;
+  }
+  // A trailing separator has nothing after it.
+  while (!out.empty() && (out.back() == ',' || out.back() == ' ' || out.back() == '\n' || out.back() == '\t')) out.pop_back();
+  for (auto it = stack.rbegin(); it != stack.rend(); ++it) out += it->open == '{' ? '}' : ']';
+  return out;
 }
 
 std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }

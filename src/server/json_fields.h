@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -24,5 +25,9 @@ std::optional<double> get_number(const json& obj, const char* name, double lo, d
 json parse_body(const std::string& body);
 // JSON text that is always valid UTF-8 (invalid bytes become U+FFFD).
 std::string dump_json(const json& j);
+// The longest prefix of a JSON text cut short (a tool call's arguments at max_tokens) that
+// ends after a complete member or element, with its open strings and containers closed:
+// `{"a": 1, "b": "xy` -> `{"a":1,"b":"xy"}`-like text, `{"a": 1, "b` -> `{"a": 1}`.
+std::string close_partial_json(std::string_view text);
 
 }  // namespace brisk::server

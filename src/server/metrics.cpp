@@ -15,17 +15,49 @@ uint64_t process_rss_bytes() {
   return resident * uint64_t(sysconf(_SC_PAGESIZE));
 }
 
+void Histogram::observe(double v) {
+  size_t i = 0;
+  while (i < bounds_.size() && v > bounds_[i]) ++i;
+  counts_[i]++;
+  sum_ += v;
+  count_++;
+}
+
+void Histogram::render(std::ostringstream& os, const char* name) const {
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i <= bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    os << name << "_bucket{le=\"";
+    if (i < bounds_.size()) os << bounds_[i];
+    else os << "+Inf";
+    os << "\"} " << cumulative << '\n';
+  }
+  os << name << "_sum " << sum_ << '\n' << name << "_count " << count_ << '\n';
+}
+
+// Bucket bounds in seconds, as vLLM's histograms of the same names.
+Metrics::Metrics()
+    : ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}),
+      tpot_({0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0}),
+      e2e_({0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0}),
+      queue_({0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0}) {}
+
 void Metrics::count_request(const std::string& route, int status) {
   std::lock_guard<std::mutex> lock(mu_);
   requests_[{route, status}]++;
 }
 
-void Metrics::count_generation(const GenerationResult& r) {
+void Metrics::count_generation(const GenerationResult& r, double e2e_seconds) {
   std::lock_guard<std::mutex> lock(mu_);
   prompt_tokens_ += uint64_t(r.prompt_tokens);
   cached_tokens_ += uint64_t(r.cached_tokens);
   completion_tokens_ += uint64_t(r.completion_tokens);
   finished_[int(r.reason) & 3]++;
+  if (r.reason == FinishReason::error) return;
+  queue_.observe(r.queue_ms / 1000.0);
+  if (r.completion_tokens >= 1) ttft_.observe((r.queue_ms + r.prefill_ms) / 1000.0);
+  if (r.completion_tokens >= 2) tpot_.observe(r.decode_ms / 1000.0 / double(r.completion_tokens - 1));
+  e2e_.observe(e2e_seconds);
 }
 
 namespace {
@@ -43,11 +75,11 @@ std::string label(const std::string& v) {
 }
 }  // namespace
 
-std::string Metrics::render(const ModelRegistry& registry) const {
+std::string Metrics::render(const ModelRegistry& registry, const ConnectionGauges& connections) const {
   std::ostringstream os;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    metric(os, "brisk_requests_total", "counter", "HTTP requests by route and status");
+    metric(os, "brisk_requests_total", "counter", "HTTP replies by route and status (route 'connection': refused before a request was read)");
     for (const auto& [k, n] : requests_)
       os << "brisk_requests_total{route=\"" << label(k.first) << "\",status=\"" << k.second << "\"} " << n << '\n';
     metric(os, "brisk_prompt_tokens_total", "counter", "prompt tokens of finished generations");
@@ -60,7 +92,19 @@ std::string Metrics::render(const ModelRegistry& registry) const {
     const char* reasons[] = {"stop", "length", "cancelled", "error"};
     for (int i = 0; i < 4; ++i)
       os << "brisk_generations_total{reason=\"" << reasons[i] << "\"} " << finished_[i] << '\n';
+    metric(os, "brisk_time_to_first_token_seconds", "histogram", "from the request's arrival at the scheduler to its first token");
+    ttft_.render(os, "brisk_time_to_first_token_seconds");
+    metric(os, "brisk_time_per_output_token_seconds", "histogram", "mean time between output tokens, one sample per choice");
+    tpot_.render(os, "brisk_time_per_output_token_seconds");
+    metric(os, "brisk_e2e_request_latency_seconds", "histogram", "from the HTTP request's arrival to the choice's last token");
+    e2e_.render(os, "brisk_e2e_request_latency_seconds");
+    metric(os, "brisk_request_queue_time_seconds", "histogram", "time waiting for a sequence slot");
+    queue_.render(os, "brisk_request_queue_time_seconds");
   }
+  metric(os, "brisk_http_connections", "gauge", "open HTTP connections");
+  os << "brisk_http_connections " << connections.open_connections << '\n';
+  metric(os, "brisk_http_connections_refused_total", "counter", "connections closed at accept: over the connection limits and the reserve");
+  os << "brisk_http_connections_refused_total " << connections.refused_connections << '\n';
   auto models = registry.resident();
   metric(os, "brisk_models_resident", "gauge", "models loaded now");
   os << "brisk_models_resident " << models.size() << '\n';
@@ -76,6 +120,9 @@ std::string Metrics::render(const ModelRegistry& registry) const {
   for (const auto& m : models)
     os << "brisk_prefix_cache_tokens{model=\"" << label(m->name) << "\"} "
        << m->scheduler->stats().cache_resident_tokens << '\n';
+  metric(os, "brisk_state_snapshots", "gauge", "recurrent-state snapshots held for prefix reuse (hybrid models)");
+  for (const auto& m : models)
+    os << "brisk_state_snapshots{model=\"" << label(m->name) << "\"} " << m->scheduler->stats().state_snapshots << '\n';
   metric(os, "brisk_prefill_tokens_per_second", "gauge", "prompt tokens decoded per second of step time");
   for (const auto& m : models) {
     const auto s = m->scheduler->stats();

@@ -2,6 +2,7 @@
 // recently used idle model unloaded first). A LoadedModel bundles what the HTTP layer needs:
 // tokenizer, chat template renderer, the scheduler that owns the model's Context.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -15,7 +16,7 @@
 
 #include "runtime/engine_api.h"
 #include "text/chat_output.h"
-#include "server/scheduler.h"
+#include "runtime/scheduler.h"
 
 namespace brisk {
 class TokenMask;
@@ -49,6 +50,9 @@ struct LoadedModel {
   std::shared_ptr<const std::vector<std::string>> vocab_texts;  // decoded text of every token
   // Speech-to-text models (server/audio_api.cpp) have a transcriber instead of a scheduler.
   std::shared_ptr<Transcriber> speech;
+  // Bytes of the longest token text plus one (computed on first use): a prompt text longer
+  // than n_ctx times this cannot fit in the context (see prompt_byte_limit).
+  mutable std::atomic<int32_t> max_token_bytes{0};
   std::unique_ptr<Scheduler> scheduler;      // destroyed first (declared last)
   ~LoadedModel() { scheduler.reset(); }
 };

@@ -1,10 +1,10 @@
 // OpenAI dialect: GET /v1/models, POST /v1/chat/completions, POST /v1/completions,
 // POST /tokenize, POST /detokenize.
 #include <chrono>
+#include <ctime>
 
 #include "core/error.h"
 #include "server/chat_request.h"
-#include "server/client_probe.h"
 #include "server/constraints.h"
 #include "server/json_fields.h"
 #include "server/route_util.h"
@@ -25,12 +25,13 @@ void parse_response_format(const json& body, bool& json_object, std::shared_ptr<
   const json* s = nullptr;
   if (type == "json_schema") {
     const json* js = field(*rf, "json_schema");
-    if (js && !js->is_object()) bad_request("response_format", "response_format.json_schema must be an object");
-    s = js ? field(*js, "schema") : nullptr;
+    if (!js || !js->is_object()) bad_request("response_format", "response_format.json_schema must be an object {name, schema}");
+    s = field(*js, "schema");
+    if (!s) bad_request("response_format", "response_format.json_schema.schema is required: the output is constrained to it");
   } else if (type == "json_object") {
     s = field(*rf, "schema");
   }
-  if (s) schema = parse_json_schema(*s, "response_format");
+  if (s) schema = parse_json_schema(*s, "response_format", type == "json_schema" ? "response_format.json_schema.schema" : "response_format.schema");
 }
 
 constexpr auto kStallTimeout = std::chrono::minutes(10);
@@ -140,9 +141,13 @@ json tool_calls_json(const std::vector<ToolCallChunk>& calls) {
   return out;
 }
 
-std::string finish_for_client(const std::string& reason) {
+// OpenAI's finish_reason: a call forced by a named tool_choice ends with "stop" (as OpenAI
+// answers), one made under auto or required with "tool_calls".
+std::string finish_for_client(const std::string& reason, bool named_tool) {
   if (reason == "error") throw HttpError(500, "generation failed");
-  return reason == "cancelled" ? "stop" : reason;
+  if (reason == "cancelled") return "stop";
+  if (reason == "tool_calls" && named_tool) return "stop";
+  return reason;
 }
 
 ChatRequest parse_chat(const httplib::Request& http_req, const json& body, const LoadedModel& model) {
@@ -209,7 +214,9 @@ void chat_completions(ServerState& state, const httplib::Request& req, httplib::
   auto model = state.registry->get(model_name);
   ChatRequest chat = parse_chat(req, body, *model);
   const bool stream = chat.stream, include_usage = chat.include_usage;
+  const bool named_tool = chat.tool_choice == ToolChoice::named;
   PreparedChat prep = prepare_chat(*model, std::move(chat), state.options.max_tokens_ceiling);
+  prep.spec.arrival = request_arrival_time();
   auto inflight = std::make_shared<InFlight>(state);
   auto job = start_generation(*model, std::move(prep.spec), &state.metrics);
   const std::string id = random_id("chatcmpl-");
@@ -217,12 +224,12 @@ void chat_completions(ServerState& state, const httplib::Request& req, httplib::
   const std::string name = model->name;
 
   if (!stream) {
-    auto results = collect_choices(*job, kStallTimeout, client_disconnect_probe(req.remote_addr, req.remote_port, req.local_port));
+    auto results = collect_choices(*job, kStallTimeout, client_disconnect_probe());
     json choices = json::array();
     for (size_t i = 0; i < results.size(); ++i) {
       auto& r = results[i];
       if (r.finish_reason == "error") throw HttpError(500, str_cat("generation failed: ", r.result.error));
-      json msg = {{"role", "assistant"}, {"content", r.content}};
+      json msg = {{"role", "assistant"}, {"content", r.content}, {"refusal", nullptr}};
       if (!r.reasoning.empty()) msg["reasoning_content"] = msg["reasoning"] = r.reasoning;
       if (!r.tool_calls.empty()) {
         msg["tool_calls"] = tool_calls_json(r.tool_calls);
@@ -231,7 +238,7 @@ void chat_completions(ServerState& state, const httplib::Request& req, httplib::
       choices.push_back({{"index", i},
                          {"message", msg},
                          {"logprobs", r.logprobs.empty() ? json(nullptr) : logprobs_json(r.logprobs)},
-                         {"finish_reason", finish_for_client(r.finish_reason)}});
+                         {"finish_reason", finish_for_client(r.finish_reason, named_tool)}});
     }
     reply_json(res, {{"id", id},
                      {"object", "chat.completion"},
@@ -262,7 +269,7 @@ void chat_completions(ServerState& state, const httplib::Request& req, httplib::
     std::string out;
     for (int32_t i = 0; i < n; ++i)
       out += sse_data(chunk(json::array({{{"index", i},
-                                          {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                          {"delta", {{"role", "assistant"}, {"content", ""}, {"refusal", nullptr}}},
                                           {"logprobs", nullptr},
                                           {"finish_reason", nullptr}}})));
     return out;
@@ -275,7 +282,7 @@ void chat_completions(ServerState& state, const httplib::Request& req, httplib::
         json err = error_body(Dialect::openai, 500, str_cat("generation failed: ", ev.result.error));
         return sse_data(err);
       }
-      std::string reason = ev.finish_reason == "cancelled" ? "stop" : ev.finish_reason;
+      const std::string reason = finish_for_client(ev.finish_reason, named_tool);
       return sse_data(chunk(json::array(
           {{{"index", ev.choice}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", reason}}})));
     }
@@ -318,7 +325,7 @@ void completions(ServerState& state, const httplib::Request& req, httplib::Respo
   GenerationSpec spec;
   if (prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string()) prompt = &(*prompt)[0];
   if (prompt->is_string()) {
-    spec.prompt = tokenize_prompt(*model, prompt->get<std::string>(), true);
+    spec.prompt = tokenize_prompt(*model, prompt->get<std::string>(), true, "prompt");
   } else if (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number_integer()) {
     for (const auto& t : *prompt) {
       if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= model->scheduler->n_vocab())
@@ -353,6 +360,7 @@ void completions(ServerState& state, const httplib::Request& req, httplib::Respo
   bool include_usage = false;
   if (const json* so = field(body, "stream_options"))
     include_usage = so->is_object() && get_bool(*so, "include_usage").value_or(false);
+  spec.arrival = request_arrival_time();
   auto inflight = std::make_shared<InFlight>(state);
   auto job = start_generation(*model, std::move(spec), &state.metrics);
   const std::string id = random_id("cmpl-");
@@ -371,13 +379,13 @@ void completions(ServerState& state, const httplib::Request& req, httplib::Respo
     return {{"tokens", tokens}, {"token_logprobs", lp}, {"top_logprobs", top}};
   };
   if (!stream) {
-    auto results = collect_choices(*job, kStallTimeout, client_disconnect_probe(req.remote_addr, req.remote_port, req.local_port));
+    auto results = collect_choices(*job, kStallTimeout, client_disconnect_probe());
     json choices = json::array();
     for (size_t i = 0; i < results.size(); ++i) {
       choices.push_back({{"index", i},
                          {"text", results[i].content},
                          {"logprobs", lp_json(results[i].logprobs)},
-                         {"finish_reason", finish_for_client(results[i].finish_reason)}});
+                         {"finish_reason", finish_for_client(results[i].finish_reason, false)}});
     }
     reply_json(res, {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", name},
                      {"choices", choices}, {"usage", usage_json(results)}, {"timings", timings_json(results)}});
@@ -429,7 +437,7 @@ void tokenize(ServerState& state, const httplib::Request& req, httplib::Response
     if (!t) bad_request("content", "'content' (a string) or 'messages' is required");
     text = *t;
   }
-  const auto ids = tokenize_prompt(*model, text, add_special);
+  const auto ids = tokenize_prompt(*model, text, add_special, "content");
   json out = {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", model->n_ctx}};
   if (get_bool(body, "with_pieces").value_or(false)) {
     json pieces = json::array();
@@ -458,30 +466,55 @@ json model_json(const ModelSpec& s, int64_t created) {
   return {{"id", s.name}, {"object", "model"}, {"created", created}, {"owned_by", "brisk"}};
 }
 
+// RFC 3339 UTC time of a unix timestamp.
+std::string rfc3339(int64_t t) {
+  const std::time_t tt = std::time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// The Anthropic Models API's ModelInfo; the context is known only for a resident model.
+json anthropic_model_json(const ModelSpec& s, const ServerState& st, int64_t created) {
+  json max_input = nullptr;
+  for (const auto& m : st.registry->resident())
+    if (m->name == s.name) max_input = m->n_ctx;
+  return {{"type", "model"},       {"id", s.name},          {"display_name", s.name},
+          {"created_at", rfc3339(created)}, {"capabilities", nullptr}, {"deprecated_at", nullptr},
+          {"lifecycle", "active"}, {"line", nullptr},       {"max_input_tokens", max_input},
+          {"max_tokens", max_input}, {"retires_at", nullptr}};
+}
+
 }  // namespace
 
 void register_openai_routes(httplib::Server& http, ServerState& state) {
   static const int64_t started = unix_now();
   ServerState* st = &state;
-  http.Get("/v1/models", [st](const httplib::Request& req, httplib::Response& res) {
-    guarded(*st, Dialect::openai, "/v1/models", req, res, [&] {
-      json data = json::array();
-      for (const auto& s : st->registry->specs()) data.push_back(model_json(s, started));
-      reply_json(res, {{"object", "list"}, {"data", data}});
-    });
+  // Anthropic clients list models on the same path; they send `anthropic-version`.
+  add_get_route(http, state, "/v1/models", "/v1/models", Dialect::openai, [st](const httplib::Request& req, httplib::Response& res) {
+    const bool anthropic = req.has_header("anthropic-version");
+    json data = json::array();
+    for (const auto& s : st->registry->specs())
+      data.push_back(anthropic ? anthropic_model_json(s, *st, started) : model_json(s, started));
+    if (!anthropic) return reply_json(res, {{"object", "list"}, {"data", data}});
+    reply_json(res, {{"data", data},
+                     {"has_more", false},
+                     {"first_id", data.empty() ? json(nullptr) : data.front()["id"]},
+                     {"last_id", data.empty() ? json(nullptr) : data.back()["id"]}});
   });
-  http.Get(R"(/v1/models/(.+))", [st](const httplib::Request& req, httplib::Response& res) {
-    guarded(*st, Dialect::openai, "/v1/models/{id}", req, res, [&] {
-      const std::string id = req.matches[1];
-      for (const auto& s : st->registry->specs())
-        if (s.name == id) return reply_json(res, model_json(s, started));
-      throw HttpError(404, str_cat("model '", id, "' does not exist"), "model");
-    });
+  add_get_route(http, state, "/v1/models/(.+)", "/v1/models/{id}", Dialect::openai, [st](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    const bool anthropic = req.has_header("anthropic-version");
+    for (const auto& s : st->registry->specs())
+      if (s.name == id) return reply_json(res, anthropic ? anthropic_model_json(s, *st, started) : model_json(s, started));
+    if (anthropic) throw HttpError(404, str_cat("model: ", id));
+    throw HttpError(404, str_cat("model '", id, "' does not exist"), "model");
   });
   auto post = [&](const char* path, void (*fn)(ServerState&, const httplib::Request&, httplib::Response&)) {
-    http.Post(path, [st, path, fn](const httplib::Request& req, httplib::Response& res) {
-      guarded(*st, Dialect::openai, path, req, res, [&] { fn(*st, req, res); });
-    });
+    add_post_route(http, state, path, path, Dialect::openai,
+                   [st, fn](const httplib::Request& req, httplib::Response& res) { fn(*st, req, res); });
   };
   post("/v1/chat/completions", chat_completions);
   post("/v1/completions", completions);

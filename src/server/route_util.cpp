@@ -20,12 +20,8 @@ void reply_error(httplib::Response& res, Dialect dialect, int status, const std:
   reply_json(res, error_body(dialect, status, message, param), status);
 }
 
-void guarded(ServerState& state, Dialect dialect, const char* route, const httplib::Request& req,
-             httplib::Response& res, const std::function<void()>& fn) {
+void guarded(Dialect dialect, const httplib::Request& req, httplib::Response& res, const std::function<void()>& fn) {
   try {
-    // The transport reads bodies up to the largest limit (audio uploads); JSON bodies keep theirs.
-    if (req.body.size() > state.options.max_body_bytes)
-      throw HttpError(413, str_cat("request body exceeds the limit of ", state.options.max_body_bytes, " bytes"));
     fn();
   } catch (const HttpError& e) {
     reply_error(res, dialect, e.status(), e.what(), e.param());
@@ -35,7 +31,80 @@ void guarded(ServerState& state, Dialect dialect, const char* route, const httpl
     log_error("serve: ", req.method, " ", req.path, " failed: ", e.what());
     reply_error(res, dialect, 500, str_cat("internal error: ", e.what()));
   }
-  state.metrics.count_request(route, res.status);
+}
+
+namespace {
+
+void record_route(ServerState& state, const char* method, const std::string& pattern, const std::string& label) {
+  state.routes.push_back({.method = method, .pattern = std::regex(pattern), .label = label});
+}
+
+}  // namespace
+
+void add_get_route(httplib::Server& http, ServerState& state, const std::string& pattern, const std::string& label,
+                   Dialect dialect, RouteHandler handler) {
+  record_route(state, "GET", pattern, label);
+  http.Get(pattern, [dialect, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+    guarded(dialect, req, res, [&] { handler(req, res); });
+  });
+}
+
+void add_delete_route(httplib::Server& http, ServerState& state, const std::string& pattern, const std::string& label,
+                      Dialect dialect, RouteHandler handler) {
+  record_route(state, "DELETE", pattern, label);
+  http.Delete(pattern, [dialect, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+    guarded(dialect, req, res, [&] { handler(req, res); });
+  });
+}
+
+void add_post_route(httplib::Server& http, ServerState& state, const std::string& pattern, const std::string& label,
+                    Dialect dialect, RouteHandler handler) {
+  record_route(state, "POST", pattern, label);
+  const size_t limit = state.options.max_body_bytes;
+  http.Post(pattern, [dialect, limit, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
+                                                                    const httplib::ContentReader& reader) {
+    std::string body;
+    bool over = false;
+    // The reader decodes Content-Encoding on the fly; each decoded piece is counted here, so a
+    // small compressed body that inflates past the limit stops being decoded at the limit.
+    const bool ok = reader([&](const char* data, size_t n) {
+      if (n > limit - body.size()) {
+        over = true;
+        return false;
+      }
+      body.append(data, n);
+      return true;
+    });
+    if (over) {
+      reply_error(res, dialect, 413, str_cat("request body exceeds the limit of ", limit, " bytes (decoded)"));
+      return;
+    }
+    if (!ok) {
+      reply_error(res, dialect, 400, "the request body could not be read or decoded");
+      return;
+    }
+    // The parser's Request is not const (only this signature says so); the body goes where
+    // the handlers read it.
+    const_cast<httplib::Request&>(req).body = std::move(body);
+    guarded(dialect, req, res, [&] { handler(req, res); });
+  });
+}
+
+void add_post_reader_route(httplib::Server& http, ServerState& state, const std::string& pattern,
+                           const std::string& label, Dialect dialect, ReaderRouteHandler handler) {
+  record_route(state, "POST", pattern, label);
+  http.Post(pattern, [dialect, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
+                                                             const httplib::ContentReader& reader) {
+    guarded(dialect, req, res, [&] { handler(req, res, reader); });
+  });
+}
+
+std::string route_label(const ServerState& state, const std::string& method, const std::string& path) {
+  for (const auto& r : state.routes)
+    if (r.method == method && std::regex_match(path, r.pattern)) return r.label;
+  for (const auto& r : state.routes)
+    if (std::regex_match(path, r.pattern)) return r.label;  // a known route, another method (405)
+  return "unmatched";
 }
 
 uint64_t random_u64() {

@@ -14,8 +14,10 @@ class Checks:
         self.failures = []
 
     def __call__(self, name, cond, detail=""):
+        """Records a failure unless cond; returns cond, so a check can guard the next ones."""
         if not cond:
             self.failures.append("%s: %s" % (name, detail))
+        return bool(cond)
 
 
 def brisk(*args, env=None, stdin=None, timeout=120):
@@ -30,6 +32,27 @@ def one_error_line(r, cmd, status=1):
     """Exit `status` with exactly one line on stderr, `brisk CMD: error: ...`."""
     lines = r.stderr.splitlines()
     return r.returncode == status and len(lines) == 1 and lines[0].startswith("brisk %s: error: " % cmd)
+
+
+def assets_required():
+    """The required-assets mode (CI=true or BRISK_REQUIRE_ASSETS=1, set by .ci/run): a test
+    input that is absent (npm assets, SDKs, ../shared data) fails the test instead of skipping."""
+    req = os.environ.get("BRISK_REQUIRE_ASSETS", "")
+    if req:
+        return req != "0"
+    return os.environ.get("CI", "") in ("true", "1")
+
+
+def skip_missing(message):
+    """The exit status of a test whose input is missing: 77 (skip) with the message, or 1 with
+    it in the required-assets mode."""
+    if assets_required():
+        print("FAIL: required test asset missing (CI / BRISK_REQUIRE_ASSETS=1): " + message)
+        sys.stdout.flush()
+        return 1
+    print("skip: " + message)
+    sys.stdout.flush()
+    return 77
 
 
 def main(name, run_checks):

@@ -6,7 +6,8 @@
 set -euo pipefail
 BIN=${BRISK_BIN:?BRISK_BIN not set}
 D=${BRISK_SHARED_DATA:-}
-[[ -n "$D" && -d "$D/models" ]] || { echo "fast_paths.sh: no shared fixture models, skipped"; exit 77; }
+source "$(dirname "$0")/lib/assets.bash"
+[[ -n "$D" && -d "$D/models" ]] || skip_missing "fast_paths.sh: no shared fixture models"
 # (The fixture models' matmuls stay under the balanced split's size threshold, so
 # BRISK_NO_BALANCED_SPLIT changes nothing here; Ops.BalancedDecodeSplitEqualsFixedSplit forces it.)
 switches=(BRISK_NO_GEMM BRISK_NO_SHARED_PREFILL_INPUT BRISK_NO_REPACK BRISK_NO_AVX512 BRISK_NO_AVX512_VBMI BRISK_NO_AVX512_KQUANT BRISK_NO_ATTN_PAIRS BRISK_NO_ATTN_TILES BRISK_NO_AVX2 BRISK_NO_SIMD BRISK_NO_HUGEPAGES
@@ -46,5 +47,5 @@ for arch in llama mistral qwen2 qwen3 gemma3 qwen3_moe; do
     checked=$((checked + 1))
   done
 done
-[[ $checked -gt 0 ]] || { echo "fast_paths.sh: no fixture model found, skipped"; exit 77; }
+[[ $checked -gt 0 ]] || skip_missing "fast_paths.sh: no fixture model found"
 echo "fast_paths.sh: $checked models x ${#switches[@]} switches: ok"

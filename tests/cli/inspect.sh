@@ -7,9 +7,9 @@ bin=${BRISK_BIN:?BRISK_BIN not set}
 data=${BRISK_SHARED_DATA:-}
 shopt -s nullglob
 vocab=("$data"/vocab/*.gguf)
+source "$(dirname "$0")/lib/assets.bash"
 if [[ -z $data || ${#vocab[@]} -eq 0 ]]; then
-  echo "skip: no GGUF files under BRISK_SHARED_DATA/vocab ('$data')"
-  exit 77
+  skip_missing "no GGUF files under BRISK_SHARED_DATA/vocab ('$data')"
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -8,6 +8,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_util import skip_missing  # noqa: E402
+
 BIN = os.environ.get("BRISK_BIN", "")
 DATA = os.environ.get("BRISK_SHARED_DATA", "")
 
@@ -18,9 +21,11 @@ def run(*args):
 
 def main():
     model = os.path.join(DATA, "models", "qwen3", "model-q8_0.gguf")
-    if not BIN or not os.path.exists(model):
-        print("skip: needs BRISK_BIN and $BRISK_SHARED_DATA/models/qwen3/model-q8_0.gguf")
+    if not BIN:
+        print("skip: BRISK_BIN not set")
         return 77
+    if not os.path.exists(model):
+        return skip_missing(model + " missing (shared data)")
     failures = []
     p = run("-m", model, "-p", "16", "-n", "4", "-r", "2", "-t", "2", "--depth", "8", "--json", "--bw-mib", "16")
     if p.returncode != 0:

@@ -12,14 +12,17 @@
 
 Runs on a tiny Llama checkpoint written by tiny_hf.py (no shared data needed)."""
 import json
+import math
 import os
 import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
+import wave
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tiny_hf  # noqa: E402
@@ -142,6 +145,24 @@ def run_checks(check, tmp):
         r = brisk("pull", *form, env=hub_env)
         return (r.returncode, r.stdout)
 
+    def transcribe(form):
+        r = brisk("transcribe", *form, wav, "--format", "json", "--language", "en", "-n", "4", "-t", "1")
+        return (r.returncode, r.stdout if r.returncode == 0 else r.stderr)
+
+    # A random speech model with a tokenizer (tools/make_random_whisper.py) and one second of a tone.
+    whisper = os.path.join(tmp, "whisper")
+    g = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                                                     "make_random_whisper.py"), whisper, "--shape", "tiny-test"],
+                       capture_output=True, text=True)
+    check("make_random_whisper", g.returncode == 0, g.stderr)
+    wav = os.path.join(tmp, "tone.wav")
+    with wave.open(wav, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * 440 * i / 16000)))
+                               for i in range(16000)))
+
     model_forms = {
         "generate": (model, plain("generate", ["--prompt-ids", "72,101,108", "-n", "4", "--show-ids", "-t", "1"])),
         "run": (model, plain("run", ["Hello", "-n", "4", "--temp", "0", "-t", "1"])),
@@ -154,6 +175,7 @@ def run_checks(check, tmp):
         "serve": (model, serve_models),
         "pull": ("test-org/Tiny-GGUF:Q8_0", pull),
         "rm": ("test-org/Tiny-GGUF@main", rm),
+        "transcribe": (whisper, transcribe),
     }
     for c in takes_model:
         if c not in model_forms:

@@ -22,6 +22,9 @@ import tempfile
 import time
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_util import skip_missing  # noqa: E402
+
 BIN = os.environ.get("BRISK_BIN", "")
 SHARED = os.environ.get("BRISK_SHARED_DATA", os.path.join(os.path.dirname(__file__), "../../../shared/data"))
 MODEL = os.path.join(SHARED, "models", "qwen3", "model-f32.gguf")
@@ -242,6 +245,5 @@ if __name__ == "__main__":
         print("BRISK_BIN not set or missing: skipping")
         sys.exit(77)
     if not os.path.exists(MODEL):
-        print(f"fixture {MODEL} missing: skipping")
-        sys.exit(77)
+        sys.exit(skip_missing(f"fixture {MODEL} missing (shared data)"))
     unittest.main()

@@ -175,43 +175,8 @@ try:
     _, m = request("GET", "/metrics")
     active = [l for l in m.split("\n") if l.startswith("brisk_active_sequences")]
     check(active and active[0].endswith(" 0"), f"slot freed after disconnect: {active}")
-    # Disconnect while a non-streamed answer is being generated: the generation is cancelled.
-    def generations(reason=None):  # finished generations (of one finish reason)
-        _, m = request("GET", "/metrics")
-        return sum(int(float(l.split()[-1])) for l in m.split("\n")
-                   if l.startswith("brisk_generations_total{") and (reason is None or f'reason="{reason}"' in l))
-    def cancelled_count():
-        return generations("cancelled")
-    cancelled_before = cancelled_count()
-    finished_before = generations()
-    sock = socket.create_connection(("127.0.0.1", PORT))
-    body = json.dumps({"model": "qwen3", "messages": user, "max_tokens": 500, "ignore_eos": True})
-    sock.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
-                  f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
-    # Busy: seen generating, or (a fast host) already finished before the first look.
-    busy = False
-    for _ in range(100):
-        _, m = request("GET", "/metrics")
-        active = [l for l in m.split("\n") if l.startswith("brisk_active_sequences")]
-        if (active and not active[0].endswith(" 0")) or generations() > finished_before:
-            busy = True
-            break
-        time.sleep(0.05)
-    sock.close()
-    freed = False
-    for _ in range(60):
-        time.sleep(0.1)
-        _, m = request("GET", "/metrics")
-        active = [l for l in m.split("\n") if l.startswith("brisk_active_sequences")]
-        if active and active[0].endswith(" 0"):
-            freed = True
-            break
-    # On this tiny model 500 tokens may finish before the hang-up is seen (~100 ms); either way
-    # the slot must be free and the server healthy. A cancellation is counted when it happened.
-    cancelled = cancelled_count() - cancelled_before
-    print(f"non-streamed disconnect: cancelled={cancelled}")
-    check(busy and freed and cancelled in (0, 1),
-          f"non-streamed generation ends after disconnect (busy={busy}, freed={freed}, cancelled={cancelled})")
+    # (A non-streamed request whose client leaves: test_server_load.py, on a generation long
+    # enough that the cancellation is certain.)
     st, r = chat(user, 4)
     check(st == 200, "still serving after bad input")
 

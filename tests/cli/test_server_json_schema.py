@@ -134,6 +134,13 @@ SCHEMAS = {
         "$ref": "#/$defs/node",
     },
     "top_level_enum": {"enum": ["yes", "no", 3, None]},
+    "bounded_numbers": {"type": "object", "properties": {
+        "n": {"type": "integer", "minimum": -5, "exclusiveMaximum": 6},
+        "x": {"type": "number", "exclusiveMinimum": 0, "maximum": 1.5},
+        "big": {"type": "integer", "minimum": 1000000}},
+        "required": ["n", "x", "big"], "additionalProperties": False},
+    "property_counts": {"type": "object", "additionalProperties": {"type": "integer", "maximum": 9},
+                        "minProperties": 1, "maxProperties": 2},
 }
 
 try:
@@ -203,8 +210,11 @@ try:
                                                   "temperature": 1.0, "seed": seed, "tools": tools,
                                                   "tool_choice": choice})
             check(st == 200, f"tools seed {seed}: status {st} {r}")
-            if st != 200 or r["choices"][0]["finish_reason"] != "tool_calls":
+            if st != 200 or r["choices"][0]["finish_reason"] == "length":
                 continue
+            # A named tool_choice ends with "stop" (as OpenAI's does), required with "tool_calls".
+            want = "stop" if isinstance(choice, dict) else "tool_calls"
+            check(r["choices"][0]["finish_reason"] == want, f"finish_reason {r['choices'][0]['finish_reason']} for {choice}")
             for call in r["choices"][0]["message"]["tool_calls"]:
                 fn = call["function"]["name"]
                 if isinstance(choice, dict):
@@ -243,7 +253,11 @@ try:
 
     # Bad schemas: 400 with an error body naming the parameter.
     for bad in ({"$ref": "#/$defs/missing"}, {"type": "objekt"}, False, {"enum": []},
-                {"type": "array", "minItems": 2, "maxItems": 1}, {"allOf": [{"type": "string"}, {"minLength": 2}]}):
+                {"type": "array", "minItems": 2, "maxItems": 1}, {"allOf": [{"type": "string"}, {"minLength": 2}]},
+                # Keywords the recognizer does not enforce are refused, never ignored.
+                {"type": "string", "pattern": "^a+$"}, {"not": {"type": "null"}}, {"if": {"type": "string"}},
+                {"type": "array", "uniqueItems": True}, {"type": "object", "patternProperties": {"^x": {}}},
+                {"oneOf": [{"type": "number"}, {"type": "integer"}]}, {"type": "integer", "minimum": 3, "maximum": 2}):
         st, r = post("/v1/chat/completions", {"model": "qwen3", "messages": user, "max_tokens": 4, "response_format": {
             "type": "json_schema", "json_schema": {"name": "bad", "schema": bad}}})
         check(st == 400 and isinstance(r, dict) and r.get("error", {}).get("param") == "response_format",

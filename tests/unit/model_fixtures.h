@@ -3,6 +3,8 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include "required_assets.h"
+
 #include <filesystem>
 #include <string>
 
@@ -14,4 +16,4 @@ inline std::string model_dir(const std::string& arch) { return std::string(BRISK
 
 #define REQUIRE_MODEL(arch)                                                                   \
   if (!std::filesystem::exists(brisk::model_dir(arch) + "/ref.json"))                         \
-  GTEST_SKIP() << "shared model fixture " << brisk::model_dir(arch) << " is missing"
+  BRISK_SKIP_MISSING_ASSET() << "shared model fixture " << brisk::model_dir(arch) << " is missing"

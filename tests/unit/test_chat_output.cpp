@@ -3,6 +3,8 @@
 // whole and streamed split at every byte; format detection; argument converters.
 #include <gtest/gtest.h>
 
+#include "required_assets.h"
+
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -283,7 +285,7 @@ TEST(ChatOutput, CallIdsAreStableAndDistinct) {
 
 TEST(ChatOutput, DetectsFormatFromTemplates) {
   const std::filesystem::path dir = std::filesystem::path(BRISK_SHARED_DATA) / "templates";
-  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "shared templates not found at " << dir;
+  if (!std::filesystem::exists(dir)) BRISK_SKIP_MISSING_ASSET() << "shared templates not found at " << dir;
   int checked = 0;
   for (const Fixture& fx : load_fixtures("rendered.json")) {
     std::ifstream in(dir / fx.template_file);

@@ -3,6 +3,8 @@
 // after turn 1 gives the same answer as a fresh session given the whole conversation.
 #include <gtest/gtest.h>
 
+#include "required_assets.h"
+
 #include <filesystem>
 
 #include "core/error.h"
@@ -19,7 +21,7 @@ class ChatSessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!std::filesystem::exists(fixture_path()))
-      GTEST_SKIP() << "shared model fixture " << fixture_path() << " is missing";
+      BRISK_SKIP_MISSING_ASSET() << "shared model fixture " << fixture_path() << " is missing";
     model_ = Model::load({.path = fixture_path(), .n_threads = 1});
   }
   std::unique_ptr<Context> context() const {

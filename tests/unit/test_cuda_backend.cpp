@@ -203,10 +203,26 @@ TEST(CudaBackend, WeightsAreCompleteAtFirstUse) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, CudaMatmul,
                          ::testing::Values(QuantType::F32, QuantType::F16, QuantType::BF16, QuantType::Q8_0,
-                                           QuantType::Q4_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_K,
-                                           // CPU layouts (quant/repack.h), converted back at upload
-                                           QuantType::Q4_0_R16, QuantType::Q5_0_R16, QuantType::Q8_0_R16),
+                                           QuantType::Q4_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_K),
                          [](const auto& info) { return std::string(quant_type_info(info.param).name); });
+
+// The weight store lays weights out for each backend (Backend::weight_layout): the CUDA backend
+// takes the stored layouts, and a CPU layout (quant/repack.h) given to it directly is an error
+// that names the layout, not a silent conversion.
+TEST(CudaBackend, RejectsAnotherBackendsLayout) {
+  REQUIRE_GPU(be);
+  for (const QuantType t : {QuantType::Q4_0, QuantType::Q5_0, QuantType::Q8_0})
+    EXPECT_FALSE(be->weight_layout(t).has_value()) << quant_type_info(t).name;
+  const QuantWeight q = make_weight(QuantType::Q8_0_R16, 64, 256, 7);
+  DevMat x(*be, 1, 256, randn(256, 8));
+  DevMat out(*be, 1, 64);
+  try {
+    be->matmul({.out = out.dev, .x = x.dev, .w = q.w});
+    FAIL() << "a Q8_0_R16 weight was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Q8_0_R16"), std::string::npos) << e.what();
+  }
+}
 
 TEST(CudaBackend, RmsNorm) {
   REQUIRE_GPU(be);

@@ -55,17 +55,22 @@ RunResult run_on(const std::shared_ptr<Model>& model, const std::string& device,
   return r;
 }
 
+// "own/NAME": a Hugging Face folder of tests/fixtures/models (rope scalings, sliding window,
+// biases, head_dim 32, the hybrids' grouped heads / MoE / Qwen3-Next forms); "hf/NAME": the
+// Hugging Face folder of a shared fixture (the hybrids, which have no GGUF there); else a GGUF of
+// the shared fixtures.
+std::string cuda_fixture_path(const std::string& name) {
+  if (name.rfind("own/", 0) == 0) return std::string(BRISK_FIXTURES) + "/models/" + name.substr(4);
+  if (name.rfind("hf/", 0) == 0) return std::string(BRISK_SHARED_DATA) + "/models/" + name.substr(3) + "/hf";
+  return std::string(BRISK_SHARED_DATA) + "/models/" + name + ".gguf";
+}
+
 class CudaModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaModel, MatchesCpu) {
   std::string reason;
   if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
-  // "own/NAME": a Hugging Face folder of tests/fixtures/models (rope scalings, sliding window,
-  // biases, head_dim 32); else a GGUF of the shared fixtures.
-  const std::string& name = GetParam();
-  const std::string path = name.rfind("own/", 0) == 0
-                               ? std::string(BRISK_FIXTURES) + "/models/" + name.substr(4)
-                               : std::string(BRISK_SHARED_DATA) + "/models/" + name + ".gguf";
+  const std::string path = cuda_fixture_path(GetParam());
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "model fixture " << path << " is missing";
   auto model = Model::load({.path = path});
   std::vector<int32_t> prompt;
@@ -165,12 +170,7 @@ class CudaTaps : public ::testing::TestWithParam<std::string> {};
 TEST_P(CudaTaps, TrackCpu) {
   std::string reason;
   if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
-  // "own/NAME": a Hugging Face folder of tests/fixtures/models (rope scalings, sliding window,
-  // biases, head_dim 32); else a GGUF of the shared fixtures.
-  const std::string& name = GetParam();
-  const std::string path = name.rfind("own/", 0) == 0
-                               ? std::string(BRISK_FIXTURES) + "/models/" + name.substr(4)
-                               : std::string(BRISK_SHARED_DATA) + "/models/" + name + ".gguf";
+  const std::string path = cuda_fixture_path(GetParam());
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "model fixture " << path << " is missing";
   auto model = Model::load({.path = path});
   std::vector<int32_t> prompt;
@@ -201,7 +201,9 @@ TEST_P(CudaTaps, TrackCpu) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, CudaTaps, ::testing::Values("qwen3/model-q8_0", "qwen3/model-f32", "qwen2/model-q8_0"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaTaps,
+                         ::testing::Values("qwen3/model-q8_0", "qwen3/model-f32", "qwen2/model-q8_0", "hf/qwen3_5",
+                                           "own/qwen3_5_grouped_heads", "own/qwen3_next_mlp_only"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '/', '_');
@@ -373,7 +375,10 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModel,
                                            "gemma3/model-q8_0", "qwen3_moe/model-f32", "qwen3_moe/model-q8_0",
                                            "own/llama_tied_gqa", "own/llama_linear", "own/llama_llama3",
                                            "own/llama_yarn", "own/mistral_window", "own/qwen2_untied",
-                                           "own/qwen3_mha_tied"),
+                                           "own/qwen3_mha_tied", "hf/qwen3_5", "hf/qwen3_5_moe",
+                                           "hf/wave2/qwen3_5_moe", "hf/wave2/qwen3_next",
+                                           "own/qwen3_5_grouped_heads", "own/qwen3_5_moe_text_config_mtp",
+                                           "own/qwen3_next_mlp_only"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '/', '_');

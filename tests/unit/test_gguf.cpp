@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "required_assets.h"
+
 #include "core/error.h"
 #include "formats/gguf.h"
 #include "test_gguf_util.h"
@@ -183,7 +185,7 @@ TEST(GgufWriter, RejectsInconsistentTensors) {
 
 TEST(GgufRealFiles, VocabFilesParse) {
   const auto files = test::shared_files("vocab", ".gguf");
-  if (files.empty()) GTEST_SKIP() << "no GGUF files in " << test::shared_data() << "/vocab";
+  if (files.empty()) BRISK_SKIP_MISSING_ASSET() << "no GGUF files in " << test::shared_data() << "/vocab";
   for (const auto& path : files) {
     SCOPED_TRACE(path);
     const auto f = gguf::File::open(path);
@@ -202,7 +204,7 @@ TEST(GgufRealFiles, ModelFilesParseWithTensorsInBounds) {
   for (const auto& e : std::filesystem::directory_iterator(test::shared_data() + "/models", ec))
     for (const char* name : {"model-f32.gguf", "model-q8_0.gguf"})
       if (std::filesystem::exists(e.path() / name)) files.push_back((e.path() / name).string());
-  if (files.empty()) GTEST_SKIP() << "no model GGUF files in " << test::shared_data() << "/models";
+  if (files.empty()) BRISK_SKIP_MISSING_ASSET() << "no model GGUF files in " << test::shared_data() << "/models";
   for (const auto& path : files) {
     SCOPED_TRACE(path);
     const auto f = gguf::File::open(path, MappedFile::Mode::read);
@@ -238,7 +240,7 @@ TEST(GgufRealFiles, RewriteIsByteIdenticalToLlamaCppOutput) {
   for (const char* m : {"models/llama/model-q8_0.gguf", "models/gemma3/model-f32.gguf"})
     if (std::filesystem::exists(test::shared_data() + "/" + m))
       files.push_back(test::shared_data() + "/" + m);
-  if (files.empty()) GTEST_SKIP() << "no GGUF files under " << test::shared_data();
+  if (files.empty()) BRISK_SKIP_MISSING_ASSET() << "no GGUF files under " << test::shared_data();
   for (const auto& path : files) {
     SCOPED_TRACE(path);
     const auto f = gguf::File::open(path);

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "required_assets.h"
+
 #include "core/error.h"
 #include "formats/gguf.h"
 #include "test_gguf_util.h"
@@ -109,7 +111,7 @@ TEST(GgufCorrupt, TruncatedRealFilesFail) {
   for (const char* m : {"models/llama/model-q8_0.gguf", "models/qwen3/model-f32.gguf"})
     if (std::filesystem::exists(test::shared_data() + "/" + m))
       files.push_back(test::shared_data() + "/" + m);
-  if (files.empty()) GTEST_SKIP() << "no GGUF files under " << test::shared_data();
+  if (files.empty()) BRISK_SKIP_MISSING_ASSET() << "no GGUF files under " << test::shared_data();
   std::mt19937_64 rng(1234);
   for (const auto& path : files) {
     SCOPED_TRACE(path);

@@ -3,6 +3,8 @@
 // variant choice, and the globals a chat template sees.
 #include <gtest/gtest.h>
 
+#include "required_assets.h"
+
 #include <filesystem>
 #include <fstream>
 
@@ -142,7 +144,7 @@ TEST(ChatTemplate, ConversationFileFormat) {
 TEST(ChatTemplate, SharedModelTemplatesFromHfAndGgufAgree) {
   fs::path model = fs::path(BRISK_SHARED_DATA) / "models" / "qwen3";
   if (!fs::exists(model / "hf" / "chat_template.jinja") || !fs::exists(model / "model-f32.gguf"))
-    GTEST_SKIP() << "shared model data not found under " << model;
+    BRISK_SKIP_MISSING_ASSET() << "shared model data not found under " << model;
   ChatTemplate hf = ChatTemplate::from_model((model / "hf").string());
   ChatTemplate gg = ChatTemplate::from_model((model / "model-f32.gguf").string());
   ChatRenderInput in = one_user_message();

@@ -77,7 +77,7 @@ TEST(KernelsDot, SimdMatchesScalarReference) {
     const VecDotFn scalar = format_traits(t).vec_dot;
     // integer kernels: only the float accumulation order differs from the scalar reference
     const double rel = info.block_size == 1 ? 1e-5 : 4e-6;
-    for (Isa isa : {Isa::avx2, Isa::avx512}) {
+    for (Isa isa : {Isa::avx2, Isa::avx2_vnni, Isa::avx512}) {
       const VecDotFn simd = vec_dot_variant(t, isa);
       if (!simd) continue;
       for (int64_t n : lengths_for(t)) {
@@ -101,8 +101,8 @@ TEST(KernelsDot, SimdMatchesScalarReference) {
   if (compared == 0) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512";
 }
 
-// The AVX2 and AVX-512 (VNNI) integer kernels built from dot_x86.inc compute identical integer
-// sums and the same float accumulation, so they agree exactly. (Q8_0, Q4_0 and Q5_0 have
+// The AVX2, AVX-VNNI and AVX-512 (VNNI) integer kernels built from dot_x86.inc compute identical
+// integer sums and the same float accumulation, so they agree exactly. (Q8_0, Q4_0 and Q5_0 have
 // 512-bit kernels of their own, dot_q32_avx512.cpp, which sum 16 blocks per FMA; they are
 // checked against the reference like every kernel. Q4_K, Q5_K and Q6_K have them too,
 // dot_kquant_avx512.cpp: BRISK_NO_AVX512_KQUANT selects the dot_x86.inc ones compared here.)
@@ -112,18 +112,23 @@ TEST(KernelsDot, Avx2AndAvx512IntegerKernelsAgreeExactly) {
   for (QuantType t : kSimdFormats) {
     if (quant_type_info(t).block_size == 1) continue;  // float kernels differ in vector width
     if (t == QuantType::Q8_0 || t == QuantType::Q4_0 || t == QuantType::Q5_0) continue;
-    const VecDotFn k2 = vec_dot_variant(t, Isa::avx2), k5 = vec_dot_variant(t, Isa::avx512);
-    if (!k2 || !k5) continue;
-    any = true;
+    const VecDotFn k2 = vec_dot_variant(t, Isa::avx2);
+    if (!k2) continue;
     const int64_t n = 4096;
     std::vector<uint8_t> w = random_blocks(t, n, 77);
     std::vector<uint8_t> a = quantized(activation_type(t), gaussian(size_t(n), 78));
-    float r2 = 0, r5 = 0;
+    float r2 = 0;
     k2(n, &r2, w.data(), a.data());
-    k5(n, &r5, w.data(), a.data());
-    EXPECT_EQ(r2, r5) << quant_type_info(t).name;
+    for (Isa isa : {Isa::avx2_vnni, Isa::avx512}) {
+      const VecDotFn k = vec_dot_variant(t, isa);
+      if (!k) continue;
+      any = true;
+      float r = 0;
+      k(n, &r, w.data(), a.data());
+      EXPECT_EQ(r2, r) << quant_type_info(t).name << " " << isa_name(isa);
+    }
   }
-  if (!any) GTEST_SKIP() << "needs both AVX2 and AVX-512 VNNI";
+  if (!any) GTEST_SKIP() << "needs AVX2 and AVX-VNNI or AVX-512 VNNI";
 }
 
 // Inputs that land exactly on rounding ties (scale 1: max |x| = 127) plus random data.
@@ -142,7 +147,7 @@ std::vector<float> quantizer_input(int64_t n, uint32_t seed) {
 TEST(KernelsDot, SimdActivationQuantizersAreBitExact) {
   int compared = 0;
   for (QuantType at : {QuantType::Q8_0, QuantType::Q8_1, QuantType::Q8_K}) {
-    for (Isa isa : {Isa::avx2, Isa::avx512}) {
+    for (Isa isa : {Isa::avx2, Isa::avx2_vnni, Isa::avx512}) {
       const QuantizeRowFn simd = quantize_activation_variant(at, isa);
       if (!simd) continue;
       for (int64_t n : {int64_t(256), int64_t(1024), int64_t(4096)}) {
@@ -180,7 +185,11 @@ TEST(KernelsDot, SelectionHonoursKillSwitches) {
   if (vec_dot_variant(QuantType::Q4_K, Isa::avx512) && vec_dot_variant(QuantType::Q4_K, Isa::avx2)) {
     EXPECT_EQ(best, vec_dot_variant(QuantType::Q4_K, Isa::avx512));
     ScopedEnv off("BRISK_NO_AVX512", "1");
+    const bool avx_vnni = vec_dot_variant(QuantType::Q4_K, Isa::avx2_vnni) != nullptr;
+    EXPECT_EQ(select_vec_dot(QuantType::Q4_K), vec_dot_variant(QuantType::Q4_K, avx_vnni ? Isa::avx2_vnni : Isa::avx2));
+    ScopedEnv off_vnni("BRISK_NO_AVX_VNNI", "1");
     EXPECT_EQ(select_vec_dot(QuantType::Q4_K), vec_dot_variant(QuantType::Q4_K, Isa::avx2));
+    EXPECT_EQ(dot_isa(QuantType::Q4_K), Isa::avx2);
   }
   if (best == vec_dot_variant(QuantType::Q4_K, Isa::avx512)) {  // the 512-bit kernel unless switched off
     ScopedEnv off("BRISK_NO_AVX512_KQUANT", "1");

@@ -170,15 +170,19 @@ Runner packed_runner(const char* name, std::function<size_t(QuantType, int64_t, 
           }};
 }
 
-// The AVX2 GEMM called directly (it runs on AVX-512 CPUs too): the vpmaddubsw variant, and the
+// The AVX2 GEMMs called directly (they run on AVX-512 CPUs too): the vpmaddubsw one, and the
 // AVX-VNNI one where the CPU has it, each with and without the two-phase packing.
 std::vector<Runner> avx2_runners(QuantType wt) {
   std::vector<Runner> out;
-  for (bool vnni : {false, true}) {
-    if (vnni && !cpu_features_detected().avx_vnni) continue;
-    const GemmIsaKernels k = avx2::gemm_kernels_variant(wt, vnni);
-    EXPECT_TRUE(k) << "no AVX2 GEMM for " << quant_type_info(wt).name;
+  for (Isa isa : {Isa::avx2, Isa::avx2_vnni}) {
+    const GemmIsaKernels k = gemm_kernels_variant(wt, isa);
+    if (isa == Isa::avx2_vnni && !cpu_features_detected().avx_vnni) {
+      EXPECT_FALSE(k) << "an AVX-VNNI GEMM on a CPU without AVX-VNNI";
+      continue;
+    }
+    EXPECT_TRUE(k) << "no " << isa_name(isa) << " GEMM for " << quant_type_info(wt).name;
     if (!k) continue;
+    const bool vnni = isa == Isa::avx2_vnni;
     out.push_back({vnni ? "avx2 avx-vnni" : "avx2 maddubs", k.kernel});
     out.push_back(packed_runner(vnni ? "avx2 avx-vnni, packed" : "avx2 maddubs, packed", k.packed_bytes,
                                 k.pack_tokens, k.kernel));
@@ -279,6 +283,7 @@ TEST(KernelsGemm, KillSwitchesTurnItOff) {
                 {kPublic[0], packed_runner("gemm_rows, packed", gemm_packed_bytes, gemm_pack_tokens, gemm_rows)});
     {
       ScopedEnv v("BRISK_NO_AVX_VNNI", "1");  // the vpmaddubsw form
+      EXPECT_EQ(gemm_isa(QuantType::Q8_0), Isa::avx2);
       check_shape(QuantType::Q8_0, {7, 256, 19}, 5);
     }
     ScopedEnv q("BRISK_NO_SIMD_DOT_Q4_0", "1");

@@ -3,6 +3,8 @@
 // max tokens / callback stop, and seeded sampling is reproducible.
 #include <gtest/gtest.h>
 
+#include "required_assets.h"
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -18,7 +20,7 @@ const std::string kDir = std::string(BRISK_SHARED_DATA) + "/models/qwen3";
 
 #define REQUIRE_QWEN3()                                   \
   if (!std::filesystem::exists(kDir + "/ref.json"))       \
-  GTEST_SKIP() << "shared model fixture " << kDir << " is missing"
+  BRISK_SKIP_MISSING_ASSET() << "shared model fixture " << kDir << " is missing"
 
 struct Fixture {
   std::shared_ptr<Model> model;

@@ -6,10 +6,13 @@
 // layout, timestamp-rule decoding and beam search.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "media/audio.h"
@@ -73,7 +76,7 @@ double speech_max_diff(const std::vector<float>& a, const nlohmann::json& ref) {
 class WhisperFixture : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(dir() + "/ref.json")) GTEST_SKIP() << "shared model fixture " << dir() << " is missing";
+    REQUIRE_MODEL("wave2/whisper_tiny_random");
     ref_ = speech_read_json(dir() + "/ref.json");
     features_ = speech_first_window(dir() + "/input.wav", 128);
     for (const auto& v : ref_["decoder_input_ids"]) prefix_.push_back(v.get<int32_t>());
@@ -172,26 +175,66 @@ TEST_F(WhisperFixture, ContextRulesForEncoderState) {
 }
 
 // Fixtures made by tools/make_fixtures/make_whisper_fixtures.py on the GPU machine: a model
-// folder with tokenizer-free generation config and ref.json holding the generated ids of
-// transformers' generate() for several settings.
-class WhisperOwnFixture : public ::testing::TestWithParam<const char*> {};
+// folder with tokenizer-free generation config, the input signal (input.wav), the log-mel
+// frames transformers computed from it (features.f32: the frames before the padding's, which
+// ref.json stores once) and ref.json holding the generated ids of transformers' generate() for
+// several settings (timestamp rules, beam search).
+// One instance per such folder that exists (tests/fixtures/models/whisper_*/ with a ref.json),
+// so that a fixture not yet committed neither fails the required-assets run nor skips in it.
+class WhisperOwnFixture : public ::testing::TestWithParam<std::string> {
+ protected:
+  static std::string dir() { return std::string(BRISK_FIXTURES) + "/models/" + GetParam(); }
+  // The [3000][n_mels] window as transformers computed it: the stored head frames, then the tail
+  // frame repeated.
+  static std::vector<float> reference_features(const nlohmann::json& ref) {
+    const int64_t n_mels = ref.at("n_mels").get<int64_t>(), n_head = ref.at("n_head_frames").get<int64_t>();
+    std::vector<float> f(size_t(3000 * n_mels));
+    std::ifstream in(dir() + "/features.f32", std::ios::binary);
+    in.read(reinterpret_cast<char*>(f.data()), std::streamsize(n_head * n_mels * 4));
+    EXPECT_EQ(in.gcount(), n_head * n_mels * 4) << "features.f32 holds " << n_head << " frames";
+    const auto& tail = ref.at("features_tail");
+    EXPECT_EQ(int64_t(tail.size()), n_mels);
+    for (int64_t t = n_head; t < 3000; ++t)
+      for (int64_t m = 0; m < n_mels; ++m) f[size_t(t * n_mels + m)] = tail[size_t(m)].get<float>();
+    return f;
+  }
+};
+
+std::vector<std::string> whisper_own_fixtures() {
+  std::vector<std::string> names;
+  const std::filesystem::path root = std::filesystem::path(BRISK_FIXTURES) / "models";
+  std::error_code ec;
+  for (const auto& d : std::filesystem::directory_iterator(root, ec)) {
+    const std::string name = d.path().filename().string();
+    if (name.rfind("whisper_", 0) == 0 && std::filesystem::exists(d.path() / "ref.json")) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The front end at this fixture's bin count (80 or 128) from the same samples.
+TEST_P(WhisperOwnFixture, LogMelMatchesTransformers) {
+  const nlohmann::json ref = speech_read_json(dir() + "/ref.json");
+  const std::vector<float> want = reference_features(ref);
+  const std::vector<float> got = speech_first_window(dir() + "/input.wav", ref.at("n_mels").get<int32_t>());
+  ASSERT_EQ(got.size(), want.size());
+  double d = 0.0;
+  for (size_t i = 0; i < got.size(); ++i) d = std::max(d, std::fabs(double(got[i]) - double(want[i])));
+  EXPECT_LT(d, 1e-4);
+}
 
 TEST_P(WhisperOwnFixture, GenerateMatchesTransformers) {
-  const std::string dir = std::string(BRISK_FIXTURES) + "/models/" + GetParam();
-  if (!std::filesystem::exists(dir + "/ref.json"))
-    GTEST_SKIP() << dir << " is missing (made by tools/make_fixtures/make_whisper_fixtures.py on the GPU machine)";
-  const nlohmann::json ref = speech_read_json(dir + "/ref.json");
-  auto model = Model::load({.path = dir + "/hf"});
+  const nlohmann::json ref = speech_read_json(dir() + "/ref.json");
+  auto model = Model::load({.path = dir() + "/hf"});
   auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
   const SpeechConfig cfg = speech_config_from_hf(loaded->config_json_, loaded->generation_config_,
                                                  loaded->preprocessor_config_, loaded->config().n_vocab, nullptr);
-  std::vector<float> features;
-  for (const auto& row : ref["input_features"])  // [n_frames][n_mels] as the fixture stores it
-    for (const auto& v : row) features.push_back(v.get<float>());
+  const std::vector<float> features = reference_features(ref);
   auto ctx = Context::create(model, {.n_ctx = loaded->config().n_ctx_train, .n_seq_max = 10,
                                      .n_batch = loaded->config().n_ctx_train, .kv_type = QuantType::F32,
                                      .n_threads = 2, .kv_block_size = 16});
   ASSERT_EQ(features.size(), size_t(ctx->encoder_shape().n_frames) * size_t(ctx->encoder_shape().n_features));
+  ASSERT_FALSE(ref["cases"].empty());
   for (const auto& c : ref["cases"]) {
     std::vector<int32_t> prompt, want;
     for (const auto& v : c["decoder_prompt"]) prompt.push_back(v.get<int32_t>());
@@ -205,7 +248,9 @@ TEST_P(WhisperOwnFixture, GenerateMatchesTransformers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, WhisperOwnFixture, ::testing::Values("whisper_80bin", "whisper_timestamps"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, WhisperOwnFixture, ::testing::ValuesIn(whisper_own_fixtures()),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(WhisperOwnFixture);
 
 }  // namespace
 }  // namespace brisk

@@ -2,6 +2,8 @@
 // formats, KV cache types and thread counts, plus the thread pool.
 #include <gtest/gtest.h>
 
+#include "required_assets.h"
+
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -118,7 +120,7 @@ TEST_P(MatmulFormats, MatchesReferenceOverShapes) {
         for (int64_t n_tok : {1, 3, 9}) {
           bool ok = true;
           std::vector<uint8_t> w = make_weight(type, n_in, n_out, uint32_t(n_in + n_out), &ok);
-          if (!ok) GTEST_SKIP() << "no reference blocks for " << quant_type_info(type).name << " under " << BRISK_SHARED_DATA;
+          if (!ok) BRISK_SKIP_MISSING_ASSET() << "no reference blocks for " << quant_type_info(type).name << " under " << BRISK_SHARED_DATA;
           const Weight wt{.type = type, .n_in = n_in, .n_out = n_out,
                           .row_bytes = size_t(quant_row_bytes(type, uint64_t(n_in)).value()), .data = w.data()};
           std::vector<float> x = random_vec(size_t(n_tok * n_in), uint32_t(n_tok * 7));

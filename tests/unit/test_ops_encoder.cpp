@@ -5,12 +5,15 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "backend/backend.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "kernels/cpu/encoder_ops.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/ref.h"
+#include "quant/format.h"
 #include "paged_kv.h"
 #include "scoped_env.h"
 
@@ -173,6 +176,61 @@ TEST(EncoderOps, AttentionWeightsMatchReferenceAndSumToOne) {
   }
 }
 
+TEST(EncoderOps, DenseAttentionMatchesReference) {
+  auto be = make_cpu_backend(3);
+  for (auto [n_head, n_head_kv, head_dim] : {std::tuple{4, 4, 64}, std::tuple{6, 2, 16}, std::tuple{3, 3, 48},
+                                             std::tuple{2, 1, 20}}) {
+    for (int32_t n_seq : {1, 2}) {
+      const int64_t n = 37, rows = n * n_seq;
+      std::vector<float> q = enc_randn(size_t(rows * n_head * head_dim), 11, 1.5f);
+      std::vector<float> k = enc_randn(size_t(rows * n_head_kv * head_dim), 12, 1.5f);
+      std::vector<float> v = enc_randn(size_t(rows * n_head_kv * head_dim), 13);
+      std::vector<float> ref(q.size());
+      AttentionDenseArgs a{.out = enc_mat(ref, rows, n_head * head_dim), .q = enc_mat(q, rows, n_head * head_dim),
+                           .k = enc_mat(k, rows, n_head_kv * head_dim), .v = enc_mat(v, rows, n_head_kv * head_dim),
+                           .n_seq = n_seq, .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = head_dim,
+                           .scale = 1.0f / std::sqrt(float(head_dim))};
+      ref::attention_dense(a);
+      for (const char* off : {"0", "1"}) {
+        ScopedEnv env("BRISK_NO_BLOCKED_ATTENTION", off);
+        std::vector<float> out(q.size(), -7.0f);
+        a.out = enc_mat(out, rows, n_head * head_dim);
+        ASSERT_TRUE(be->attention_dense(a));
+        EXPECT_LT(enc_max_diff(out, ref), 2e-5f) << n_head << "/" << n_head_kv << " x " << head_dim << ", " << n_seq
+                                                 << " seq, BRISK_NO_BLOCKED_ATTENTION=" << off;
+      }
+    }
+  }
+}
+
+TEST(EncoderOps, FloatGemmMatchesTheGemvPath) {
+  auto be = make_cpu_backend(2);
+  for (QuantType wt : {QuantType::F32, QuantType::F16, QuantType::BF16}) {
+    for (auto [n_tok, n_out, n_in] : {std::tuple{9, 17, 240}, std::tuple{16, 32, 64}, std::tuple{37, 100, 1000},
+                                      std::tuple{300, 64, 256}}) {
+      std::vector<float> x = enc_randn(size_t(n_tok * n_in), 21), wf = enc_randn(size_t(n_out * n_in), 22, 0.1f);
+      const size_t rb = quant_row_bytes(wt, uint64_t(n_in)).value();
+      std::vector<uint8_t> w(rb * size_t(n_out));
+      for (int64_t r = 0; r < n_out; ++r) cpu::row_from_f32(wt, wf.data() + r * n_in, w.data() + size_t(r) * rb, n_in);
+      std::vector<float> bias = enc_randn(size_t(n_out), 23);
+      const Weight wv{.type = wt, .n_in = n_in, .n_out = n_out, .row_bytes = rb, .data = w.data()};
+      std::vector<float> fast(size_t(n_tok * n_out)), slow(fast.size()), ref(fast.size());
+      {
+        ScopedEnv env("BRISK_NO_FLOAT_GEMM", "0");
+        be->matmul({.out = enc_mat(fast, n_tok, n_out), .x = enc_mat(x, n_tok, n_in), .w = wv, .bias = bias.data()});
+      }
+      {
+        ScopedEnv env("BRISK_NO_FLOAT_GEMM", "1");
+        be->matmul({.out = enc_mat(slow, n_tok, n_out), .x = enc_mat(x, n_tok, n_in), .w = wv, .bias = bias.data()});
+      }
+      ref::matmul({.out = enc_mat(ref, n_tok, n_out), .x = enc_mat(x, n_tok, n_in), .w = wv, .bias = bias.data()});
+      const float tol = 2e-5f * std::sqrt(float(n_in));
+      EXPECT_LT(enc_max_diff(fast, slow), tol) << quant_type_info(wt).name << " " << n_tok << "x" << n_out << "x" << n_in;
+      EXPECT_LT(enc_max_diff(fast, ref), tol) << quant_type_info(wt).name << " " << n_tok << "x" << n_out << "x" << n_in;
+    }
+  }
+}
+
 // A backend that implements only what it must: the encoder ops keep their defaults.
 class BareBackend final : public Backend {
  public:
@@ -205,6 +263,7 @@ TEST(EncoderOps, MissingOpsSayWhichOpAndBackend) {
   EXPECT_THROW(be.unary({}), Error);
   EXPECT_THROW(be.im2col({}), Error);
   EXPECT_THROW(be.attention_weights({}), Error);
+  EXPECT_FALSE(be.attention_dense({}));  // the caller falls back to kv_store + attention
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // dot of the dequantized operands.
 #include <gtest/gtest.h>
 
+#include "required_assets.h"
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -36,7 +38,7 @@ nlohmann::json load_index() {
 
 #define SKIP_WITHOUT_SHARED_DATA()                                                          \
   if (!std::filesystem::exists(kQuantDir + "/index.json"))                                  \
-  GTEST_SKIP() << "reference vectors not found at " << kQuantDir                            \
+  BRISK_SKIP_MISSING_ASSET() << "reference vectors not found at " << kQuantDir                            \
                << " (shared/data/quant is only in the developers' checkout)"
 
 const std::vector<QuantType> kAllFormats = {

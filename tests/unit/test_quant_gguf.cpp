@@ -4,6 +4,8 @@
 // must track the float GEMV.
 #include <gtest/gtest.h>
 
+#include "required_assets.h"
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -20,7 +22,7 @@ namespace {
 const std::string kModels = std::string(BRISK_SHARED_DATA) + "/models";
 
 TEST(QuantGguf, ConverterQ8_0MatchesReferenceQuantizer) {
-  if (!std::filesystem::exists(kModels)) GTEST_SKIP() << "no shared models at " << kModels;
+  if (!std::filesystem::exists(kModels)) BRISK_SKIP_MISSING_ASSET() << "no shared models at " << kModels;
   int tensors = 0;
   for (const char* arch : {"llama", "qwen3", "gemma3"}) {
     const std::string dir = kModels + "/" + arch;
@@ -60,7 +62,7 @@ TEST(QuantGguf, ConverterQ8_0MatchesReferenceQuantizer) {
       ++tensors;
     }
   }
-  if (tensors == 0) GTEST_SKIP() << "no Q8_0 tensors found under " << kModels;
+  if (tensors == 0) BRISK_SKIP_MISSING_ASSET() << "no Q8_0 tensors found under " << kModels;
 }
 
 }  // namespace

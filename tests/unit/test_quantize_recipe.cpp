@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "quantize/recipe.h"
+#include "quant/recipe.h"
 
 namespace brisk {
 namespace {

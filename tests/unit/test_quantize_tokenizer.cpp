@@ -3,6 +3,8 @@
 // recipe is written and read back with the recipe's types.
 #include <gtest/gtest.h>
 
+#include "required_assets.h"
+
 #include <unistd.h>
 
 #include <cstring>
@@ -24,7 +26,7 @@ std::string temp_path(const std::string& name) {
 
 void check_tokenizer(const std::string& package, const std::string& arch, int32_t n_vocab) {
   const std::string dir = testing::npm_tokenizer_dir(package);
-  if (dir.empty()) GTEST_SKIP() << package << " not installed (run scripts/fetch_test_assets.sh)";
+  if (dir.empty()) BRISK_SKIP_MISSING_ASSET() << package << " not installed (run scripts/fetch_test_assets.sh)";
   RandomModelParams p = random_model_preset("tiny");
   p.arch = arch;
   p.n_vocab = n_vocab;

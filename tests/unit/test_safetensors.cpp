@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "required_assets.h"
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -258,7 +260,7 @@ TEST(SafetensorsRealFiles, TinyCheckpointsParseAndConvert) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(test::shared_data() + "/models", ec))
     if (fs::exists(e.path() / "hf" / "model.safetensors")) dirs.push_back((e.path() / "hf").string());
-  if (dirs.empty()) GTEST_SKIP() << "no safetensors checkpoints in " << test::shared_data() << "/models";
+  if (dirs.empty()) BRISK_SKIP_MISSING_ASSET() << "no safetensors checkpoints in " << test::shared_data() << "/models";
   for (const auto& dir : dirs) {
     SCOPED_TRACE(dir);
     const auto c = st::Checkpoint::open(dir);

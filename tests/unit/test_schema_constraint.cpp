@@ -68,6 +68,29 @@ const std::vector<Case>& cases() {
       {R"({"type":"integer"})", {"0", "-7", "123"}, {"01", "1.0", "-", "1e2", "12345678901234567890123456789012345678901"}},
       {R"({"type":"number"})", {"1e99", "-2.5E-12", "0.5"}, {"1e100", "1E-999", "1e+308"}},
       {R"({"type":"boolean"})", {"true", "false"}, {"null", "1"}},
+      // Numeric bounds, decided digit by digit; bounded numbers have no exponent.
+      {R"({"type":"integer","minimum":-3,"exclusiveMaximum":12})",
+       {"-3", "0", "11", "5"}, {"-4", "12", "13", "100", "-30", "1e1"}},
+      {R"({"type":"integer","exclusiveMinimum":2.5,"maximum":1000})", {"3", "999", "1000"}, {"2", "1001", "0", "-3"}},
+      {R"({"type":"number","minimum":0.5,"maximum":2})", {"0.5", "1", "1.25", "2", "2.0", "0.75"},
+       {"0.4", "0", "2.01", "3", "-1", "5e-1", "0.49999"}},
+      {R"({"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1})", {"0.5", "0.001"}, {"0", "1", "0.0", "1.0", "-0.5"}},
+      {R"({"type":"number","minimum":5,"exclusiveMinimum":true})", {"6", "5.1"}, {"5", "4.9"}},
+      {R"({"type":"integer","maximum":-10})", {"-10", "-11", "-1000"}, {"-9", "0", "5"}},
+      // Property counts.
+      {R"({"type":"object","additionalProperties":{"type":"integer"},"minProperties":1,"maxProperties":2})",
+       {R"({"a":1})", R"({"a":1,"b":2})"}, {"{}", R"({"a":1,"b":2,"c":3})"}},
+      {R"({"type":"object","maxProperties":0})", {"{}"}, {R"({"a":1})"}},
+      {R"({"type":"object","properties":{"a":{"type":"null"},"b":{"type":"null"}},"minProperties":1})",
+       {R"({"a":null})", R"({"b":null,"a":null})"}, {"{}"}},
+      // Keywords next to enum / const keep only the values they accept.
+      {R"({"type":"string","enum":["a",1,"bb"],"maxLength":1})", {R"("a")"}, {"1", R"("bb")"}},
+      // unevaluatedProperties false on a free object: no keys.
+      {R"({"type":"object","unevaluatedProperties":false})", {"{}"}, {R"({"a":1})"}},
+      // oneOf whose alternatives are told apart by a required discriminator.
+      {R"({"oneOf":[{"type":"object","properties":{"k":{"const":"a"},"x":{"type":"integer"}},"required":["k"]},
+                    {"type":"object","properties":{"k":{"const":"b"}},"required":["k"]}]})",
+       {R"({"k":"a","x":1})"}, {R"({"k":"b"})", R"({"x":1})"}},
       {R"({"properties":{"q\"uote":{"type":"null"},"é":{"type":"null"}}})",
        {R"({"q\"uote":null})", "{\"\xC3\xA9\":null}"}, {R"({"q\u0022uote":null})"}},
   };
@@ -106,6 +129,28 @@ TEST(SchemaConstraint, CompileErrorsNameTheKeyword) {
       {R"({"$ref":"http://example.com/s.json"})", "$ref"},
       {R"({"$ref":"#/$defs/missing"})", "does not resolve"},
       {R"({"allOf":[{"type":"string"},{"maxLength":3}]})", "allOf"},
+      // What the recognizer does not enforce is refused, naming the keyword and where it is.
+      {R"({"type":"object","properties":{"a":{"not":{"type":"null"}}}})", "#/properties/a: 'not'"},
+      {R"({"type":"string","pattern":"^a"})", "'pattern'"},
+      {R"({"if":{"type":"string"},"then":{"maxLength":1}})", "'if'"},
+      {R"({"type":"object","patternProperties":{"^x":{}}})", "'patternProperties'"},
+      {R"({"type":"object","propertyNames":{"maxLength":2}})", "'propertyNames'"},
+      {R"({"type":"object","dependentRequired":{"a":["b"]}})", "dependencies"},
+      {R"({"type":"array","contains":{"type":"null"}})", "'contains'"},
+      {R"({"type":"array","uniqueItems":true})", "'uniqueItems'"},
+      {R"({"type":"number","multipleOf":0.5})", "'multipleOf'"},
+      {R"({"type":"object","unevaluatedProperties":{"type":"null"}})", "'unevaluatedProperties'"},
+      {R"({"$defs":{"a":{"type":"string"}},"items":{"$ref":"#/$defs/a","maxLength":2}})", "#/items: 'maxLength' next to '$ref'"},
+      {R"({"anyOf":[{"type":"string"}],"type":"string"})", "'type' next to 'anyOf'"},
+      {R"({"oneOf":[{"type":"string"},{"type":"string","maxLength":2}]})", "'oneOf'"},
+      {R"({"oneOf":[{"type":"integer"},{"type":"number","minimum":0}]})", "'oneOf'"},
+      {R"({"oneOf":[{"type":"object","properties":{"a":{}}},{"type":"object","properties":{"b":{}}}]})", "'oneOf'"},
+      {R"({"type":"integer","minimum":5,"maximum":4})", "minimum"},
+      {R"({"type":"number","exclusiveMinimum":1,"exclusiveMaximum":1})", "minimum"},
+      {R"({"type":"number","minimum":"1"})", "'minimum' must be a number"},
+      {R"({"type":"object","properties":{"a":{}},"minProperties":2})", "minProperties"},
+      {R"({"type":"object","properties":{"a":{},"b":{}},"required":["a","b"],"maxProperties":1})", "maxProperties"},
+      {R"({"type":"string","enum":["abc"],"maxLength":2})", "enum"},
       {R"({"type":"string","minLength":-1})", "minLength"},
       {R"({"anyOf":[]})", "anyOf"},
       {R"([1])", "must be an object"},
@@ -175,7 +220,18 @@ bool validate(const json& root, const json& s, const json& v, int depth = 0) {
     };
     if (std::none_of(types.begin(), types.end(), is)) return false;
   }
+  if (v.is_number()) {
+    const double x = v.get<double>();
+    if (s.contains("minimum") && (x < s["minimum"].get<double>() || (s.value("exclusiveMinimum", json()) == true && x == s["minimum"].get<double>())))
+      return false;
+    if (s.contains("maximum") && (x > s["maximum"].get<double>() || (s.value("exclusiveMaximum", json()) == true && x == s["maximum"].get<double>())))
+      return false;
+    if (s.contains("exclusiveMinimum") && s["exclusiveMinimum"].is_number() && x <= s["exclusiveMinimum"].get<double>()) return false;
+    if (s.contains("exclusiveMaximum") && s["exclusiveMaximum"].is_number() && x >= s["exclusiveMaximum"].get<double>()) return false;
+  }
   if (v.is_object()) {
+    if (v.size() < s.value("minProperties", size_t{0}) || v.size() > s.value("maxProperties", SIZE_MAX)) return false;
+    if (s.value("unevaluatedProperties", json(true)) == false && !s.contains("properties") && !v.empty()) return false;
     const json props = s.value("properties", json::object());
     for (const json& r : s.value("required", json::array()))
       if (!v.contains(r.get<std::string>())) return false;

@@ -4,6 +4,8 @@
 // decode, decode(skip_special), the streaming decoder, and the byte-level round trip.
 #include <gtest/gtest.h>
 
+#include "required_assets.h"
+
 #include <nlohmann/json.hpp>
 
 #include "test_tokenizer_common.h"
@@ -36,7 +38,7 @@ enum class RoundTrip { exact, nfc, none };
 void check_corpus(const std::string& name, const std::string& package, RoundTrip round_trip,
                   bool config_bos = false) {
   const std::string dir = npm_tokenizer_dir(package);
-  if (dir.empty()) GTEST_SKIP() << package << " not installed (run scripts/fetch_test_assets.sh)";
+  if (dir.empty()) BRISK_SKIP_MISSING_ASSET() << package << " not installed (run scripts/fetch_test_assets.sh)";
   const std::string fixtures = BRISK_FIXTURES;
   const auto corpus = nlohmann::json::parse(read_file(fixtures + "/tokenizer/corpus.json"));
   const auto ref = nlohmann::json::parse(read_file(fixtures + "/tokenizer/reference_" + name + ".json"));

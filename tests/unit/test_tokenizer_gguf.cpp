@@ -2,6 +2,8 @@
 // vocab GGUF in the shared data, and the tiny fixture models' prompts from model-f32.gguf.
 #include <gtest/gtest.h>
 
+#include "required_assets.h"
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -21,7 +23,7 @@ class VocabGguf : public ::testing::TestWithParam<std::string> {};
 TEST_P(VocabGguf, MatchesLlamaCppVectors) {
   const std::string base = shared_data() + "/vocab/ggml-vocab-" + GetParam() + ".gguf";
   if (!fs::exists(base) || !fs::exists(base + ".inp"))
-    GTEST_SKIP() << "missing " << base << " or its .inp/.out (shared data)";
+    BRISK_SKIP_MISSING_ASSET() << "missing " << base << " or its .inp/.out (shared data)";
   const auto tok = Tokenizer::from_gguf(brisk::gguf::File::open(base));
   const auto cases = read_vocab_cases(base + ".inp", base + ".out");
   ASSERT_GT(cases.size(), 10u);
@@ -45,7 +47,7 @@ INSTANTIATE_TEST_SUITE_P(Tokenizer, VocabGguf,
 
 TEST(TokenizerGguf, FixtureModelPromptsMatchReference) {
   const std::string models = shared_data() + "/models";
-  if (!fs::exists(models)) GTEST_SKIP() << "missing " << models << " (shared data)";
+  if (!fs::exists(models)) BRISK_SKIP_MISSING_ASSET() << "missing " << models << " (shared data)";
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(models)) {
     const fs::path gguf = entry.path() / "model-f32.gguf";
@@ -67,7 +69,7 @@ TEST(TokenizerGguf, FixtureModelPromptsMatchReference) {
 
 TEST(TokenizerGguf, SentencePieceSpecialsAndDecode) {
   const std::string path = shared_data() + "/vocab/ggml-vocab-llama-spm.gguf";
-  if (!fs::exists(path)) GTEST_SKIP() << "missing " << path << " (shared data)";
+  if (!fs::exists(path)) BRISK_SKIP_MISSING_ASSET() << "missing " << path << " (shared data)";
   const auto tok = Tokenizer::from_gguf(brisk::gguf::File::open(path));
   EXPECT_EQ(tok->bos_id(), 1);
   EXPECT_EQ(tok->eos_id(), 2);

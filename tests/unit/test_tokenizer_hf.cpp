@@ -2,6 +2,8 @@
 // paired with the Qwen3 and Llama 3 tokenizer.json files, and decode / streaming round trips.
 #include <gtest/gtest.h>
 
+#include "required_assets.h"
+
 #include <filesystem>
 
 #include "core/error.h"
@@ -18,7 +20,7 @@ namespace {
 
 void check_vocab_pair(const std::string& dir, const std::string& name) {
   const std::string base = shared_data() + "/vocab/ggml-vocab-" + name + ".gguf";
-  if (!fs::exists(base + ".inp")) GTEST_SKIP() << "missing " << base << ".inp (shared data)";
+  if (!fs::exists(base + ".inp")) BRISK_SKIP_MISSING_ASSET() << "missing " << base << ".inp (shared data)";
   const auto tok = Tokenizer::from_hf_dir(dir);
   const auto cases = read_vocab_cases(base + ".inp", base + ".out");
   ASSERT_GT(cases.size(), 10u);
@@ -37,7 +39,7 @@ void check_vocab_pair(const std::string& dir, const std::string& name) {
 
 TEST(TokenizerHf, FixtureModelPromptsMatchReference) {
   const std::string models = shared_data() + "/models";
-  if (!fs::exists(models)) GTEST_SKIP() << "missing " << models << " (shared data)";
+  if (!fs::exists(models)) BRISK_SKIP_MISSING_ASSET() << "missing " << models << " (shared data)";
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(models)) {
     const fs::path hf = entry.path() / "hf";
@@ -58,7 +60,7 @@ TEST(TokenizerHf, FixtureModelPromptsMatchReference) {
 
 TEST(TokenizerHf, FixtureModelSpecialTokens) {
   const std::string dir = shared_data() + "/models/qwen3/hf";
-  if (!fs::exists(dir)) GTEST_SKIP() << "missing " << dir << " (shared data)";
+  if (!fs::exists(dir)) BRISK_SKIP_MISSING_ASSET() << "missing " << dir << " (shared data)";
   const auto tok = Tokenizer::from_hf_dir(dir);
   const int32_t im_start = tok->token_id("<|im_start|>");
   const int32_t im_end = tok->token_id("<|im_end|>");
@@ -87,13 +89,13 @@ TEST(TokenizerHf, FixtureModelSpecialTokens) {
 
 TEST(TokenizerHf, Qwen3MatchesLlamaCppQwen2Vectors) {
   const std::string dir = npm_tokenizer_dir("tokenizer-qwen3");
-  if (dir.empty()) GTEST_SKIP() << "Qwen3 tokenizer.json not installed (run scripts/fetch_test_assets.sh)";
+  if (dir.empty()) BRISK_SKIP_MISSING_ASSET() << "Qwen3 tokenizer.json not installed (run scripts/fetch_test_assets.sh)";
   check_vocab_pair(dir, "qwen2");
 }
 
 TEST(TokenizerHf, Llama3MatchesLlamaCppLlamaBpeVectors) {
   const std::string dir = npm_tokenizer_dir("tokenizer-llama3");
-  if (dir.empty()) GTEST_SKIP() << "Llama 3 tokenizer.json not installed (run scripts/fetch_test_assets.sh)";
+  if (dir.empty()) BRISK_SKIP_MISSING_ASSET() << "Llama 3 tokenizer.json not installed (run scripts/fetch_test_assets.sh)";
   check_vocab_pair(dir, "llama-bpe");
 }
 

@@ -4,6 +4,8 @@
 // references, and clear errors for malformed files.
 #include <gtest/gtest.h>
 
+#include "required_assets.h"
+
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -161,7 +163,7 @@ TEST(TokenizerUnits, FastNfcMatchesUtf8proc) {
 
 TEST(TokenizerUnits, BpeCacheMatchesUncached) {
   const std::string dir = shared_data() + "/models/qwen3/hf";
-  if (!fs::exists(dir)) GTEST_SKIP() << "missing " << dir << " (shared data)";
+  if (!fs::exists(dir)) BRISK_SKIP_MISSING_ASSET() << "missing " << dir << " (shared data)";
   const auto tok = Tokenizer::from_hf_dir(dir);
   const auto corpus = json::parse(read_file(std::string(BRISK_FIXTURES) + "/tokenizer/corpus.json"));
   std::vector<std::vector<int32_t>> cached;
@@ -357,7 +359,7 @@ TEST(TokenizerUnits, MalformedGguf) {
 // One tokenizer shared by threads (piece cache, per-thread regex state) gives the same ids.
 TEST(TokenizerUnits, ConcurrentEncodeMatchesSerial) {
   const std::string dir = shared_data() + "/models/qwen3/hf";
-  if (!fs::exists(dir)) GTEST_SKIP() << "missing " << dir << " (shared data)";
+  if (!fs::exists(dir)) BRISK_SKIP_MISSING_ASSET() << "missing " << dir << " (shared data)";
   const auto tok = Tokenizer::from_hf_dir(dir);
   const auto corpus = json::parse(read_file(std::string(BRISK_FIXTURES) + "/tokenizer/corpus.json"));
   std::vector<std::string> strings;
@@ -415,5 +417,5 @@ TEST(TokenizerUnits, RandomInputIsHandled) {
       EXPECT_TRUE(brisk::text::utf8_is_valid(streamed)) << path;
     }
   }
-  if (loaded == 0) GTEST_SKIP() << "no shared tokenizers found under " << shared_data();
+  if (loaded == 0) BRISK_SKIP_MISSING_ASSET() << "no shared tokenizers found under " << shared_data();
 }

@@ -12,8 +12,15 @@ Weights are re-drawn from N(0, 0.1) (norm weights 1 + N(0, 0.1)) with a fixed se
 logits are spread out and greedy choices are not near ties. Runs on the CPU in float32 with
 eager attention (no TF32), so the numbers are reproducible on any machine.
 
+The hybrid variants (Qwen3.5 dense / MoE, Qwen3-Next: Gated DeltaNet linear attention mixed with
+gated full attention) each cover a layout the shared wave-2 fixtures do not: another layer_types
+order, three value heads per key head, head sizes that are not powers of two, a prompt longer than
+one delta-rule chunk (64 tokens), the conditional-generation checkpoint form (text_config,
+model.language_model.* names) with an MTP head (random mtp.* tensors that transformers ignores),
+and a Qwen3-Next config given by full_attention_interval alone with a dense mlp_only layer.
+
 Usage: python3 make_fixtures.py --out tests/fixtures/models [--only NAME ...]
-Needs torch and transformers (the H200 machine has both).
+Needs torch and transformers >= 5.17 for the hybrids (the H200 machine has both).
 """
 import argparse
 import datetime
@@ -45,6 +52,33 @@ VARIANTS = [
     ("qwen2_untied", "qwen2", dict(tie=False)),
     ("qwen3_mha_tied", "qwen3", dict(tie=True, n_kv=4, head_dim=32)),
 ]
+
+# Hybrid variants: name, architecture, overrides (see build_hybrid).
+HYBRID_VARIANTS = [
+    ("qwen3_5_grouped_heads", "qwen3_5", dict(
+        seed=4242, layers=["linear_attention", "full_attention", "linear_attention", "linear_attention",
+                           "full_attention"],
+        heads=3, n_kv=1, head_dim=48, partial=0.5, theta=1000000.0, tie=True,
+        lin_k=2, lin_v=6, lin_kd=24, lin_vd=20, conv=3, inter=96, prompt_len=90)),
+    ("qwen3_5_moe_text_config_mtp", "qwen3_5_moe", dict(
+        seed=4243, layers=["full_attention", "linear_attention", "linear_attention"],
+        heads=2, n_kv=2, head_dim=40, partial=0.25, theta=10000000.0, tie=False,
+        lin_k=1, lin_v=3, lin_kd=12, lin_vd=36, conv=4, inter=64,
+        experts=5, top_k=2, moe_inter=20, shared=28, prompt_len=70, wrap_conditional=True, mtp=True)),
+    ("qwen3_next_mlp_only", "qwen3_next", dict(
+        seed=4244, layers=["linear_attention", "full_attention", "linear_attention", "full_attention"],
+        heads=4, n_kv=2, head_dim=16, partial=0.25, theta=5000000.0, tie=False,
+        lin_k=2, lin_v=4, lin_kd=16, lin_vd=8, conv=4, inter=48,
+        experts=4, top_k=2, moe_inter=16, shared=24, norm_topk=False, mlp_only=[2], interval_only=2,
+        prompt_len=40)),
+]
+
+HYBRID_CLASSES = {
+    "qwen3_5": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration", "qwen3_5"),
+    "qwen3_5_moe": ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+                    "qwen3_5_moe"),
+    "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM", None, None),
+}
 
 CONFIG_CLASSES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM"),
@@ -142,17 +176,166 @@ def build(name, arch, o, out_dir):
     print(f"{name}: {sum(p.numel() for p in model.parameters())} params, prompt {n}, greedy {greedy[:8]}...")
 
 
+def hybrid_config(arch, o):
+    cfg_name = HYBRID_CLASSES[arch][0]
+    kw = dict(
+        vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=o["inter"], num_hidden_layers=len(o["layers"]),
+        num_attention_heads=o["heads"], num_key_value_heads=o["n_kv"], head_dim=o["head_dim"],
+        max_position_embeddings=4096, rms_norm_eps=1e-6, tie_word_embeddings=o["tie"],
+        bos_token_id=None, eos_token_id=2, pad_token_id=0, attention_dropout=0.0, hidden_act="silu",
+        layer_types=list(o["layers"]), linear_conv_kernel_dim=o["conv"], linear_key_head_dim=o["lin_kd"],
+        linear_value_head_dim=o["lin_vd"], linear_num_key_heads=o["lin_k"], linear_num_value_heads=o["lin_v"],
+        rope_parameters={"rope_type": "default", "rope_theta": o["theta"], "partial_rotary_factor": o["partial"]},
+    )
+    if "experts" in o:
+        kw.update(num_experts=o["experts"], num_experts_per_tok=o["top_k"], moe_intermediate_size=o["moe_inter"],
+                  shared_expert_intermediate_size=o["shared"])
+    if arch == "qwen3_next":
+        kw.update(norm_topk_prob=o.get("norm_topk", True), mlp_only_layers=o.get("mlp_only", []),
+                  decoder_sparse_step=1, full_attention_interval=o.get("interval_only", 4))
+    cfg = getattr(transformers, cfg_name)(**kw)
+    cfg._attn_implementation = "eager"
+    return cfg
+
+
+def randomize_hybrid(model, gen):
+    """The shared wave-2 scheme: matrices N(0, 0.08^2), norm weights their initial value (0 for the
+    (1 + w) RMSNorms, 1 for the gated norm) plus N(0, 0.2^2), other vectors (A_log, dt_bias) N(0, 0.1^2)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() >= 2:
+                p.copy_(0.08 * torch.randn(p.shape, generator=gen))
+            elif "norm" in name:
+                p.add_(0.2 * torch.randn(p.shape, generator=gen))
+            else:
+                p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+    if model.config.tie_word_embeddings:
+        model.tie_weights()
+
+
+def add_mtp(dst, cfg, gen, prefix):
+    """Random mtp.* tensors (one block shaped like a full-attention layer of this model, fc and its
+    norms): the layout of published checkpoints; transformers does not load them."""
+    from safetensors.torch import load_file, save_file
+    path = os.path.join(dst, "model.safetensors")
+    tensors = load_file(path)
+    h, hd = cfg.hidden_size, cfg.head_dim
+    shapes = {
+        "mtp.fc.weight": (h, 2 * h), "mtp.pre_fc_norm_embedding.weight": (h,), "mtp.pre_fc_norm_hidden.weight": (h,),
+        "mtp.norm.weight": (h,), "mtp.layers.0.input_layernorm.weight": (h,),
+        "mtp.layers.0.post_attention_layernorm.weight": (h,),
+        "mtp.layers.0.self_attn.q_proj.weight": (2 * cfg.num_attention_heads * hd, h),
+        "mtp.layers.0.self_attn.k_proj.weight": (cfg.num_key_value_heads * hd, h),
+        "mtp.layers.0.self_attn.v_proj.weight": (cfg.num_key_value_heads * hd, h),
+        "mtp.layers.0.self_attn.o_proj.weight": (h, cfg.num_attention_heads * hd),
+        "mtp.layers.0.self_attn.q_norm.weight": (hd,), "mtp.layers.0.self_attn.k_norm.weight": (hd,),
+    }
+    if getattr(cfg, "num_experts", 0):
+        ff, sh = cfg.moe_intermediate_size, cfg.shared_expert_intermediate_size
+        shapes["mtp.layers.0.mlp.gate.weight"] = (cfg.num_experts, h)
+        for e in range(cfg.num_experts):
+            for k, shape in (("gate_proj", (ff, h)), ("up_proj", (ff, h)), ("down_proj", (h, ff))):
+                shapes[f"mtp.layers.0.mlp.experts.{e}.{k}.weight"] = shape
+        for k, shape in (("gate_proj", (sh, h)), ("up_proj", (sh, h)), ("down_proj", (h, sh))):
+            shapes[f"mtp.layers.0.mlp.shared_expert.{k}.weight"] = shape
+        shapes["mtp.layers.0.mlp.shared_expert_gate.weight"] = (1, h)
+    else:
+        for k, shape in (("gate_proj", (cfg.intermediate_size, h)), ("up_proj", (cfg.intermediate_size, h)),
+                         ("down_proj", (h, cfg.intermediate_size))):
+            shapes[f"mtp.layers.0.mlp.{k}.weight"] = shape
+    for name, shape in shapes.items():
+        tensors[name] = 0.08 * torch.randn(shape, generator=gen)
+    if prefix:
+        tensors = {(prefix + k[len("model."):] if k.startswith("model.") else k): v for k, v in tensors.items()}
+    save_file({k: v.contiguous() for k, v in tensors.items()}, path, metadata={"format": "pt"})
+
+
+def build_hybrid(name, arch, o, out_dir):
+    seed = o["seed"]
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    cfg = hybrid_config(arch, o)
+    model = getattr(transformers, HYBRID_CLASSES[arch][1])(cfg).to(torch.float32).eval()
+    randomize_hybrid(model, gen)
+    n = o.get("prompt_len", 24)
+    ids = torch.randint(3, VOCAB, (1, n), generator=gen)
+    with torch.no_grad():
+        logits = model(ids).logits[0].float()
+        seq = ids.clone()
+        greedy = []
+        for _ in range(N_GREEDY):
+            nxt = int(model(seq).logits[0, -1].argmax())
+            greedy.append(nxt)
+            seq = torch.cat([seq, torch.tensor([[nxt]])], dim=1)
+        cached = model.generate(ids, max_new_tokens=N_GREEDY, do_sample=False, eos_token_id=None,
+                                pad_token_id=0)[0, n:].tolist()
+    dst = os.path.join(out_dir, name)
+    os.makedirs(dst, exist_ok=True)
+    model.save_pretrained(dst, safe_serialization=True)
+    for extra in ("generation_config.json",):
+        p = os.path.join(dst, extra)
+        if os.path.exists(p):
+            os.remove(p)
+    cfg_path = os.path.join(dst, "config.json")
+    with open(cfg_path) as f:
+        saved = json.load(f)
+    if o.get("interval_only"):
+        saved.pop("layer_types", None)  # the pattern from full_attention_interval alone
+    if o.get("mtp"):
+        saved["mtp_num_hidden_layers"] = 1
+        add_mtp(dst, cfg, gen, "model.language_model." if o.get("wrap_conditional") else "")
+    if o.get("wrap_conditional"):
+        _, _, cond_cls, cond_type = HYBRID_CLASSES[arch]
+        saved = {"architectures": [cond_cls], "model_type": cond_type, "tie_word_embeddings": saved["tie_word_embeddings"],
+                 "text_config": saved}
+        if not o.get("mtp"):
+            from safetensors.torch import load_file, save_file
+            path = os.path.join(dst, "model.safetensors")
+            t = load_file(path)
+            save_file({("model.language_model." + k[len("model."):] if k.startswith("model.") else k): v
+                       for k, v in t.items()}, path, metadata={"format": "pt"})
+    with open(cfg_path, "w") as f:
+        json.dump(saved, f, indent=2)
+    top2 = torch.topk(logits[-1], 2).values
+    ref = {
+        "name": name,
+        "arch": arch,
+        "generator": f"tools/make_fixtures/make_fixtures.py; transformers {transformers.__version__}, "
+                     f"torch {torch.__version__}, float32, eager attention, CPU",
+        "date": datetime.date.today().isoformat(),
+        "seed": seed,
+        "tolerance_note": "float32 reference; compare last_logits by max abs diff (brisk: 1e-4)",
+        "covers": {k: v for k, v in o.items() if k not in ("prompt_len", "seed")},
+        "input_ids": ids[0].tolist(),
+        "last_logits": logits[-1].tolist(),
+        "argmax_per_position": logits.argmax(-1).tolist(),
+        "top5_last": torch.topk(logits[-1], 5).indices.tolist(),
+        "last_top2_margin": float(top2[0] - top2[1]),
+        "greedy_continuation": greedy,
+        "generate_agrees": cached == greedy,
+    }
+    with open(os.path.join(dst, "ref.json"), "w") as f:
+        json.dump(ref, f, indent=1)
+    print(f"{name}: {sum(p.numel() for p in model.parameters())} params, prompt {n}, greedy {greedy[:8]}..., "
+          f"generate agrees: {cached == greedy}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", nargs="*")
+    ap.add_argument("--hybrid", action="store_true", help="only the hybrid (Gated DeltaNet) variants")
     args = ap.parse_args()
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
-    for name, arch, o in VARIANTS:
+    for name, arch, o in [] if args.hybrid else VARIANTS:
         if args.only and name not in args.only:
             continue
         build(name, arch, o, args.out)
+    for name, arch, o in HYBRID_VARIANTS:
+        if args.only and name not in args.only:
+            continue
+        build_hybrid(name, arch, o, args.out)
 
 
 if __name__ == "__main__":

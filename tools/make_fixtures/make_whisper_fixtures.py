@@ -2,21 +2,26 @@
 """Whisper fixtures for brisk's speech decoding, made with transformers (run on the GPU machine,
 where torch and transformers are installed; everything runs on the CPU in float32).
 
-Writes tests/fixtures/models/<name>/ for two random-weight checkpoints:
+Writes tests/fixtures/models/<name>/ for two random-weight checkpoints, small enough to commit
+(a few hundred KB each):
   whisper_80bin       the 80-mel-bin layout (tiny .. medium, distil): 2 encoder and 2 decoder
-                      layers, d_model 64, 4 heads, 1500 encoder positions, 64 decoder positions
-  whisper_timestamps  the 128-bin layout (large-v3): 2 + 1 layers, d_model 48, 3 heads
+                      layers, d_model 24, 3 heads, 1500 encoder positions, 64 decoder positions
+  whisper_timestamps  the 128-bin layout (large-v3): 2 + 1 layers, d_model 32, 2 heads
 Each holds hf/ (save_pretrained: config.json, generation_config.json with language, task,
 timestamp and suppress tokens and alignment heads, model.safetensors in float32,
-preprocessor_config.json) and ref.json:
-  input_features  [3000][n_mels]: the log-mel features of a seeded synthetic 3.2 s signal,
-                  time-major (brisk's layout), from WhisperFeatureExtractor
-  cases           per setting: decoder_prompt (the init tokens transformers used), generated (the
-                  ids generate() appended after them, padding removed), timestamps, num_beams,
+preprocessor_config.json), input.wav (a seeded synthetic 2 s signal, 16 kHz 16-bit mono: the
+samples the features were computed from, as int16 / 32768), features.f32 and ref.json:
+  features.f32    the first n_head_frames log-mel frames of WhisperFeatureExtractor's 30 s window,
+                  time-major ([n_head_frames][n_mels], brisk's layout), little-endian float32;
+                  every later frame of the window equals features_tail (the padding's frame,
+                  checked here), so the test rebuilds the [3000][n_mels] input exactly
+  ref.json        n_mels, n_head_frames, features_tail [n_mels], and cases: per setting
+                  decoder_prompt (the init tokens transformers used), generated (the ids
+                  generate() appended after them, padding removed), timestamps, num_beams,
                   max_new_tokens
-The vocabulary has no tokenizer: text ids 0..499, <|endoftext|> 500, <|startoftranscript|> 501,
-<|en|> 502, <|de|> 503, <|translate|> 504, <|transcribe|> 505, <|startoflm|> 506,
-<|startofprev|> 507, <|nospeech|> 508, <|notimestamps|> 509, timestamps 510 .. 2010 (0.00 .. 30.00).
+The vocabulary has no tokenizer: text ids 0..99, <|endoftext|> 100, <|startoftranscript|> 101,
+<|en|> 102, <|de|> 103, <|translate|> 104, <|transcribe|> 105, <|startoflm|> 106,
+<|startofprev|> 107, <|nospeech|> 108, <|notimestamps|> 109, timestamps 110 .. 1610 (0.00 .. 30.00).
 
   python3 tools/make_fixtures/make_whisper_fixtures.py [--out tests/fixtures/models]
 
@@ -26,20 +31,21 @@ import argparse
 import json
 import math
 import os
+import wave
 
 import numpy as np
 import torch
 import transformers
 from transformers import GenerationConfig, WhisperConfig, WhisperFeatureExtractor, WhisperForConditionalGeneration
 
-N_TEXT = 500
-EOT, SOT, EN, DE, TRANSLATE, TRANSCRIBE, SOLM, PREV, NOSPEECH, NOTS = range(500, 510)
-TS0 = 510
+N_TEXT = 100
+EOT, SOT, EN, DE, TRANSLATE, TRANSCRIBE, SOLM, PREV, NOSPEECH, NOTS = range(N_TEXT, N_TEXT + 10)
+TS0 = N_TEXT + 10
 N_VOCAB = TS0 + 1501
 
 SPECS = {
-    "whisper_80bin": dict(seed=410, d_model=64, encoder_layers=2, decoder_layers=2, heads=4, ffn=128, mels=80, n_text_ctx=64),
-    "whisper_timestamps": dict(seed=411, d_model=48, encoder_layers=2, decoder_layers=1, heads=3, ffn=96, mels=128, n_text_ctx=64),
+    "whisper_80bin": dict(seed=410, d_model=24, encoder_layers=2, decoder_layers=2, heads=3, ffn=48, mels=80, n_text_ctx=64),
+    "whisper_timestamps": dict(seed=411, d_model=32, encoder_layers=2, decoder_layers=1, heads=2, ffn=64, mels=128, n_text_ctx=64),
 }
 
 
@@ -57,10 +63,19 @@ def randomize(model, seed):
 
 
 def signal(seed):
+    """2 s of a gliding tone with noise, rounded to 16-bit samples (what input.wav holds)."""
     rng = np.random.default_rng(seed)
-    t = np.arange(int(3.2 * 16000)) / 16000.0
+    t = np.arange(int(2.0 * 16000)) / 16000.0
     x = 0.3 * np.sin(2 * np.pi * (200 + 60 * np.sin(3 * t)) * t) + 0.05 * rng.standard_normal(t.shape)
-    return x.astype(np.float32)
+    return np.clip(np.round(x * 32768.0), -32768, 32767).astype(np.int16)
+
+
+def write_wav(path, pcm):
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(pcm.astype("<i2").tobytes())
 
 
 def make(name, spec, out_root):
@@ -79,7 +94,7 @@ def make(name, spec, out_root):
         no_timestamps_token_id=NOTS, prev_sot_token_id=PREV, is_multilingual=True,
         lang_to_id={"<|en|>": EN, "<|de|>": DE}, task_to_id={"translate": TRANSLATE, "transcribe": TRANSCRIBE},
         max_initial_timestamp_index=50, alignment_heads=[[spec["decoder_layers"] - 1, h] for h in range(2)],
-        suppress_tokens=[1, 2, 3, SOLM, PREV, NOSPEECH], begin_suppress_tokens=[220 % N_TEXT, EOT],
+        suppress_tokens=[1, 2, 3, SOLM, PREV, NOSPEECH], begin_suppress_tokens=[20, EOT],
         max_length=spec["n_text_ctx"])
     model.generation_config = gen
     hf = os.path.join(out_root, name, "hf")
@@ -87,7 +102,19 @@ def make(name, spec, out_root):
     model.save_pretrained(hf, safe_serialization=True)
     fe = WhisperFeatureExtractor(feature_size=spec["mels"])
     fe.save_pretrained(hf)
-    feats = fe(signal(spec["seed"]), sampling_rate=16000, return_tensors="pt").input_features  # [1, mels, 3000]
+    pcm = signal(spec["seed"])
+    write_wav(os.path.join(out_root, name, "input.wav"), pcm)
+    samples = pcm.astype(np.float32) / 32768.0
+    feats = fe(samples, sampling_rate=16000, return_tensors="pt").input_features  # [1, mels, 3000]
+    frames = feats[0].T.contiguous()  # [3000, mels]
+    # The frames past the signal (and its window's reach) are the padding's, all equal: keep the
+    # head, store the tail frame once, and check that this rebuilds the window exactly.
+    tail = frames[-1]
+    n_head = frames.shape[0]
+    while n_head > 0 and torch.equal(frames[n_head - 1], tail):
+        n_head -= 1
+    assert torch.equal(frames[n_head:], tail.expand(frames.shape[0] - n_head, -1))
+    frames[:n_head].numpy().astype("<f4").tofile(os.path.join(out_root, name, "features.f32"))
     cases = []
     for case in [
         dict(name="greedy_timestamps", timestamps=True, num_beams=1, max_new_tokens=24),
@@ -99,7 +126,10 @@ def make(name, spec, out_root):
             out = model.generate(feats, language="en", task="transcribe", return_timestamps=case["timestamps"],
                                  num_beams=case["num_beams"], max_new_tokens=case["max_new_tokens"], temperature=0.0,
                                  do_sample=False, return_dict_in_generate=True)
-        seq = out.sequences[0].tolist() if hasattr(out, "sequences") else out[0].tolist()
+        if isinstance(out, dict):  # return_timestamps makes generate() return a plain dict
+            seq = out["sequences"][0].tolist()
+        else:
+            seq = out.sequences[0].tolist() if hasattr(out, "sequences") else out[0].tolist()
         prompt = [SOT, EN, TRANSCRIBE] + ([] if case["timestamps"] else [NOTS])
         # Short-form outputs start with the init tokens (older versions) or not (newer): drop them when there.
         if seq[: len(prompt)] == prompt:
@@ -112,7 +142,9 @@ def make(name, spec, out_root):
     ref = {
         "generator": f"transformers {transformers.__version__}, torch {torch.__version__}, float32, eager attention, CPU",
         "seed": spec["seed"],
-        "input_features": feats[0].T.tolist(),
+        "n_mels": spec["mels"],
+        "n_head_frames": int(n_head),
+        "features_tail": tail.tolist(),
         "cases": cases,
     }
     with open(os.path.join(out_root, name, "ref.json"), "w") as f:

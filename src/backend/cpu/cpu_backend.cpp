@@ -13,12 +13,14 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/op_profile.h"
+#include "backend/op_checks.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/large_alloc.h"
 #include "quant/format.h"
 #include "core/flags.h"
 #include "kernels/cpu/dot.h"
+#include "kernels/cpu/kernel_sets.h"
 #include "kernels/cpu/ref.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/encoder_ops.h"
@@ -40,6 +42,11 @@ void check_mat(const Mat& m, int64_t rows, int64_t cols, const char* op, const c
               op, ": ", what, " is [", m.rows, ", ", m.cols, "], expected [", rows, ", ", cols, "]");
 }
 
+void check_state(const StateView& s, int64_t slot_floats, const char* op) {
+  BRISK_CHECK(s.data != nullptr && s.n_slots > 0 && s.slot_floats == slot_floats, op, ": state slots of ",
+              s.slot_floats, " floats, expected ", slot_floats);
+}
+
 void check_kv(const KvView& v, const char* op) {
   BRISK_CHECK(v.data != nullptr && v.table != nullptr && v.block_size >= 16 && (v.block_size & (v.block_size - 1)) == 0 &&
                   v.table_stride * int64_t(v.block_size) >= v.capacity,
@@ -51,8 +58,8 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(int n_threads)
       : pool_(n_threads),
         ref_(flags().ref_ops),
-        avx2_(cpu_features().avx2 && !flags().no_simd),
-        avx512_(cpu_features().avx512 && !flags().no_simd),
+        avx2_(kernels::cpu_ops_level() != IsaLevel::scalar),
+        avx512_(kernels::cpu_ops_level() == IsaLevel::avx512),
         profile_(flags().profile) {}
   ~CpuBackend() override {
     for (void* p : allocations_) large_free(p);
@@ -137,6 +144,10 @@ class CpuBackend final : public Backend {
 
   // F16 K caches are tiled where the AVX-512 attention runs (its score pass reads a head's 16
   // positions of one dim as one vector).
+  // Q4_0 / Q5_0 / Q8_0 matmul weights in the layouts of this CPU's decode kernels
+  // (kernels::cpu_weight_layout; BRISK_NO_REPACK and BRISK_REF_OPS keep the stored ones).
+  std::optional<QuantType> weight_layout(QuantType stored) const override { return kernels::cpu_weight_layout(stored); }
+
   bool wants_tiled_k(QuantType type, int32_t head_dim, int32_t group) const override {
     return type == QuantType::F16 && avx512_ && cpu::attention_avx512_supports(head_dim, group) &&
            !flags().no_attn_tiles;
@@ -276,6 +287,70 @@ class CpuBackend final : public Backend {
     }
   }
 
+  void conv_state(const ConvStateArgs& a) override {
+    OpProfile::Scope prof(profile_, "conv_state");
+    const int64_t n_tok = a.x.rows, C = a.x.cols;
+    check_mat(a.out, n_tok, C, "conv_state", "out");
+    BRISK_CHECK(a.out.data != a.x.data, "conv_state: out must not alias x");
+    BRISK_CHECK(a.weight && a.kernel >= 1 && a.kernel <= 16, "conv_state: kernel ", a.kernel, " out of range [1, 16]");
+    check_state(a.state, int64_t(a.kernel - 1) * C, "conv_state");
+    if (n_tok == 0) return;
+    if (ref_) return ref::conv_state(a);
+    cpu::seq_runs_build(a.seq, n_tok, a.state.n_slots, runs_);
+    pool_.run([&](int ith, int nth) { cpu::conv_state_rows(a, runs_, ith, nth); },
+              parts_for(double(n_tok) * double(C) * double(a.kernel) * 2.0));
+  }
+
+  void l2_norm(const L2NormArgs& a) override {
+    OpProfile::Scope prof(profile_, "l2_norm");
+    const int64_t group = a.group > 0 ? a.group : a.x.cols;
+    BRISK_CHECK(group > 0 && a.x.cols % group == 0, "l2_norm: ", a.x.cols, " columns are not a multiple of group ", group);
+    check_mat(a.out, a.x.rows, a.x.cols, "l2_norm", "out");
+    if (ref_) return ref::l2_norm(a);
+    pool_.run([&](int ith, int nth) { cpu::l2_norm_rows(a, ith, nth); },
+              parts_for(double(a.x.rows) * double(a.x.cols) * 4.0));
+  }
+
+  void gated_rms_norm(const GatedRmsNormArgs& a) override {
+    OpProfile::Scope prof(profile_, "gated_rms_norm");
+    const int64_t group = a.group > 0 ? a.group : a.x.cols;
+    BRISK_CHECK(a.weight && group > 0 && a.x.cols % group == 0, "gated_rms_norm: ", a.x.cols,
+                " columns are not a multiple of group ", group, ", or no weight");
+    check_mat(a.z, a.x.rows, a.x.cols, "gated_rms_norm", "z");
+    check_mat(a.out, a.x.rows, a.x.cols, "gated_rms_norm", "out");
+    if (ref_) return ref::gated_rms_norm(a);
+    pool_.run([&](int ith, int nth) { cpu::gated_rms_norm_rows(a, ith, nth); },
+              parts_for(double(a.x.rows) * double(a.x.cols) * 16.0));
+  }
+
+  void sigmoid_mul(const SigmoidMulArgs& a) override {
+    OpProfile::Scope prof(profile_, "sigmoid_mul");
+    BRISK_CHECK(a.gate.cols == a.x.cols || a.gate.cols == 1, "sigmoid_mul: gate has ", a.gate.cols,
+                " columns for ", a.x.cols);
+    check_mat(a.gate, a.x.rows, a.gate.cols, "sigmoid_mul", "gate");
+    check_mat(a.out, a.x.rows, a.x.cols, "sigmoid_mul", "out");
+    if (ref_) return ref::sigmoid_mul(a);
+    pool_.run([&](int ith, int nth) { cpu::sigmoid_mul_rows(a, ith, nth); },
+              parts_for(double(a.x.rows) * double(a.x.cols) * 16.0));
+  }
+
+  void delta_rule(const DeltaRuleArgs& a) override {
+    OpProfile::Scope prof(profile_, a.q.rows > 8 ? "delta_rule(prefill)" : "delta_rule");
+    const int64_t n_tok = a.q.rows;
+    check_delta_rule_shapes(a);
+    check_state(a.state, int64_t(a.n_v_head) * a.k_dim * a.v_dim, "delta_rule");
+    if (n_tok == 0) return;
+    if (ref_) return ref::delta_rule(a);
+    cpu::seq_runs_build(a.seq, n_tok, a.state.n_slots, runs_);
+    const int64_t per = cpu::delta_rule_scratch_floats(a);
+    float* buf = static_cast<float*>(scratch(delta_scratch_, sizeof(float) * size_t(per * pool_.size())));
+    const bool chunked = !flags().no_chunked_delta;
+    const int64_t items = runs_.n_runs() * a.n_v_head;
+    const double work = double(n_tok) * double(a.n_v_head) * double(a.k_dim) * double(a.v_dim) * 4.0;
+    pool_.run([&](int ith, int nth) { cpu::delta_rule_rows(a, runs_, buf + per * ith, chunked, ith, nth); },
+              int(std::min<double>(double(items), double(parts_for(work)))));
+  }
+
   void softcap(const SoftcapArgs& a) override {
     OpProfile::Scope prof(profile_, "softcap");
     BRISK_CHECK(a.cap > 0.0f && std::isfinite(a.cap), "softcap: cap ", a.cap, " must be positive");
@@ -317,6 +392,33 @@ class CpuBackend final : public Backend {
     if (ref_) return ref::im2col(a);
     pool_.run([&](int ith, int nth) { cpu::im2col_rows(a, ith, nth); },
               parts_for(double(a.out.rows) * double(a.out.cols)));
+  }
+
+  bool attention_dense(const AttentionDenseArgs& a) override {
+    OpProfile::Scope prof(profile_, "attention_dense");
+    BRISK_CHECK(a.n_seq >= 1 && a.q.rows % a.n_seq == 0 && a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0 &&
+                    a.head_dim > 0,
+                "attention_dense: ", a.q.rows, " rows in ", a.n_seq, " sequences, ", a.n_head, " heads over ",
+                a.n_head_kv, " KV heads");
+    check_mat(a.q, a.q.rows, int64_t(a.n_head) * a.head_dim, "attention_dense", "q");
+    check_mat(a.out, a.q.rows, int64_t(a.n_head) * a.head_dim, "attention_dense", "out");
+    check_mat(a.k, a.q.rows, int64_t(a.n_head_kv) * a.head_dim, "attention_dense", "k");
+    check_mat(a.v, a.q.rows, int64_t(a.n_head_kv) * a.head_dim, "attention_dense", "v");
+    BRISK_CHECK(a.out.data != a.q.data && a.out.data != a.k.data && a.out.data != a.v.data,
+                "attention_dense: out must not alias q, k or v");
+    if (ref_) {
+      ref::attention_dense(a);
+      return true;
+    }
+    const bool fast = avx512_ && a.head_dim % 16 == 0 && !flags().no_blocked_attention;
+    const int64_t per = cpu::attention_dense_scratch_floats(a, fast);
+    float* buf = static_cast<float*>(scratch(attn_scratch_, sizeof(float) * size_t(per * pool_.size())));
+    const int64_t n = a.q.rows / a.n_seq;
+    pool_.run([&](int ith, int nth) {
+      if (fast) cpu::attention_dense_rows_avx512(a, buf + per * ith, ith, nth);
+      else cpu::attention_dense_rows(a, buf + per * ith, ith, nth);
+    }, parts_for(double(a.q.rows) * double(n) * double(a.n_head) * double(a.head_dim) * 2.0));
+    return true;
   }
 
   void attention_weights(const AttentionWeightsArgs& a) override {
@@ -392,6 +494,8 @@ class CpuBackend final : public Backend {
   std::vector<uint8_t> packed_scratch_;
   std::vector<uint8_t> attn_scratch_;
   std::vector<uint8_t> attn_partial_;  // per-part partial results of the split decode attention
+  cpu::SeqRuns runs_;                  // the tokens of each sequence (linear-attention ops)
+  std::vector<uint8_t> delta_scratch_;  // per-part chunk buffers of the delta rule
   std::vector<uint8_t> moe_ids_, moe_w_, moe_x_, moe_g_, moe_u_, moe_d_, moe_tok_, moe_tw_;
 };
 

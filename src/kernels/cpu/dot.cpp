@@ -49,21 +49,28 @@ bool Flags::*format_kill_switch(QuantType t) {
   }
 }
 
-bool isa_usable(Isa isa, const CpuFeatures& cf) {
-  switch (isa) {
-    case Isa::scalar: return true;
-    case Isa::avx2: return cf.avx2;
-    case Isa::avx512: return cf.avx512 && cf.avx512_vnni;
-  }
-  return false;
-}
+bool isa_usable(Isa isa, const CpuFeatures& cf) { return cpu_has_level(cf, isa_level(isa)); }
+
+// The SIMD builds, best first.
+constexpr Isa kSimdIsas[] = {Isa::avx512, Isa::avx2_vnni, Isa::avx2};
 
 }  // namespace
+
+IsaLevel isa_level(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return IsaLevel::scalar;
+    case Isa::avx2: return IsaLevel::avx2;
+    case Isa::avx2_vnni: return IsaLevel::avx2_vnni;
+    case Isa::avx512: return IsaLevel::avx512;
+  }
+  return IsaLevel::scalar;
+}
 
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::scalar: return "scalar";
     case Isa::avx2: return "avx2";
+    case Isa::avx2_vnni: return "avx2-vnni";
     case Isa::avx512: return "avx512";
   }
   return "?";
@@ -74,6 +81,7 @@ VecDotFn vec_dot_variant(QuantType t, Isa isa) {
   switch (isa) {
     case Isa::scalar: return format_traits(t).vec_dot;
     case Isa::avx2: return avx2::vec_dot_kernel(t);
+    case Isa::avx2_vnni: return avx2_vnni::vec_dot_kernel(t);
     case Isa::avx512: return avx512::vec_dot_kernel(t);
   }
   return nullptr;
@@ -84,29 +92,27 @@ QuantizeRowFn quantize_activation_variant(QuantType t, Isa isa) {
   switch (isa) {
     case Isa::scalar: return format_traits(t).quantize_row_ref;
     case Isa::avx2: return avx2::quantize_kernel(t);
+    case Isa::avx2_vnni: return avx2_vnni::quantize_kernel(t);
     case Isa::avx512: return avx512::quantize_kernel(t);
   }
   return nullptr;
 }
 
-namespace {
-// The ISA whose kernel select_vec_dot() returns for this format (scalar: the reference).
-Isa selected_dot_isa(QuantType t) {
+Isa dot_isa(QuantType t) {
   const Flags& fl = flags();
   bool Flags::*kill = format_kill_switch(t);
   if (!fl.no_simd && !(kill && fl.*kill)) {
     const CpuFeatures cf = cpu_features();  // detected features masked by the kill switches
-    for (Isa isa : {Isa::avx512, Isa::avx2})
+    for (Isa isa : kSimdIsas)
       if (isa_usable(isa, cf) && vec_dot_variant(t, isa)) return isa;
   }
   return Isa::scalar;
 }
-}  // namespace
 
 VecDotFn select_vec_dot(QuantType t) {
   const FormatTraits& f = format_traits(t);
   BRISK_CHECK(f.vec_dot, "no dot product for weight format ", quant_type_info(t).name);
-  const Isa isa = selected_dot_isa(t);
+  const Isa isa = dot_isa(t);
   return isa == Isa::scalar ? f.vec_dot : vec_dot_variant(t, isa);
 }
 
@@ -116,7 +122,7 @@ QuantizeRowFn select_quantize_activation(QuantType t) {
   const Flags& fl = flags();
   if (!fl.no_simd && !fl.no_simd_quantize_act) {
     const CpuFeatures cf = cpu_features();
-    for (Isa isa : {Isa::avx512, Isa::avx2}) {
+    for (Isa isa : kSimdIsas) {
       if (!isa_usable(isa, cf)) continue;
       if (QuantizeRowFn fn = quantize_activation_variant(t, isa)) return fn;
     }
@@ -139,7 +145,7 @@ constexpr size_t kRowPrefetchBytes = kWeightPrefetchBytes;
 
 // True when the selected kernel of this format is the AVX-512 build's 512-bit one.
 bool isa_is_avx512_wide(QuantType t) {
-  return selected_dot_isa(t) == Isa::avx512 && avx512::wide_q32_kernel(t) != nullptr;
+  return dot_isa(t) == Isa::avx512 && avx512::wide_q32_kernel(t) != nullptr;
 }
 
 void check_gemv_shape(QuantType wt, size_t row_bytes, int64_t n_rows, int64_t k) {
@@ -174,31 +180,33 @@ void gemv_rows_multi(const GemvMultiParams& p) {
   BRISK_CHECK(p.n_tokens == 1 || p.y_stride >= p.n_rows, "gemv: output stride ", p.y_stride,
               " is less than the ", p.n_rows, " rows");
   const VecDotFn dot = select_vec_dot(p.weight_type);
+  const Isa isa = dot_isa(p.weight_type);  // the ISA of `dot`
   const auto* wb = static_cast<const uint8_t*>(p.w);
   const auto* xb = static_cast<const uint8_t*>(p.x_quant);
   // A multi-token kernel of the same ISA decodes each weight block once for all tokens.
   VecDotMultiFn multi = nullptr;
   if (p.n_tokens > 1) {
-    const Isa isa = selected_dot_isa(p.weight_type);
     if (isa == Isa::avx512) multi = avx512::vec_dot_multi_kernel(p.weight_type, p.n_tokens);
+    if (isa == Isa::avx2_vnni) multi = avx2_vnni::vec_dot_multi_kernel(p.weight_type, p.n_tokens);
     if (isa == Isa::avx2) multi = avx2::vec_dot_multi_kernel(p.weight_type, p.n_tokens);
   }
   // 512-bit kernels with the activations prepared once for all rows (Q8_0, Q4_0, Q5_0).
-  if (isa_is_avx512_wide(p.weight_type) && avx512::wide_q32_gemv(p, kRowPrefetchBytes)) return;
+  if (isa == Isa::avx512 && avx512::wide_q32_kernel(p.weight_type) && avx512::wide_q32_gemv(p, kRowPrefetchBytes))
+    return;
   // Software prefetch kRowPrefetchBytes ahead of the row being computed, one line at a time,
   // so that DRAM requests are in flight while a row is decoded (the hardware prefetchers of
   // these machines alone left half the bandwidth unused on a streaming GEMV).
   const uint8_t* const w_end = wb + size_t(p.n_rows) * p.row_bytes;
   const uint8_t* pf = wb;
   // The K-quant kernels of the SIMD builds prefetch inside their block loops themselves.
-  const bool self_prefetch = selected_dot_isa(p.weight_type) != Isa::scalar &&
+  const bool self_prefetch = isa != Isa::scalar &&
                              (p.weight_type == QuantType::Q4_K || p.weight_type == QuantType::Q5_K ||
                               p.weight_type == QuantType::Q6_K);
   if (self_prefetch) {  // they fetch kRowPrefetchBytes ahead: start the stream with that stretch
     const uint8_t* head = std::min(w_end, wb + kRowPrefetchBytes);
     for (const uint8_t* q = wb; q < head; q += 64) __builtin_prefetch(q, 0, 2);
     // The 512-bit K-quant kernels inlined in one loop over the rows.
-    if (selected_dot_isa(p.weight_type) == Isa::avx512 && avx512::wide_kquant_gemv(p)) return;
+    if (isa == Isa::avx512 && avx512::wide_kquant_gemv(p)) return;
   }
   auto prefetch_through = [&](const uint8_t* row_end) {
     if (self_prefetch) return;

@@ -3,22 +3,25 @@
 // The hot path of decode is y[r] = dot(W[r, :], x) over all rows r of a weight matrix, with the
 // activation x quantized once to the weight format's vec_dot_type (Q8_0, Q8_1, Q8_K, or the
 // float type itself; see quant/format.h). select_vec_dot() picks the best kernel for this CPU:
-// AVX-512 (with VNNI), else AVX2, else the scalar reference, honouring the kill switches in
-// core/flags.def (BRISK_NO_SIMD, BRISK_NO_AVX512, BRISK_NO_AVX2, BRISK_NO_SIMD_DOT_<FORMAT>,
-// BRISK_NO_SIMD_QUANTIZE_ACT). Threading is the caller's: split rows across threads and call
-// gemv_rows() on each slice.
+// AVX-512 (with VNNI), else AVX2 with AVX-VNNI, else AVX2, else the scalar reference, honouring
+// the kill switches in core/flags.def (BRISK_NO_SIMD, BRISK_NO_AVX512, BRISK_NO_AVX_VNNI,
+// BRISK_NO_AVX2, BRISK_NO_SIMD_DOT_<FORMAT>, BRISK_NO_SIMD_QUANTIZE_ACT) and BRISK_CPU_MASK.
+// Threading is the caller's: split rows across threads and call gemv_rows() on each slice.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "quant/format.h"
 
 namespace brisk::kernels {
 
-enum class Isa { scalar, avx2, avx512 };
-const char* isa_name(Isa isa);
+// The kernel builds: each runs where cpu_has_level() reports its ISA level (core/isa_levels.def).
+enum class Isa { scalar, avx2, avx2_vnni, avx512 };
+const char* isa_name(Isa isa);  // "scalar", "avx2", "avx2-vnni", "avx512"
+IsaLevel isa_level(Isa isa);
 
 // Best available dot product for weights of this format (paired with its vec_dot_type).
 // Throws brisk::Error for a format without any dot product.
@@ -26,8 +29,12 @@ VecDotFn select_vec_dot(QuantType weight_type);
 // Best available quantizer for an activation format (Q8_0 / Q8_1 / Q8_K / F16 / BF16 / F32).
 QuantizeRowFn select_quantize_activation(QuantType activation_type);
 
-// The kernel of one ISA (ignores kill switches; nullptr when this CPU lacks the ISA or the
-// format has no kernel for it). For tests and benchmarks that compare variants.
+// The ISA whose kernel select_vec_dot() returns for this format (scalar: the reference).
+Isa dot_isa(QuantType weight_type);
+
+// The kernel of one ISA (ignores kill switches; nullptr when this CPU, as BRISK_CPU_MASK leaves
+// it, lacks the ISA or the format has no kernel for it). For tests and benchmarks that compare
+// variants.
 VecDotFn vec_dot_variant(QuantType weight_type, Isa isa);
 QuantizeRowFn quantize_activation_variant(QuantType activation_type, Isa isa);
 

@@ -1,5 +1,5 @@
 // AVX-512 build of the x86 dot-product kernels: the integer kernels of dot_x86.inc with VNNI
-// (vpdpbusd on 256-bit vectors: one instruction per 32 byte products instead of two, and no
+// (EVEX vpdpbusd on 256-bit vectors: one instruction per 32 byte products instead of two, and no
 // i16 intermediate), plus 512-bit float kernels for F32 / F16 / BF16, whose rows stream
 // 64 bytes per load.
 // GCC 12's AVX-512 headers build some intrinsics from _mm*_undefined_*() values and trip its
@@ -10,6 +10,7 @@
 #endif
 #define BRISK_DOT_NS avx512
 #define BRISK_DOT_VNNI 1
+#define BRISK_DOT_WIDE 1
 #include "kernels/cpu/dot_x86.inc"
 
 namespace brisk::kernels::avx512 {

@@ -1,5 +1,6 @@
-// Internal: the per-ISA kernel tables (dot_avx2.cpp, dot_avx512.cpp). Each returns nullptr for a
-// format it has no kernel for. Only call an ISA's functions when cpu_features() reports it.
+// Internal: the per-ISA kernel tables (dot_avx2.cpp, dot_avxvnni.cpp, dot_avx512.cpp and the
+// 512-bit dot_*_avx512*.cpp). Each returns nullptr for a format it has no kernel for. Only call
+// an ISA's functions where cpu_has_level() reports its level (core/isa_levels.def).
 #pragma once
 #include <cstddef>
 
@@ -41,7 +42,13 @@ VecDotMultiFn vec_dot_multi_kernel(QuantType weight_type, int n_tokens);  // n_t
 QuantizeRowFn quantize_kernel(QuantType activation_type);
 }  // namespace brisk::kernels::avx2
 
-namespace brisk::kernels::avx512 {  // AVX-512 F/BW/VL + VNNI
+namespace brisk::kernels::avx2_vnni {  // AVX2 + AVX-VNNI (VEX vpdpbusd)
+VecDotFn vec_dot_kernel(QuantType weight_type);
+VecDotMultiFn vec_dot_multi_kernel(QuantType weight_type, int n_tokens);  // n_tokens in 2..8
+QuantizeRowFn quantize_kernel(QuantType activation_type);
+}  // namespace brisk::kernels::avx2_vnni
+
+namespace brisk::kernels::avx512 {  // AVX-512 F/BW/VL/DQ + VNNI (EVEX vpdpbusd)
 VecDotFn vec_dot_kernel(QuantType weight_type);
 VecDotMultiFn vec_dot_multi_kernel(QuantType weight_type, int n_tokens);  // n_tokens in 2..8
 QuantizeRowFn quantize_kernel(QuantType activation_type);
@@ -64,7 +71,7 @@ bool wide_kquant_gemv(const GemvMultiParams& p);
 
 namespace brisk::kernels::avx512vbmi {  // AVX-512 + VBMI (dot_nibble_avx512vbmi.cpp)
 // Q4_0 / Q5_0 x Q8_0 with byte-permute block decoding; same contracts as the wide_q32 kernels
-// above, which return these when cpu_features().avx512_vbmi.
+// above, which return these where cpu_has_level(IsaLevel::avx512_vbmi).
 VecDotFn nibble_kernel(QuantType weight_type);
 VecDotMultiFn nibble_multi_kernel(QuantType weight_type, int n_tokens);
 bool nibble_gemv(const GemvMultiParams& p);

@@ -349,11 +349,11 @@ constexpr bool kHasLongRows = std::is_same_v<Fmt, FmtQ8_0R16>;
 }  // namespace
 
 namespace {
-// Q4_0 / Q5_0 (and their repacked layouts, which only these kernels read) on a CPU with VBMI
-// (and no BRISK_NO_AVX512_VBMI): dot_nibble_avx512vbmi.cpp.
+// Q4_0 / Q5_0 (and their repacked layouts, which only these kernels read) on a CPU of the
+// avx512-vbmi level (and no BRISK_NO_AVX512_VBMI): dot_nibble_avx512vbmi.cpp.
 bool use_vbmi(QuantType t) {
   return (t == QuantType::Q4_0 || t == QuantType::Q5_0 || t == QuantType::Q4_0_R16 || t == QuantType::Q5_0_R16) &&
-         cpu_features().avx512_vbmi;
+         cpu_has_level(IsaLevel::avx512_vbmi);
 }
 }  // namespace
 

@@ -13,22 +13,23 @@
 namespace brisk::kernels {
 
 namespace {
-// The AVX-512 VNNI GEMM where that ISA is usable, else the AVX2 one. Each follows the dot-product
-// selection: an ISA's GEMM runs only where select_vec_dot picks that ISA's dot product, so a kill
-// switch that sends the dot product elsewhere (BRISK_NO_SIMD, BRISK_NO_AVX512, BRISK_NO_AVX2,
-// the format's BRISK_NO_SIMD_DOT_*) moves the GEMM along or turns it off.
-GemmIsaKernels selected(QuantType wt) {
-  if (flags().no_gemm) return {};
-  const CpuFeatures cf = cpu_features();
-  if (cf.avx512 && cf.avx512_vnni) {
-    const GemmIsaKernels k = avx512::gemm_kernels(wt);
-    if (k && select_vec_dot(wt) == vec_dot_variant(wt, Isa::avx512)) return k;
-  }
-  if (cf.avx2) {
-    const GemmIsaKernels k = avx2::gemm_kernels(wt);
-    if (k && select_vec_dot(wt) == vec_dot_variant(wt, Isa::avx2)) return k;
+GemmIsaKernels isa_kernels(QuantType wt, Isa isa) {
+  switch (isa) {
+    case Isa::avx512: return avx512::gemm_kernels(wt);
+    case Isa::avx2_vnni: return avx2_vnni::gemm_kernels(wt);
+    case Isa::avx2: return avx2::gemm_kernels(wt);
+    case Isa::scalar: return {};
   }
   return {};
+}
+
+// The GEMM of the ISA whose dot product select_vec_dot picks: a kill switch that sends the dot
+// product elsewhere (BRISK_NO_SIMD, BRISK_NO_AVX512, BRISK_NO_AVX_VNNI, BRISK_NO_AVX2, the
+// format's BRISK_NO_SIMD_DOT_*) moves the GEMM along or turns it off, and the tails that go
+// through gemv_rows_multi run the same ISA.
+GemmIsaKernels selected(QuantType wt) {
+  if (flags().no_gemm) return {};
+  return isa_kernels(wt, dot_isa(wt));
 }
 
 GemmIsaKernels selected_or_throw(QuantType wt) {
@@ -39,6 +40,13 @@ GemmIsaKernels selected_or_throw(QuantType wt) {
 }  // namespace
 
 bool gemm_available(QuantType wt) { return bool(selected(wt)); }
+
+Isa gemm_isa(QuantType wt) { return selected(wt) ? dot_isa(wt) : Isa::scalar; }
+
+GemmIsaKernels gemm_kernels_variant(QuantType wt, Isa isa) {
+  if (!cpu_has_level(cpu_features_detected(), isa_level(isa))) return {};
+  return isa_kernels(wt, isa);
+}
 
 void gemm_rows(const GemmParams& p) {
   const GemmTileFn fn = selected_or_throw(p.weight_type).kernel;

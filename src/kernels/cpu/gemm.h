@@ -1,5 +1,5 @@
 // Prefill GEMM on the CPU: Y[t, r] = dot(W[r, :], X[t, :]) for many tokens at once (n_tok > 8),
-// on AVX-512 VNNI (gemm_avx512.cpp), else AVX2 (gemm_avx2.cpp, with AVX-VNNI where present),
+// on AVX-512 VNNI (gemm_avx512.cpp), else AVX-VNNI (gemm_avxvnni.cpp), else AVX2 (gemm_avx2.cpp),
 // for Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL (activations Q8_0 / Q8_1) and Q4_K, Q5_K, Q6_K,
 // IQ4_XS (activations Q8_K). The activations are the same quantized rows the GEMV path uses
 // (quantized once per matmul); the stored weights are unpacked a few rows at a time into
@@ -9,11 +9,12 @@
 // Results agree with the per-row dot product to float rounding (the integer block sums are
 // exact; only the order of the float additions of the scaled block sums differs). Kill switch:
 // BRISK_NO_GEMM (and the format's BRISK_NO_SIMD_DOT_<FORMAT>, BRISK_NO_AVX2, BRISK_NO_SIMD);
-// BRISK_NO_AVX512 moves it to the AVX2 kernel, BRISK_NO_AVX_VNNI to that kernel's vpmaddubsw form.
+// BRISK_NO_AVX512 moves it to the AVX-VNNI or AVX2 kernel, BRISK_NO_AVX_VNNI from AVX-VNNI to AVX2.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cpu/dot.h"
 #include "quant/types.h"
 
 namespace brisk::kernels {
@@ -35,6 +36,9 @@ struct GemmParams {
 // True when gemm_rows has a tile kernel for this weight format on this CPU and no kill switch
 // turns it off. Callers route n_tokens > 8 here, and use gemv_rows_multi otherwise.
 bool gemm_available(QuantType weight_type);
+// The ISA of the kernel gemm_rows runs for this format (that of its dot product, dot_isa), or
+// Isa::scalar when !gemm_available.
+Isa gemm_isa(QuantType weight_type);
 
 // Any shape (tile remainders go through gemv_rows_multi). Throws brisk::Error on bad shapes or
 // when !gemm_available(weight_type).

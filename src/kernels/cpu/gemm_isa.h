@@ -1,6 +1,8 @@
-// Internal: the per-ISA GEMM kernels (gemm_avx512.cpp, gemm_avx2.cpp). A kernel covers the whole
-// GemmParams (every row and token). Only call when cpu_features() reports the ISA.
+// Internal: the per-ISA GEMM kernels (gemm_avx512.cpp, gemm_avxvnni.cpp, gemm_avx2.cpp). A kernel
+// covers the whole GemmParams (every row and token). Only call where cpu_has_level() reports the
+// ISA's level (core/isa_levels.def).
 #pragma once
+#include "kernels/cpu/dot.h"
 #include "kernels/cpu/gemm.h"
 
 namespace brisk::kernels {
@@ -14,15 +16,20 @@ struct GemmIsaKernels {
   void (*pack_tokens)(const GemmParams& p, void* packed, int64_t group_begin, int64_t group_end) = nullptr;
   explicit operator bool() const { return kernel != nullptr; }
 };
+
+// One ISA's kernels (tests and benchmarks; ignores the kill switches): empty when the CPU, as
+// BRISK_CPU_MASK leaves it, lacks the ISA's level or the ISA has no GEMM for the format.
+GemmIsaKernels gemm_kernels_variant(QuantType weight_type, Isa isa);
 }  // namespace brisk::kernels
 
 namespace brisk::kernels::avx512 {  // AVX-512 VNNI
 GemmIsaKernels gemm_kernels(QuantType weight_type);
 }  // namespace brisk::kernels::avx512
 
-namespace brisk::kernels::avx2 {  // AVX2 + FMA + F16C
-// AVX-VNNI when cpu_features().avx_vnni (and not BRISK_NO_AVX_VNNI), else vpmaddubsw.
+namespace brisk::kernels::avx2_vnni {  // AVX2 + AVX-VNNI: vpdpbusd tiles
 GemmIsaKernels gemm_kernels(QuantType weight_type);
-// One variant (tests and benchmarks; avx_vnni needs cpu_features_detected().avx_vnni).
-GemmIsaKernels gemm_kernels_variant(QuantType weight_type, bool avx_vnni);
+}  // namespace brisk::kernels::avx2_vnni
+
+namespace brisk::kernels::avx2 {  // AVX2 + FMA + F16C + BMI2: vpmaddubsw tiles
+GemmIsaKernels gemm_kernels(QuantType weight_type);
 }  // namespace brisk::kernels::avx2

@@ -17,6 +17,7 @@
 #include "core/flags.h"
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_float.h"
 #include "kernels/cpu/ops.h"
 #include "quant/format.h"
 
@@ -108,6 +109,17 @@ void matmul_tiles(const MatmulArgs& a, const void* act, const void* packed, uint
         for (int64_t r = row_begin; r < row_end; ++r) y[r] += a.bias[r];
       }
     }
+    return;
+  }
+  // Float weights in prefill: the float GEMM (gemm_float.h) on the same activation rows.
+  if (n_tok >= kernels::kGemmMinTokens && kernels::gemm_float_available(a.w.type)) {
+    kernels::gemm_float_rows({.weight_type = a.w.type, .w = a.w.row(row_begin), .row_bytes = a.w.row_bytes,
+                              .n_rows = row_end - row_begin, .k = a.w.n_in, .x = x0, .x_stride = x_stride,
+                              .x_type = format_traits(a.w.type).vec_dot_type, .n_tokens = n_tok,
+                              .y = a.out.row(0) + row_begin, .y_stride = a.out.row_stride()});
+    if (a.bias)
+      for (int64_t t = 0; t < n_tok; ++t)
+        for (int64_t r = row_begin; r < row_end; ++r) a.out.row(t)[r] += a.bias[r];
     return;
   }
   // One token group (decode): one GEMV over all the rows, so the kernel prepares the activations

@@ -15,23 +15,16 @@ namespace brisk::cpu {
 
 void rms_norm_rows(const RmsNormArgs& a, int ith, int nth) {
   const int64_t group = a.group > 0 ? a.group : a.x.cols;
-  const int64_t n_groups = a.x.cols / group;
-  const int64_t n = a.x.rows * n_groups;
-  int64_t begin, end;
-  split_range(n, ith, nth, &begin, &end);
-  for (int64_t g = begin; g < end; ++g) {
-    const int64_t r = g / n_groups, c0 = (g % n_groups) * group;
+  for_each_group(a.x, group, ith, nth, [&](int64_t r, int64_t c0) {
     const float* x = a.x.row(r) + c0;
     float* y = a.out.row(r) + c0;
-    double ss = 0.0;
-    for (int64_t i = 0; i < group; ++i) ss += double(x[i]) * double(x[i]);
-    const float inv = float(1.0 / std::sqrt(ss / double(group) + double(a.eps)));
+    const float inv = float(1.0 / std::sqrt(sum_squares(x, group) / double(group) + double(a.eps)));
     if (a.weight) {
       for (int64_t i = 0; i < group; ++i) y[i] = x[i] * inv * a.weight[i];
     } else {
       for (int64_t i = 0; i < group; ++i) y[i] = x[i] * inv;
     }
-  }
+  });
 }
 
 void rope_rows(const RopeArgs& a, int ith, int nth) {

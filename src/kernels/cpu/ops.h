@@ -7,7 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/backend.h"
+#include "core/op_args.h"
+#include "quant/types.h"
 
 namespace brisk::cpu {
 
@@ -16,6 +17,23 @@ inline void split_range(int64_t n, int ith, int nth, int64_t* begin, int64_t* en
   const int64_t per = (n + nth - 1) / nth;
   *begin = per * ith < n ? per * ith : n;
   *end = *begin + per < n ? *begin + per : n;
+}
+
+// Part ith of nth of the (row, group of `group` columns) pairs of x, in row-major order:
+// fn(row, first column). group 0: the whole row.
+template <class Fn>
+void for_each_group(const Mat& x, int64_t group, int ith, int nth, Fn fn) {
+  if (group <= 0) group = x.cols;
+  const int64_t n_groups = x.cols / group;
+  int64_t begin, end;
+  split_range(x.rows * n_groups, ith, nth, &begin, &end);
+  for (int64_t g = begin; g < end; ++g) fn(g / n_groups, (g % n_groups) * group);
+}
+
+inline double sum_squares(const float* x, int64_t n) {
+  double ss = 0.0;
+  for (int64_t i = 0; i < n; ++i) ss += double(x[i]) * double(x[i]);
+  return ss;
 }
 
 // Matmul: activations are first converted to the weight format's vec_dot_type
@@ -103,6 +121,27 @@ void get_rows_rows(const GetRowsArgs& a, int ith, int nth);
 // ids[t * n_used + k] and their weights w[t * n_used + k], in descending probability.
 void moe_route_rows(const MoeArgs& a, int32_t* ids, float* w, int ith, int nth);
 void softcap_rows(const SoftcapArgs& a, int ith, int nth);
+
+// Linear-attention ops (kernels/cpu/delta_net.cpp). A batch's tokens grouped by sequence: run i
+// is slot seq[i]'s tokens, tokens[offset[i], offset[i + 1]) in batch order (seq_runs_build, a
+// stable counting sort; throws for a sequence id outside [0, n_slots)).
+struct SeqRuns {
+  std::vector<int32_t> seq;     // [n_runs] state slot of each run
+  std::vector<int32_t> offset;  // [n_runs + 1] into tokens
+  std::vector<int32_t> tokens;  // [n_tok] batch indices
+  std::vector<int32_t> count;   // scratch of the build
+  int64_t n_runs() const { return int64_t(seq.size()); }
+};
+void seq_runs_build(const int32_t* seq, int64_t n_tok, int32_t n_slots, SeqRuns& runs);
+// Items (run, block of 64 channels); kernel <= 16.
+void conv_state_rows(const ConvStateArgs& a, const SeqRuns& runs, int ith, int nth);
+void l2_norm_rows(const L2NormArgs& a, int ith, int nth);
+void gated_rms_norm_rows(const GatedRmsNormArgs& a, int ith, int nth);
+void sigmoid_mul_rows(const SigmoidMulArgs& a, int ith, int nth);
+// Items (run, value head): runs of one token step by step, longer runs in chunks of 64 unless
+// !chunked. scratch: delta_rule_scratch_floats(a) floats for this part.
+int64_t delta_rule_scratch_floats(const DeltaRuleArgs& a);
+void delta_rule_rows(const DeltaRuleArgs& a, const SeqRuns& runs, float* scratch, bool chunked, int ith, int nth);
 
 // Element conversions shared by the kernels (KV cache rows, embedding rows).
 // Converts n elements of `src` (in `type`) to float32.

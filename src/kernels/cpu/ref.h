@@ -4,7 +4,8 @@
 #pragma once
 #include <vector>
 
-#include "backend/backend.h"
+#include "core/op_args.h"
+#include "quant/types.h"
 
 namespace brisk::ref {
 
@@ -22,5 +23,12 @@ void embedding(const EmbeddingArgs& a);
 void softmax(float* x, int64_t n);
 void moe(const MoeArgs& a);
 void softcap(const SoftcapArgs& a);
+// Linear-attention ops (ref_delta_net.cpp): token by token in batch order, each token against
+// its own sequence's state, sums in double; the delta rule in its recurrent form.
+void conv_state(const ConvStateArgs& a);
+void l2_norm(const L2NormArgs& a);
+void gated_rms_norm(const GatedRmsNormArgs& a);
+void sigmoid_mul(const SigmoidMulArgs& a);
+void delta_rule(const DeltaRuleArgs& a);
 
 }  // namespace brisk::ref

@@ -4,7 +4,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include "backend/backend.h"
+#include "core/op_args.h"
+#include "quant/types.h"
 
 namespace brisk::cuda {
 

@@ -6,7 +6,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include "backend/backend.h"
+#include "core/op_args.h"
+#include "quant/types.h"
 
 namespace brisk::cuda {
 
@@ -117,6 +118,31 @@ cudaError_t launch_gated_act_quant(const GatedActArgs& a, ActRound kind, const Q
 cudaError_t launch_add(const AddArgs& a, cudaStream_t stream);
 cudaError_t launch_softcap(const SoftcapArgs& a, cudaStream_t stream);
 cudaError_t launch_get_rows(const GetRowsArgs& a, cudaStream_t stream);
+
+// Linear-attention ops (delta_net.cu, delta_rule.cu): seq / pos are the step's device arrays,
+// state views device memory; sequences are found on the device, so these need no host plan.
+cudaError_t launch_conv_state(const ConvStateArgs& a, cudaStream_t stream);  // kernel <= 16
+cudaError_t launch_l2_norm(const L2NormArgs& a, cudaStream_t stream);
+cudaError_t launch_gated_rms_norm(const GatedRmsNormArgs& a, cudaStream_t stream);  // weight device
+cudaError_t launch_sigmoid_mul(const SigmoidMulArgs& a, cudaStream_t stream);
+// The gated delta rule: k_dim at most kDeltaMaxKeyDim (the state column in registers), at most
+// 65535 tokens and value heads a launch. decay_rate / dt_bias are device arrays.
+constexpr int kDeltaMaxKeyDim = 256;
+bool delta_rule_supported(const DeltaRuleArgs& a);
+// Recurrent form, any mix of sequences (the first token of each in the batch runs its tokens).
+cudaError_t launch_delta_rule_recurrent(const DeltaRuleArgs& a, cudaStream_t stream);
+// Chunked form: the batch's tokens grouped by sequence (runs, in batch order within a run) and
+// cut into chunks of at most 64 tokens, all in device memory.
+struct DeltaChunkPlan {
+  const int32_t* tokens = nullptr;  // [n_tok] token indices, run after run
+  const int32_t* chunks = nullptr;  // [n_chunks][3] first index into tokens, tokens (1..64), run
+  const int32_t* runs = nullptr;    // [n_runs][2] first chunk, chunks
+  int32_t n_chunks = 0;
+  int32_t n_runs = 0;
+  float* scratch = nullptr;         // delta_rule_chunk_scratch_floats(a) floats
+};
+size_t delta_rule_chunk_scratch_floats(const DeltaRuleArgs& a);
+cudaError_t launch_delta_rule_chunked(const DeltaRuleArgs& a, const DeltaChunkPlan& plan, cudaStream_t stream);
 
 // Mixture of experts (MoeArgs) as four launches with no host decision in between:
 // launch_moe_route picks each token's experts on the device (ids [n_tok, n_used], weights

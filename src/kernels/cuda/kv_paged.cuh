@@ -3,7 +3,8 @@
 // Kernels look a block up once per row (or per run of rows inside one block), never per element;
 // the table is written by the host before the launch (or the graph replay) that reads it.
 #pragma once
-#include "backend/backend.h"
+#include "core/op_args.h"
+#include "quant/types.h"
 
 namespace brisk::cuda {
 

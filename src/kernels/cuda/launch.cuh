@@ -25,6 +25,18 @@
 
 namespace brisk::cuda {
 
+// Multiprocessors of the current device (132 when the query fails), read once.
+inline int sm_count() {
+  static int n = [] {
+    int dev = 0, c = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      c = 132;
+    cudaGetLastError();
+    return c > 0 ? c : 132;
+  }();
+  return n;
+}
+
 template <typename... KArgs, typename... Args>
 cudaError_t launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                           Args&&... args) {

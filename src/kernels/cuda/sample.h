@@ -5,7 +5,8 @@
 
 #include <cstdint>
 
-#include "backend/backend.h"
+#include "core/op_args.h"
+#include "quant/types.h"
 
 namespace brisk::cuda {
 

@@ -10,7 +10,7 @@ namespace brisk::jinja {
 
 namespace {
 
-constexpr int kMaxNesting = 200;          // statement / bracket nesting, bounds the C++ stack
+constexpr int kMaxParseNesting = 200;         // statement / bracket nesting, bounds the C++ stack
 constexpr uint32_t kMaxExprDepth = 400;  // depth of one expression tree
 
 class Parser {
@@ -32,7 +32,7 @@ class Parser {
   struct DepthGuard {
     Parser& p;
     explicit DepthGuard(Parser& parser) : p(parser) {
-      if (++p.depth_ > kMaxNesting) p.error(p.cur(), "template nested too deeply");
+      if (++p.depth_ > kMaxParseNesting) p.error(p.cur(), "template nested too deeply");
     }
     ~DepthGuard() { --p.depth_; }
   };

@@ -1,0 +1,287 @@
+// The argument structs of the Backend ops (backend/backend.h) and of the kernels that carry
+// them out: plain views (core/tensor_view.h) and scalars, filled with designated initializers.
+// They live below both the backends and the kernels so that neither reaches up for them.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor_view.h"
+
+namespace brisk {
+
+// Rotary embedding frequencies resolved at load time (scaling already applied):
+// theta_i(pos) = pos * inv_freq[i], i in [0, n_rot/2); outputs scaled by attn_factor.
+struct RopeTable {
+  int32_t n_rot = 0;               // rotated dims per head (<= head_dim: partial rotary)
+  std::vector<float> inv_freq;     // [n_rot / 2]
+  float attn_factor = 1.0f;        // YaRN magnitude scale of cos/sin
+  bool neox = false;               // pairs (i, i + n_rot/2) instead of (2i, 2i+1)
+};
+
+// One logits row's sampling for Backend::sample_rows, in the host sampler's terms
+// (runtime/sampler.h): edits first (in order), then NaN banned, +inf only, greedy or top-k ->
+// top-p -> min-p -> temperature -> the draw at u.
+struct DeviceSampleEdit {
+  int32_t token = 0;
+  int32_t count = 0;  // > 0: a penalty for `count` occurrences in the window; 0: add `bias`
+  float bias = 0.0f;  // -inf bans
+};
+constexpr int32_t kDeviceSampleMaxTopK = 1024;
+struct DeviceSampleSpec {
+  float temperature = 0.0f;  // <= 0, or 1 / temperature not finite: greedy
+  int32_t top_k = 0;         // 1..kDeviceSampleMaxTopK (unused when greedy)
+  float top_p = 1.0f;        // >= 1: off
+  float min_p = 0.0f;        // <= 0: off
+  float repeat_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
+  int32_t edit_offset = 0, n_edits = 0;
+  double u = 0.0;  // the uniform draw in [0, 1)
+};
+
+struct MatmulArgs {
+  Mat out;              // [n_tok, w.n_out]
+  Mat x;                // [n_tok, w.n_in]
+  Weight w;             // [n_out, n_in]
+  const float* bias = nullptr;  // [n_out] or nullptr
+};
+
+struct RmsNormArgs {
+  Mat out;                        // [rows, cols] (may alias x)
+  Mat x;                          // [rows, cols]; normalized in groups of `group` columns
+  const float* weight = nullptr;  // [group] or nullptr
+  int64_t group = 0;              // 0: cols (whole row); head_dim for per-head q/k norm
+  float eps = 1e-6f;
+};
+
+struct RopeArgs {
+  Mat x;                          // [n_tok, n_head * head_dim], rotated in place
+  const int32_t* pos = nullptr;   // [n_tok]
+  int32_t n_head = 0;
+  int32_t head_dim = 0;
+  const RopeTable* table = nullptr;
+};
+
+struct KvStoreArgs {
+  Mat k;                          // [n_tok, width]
+  Mat v;                          // [n_tok, width]
+  KvView k_cache;
+  KvView v_cache;
+  const int32_t* seq = nullptr;   // [n_tok]
+  const int32_t* pos = nullptr;   // [n_tok]
+};
+
+struct AttentionArgs {
+  Mat out;                        // [n_tok, n_head * head_dim]
+  Mat q;                          // [n_tok, n_head * head_dim] (rope applied)
+  KvView k_cache;                 // paged [n_seq, capacity, n_head_kv * head_dim]
+  KvView v_cache;
+  const int32_t* seq = nullptr;   // [n_tok]
+  const int32_t* pos = nullptr;   // [n_tok]: attends to positions [max(0, pos-window+1), pos]
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;          // n_head % n_head_kv == 0 (GQA)
+  int32_t head_dim = 0;
+  float scale = 1.0f;             // usually 1/sqrt(head_dim)
+  int32_t window = 0;             // sliding window in positions; 0: full causal
+  float softcap = 0.0f;           // tanh soft-capping of scores; 0: off
+};
+
+enum class Activation { silu, gelu_tanh };
+
+struct GatedActArgs {
+  Mat out;    // [rows, cols] = act(gate) * up
+  Mat gate;   // [rows, cols]
+  Mat up;     // [rows, cols]
+  Activation act = Activation::silu;
+};
+
+struct AddArgs {
+  Mat out;    // [rows, cols] = a + b (may alias a or b)
+  Mat a;
+  Mat b;
+};
+
+struct EmbeddingArgs {
+  Mat out;                        // [n_tok, w.n_in]
+  Weight table;                   // [n_vocab, n_embd] in any format
+  const int32_t* ids = nullptr;   // [n_tok], each in [0, n_vocab) (checked by the caller)
+  float scale = 1.0f;             // multiplies the rows (Gemma: sqrt(n_embd))
+};
+
+struct GetRowsArgs {
+  Mat out;                        // [n, cols]
+  Mat x;                          // [rows, cols]
+  const int32_t* rows = nullptr;  // [n]
+};
+
+// Mixture-of-experts SwiGLU / GeGLU MLP. Per token: p = softmax(logits), the n_used largest
+// (ties: lower expert id first), renormalized to sum 1 when norm_topk; then
+//   out = sum_k p_k * down_e(act(gate_e(x)) * up_e(x))   over the chosen experts e.
+// Routing happens inside the op on the device's own data (no host decision a GPU would
+// sync on); the CPU backend gathers the tokens of each expert and runs them as one matmul.
+struct MoeArgs {
+  Mat out;                        // [n_tok, n_embd] (must not alias x)
+  Mat x;                          // [n_tok, n_embd]
+  Mat logits;                     // [n_tok, n_expert] router logits
+  const Weight* gate = nullptr;   // [n_expert] views, each [n_ff_exp, n_embd]
+  const Weight* up = nullptr;     // [n_expert] views, each [n_ff_exp, n_embd]
+  const Weight* down = nullptr;   // [n_expert] views, each [n_embd, n_ff_exp]
+  int32_t n_expert = 0;
+  int32_t n_used = 0;             // top-k, 1 <= n_used <= n_expert
+  bool norm_topk = true;
+  Activation act = Activation::silu;
+};
+
+struct SoftcapArgs {
+  Mat x;                          // [rows, cols] := cap * tanh(x / cap), in place
+  float cap = 0.0f;               // > 0
+};
+
+// Ops of encoder and encoder-decoder models (speech, embeddings). Backends without them keep
+// the defaults, which throw "op X is not supported on the Y backend".
+
+// out = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias, per row (biased variance).
+struct LayerNormArgs {
+  Mat out{};                      // [rows, cols] (may alias x)
+  Mat x{};                        // [rows, cols]
+  const float* weight = nullptr;  // [cols] or nullptr (1)
+  const float* bias = nullptr;    // [cols] or nullptr (0)
+  float eps = 1e-5f;
+};
+
+enum class UnaryOp {
+  gelu_erf,   // x / 2 * (1 + erf(x / sqrt(2)))
+  gelu_tanh,  // x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+};
+
+struct UnaryArgs {
+  Mat out{};                      // [rows, cols] = op(x) (may alias x)
+  Mat x{};                        // [rows, cols]
+  UnaryOp op = UnaryOp::gelu_erf;
+};
+
+// Unfolds 1-D convolution inputs (im2col) so that a convolution becomes a matmul with its
+// weight [n_out, cols * kernel] (PyTorch's Conv1d weight [n_out, cols, kernel] flattened).
+// Rows of x are frames of n_seq independent sequences of frames_in frames each:
+//   out[s * frames_out + t, c * kernel + k] = x[s * frames_in + t * stride + k - pad, c]
+// (0 where that frame lies outside sequence s), frames_out = (frames_in + 2 pad - kernel) / stride + 1.
+struct Im2colArgs {
+  Mat out{};                      // [n_seq * frames_out, x.cols * kernel]
+  Mat x{};                        // [n_seq * frames_in, cols]
+  int32_t frames_in = 0;
+  int32_t kernel = 1;
+  int32_t stride = 1;
+  int32_t pad = 0;
+};
+
+// Bidirectional attention over dense keys and values (encoders): rows are n_seq sequences of
+// rows / n_seq positions each, and every position attends to every position of its sequence:
+//   out[s*n + i, head h] = sum_j softmax_j(scale * q[s*n + i, h] . k[s*n + j, h / group]) v[s*n + j, h / group]
+struct AttentionDenseArgs {
+  Mat out{};                      // [rows, n_head * head_dim]
+  Mat q{};                        // [rows, n_head * head_dim]
+  Mat k{};                        // [rows, n_head_kv * head_dim]
+  Mat v{};                        // [rows, n_head_kv * head_dim]
+  int32_t n_seq = 1;              // rows % n_seq == 0
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;
+  int32_t head_dim = 0;
+  float scale = 1.0f;
+};
+
+// The attention probabilities of one query head (alignment of decoder tokens to encoder
+// frames): out[t, j] = softmax_j(scale * q_head(t) . k_kvhead(seq[t], j)) over j in [0, pos[t]],
+// 0 for j > pos[t] up to out.cols.
+struct AttentionWeightsArgs {
+  Mat out{};                      // [n_tok, n_pos], n_pos > every pos[t]
+  Mat q{};                        // [n_tok, n_head * head_dim]
+  KvView k_cache{};
+  const int32_t* seq = nullptr;   // [n_tok]
+  const int32_t* pos = nullptr;   // [n_tok]
+  int32_t head = 0;               // the query head, in [0, n_head)
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;
+  int32_t head_dim = 0;
+  float scale = 1.0f;
+};
+
+// Ops of linear-attention (hybrid) layers.
+
+// Causal depthwise conv1d with a rolling window, per sequence: for each channel c and token t of
+// a sequence, out[t, c] = act(sum_j weight[c, j] * in[p - kernel + 1 + j, c]) where p is t's
+// position and the inputs of positions before the sequence's first token in the batch come from
+// its state (zeros before position 0). Afterwards the state holds the inputs of the last
+// kernel - 1 positions. The tokens of one sequence appear in the batch in position order
+// (consecutive positions); sequences may interleave.
+struct ConvStateArgs {
+  Mat out;                        // [n_tok, channels] (must not alias x)
+  Mat x;                          // [n_tok, channels]
+  const float* weight = nullptr;  // [channels, kernel], tap kernel - 1 on the current token
+  int32_t kernel = 0;             // taps, >= 1
+  StateView state;                // slot: [kernel - 1, channels], oldest position first
+  const int32_t* seq = nullptr;   // [n_tok] state slot of each token
+  const int32_t* pos = nullptr;   // [n_tok]
+  bool silu = true;               // act = SiLU (else identity)
+};
+
+struct L2NormArgs {
+  Mat out;                        // [rows, cols] = x / sqrt(sum(x^2) + eps) per group (may alias x)
+  Mat x;                          // [rows, cols]
+  int64_t group = 0;              // columns per group (a head); 0: the whole row
+  float eps = 1e-6f;
+};
+
+// out = rms_norm(x) * weight * silu(z), per group of `group` columns (one head).
+struct GatedRmsNormArgs {
+  Mat out;                        // [rows, cols] (may alias x)
+  Mat x;                          // [rows, cols]
+  Mat z;                          // [rows, cols] gate
+  const float* weight = nullptr;  // [group]
+  int64_t group = 0;              // 0: the whole row
+  float eps = 1e-6f;
+};
+
+// out = x * sigmoid(gate); gate has x's columns, or one column (one gate per row).
+struct SigmoidMulArgs {
+  Mat out;                        // [rows, cols] (may alias x)
+  Mat x;                          // [rows, cols]
+  Mat gate;                       // [rows, cols] or [rows, 1]
+};
+
+// The gated delta rule (Gated DeltaNet linear attention). Per value head h of each token, with
+// its key head kh (grouped: h / (n_v_head / n_k_head); kv_tiled: h % n_k_head), the state
+// S [k_dim, v_dim] of the token's sequence and
+//   g = decay_rate[h] * softplus(alpha[h] + dt_bias[h]),  b = sigmoid(beta[h]):
+//   S := exp(g) * S;  S := S + k (b * (v - S^T k))^T;  out = S^T (scale * q)
+// q and k are the L2-normalized rows of key head kh. Tokens of a sequence are processed in
+// position order (as ConvStateArgs); position 0 starts from S = 0. The CPU backend runs runs
+// of several tokens of one sequence in the chunked (WY / UT) form, single tokens step by step.
+struct DeltaRuleArgs {
+  Mat out;                           // [n_tok, n_v_head * v_dim]
+  Mat q;                             // [n_tok, n_k_head * k_dim]
+  Mat k;                             // [n_tok, n_k_head * k_dim]
+  Mat v;                             // [n_tok, n_v_head * v_dim]
+  Mat alpha;                         // [n_tok, n_v_head] decay input
+  Mat beta;                          // [n_tok, n_v_head] update gate before its sigmoid
+  const float* decay_rate = nullptr; // [n_v_head] -exp(A_log), negative
+  const float* dt_bias = nullptr;    // [n_v_head]
+  StateView state;                   // slot: [n_v_head, k_dim, v_dim]
+  const int32_t* seq = nullptr;      // [n_tok]
+  const int32_t* pos = nullptr;      // [n_tok]
+  int32_t n_k_head = 0;
+  int32_t n_v_head = 0;              // a multiple of n_k_head
+  int32_t k_dim = 0;
+  int32_t v_dim = 0;
+  bool kv_tiled = false;             // value head h reads key head h % n_k_head
+  float scale = 1.0f;                // applied to q (1/sqrt(k_dim))
+};
+
+// The per-step inputs of one forward (a decode step or a prefill chunk), see begin_step.
+struct StepInputs {
+  int32_t n_tok = 0;
+  const int32_t* ids = nullptr;       // [n_tok]
+  const int32_t* pos = nullptr;       // [n_tok]
+  const int32_t* seq = nullptr;       // [n_tok]
+  int32_t n_out = 0;
+  const int32_t* out_rows = nullptr;  // [n_out]
+};
+
+}  // namespace brisk
