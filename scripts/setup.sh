@@ -9,6 +9,7 @@ PKGS=(
   clang libclang-rt-14-dev
   python3 python3-jinja2 python3-numpy python3-jsonschema
   tmux curl
+  chromium
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -42,6 +42,13 @@ class Backend {
   virtual void get_rows(const GetRowsArgs& a) = 0;
   virtual void moe(const MoeArgs& a) = 0;
   virtual void softcap(const SoftcapArgs& a) = 0;
+  // Ops added after the first backends. Defaults (backend/backend_unsupported.cpp): throw
+  // "op X is not supported on the Y backend", so a model that needs one fails clearly there
+  // instead of computing something else.
+  // out = x * scale (a per-tensor constant).
+  virtual void scale(const ScaleArgs& a);
+  // Whether moe() applies MoeArgs::expert_scale; callers that set it check this first.
+  virtual bool moe_expert_scale_supported() const { return false; }
   // Encoder ops (see their argument structs); the defaults throw naming the op and backend.
   virtual void layer_norm(const LayerNormArgs& a);
   virtual void unary(const UnaryArgs& a);
@@ -53,7 +60,7 @@ class Backend {
     (void)a;
     return false;
   }
-  // Ops of linear-attention layers. Defaults: throw "op X is not supported on the Y backend".
+  // Ops of linear-attention layers.
   virtual void conv_state(const ConvStateArgs& a);
   virtual void l2_norm(const L2NormArgs& a);
   virtual void gated_rms_norm(const GatedRmsNormArgs& a);

@@ -1,4 +1,5 @@
-// Backend selection by name and the default (host memory) copy.
+// Backend selection by name, the default (host memory) copy and the error of an op a backend
+// does not implement.
 #include <cstdlib>
 #include <cstring>
 

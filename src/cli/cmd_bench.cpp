@@ -10,6 +10,11 @@
 // --device (default auto: the GPU when one is usable) runs the model there; on a GPU the
 // probe is the device-to-device copy bandwidth (bytes read + written per second), the figure
 // `brisk cuda-bench` compares decode with.
+// --spec ngram|oracle|draft (with --draft-max K) adds greedy generation with speculative decoding
+// beside the same generation without it ("tg128 plain", "tg128 spec-oracle k4": tokens after the
+// first per second, acceptance beside), oracle replaying the model's own greedy output as the draft
+// (every draft kept: the ceiling). --verify K[,K...] times one forward of K + 1 tokens with every
+// row's logits (a verify step, then cut back) against a one-token decode step, as a ratio.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -23,11 +28,13 @@
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/model_arg.h"
+#include "cli/spec_args.h"
 #include "core/bandwidth.h"
 #include "core/error.h"
 #include "backend/backend.h"
 #include "core/thread_pool.h"
 #include "runtime/engine_api.h"
+#include "runtime/generate.h"
 
 namespace {
 
@@ -38,8 +45,21 @@ struct Args {
   std::string model, device = "auto";
   int32_t n_prompt = 512, n_gen = 128, threads = 0, reps = 3, n_batch = 512, bw_mib = 512;
   std::vector<int32_t> depths{0};
+  std::vector<int32_t> verify;  // --verify: drafted tokens per verify step to time
   bool json = false, mmap = false;
+  brisk::cli::SpecArgs spec;
 };
+
+std::vector<int32_t> parse_list(const std::string& what, const std::string& list, int32_t lo, int32_t hi) {
+  std::vector<int32_t> out;
+  for (size_t at = 0; at <= list.size();) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    out.push_back(int32_t(brisk::cli::parse_integer(what, list.substr(at, comma - at), lo, hi)));
+    at = comma + 1;
+  }
+  if (out.size() > 16) brisk::cli::usage_fail(what, ": at most 16 values");
+  return out;
+}
 
 // Returns false when --help was printed.
 bool parse(const std::vector<std::string>& argv, Args& a) {
@@ -52,20 +72,15 @@ bool parse(const std::vector<std::string>& argv, Args& a) {
   brisk::cli::add_threads_option(p, &a.threads);
   p.integer({"-r", "--repetitions"}, &a.reps, 1, 1000, "N", "repetitions of each test (default 3)");
   p.option({"-d", "--depth"}, "D[,D...]", "tokens already in the context (list: the repetitions alternate)",
-           [&](const std::string& list) {
-             a.depths.clear();
-             for (size_t at = 0; at <= list.size();) {
-               const size_t comma = std::min(list.find(',', at), list.size());
-               a.depths.push_back(int32_t(brisk::cli::parse_integer("--depth", list.substr(at, comma - at), 0, 1 << 20)));
-               at = comma + 1;
-             }
-             if (a.depths.size() > 16) brisk::cli::usage_fail("--depth: at most 16 depths");
-           });
+           [&](const std::string& list) { a.depths = parse_list("--depth", list, 0, 1 << 20); });
   p.integer({"-b", "--batch"}, &a.n_batch, 1, 1 << 16, "N", "tokens per forward in the prefill (default 512)");
   p.integer({"--bw-mib"}, &a.bw_mib, 1, 1 << 16, "MIB", "size of the read-bandwidth probe buffer (a GPU's copy probe: at least 1024)");
   brisk::cli::add_device_option(p, &a.device, "auto: the GPU when one is usable");
   p.flag({"--json"}, &a.json, "machine-readable output");
   p.flag({"--mmap"}, &a.mmap, "memory-map the weights instead of reading them");
+  p.option({"--verify"}, "K[,K...]", "time a verify step of K drafted tokens (K + 1 rows) against a decode step",
+           [&](const std::string& list) { a.verify = parse_list("--verify", list, 1, 64); });
+  brisk::cli::add_spec_options(p, &a.spec, "oracle | draft");
   if (!p.parse(argv)) return false;
   if (a.n_prompt == 0 && a.n_gen == 0) brisk::cli::usage_fail("nothing to measure (-p 0 -n 0)");
   return true;
@@ -106,8 +121,11 @@ class Runner {
  public:
   Runner(std::shared_ptr<const brisk::Model> model, const Args& a) : model_(std::move(model)), a_(a) {
     const int32_t need = *std::max_element(a.depths.begin(), a.depths.end()) + std::max(a.n_prompt, a.n_gen) + 1;
-    opts_ = {.n_ctx = need, .n_seq_max = 1, .n_batch = a.n_batch, .n_threads = a.threads, .device = a.device};
+    opts_ = {.n_ctx = need + 64 + *std::max_element(a.depths.begin(), a.depths.end()), .n_seq_max = 1,
+             .n_batch = a.n_batch, .n_threads = a.threads, .device = a.device,
+             .state_checkpoints = brisk::cli::spec_requested(a.spec) || !a.verify.empty()};
   }
+  const brisk::ContextOptions& options() const { return opts_; }
 
   // The backend the contexts run on ("auto" resolved once, so that it warns once). On a GPU
   // one context serves every repetition, emptied in between: a context's backend uploads the
@@ -144,6 +162,35 @@ class Runner {
     const auto t0 = Clock::now();
     feed(ctx, a_.n_prompt, true);
     return double(a_.n_prompt) / std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+  // One forward of k + 1 tokens with every row's logits, cut back after each (a verify step
+  // whose drafts are all rejected), over `steps` steps; k = 0 is the plain decode step.
+  // Returns steps per second.
+  double time_verify(int32_t depth, int32_t k, int32_t steps) {
+    brisk::Context& ctx = fresh(depth + 1);
+    const int32_t pos = ctx.seq_length(0);
+    std::vector<brisk::BatchToken> batch;
+    for (int32_t i = 0; i <= k; ++i) batch.push_back({.token = next_token(), .pos = pos + i, .seq = 0, .want_logits = true});
+    const auto t0 = Clock::now();
+    for (int32_t s = 0; s < steps; ++s) {
+      ctx.seq_checkpoint(0);
+      ctx.decode(batch);
+      ctx.seq_truncate(0, pos);
+    }
+    return double(steps) / std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+  // Greedy generation of n_gen tokens after a prompt of max(depth, 16) tokens, with `spec` or
+  // without; tokens after the first per second (the first comes from the prompt).
+  brisk::GenerateResult generate(int32_t depth, const brisk::SpecOptions& spec, std::vector<int32_t>* prompt_out = nullptr) {
+    fresh(0);
+    std::vector<int32_t> prompt;
+    rng_ = 7;  // the same prompt every time
+    for (int32_t i = 0; i < std::max(depth, 16); ++i) prompt.push_back(next_token());
+    if (prompt_out) *prompt_out = prompt;
+    brisk::GenerateParams gp{.max_tokens = a_.n_gen, .sampling = {.temperature = 0.0f}, .spec = spec};
+    return brisk::generate(*ctx_, nullptr, prompt, gp);
   }
 
   double time_decode(int32_t depth) {
@@ -242,6 +289,55 @@ int cmd_bench(const std::vector<std::string>& argv) {
       s.tps.push_back(run.time_decode(s.depth));
     }
   }
+  // Speculative decoding: greedy generation with and without the draft source, alternating.
+  struct SpecRow {
+    std::string name;
+    std::vector<double> tps;
+    uint64_t steps = 0, drafted = 0, accepted = 0;
+  };
+  std::vector<SpecRow> spec_rows;
+  std::string spec_source;
+  if (brisk::cli::spec_requested(a.spec) && a.n_gen > 1) {
+    brisk::SpecOptions spec;
+    if (a.spec.spec == "oracle") {
+      std::vector<int32_t> prompt;
+      const brisk::GenerateResult plain = run.generate(a.depths.front(), {}, &prompt);
+      prompt.insert(prompt.end(), plain.tokens.begin(), plain.tokens.end());
+      spec = {.source = brisk::draft_source_oracle(prompt), .draft_max = a.spec.draft_max,
+              .draft_min = a.spec.draft_min, .adaptive = !a.spec.no_adaptive};
+    } else {
+      spec = brisk::cli::make_spec_options(a.spec, *model, a.model, run.options());
+    }
+    spec_source = spec.source->name();
+    const std::string tg = "tg" + std::to_string(a.n_gen);
+    spec_rows.resize(2);
+    spec_rows[0].name = tg + " plain";
+    spec_rows[1].name = tg + " spec-" + spec_source + " k" + std::to_string(a.spec.draft_max);
+    for (int r = 0; r < a.reps; ++r) {
+      for (int v = 0; v < 2; ++v) {
+        const brisk::GenerateResult g = run.generate(a.depths.front(), v ? spec : brisk::SpecOptions{});
+        SpecRow& row = spec_rows[size_t(v)];
+        row.tps.push_back(g.decode_seconds > 0 ? double(g.n_decoded) / g.decode_seconds : 0.0);
+        row.steps += uint64_t(g.spec_steps);
+        row.drafted += uint64_t(g.spec_drafted);
+        row.accepted += uint64_t(g.spec_accepted);
+      }
+    }
+  }
+  // Verify steps of k + 1 tokens against the one-token step, alternating.
+  std::vector<std::pair<int32_t, std::vector<double>>> verify_rows;
+  if (!a.verify.empty()) {
+    verify_rows.push_back({0, {}});
+    for (int32_t k : a.verify) verify_rows.push_back({k, {}});
+    const int32_t steps = std::max(4, a.n_gen / 4);
+    for (int r = 0; r < a.reps; ++r)
+      for (auto& [k, tps] : verify_rows) tps.push_back(run.time_verify(a.depths.front(), k, steps));
+  }
+  auto mean_of = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0.0 : s / double(v.size());
+  };
   if (probes.empty()) probes.push_back(probe());
   brisk::BandwidthResult bw{};  // means over the probes
   for (const auto& p : probes) {
@@ -292,6 +388,22 @@ int cmd_bench(const std::vector<std::string>& argv) {
       tests.push_back(t);
     }
     j["tests"] = tests;
+    if (!spec_rows.empty()) {
+      nlohmann::json sj = nlohmann::json::array();
+      for (const SpecRow& r : spec_rows)
+        sj.push_back({{"test", r.name}, {"tokens_per_s", mean_of(r.tps)}, {"samples", r.tps}, {"verify_steps", r.steps},
+                      {"drafted", r.drafted}, {"accepted", r.accepted},
+                      {"acceptance_rate", r.drafted ? double(r.accepted) / double(r.drafted) : 0.0},
+                      {"mean_accepted", r.steps ? double(r.accepted) / double(r.steps) : 0.0}});
+      j["speculative"] = sj;
+    }
+    if (!verify_rows.empty()) {
+      nlohmann::json vj = nlohmann::json::array();
+      const double base = mean_of(verify_rows.front().second);
+      for (const auto& [k, tps] : verify_rows)
+        vj.push_back({{"drafted", k}, {"steps_per_s", mean_of(tps)}, {"cost_over_decode", mean_of(tps) > 0 ? base / mean_of(tps) : 0.0}});
+      j["verify"] = vj;
+    }
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -314,6 +426,20 @@ int cmd_bench(const std::vector<std::string>& argv) {
   for (const auto& s : results)
     if (s.decode && first_tg && &s != first_tg && first_tg->mean() > 0)
       std::printf("%s / %s: %.1f %%\n", s.name.c_str(), first_tg->name.c_str(), 100.0 * s.mean() / first_tg->mean());
+  for (const SpecRow& r : spec_rows) {
+    std::printf("%s: %.2f tok/s", r.name.c_str(), mean_of(r.tps));
+    if (r.steps > 0)
+      std::printf("; %s", brisk::cli::spec_summary(spec_source.c_str(), r.steps, r.drafted, r.accepted).c_str());
+    std::printf("\n");
+  }
+  if (spec_rows.size() == 2 && mean_of(spec_rows[0].tps) > 0)
+    std::printf("speculative / plain: %.2fx\n", mean_of(spec_rows[1].tps) / mean_of(spec_rows[0].tps));
+  if (!verify_rows.empty()) {
+    const double base = mean_of(verify_rows.front().second);
+    for (const auto& [k, tps] : verify_rows)
+      std::printf("verify k=%d (%d tokens): %.2f steps/s, %.3fx the decode step\n", k, k + 1, mean_of(tps),
+                  mean_of(tps) > 0 ? base / mean_of(tps) : 0.0);
+  }
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/model_arg.h"
+#include "cli/spec_args.h"
 #include "core/error.h"
 #include "runtime/engine_api.h"
 #include "runtime/generate.h"
@@ -19,7 +20,8 @@ using brisk::cli::ArgParser;
 
 struct Args {
   std::string model, prompt, prompt_ids, dump_logits, quant, kv_type = "f16", token, device = "auto";
-  bool have_prompt = false, show_ids = false, raw = false;
+  bool have_prompt = false, show_ids = false, raw = false, verbose = false;
+  brisk::cli::SpecArgs spec;
   int32_t n_predict = 128, n_ctx = 0, threads = 0, n_batch = 512;
   brisk::SamplerParams sampling;
   std::vector<std::string> stops;
@@ -61,7 +63,9 @@ int cmd_generate(const std::vector<std::string>& argv) {
   brisk::cli::add_threads_option(p, &a.threads);
   brisk::cli::add_device_option(p, &a.device, "auto: the GPU when one is usable");
   p.text({"--token"}, &a.token, "TOKEN", "Hugging Face token for gated models (default $HF_TOKEN)");
+  p.flag({"-v", "--verbose"}, &a.verbose, "also print the speculative-decoding statistics");
   brisk::cli::add_sampling_options(p, &a.sampling);
+  brisk::cli::add_spec_options(p, &a.spec);
   p.note("Sampling is greedy unless --temp is given.");
   if (!p.parse(argv)) return 0;
   if (a.have_prompt == !a.prompt_ids.empty()) brisk::cli::usage_fail("give exactly one of --prompt and --prompt-ids");
@@ -95,9 +99,14 @@ int cmd_generate(const std::vector<std::string>& argv) {
   const brisk::cli::ContextSize n_ctx =
       brisk::cli::context_size("generate", a.n_ctx, p.given("--ctx"), 4096, model->info().n_ctx_train);
   if (!n_ctx.note.empty()) std::fprintf(stderr, "%s\n", n_ctx.note.c_str());
-  auto ctx = brisk::Context::create(model, {.n_ctx = n_ctx.n_ctx, .n_seq_max = 1, .n_batch = a.n_batch,
-                                            .kv_type = *kv_type, .n_threads = a.threads, .device = a.device});
+  const bool speculate = brisk::cli::spec_requested(a.spec);
+  const brisk::ContextOptions copt{.n_ctx = n_ctx.n_ctx, .n_seq_max = 1, .n_batch = a.n_batch, .kv_type = *kv_type,
+                                   .n_threads = a.threads, .device = a.device, .state_checkpoints = speculate};
+  a.spec.hf_token = a.token;
+  brisk::SpecOptions spec = brisk::cli::make_spec_options(a.spec, *model, path, copt);
+  auto ctx = brisk::Context::create(model, copt);
   brisk::GenerateParams gp{.max_tokens = a.n_predict, .sampling = a.sampling, .stop_strings = a.stops};
+  gp.spec = spec;
   brisk::GenerateCallbacks cb;
   cb.on_text = [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -129,6 +138,11 @@ int cmd_generate(const std::vector<std::string>& argv) {
                r.n_decoded, r.decode_seconds, decode_tps, decode_tps * double(info.weight_bytes) / 1e9,
                double(info.weight_bytes) / 1e6, ctx->options().n_threads, ctx->options().n_ctx,
                brisk::stop_reason_name(r.stop));
+  if (a.verbose && spec.source)
+    std::fprintf(stderr, "%s\n",
+                 brisk::cli::spec_summary(spec.source->name(), uint64_t(r.spec_steps), uint64_t(r.spec_drafted),
+                                          uint64_t(r.spec_accepted))
+                     .c_str());
   return 0;
 }
 

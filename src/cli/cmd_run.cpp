@@ -23,6 +23,7 @@
 #include "cli/command.h"
 #include "cli/line_editor.h"
 #include "cli/model_arg.h"
+#include "cli/spec_args.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "hub/resolve.h"
@@ -45,6 +46,7 @@ struct Args {
   int32_t n_predict = 0, n_ctx = 0, threads = 0;
   bool interactive = false, verbose = false;
   brisk::SamplerParams sampling;
+  brisk::cli::SpecArgs spec;
 };
 
 // Returns false when --help was printed.
@@ -69,6 +71,7 @@ bool parse(const std::vector<std::string>& argv, Args& a, bool& ctx_given, bool&
   p.text({"--token"}, &a.token, "TOKEN", "Hugging Face token for gated models (default $HF_TOKEN)");
   p.flag({"--verbose"}, &a.verbose, "print the stats line after a one-shot answer and the memory sums at load");
   brisk::cli::add_sampling_options(p, &a.sampling);
+  brisk::cli::add_spec_options(p, &a.spec);
   p.note(
       "MODEL is a GGUF file, a Hugging Face folder or a Hub reference (org/name, org/name:QUANT,\n"
       "org/name/file.gguf, @revision). Sampling defaults: --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05.\n"
@@ -219,6 +222,12 @@ void print_stats(const brisk::ChatTurnStats& s, bool interrupted, bool dim) {
                : s.stop == brisk::StopReason::max_tokens   ? " | max tokens"
                                                            : "",
                dim ? kReset : "");
+  if (s.spec_steps > 0)
+    std::fprintf(stderr, "%s[%s]%s\n", dim ? kFaint : "",
+                 brisk::cli::spec_summary("spec", uint64_t(s.spec_steps), uint64_t(s.spec_drafted),
+                                          uint64_t(s.spec_accepted))
+                     .c_str(),
+                 dim ? kReset : "");
   std::fflush(stderr);
 }
 
@@ -307,8 +316,11 @@ int cmd_run(const std::vector<std::string>& argv) {
       brisk::cli::context_size("run", a.n_ctx, ctx_given, 4096, model->info().n_ctx_train);
   if (!n_ctx.note.empty()) std::fprintf(stderr, "%s\n", n_ctx.note.c_str());
   if (a.verbose && brisk::log_level() > brisk::LogLevel::info) brisk::set_log_level(brisk::LogLevel::info);
-  auto ctx = brisk::Context::create(
-      model, {.n_ctx = n_ctx.n_ctx, .n_seq_max = 1, .n_threads = a.threads, .device = a.device});
+  const brisk::ContextOptions copt{.n_ctx = n_ctx.n_ctx, .n_seq_max = 1, .n_threads = a.threads, .device = a.device,
+                                   .state_checkpoints = brisk::cli::spec_requested(a.spec)};
+  a.spec.hf_token = a.token;
+  const brisk::SpecOptions spec = brisk::cli::make_spec_options(a.spec, *model, path, copt);
+  auto ctx = brisk::Context::create(model, copt);
   json kwargs = json::object();
   if (a.think.has_value()) kwargs["enable_thinking"] = *a.think;
   brisk::ChatSession chat(model, *ctx, std::move(*tmpl), {.template_kwargs = kwargs});
@@ -317,7 +329,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   Display display{.tty_out = bool(isatty(STDOUT_FILENO)), .tty_err = bool(isatty(STDERR_FILENO)),
                   .show_reasoning = a.think.value_or(true)};
   const int32_t n_predict = n_given ? a.n_predict : ctx->options().n_ctx;
-  const brisk::GenerateParams gp{.max_tokens = n_predict, .sampling = a.sampling};
+  const brisk::GenerateParams gp{.max_tokens = n_predict, .sampling = a.sampling, .spec = spec};
   TurnRunner answer{.chat = chat, .format = format, .display = display, .params = gp, .n_ctx = ctx->options().n_ctx};
   SigintGuard sigint;
   if (one_shot) {

@@ -1,4 +1,4 @@
-// brisk serve: the OpenAI- and Anthropic-compatible HTTP server.
+// brisk serve: the OpenAI-, Anthropic- and Ollama-compatible HTTP server, with a chat page.
 #include <signal.h>
 
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/model_arg.h"
+#include "cli/spec_args.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "runtime/kv_cache.h"
@@ -52,7 +53,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   std::string unix_path;
   if (const char* k = std::getenv("BRISK_API_KEY")) so.api_key = k;
   brisk::cli::ArgParser p("serve", "[NAME=]MODEL... [options]",
-                          "The OpenAI- and Anthropic-compatible HTTP server.");
+                          "The OpenAI-, Anthropic- and Ollama-compatible HTTP server, with a chat page at /.");
   p.option({"-m", "--model"}, "[NAME=]MODEL",
            "a model to serve (repeatable; the first loads at startup); NAME is what the API lists",
            [&](const std::string& v) { specs.push_back(model_spec(v)); });
@@ -93,7 +94,25 @@ int cmd_serve(const std::vector<std::string>& argv) {
   p.integer({"--body-timeout"}, &body_timeout, 1, 3600, "S", "seconds to receive a request's body (default 60)");
   p.integer({"--shutdown-grace"}, &grace, 0, 3600, "S", "seconds in-flight requests get on SIGINT/SIGTERM (default 10)");
   p.text({"--unix"}, &unix_path, "PATH", "serve on a Unix socket (created mode 0600) instead of TCP (no TCP socket at all)");
+  int32_t ollama_port = -1;
+  p.integer({"--ollama-port"}, &ollama_port, 0, 65535, "N",
+            "also listen on this port (Ollama's is 11434), same routes and limits; the Ollama API (/api/...) is on "
+            "--port either way");
+  bool no_webui = false;
+  p.flag({"--no-webui"}, &no_webui, "no chat page at / (the API routes stay)");
+  brisk::cli::SpecArgs spec_args;
+  brisk::cli::add_spec_options(p, &spec_args);
+  p.integer({"--spec-max-seqs"}, &eo.scheduler.spec.max_batch_seqs, 1, 256, "N",
+            "verify drafts while at most N sequences decode, in one batch; more decode plainly (default 4)");
+  p.note("A request turns speculative decoding off with \"speculative.n_max\": 0 (llama.cpp server's field) or "
+         "drafts fewer tokens with a smaller value.");
   if (!p.parse(argv)) return 0;
+  so.ollama_port = ollama_port;
+  so.webui = !no_webui;
+  if (brisk::cli::spec_requested(spec_args))
+    eo.make_spec = [spec_args](const brisk::Model& model, const std::string& path, const brisk::ContextOptions& c) {
+      return brisk::cli::make_spec_options(spec_args, model, path, c);
+    };
   for (const std::string& m : positional_models) specs.push_back(model_spec(m));
   so.port = port;
   so.max_body_bytes = size_t(max_body);
@@ -148,6 +167,10 @@ int cmd_serve(const std::vector<std::string>& argv) {
   } else {
     std::fprintf(stderr, "brisk serve: listening on http://%s:%d (%zu model%s, first '%s')\n", so.host.c_str(),
                  server.port(), specs.size(), specs.size() == 1 ? "" : "s", specs.front().name.c_str());
+    if (server.ollama_port() >= 0)
+      std::fprintf(stderr, "brisk serve: also listening on http://%s:%d (for Ollama clients)\n", so.host.c_str(),
+                   server.ollama_port());
+    if (so.webui) std::fprintf(stderr, "brisk serve: chat page at http://%s:%d/\n", so.host.c_str(), server.port());
   }
   std::thread signal_thread([&] {
     int sig = 0;

@@ -113,7 +113,8 @@ struct GetRowsArgs {
 };
 
 // Mixture-of-experts SwiGLU / GeGLU MLP. Per token: p = softmax(logits), the n_used largest
-// (ties: lower expert id first), renormalized to sum 1 when norm_topk; then
+// (ties: lower expert id first), renormalized to sum 1 when norm_topk, then multiplied by
+// expert_scale[e] when given (Gemma 4's per-expert scale); then
 //   out = sum_k p_k * down_e(act(gate_e(x)) * up_e(x))   over the chosen experts e.
 // Routing happens inside the op on the device's own data (no host decision a GPU would
 // sync on); the CPU backend gathers the tokens of each expert and runs them as one matmul.
@@ -128,6 +129,13 @@ struct MoeArgs {
   int32_t n_used = 0;             // top-k, 1 <= n_used <= n_expert
   bool norm_topk = true;
   Activation act = Activation::silu;
+  const float* expert_scale = nullptr;  // [n_expert] factor of each chosen expert's weight, or nullptr
+};
+
+struct ScaleArgs {
+  Mat out;                        // [rows, cols] = x * scale (may alias x)
+  Mat x;                          // [rows, cols]
+  float scale = 1.0f;
 };
 
 struct SoftcapArgs {

@@ -14,7 +14,7 @@
 namespace brisk {
 namespace {
 
-constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5;
+constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6;
 
 // tokenizer_config.json names special tokens either as a string or as {"content": ...}.
 std::string token_text(const nlohmann::json& v) {
@@ -135,8 +135,14 @@ int32_t tokenizer_to_gguf(const TokenizerToGgufParams& p, gguf::Writer& w) {
       else fail(tj_path, ": malformed merge entry");
     }
 
-  w.set("tokenizer.ggml.model", gguf::Value::from_string("gpt2"));
-  w.set("tokenizer.ggml.pre", gguf::Value::from_string(p.pre.empty() ? tokenizer_pre_of(tj) : p.pre));
+  BRISK_CHECK(p.model == "gpt2" || p.model == "gemma4", "tokenizer_to_gguf: unknown model '", p.model, "'");
+  if (p.model == "gemma4")
+    for (size_t i = 0; i < tokens.size(); ++i)
+      if (types[i] == kNormal && tokens[i].size() == 6 && tokens[i].compare(0, 3, "<0x") == 0 && tokens[i][5] == '>')
+        types[i] = kByte;
+  w.set("tokenizer.ggml.model", gguf::Value::from_string(p.model));
+  if (p.model == "gpt2")
+    w.set("tokenizer.ggml.pre", gguf::Value::from_string(p.pre.empty() ? tokenizer_pre_of(tj) : p.pre));
   w.set("tokenizer.ggml.tokens", gguf::Value::from_strings(tokens));
   w.set("tokenizer.ggml.token_type", gguf::Value::from_i32s(types));
   w.set("tokenizer.ggml.merges", gguf::Value::from_strings(merges));

@@ -67,9 +67,9 @@ enum class TransferEnd { complete, retry_resume, restart };
 class FileFetcher {
  public:
   FileFetcher(const HttpClient& http, const RepoCache& cache, const std::string& commit,
-              const RepoFile& f, Progress& progress)
+              const RepoFile& f, Progress& progress, std::function<bool(uint64_t have)> report)
       : http_(http), cache_(cache), commit_(commit), f_(f), progress_(progress),
-        blob_(f.etag()), partial_(cache.incomplete_path(blob_)) {}
+        report_(std::move(report)), blob_(f.etag()), partial_(cache.incomplete_path(blob_)) {}
 
   // Downloads into blobs/<etag>.incomplete and renames it to blobs/<etag> once verified.
   uint64_t run() {
@@ -148,6 +148,13 @@ class FileFetcher {
       have_ += uint64_t(w);
       received_ += uint64_t(w);
       progress_.add(uint64_t(w));
+      if (report_ && have_ - reported_ >= (256u << 10)) {
+        reported_ = have_;
+        if (!report_(have_)) {
+          cancelled_ = true;  // inside the HTTP client's callback: stop the transfer, throw later
+          return false;
+        }
+      }
       data += w;
       n -= size_t(w);
     }
@@ -161,7 +168,10 @@ class FileFetcher {
       ~Closer() { if (fd >= 0) ::close(fd); fd = -1; }
     } closer{fd_};
     const uint64_t size = f_.size.value_or(0);
-    if (!announced_) progress_.file_started(f_.path, size, have_);
+    if (!announced_) {
+      progress_.file_started(f_.path, size, have_);
+      if (report_ && !report_(have_)) fail("download of ", f_.path, " cancelled");
+    }
     announced_ = true;
     if (f_.size && have_ >= size) {
       if (have_ == size) return TransferEnd::complete;
@@ -190,6 +200,7 @@ class FileFetcher {
     };
     req.on_body = [&](const char* data, size_t n) { return !range_wrong && write_body(data, n); };
     HttpResponse resp = http_.request(req);
+    if (cancelled_) fail("download of ", f_.path, " cancelled");
     if (write_errno_ != 0) {
       const int err = write_errno_;
       write_errno_ = 0;
@@ -227,6 +238,9 @@ class FileFetcher {
   const std::string& commit_;
   const RepoFile& f_;
   Progress& progress_;
+  std::function<bool(uint64_t)> report_;  // bytes present (HubOptions::on_file_progress)
+  uint64_t reported_ = 0;
+  bool cancelled_ = false;
   std::string blob_;
   std::string partial_;
   int fd_ = -1;
@@ -271,6 +285,13 @@ DownloadStats download_files(const HttpClient& http, const RepoCache& cache,
   std::exception_ptr first_error;
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
+  std::mutex report_mu;
+  auto report = [&](const RepoFile& f, uint64_t have) {
+    if (!opt.on_file_progress) return true;
+    std::lock_guard<std::mutex> lock(report_mu);
+    return opt.on_file_progress(HubFileProgress{.file = f.path, .blob = f.etag(), .total = f.size.value_or(have),
+                                                .completed = have});
+  };
   auto worker = [&] {
     for (size_t i; !stop && (i = next++) < files.size();) {
       try {
@@ -285,13 +306,15 @@ DownloadStats download_files(const HttpClient& http, const RepoCache& cache,
           if (!blob_is_good(cache, f, opt.verify_cached)) {
             std::error_code ec;
             fs::remove(cache.blob_path(blob), ec);  // wrong size or checksum
-            received = FileFetcher(http, cache, commit, f, progress).run();
+            received = FileFetcher(http, cache, commit, f, progress,
+                                   [&](uint64_t have) { return report(f, have); }).run();
             fetched = true;
             progress.file_done(f.path, f.size.value_or(0));
           } else {
             progress.skip(f.size.value_or(0));  // another process fetched it
           }
         }
+        if (!report(f, f.size.value_or(0))) fail("download of ", f.path, " cancelled");
         cache.link_snapshot(commit, f.path, blob);
         std::lock_guard<std::mutex> lock(mu);
         stats.bytes_received += received;

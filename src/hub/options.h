@@ -3,11 +3,20 @@
 // Python tools are used as they are.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace brisk {
 
 enum class HubProgress { automatic, bar, lines, quiet };  // automatic: bar on a terminal
+
+// One file's progress, for callers that report it themselves (the server's pull stream).
+struct HubFileProgress {
+  std::string file{};      // repo-relative path
+  std::string blob{};      // the blob's name in the cache: LFS sha256 or git blob id
+  uint64_t total = 0;      // bytes (0 when the Hub gave no size)
+  uint64_t completed = 0;  // bytes present so far
+};
 
 struct HubOptions {
   std::string endpoint{};        // "": $HF_ENDPOINT, else https://huggingface.co
@@ -17,6 +26,11 @@ struct HubOptions {
   int32_t n_parallel = 4;      // files downloaded at the same time (shards)
   HubProgress progress = HubProgress::automatic;
   bool verify_cached = false;  // re-hash files already in the cache against the Hub's sha256
+  // Called (from the download threads, serialized) when a file starts, as its bytes arrive
+  // (at most every 256 KiB) and when it is complete; files already cached are reported once,
+  // complete. Returning false stops the download (what is written stays, to be resumed) and
+  // the pull fails with "download cancelled". It must not throw.
+  std::function<bool(const HubFileProgress&)> on_file_progress{};
 };
 
 // Returns `opt` with every empty field filled from the environment; the endpoint loses any

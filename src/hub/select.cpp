@@ -15,18 +15,18 @@ std::string upper(std::string s) {
   return s;
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
+bool select_ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string basename(const std::string& path) {
+std::string select_basename(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-bool is_gguf(const std::string& path) { return ends_with(upper(path), ".GGUF"); }
+bool is_gguf(const std::string& path) { return select_ends_with(upper(path), ".GGUF"); }
 bool is_top_level(const std::string& path) { return path.find('/') == std::string::npos; }
-bool is_projector(const std::string& path) { return upper(basename(path)).rfind("MMPROJ", 0) == 0; }
+bool is_projector(const std::string& path) { return upper(select_basename(path)).rfind("MMPROJ", 0) == 0; }
 
 // A GGUF model file, or the set of shards it belongs to.
 struct GgufSet {
@@ -64,7 +64,7 @@ std::vector<GgufSet> gguf_sets(const std::vector<std::string>& paths) {
 
 bool set_matches_quant(const GgufSet& s, const std::string& quant_upper) {
   const std::string stem = upper(s.key);
-  if (!ends_with(stem, quant_upper)) return false;
+  if (!select_ends_with(stem, quant_upper)) return false;
   if (stem.size() == quant_upper.size()) return true;
   const char before = stem[stem.size() - quant_upper.size() - 1];
   return before == '-' || before == '.' || before == '/';
@@ -157,7 +157,7 @@ Selection select_safetensors(const std::vector<std::string>& paths) {
     index = "model.safetensors.index.json";
   } else {
     for (const auto& p : paths)
-      if (is_top_level(p) && ends_with(p, ".safetensors.index.json")) {
+      if (is_top_level(p) && select_ends_with(p, ".safetensors.index.json")) {
         index = p;
         break;
       }
@@ -176,7 +176,7 @@ Selection select_safetensors(const std::vector<std::string>& paths) {
       weights.push_back("model.safetensors");
     } else {
       for (const auto& p : paths)
-        if (is_top_level(p) && ends_with(p, ".safetensors")) weights.push_back(p);
+        if (is_top_level(p) && select_ends_with(p, ".safetensors")) weights.push_back(p);
     }
   }
   sel.files.insert(sel.files.end(), weights.begin(), weights.end());
@@ -278,7 +278,7 @@ Selection select_files(const HubRef& ref, const std::vector<std::string>& paths,
   if (!ref.quant.empty()) return select_gguf_by_quant(sets, ref.quant, where);
   bool has_safetensors = false, has_config = false;
   for (const auto& p : paths) {
-    if (is_top_level(p) && ends_with(p, ".safetensors")) has_safetensors = true;
+    if (is_top_level(p) && select_ends_with(p, ".safetensors")) has_safetensors = true;
     if (p == "config.json") has_config = true;
   }
   if (has_safetensors && (has_config || sets.empty())) return select_safetensors(paths);

@@ -4,7 +4,9 @@
 // its default; types are checked and a wrong type is an error naming the key.
 #include "models/config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <variant>
 
@@ -24,6 +26,8 @@ struct KeyRow {
   Field field;
   const char* hf;    // "" when config.json has no such key
   const char* gguf;  // "" when GGUF has no such key
+  // GGUF arrays with one value per layer go here (the field then takes layer 0's value).
+  std::vector<int32_t> ModelConfig::*per_layer = nullptr;
 };
 
 const KeyRow kKeyTable[] = {
@@ -31,9 +35,9 @@ const KeyRow kKeyTable[] = {
     {&ModelConfig::n_embd, "hidden_size", "{arch}.embedding_length"},
     {&ModelConfig::n_layer, "num_hidden_layers", "{arch}.block_count"},
     {&ModelConfig::n_head, "num_attention_heads", "{arch}.attention.head_count"},
-    {&ModelConfig::n_head_kv, "num_key_value_heads", "{arch}.attention.head_count_kv"},
+    {&ModelConfig::n_head_kv, "num_key_value_heads", "{arch}.attention.head_count_kv", &ModelConfig::layer_n_head_kv},
     {&ModelConfig::head_dim, "head_dim", "{arch}.attention.key_length"},
-    {&ModelConfig::n_ff, "intermediate_size", "{arch}.feed_forward_length"},
+    {&ModelConfig::n_ff, "intermediate_size", "{arch}.feed_forward_length", &ModelConfig::layer_n_ff},
     {&ModelConfig::n_ctx_train, "max_position_embeddings", "{arch}.context_length"},
     {&ModelConfig::rms_eps, "rms_norm_eps", "{arch}.attention.layer_norm_rms_epsilon"},
     {&ModelConfig::rope_theta,
@@ -46,9 +50,20 @@ const KeyRow kKeyTable[] = {
     {&ModelConfig::attn_softcap, "attn_logit_softcapping", "{arch}.attn_logit_softcapping"},
     {&ModelConfig::final_softcap, "final_logit_softcapping", "{arch}.final_logit_softcapping"},
     {&ModelConfig::n_expert, "num_experts|num_local_experts", "{arch}.expert_count"},
-    {&ModelConfig::n_expert_used, "num_experts_per_tok", "{arch}.expert_used_count"},
+    {&ModelConfig::n_expert_used, "num_experts_per_tok|top_k_experts", "{arch}.expert_used_count"},
     {&ModelConfig::n_ff_exp, "moe_intermediate_size", "{arch}.expert_feed_forward_length"},
     {&ModelConfig::norm_topk_prob, "norm_topk_prob", "{arch}.expert_weights_norm"},
+    {&ModelConfig::head_dim_full, "global_head_dim", ""},
+    {&ModelConfig::head_dim_swa, "", "{arch}.attention.key_length_swa"},
+    {&ModelConfig::n_head_kv_full, "num_global_key_value_heads", ""},
+    {&ModelConfig::attention_k_eq_v, "attention_k_eq_v", ""},
+    {&ModelConfig::partial_rotary_full, "rope_parameters.full_attention.partial_rotary_factor", ""},
+    {&ModelConfig::n_rot_swa, "", "{arch}.rope.dimension_count_swa"},
+    {&ModelConfig::n_kv_shared_layers, "num_kv_shared_layers", "{arch}.attention.shared_kv_layers"},
+    {&ModelConfig::n_embd_per_layer, "hidden_size_per_layer_input", "{arch}.embedding_length_per_layer_input"},
+    {&ModelConfig::n_vocab_per_layer, "vocab_size_per_layer_input", ""},
+    {&ModelConfig::double_wide_mlp, "use_double_wide_mlp", ""},
+    {&ModelConfig::moe_block, "enable_moe_block", ""},
     {&ModelConfig::n_ff_shexp, "shared_expert_intermediate_size", "{arch}.expert_shared_feed_forward_length"},
     {&ModelConfig::linear_conv_kernel, "linear_conv_kernel_dim", "{arch}.ssm.conv_kernel"},
     {&ModelConfig::linear_n_k_head, "linear_num_key_heads", "{arch}.ssm.group_count"},
@@ -59,7 +74,10 @@ const KeyRow kKeyTable[] = {
     {&ModelConfig::full_attention_interval, "full_attention_interval", "{arch}.full_attention_interval"},
     {&ModelConfig::recurrent_layers, "", "{arch}.attention.recurrent_layers"},
     {&ModelConfig::n_nextn, "mtp_num_hidden_layers", "{arch}.nextn_predict_layers"},
-    {&ModelConfig::partial_rotary, "rope_parameters.partial_rotary_factor|partial_rotary_factor", ""},
+    {&ModelConfig::partial_rotary,
+     "rope_parameters.partial_rotary_factor|rope_parameters.sliding_attention.partial_rotary_factor|"
+     "partial_rotary_factor",
+     ""},
     {&ModelConfig::n_rot, "", "{arch}.rope.dimension_count"},
     {&ModelConfig::sliding_window, "sliding_window", "{arch}.attention.sliding_window"},
     {&ModelConfig::use_sliding_window, "use_sliding_window", ""},
@@ -74,7 +92,7 @@ const KeyRow kKeyTable[] = {
     {&ModelConfig::n_mels, "num_mel_bins", "{arch}.encoder.mel_bins"},
     {&ModelConfig::n_dec_layer, "decoder_layers", "{arch}.block_count"},
     {&ModelConfig::n_dec_head, "decoder_attention_heads", "{arch}.attention.head_count"},
-    {&ModelConfig::n_dec_ff, "decoder_ffn_dim", "{arch}.feed_forward_length"},
+    {&ModelConfig::n_dec_ff, "decoder_ffn_dim", "{arch}.feed_forward_length", &ModelConfig::layer_n_ff},
     {&ModelConfig::n_dec_ctx, "max_target_positions", "{arch}.context_length"},
     {&ModelConfig::scale_embedding, "scale_embedding", "{arch}.scale_embedding"},
     {&ModelConfig::activation_function, "activation_function", "{arch}.activation_function"},
@@ -176,7 +194,19 @@ void assign_json(ModelConfig& c, const Field& field, const nlohmann::json& v, co
       field);
 }
 
-void assign_gguf(ModelConfig& c, const Field& field, const gguf::File& f, const std::string& key) {
+void assign_gguf(ModelConfig& c, const KeyRow& row, const gguf::File& f, const std::string& key) {
+  if (const gguf::Value* v = f.find(key); row.per_layer && v && v->as_array()) {
+    std::vector<int32_t>& dst = c.*row.per_layer;
+    dst.clear();
+    for (int64_t x : f.get_int_array(key)) {
+      BRISK_CHECK(x >= 0 && x <= INT32_MAX, "GGUF key '", key, "': per-layer value ", x, " out of range");
+      dst.push_back(int32_t(x));
+    }
+    BRISK_CHECK(!dst.empty() && dst.size() <= 65536, "GGUF key '", key, "': ", dst.size(), " per-layer values");
+    c.*std::get<int32_t ModelConfig::*>(row.field) = dst[0];
+    return;
+  }
+  const Field& field = row.field;
   std::visit(
       [&](auto member) {
         using M = decltype(member);
@@ -229,6 +259,38 @@ void assign_gguf(ModelConfig& c, const Field& field, const gguf::File& f, const 
         }
       },
       field);
+}
+
+// transformers' per_layer_config: {"<layer>": {"head_dim": .., "num_key_value_heads": ..,
+// "intermediate_size": ..}, ...}, overrides of the model-wide values for single layers.
+void fill_per_layer_config(ModelConfig& c, const nlohmann::json& map) {
+  BRISK_CHECK(map.is_object(), "config key 'per_layer_config' must be an object of layer overrides");
+  const std::pair<const char*, std::vector<int32_t> ModelConfig::*> kOverrides[] = {
+      {"head_dim", &ModelConfig::layer_head_dim},
+      {"num_key_value_heads", &ModelConfig::layer_n_head_kv},
+      {"intermediate_size", &ModelConfig::layer_n_ff},
+  };
+  BRISK_CHECK(c.n_layer > 0 && c.n_layer <= 65536, "config key 'per_layer_config' needs num_hidden_layers");
+  for (const auto& [layer, overrides] : map.items()) {
+    const std::string where = "per_layer_config." + layer;
+    char* end = nullptr;
+    const long il = std::strtol(layer.c_str(), &end, 10);
+    BRISK_CHECK(!layer.empty() && end && *end == '\0' && il >= 0 && il < c.n_layer, "config key '", where,
+                "': not a layer index below ", c.n_layer);
+    BRISK_CHECK(overrides.is_object(), "config key '", where, "' must be an object");
+    for (const auto& [key, value] : overrides.items()) {
+      if (value.is_null()) continue;
+      std::vector<int32_t> ModelConfig::*target = nullptr;
+      for (const auto& [name, member] : kOverrides)
+        if (key == name) target = member;
+      BRISK_CHECK(target, "config key '", where, ".", key, "': per-layer overrides of this key are not supported");
+      BRISK_CHECK(value.is_number(), "config key '", where, ".", key, "' must be an integer");
+      std::vector<int32_t>& dst = c.*target;
+      dst.resize(size_t(c.n_layer), 0);
+      dst[size_t(il)] = to_i32(value.get<double>(), where + "." + key);
+      BRISK_CHECK(dst[size_t(il)] > 0, "config key '", where, ".", key, "' must be positive");
+    }
+  }
 }
 
 // The fields the converter writes even at their default values: llama.cpp's readers require
@@ -297,6 +359,17 @@ void config_fill_from_hf(ModelConfig& c, const nlohmann::json& j) {
       if (found) break;
     }
   }
+  // Keys outside the table, also text_config's first.
+  auto find = [&](const char* key) -> const nlohmann::json* {
+    const nlohmann::json* v = text ? json_path(*text, key) : nullptr;
+    return v ? v : json_path(j, key);
+  };
+  if (const nlohmann::json* m = find("per_layer_config")) fill_per_layer_config(c, *m);
+  // Gemma: a boolean (Gemma 3: true for all tokens) or "vision" / "all" (Gemma 4).
+  if (const nlohmann::json* b = find("use_bidirectional_attention")) {
+    BRISK_CHECK(b->is_boolean() || b->is_string(), "config key 'use_bidirectional_attention' must be a boolean or a string");
+    c.bidirectional = b->is_string() ? b->get<std::string>() : b->get<bool>() ? "all" : "";
+  }
 }
 
 void config_fill_from_gguf(ModelConfig& c, const gguf::File& f) {
@@ -305,7 +378,24 @@ void config_fill_from_gguf(ModelConfig& c, const gguf::File& f) {
     if (!*row.gguf) continue;
     std::string key = row.gguf;
     if (const size_t p = key.find("{arch}"); p != std::string::npos) key.replace(p, 6, arch);
-    if (f.find(key)) assign_gguf(c, row.field, f, key);
+    if (f.find(key)) assign_gguf(c, row, f, key);
+  }
+  // Which layers use the sliding window: one flag per layer (Gemma 4) or a period (every n-th
+  // layer full).
+  const std::string key = arch + ".attention.sliding_window_pattern";
+  if (const gguf::Value* v = f.find(key)) {
+    if (const gguf::Array* a = v->as_array()) {
+      c.layer_types.clear();
+      for (size_t i = 0; i < a->items.size() && i <= 65536; ++i) {
+        const auto b = a->items[i].as_bool();
+        BRISK_CHECK(b.has_value(), "GGUF key '", key, "' must be an array of booleans");
+        c.layer_types.push_back(*b ? "sliding_attention" : "full_attention");
+      }
+    } else {
+      const auto n = f.get_int(key);
+      BRISK_CHECK(n && *n >= 0 && *n <= 65536, "GGUF key '", key, "' out of range");
+      c.swa_pattern = int32_t(*n);
+    }
   }
 }
 
@@ -354,6 +444,47 @@ void ModelConfig::finalize() {
     BRISK_CHECK(n_ff_exp > 0, "model config: MoE model without a positive expert intermediate size");
   }
   if (attn_scale == 0.0f) attn_scale = float(1.0 / std::sqrt(double(head_dim)));
+  // Per-layer shapes: zeros take the model-wide value.
+  const std::pair<std::vector<int32_t>*, const char*> per_layer[] = {
+      {&layer_head_dim, "head_dim"}, {&layer_n_head_kv, "KV heads"}, {&layer_n_ff, "MLP size"}};
+  for (const auto& [vec, what] : per_layer) {
+    if (vec->empty()) continue;
+    BRISK_CHECK(int32_t(vec->size()) == n_layer, "model config: per-layer ", what, " lists ", vec->size(),
+                " layers, the model has ", n_layer);
+    const int32_t fallback = vec == &layer_head_dim ? head_dim : vec == &layer_n_head_kv ? n_head_kv : n_ff;
+    for (int32_t& x : *vec) x = x == 0 ? fallback : x;
+  }
+  for (int il = 0; il < n_layer; ++il) {
+    BRISK_CHECK(head_dim_of(il) > 0 && head_dim_of(il) <= 1024, "model config: layer ", il, " head_dim ",
+                head_dim_of(il), " out of range");
+    BRISK_CHECK(n_head_kv_of(il) > 0 && n_head % n_head_kv_of(il) == 0, "model config: layer ", il, ": ", n_head,
+                " attention heads are not a multiple of ", n_head_kv_of(il), " KV heads");
+    BRISK_CHECK(n_ff_of(il) > 0, "model config: layer ", il, " MLP size ", n_ff_of(il), " is not positive");
+  }
+}
+
+int32_t ModelConfig::max_head_dim() const {
+  int32_t m = head_dim;
+  for (int il = 0; il < n_layer; ++il) m = std::max(m, head_dim_of(il));
+  return m;
+}
+
+int32_t ModelConfig::max_q_width() const {
+  int32_t m = q_width();
+  for (int il = 0; il < n_layer; ++il) m = std::max(m, q_width_of(il));
+  return m;
+}
+
+int32_t ModelConfig::max_kv_width() const {
+  int32_t m = kv_width();
+  for (int il = 0; il < n_layer; ++il) m = std::max(m, kv_width_of(il));
+  return m;
+}
+
+int32_t ModelConfig::max_n_ff() const {
+  int32_t m = n_ff;
+  for (int il = 0; il < n_layer; ++il) m = std::max(m, n_ff_of(il));
+  return m;
 }
 
 }  // namespace brisk

@@ -56,6 +56,27 @@ struct ModelConfig {
   int32_t n_expert_used = 0;     // experts chosen per token (top-k)
   int32_t n_ff_exp = 0;          // intermediate size of one expert
   bool norm_topk_prob = true;    // renormalize the chosen experts' probabilities to sum 1
+  // Gemma 4: full-attention layers with their own head size, KV heads and rope; KV sharing;
+  // per-layer embeddings; an MoE block beside the dense MLP.
+  int32_t head_dim_full = 0;     // head size of full-attention layers (global_head_dim); 0: head_dim
+  int32_t head_dim_swa = 0;      // GGUF attention.key_length_swa (key_length is then head_dim_full)
+  int32_t n_head_kv_full = 0;    // KV heads of full layers whose values are their keys; 0: n_head_kv
+  bool attention_k_eq_v = false; // full-attention layers have no v_proj: values are the keys
+  float partial_rotary_full = 1.0f;  // rope_parameters.full_attention.partial_rotary_factor
+  int32_t n_rot_full = 0;        // rotated dims of full layers (GGUF rope.dimension_count)
+  int32_t n_rot_swa = 0;         // GGUF rope.dimension_count_swa
+  int32_t n_kv_shared_layers = 0;  // the last layers read the cache of the last earlier layer of their type
+  int32_t n_embd_per_layer = 0;  // hidden_size_per_layer_input: per-layer embeddings; 0: none
+  int32_t n_vocab_per_layer = 0; // vocab_size_per_layer_input; 0: n_vocab
+  bool double_wide_mlp = false;  // KV-shared layers have MLPs of 2 * n_ff
+  bool moe_block = false;        // enable_moe_block: an MoE block beside every layer's dense MLP
+  std::string bidirectional;     // use_bidirectional_attention ("", "vision"; "all" is not causal)
+  // Per-layer shapes: empty (every layer takes the model-wide value) or [n_layer] with 0 for
+  // "the model-wide value"; from HF per_layer_config, GGUF per-layer arrays or a sanitize step.
+  // finalize() resolves the zeros.
+  std::vector<int32_t> layer_head_dim;   // [n_layer]
+  std::vector<int32_t> layer_n_head_kv;  // [n_layer]
+  std::vector<int32_t> layer_n_ff;       // [n_layer]
   int32_t n_ff_shexp = 0;        // MLP size of the shared expert beside the routed ones; 0: none
   // Hybrid models with linear-attention layers (Gated DeltaNet: Qwen3.5, Qwen3-Next); layer_types
   // names them "linear_attention", or every full_attention_interval-th layer is full attention.
@@ -91,12 +112,30 @@ struct ModelConfig {
   void finalize();
   int32_t q_width() const { return n_head * head_dim; }
   int32_t kv_width() const { return n_head_kv * head_dim; }
+  // Shapes of layer il (after finalize()).
+  int32_t head_dim_of(int il) const { return layer_head_dim.empty() ? head_dim : layer_head_dim[size_t(il)]; }
+  int32_t n_head_kv_of(int il) const { return layer_n_head_kv.empty() ? n_head_kv : layer_n_head_kv[size_t(il)]; }
+  int32_t n_ff_of(int il) const { return layer_n_ff.empty() ? n_ff : layer_n_ff[size_t(il)]; }
+  int32_t q_width_of(int il) const { return n_head * head_dim_of(il); }
+  int32_t kv_width_of(int il) const { return n_head_kv_of(il) * head_dim_of(il); }
+  // Whether layer il attends within the sliding window (layer_types, else every layer when
+  // there is a window).
+  bool sliding(int il) const {
+    return sliding_window > 0 && (layer_types.empty() || layer_types[size_t(il)] == "sliding_attention");
+  }
+  // The widest layer (activation buffers are sized by these).
+  int32_t max_head_dim() const;
+  int32_t max_q_width() const;
+  int32_t max_kv_width() const;
+  int32_t max_n_ff() const;
 };
 
 // Fills the fields named in the key table from config.json (nested keys, alternatives; null
-// values are skipped).
+// values are skipped) and per-layer shapes from a transformers `per_layer_config` map; the keys
+// of a `text_config` object (multimodal checkpoints) take precedence over the top level's.
 void config_fill_from_hf(ModelConfig& c, const nlohmann::json& j);
-// Fills the fields from GGUF metadata; `{arch}` in a key is general.architecture.
+// Fills the fields from GGUF metadata; `{arch}` in a key is general.architecture. Per-layer
+// arrays (head_count_kv, feed_forward_length, sliding_window_pattern) fill the per-layer fields.
 void config_fill_from_gguf(ModelConfig& c, const gguf::File& f);
 // The inverse, for the converter: sets the `{arch}.*` keys of the table to c's values (`{arch}`
 // := arch): the sizes, context length, norm epsilon and rope base always, every other field

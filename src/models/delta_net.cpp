@@ -8,13 +8,13 @@ namespace brisk {
 
 namespace {
 
-std::string blk(int il, const char* suffix) { return "blk." + std::to_string(il) + "." + suffix; }
+std::string delta_blk(int il, const char* suffix) { return "blk." + std::to_string(il) + "." + suffix; }
 
 // Regroups the fused Qwen3-Next projections into the split layout (rows only: any format).
 void regroup_fused(WeightStore& ws, const DeltaNetShape& s, int64_t n_embd, int il) {
   const int64_t r = s.n_v_head / s.n_k_head, dk = s.k_dim, dv = s.v_dim;
-  const std::string in = blk(il, "ssm_in.weight");
-  if (!ws.has(blk(il, "attn_qkv.weight")) && ws.has(in)) {
+  const std::string in = delta_blk(il, "ssm_in.weight");
+  if (!ws.has(delta_blk(il, "attn_qkv.weight")) && ws.has(in)) {
     ws.matrix(in, n_embd, s.conv_dim() + s.value_dim());  // shape check naming the tensor
     const int64_t per = 2 * dk + 2 * r * dv;              // rows of one key head's group
     std::vector<int64_t> qkv, z;
@@ -25,11 +25,11 @@ void regroup_fused(WeightStore& ws, const DeltaNetShape& s, int64_t n_embd, int 
       }
     for (int64_t g = 0; g < s.n_k_head; ++g)
       for (int64_t i = 0; i < r * dv; ++i) z.push_back(g * per + 2 * dk + r * dv + i);
-    ws.gather_rows(blk(il, "attn_qkv.weight"), in, qkv);
-    ws.gather_rows(blk(il, "attn_gate.weight"), in, z);
+    ws.gather_rows(delta_blk(il, "attn_qkv.weight"), in, qkv);
+    ws.gather_rows(delta_blk(il, "attn_gate.weight"), in, z);
   }
-  const std::string ba = blk(il, "ssm_ba.weight");
-  if (!ws.has(blk(il, "ssm_beta.weight")) && ws.has(ba)) {
+  const std::string ba = delta_blk(il, "ssm_ba.weight");
+  if (!ws.has(delta_blk(il, "ssm_beta.weight")) && ws.has(ba)) {
     ws.matrix(ba, n_embd, 2 * int64_t(s.n_v_head));
     std::vector<int64_t> beta, alpha;
     for (int64_t g = 0; g < s.n_k_head; ++g)
@@ -37,8 +37,8 @@ void regroup_fused(WeightStore& ws, const DeltaNetShape& s, int64_t n_embd, int 
         beta.push_back(g * 2 * r + i);
         alpha.push_back(g * 2 * r + r + i);
       }
-    ws.gather_rows(blk(il, "ssm_beta.weight"), ba, beta);
-    ws.gather_rows(blk(il, "ssm_alpha.weight"), ba, alpha);
+    ws.gather_rows(delta_blk(il, "ssm_beta.weight"), ba, beta);
+    ws.gather_rows(delta_blk(il, "ssm_alpha.weight"), ba, alpha);
   }
 }
 
@@ -67,21 +67,21 @@ DeltaNetWeights delta_net_weights_load(WeightStore& ws, const DeltaNetShape& s, 
                                        int il) {
   regroup_fused(ws, s, n_embd, il);
   DeltaNetWeights w;
-  w.qkv = ws.matrix(blk(il, "attn_qkv.weight"), n_embd, s.conv_dim());
-  w.z = ws.matrix(blk(il, "attn_gate.weight"), n_embd, s.value_dim());
-  w.beta = ws.matrix(blk(il, "ssm_beta.weight"), n_embd, s.n_v_head);
-  w.alpha = ws.matrix(blk(il, "ssm_alpha.weight"), n_embd, s.n_v_head);
-  w.conv = ws.vector(blk(il, "ssm_conv1d.weight"), s.conv_dim() * s.kernel);
-  const float* a = ws.vector(blk(il, "ssm_a"), s.n_v_head);
+  w.qkv = ws.matrix(delta_blk(il, "attn_qkv.weight"), n_embd, s.conv_dim());
+  w.z = ws.matrix(delta_blk(il, "attn_gate.weight"), n_embd, s.value_dim());
+  w.beta = ws.matrix(delta_blk(il, "ssm_beta.weight"), n_embd, s.n_v_head);
+  w.alpha = ws.matrix(delta_blk(il, "ssm_alpha.weight"), n_embd, s.n_v_head);
+  w.conv = ws.vector(delta_blk(il, "ssm_conv1d.weight"), s.conv_dim() * s.kernel);
+  const float* a = ws.vector(delta_blk(il, "ssm_a"), s.n_v_head);
   w.decay_rate.assign(a, a + s.n_v_head);
   if (!from_gguf)
     for (float& v : w.decay_rate) v = -std::exp(v);
   for (float v : w.decay_rate)
-    BRISK_CHECK(v <= 0.0f && std::isfinite(v), "tensor ", blk(il, "ssm_a"), ": decay rate ", v,
+    BRISK_CHECK(v <= 0.0f && std::isfinite(v), "tensor ", delta_blk(il, "ssm_a"), ": decay rate ", v,
                 " is not a finite value <= 0 (-exp(A_log))");
-  w.dt_bias = ws.vector(blk(il, "ssm_dt.bias"), s.n_v_head);
-  w.norm = ws.vector(blk(il, "ssm_norm.weight"), s.v_dim);
-  w.out = ws.matrix(blk(il, "ssm_out.weight"), s.value_dim(), n_embd);
+  w.dt_bias = ws.vector(delta_blk(il, "ssm_dt.bias"), s.n_v_head);
+  w.norm = ws.vector(delta_blk(il, "ssm_norm.weight"), s.v_dim);
+  w.out = ws.matrix(delta_blk(il, "ssm_out.weight"), s.value_dim(), n_embd);
   return w;
 }
 

@@ -26,19 +26,25 @@ struct ForwardBatch {
   const int32_t* out_rows = nullptr;  // [n_out] indices into the batch
 };
 
-// Activation buffers for up to n_max tokens, [n_max, width] each.
+// Activation buffers for up to n_max tokens, [n_max, width] each; widths are those of the
+// widest layer (ModelConfig::max_q_width, max_kv_width, max_n_ff).
 struct ForwardArena {
   int32_t n_max = 0;
   float* x = nullptr;      // residual stream [n, n_embd]
   float* h = nullptr;      // normed input of a block [n, n_embd]
   float* t = nullptr;      // block output [n, n_embd]
+  float* t2 = nullptr;     // a second block output [n, n_embd] (a branch beside the MLP, or
+                           // routed experts beside a shared one)
   float* q = nullptr;      // [n, n_head * head_dim]
   float* k = nullptr;      // [n, n_head_kv * head_dim]
   float* v = nullptr;      // [n, n_head_kv * head_dim]
   float* attn = nullptr;   // attention result [n, n_head * head_dim]
   float* gate = nullptr;   // [n, n_ff]
   float* up = nullptr;     // [n, n_ff]
-  float* t2 = nullptr;     // a second block output [n, n_embd] (routed experts beside a shared one)
+  // Per-layer embeddings (cfg.n_embd_per_layer > 0, else nullptr).
+  float* per_layer = nullptr;       // [n, n_layer * n_embd_per_layer] every layer's input
+  float* per_layer_tok = nullptr;   // [n, n_layer * n_embd_per_layer] the token rows of the table
+  float* per_layer_gate = nullptr;  // [n, n_embd_per_layer]
   float* out = nullptr;    // rows needing logits [n, n_embd]
   float* logits = nullptr; // [n_logits_max, n_vocab]
   int32_t n_logits_max = 0;
@@ -62,7 +68,7 @@ struct Forward {
   const ModelConfig& cfg;
   const ForwardBatch& batch;
   const ForwardArena& arena;
-  const std::vector<KvView>& k_cache;  // [n_layer]
+  const std::vector<KvView>& k_cache;  // [n_layer]; a KV-shared layer has its source's views
   const std::vector<KvView>& v_cache;  // [n_layer]
   const TapFn* tap = nullptr;
   // Encoder-decoder models: the per-layer cross-attention caches the encoder wrote ([n_layer]

@@ -12,6 +12,8 @@
 #include "formats/mapped_file.h"
 #include "formats/tokenizer_to_gguf.h"
 #include "quant/format.h"
+#include "models/gemma_decoder.h"
+#include "models/registry.h"
 #include "quant/recipe.h"
 
 namespace brisk {
@@ -44,6 +46,8 @@ struct Planned {
 
 class Builder {
  public:
+  std::vector<float> rope_freqs;  // rope_freqs.weight's data (Gemma 4), referenced by the writer
+
   Builder(uint64_t seed, int n_threads, int32_t distinct_rows)
       : seed_(seed), distinct_rows_(distinct_rows), pool_(n_threads) {}
 
@@ -208,6 +212,102 @@ std::vector<Planned> plan_tensors(const RandomModelParams& p) {
   return v;
 }
 
+// The Gemma 4 config of a shape, read the way a Hugging Face config of it would be (the
+// published form: sliding layers with every full_every-th full, proportional rope on a quarter
+// of the full layers' heads) and finalized by the gemma4 entry.
+ModelConfig gemma4_config(const RandomModelParams& p) {
+  ModelConfig c;
+  c.arch = "gemma4";
+  c.n_vocab = p.n_vocab;
+  c.n_embd = p.n_embd;
+  c.n_layer = p.n_layer;
+  c.n_head = p.n_head;
+  c.n_head_kv = p.n_head_kv;
+  c.head_dim = p.head_dim;
+  c.n_ff = p.n_ff;
+  c.n_ctx_train = p.n_ctx_train;
+  c.rope_theta = p.rope_theta;
+  c.rope_theta_swa = 10000.0f;
+  c.rope_scaling.type = "proportional";
+  c.partial_rotary_full = 0.25f;
+  c.hidden_act = "gelu_pytorch_tanh";
+  c.sliding_window = p.sliding_window;
+  for (int32_t il = 0; il < p.n_layer; ++il)
+    c.layer_types.push_back(p.full_every <= 0 || (il + 1) % p.full_every == 0 ? "full_attention" : "sliding_attention");
+  c.head_dim_full = p.head_dim_full;
+  c.attention_k_eq_v = p.n_head_kv_full > 0;
+  c.n_head_kv_full = p.n_head_kv_full;
+  c.n_kv_shared_layers = p.n_kv_shared_layers;
+  c.n_embd_per_layer = p.n_embd_per_layer;
+  c.double_wide_mlp = p.double_wide_mlp;
+  c.n_expert = p.n_expert;
+  c.n_expert_used = p.n_expert_used;
+  c.n_ff_exp = p.n_ff_exp;
+  c.final_softcap = p.final_softcap;
+  c.tie_embeddings = p.tie_embeddings;
+  arch_gemma4().sanitize(c);
+  c.finalize();
+  return c;
+}
+
+// Gemma 4's tensors (llama.cpp names) for a finalized config: each layer's own head size and KV
+// heads, no attn_v where values are the keys, no K / V in KV-shared layers, per-layer
+// embeddings, an MoE block, output scales.
+std::vector<Planned> plan_gemma4(const ModelConfig& c) {
+  std::vector<Planned> v;
+  auto mat = [&](std::string name, std::vector<uint64_t> ne) { v.push_back({.name = std::move(name), .ne = std::move(ne)}); };
+  auto vec = [&](std::string name, int64_t n, float base, float spread) {
+    v.push_back({.name = std::move(name), .ne = {uint64_t(n)}, .base = base, .spread = spread});
+  };
+  const uint64_t e = uint64_t(c.n_embd), L = uint64_t(c.n_layer), ple = uint64_t(c.n_embd_per_layer);
+  mat("token_embd.weight", {e, uint64_t(c.n_vocab)});
+  vec("output_norm.weight", c.n_embd, 1.0f, 0.0f);
+  if (!c.tie_embeddings) mat("output.weight", {e, uint64_t(c.n_vocab)});
+  if (ple > 0) {
+    mat("per_layer_token_embd.weight", {L * ple, uint64_t(c.n_vocab)});
+    mat("per_layer_model_proj.weight", {e, L * ple});
+    vec("per_layer_proj_norm.weight", int64_t(ple), 1.0f, 0.0f);
+  }
+  for (int32_t il = 0; il < c.n_layer; ++il) {
+    const std::string blk = "blk." + std::to_string(il) + ".";
+    const uint64_t hd = uint64_t(c.head_dim_of(il)), kv = uint64_t(c.kv_width_of(il)), q = uint64_t(c.q_width_of(il));
+    const uint64_t n_ff = uint64_t(c.n_ff_of(il));
+    vec(blk + "attn_norm.weight", c.n_embd, 1.0f, 0.0f);
+    mat(blk + "attn_q.weight", {e, q});
+    vec(blk + "attn_q_norm.weight", int64_t(hd), 1.0f, 0.0f);
+    if (gemma_kv_source(c, il) == il) {
+      mat(blk + "attn_k.weight", {e, kv});
+      vec(blk + "attn_k_norm.weight", int64_t(hd), 1.0f, 0.0f);
+      if (c.sliding(il) || !c.attention_k_eq_v) mat(blk + "attn_v.weight", {e, kv});
+    }
+    mat(blk + "attn_output.weight", {q, e});
+    vec(blk + "post_attention_norm.weight", c.n_embd, 1.0f, 0.0f);
+    vec(blk + "ffn_norm.weight", c.n_embd, 1.0f, 0.0f);
+    mat(blk + "ffn_gate.weight", {e, n_ff});
+    mat(blk + "ffn_up.weight", {e, n_ff});
+    mat(blk + "ffn_down.weight", {n_ff, e});
+    vec(blk + "post_ffw_norm.weight", c.n_embd, 1.0f, 0.0f);
+    if (c.n_expert > 0) {
+      const uint64_t n_exp = uint64_t(c.n_expert), ff = uint64_t(c.n_ff_exp);
+      mat(blk + "ffn_gate_inp.weight", {e, n_exp});
+      vec(blk + "ffn_gate_inp.scale", c.n_embd, 1.0f, 0.0f);
+      mat(blk + "ffn_gate_up_exps.weight", {e, 2 * ff, n_exp});
+      mat(blk + "ffn_down_exps.weight", {ff, e, n_exp});
+      vec(blk + "ffn_down_exps.scale", c.n_expert, 1.0f, 0.1f);
+      vec(blk + "pre_ffw_norm_2.weight", c.n_embd, 1.0f, 0.0f);
+      vec(blk + "post_ffw_norm_1.weight", c.n_embd, 1.0f, 0.0f);
+      vec(blk + "post_ffw_norm_2.weight", c.n_embd, 1.0f, 0.0f);
+    }
+    if (ple > 0) {
+      mat(blk + "inp_gate.weight", {e, ple});
+      mat(blk + "proj.weight", {ple, e});
+      vec(blk + "post_norm.weight", c.n_embd, 1.0f, 0.0f);
+    }
+    vec(blk + "layer_output_scale.weight", 1, 0.75f, 0.25f);
+  }
+  return v;
+}
+
 // The shapes of published models (their config.json), by name.
 struct ModelShape {
   const char* name;
@@ -240,6 +340,32 @@ const std::vector<ModelShape>& shape_table() {
                          .n_head_kv = 4, .head_dim = 128, .n_ff = 6144, .n_expert = 128, .n_expert_used = 8,
                          .n_ff_exp = 768, .n_ctx_train = 40960, .rope_theta = 1000000.0f,
                          .tie_embeddings = false}},
+      // Gemma 4 (google/gemma-4-*): sliding layers of head size 256 with rope base 1e4, full
+      // layers of 512 with proportional rope (base 1e6, a quarter rotated), logit soft-cap 30.
+      {"gemma4-e2b", {.arch = "gemma4", .n_vocab = 262144, .n_embd = 1536, .n_layer = 35, .n_head = 8,
+                      .n_head_kv = 1, .head_dim = 256, .n_ff = 6144, .n_ctx_train = 131072,
+                      .rope_theta = 1000000.0f, .tie_embeddings = true, .sliding_window = 512, .full_every = 5,
+                      .head_dim_full = 512, .n_kv_shared_layers = 20, .n_embd_per_layer = 256,
+                      .double_wide_mlp = true, .final_softcap = 30.0f}},
+      {"gemma4-e4b", {.arch = "gemma4", .n_vocab = 262144, .n_embd = 2560, .n_layer = 42, .n_head = 8,
+                      .n_head_kv = 2, .head_dim = 256, .n_ff = 10240, .n_ctx_train = 131072,
+                      .rope_theta = 1000000.0f, .tie_embeddings = true, .sliding_window = 512, .full_every = 6,
+                      .head_dim_full = 512, .n_kv_shared_layers = 18, .n_embd_per_layer = 256,
+                      .final_softcap = 30.0f}},
+      {"gemma4-31b", {.arch = "gemma4", .n_vocab = 262144, .n_embd = 5376, .n_layer = 60, .n_head = 32,
+                      .n_head_kv = 16, .head_dim = 256, .n_ff = 21504, .n_ctx_train = 262144,
+                      .rope_theta = 1000000.0f, .tie_embeddings = true, .sliding_window = 1024, .full_every = 6,
+                      .head_dim_full = 512, .n_head_kv_full = 4, .final_softcap = 30.0f}},
+      {"gemma4-26b-a4b", {.arch = "gemma4", .n_vocab = 262144, .n_embd = 2816, .n_layer = 30, .n_head = 16,
+                          .n_head_kv = 8, .head_dim = 256, .n_ff = 2112, .n_expert = 128, .n_expert_used = 8,
+                          .n_ff_exp = 704, .n_ctx_train = 262144, .rope_theta = 1000000.0f,
+                          .tie_embeddings = true, .sliding_window = 1024, .full_every = 6, .head_dim_full = 512,
+                          .n_head_kv_full = 2, .final_softcap = 30.0f}},
+      {"gemma4-tiny", {.arch = "gemma4", .n_vocab = 512, .n_embd = 64, .n_layer = 6, .n_head = 4, .n_head_kv = 2,
+                       .head_dim = 32, .n_ff = 96, .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32,
+                       .tie_embeddings = true, .sliding_window = 8, .full_every = 3, .head_dim_full = 64,
+                       .n_head_kv_full = 1, .n_kv_shared_layers = 2, .n_embd_per_layer = 8,
+                       .double_wide_mlp = true, .final_softcap = 30.0f}},
       // The Qwen3.5 / Qwen3.6 hybrids' published text configs: three Gated DeltaNet layers to one
       // gated attention layer (head_dim 256, a quarter rotated), rope_theta 1e7, vocabulary
       // 248320, 16 key heads of 128 in the linear layers; the 0.8B and 2B tie their embeddings.
@@ -298,14 +424,18 @@ namespace {
 
 // The GGUF of p in `w`; the tensor bytes stay in `b` until w is written.
 void random_model_fill(const RandomModelParams& p, gguf::Writer& w, Builder& b) {
-  BRISK_CHECK(p.arch == "llama" || p.arch == "qwen2" || p.arch == "qwen3" || p.arch == "qwen3moe" || is_hybrid(p.arch),
+  BRISK_CHECK(p.arch == "llama" || p.arch == "qwen2" || p.arch == "qwen3" || p.arch == "qwen3moe" ||
+                  p.arch == "gemma4" || is_hybrid(p.arch),
               "random model: unsupported arch '", p.arch, "'");
+  BRISK_CHECK(p.n_layer > 0 && p.n_kv_shared_layers >= 0 && p.n_kv_shared_layers < p.n_layer,
+              "random model: ", p.n_kv_shared_layers, " KV-shared layers of ", p.n_layer);
   if (is_hybrid(p.arch))
     BRISK_CHECK(p.full_attention_interval > 0 && p.linear_n_k_head > 0 && p.linear_n_v_head % p.linear_n_k_head == 0 &&
                     p.linear_k_head_dim > 0 && p.linear_v_head_dim > 0 && p.linear_conv_kernel >= 2 &&
                     (p.arch == "qwen35moe") == (p.n_ff_shexp > 0),
                 "random model: incomplete hybrid shape");
-  BRISK_CHECK((p.arch == "qwen3moe" || p.arch == "qwen35moe") == (p.n_expert > 0) &&
+  BRISK_CHECK((p.arch == "qwen3moe" || p.arch == "qwen35moe" || p.arch == "gemma4" || p.n_expert == 0) &&
+                  ((p.arch != "qwen3moe" && p.arch != "qwen35moe") || p.n_expert > 0) &&
                   (p.n_expert == 0 || (p.n_expert_used > 0 && p.n_expert_used <= p.n_expert && p.n_ff_exp > 0)),
               "random model: experts (", p.n_expert, ", ", p.n_expert_used, " per token, MLP ", p.n_ff_exp,
               ") do not fit arch '", p.arch, "'");
@@ -340,7 +470,14 @@ void random_model_fill(const RandomModelParams& p, gguf::Writer& w, Builder& b) 
     w.set(a + ".expert_shared_feed_forward_length", gguf::Value::from_u32(uint32_t(p.n_ff_shexp)));
   }
 
-  const std::vector<Planned> plan = plan_tensors(p);
+  std::vector<Planned> plan;
+  if (a == "gemma4") {
+    const ModelConfig c = gemma4_config(p);
+    arch_gemma4().convert.write_metadata(c, w, &b.rope_freqs);
+    plan = plan_gemma4(c);
+  } else {
+    plan = plan_tensors(p);
+  }
   std::optional<RecipeChooser> chooser;
   if (!p.recipe.empty()) {
     const auto recipe = quant_recipe_from_name(p.recipe);

@@ -1,12 +1,13 @@
-// GGUF models of a Llama-family architecture with random weights, written to a file or built
-// in memory: for speed measurements at real sizes (`brisk make-random-model`, `brisk bench`,
-// `brisk cuda-bench`) and for tests that need a model without shared fixtures. Weights are
-// uniform with std 1/sqrt(n_in), norms are 1, biases small; matrices are stored in `type`
-// (quantized with the reference quantizer), or with the per-tensor types of a llama.cpp recipe
-// (`recipe`, e.g. "Q4_K_M"), vectors and MoE routers in F32. A real tokenizer can be embedded
-// from a tokenizer.json folder. Rows are generated in parallel; each row's values depend only
-// on the seed, the tensor and the row, so files are reproducible. The shapes of real models
-// are one table (random_model_preset), the one place a new family's benchmark shape goes.
+// GGUF models of a Llama-family architecture (or Gemma 4) with random weights, written to a
+// file or built in memory: for speed measurements at real sizes (`brisk make-random-model`,
+// `brisk bench`, `brisk cuda-bench`) and for tests that need a model without shared fixtures.
+// Weights are uniform with std 1/sqrt(n_in), norms are 1, biases small; matrices are stored in
+// `type` (quantized with the reference quantizer), or with the per-tensor types of a llama.cpp
+// recipe (`recipe`, e.g. "Q4_K_M"), vectors and MoE routers in F32. A real tokenizer can be
+// embedded from a tokenizer.json folder. Rows are generated in parallel; each row's values
+// depend only on the seed, the tensor and the row, so files are reproducible. The shapes of
+// real models are one table (random_model_preset), the one place a new family's benchmark
+// shape goes.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -20,7 +21,7 @@ namespace brisk {
 class MappedFile;
 
 struct RandomModelParams {
-  std::string arch = "qwen2";     // llama | qwen2 | qwen3 | qwen3moe | qwen35 | qwen35moe
+  std::string arch = "qwen2";     // llama | qwen2 | qwen3 | qwen3moe | qwen35 | qwen35moe | gemma4
   int32_t n_vocab = 1024;
   int32_t n_embd = 64;
   int32_t n_layer = 2;
@@ -28,7 +29,7 @@ struct RandomModelParams {
   int32_t n_head_kv = 2;
   int32_t head_dim = 16;
   int32_t n_ff = 128;
-  int32_t n_expert = 0;           // qwen3moe, qwen35moe: experts per layer, chosen per token, their MLP size
+  int32_t n_expert = 0;           // qwen3moe, qwen35moe, gemma4: experts per layer, chosen per token, their MLP size
   int32_t n_expert_used = 0;
   int32_t n_ff_exp = 0;
   int32_t n_ctx_train = 4096;
@@ -53,12 +54,23 @@ struct RandomModelParams {
   // 0: every row of a matrix drawn; N > 0: each matrix repeats its first N rows (benchmark
   // models at real sizes in seconds: the values do not matter there, the bytes do).
   int32_t distinct_rows = 0;
+  // Gemma 4 (arch "gemma4"; n_expert above: an MoE block beside every MLP); llama.cpp's gemma4
+  // names and keys.
+  int32_t sliding_window = 0;    // window of the sliding layers
+  int32_t full_every = 0;        // every full_every-th layer attends to all positions (0: every layer)
+  int32_t head_dim_full = 0;     // head size of the full layers (0: head_dim)
+  int32_t n_head_kv_full = 0;    // > 0: the full layers' KV heads; their values are their keys (no attn_v)
+  int32_t n_kv_shared_layers = 0;  // the last layers read an earlier layer's cache
+  int32_t n_embd_per_layer = 0;  // per-layer embeddings (0: none)
+  bool double_wide_mlp = false;  // KV-shared layers' MLPs are 2 * n_ff
+  float final_softcap = 0.0f;
 };
 
 // Known shapes by name: "tiny", "qwen2.5-0.5b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-8b",
 // "llama-3.2-1b", "llama-3.1-8b", "qwen3-30b-a3b", "tiny-hybrid", "qwen3.5-0.8b",
-// "qwen3.5-2b", "qwen3.5-27b", "qwen3.6-35b-a3b" (the published configs). Throws for an
-// unknown name, listing the known ones.
+// "qwen3.5-2b", "qwen3.5-27b", "qwen3.6-35b-a3b", "gemma4-e2b", "gemma4-e4b", "gemma4-31b",
+// "gemma4-26b-a4b" (the published configs), "gemma4-tiny" (every Gemma 4 feature at toy size).
+// Throws for an unknown name, listing the known ones.
 RandomModelParams random_model_preset(const std::string& name);
 std::vector<std::string> random_model_shapes();
 void random_model_write(const RandomModelParams& p, const std::string& path);

@@ -10,9 +10,18 @@ const std::vector<const ArchEntry*>& arch_registry() {
   // references would be dropped by the linker.
   static const std::vector<const ArchEntry*> entries = {
       &arch_llama(), &arch_mistral(), &arch_qwen2(), &arch_qwen3(), &arch_qwen3moe(), &arch_gemma3(),
+      &arch_gemma4(),
       &arch_qwen35(), &arch_qwen35moe(), &arch_qwen3next(), &arch_whisper(),
   };
   return entries;
+}
+
+std::vector<LayerKvNeeds> ArchModel::kv_layers(const ModelConfig& cfg) const {
+  std::vector<LayerKvNeeds> out;
+  for (int il = 0; il < cfg.n_layer; ++il)
+    out.push_back({.n_head_kv = cfg.n_head_kv_of(il), .head_dim = cfg.head_dim_of(il),
+                   .window = cfg.sliding(il) ? cfg.sliding_window : 0});
+  return out;
 }
 
 void ArchModel::encode(const EncoderForward&) const { fail("this model has no encoder"); }

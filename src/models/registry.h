@@ -13,6 +13,18 @@
 
 namespace brisk {
 
+namespace gguf {
+class Writer;
+}
+
+// What the KV cache of one layer holds (the runtime groups and sizes its caches by it).
+struct LayerKvNeeds {
+  int32_t n_head_kv = 0;
+  int32_t head_dim = 0;
+  int32_t window = 0;   // sliding window of the layer's attention in positions; 0: every position
+  int32_t source = -1;  // >= 0: the layer reads that earlier layer's cache and stores none
+};
+
 // A loaded architecture: per-layer weight views and the forward. Read-only after load, shared
 // by every Context of the model.
 class ArchModel {
@@ -20,6 +32,9 @@ class ArchModel {
   virtual ~ArchModel() = default;
   // Runs the batch and writes logits for batch.out_rows into arena.logits.
   virtual void forward(const Forward& f) const = 0;
+  // [n_layer] what each layer's cache holds. Default: every layer n_head_kv x head_dim of the
+  // config, within cfg.sliding_window (0: all positions).
+  virtual std::vector<LayerKvNeeds> kv_layers(const ModelConfig& cfg) const;
   // Encoder-decoder models: the encoder's shape (nullptr: a decoder-only model) and the
   // encoder pass, which fills the cross-attention caches of f.cross_seq's sequences.
   virtual const EncoderSpec* encoder() const { return nullptr; }
@@ -58,10 +73,20 @@ struct GgufConversion {
   GgufLayout layout = GgufLayout::decoder_only;
   // What only this architecture's GGUF layout needs, nullptr: nothing. `tensors` rewrites the
   // tensors after the generic steps (names mapped, experts stacked) and may update the config
-  // from what it found (e.g. blocks kept past the layer stack); `keys` adds or replaces keys
-  // after the key table's.
+  // from what it found (e.g. blocks kept past the layer stack; Gemma 4 leaves out the K / V of
+  // its KV-shared layers, which no layer reads); `keys` adds or replaces keys after the key
+  // table's.
   void (*tensors)(ModelConfig& cfg, ConvertTensors& t) = nullptr;
   void (*keys)(const ModelConfig& cfg, const std::string& arch, gguf::Writer& w) = nullptr;
+  // Writes the {arch}.* keys in place of the key table (config_write_gguf) where the table
+  // cannot say the layout (Gemma 4: per-layer arrays, two head sizes, the full layers' rope as
+  // rope_freqs.weight factors); a tensor it adds keeps its data in *rope_freqs, which must
+  // outlive the writer's write. The converter then leaves the rope check of the read-back file
+  // to this function's own checks.
+  void (*write_metadata)(const ModelConfig& cfg, gguf::Writer& w, std::vector<float>* rope_freqs) = nullptr;
+  // tokenizer.ggml.model written from tokenizer.json: "gpt2" (byte-level BPE), or "gemma4"
+  // (SentencePiece-style BPE; a byte-level tokenizer.json then has no GGUF form and is left out).
+  std::string tokenizer = "gpt2";
 };
 
 struct ArchEntry {
@@ -94,6 +119,7 @@ const ArchEntry& arch_qwen2();
 const ArchEntry& arch_qwen3();
 const ArchEntry& arch_qwen3moe();
 const ArchEntry& arch_gemma3();
+const ArchEntry& arch_gemma4();
 const ArchEntry& arch_whisper();
 const ArchEntry& arch_qwen35();
 const ArchEntry& arch_qwen35moe();

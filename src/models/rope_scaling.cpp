@@ -6,6 +6,9 @@
 //   yarn:    per-pair blend of interpolated (inv_freq/factor) and extrapolated frequencies
 //            over the correction range [low, high] from beta_fast/beta_slow, and cos/sin
 //            scaled by attention_factor (0.1 ln(factor) + 1 unless given)
+//   proportional (Gemma 4 full attention): n_rot is the whole head; the first
+//            floor(proportion * n_rot / 2) pairs have inv_freq[i] = theta^(-2i/n_rot), the
+//            others frequency 0 (not rotated); all divided by factor
 #include "models/rope_scaling.h"
 
 #include <algorithm>
@@ -85,6 +88,12 @@ RopeTable rope_table_build(const RopeBuildParams& p) {
       base[size_t(i)] = (f / factor) * (1.0 - extrapolation) + f * extrapolation;
     }
     tab.attn_factor = float(attn);
+  } else if (s.type == "proportional") {
+    BRISK_CHECK(factor > 0 && p.proportion > 0.0f && p.proportion <= 1.0f,
+                "rope: proportional rope needs a positive factor and a rotated fraction in (0, 1], got ",
+                p.proportion);
+    const int angles = int(std::floor(double(p.proportion) * p.n_rot / 2.0));
+    for (int i = 0; i < half; ++i) base[size_t(i)] = i < angles ? base[size_t(i)] / factor : 0.0;
   } else {
     fail("rope: unsupported rope scaling type '", s.type, "'");
   }

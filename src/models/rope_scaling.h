@@ -1,6 +1,7 @@
 // Rotary embedding frequencies with the scaling variants of Hugging Face `rope_type`
-// (default, linear, llama3, yarn), partial rotary (n_rot < head_dim), and GGUF per-pair
-// frequency factors (llama.cpp writes llama3 scaling as a `rope_freqs.weight` tensor).
+// (default, linear, llama3, yarn, proportional), partial rotary (n_rot < head_dim), and GGUF
+// per-pair frequency factors (llama.cpp writes llama3 scaling and Gemma 4's proportional rope
+// as a `rope_freqs.weight` tensor).
 #pragma once
 #include <string>
 #include <vector>
@@ -10,7 +11,7 @@
 namespace brisk {
 
 struct RopeScaling {
-  std::string type = "default";      // default | linear | llama3 | yarn
+  std::string type = "default";      // default | linear | llama3 | yarn | proportional
   float factor = 1.0f;
   int32_t original_ctx = 0;           // original_max_position_embeddings (0: n_ctx_train)
   float low_freq_factor = 1.0f;       // llama3
@@ -29,6 +30,7 @@ struct RopeBuildParams {
   RopeScaling scaling{};
   std::vector<float> freq_factors{};  // [n_rot/2] divisors of inv_freq (GGUF rope_freqs) or empty
   bool neox = false;
+  float proportion = 1.0f;            // "proportional": fraction of the pairs that rotate
 };
 
 // Throws brisk::Error for an unknown scaling type or inconsistent sizes.

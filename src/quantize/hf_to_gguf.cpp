@@ -124,8 +124,17 @@ void check_round_trip(const ArchEntry& e, const ModelConfig& hf, const std::stri
   same("activation", double(int(hf.act)), double(int(g.act)));
   same("attention scale", hf.attn_scale, g.attn_scale);
   same("rotary dims", hf.n_rot, g.n_rot);
+  same("KV-shared layers", hf.n_kv_shared_layers, g.n_kv_shared_layers);
+  same("per-layer embedding size", hf.n_embd_per_layer, g.n_embd_per_layer);
+  for (int il = 0; il < hf.n_layer; ++il) {
+    same("layer head_dim", hf.head_dim_of(il), g.head_dim_of(il));
+    same("layer KV heads", hf.n_head_kv_of(il), g.n_head_kv_of(il));
+    same("layer MLP size", hf.n_ff_of(il), g.n_ff_of(il));
+    same("layer sliding window", hf.sliding(il) ? hf.sliding_window : 0, g.sliding(il) ? g.sliding_window : 0);
+  }
   same("sliding-window rope base", hf.rope_theta_swa > 0 ? hf.rope_theta_swa : hf.rope_theta,
        g.rope_theta_swa > 0 ? g.rope_theta_swa : g.rope_theta);
+  if (e.convert.write_metadata) return;  // its rope is checked where it is written
   const RopeTable a = rope_of(hf, {}), b = rope_of(g, rope_factors);
   same("rope attention factor", a.attn_factor, b.attn_factor);
   for (size_t i = 0; i < a.inv_freq.size(); ++i) same("rope frequency", a.inv_freq[i], b.inv_freq[i]);
@@ -166,7 +175,8 @@ void hf_to_gguf_f32(const std::string& folder, const std::string& out_path) {
   if (c.rope_scaling.type == "llama3") rope_factors = llama3_rope_factors(c, c.n_rot);
   // Every tensor as float32 under its GGUF name, then the architecture's own steps.
   ConvertTensors tensors;
-  if (!rope_factors.empty()) tensors["rope_freqs.weight"] = {.ne = {uint64_t(rope_factors.size())}, .f = rope_factors};
+  if (!rope_factors.empty() && !conv.write_metadata)
+    tensors["rope_freqs.weight"] = {.ne = {uint64_t(rope_factors.size())}, .f = rope_factors};
   std::map<std::string, std::map<int64_t, ConvertTensor>> experts;  // stacked name -> expert -> slice
   for (const auto& t : ckpt.tensors()) {
     const std::string name = name_map(t.name);
@@ -214,11 +224,23 @@ void hf_to_gguf_f32(const std::string& folder, const std::string& out_path) {
   w.set("general.name", gguf::Value::from_string(fs::path(folder).filename().string()));
   ModelConfig written = c;
   if (!rope_factors.empty()) written.rope_scaling = RopeScaling{};
-  config_write_gguf(written, conv.arch, w);
+  if (conv.write_metadata) {
+    conv.write_metadata(c, w, &rope_factors);  // may add rope_freqs.weight over rope_factors
+  } else {
+    config_write_gguf(written, conv.arch, w);
+  }
   if (conv.keys) conv.keys(written, conv.arch, w);
   w.set("general.file_type", gguf::Value::from_u32(0));
-  if (fs::exists(fs::path(folder) / "tokenizer.json"))
-    tokenizer_to_gguf({.folder = folder, .pre = "", .n_vocab = c.n_vocab}, w);
+  if (const fs::path tj = fs::path(folder) / "tokenizer.json"; fs::exists(tj)) {
+    bool byte_level = false;
+    if (conv.tokenizer != "gpt2") {
+      const nlohmann::json t = read_json_file(tj.string());
+      byte_level = t.is_object() && t.contains("decoder") && t["decoder"].is_object() &&
+                   t["decoder"].value("type", "") == "ByteLevel";
+    }
+    if (!byte_level)
+      tokenizer_to_gguf({.folder = folder, .pre = "", .n_vocab = c.n_vocab, .model = conv.tokenizer}, w);
+  }
 
   for (auto& [name, t] : tensors) {
     BRISK_CHECK(t.ne.size() <= 3, "convert: ", name, " has ", t.ne.size(), " dims");

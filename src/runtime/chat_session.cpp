@@ -121,6 +121,7 @@ ChatTurn ChatSession::reply(const std::string& user_text, const GenerateParams& 
   // A model with recurrent state is cut back to its last snapshot at or before that point.
   keep = size_t(ctx_.seq_restorable(seq, int32_t(keep)));
   ctx_.seq_truncate(seq, int32_t(keep));
+  keep = size_t(ctx_.seq_length(seq));  // fewer when sliding-window layers released that window
   kv_tokens_.assign(tokens.begin(), tokens.begin() + std::ptrdiff_t(keep));
   kv_text_.clear();  // unknown until the turn completes; the token comparison still applies
 
@@ -167,6 +168,9 @@ ChatTurn ChatSession::reply(const std::string& user_text, const GenerateParams& 
       .n_ctx_used = ctx_.seq_length(seq),
       .n_ctx = n_ctx,
       .stop = res.stop,
+      .spec_steps = res.spec_steps,
+      .spec_drafted = res.spec_drafted,
+      .spec_accepted = res.spec_accepted,
   };
   return turn;
 }

@@ -50,6 +50,9 @@ struct ChatTurnStats {
   int32_t n_ctx_used = 0;      // positions the sequence holds after the turn
   int32_t n_ctx = 0;
   StopReason stop = StopReason::max_tokens;
+  int32_t spec_steps = 0;      // speculative decoding: verify steps, drafted and kept tokens
+  int32_t spec_drafted = 0;
+  int32_t spec_accepted = 0;
 };
 
 struct ChatTurn {

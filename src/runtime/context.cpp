@@ -1,12 +1,14 @@
 // The Context implementation: a backend (thread pool), the KV cache, the activation arena for
 // n_batch tokens, and decode(): validate the whole batch first (so an error leaves the state
 // unchanged), grow the KV cache if needed, then run the model's forward on chunks of at most
-// n_batch tokens and collect the logits that were asked for.
+// n_batch tokens (the cache prepares each chunk's blocks) and collect the logits that were asked
+// for. The cache's per-layer layout (widths, sliding windows, shared caches) is the model's.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/flags.h"
 #include "core/log.h"
 #include "models/forward.h"
 #include "runtime/encoder_state.h"
@@ -35,8 +37,9 @@ class ModelContext final : public Context {
     opt_.n_ctx = std::min(opt_.n_ctx, cfg_.n_ctx_train);
     opt_.n_batch = std::min(opt_.n_batch, opt_.n_ctx * opt_.n_seq_max);
     if (opt_.kv_type == QuantType::Q8_0)
-      BRISK_CHECK(cfg_.head_dim % 32 == 0, "q8_0 KV cache needs head_dim a multiple of 32, model has ",
-                  cfg_.head_dim);
+      for (int il = 0; il < cfg_.n_layer; ++il)
+        BRISK_CHECK(cfg_.head_dim_of(il) % 32 == 0, "q8_0 KV cache needs head_dim a multiple of 32, model has ",
+                    cfg_.head_dim_of(il), il > 0 ? str_cat(" (layer ", il, ")") : std::string());
     BRISK_CHECK(opt_.state_snapshot_interval >= 0 && opt_.state_snapshots >= 0 && opt_.state_snapshots <= 64,
                 "state_snapshot_interval ", opt_.state_snapshot_interval, " / state_snapshots ", opt_.state_snapshots,
                 " out of range");
@@ -47,36 +50,49 @@ class ModelContext final : public Context {
     if (layer_states_.empty()) layer_states_.assign(size_t(cfg_.n_layer), LayerState{});
     BRISK_CHECK(int32_t(layer_states_.size()) == cfg_.n_layer, "model declares state for ", layer_states_.size(),
                 " layers, it has ", cfg_.n_layer);
-    std::vector<bool> has_kv;
     std::vector<std::vector<int64_t>> recurrent;
     bool any_recurrent = false;
     for (const LayerState& l : layer_states_) {
-      has_kv.push_back(l.kv);
       recurrent.push_back(l.recurrent);
       any_recurrent = any_recurrent || !l.recurrent.empty();
     }
     if (!any_recurrent) opt_.state_snapshots = 0;
     opt_.n_threads = backend_->n_threads();
     opt_.device = backend_->name();  // what "auto" chose
+    kv_options_ = kv_cache_options();
     plan_device_memory();
-    kv_ = std::make_unique<KvCache>(*backend_, KvCacheOptions{.n_layer = cfg_.n_layer, .width = cfg_.kv_width(),
-                                                              .n_seq = opt_.n_seq_max, .n_ctx = opt_.n_ctx,
-                                                              .type = opt_.kv_type,
-                                                              .block_size = opt_.kv_block_size,
-                                                              .tiled_k = backend_->wants_tiled_k(
-                                                                  opt_.kv_type, cfg_.head_dim,
-                                                                  cfg_.n_head / std::max(1, cfg_.n_head_kv)),
-                                                              .layer_has_kv = has_kv});
+    kv_ = std::make_unique<KvCache>(*backend_, kv_options_);
     if (any_recurrent)
       state_ = std::make_unique<RecurrentState>(*backend_, RecurrentStateOptions{.layers = recurrent,
                                                                                  .n_seq = opt_.n_seq_max,
-                                                                                 .snapshots_per_seq = opt_.state_snapshots});
+                                                                                 .snapshots_per_seq = opt_.state_snapshots,
+                                                                                 .checkpoints = opt_.state_checkpoints});
     plan_arena();
     if (arch_->encoder())
       enc_ = std::make_unique<EncoderState>(*backend_, *arch_, cfg_,
                                             EncoderStateOptions{.n_seq = opt_.n_seq_max, .n_win_max = 1,
                                                                 .n_tok_max = opt_.n_batch, .kv_type = opt_.kv_type,
                                                                 .block_size = opt_.kv_block_size});
+  }
+
+  // What each layer's cache holds (the model says), tiled where the backend's attention wants.
+  // BRISK_NO_KV_WINDOW keeps every position of sliding-window layers.
+  KvCacheOptions kv_cache_options() const {
+    KvCacheOptions o{.n_seq = opt_.n_seq_max, .n_ctx = opt_.n_ctx, .type = opt_.kv_type,
+                     .block_size = opt_.kv_block_size, .max_step = opt_.n_batch};
+    const std::vector<LayerKvNeeds> needs = arch_->kv_layers(cfg_);
+    BRISK_CHECK(int32_t(needs.size()) == cfg_.n_layer, "model declares the caches of ", needs.size(), " layers, it has ",
+                cfg_.n_layer);
+    for (size_t il = 0; il < needs.size(); ++il) {
+      const LayerKvNeeds& n = needs[il];
+      o.layers.push_back({.width = n.n_head_kv * n.head_dim, .window = flags().no_kv_window ? 0 : n.window,
+                          .source = n.source,
+                          .tiled_k = backend_->wants_tiled_k(opt_.kv_type, n.head_dim,
+                                                             cfg_.n_head / std::max(1, n.n_head_kv)),
+                          .kv = layer_states_[il].kv});
+    }
+    o.n_layer = cfg_.n_layer;
+    return o;
   }
 
   ~ModelContext() override {
@@ -96,7 +112,6 @@ class ModelContext final : public Context {
     for (const BatchToken& t : batch) new_len[size_t(t.seq)] = t.pos + 1;
     for (int32_t n : new_len) max_len = std::max(max_len, n);
     kv_->reserve(max_len);
-    kv_->prepare(new_len);  // blocks for the new positions (copy-on-write), table on the device
     if (enc_) enc_->prepare();
     BRISK_CHECK(!(enc_ && enc_->probe_pending()) || int32_t(batch.size()) <= opt_.n_batch, "decode: a batch with a "
                 "cross-attention probe must fit one forward (", batch.size(), " tokens, n_batch ", opt_.n_batch, ")");
@@ -126,6 +141,12 @@ class ModelContext final : public Context {
         if (t.want_logits) out_rows_[size_t(n_out++)] = i;
       }
       ensure_logits_rows(n_out);
+      // Blocks for this chunk's positions (copy-on-write; windowed layers first release what
+      // the chunk no longer attends to), tables on the device.
+      std::vector<int32_t> chunk_len(size_t(opt_.n_seq_max));
+      for (int32_t s = 0; s < opt_.n_seq_max; ++s) chunk_len[size_t(s)] = kv_->length(s);
+      for (int32_t i = 0; i < n; ++i) chunk_len[size_t(seq_[size_t(i)])] = pos_[size_t(i)] + 1;
+      kv_->prepare(chunk_len);
       const ForwardBatch fb{.n_tok = n, .ids = ids_.data(), .pos = pos_.data(), .seq = seq_.data(),
                             .n_out = n_out, .out_rows = out_rows_.data()};
       const CrossAttentionProbe* probe = enc_ ? enc_->take_probe(n) : nullptr;
@@ -288,6 +309,11 @@ class ModelContext final : public Context {
     return state_ ? state_->restorable(seq, std::max(0, n), len) : std::max(0, std::min(n, len));
   }
 
+  bool seq_checkpoint(int32_t seq) override {
+    check_seq(seq, "seq_checkpoint");
+    return !state_ || state_->checkpoint(seq, kv_->length(seq));
+  }
+
   int32_t state_snapshots() const override { return state_ ? state_->n_snapshots() : 0; }
 
   const ContextOptions& options() const override { return opt_; }
@@ -377,48 +403,46 @@ class ModelContext final : public Context {
     const bool device = backend_->memory_info(&free_b, &total_b);
     const double gib = 1024.0 * 1024.0 * 1024.0;
     const double weights = double(model_->weights_->total_bytes());
-    const double kv_elem = opt_.kv_type == QuantType::F32 ? 4.0 : opt_.kv_type == QuantType::Q8_0 ? 34.0 / 32.0 : 2.0;
-    // The paged pool (whole blocks of n_ctx per sequence) and its block table.
-    const double blocks = double(opt_.n_seq_max) * double((opt_.n_ctx + opt_.kv_block_size - 1) / opt_.kv_block_size);
-    int32_t kv_layers = 0;
+    // The paged pools at their largest (windowed layers: their window) and the block tables.
+    const double kv = double(KvCache::plan_bytes(kv_options_));
+    const std::string kv_layout = KvCache::plan_summary(kv_options_);
     double state_floats = 0.0;  // recurrent state of one sequence, all layers
-    for (const LayerState& l : layer_states_) {
-      kv_layers += l.kv ? 1 : 0;
+    for (const LayerState& l : layer_states_)
       for (int64_t n : l.recurrent) state_floats += double(n);
-    }
-    const double kv = 2.0 * kv_layers * blocks * opt_.kv_block_size * cfg_.kv_width() * kv_elem + 4.0 * blocks;
     // Recurrent state: every sequence's live state and its snapshots.
-    const double state = 4.0 * state_floats * double(opt_.n_seq_max) * double(1 + opt_.state_snapshots);
+    const double state_slots = double(1 + opt_.state_snapshots + (opt_.state_checkpoints ? 1 : 0));
+    const double state = 4.0 * state_floats * double(opt_.n_seq_max) * state_slots;
     const double rows = double(opt_.n_batch);
-    const double widest = double(std::max({cfg_.n_ff, cfg_.n_embd, cfg_.q_width()}));
+    const double n_ff = double(cfg_.max_n_ff()), q_width = double(cfg_.max_q_width());
+    const double widest = std::max({n_ff, double(cfg_.n_embd), q_width});
     // Mixture of experts: every (token, expert) pair's rows (gathered input and output, gate and
     // up outputs, as floats, and their quantized copies).
     const double moe = cfg_.n_expert > 0 ? 5.0 * rows * cfg_.n_expert_used * (2.0 * cfg_.n_embd + 2.0 * cfg_.n_ff_exp) : 0.0;
+    const double per_layer = 2.0 * double(cfg_.n_layer + 1) * cfg_.n_embd_per_layer;
     // Arena + logits rows + the matmul's activation scratch + a reserve for the runtime.
     double extra = 0.0;
     for (int64_t w : arch_->extra_arena_widths()) extra += double(w);
-    const double act = 4.0 * rows * (5.0 * cfg_.n_embd + 2.0 * cfg_.q_width() + 2.0 * cfg_.kv_width() + 2.0 * cfg_.n_ff + extra) +
+    const double act = 4.0 * rows * (5.0 * cfg_.n_embd + 2.0 * q_width + 2.0 * cfg_.max_kv_width() + 2.0 * n_ff + per_layer + extra) +
                        4.0 * rows * cfg_.n_vocab + 5.0 * rows * widest + moe + (device ? 256.0 * 1024 * 1024 : 0.0);
     const double need = weights + kv + state + act;
     const std::string state_part =
         state > 0.0 ? str_cat(" + recurrent state ", fmt_gib(state / gib), " GiB (", opt_.n_seq_max, " seq x ",
-                              1 + opt_.state_snapshots, " slots)")
+                              int32_t(state_slots), " slots)")
                     : std::string();
     if (!device) {
       // Nothing is refused on the CPU: the sums are a detail for BRISK_LOG=info (run --verbose).
       if (log_level() <= LogLevel::info)
         log_write(LogLevel::info, str_cat(backend_->name(), " memory: weights ", fmt_gib(weights / gib), " GiB + KV cache up to ",
-                                          fmt_gib(kv / gib), " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq, ",
-                                          int64_t(blocks), " blocks of ", opt_.kv_block_size,
-                                          ", committed as used)", state_part, " + activations ", fmt_gib(act / gib), " GiB"));
+                                          fmt_gib(kv / gib), " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq: ",
+                                          kv_layout, "; committed as used)", state_part, " + activations ",
+                                          fmt_gib(act / gib), " GiB"));
       return;
     }
     const std::string plan =
         str_cat(backend_->name(), " memory plan: weights ", fmt_gib(weights / gib), " GiB + KV cache ", fmt_gib(kv / gib),
-                " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq, ", int64_t(blocks), " blocks of ",
-                opt_.kv_block_size, ")", state_part, " + activations ", fmt_gib(act / gib), " = ",
-                fmt_gib(need / gib), " GiB; free ", fmt_gib(double(free_b) / gib), " of ", fmt_gib(double(total_b) / gib),
-                " GiB");
+                " GiB (n_ctx ", opt_.n_ctx, ", ", opt_.n_seq_max, " seq: ", kv_layout, ")", state_part,
+                " + activations ", fmt_gib(act / gib), " = ", fmt_gib(need / gib), " GiB; free ",
+                fmt_gib(double(free_b) / gib), " of ", fmt_gib(double(total_b) / gib), " GiB");
     BRISK_CHECK(need <= double(free_b), plan, ": does not fit (lower --ctx or --parallel, use a smaller quant, or --device cpu)");
     if (log_level() <= LogLevel::warn) log_write(LogLevel::info, plan);
   }
@@ -439,14 +463,19 @@ class ModelContext final : public Context {
     arena_.x = arena_alloc(cfg_.n_embd);
     arena_.h = arena_alloc(cfg_.n_embd);
     arena_.t = arena_alloc(cfg_.n_embd);
-    arena_.q = arena_alloc(cfg_.q_width());
-    arena_.k = arena_alloc(cfg_.kv_width());
-    arena_.v = arena_alloc(cfg_.kv_width());
-    arena_.attn = arena_alloc(cfg_.q_width());
-    arena_.gate = arena_alloc(cfg_.n_ff);
-    arena_.up = arena_alloc(cfg_.n_ff);
     arena_.t2 = arena_alloc(cfg_.n_embd);
+    arena_.q = arena_alloc(cfg_.max_q_width());
+    arena_.k = arena_alloc(cfg_.max_kv_width());
+    arena_.v = arena_alloc(cfg_.max_kv_width());
+    arena_.attn = arena_alloc(cfg_.max_q_width());
+    arena_.gate = arena_alloc(std::max(cfg_.max_n_ff(), cfg_.n_expert));  // also the router logits
+    arena_.up = arena_alloc(cfg_.max_n_ff());
     arena_.out = arena_alloc(cfg_.n_embd);
+    if (cfg_.n_embd_per_layer > 0) {
+      arena_.per_layer = arena_alloc(int64_t(cfg_.n_layer) * cfg_.n_embd_per_layer);
+      arena_.per_layer_tok = arena_alloc(int64_t(cfg_.n_layer) * cfg_.n_embd_per_layer);
+      arena_.per_layer_gate = arena_alloc(cfg_.n_embd_per_layer);
+    }
     for (int64_t w : arch_->extra_arena_widths()) {
       BRISK_CHECK(w > 0 && w <= (int64_t(1) << 24), "model asks for an activation buffer of ", w, " columns");
       arena_.extra.push_back(arena_alloc(w));
@@ -471,6 +500,7 @@ class ModelContext final : public Context {
   ContextOptions opt_;
   const ModelConfig& cfg_;
   std::unique_ptr<Backend> backend_;
+  KvCacheOptions kv_options_;
   std::vector<LayerState> layer_states_;   // [n_layer] as the model declares them
   const ArchModel* arch_ = nullptr;  // the model's forward over weights laid out for backend_
   std::unique_ptr<KvCache> kv_;

@@ -63,6 +63,8 @@ struct ContextOptions {
   // state_snapshots per sequence, so that it can be cut back there (seq_restorable).
   int32_t state_snapshot_interval = 16;
   int32_t state_snapshots = 4;
+  // Speculative decoding: one more recurrent-state slot per sequence for seq_checkpoint.
+  bool state_checkpoints = false;
 };
 
 struct BatchToken {
@@ -123,12 +125,23 @@ class Context {
   virtual const int32_t* device_ids() const { return nullptr; }
 
   virtual int32_t seq_length(int32_t seq) const = 0;
-  virtual void seq_truncate(int32_t seq, int32_t n_keep) = 0;   // keep positions [0, n_keep)
-  virtual void seq_copy(int32_t src, int32_t dst, int32_t n) = 0;  // dst := src's first n positions
+  // Keep positions [0, n_keep) of seq. A model whose sliding-window layers keep only their window
+  // cannot go back to a length whose window they released: it keeps none then (the caller
+  // computes them again); seq_length() says what was kept.
+  virtual void seq_truncate(int32_t seq, int32_t n_keep) = 0;
+  // dst := src's first n positions (or none, as for seq_truncate; seq_length(dst) says).
+  virtual void seq_copy(int32_t src, int32_t dst, int32_t n) = 0;
   // The largest m <= n (and <= the length) to which seq can be cut back or copied exactly: n for
   // a KV cache; a model with recurrent state knows it only at snapshots, 0 and the current
   // length, and seq_truncate / seq_copy to other lengths throw.
   virtual int32_t seq_restorable(int32_t seq, int32_t n) const { return std::max(0, std::min(n, seq_length(seq))); }
+  // Remembers seq's state at its current length so that seq_truncate back to it stays exact after
+  // later forwards (a speculative verify whose drafted tokens are rejected). A KV cache needs
+  // nothing (true); recurrent state needs ContextOptions::state_checkpoints (false without it).
+  virtual bool seq_checkpoint(int32_t seq) {
+    (void)seq;
+    return true;
+  }
   // Recurrent-state snapshots held now, all sequences (0 for models without recurrent state).
   virtual int32_t state_snapshots() const { return 0; }
   virtual const ContextOptions& options() const = 0;

@@ -109,7 +109,7 @@ GenerateResult generate(Context& ctx, const Tokenizer* tokenizer, const std::vec
     return s;
   };
   const GenerationResult r = Scheduler::run_one(ctx, params.seq, std::move(req), std::move(sampler_factory),
-                                                ctx.options().n_batch);
+                                                ctx.options().n_batch, params.spec);
   if (failure) std::rethrow_exception(failure);
   if (r.reason == FinishReason::error) throw Error(r.error);
   if (r.reason == FinishReason::length && int32_t(res.tokens.size()) < params.max_tokens)
@@ -122,6 +122,9 @@ GenerateResult generate(Context& ctx, const Tokenizer* tokenizer, const std::vec
   res.prompt_seconds = r.prefill_ms / 1000.0;
   res.decode_seconds = r.decode_ms / 1000.0;
   res.n_decoded = std::max(0, int32_t(res.tokens.size()) - 1);  // the last token sampled is not run
+  res.spec_steps = r.spec_steps;
+  res.spec_drafted = r.spec_drafted;
+  res.spec_accepted = r.spec_accepted;
   return res;
 }
 

@@ -13,6 +13,7 @@
 
 #include "runtime/engine_api.h"
 #include "runtime/sampler.h"
+#include "runtime/speculative.h"
 
 namespace brisk {
 
@@ -23,6 +24,7 @@ struct GenerateParams {
   bool stop_at_end_of_generation = true;   // tokenizer->end_of_generation_ids()
   bool skip_special_text = false;          // leave special tokens out of the streamed text
   int32_t seq = 0;                          // sequence of the context to extend
+  SpecOptions spec{};                       // speculative decoding (no source: off)
 };
 
 enum class StopReason { max_tokens, end_of_generation, stop_string, context_full, callback };
@@ -37,6 +39,9 @@ struct GenerateResult {
   double prompt_seconds = 0.0;
   int32_t n_decoded = 0;           // forward steps after the prompt
   double decode_seconds = 0.0;
+  int32_t spec_steps = 0;          // speculative decoding: verify steps, drafted and kept tokens
+  int32_t spec_drafted = 0;
+  int32_t spec_accepted = 0;
 };
 
 struct GenerateCallbacks {

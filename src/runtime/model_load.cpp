@@ -61,12 +61,16 @@ void finish(LoadedModel& m, const ArchEntry& entry) {
   info.n_layer = c.n_layer;
   info.n_embd = c.n_embd;
   info.n_params = m.weights_->total_elements();
-  // A decoded token reads every weight once, except the embedding table (one row) unless it
-  // doubles as the LM head.
+  // A decoded token reads every weight once, except the embedding tables (one row each): the
+  // token embeddings unless they double as the LM head, and per-layer embeddings.
   uint64_t bytes = m.weights_->total_bytes();
-  const StoredTensor* emb = m.weights_->find("token_embd.weight");
   const bool emb_is_head = c.tie_embeddings || !m.weights_->has("output.weight");
-  if (emb && !emb_is_head) bytes -= emb->n_bytes;
+  for (const char* table : {"token_embd.weight", "per_layer_token_embd.weight"}) {
+    const StoredTensor* t = m.weights_->find(table);
+    if (!t || (emb_is_head && std::string(table) == "token_embd.weight")) continue;
+    const uint64_t rows = t->ne.size() >= 2 ? uint64_t(t->ne[1]) : 1;
+    bytes -= t->n_bytes - (rows > 0 ? t->n_bytes / rows : 0);
+  }
   info.weight_bytes = bytes;
 }
 

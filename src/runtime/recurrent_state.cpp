@@ -11,7 +11,7 @@ RecurrentState::RecurrentState(Backend& backend, const RecurrentStateOptions& op
   BRISK_CHECK(opt.n_seq > 0 && opt.snapshots_per_seq >= 0 && opt.snapshots_per_seq <= 64,
               "recurrent state: ", opt.n_seq, " sequences and ", opt.snapshots_per_seq,
               " snapshots per sequence out of range");
-  const auto slots = checked_mul<int64_t>(int64_t(opt.n_seq), int64_t(1 + opt.snapshots_per_seq));
+  const auto slots = checked_mul<int64_t>(int64_t(opt.n_seq), int64_t(1 + opt.snapshots_per_seq + (opt.checkpoints ? 1 : 0)));
   BRISK_CHECK(slots && *slots < (int64_t(1) << 20), "recurrent state: too many slots");
   n_slots_ = int32_t(*slots);
   for (const auto& layer : opt.layers) {
@@ -27,7 +27,8 @@ RecurrentState::RecurrentState(Backend& backend, const RecurrentStateOptions& op
     }
   }
   snapshots_.resize(size_t(opt.n_seq));
-  for (int32_t s = n_slots_ - 1; s >= opt.n_seq; --s) free_slots_.push_back(s);
+  for (int32_t s = opt.n_seq * (1 + opt.snapshots_per_seq) - 1; s >= opt.n_seq; --s) free_slots_.push_back(s);
+  checkpoint_pos_.assign(size_t(opt.n_seq), -1);
 }
 
 RecurrentState::~RecurrentState() {
@@ -52,6 +53,13 @@ const RecurrentState::Snapshot* RecurrentState::find(int32_t seq, int32_t pos) c
   for (const Snapshot& s : snapshots_[size_t(seq)])
     if (s.pos == pos) return &s;
   return nullptr;
+}
+
+bool RecurrentState::checkpoint(int32_t seq, int32_t pos) {
+  if (!opt_.checkpoints) return false;
+  copy_slot(checkpoint_slot(seq), seq);
+  checkpoint_pos_[size_t(seq)] = pos;
+  return true;
 }
 
 std::string RecurrentState::positions(int32_t seq, int32_t length) const {
@@ -104,17 +112,20 @@ int32_t RecurrentState::restorable(int32_t seq, int32_t n, int32_t length) const
   int32_t best = 0;
   for (const Snapshot& s : snapshots_[size_t(seq)])
     if (s.pos <= n) best = std::max(best, s.pos);
+  if (checkpoint_pos_[size_t(seq)] <= n) best = std::max(best, checkpoint_pos_[size_t(seq)]);
   return best;
 }
 
 void RecurrentState::truncate(int32_t seq, int32_t n, int32_t length) {
   n = std::min(n, length);
+  int32_t& cp = checkpoint_pos_[size_t(seq)];
   if (n < length && n > 0) {
     const Snapshot* s = find(seq, n);
-    BRISK_CHECK(s != nullptr, "sequence ", seq, ": its recurrent state cannot be cut back to ", n,
+    BRISK_CHECK(s != nullptr || cp == n, "sequence ", seq, ": its recurrent state cannot be cut back to ", n,
                 " positions; it is known after ", positions(seq, length), " (Context::seq_restorable)");
-    copy_slot(seq, s->slot);
+    copy_slot(seq, s ? s->slot : checkpoint_slot(seq));
   }
+  if (cp > n) cp = -1;
   auto& list = snapshots_[size_t(seq)];
   for (auto it = list.begin(); it != list.end();) {
     if (it->pos > n) {
@@ -129,7 +140,8 @@ void RecurrentState::truncate(int32_t seq, int32_t n, int32_t length) {
 void RecurrentState::copy(int32_t src, int32_t dst, int32_t n, int32_t src_length) {
   n = std::min(n, src_length);
   const Snapshot* from = nullptr;
-  if (n < src_length && n > 0) {
+  const bool at_checkpoint = n > 0 && checkpoint_pos_[size_t(src)] == n;
+  if (n < src_length && n > 0 && !at_checkpoint) {
     from = find(src, n);
     BRISK_CHECK(from != nullptr, "seq_copy: the recurrent state of sequence ", src, " is not known after ", n,
                 " positions; it is after ", positions(src, src_length), " (Context::seq_restorable)");
@@ -137,9 +149,11 @@ void RecurrentState::copy(int32_t src, int32_t dst, int32_t n, int32_t src_lengt
   if (src != dst) {
     for (const Snapshot& s : snapshots_[size_t(dst)]) free_slots_.push_back(s.slot);
     snapshots_[size_t(dst)].clear();
+    checkpoint_pos_[size_t(dst)] = -1;
   }
   if (n == 0) return;  // a sequence at position 0 starts from zeros (the ops reset it)
-  copy_slot(dst, from ? from->slot : src);
+  const bool from_checkpoint = n < src_length && !from && at_checkpoint;
+  copy_slot(dst, from ? from->slot : from_checkpoint ? checkpoint_slot(src) : src);
   if (src == dst) truncate(dst, n, n);
 }
 

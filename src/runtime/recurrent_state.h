@@ -8,7 +8,9 @@
 // the other slots hold snapshots: copies of a sequence's state as it was after `pos` positions,
 // at most snapshots_per_seq per sequence. A recurrent state cannot be cut back like KV rows, so
 // snapshots are what makes seq_truncate / seq_copy to a shorter length possible: the state can
-// be restored exactly at a snapshot's position (and at 0, and at the current length).
+// be restored exactly at a snapshot's position (and at 0, and at the current length). With
+// `checkpoints`, one more slot per sequence holds the state at a position that speculative
+// decoding chose (before a verify forward), so that rejected tokens can be cut back.
 //
 // Retention: when a sequence's snapshots are full, the one whose removal leaves the smallest gap
 // between its neighbours goes (ties: the older one); the newest and the pinned one stay. The
@@ -30,6 +32,7 @@ struct RecurrentStateOptions {
   std::vector<std::vector<int64_t>> layers = {};  // [n_layer] floats per sequence of each tensor
   int32_t n_seq = 1;
   int32_t snapshots_per_seq = 0;
+  bool checkpoints = false;  // one more slot per sequence for checkpoint() (speculative decoding)
 };
 
 class RecurrentState {
@@ -48,6 +51,10 @@ class RecurrentState {
   // chosen by the retention rule when seq's snapshots are full). pin: keep this one (and no
   // earlier pinned one) out of the retention rule.
   void snapshot(int32_t seq, int32_t pos, bool pin = false);
+  // Records seq's live state as its state after pos positions in the sequence's checkpoint slot
+  // (outside the snapshots and their retention; the next checkpoint replaces it), so that a
+  // speculative verify can be cut back to pos. Returns false when the state has no such slot.
+  bool checkpoint(int32_t seq, int32_t pos);
   // The largest m <= n at which seq's state is known: its current length `length`, a snapshot, or 0.
   int32_t restorable(int32_t seq, int32_t n, int32_t length) const;
   // Makes seq's live state its state after n positions and forgets snapshots past n. n must be
@@ -74,6 +81,8 @@ class RecurrentState {
   RecurrentViews views_;
   std::vector<std::vector<Snapshot>> snapshots_;     // [n_seq], by position
   std::vector<int32_t> free_slots_;
+  std::vector<int32_t> checkpoint_pos_;              // [n_seq] position of the checkpoint, -1: none
+  int32_t checkpoint_slot(int32_t seq) const { return opt_.n_seq * (1 + opt_.snapshots_per_seq) + seq; }
 };
 
 }  // namespace brisk

@@ -118,7 +118,7 @@ void Sampler::reset() {
   rng_.seed(params_.seed);
 }
 
-int32_t Sampler::sample(const float* logits, const std::vector<bool>* allowed) {
+int32_t Sampler::prepare(const float* logits, const std::vector<bool>* allowed) {
   BRISK_CHECK(logits != nullptr, "sampler: logits pointer is null");
   BRISK_CHECK(allowed == nullptr || allowed->size() == static_cast<size_t>(n_vocab_),
               "sampler: allowed mask has ", allowed ? allowed->size() : 0,
@@ -237,6 +237,15 @@ int32_t Sampler::sample(const float* logits, const std::vector<bool>* allowed) {
     }
   }
 
+  return -1;
+}
+
+int32_t Sampler::sample(const float* logits, const std::vector<bool>* allowed) {
+  const int32_t picked = prepare(logits, allowed);
+  if (picked >= 0) return picked;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const size_t n_vocab = static_cast<size_t>(n_vocab_);
+
   // 6. Temperature and the draw, over the kept candidates in id order (so the result does not
   //    depend on how the selection steps above arranged them). Small sets are sorted by id;
   //    large ones are scattered into the dense work_ buffer and scanned.
@@ -277,6 +286,50 @@ int32_t Sampler::sample(const float* logits, const std::vector<bool>* allowed) {
     if (target < cum) return last;
   }
   return last;  // rounding at the very top; the best candidate has p == 1, so last >= 0
+}
+
+}  // namespace brisk
+
+namespace brisk {
+
+void Sampler::distribution(const float* logits, const std::vector<bool>* allowed, TokenDistribution* out) {
+  out->clear();
+  const int32_t picked = prepare(logits, allowed);
+  if (picked >= 0) {
+    out->push_back({picked, 1.0});
+    return;
+  }
+  // As sample()'s step 6: float weights over the kept candidates in id order, a double total.
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const float inv_t = 1.0f / params_.temperature;
+  float top = -kInf;
+  for (const Candidate& c : cand_) top = std::max(top, c.logit);
+  std::sort(cand_.begin(), cand_.end(), [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+  double total = 0.0;
+  for (Candidate& c : cand_) {
+    c.p = std::exp((c.logit - top) * inv_t);
+    total += c.p;
+  }
+  out->reserve(cand_.size());
+  for (const Candidate& c : cand_)
+    if (c.p > 0.0f) out->push_back({c.id, double(c.p) / total});
+}
+
+double Sampler::uniform() { return uniform01(rng_); }
+
+int32_t Sampler::draw(const TokenDistribution& weights) {
+  double total = 0.0;
+  for (const auto& [id, w] : weights) total += w;
+  BRISK_CHECK(total > 0.0, "sampler: drawing from a distribution without mass");
+  const double target = uniform01(rng_) * total;
+  double cum = 0.0;
+  for (const auto& [id, w] : weights) {
+    cum += w;
+    if (target < cum) return id;
+  }
+  for (auto it = weights.rbegin(); it != weights.rend(); ++it)  // rounding at the very top
+    if (it->second > 0.0) return it->first;
+  return weights.front().first;
 }
 
 }  // namespace brisk

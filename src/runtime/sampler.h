@@ -31,6 +31,9 @@ struct SamplerParams {
 // n_tokens: the tokenizer's vocab_size(); n_vocab: the model's output rows.
 void sampler_ban_ids_without_token(SamplerParams& params, int32_t n_tokens, int32_t n_vocab);
 
+// A distribution over token ids: (id, probability or weight), in id order.
+using TokenDistribution = std::vector<std::pair<int32_t, double>>;
+
 class Sampler {
  public:
   Sampler(SamplerParams params, int32_t n_vocab);
@@ -43,6 +46,14 @@ class Sampler {
   // the row's edits.
   bool device_supported() const;
   void device_spec(DeviceSampleSpec* spec, std::vector<DeviceSampleEdit>* edits);
+  // The distribution sample() draws from for these logits, after the whole chain (mask, bias,
+  // penalties, top-k, top-p, min-p, temperature): the kept tokens in id order with their
+  // probabilities; greedy: the picked token with probability 1. Uses no random number.
+  // Speculative sampling checks drafted tokens against it.
+  void distribution(const float* logits, const std::vector<bool>* allowed, TokenDistribution* out);
+  double uniform();                               // one uniform draw in [0, 1) from the generator
+  int32_t draw(const TokenDistribution& weights);  // one token, with probability weight / total
+  bool greedy() const;
   void accept(int32_t token);  // appends to the penalty history
   void reset();                // clears history, reseeds
   const SamplerParams& params() const { return params_; }
@@ -55,7 +66,8 @@ class Sampler {
   struct Candidate { int32_t id; float logit; float p; };
   std::vector<Candidate> cand_;
   std::vector<float> work_;  // [n_vocab] logits after mask, bias and penalties
-  bool greedy() const;
+  // Steps 1-5 of the chain: the greedy pick (>= 0), or -1 with the kept candidates in cand_.
+  int32_t prepare(const float* logits, const std::vector<bool>* allowed);
   // The distinct tokens of the penalty window with their counts, in token order (empty when
   // no penalty applies).
   std::vector<std::pair<int32_t, int32_t>> penalty_counts() const;

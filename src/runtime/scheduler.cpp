@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/flags.h"
 #include "core/log.h"
 
 namespace brisk {
@@ -63,6 +64,11 @@ struct Scheduler::Sequence {
   bool prepared = false;        // admission's KV work (evict/copy/truncate) done
   bool pinned = false;          // run_one: the caller's slot and KV, kept as they end
   int32_t pos0 = 0;             // positions the slot held before `kv` (run_one)
+  std::vector<int32_t> out;     // generated tokens, in order (the pending one last)
+  int32_t row0 = 0;             // first logits row of this step
+  Draft draft;                  // this step's drafted tokens (speculative decoding)
+  std::unique_ptr<DraftLength> length;  // adaptive draft length
+  TokenDistribution p;          // scratch: the target distribution of a verify row
 };
 
 Scheduler::Scheduler(std::unique_ptr<Context> context, SamplerFactory sampler_factory,
@@ -94,9 +100,9 @@ void Scheduler::init() {
 }
 
 GenerationResult Scheduler::run_one(Context& ctx, int32_t seq, GenerationRequest request,
-                                    SamplerFactory sampler_factory, int32_t prefill_chunk) {
+                                    SamplerFactory sampler_factory, int32_t prefill_chunk, SpecOptions spec) {
   Scheduler sched(ctx, std::move(sampler_factory),
-                  SchedulerOptions{.max_queue = 1, .prefill_chunk = prefill_chunk, .cache = {}});
+                  SchedulerOptions{.max_queue = 1, .prefill_chunk = prefill_chunk, .cache = {}, .spec = std::move(spec)});
   BRISK_CHECK(seq >= 0 && seq < ctx.options().n_seq_max, "sequence ", seq, " outside [0, ", ctx.options().n_seq_max,
               ")");
   BRISK_CHECK(!request.prompt.empty(), "request has an empty prompt");
@@ -306,15 +312,21 @@ void Scheduler::step() {
     if (s->prepared) continue;
     try {
       for (int32_t victim : s->plan.evicted) ctx_->seq_truncate(victim, 0);
-      const int32_t reuse = s->plan.reuse_tokens;
       if (s->plan.copy_from >= 0) {
-        ctx_->seq_copy(s->plan.copy_from, s->slot, reuse);
+        ctx_->seq_copy(s->plan.copy_from, s->slot, s->plan.reuse_tokens);
       } else {
-        ctx_->seq_truncate(s->slot, reuse);
+        ctx_->seq_truncate(s->slot, s->plan.reuse_tokens);
       }
-      BRISK_CHECK(ctx_->seq_length(s->slot) == reuse, "slot ", s->slot, " holds ",
-                  ctx_->seq_length(s->slot), " positions after reuse of ", reuse);
+      // Fewer (none) when the model's sliding-window layers no longer hold the window before
+      // the planned length: those positions are computed again.
+      const int32_t reuse = ctx_->seq_length(s->slot);
+      BRISK_CHECK(reuse == s->plan.reuse_tokens || reuse == 0, "slot ", s->slot, " holds ", reuse,
+                  " positions after reuse of ", s->plan.reuse_tokens);
       s->kv.assign(s->req.prompt.begin(), s->req.prompt.begin() + reuse);
+      if (reuse != s->plan.reuse_tokens) {
+        std::lock_guard<std::mutex> lock(mu_);
+        cache_.update(s->slot, s->kv);
+      }
       s->n_prompt_done = size_t(reuse);
       s->result.cached_tokens = reuse;
       s->sampler = sampler_factory_(s->req.sampling, n_vocab_);
@@ -324,14 +336,45 @@ void Scheduler::step() {
     }
   }
 
-  // 2. One batch: the next token of every decoding sequence, then prompt chunks.
+  // 2. Drafts (speculative decoding) while few enough sequences decode, then one batch: the
+  // next token of every decoding sequence (with its drafts: the verify group), then prompt chunks.
+  int32_t n_decoding = 0;
+  for (Sequence* s : seqs) n_decoding += !s->done && s->pending >= 0 ? 1 : 0;
+  const bool speculate = options_.spec.source && !flags().no_spec && n_decoding > 0;
+  const int32_t per_seq = options_.spec.max_verify_tokens / std::max(1, n_decoding) - 1;  // drafts each
+  const bool batched = speculate && n_decoding <= std::max(1, options_.spec.max_batch_seqs) && per_seq >= 1;
+  bool any_draft = false;
+  for (Sequence* s : seqs) {
+    s->draft.tokens.clear();
+    s->draft.q.clear();
+    if (!batched || s->done || s->pending < 0) continue;
+    try {
+      draft_for(*s, per_seq);
+    } catch (const std::exception& e) {
+      finish(*s, FinishReason::error, str_cat("drafting failed: ", e.what()));
+    }
+    any_draft = any_draft || !s->draft.tokens.empty();
+  }
+  if (speculate) {
+    std::lock_guard<std::mutex> lock(mu_);
+    (batched ? stats_.spec_batched_steps : stats_.spec_plain_steps)++;
+  }
+
   std::vector<BatchToken> batch;
   std::vector<Sequence*> logit_rows;               // owner of each logits row, in order
   std::vector<std::pair<Sequence*, size_t>> fills;  // prompt tokens added per sequence
+  std::vector<Sequence*> decoding;
   for (Sequence* s : seqs) {
     if (s->done || s->pending < 0) continue;
-    batch.push_back({.token = s->pending, .pos = s->pos0 + int32_t(s->kv.size()), .seq = s->slot, .want_logits = true});
+    const int32_t pos = s->pos0 + int32_t(s->kv.size());
+    s->row0 = int32_t(logit_rows.size());
+    batch.push_back({.token = s->pending, .pos = pos, .seq = s->slot, .want_logits = true});
     logit_rows.push_back(s);
+    for (size_t i = 0; i < s->draft.tokens.size(); ++i) {
+      batch.push_back({.token = s->draft.tokens[i], .pos = pos + 1 + int32_t(i), .seq = s->slot, .want_logits = true});
+      logit_rows.push_back(s);
+    }
+    decoding.push_back(s);
   }
   const size_t n_decode = batch.size();
   int64_t budget = std::min<int64_t>(options_.prefill_chunk, int64_t(n_batch_) - int64_t(batch.size()));
@@ -343,7 +386,10 @@ void Scheduler::step() {
       const size_t p = s->n_prompt_done + i;
       const bool last = p + 1 == s->req.prompt.size();
       batch.push_back({.token = s->req.prompt[p], .pos = s->pos0 + int32_t(p), .seq = s->slot, .want_logits = last});
-      if (last) logit_rows.push_back(s);
+      if (last) {
+        s->row0 = int32_t(logit_rows.size());
+        logit_rows.push_back(s);
+      }
     }
     fills.emplace_back(s, take);
     budget -= int64_t(take);
@@ -351,9 +397,9 @@ void Scheduler::step() {
   if (batch.empty()) return;
 
   // 3. One forward. Its rows are sampled on the device (only ids come back) when every row's
-  // sampler can run there and no row needs its logits (constraint masks, logprobs).
+  // sampler can run there and no row needs its logits (constraint masks, logprobs, a verify).
   std::vector<Sampler*> on_device;
-  for (Sequence* s : logit_rows) {
+  for (Sequence* s : any_draft ? std::vector<Sequence*>{} : logit_rows) {
     const bool wants_logits = s->req.constraint || s->req.logprobs >= 0 ||
                               (s->req.on_prompt_logits && s->n_generated == 0 && s->pending < 0);
     Sampler* d = wants_logits ? nullptr : s->sampler->device_sampler();
@@ -385,11 +431,6 @@ void Scheduler::step() {
     stats_.prefill_seconds += secs * double(batch.size() - n_decode) / n;
     stats_.decode_seconds += secs * double(n_decode) / n;
   }
-  for (size_t i = 0; i < n_decode; ++i) {
-    Sequence* s = logit_rows[i];
-    s->kv.push_back(s->pending);
-    s->pending = -1;
-  }
   for (auto& [s, n] : fills) {
     s->kv.insert(s->kv.end(), s->req.prompt.begin() + long(s->n_prompt_done),
                  s->req.prompt.begin() + long(s->n_prompt_done + n));
@@ -400,12 +441,78 @@ void Scheduler::step() {
     }
   }
 
-  // 4. Sample one token per logits row.
-  for (size_t row = 0; row < logit_rows.size(); ++row) {
-    Sequence& s = *logit_rows[row];
+  // 4. Decoding sequences: the verify group's rows in order, each draft kept while the target's
+  // sampler agrees (speculative.h), then the KV cut back to the kept tokens (recurrent state
+  // replayed in one more forward) before a sequence that ended is finished.
+  std::vector<BatchToken> replay;
+  std::vector<std::pair<Sequence*, FinishReason>> ended;
+  for (Sequence* sp : decoding) {
+    Sequence& s = *sp;
     if (s.done) continue;
     try {
-      const float* logits = device_ids ? nullptr : ctx_->logits(int32_t(row));
+      const int32_t k = int32_t(s.draft.tokens.size());
+      std::vector<int32_t> group{s.pending};
+      group.insert(group.end(), s.draft.tokens.begin(), s.draft.tokens.end());
+      s.pending = -1;
+      Sampler* smp = s.sampler->device_sampler();
+      int32_t accepted = 0;
+      std::optional<FinishReason> end;
+      for (int32_t i = 0; i <= k; ++i) {
+        s.kv.push_back(group[size_t(i)]);
+        const int32_t row = s.row0 + i;
+        const float* logits = device_ids ? nullptr : ctx_->logits(row);
+        const std::vector<bool>* allowed = s.req.constraint ? s.req.constraint->allowed() : nullptr;
+        int32_t tok;
+        bool kept = false;
+        if (device_ids) {
+          tok = device_ids[row];
+          BRISK_CHECK(tok >= 0, "sampling on the device: every token is banned");
+        } else if (i == k || smp->greedy()) {
+          tok = s.sampler->sample(logits, allowed);
+          kept = i < k && tok == group[size_t(i) + 1];
+        } else {
+          smp->distribution(logits, allowed, &s.p);
+          const VerifyPick v = spec_verify_row(*smp, s.p, group[size_t(i) + 1], s.draft.q.empty() ? nullptr : &s.draft.q[size_t(i)]);
+          tok = v.token;
+          kept = v.accepted;
+        }
+        accepted += kept ? 1 : 0;
+        end = emit(s, tok, logits);
+        if (end || !kept) break;
+      }
+      if (k > 0) {
+        if (s.length && !end) s.length->update(k, accepted);
+        s.result.spec_steps++;
+        s.result.spec_drafted += k;
+        s.result.spec_accepted += accepted;
+        std::lock_guard<std::mutex> lock(mu_);
+        stats_.spec_verify++;
+        stats_.spec_drafted += uint64_t(k);
+        stats_.spec_accepted += uint64_t(accepted);
+      }
+      keep_verified(s, replay);
+      if (end) ended.emplace_back(&s, *end);
+    } catch (const std::exception& e) {
+      finish(s, FinishReason::error, e.what());
+    }
+  }
+  if (!replay.empty()) {
+    try {
+      ctx_->decode(replay);
+    } catch (const std::exception& e) {
+      std::string msg = str_cat("replay after a rejected draft failed: ", e.what());
+      for (Sequence* s : decoding) finish(*s, FinishReason::error, msg);
+    }
+  }
+  for (auto& [s, reason] : ended) finish(*s, reason);
+
+  // 5. Sequences whose prompt ended: sample their first token.
+  for (auto& [sp, n] : fills) {
+    Sequence& s = *sp;
+    if (s.done || s.n_prompt_done != s.req.prompt.size()) continue;
+    try {
+      const int32_t row = s.row0;
+      const float* logits = device_ids ? nullptr : ctx_->logits(row);
       if (s.n_generated == 0 && s.req.on_prompt_logits) s.req.on_prompt_logits(logits, n_vocab_);
       if (s.req.max_tokens == 0) {  // run_one: the prompt only
         finish(s, FinishReason::length);
@@ -414,36 +521,76 @@ void Scheduler::step() {
       const std::vector<bool>* allowed = s.req.constraint ? s.req.constraint->allowed() : nullptr;
       const int32_t tok = device_ids ? device_ids[row] : s.sampler->sample(logits, allowed);
       BRISK_CHECK(!device_ids || tok >= 0, "sampling on the device: every token is banned");
-      BRISK_CHECK(tok >= 0 && tok < n_vocab_, "sampler returned token ", tok, " outside [0, ", n_vocab_, ")");
-      s.sampler->accept(tok);
-      if (s.req.constraint) s.req.constraint->accept(tok);
-      if (s.n_generated == 0) s.first_token = Clock::now();
-      if (std::find(s.req.stop_tokens.begin(), s.req.stop_tokens.end(), tok) != s.req.stop_tokens.end()) {
-        finish(s, FinishReason::stop);
-        continue;
-      }
-      TokenEvent ev;
-      ev.token = tok;
-      ev.index = s.n_generated;
-      ev.cached_tokens = s.result.cached_tokens;
-      if (s.req.logprobs >= 0) fill_logprobs(logits, n_vocab_, s.req.logprobs, ev);
-      s.n_generated++;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        stats_.generated_tokens++;
-      }
-      const bool go = s.req.on_token ? s.req.on_token(ev) : true;
-      if (!go) {
-        finish(s, FinishReason::stop);
-      } else if (s.n_generated >= s.req.max_tokens || s.pos0 + int64_t(s.kv.size()) + 1 > n_ctx_) {
-        finish(s, FinishReason::length);
-      } else {
-        s.pending = tok;
-      }
+      if (const auto end = emit(s, tok, logits)) finish(s, *end);
     } catch (const std::exception& e) {
       finish(s, FinishReason::error, e.what());
     }
   }
+}
+
+void Scheduler::draft_for(Sequence& s, int32_t k_max) {
+  const SpecOptions& sp = options_.spec;
+  Sampler* smp = s.sampler ? s.sampler->device_sampler() : nullptr;
+  if (s.req.draft_max == 0 || !smp) return;
+  if (!s.length) s.length = std::make_unique<DraftLength>(sp.draft_min, sp.draft_max, sp.adaptive);
+  int64_t k = s.length->next();
+  if (s.req.draft_max > 0) k = std::min<int64_t>(k, s.req.draft_max);
+  k = std::min<int64_t>(k, k_max);
+  // The group emits up to k + 1 tokens, and its k + 1 positions must fit the context.
+  const int64_t pos = s.pos0 + int64_t(s.kv.size());
+  k = std::min({k, int64_t(s.req.max_tokens) - s.n_generated - 1, int64_t(n_ctx_) - pos - 1, int64_t(n_batch_) - 1});
+  if (k <= 0) return;
+  std::vector<int32_t> history = s.req.prompt;
+  history.insert(history.end(), s.out.begin(), s.out.end());
+  sp.source->propose(s.slot, history, int32_t(k), smp->params(), &s.draft);
+  Draft& d = s.draft;
+  size_t n = std::min(d.tokens.size(), size_t(k));
+  for (size_t i = 0; i < n; ++i)
+    if (d.tokens[i] < 0 || d.tokens[i] >= n_vocab_) n = i;  // never verify an id the model has no row for
+  BRISK_CHECK(d.q.empty() || d.q.size() >= n, "draft source ", sp.source->name(), " gave ", d.q.size(),
+              " distributions for ", n, " tokens");
+  d.tokens.resize(n);
+  if (!d.q.empty()) d.q.resize(n);
+  if (int32_t(n) < std::max(1, sp.draft_min) || !ctx_->seq_checkpoint(s.slot)) {
+    d.tokens.clear();
+    d.q.clear();
+  }
+}
+
+void Scheduler::keep_verified(Sequence& s, std::vector<BatchToken>& replay) {
+  const int32_t want = s.pos0 + int32_t(s.kv.size());
+  if (ctx_->seq_length(s.slot) == want) return;
+  const int32_t from = ctx_->seq_restorable(s.slot, want);
+  BRISK_CHECK(from >= s.pos0, "speculative decoding: sequence ", s.slot, " cannot be cut back to ", want,
+              " positions (restorable at ", from, ")");
+  ctx_->seq_truncate(s.slot, from);
+  for (int32_t p = from; p < want; ++p)
+    replay.push_back({.token = s.kv[size_t(p - s.pos0)], .pos = p, .seq = s.slot, .want_logits = false});
+}
+
+std::optional<FinishReason> Scheduler::emit(Sequence& s, int32_t tok, const float* logits) {
+  BRISK_CHECK(tok >= 0 && tok < n_vocab_, "sampler returned token ", tok, " outside [0, ", n_vocab_, ")");
+  s.sampler->accept(tok);
+  if (s.req.constraint) s.req.constraint->accept(tok);
+  if (s.n_generated == 0) s.first_token = Clock::now();
+  if (std::find(s.req.stop_tokens.begin(), s.req.stop_tokens.end(), tok) != s.req.stop_tokens.end())
+    return FinishReason::stop;
+  TokenEvent ev;
+  ev.token = tok;
+  ev.index = s.n_generated;
+  ev.cached_tokens = s.result.cached_tokens;
+  if (s.req.logprobs >= 0) fill_logprobs(logits, n_vocab_, s.req.logprobs, ev);
+  s.n_generated++;
+  s.out.push_back(tok);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.generated_tokens++;
+  }
+  const bool go = s.req.on_token ? s.req.on_token(ev) : true;
+  if (!go) return FinishReason::stop;
+  if (s.n_generated >= s.req.max_tokens || s.pos0 + int64_t(s.kv.size()) + 1 > n_ctx_) return FinishReason::length;
+  s.pending = tok;
+  return std::nullopt;
 }
 
 }  // namespace brisk

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "runtime/engine_api.h"
 #include "runtime/sampler.h"
 #include "runtime/prefix_cache.h"
+#include "runtime/speculative.h"
 
 namespace brisk {
 
@@ -72,6 +74,9 @@ struct GenerationResult {
   double queue_ms = 0.0;              // submit -> admitted into a slot
   double prefill_ms = 0.0;            // admitted -> first token
   double decode_ms = 0.0;             // first token -> end
+  int32_t spec_steps = 0;             // verify steps (speculative decoding)
+  int32_t spec_drafted = 0;           // drafted tokens verified
+  int32_t spec_accepted = 0;          // drafted tokens kept
 };
 
 struct GenerationRequest {
@@ -88,12 +93,16 @@ struct GenerationRequest {
   std::function<void(const float* logits, int32_t n_vocab)> on_prompt_logits;
   std::function<void(const GenerationResult&)> on_done;  // called exactly once
   std::shared_ptr<std::atomic<bool>> cancel;         // set to end early (reason cancelled)
+  // Speculative decoding (when the scheduler has a draft source): at most this many drafted
+  // tokens per step; -1: the scheduler's draft_max, 0: off for this request.
+  int32_t draft_max = -1;
 };
 
 struct SchedulerOptions {
   int32_t max_queue = 64;            // waiting requests beyond this are refused
   int32_t prefill_chunk = 256;       // prompt tokens per step, over all sequences
   PrefixCacheOptions cache;
+  SpecOptions spec;                  // speculative decoding (no source: off)
 };
 
 struct SchedulerStats {
@@ -111,6 +120,14 @@ struct SchedulerStats {
   int32_t slots_cached = 0;
   int64_t cache_resident_tokens = 0;
   int32_t state_snapshots = 0;       // recurrent-state snapshots held (hybrid models)
+  // Speculative decoding: verify steps (one per sequence and step), drafted and kept tokens,
+  // scheduler steps that verified in one batch and steps that decoded plainly because more
+  // sequences decoded than SpecOptions::max_batch_seqs (or than max_verify_tokens / 2).
+  uint64_t spec_verify = 0;
+  uint64_t spec_drafted = 0;
+  uint64_t spec_accepted = 0;
+  uint64_t spec_batched_steps = 0;
+  uint64_t spec_plain_steps = 0;
 };
 
 class Scheduler {
@@ -136,7 +153,7 @@ class Scheduler {
   // holds the prompt and every generated token but the last one sampled. Used by the CLI's
   // generate / run (runtime/generate.h), so that they and the server share one loop.
   static GenerationResult run_one(Context& ctx, int32_t seq, GenerationRequest request,
-                                  SamplerFactory sampler_factory, int32_t prefill_chunk);
+                                  SamplerFactory sampler_factory, int32_t prefill_chunk, SpecOptions spec = {});
 
   SchedulerStats stats() const;
   int32_t n_ctx() const { return n_ctx_; }
@@ -148,6 +165,14 @@ class Scheduler {
   void admit_locked();
   void step();
   void finish(Sequence& seq, FinishReason reason, std::string error = {});
+  // Emits a sampled token (sampler, constraint, stop ids, on_token, limits); returns how the
+  // sequence ends after it, or nothing when it goes on (the token is then its pending one).
+  std::optional<FinishReason> emit(Sequence& s, int32_t tok, const float* logits);
+  // The drafts of s for this step, at most k_max (none: decode plainly).
+  void draft_for(Sequence& s, int32_t k_max);
+  // Cuts s's context back to the tokens of `kv` after a verify (recurrent state: from its
+  // checkpoint, the kept tokens appended to `replay` to run again).
+  void keep_verified(Sequence& s, std::vector<BatchToken>& replay);
   void clear_slot(int32_t slot);
 
   // run_one's: a borrowed context and no worker thread.

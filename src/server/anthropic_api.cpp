@@ -155,6 +155,7 @@ ChatRequest parse_messages(const httplib::Request& http_req, const json& body, c
   if (auto v = get_number(body, "top_p", 0.0, 1.0)) r.sampling.top_p = float(*v);
   if (auto v = get_int(body, "top_k", -1, 1 << 20)) r.sampling.top_k = int32_t(*v);
   r.sampling.seed = fresh_sampling_seed();  // the Messages API has no seed
+  r.draft_max = parse_speculative(body);
   r.stop = parse_stop(body, "stop_sequences");
   // Structured output: output_config.format, or the earlier output_format; {type: json_schema, schema}.
   const json* format = nullptr;

@@ -103,7 +103,9 @@ void transcribe_route(ServerState& st, const httplib::Request& req, httplib::Res
 
 void register_audio_routes(httplib::Server& http, ServerState& state) {
   ServerState* st = &state;
-  for (auto [path, task] : {std::pair{"/v1/audio/transcriptions", "transcribe"}, std::pair{"/v1/audio/translations", "translate"}}) {
+  for (const auto& route : {std::pair{"/v1/audio/transcriptions", "transcribe"}, std::pair{"/v1/audio/translations", "translate"}}) {
+    const char* path = route.first;
+    const char* task = route.second;
     add_post_reader_route(http, state, path, path, Dialect::openai,
                           [st, task](const httplib::Request& req, httplib::Response& res,
                                      const httplib::ContentReader& reader) { transcribe_route(*st, req, res, reader, task); });

@@ -52,6 +52,11 @@ void parse_sampling(const json& body, SamplerParams& p, int32_t n_vocab) {
   }
 }
 
+int32_t parse_speculative(const json& body) {
+  const auto v = get_int(body, "speculative.n_max", 0, 64);
+  return v ? int32_t(*v) : -1;
+}
+
 std::vector<std::string> parse_stop(const json& body, const char* name) {
   std::vector<std::string> out;
   const json* f = field(body, name);
@@ -70,6 +75,20 @@ std::vector<std::string> parse_stop(const json& body, const char* name) {
   for (const auto& s : out)
     if (s.size() > 1024) bad_request(name, str_cat("a '", name, "' entry is longer than 1024 bytes"));
   return out;
+}
+
+json parse_function_tools(const json& body) {
+  const json* tools = field(body, "tools");
+  if (!tools) return nullptr;
+  if (!tools->is_array()) bad_request("tools", "'tools' must be an array");
+  for (size_t i = 0; i < tools->size(); ++i) {
+    const json& t = (*tools)[i];
+    const json* type = t.is_object() ? field(t, "type") : nullptr;
+    if (!t.is_object() || (type && *type != "function") || !t.contains("function") ||
+        !t["function"].is_object() || !t["function"].contains("name") || !t["function"]["name"].is_string())
+      bad_request("tools", str_cat("tools[", i, "] must be {type: function, function: {name, ...}}"));
+  }
+  return tools->empty() ? json() : *tools;
 }
 
 size_t prompt_byte_limit(const LoadedModel& model) {
@@ -175,6 +194,7 @@ PreparedChat prepare_chat(LoadedModel& model, ChatRequest req, int32_t max_token
   spec.session = std::move(req.session);
   spec.logprobs = req.logprobs;
   spec.ignore_eos = req.ignore_eos;
+  spec.draft_max = req.draft_max;
 
   ChatOutputOptions o;
   o.format = model.chat_format;

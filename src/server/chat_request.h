@@ -36,6 +36,7 @@ struct ChatRequest {
   std::shared_ptr<const CompiledSchema> json_schema;  // json_schema: the output conforms to it
   bool ignore_eos = false;                // extension: generate through end-of-generation tokens
   bool omit_thinking = false;             // Anthropic thinking.display "omitted"
+  int32_t draft_max = -1;                 // "speculative.n_max" (parse_speculative)
 };
 
 struct PreparedChat {
@@ -60,6 +61,12 @@ uint64_t fresh_sampling_seed();
 // Sampling fields shared by the dialects (temperature, top_p, top_k, min_p, penalties, seed,
 // logit_bias); `n_vocab` bounds logit_bias ids; without `seed`, fresh_sampling_seed().
 void parse_sampling(const nlohmann::json& body, SamplerParams& p, int32_t n_vocab);
+// `tools`: function tools `{type: function, function: {name, description, parameters}}` (the
+// OpenAI and Ollama shape), checked; null when absent or empty.
+nlohmann::json parse_function_tools(const nlohmann::json& body);
+// llama.cpp server's "speculative.n_max": drafted tokens per step at most for this request, 0
+// turning speculative decoding off; -1 when absent (the server's --draft-max).
+int32_t parse_speculative(const nlohmann::json& body);
 // `stop` / `stop_sequences`: a string or an array of strings.
 std::vector<std::string> parse_stop(const nlohmann::json& body, const char* name);
 // Tokens of a prompt text (special tokens in the text are parsed, as rendered templates need).

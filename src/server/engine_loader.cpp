@@ -49,11 +49,21 @@ ModelLoader engine_model_loader(EngineLoadOptions o) {
     const Tokenizer* tokenizer = own_tokenizer ? own_tokenizer.get() : model->tokenizer();
     BRISK_CHECK(tokenizer != nullptr, "serve: model '", spec.name, "' (", spec.path,
                 ") has no tokenizer; give --tokenizer DIR (a Hugging Face folder with tokenizer.json)");
-    auto ctx = Context::create(model, {.n_ctx = o.n_ctx, .n_seq_max = o.n_parallel, .n_batch = o.n_batch,
-                                       .kv_type = o.kv_type, .n_threads = o.n_threads, .device = o.device,
-                                       .kv_block_size = o.kv_block_size,
-                                       // recurrent state: snapshots at the prefix cache's blocks
-                                       .state_snapshot_interval = o.scheduler.cache.block_size});
+    const ContextOptions copt{.n_ctx = o.n_ctx, .n_seq_max = o.n_parallel, .n_batch = o.n_batch,
+                              .kv_type = o.kv_type, .n_threads = o.n_threads, .device = o.device,
+                              .kv_block_size = o.kv_block_size,
+                              // recurrent state: snapshots at the prefix cache's blocks
+                              .state_snapshot_interval = o.scheduler.cache.block_size,
+                              .state_checkpoints = bool(o.make_spec)};
+    SchedulerOptions sched = o.scheduler;
+    if (o.make_spec) {
+      const SpecOptions so = o.make_spec(*model, spec.path, copt);
+      sched.spec.source = so.source;
+      sched.spec.draft_max = so.draft_max;
+      sched.spec.draft_min = so.draft_min;
+      sched.spec.adaptive = so.adaptive;
+    }
+    auto ctx = Context::create(model, copt);
     const std::string ctx_device = ctx->options().device;
     auto m = std::make_shared<LoadedModel>();
     m->name = spec.name;
@@ -82,7 +92,7 @@ ModelLoader engine_model_loader(EngineLoadOptions o) {
     } else {
       log_warn("serve: model '", spec.name, "' has no chat template: only /v1/completions works");
     }
-    m->scheduler = std::make_unique<Scheduler>(std::move(ctx), engine_sampler_factory(), o.scheduler);
+    m->scheduler = std::make_unique<Scheduler>(std::move(ctx), engine_sampler_factory(), sched);
     log_info("serve: model '", spec.name, "' ready on ", ctx_device, ": ", model->info().architecture, ", context ",
              m->n_ctx, " x ", o.n_parallel, " sequences (KV blocks of ", o.kv_block_size, "), output format ",
              chat_format_name(m->chat_format));

@@ -1,6 +1,7 @@
 // Loads a served model on the engine: Model::load, one Context with `n_parallel` sequence
 // slots, the chat template renderer, the output format, and the scheduler that owns the Context.
 #pragma once
+#include <functional>
 #include <string>
 
 #include "server/model_registry.h"
@@ -20,6 +21,9 @@ struct EngineLoadOptions {
   std::string tokenizer_dir;   // Hugging Face folder whose tokenizer (and chat template) replace
                                // the model's own (e.g. for a GGUF without tokenizer metadata)
   SchedulerOptions scheduler;
+  // Speculative decoding for each model as it loads (its draft source; the CLI's --spec /
+  // --draft-model): null, or returning no source, for none.
+  std::function<SpecOptions(const Model& model, const std::string& path, const ContextOptions& context)> make_spec;
 };
 
 ModelLoader engine_model_loader(EngineLoadOptions options);

@@ -31,6 +31,7 @@ std::string error_type(Dialect dialect, int status) {
 }
 
 nlohmann::json error_body(Dialect dialect, int status, const std::string& message, const std::string& param) {
+  if (dialect == Dialect::ollama) return {{"error", message}};
   if (dialect == Dialect::anthropic)
     return {{"type", "error"}, {"error", {{"type", error_type(dialect, status)}, {"message", message}}}};
   nlohmann::json e = {{"message", message}, {"type", error_type(dialect, status)},

@@ -1,6 +1,7 @@
 // HTTP errors of the server and their bodies in each dialect.
 // OpenAI:    {"error": {"message", "type", "param", "code"}}
 // Anthropic: {"type": "error", "error": {"type", "message"}}
+// Ollama:    {"error": "message"}
 // Handlers throw HttpError; the HTTP layer converts it (and any brisk::Error, as a 400 or 500)
 // into the body of the dialect of the route.
 #pragma once
@@ -11,7 +12,7 @@
 
 namespace brisk::server {
 
-enum class Dialect { openai, anthropic };
+enum class Dialect { openai, anthropic, ollama };
 
 class HttpError : public std::runtime_error {
  public:

@@ -149,6 +149,7 @@ std::unique_ptr<GenerationJob> start_generation(LoadedModel& model, GenerationSp
     if (!spec.ignore_eos) r.stop_tokens = model.end_ids;
     r.session = spec.session;
     r.logprobs = spec.logprobs;
+    r.draft_max = spec.draft_max;
     if (spec.make_constraint) r.constraint = spec.make_constraint();
     r.cancel = job->cancel_flag;
     r.on_token = [text](const TokenEvent& ev) { return text->on_token(ev); };

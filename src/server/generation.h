@@ -69,6 +69,7 @@ struct GenerationSpec {
   std::string session;
   int32_t logprobs = -1;               // -1 none, 0 chosen only, k top-k
   bool ignore_eos = false;
+  int32_t draft_max = -1;              // speculative decoding: -1 the server's, 0 off
   std::optional<ChatOutputOptions> output;  // split reasoning and tool calls (chat routes)
   bool single_tool_call = false;       // parallel_tool_calls false: end after the first call
   std::function<std::unique_ptr<TokenConstraint>()> make_constraint;  // optional

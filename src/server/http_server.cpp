@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "core/error.h"
@@ -24,6 +25,7 @@ thread_local std::chrono::steady_clock::time_point t_request_start;
 thread_local int t_connection_fd = -1;
 
 Dialect dialect_of(const std::string& path) {
+  if (path.rfind("/api/", 0) == 0) return Dialect::ollama;
   return path.rfind("/v1/messages", 0) == 0 ? Dialect::anthropic : Dialect::openai;
 }
 
@@ -185,16 +187,26 @@ HttpServer::HttpServer(ModelRegistry& registry, ServerOptions options)
   register_anthropic_routes(*http_, *st);
   register_audio_routes(*http_, *st);
   register_responses_routes(*http_, *st);
+  register_ollama_routes(*http_, *st);
+  register_webui_routes(*http_, *st);
 }
 
 HttpServer::~HttpServer() { stop(); }
 
-int32_t HttpServer::open_connections() const { return loop_ ? loop_->open_connections() : 0; }
+int32_t HttpServer::open_connections() const {
+  return (loop_ ? loop_->open_connections() : 0) + (ollama_loop_ ? ollama_loop_->open_connections() : 0);
+}
 
 void HttpServer::bind() {
   const auto& o = state_->options;
   ListenSocket socket = o.unix_path.empty() ? ListenSocket::tcp(o.host, o.port) : ListenSocket::unix_path(o.unix_path);
   port_ = socket.port();
+  std::optional<ListenSocket> ollama_socket;
+  if (o.ollama_port >= 0) {
+    BRISK_CHECK(o.unix_path.empty(), "serve: --ollama-port is a TCP listener; it cannot go with --unix");
+    ollama_socket.emplace(ListenSocket::tcp(o.host, o.ollama_port));
+    ollama_port_ = ollama_socket->port();
+  }
   ConnectionLimits limits{.max_connections = o.max_connections,
                           .max_per_client = o.max_client_connections,
                           .control_reserve = 16,
@@ -222,6 +234,9 @@ void HttpServer::bind() {
   };
   hooks.screen = [st](const RequestHead& h) -> std::optional<ConnectionLoop::Refusal> {
     if (h.path == "/health") return std::nullopt;
+    // The chat page's files are public (they hold no data; the page asks for the key).
+    if ((h.method == "GET" || h.method == "HEAD") && (h.path == "/" || h.path.rfind("/webui/", 0) == 0))
+      return std::nullopt;
     if (request_authorized(st->options.api_key, h.authorization, h.api_key)) return std::nullopt;
     const bool given = h.has_authorization || h.has_api_key;
     return ConnectionLoop::Refusal{
@@ -243,13 +258,20 @@ void HttpServer::bind() {
   hooks.is_control = [](const RequestHead& h) {
     return (h.method == "GET" || h.method == "HEAD") && (h.path == "/health" || h.path == "/metrics");
   };
+  if (ollama_socket) ollama_loop_ = std::make_unique<ConnectionLoop>(std::move(*ollama_socket), limits, hooks);
   loop_ = std::make_unique<ConnectionLoop>(std::move(socket), limits, std::move(hooks));
   http_->set_running(true);
 }
 
 void HttpServer::serve() {
   BRISK_CHECK(loop_ != nullptr, "serve: bind() first");
+  std::thread second;
+  if (ollama_loop_) second = std::thread([this] { ollama_loop_->run(); });
   loop_->run();
+  if (second.joinable()) {
+    ollama_loop_->stop();
+    second.join();
+  }
 }
 
 void HttpServer::stop() {
@@ -270,6 +292,7 @@ void HttpServer::stop() {
   while (st.in_flight.load() > 0 && std::chrono::steady_clock::now() < flush_deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   http_->set_running(false);
+  if (ollama_loop_) ollama_loop_->stop();
   if (loop_) loop_->stop();
 }
 

@@ -1,6 +1,7 @@
 // `brisk serve`'s HTTP front: the connection layer (connections.h: limits, deadlines, the API
 // key, whole requests buffered before a worker runs them) in front of cpp-httplib's request
-// parser and router, the routes of the OpenAI and Anthropic dialects, the decoded body limit,
+// parser and router, the routes of the OpenAI, Anthropic and Ollama dialects and the chat
+// page, the decoded body limit,
 // one log line and one metrics count per reply, /health, /metrics, graceful shutdown.
 #pragma once
 #include <atomic>
@@ -37,6 +38,9 @@ struct ServerOptions {
   double body_timeout_seconds = 60.0;   // to receive its body
   double shutdown_grace_seconds = 10.0; // in-flight requests may finish within this time
   int32_t stored_responses = 256;       // /v1/responses kept for previous_response_id (LRU)
+  int ollama_port = -1;                 // >= 0: a second TCP listener (same routes and limits),
+                                        // for Ollama clients (0: any free port)
+  bool webui = true;                    // the chat page at /
   bool log_requests = true;
 };
 
@@ -75,6 +79,9 @@ void register_openai_routes(httplib::Server& http, ServerState& state);
 void register_anthropic_routes(httplib::Server& http, ServerState& state);
 void register_audio_routes(httplib::Server& http, ServerState& state);
 void register_responses_routes(httplib::Server& http, ServerState& state);
+void register_ollama_routes(httplib::Server& http, ServerState& state);
+// GET / (the chat page, or a line saying the server runs when the page is off) and its files.
+void register_webui_routes(httplib::Server& http, ServerState& state);
 
 // For the request the calling worker thread runs: a cheap check "has its client gone away?"
 // (the peer closed or reset the connection); always false outside a request.
@@ -89,6 +96,7 @@ class HttpServer {
   // Binds the listening socket, TCP or Unix (throws brisk::Error naming the address).
   void bind();
   int port() const { return port_; }
+  int ollama_port() const { return ollama_port_; }  // -1 without the second listener
   // Serves until stop(); returns after in-flight requests ended.
   void serve();
   // Graceful stop (safe from any thread): refuse new generations, let in-flight ones finish
@@ -102,7 +110,9 @@ class HttpServer {
   std::unique_ptr<ServerState> state_;
   std::unique_ptr<Router> http_;
   std::unique_ptr<ConnectionLoop> loop_;
+  std::unique_ptr<ConnectionLoop> ollama_loop_;  // --ollama-port: same hooks and limits
   int port_ = 0;
+  int ollama_port_ = -1;
   std::atomic<bool> stopping_{false};
 };
 

@@ -135,6 +135,37 @@ std::string Metrics::render(const ModelRegistry& registry, const ConnectionGauge
     os << "brisk_decode_tokens_per_second{model=\"" << label(m->name) << "\"} "
        << (s.decode_seconds > 0 ? double(s.generated_tokens) / s.decode_seconds : 0.0) << '\n';
   }
+  metric(os, "brisk_spec_verify_steps_total", "counter",
+         "speculative decoding: verify steps (one per sequence and step with drafted tokens)");
+  for (const auto& m : models)
+    os << "brisk_spec_verify_steps_total{model=\"" << label(m->name) << "\"} " << m->scheduler->stats().spec_verify << '\n';
+  metric(os, "brisk_spec_draft_tokens_total", "counter", "speculative decoding: drafted tokens verified");
+  for (const auto& m : models)
+    os << "brisk_spec_draft_tokens_total{model=\"" << label(m->name) << "\"} " << m->scheduler->stats().spec_drafted << '\n';
+  metric(os, "brisk_spec_accepted_tokens_total", "counter", "speculative decoding: drafted tokens kept");
+  for (const auto& m : models)
+    os << "brisk_spec_accepted_tokens_total{model=\"" << label(m->name) << "\"} " << m->scheduler->stats().spec_accepted
+       << '\n';
+  metric(os, "brisk_spec_acceptance_rate", "gauge", "speculative decoding: drafted tokens kept / drafted");
+  for (const auto& m : models) {
+    const auto s = m->scheduler->stats();
+    os << "brisk_spec_acceptance_rate{model=\"" << label(m->name) << "\"} "
+       << (s.spec_drafted ? double(s.spec_accepted) / double(s.spec_drafted) : 0.0) << '\n';
+  }
+  metric(os, "brisk_spec_mean_accepted_length", "gauge", "speculative decoding: drafted tokens kept per verify step");
+  for (const auto& m : models) {
+    const auto s = m->scheduler->stats();
+    os << "brisk_spec_mean_accepted_length{model=\"" << label(m->name) << "\"} "
+       << (s.spec_verify ? double(s.spec_accepted) / double(s.spec_verify) : 0.0) << '\n';
+  }
+  metric(os, "brisk_spec_steps_total", "counter",
+         "speculative decoding: scheduler steps by mode (batched: every decoding sequence verified in one batch; "
+         "plain: more sequences decoding than --spec-max-seqs, decoded without drafts)");
+  for (const auto& m : models) {
+    const auto s = m->scheduler->stats();
+    os << "brisk_spec_steps_total{model=\"" << label(m->name) << "\",mode=\"batched\"} " << s.spec_batched_steps << '\n';
+    os << "brisk_spec_steps_total{model=\"" << label(m->name) << "\",mode=\"plain\"} " << s.spec_plain_steps << '\n';
+  }
   metric(os, "brisk_resident_memory_bytes", "gauge", "resident set size of the server process");
   os << "brisk_resident_memory_bytes " << process_rss_bytes() << '\n';
   return os.str();

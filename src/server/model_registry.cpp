@@ -16,14 +16,66 @@ ModelRegistry::ModelRegistry(std::vector<ModelSpec> specs, ModelLoader loader, i
       BRISK_CHECK(specs_[i].name != specs_[j].name, "serve: model name '", specs_[i].name, "' given twice");
 }
 
-const ModelSpec* ModelRegistry::find(const std::string& name) const {
-  if (name.empty()) return &specs_.front();
+std::optional<ModelSpec> ModelRegistry::find(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(specs_mu_);
+  if (name.empty()) return specs_.empty() ? std::nullopt : std::optional<ModelSpec>(specs_.front());
   for (const auto& s : specs_)
-    if (s.name == name) return &s;
-  return nullptr;
+    if (s.name == name) return s;
+  return std::nullopt;
 }
 
-bool ModelRegistry::has(const std::string& name) const { return find(name) != nullptr; }
+bool ModelRegistry::has(const std::string& name) const { return find(name).has_value(); }
+
+std::vector<ModelSpec> ModelRegistry::specs() const {
+  std::lock_guard<std::mutex> lock(specs_mu_);
+  return specs_;
+}
+
+void ModelRegistry::add(ModelSpec spec) {
+  BRISK_CHECK(!spec.name.empty() && !spec.path.empty(), "serve: a model needs a name and a path");
+  {
+    std::lock_guard<std::mutex> lock(specs_mu_);
+    auto it = std::find_if(specs_.begin(), specs_.end(), [&](const ModelSpec& s) { return s.name == spec.name; });
+    if (it == specs_.end()) {
+      specs_.push_back(std::move(spec));
+      return;
+    }
+    if (it->path == spec.path) return;
+    *it = spec;
+  }
+  unload(spec.name);
+}
+
+bool ModelRegistry::remove(const std::string& name) {
+  {
+    std::lock_guard<std::mutex> lock(specs_mu_);
+    auto it = std::find_if(specs_.begin(), specs_.end(), [&](const ModelSpec& s) { return s.name == name; });
+    if (it == specs_.end()) return false;
+    specs_.erase(it);
+  }
+  std::shared_ptr<LoadedModel> gone;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = resident_.find(name); it != resident_.end()) {
+    gone = std::move(it->second);  // freed when the last request holding it ends
+    resident_.erase(it);
+    lru_.remove(name);
+  }
+  return true;
+}
+
+bool ModelRegistry::unload(const std::string& name) {
+  std::shared_ptr<LoadedModel> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = resident_.find(name);
+    if (it == resident_.end() || it->second.use_count() > 1) return false;
+    gone = std::move(it->second);
+    resident_.erase(it);
+    lru_.remove(name);
+  }
+  log_info("serve: unloaded model '", name, "'");
+  return true;
+}
 
 std::shared_ptr<LoadedModel> ModelRegistry::get(const std::string& name) {
   std::shared_ptr<LoadedModel> m = load(name);
@@ -40,7 +92,7 @@ std::shared_ptr<LoadedModel> ModelRegistry::get_speech(const std::string& name) 
 }
 
 std::shared_ptr<LoadedModel> ModelRegistry::load(const std::string& name) {
-  const ModelSpec* spec = find(name);
+  const std::optional<ModelSpec> spec = find(name);
   if (!spec) throw HttpError(404, str_cat("model '", name, "' does not exist"), "model");
   auto lookup = [&]() -> std::shared_ptr<LoadedModel> {
     std::lock_guard<std::mutex> lock(mu_);

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,7 @@ struct LoadedModel {
 struct ModelSpec {
   std::string name;   // the id clients use
   std::string path;
+  std::string hub_ref{};  // set for a model pulled while serving (/api/pull): what deleting it removes
 };
 using ModelLoader = std::function<std::shared_ptr<LoadedModel>(const ModelSpec&)>;
 
@@ -73,13 +75,22 @@ class ModelRegistry {
   // load() for the audio routes: a text model is an HttpError 400.
   std::shared_ptr<LoadedModel> get_speech(const std::string& name);
   bool has(const std::string& name) const;
-  const std::vector<ModelSpec>& specs() const { return specs_; }
+  std::vector<ModelSpec> specs() const;
   std::vector<std::shared_ptr<LoadedModel>> resident() const;
+  // Offers one more model (e.g. one pulled from the Hub while serving); a spec of the same
+  // name is replaced (its resident engine, if any, unloaded).
+  void add(ModelSpec spec);
+  // Stops offering a model and unloads it (requests holding it finish first). False when
+  // no model has that name.
+  bool remove(const std::string& name);
+  // Unloads a model when no request holds it; false when it was not resident or is busy.
+  bool unload(const std::string& name);
   // Unloads every model (their schedulers cancel what still runs).
   void unload_all();
 
  private:
-  const ModelSpec* find(const std::string& name) const;
+  std::optional<ModelSpec> find(const std::string& name) const;
+  mutable std::mutex specs_mu_;
   std::vector<ModelSpec> specs_;
   ModelLoader loader_;
   int32_t max_resident_;

@@ -153,16 +153,7 @@ std::string finish_for_client(const std::string& reason, bool named_tool) {
 ChatRequest parse_chat(const httplib::Request& http_req, const json& body, const LoadedModel& model) {
   ChatRequest r;
   r.render.messages = normalize_messages(body);
-  if (const json* tools = field(body, "tools")) {
-    if (!tools->is_array()) bad_request("tools", "'tools' must be an array");
-    for (size_t i = 0; i < tools->size(); ++i) {
-      const json& t = (*tools)[i];
-      if (!t.is_object() || t.value("type", "function") != "function" || !t.contains("function") ||
-          !t["function"].is_object() || !t["function"].contains("name") || !t["function"]["name"].is_string())
-        bad_request("tools", str_cat("tools[", i, "] must be {type: function, function: {name, ...}}"));
-    }
-    if (!tools->empty()) r.render.tools = *tools;
-  }
+  r.render.tools = parse_function_tools(body);
   if (const json* tc = field(body, "tool_choice")) {
     if (tc->is_string()) {
       const std::string s = tc->get<std::string>();
@@ -191,6 +182,7 @@ ChatRequest parse_chat(const httplib::Request& http_req, const json& body, const
     r.max_tokens = get_int(body, "max_tokens", INT32_MIN, INT32_MAX);
   }
   parse_sampling(body, r.sampling, model.scheduler->n_vocab());
+  r.draft_max = parse_speculative(body);
   r.stop = parse_stop(body, "stop");
   r.n = int32_t(get_int(body, "n", 1, 16).value_or(1));
   if (get_bool(body, "logprobs").value_or(false))
@@ -341,6 +333,7 @@ void completions(ServerState& state, const httplib::Request& req, httplib::Respo
                                        get_int(body, "max_tokens", INT32_MIN, INT32_MAX).value_or(16), ceiling,
                                        "max_tokens");
   parse_sampling(body, spec.sampling, model->scheduler->n_vocab());
+  spec.draft_max = parse_speculative(body);
   spec.stop = parse_stop(body, "stop");
   spec.n = int32_t(get_int(body, "n", 1, 16).value_or(1));
   if (auto lp = get_int(body, "logprobs", 0, 20)) spec.logprobs = int32_t(*lp);

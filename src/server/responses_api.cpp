@@ -206,6 +206,7 @@ ResponsesRequest parse_responses(ServerState& state, const httplib::Request& htt
   r.max_tokens = get_int(body, "max_output_tokens", INT32_MIN, INT32_MAX);
   r.max_tokens_param = "max_output_tokens";
   parse_sampling(body, r.sampling, model.scheduler->n_vocab());
+  r.draft_max = parse_speculative(body);
   r.stream = get_bool(body, "stream").value_or(false);
   out.store = get_bool(body, "store").value_or(true);
   const std::string user = get_string(body, "prompt_cache_key").value_or(get_string(body, "user").value_or(""));

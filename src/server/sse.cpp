@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include "core/log.h"
+#include "server/http_server.h"
 #include "server/json_fields.h"
 
 namespace brisk::server {
@@ -19,16 +20,19 @@ void stream_job(httplib::Response& res, std::unique_ptr<GenerationJob> job, SseF
     std::unique_ptr<GenerationJob> job;
     SseFormatter fmt;
     std::shared_ptr<void> keep_alive;
+    std::function<bool()> client_gone;
     bool started = false;
     bool finished = false;
     int silent_polls = 0;
   };
-  auto st = std::make_shared<State>(State{std::move(job), std::move(fmt), std::move(keep_alive)});
+  auto st = std::make_shared<State>(State{std::move(job), std::move(fmt), std::move(keep_alive),
+                                          client_disconnect_probe()});
+  const std::string content_type = st->fmt.content_type;
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
-      "text/event-stream",
+      content_type,
       [st](size_t, httplib::DataSink& sink) -> bool {
         try {
           auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
@@ -55,7 +59,12 @@ void stream_job(httplib::Response& res, std::unique_ptr<GenerationJob> job, SseF
           }
           if (out.empty()) {
             if (++st->silent_polls < 4) return true;
-            out = ": keep-alive\n\n";
+            st->silent_polls = 0;
+            if (st->fmt.keep_alive.empty()) {
+              if (st->client_gone && st->client_gone()) return st->job->cancel(), false;
+              return true;
+            }
+            out = st->fmt.keep_alive;
           }
           st->silent_polls = 0;
           if (!write(out)) {

@@ -107,7 +107,8 @@ void BpeModel::tokenize(std::string_view piece, std::vector<int32_t>& out) const
 }
 
 void BpeModel::tokenize_uncached(std::string_view piece, std::vector<int32_t>& out) const {
-  if (params_.ignore_merges) {
+  if (params_.ignore_merges ||
+      (params_.whole_newline_runs && !piece.empty() && piece.find_first_not_of('\n') == std::string_view::npos)) {
     const int32_t id = token_index_find(index_, piece);
     if (id >= 0) {
       out.push_back(id);

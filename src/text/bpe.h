@@ -26,6 +26,8 @@ struct BpeParams {
   int32_t unk_id = -1;  // -1: unknown characters are dropped
   bool fuse_unk = false;
   bool ignore_merges = false;  // a piece that is a vocab entry is emitted as is
+  bool whole_newline_runs = false;  // a piece of only '\n' that is a vocab entry is emitted as is
+                                    // (llama.cpp's gemma4 vocabulary)
   std::string continuing_subword_prefix;
   std::string end_of_word_suffix;
 };

@@ -4,7 +4,11 @@
 //           below), ByteLevel, merges by rank, ByteLevel decoder;
 //   "llama" SentencePiece BPE: prepend "▁" (add_space_prefix), spaces -> "▁", pairs merged
 //           by the score of the merged piece, <0xXX> byte fallback;
-//   "bert"  WordPiece: BERT normalizer and pre-tokenizer, word-start pieces marked "▁".
+//   "bert"  WordPiece: BERT normalizer and pre-tokenizer, word-start pieces marked "▁";
+//   "gemma4" (llama.cpp's Gemma 4 vocabulary) BPE over raw UTF-8 with SentencePiece
+//           conventions: spaces -> "▁" (no prefix), the text split into runs of newlines and
+//           runs of anything else, a newline run that is a token taken whole, merges by rank,
+//           <0xXX> byte fallback.
 // Control / unknown-type tokens are special (matched only with parse_special); user-defined
 // tokens are always matched in the text. Every array length and token id is checked.
 #include <algorithm>
@@ -129,6 +133,27 @@ struct Meta {
   }
 };
 
+// tokenizer.ggml.merges ("left right", by rank) as merges of token ids.
+std::vector<BpeMerge> merges_by_rank(const Meta& m, const TokenIndex& index) {
+  const auto merges = m.f.get_string_array("tokenizer.ggml.merges");
+  BRISK_CHECK(!merges.empty(), m.where("tokenizer.ggml.merges"), " is missing for a BPE vocabulary");
+  std::vector<BpeMerge> list;
+  list.reserve(merges.size());
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const std::string& s = merges[i];
+    const size_t sp = s.find(' ', 1);
+    BRISK_CHECK(sp != std::string::npos, m.where("tokenizer.ggml.merges"), "[", i, "] = \"", s,
+                "\" is not \"left right\"");
+    const std::string_view a = std::string_view(s).substr(0, sp), b = std::string_view(s).substr(sp + 1);
+    const int32_t ia = token_index_find(index, a), ib = token_index_find(index, b);
+    const int32_t ir = token_index_find(index, std::string(a) + std::string(b));
+    BRISK_CHECK(ia >= 0 && ib >= 0 && ir >= 0, m.where("tokenizer.ggml.merges"), "[", i, "] = \"", s,
+                "\" uses a token that is not in the vocabulary");
+    list.push_back({ia, ib, ir, static_cast<int32_t>(i)});
+  }
+  return list;
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
@@ -180,22 +205,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
       spec.pre_tokenizer.push_back(std::move(st));
     }
     spec.pre_tokenizer.push_back({.kind = PreTokenizerStep::Kind::byte_level});
-    const auto merges = f.get_string_array("tokenizer.ggml.merges");
-    BRISK_CHECK(!merges.empty(), m.where("tokenizer.ggml.merges"), " is missing for a BPE vocabulary");
-    std::vector<BpeMerge> list;
-    list.reserve(merges.size());
-    for (size_t i = 0; i < merges.size(); ++i) {
-      const std::string& s = merges[i];
-      const size_t sp = s.find(' ', 1);
-      BRISK_CHECK(sp != std::string::npos, m.where("tokenizer.ggml.merges"), "[", i, "] = \"", s,
-                  "\" is not \"left right\"");
-      const std::string_view a = std::string_view(s).substr(0, sp), b = std::string_view(s).substr(sp + 1);
-      const int32_t ia = token_index_find(spec.index, a), ib = token_index_find(spec.index, b);
-      const int32_t ir = token_index_find(spec.index, std::string(a) + std::string(b));
-      BRISK_CHECK(ia >= 0 && ib >= 0 && ir >= 0, m.where("tokenizer.ggml.merges"), "[", i, "] = \"",
-                  s, "\" uses a token that is not in the vocabulary");
-      list.push_back({ia, ib, ir, static_cast<int32_t>(i)});
-    }
+    const std::vector<BpeMerge> list = merges_by_rank(m, spec.index);
     BpeParams params;
     params.ignore_merges = family.ignore_merges;
     spec.model = std::make_unique<BpeModel>(spec.index, list, params);
@@ -230,6 +240,23 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
       spec.add_prefix.push_back(spec.bos);
     if (f.get_bool("tokenizer.ggml.add_eos_token").value_or(false) && spec.eos >= 0)
       spec.add_suffix.push_back(spec.eos);
+  } else if (*model == "gemma4") {
+    spec.normalizer.push_back(
+        {.kind = NormalizerStep::Kind::replace, .pattern = " ", .content = "\xE2\x96\x81"});
+    PreTokenizerStep st;
+    st.kind = PreTokenizerStep::Kind::split;
+    st.regex = std::make_shared<Regex>("[^\\n]+|[\\n]+");
+    spec.pre_tokenizer.push_back(std::move(st));
+    BpeParams params;
+    params.byte_fallback = true;
+    params.whole_newline_runs = true;
+    params.unk_id = unk;
+    spec.model = std::make_unique<BpeModel>(spec.index, merges_by_rank(m, spec.index), params);
+    spec.decoder.push_back({.kind = DecoderStep::Kind::replace, .pattern = "\xE2\x96\x81", .content = " "});
+    spec.decoder.push_back({.kind = DecoderStep::Kind::byte_fallback});
+    spec.decoder.push_back({.kind = DecoderStep::Kind::fuse});
+    // llama.cpp always adds BOS for this vocabulary.
+    if (spec.bos >= 0) spec.add_prefix.push_back(spec.bos);
   } else if (*model == "bert") {
     spec.normalizer.push_back({.kind = NormalizerStep::Kind::bert});
     spec.pre_tokenizer.push_back({.kind = PreTokenizerStep::Kind::bert});
@@ -247,7 +274,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
       spec.add_suffix.push_back(last);
   } else {
     fail(m.where("tokenizer.ggml.model"), " = \"", *model,
-         "\" is not supported (supported: gpt2, llama, bert)");
+         "\" is not supported (supported: gpt2, llama, bert, gemma4)");
   }
 
   add_end_of_generation_defaults(spec);

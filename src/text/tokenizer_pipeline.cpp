@@ -404,8 +404,10 @@ void add_end_of_generation_defaults(TokenizerSpec& spec) {
       spec.end_of_generation.push_back(id);
   };
   add(spec.eos);
+  // Gemma 4 ends a turn with <turn|>, and a turn that called a tool with <|tool_response>
+  // (the caller's answer follows).
   for (const char* name : {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<end_of_turn>",
-                           "<|endoftext|>", "<|end|>"}) {
+                           "<|endoftext|>", "<|end|>", "<turn|>", "<|tool_response>"}) {
     const int32_t id = token_index_find(spec.index, name);
     if (id >= 0 && spec.special[id]) add(id);
   }

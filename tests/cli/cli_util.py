@@ -2,6 +2,8 @@
 without BRISK_BIN, runs the checks in a temporary folder and reports."""
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +28,26 @@ def brisk(*args, env=None, stdin=None, timeout=120):
     e.update(env or {})
     return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=timeout, env=e,
                           input=stdin if stdin is not None else "")
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def stop_server(proc, check):
+    """SIGTERM to a `brisk serve`; check(cond, what) that it exits 0 within 30 s."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(timeout=30)
+        check(rc == 0, f"exit code after SIGTERM {rc}")
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        check(False, "server did not stop on SIGTERM")
 
 
 def one_error_line(r, cmd, status=1):

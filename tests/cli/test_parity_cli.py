@@ -34,6 +34,11 @@ def S(arch, convert_fails=None):
             os.path.join(d, "model-f32.gguf"), convert_fails)
 
 
+def W(name):
+    d = os.path.join(DATA, "models", "wave2", name)
+    return ("shared/wave2/" + name, os.path.join(d, "hf"), os.path.join(d, "ref.json"), None, None)
+
+
 def O(name):
     d = os.path.join(OWN, name)
     return ("own/" + name, d, os.path.join(d, "ref.json"), None, None)
@@ -43,6 +48,8 @@ ROWS = [
     S("llama"), S("mistral"), S("qwen2"), S("qwen3"), S("qwen3_moe"), S("gemma3"),
     O("llama_tied_gqa"), O("llama_linear"), O("llama_llama3"), O("llama_yarn"),
     O("mistral_window"), O("qwen2_untied"), O("qwen3_mha_tied"),
+    W("gemma4_text_ple_kvshare"), W("gemma4_text_keqv"), W("gemma4_text_moe"),
+    O("gemma4_window_kvshare"), O("gemma4_keqv_moe"), O("gemma4_ple_moe_wide"),
 ]
 
 

@@ -84,17 +84,21 @@ class FakeContext : public Context {
   void seq_truncate(int32_t seq, int32_t n_keep) override {
     auto& h = seqs_.at(size_t(seq));
     BRISK_CHECK(n_keep >= 0 && n_keep <= int32_t(h.size()), "fake truncate: ", n_keep, " of ", h.size());
-    h.resize(size_t(n_keep));
+    h.resize(size_t(windowed_keep(int32_t(h.size()), n_keep)));
   }
   void seq_copy(int32_t src, int32_t dst, int32_t n) override {
     const auto& s = seqs_.at(size_t(src));
     BRISK_CHECK(n >= 0 && n <= int32_t(s.size()), "fake copy: ", n, " of ", s.size());
-    seqs_.at(size_t(dst)).assign(s.begin(), s.begin() + n);
+    seqs_.at(size_t(dst)).assign(s.begin(), s.begin() + windowed_keep(int32_t(s.size()), n));
     std::lock_guard<std::mutex> lock(mu_);
     n_copies_++;
   }
   const ContextOptions& options() const override { return options_; }
   void set_tap(TapFn) override {}  // the fake has no intermediates
+
+  // Like a model whose sliding-window layers keep only the last `window` positions: going back
+  // more than that from a sequence's length keeps nothing (0: everything is kept).
+  void set_window(int32_t window) { window_ = window; }
 
   // Observations for tests (thread-safe).
   std::vector<int32_t> batch_sizes() const { std::lock_guard<std::mutex> l(mu_); return batch_sizes_; }
@@ -112,6 +116,8 @@ class FakeContext : public Context {
   std::vector<int32_t> batch_sizes_;
   uint64_t n_decoded_ = 0;
   int32_t n_copies_ = 0;
+  int32_t window_ = 0;
+  int32_t windowed_keep(int32_t len, int32_t n) const { return window_ > 0 && n < len - window_ ? 0 : n; }
 };
 
 // Greedy pick (argmax over allowed tokens, logit_bias applied), the reference for tests that

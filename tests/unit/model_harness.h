@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "model_fixtures.h"
+#include "backend/kv_table.h"
+#include "core/error.h"
+#include "core/flags.h"
 #include "formats/json_file.h"
 #include "runtime/engine_api.h"
 
@@ -82,16 +86,20 @@ inline std::vector<BatchToken> prompt_batch(const std::vector<int32_t>& ids, int
   return b;
 }
 
-inline std::unique_ptr<Context> make_ctx(const std::shared_ptr<Model>& m, QuantType kv = QuantType::F32, int32_t n_batch = 512,
-                                  int32_t n_seq = 1) {
-  return Context::create(m, {.n_ctx = 256, .n_seq_max = n_seq, .n_batch = n_batch, .kv_type = kv, .n_threads = 2});
+inline std::unique_ptr<Context> make_ctx(const std::shared_ptr<Model>& m, QuantType kv = QuantType::F32,
+                                         int32_t n_batch = 512, int32_t n_seq = 1,
+                                         int32_t kv_block_size = kKvDefaultBlockSize) {
+  return Context::create(m, {.n_ctx = 256, .n_seq_max = n_seq, .n_batch = n_batch, .kv_type = kv, .n_threads = 2,
+                             .kv_block_size = kv_block_size});
 }
 
-// Full-precision check: logits, per-position argmax, 32 greedy tokens.
-inline void check_exact_ref(const Ref& ref, const std::string& arch, const std::string& path) {
+// Full-precision check: logits, per-position argmax, 32 greedy tokens (KV cache blocks of
+// kv_block_size positions: small blocks make sliding-window layers release and reuse some).
+inline void check_exact_ref(const Ref& ref, const std::string& arch, const std::string& path,
+                            int32_t kv_block_size = kKvDefaultBlockSize) {
   auto model = Model::load({.path = path});
   EXPECT_EQ(model->info().n_vocab, int32_t(ref.last_logits.size()));
-  auto ctx = make_ctx(model);
+  auto ctx = make_ctx(model, QuantType::F32, 512, 1, kv_block_size);
   ctx->decode(prompt_batch(ref.input_ids, 0, 0, true));
   const int32_t nv = ctx->n_vocab();
   const int32_t n = int32_t(ref.input_ids.size());
@@ -151,6 +159,31 @@ inline void check_quantized_ref(const Ref& ref, const std::string& arch, const s
 
 inline void check_quantized(const std::string& arch, const ModelLoadOptions& quant_opts, int32_t min_checked = 16) {
   check_quantized_ref(load_ref(arch), arch, model_dir(arch) + "/hf", quant_opts, min_checked);
+}
+
+// Logits of every position of ids (one sequence from position 0) in a fresh context; with a
+// kill switch (e.g. "BRISK_REF_OPS") set while the context is created when env_switch is given.
+inline std::vector<float> all_logits(const std::shared_ptr<Model>& m, const std::vector<int32_t>& ids,
+                                     const ContextOptions& opt, const char* env_switch = nullptr) {
+  if (env_switch) setenv(env_switch, "1", 1);
+  flags_reload();
+  auto ctx = Context::create(m, opt);
+  if (env_switch) unsetenv(env_switch);
+  flags_reload();
+  ctx->decode(prompt_batch(ids, 0, 0, true));
+  std::vector<float> all;
+  for (int32_t i = 0; i < int32_t(ids.size()); ++i) all.insert(all.end(), ctx->logits(i), ctx->logits(i) + ctx->n_vocab());
+  return all;
+}
+
+// Loading `path` fails with an error whose message contains `needle`.
+inline void expect_load_error(const std::string& path, const std::string& needle, const std::string& what) {
+  try {
+    Model::load({.path = path});
+    ADD_FAILURE() << "accepted " << what;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace brisk::test

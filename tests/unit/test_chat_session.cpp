@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "fake_engine.h"
 #include "runtime/chat_session.h"
 
 namespace brisk {
@@ -35,6 +36,26 @@ class ChatSessionTest : public ::testing::Test {
   }
   std::shared_ptr<Model> model_;
 };
+
+// A conversation edited before what a windowed cache still holds (the fake context keeps only
+// the last 4 positions when going back) is computed again from the start: the answer is the one
+// of a fresh session given the same conversation.
+TEST_F(ChatSessionTest, EditBeforeAWindowedCacheIsComputedAgain) {
+  const int32_t n_vocab = model_->info().n_vocab;
+  testing::FakeContext ctx({.n_ctx = 1024, .n_seq_max = 1, .n_batch = 512}, n_vocab);
+  ctx.set_window(4);
+  ChatSession chat(model_, ctx, tmpl());
+  chat.reply("Hello there, how are you today?", params(8));
+  json edited = chat.messages();
+  edited[0]["content"] = "Hello there, how were you yesterday?";
+  chat.set_messages(edited, "test");
+  const ChatTurn again = chat.reply("And then?", params(8));
+  EXPECT_EQ(again.stats.n_prompt_new, again.stats.n_prompt);
+  testing::FakeContext ctx2({.n_ctx = 1024, .n_seq_max = 1, .n_batch = 512}, n_vocab);
+  ChatSession fresh(model_, ctx2, tmpl());
+  fresh.set_messages(edited, "test");
+  EXPECT_EQ(fresh.reply("And then?", params(8)).answer, again.answer);
+}
 
 TEST_F(ChatSessionTest, SecondTurnPrefillsOnlyItsOwnTokens) {
   auto ctx = context();

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "scoped_env.h"
+#include "backend/kv_table.h"
 #include "core/flags.h"
 #include "runtime/engine_api.h"
 #include "runtime/sampler.h"
@@ -34,9 +35,9 @@ struct RunResult {
 };
 
 RunResult run_on(const std::shared_ptr<Model>& model, const std::string& device, const std::vector<int32_t>& prompt, int n_gen,
-                 QuantType kv = QuantType::F16) {
+                 QuantType kv = QuantType::F16, int32_t kv_block_size = kKvDefaultBlockSize) {
   auto ctx = Context::create(model, {.n_ctx = 256, .n_seq_max = 1, .n_batch = 64, .kv_type = kv, .n_threads = 2,
-                                     .device = device});
+                                     .device = device, .kv_block_size = kv_block_size});
   std::vector<BatchToken> batch;
   for (size_t i = 0; i < prompt.size(); ++i)
     batch.push_back({.token = prompt[i], .pos = int32_t(i), .seq = 0, .want_logits = i + 1 == prompt.size()});
@@ -56,7 +57,7 @@ RunResult run_on(const std::shared_ptr<Model>& model, const std::string& device,
 }
 
 // "own/NAME": a Hugging Face folder of tests/fixtures/models (rope scalings, sliding window,
-// biases, head_dim 32, the hybrids' grouped heads / MoE / Qwen3-Next forms); "hf/NAME": the
+// biases, head_dim 32, the hybrids' grouped heads / MoE / Qwen3-Next forms, Gemma 4); "hf/NAME": the
 // Hugging Face folder of a shared fixture (the hybrids, which have no GGUF there); else a GGUF of
 // the shared fixtures.
 std::string cuda_fixture_path(const std::string& name) {
@@ -70,13 +71,18 @@ class CudaModel : public ::testing::TestWithParam<std::string> {};
 TEST_P(CudaModel, MatchesCpu) {
   std::string reason;
   if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
-  const std::string path = cuda_fixture_path(GetParam());
+  const std::string& name = GetParam();
+  const std::string path = cuda_fixture_path(name);
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "model fixture " << path << " is missing";
   auto model = Model::load({.path = path});
   std::vector<int32_t> prompt;
   for (int i = 0; i < 40; ++i) prompt.push_back(int32_t((i * 37 + 11) % model->info().n_vocab));
-  const RunResult cpu = run_on(model, "cpu", prompt, 12);
-  const RunResult gpu = run_on(model, "cuda", prompt, 12);
+  // Blocks of 16 positions: the sliding-window layers of the Gemma 4 fixtures (windows of 8 to
+  // 16 positions, shorter than the prompt) release and reuse blocks of their ring on both
+  // backends.
+  const int32_t block = name.find("gemma4") != std::string::npos ? 16 : kKvDefaultBlockSize;
+  const RunResult cpu = run_on(model, "cpu", prompt, 12, QuantType::F16, block);
+  const RunResult gpu = run_on(model, "cuda", prompt, 12, QuantType::F16, block);
   float max_abs = 0.0f, max_diff = 0.0f;
   for (size_t i = 0; i < cpu.prompt_logits.size(); ++i) {
     max_abs = std::max(max_abs, std::fabs(cpu.prompt_logits[i]));
@@ -117,7 +123,7 @@ TEST(CudaModel, CacheTypesMatchCpu) {
   struct Case { const char* name; QuantType kv; };
   for (const Case cs : {Case{"llama_llama3", QuantType::BF16}, Case{"qwen2_untied", QuantType::BF16},
                         Case{"mistral_window", QuantType::BF16}, Case{"qwen3_mha_tied", QuantType::BF16},
-                        Case{"qwen3_mha_tied", QuantType::Q8_0}}) {
+                        Case{"qwen3_mha_tied", QuantType::Q8_0}, Case{"gemma4_window_kvshare", QuantType::BF16}}) {
     const char* name = cs.name;
     auto model = Model::load({.path = std::string(BRISK_FIXTURES) + "/models/" + name});
     std::vector<int32_t> prompt;
@@ -228,6 +234,29 @@ TEST(CudaGraphs, DecodeMatchesNoGraphsBitExact) {
   ASSERT_EQ(with.all_logits.size(), without.all_logits.size());
   EXPECT_EQ(std::memcmp(with.all_logits.data(), without.all_logits.data(), sizeof(float) * with.all_logits.size()), 0);
   EXPECT_EQ(with.greedy, without.greedy);
+}
+
+// The same on Gemma 4's layer kinds (per-layer embeddings, KV-shared layers, K = V layers,
+// MoE with per-expert scales, sliding-window layers whose ring releases and reuses blocks of 16
+// positions during the 40 steps).
+TEST(CudaGraphs, Gemma4DecodeMatchesNoGraphsBitExact) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  for (const char* name : {"gemma4_window_kvshare", "gemma4_ple_moe_wide"}) {
+    auto model = Model::load({.path = std::string(BRISK_FIXTURES) + "/models/" + name});
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 9; ++i) prompt.push_back(int32_t((i * 53 + 5) % model->info().n_vocab));
+    const RunResult with = run_on(model, "cuda", prompt, 40, QuantType::F16, 16);
+    ::setenv("BRISK_NO_CUDA_GRAPHS", "1", 1);
+    flags_reload();
+    const RunResult without = run_on(model, "cuda", prompt, 40, QuantType::F16, 16);
+    ::unsetenv("BRISK_NO_CUDA_GRAPHS");
+    flags_reload();
+    ASSERT_EQ(with.all_logits.size(), without.all_logits.size()) << name;
+    EXPECT_EQ(std::memcmp(with.all_logits.data(), without.all_logits.data(), sizeof(float) * with.all_logits.size()), 0)
+        << name;
+    EXPECT_EQ(with.greedy, without.greedy) << name;
+  }
 }
 
 // Decode steps that replay the previous step's graph (Backend::replay_step) give the bits of
@@ -378,7 +407,10 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModel,
                                            "own/qwen3_mha_tied", "hf/qwen3_5", "hf/qwen3_5_moe",
                                            "hf/wave2/qwen3_5_moe", "hf/wave2/qwen3_next",
                                            "own/qwen3_5_grouped_heads", "own/qwen3_5_moe_text_config_mtp",
-                                           "own/qwen3_next_mlp_only"),
+                                           "own/qwen3_next_mlp_only", "hf/wave2/gemma4_text_ple_kvshare",
+                                           "hf/wave2/gemma4_text_keqv", "hf/wave2/gemma4_text_moe",
+                                           "own/gemma4_window_kvshare", "own/gemma4_keqv_moe",
+                                           "own/gemma4_ple_moe_wide"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '/', '_');

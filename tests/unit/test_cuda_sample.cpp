@@ -31,7 +31,7 @@ namespace {
 TEST(CudaSample, Chain) { GTEST_SKIP() << "CUDA backend not built"; }
 #else
 
-std::unique_ptr<Backend> cuda_or_null() {
+std::unique_ptr<Backend> sample_cuda_or_null() {
   std::string reason;
   if (cuda::enumerate_devices(&reason).empty()) return nullptr;
   return make_cuda_backend(0);
@@ -90,7 +90,7 @@ std::vector<Case> cases() {
 // For each case and vocabulary: 24 draws, each on a fresh logits row, the host sampler on the
 // host row and a twin sampler's device spec on the device copy; both accept the host's token.
 TEST(CudaSample, DeviceChainDrawsWhatTheHostSamplerDraws) {
-  auto be = cuda_or_null();
+  auto be = sample_cuda_or_null();
   if (!be) GTEST_SKIP() << "no CUDA device";
   for (const int64_t n_vocab : {int64_t(1500), int64_t(151936)}) {
     auto* dev = static_cast<float*>(be->alloc(sizeof(float) * size_t(n_vocab)));
@@ -125,7 +125,7 @@ TEST(CudaSample, DeviceChainDrawsWhatTheHostSamplerDraws) {
 // Several rows in one call, each with its own spec and edit range; a row with everything
 // banned gives -1 (the host sampler throws on it).
 TEST(CudaSample, RowsKeepTheirOwnSpecs) {
-  auto be = cuda_or_null();
+  auto be = sample_cuda_or_null();
   if (!be) GTEST_SKIP() << "no CUDA device";
   const int64_t n_vocab = 3000, rows = 3;
   std::vector<float> x;

@@ -17,14 +17,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
+class TemplateTempDir {
  public:
-  TempDir() {
+  TemplateTempDir() {
     path_ = fs::temp_directory_path() / ("brisk_chat_template_" + std::to_string(::getpid()) + "_" +
                                          std::to_string(counter_++));
     fs::create_directories(path_);
   }
-  ~TempDir() { fs::remove_all(path_); }
+  ~TemplateTempDir() { fs::remove_all(path_); }
   const fs::path& path() const { return path_; }
   void write(const std::string& name, const std::string& text) const {
     std::ofstream(path_ / name, std::ios::binary) << text;
@@ -69,7 +69,7 @@ TEST(ChatTemplate, RaiseExceptionFailsWithTheMessage) {
 }
 
 TEST(ChatTemplate, FromHfDirPrefersChatTemplateJinja) {
-  TempDir dir;
+  TemplateTempDir dir;
   dir.write("tokenizer_config.json", R"({"chat_template": "from config"})");
   EXPECT_EQ(ChatTemplate::from_hf_dir(dir.path().string()).render(one_user_message()), "from config");
   dir.write("chat_template.jinja", "from jinja file\n");
@@ -77,7 +77,7 @@ TEST(ChatTemplate, FromHfDirPrefersChatTemplateJinja) {
 }
 
 TEST(ChatTemplate, NamedVariantsFollowTransformersChoice) {
-  TempDir dir;
+  TemplateTempDir dir;
   dir.write("tokenizer_config.json",
             R"({"chat_template": [{"name": "default", "template": "D"}, {"name": "tool_use", "template": "T"},
                                   {"name": "rag", "template": "R"}]})");
@@ -94,7 +94,7 @@ TEST(ChatTemplate, NamedVariantsFollowTransformersChoice) {
 }
 
 TEST(ChatTemplate, BadConfigsAreErrors) {
-  TempDir dir;
+  TemplateTempDir dir;
   EXPECT_THROW(ChatTemplate::from_hf_dir(dir.path().string()), Error);
   dir.write("tokenizer_config.json", R"({"chat_template": [{"name": 3}]})");
   EXPECT_THROW(ChatTemplate::from_hf_dir(dir.path().string()), Error);
@@ -104,7 +104,7 @@ TEST(ChatTemplate, BadConfigsAreErrors) {
 }
 
 TEST(ChatTemplate, FromGgufReadsDefaultAndNamedTemplates) {
-  TempDir dir;
+  TemplateTempDir dir;
   std::string path = (dir.path() / "t.gguf").string();
   gguf::Writer w;
   w.set("general.architecture", gguf::Value::from_string("llama"));
@@ -120,7 +120,7 @@ TEST(ChatTemplate, FromGgufReadsDefaultAndNamedTemplates) {
 }
 
 TEST(ChatTemplate, GgufWithoutTemplateIsAnError) {
-  TempDir dir;
+  TemplateTempDir dir;
   std::string path = (dir.path() / "t.gguf").string();
   gguf::Writer w;
   w.set("general.architecture", gguf::Value::from_string("llama"));

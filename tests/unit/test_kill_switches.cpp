@@ -189,6 +189,13 @@ Plan plan_for(const FlagDef& f) {
   if (id == "no_simd_delta")
     return {.reason = "its kernels run only in linear-attention (hybrid) models, none of this test's shapes: "
                       "OpsDeltaNet.* compares every build of them, switched off or not, with the references"};
+  if (id == "no_spec")
+    return {.reason = "not a kernel: speculative decoding compared with plain decoding, the path this switch "
+                      "selects, in Spec.GreedyIdsEqualPlainDecoding and tests/cli/speculative.sh"};
+  if (id == "no_kv_window")
+    return {.reason = "it releases blocks only for sliding-window layers shorter than the sequence, none of this "
+                      "test's shapes: Gemma4Ref.WindowedCacheEqualsWholeCache compares the logits of every position "
+                      "with and without it"};
   if (id == "no_blocked_attention" || id == "no_fast_gelu")
     return {.reason = "its kernels run only in encoder (speech) models, none of this test's shapes: "
                       "EncoderOps.* compares them, switched off or not, with the references"};

@@ -3,6 +3,7 @@
 // block, truncation releasing blocks, and pool growth keeping the contents.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "backend/backend.h"
@@ -174,6 +175,87 @@ TEST(KvCache, RejectsBadBlockSizes) {
   };
   for (int32_t bs : {0, 8, 24, 100}) EXPECT_THROW(make(bs), Error) << bs;
   make(16);
+}
+
+// Layers with a window keep only the blocks their attention can still read: layer 0 (window
+// 20), layer 1 (whole context), layer 2 reading layer 0's cache. Written 8 positions per forward
+// as a context does, a sequence holds at most (20 + 8 - 2) / 16 + 2 = 3 windowed blocks, every
+// live position keeps its value, and released blocks are reused. A truncation or copy whose
+// window reaches released blocks keeps nothing; one within the held window keeps its length.
+TEST(KvCache, WindowedLayersKeepOnlyTheirWindow) {
+  auto be = make_cpu_backend(1);
+  const KvCacheOptions opt{.n_seq = 2, .n_ctx = 200, .type = QuantType::F32, .initial_capacity = 16, .block_size = 16,
+                           .layers = {{.width = 8, .window = 20}, {.width = 16}, {.window = 20, .source = 0}},
+                           .max_step = 8};
+  KvCache kv(*be, opt);
+  EXPECT_TRUE(kv.shares(2));
+  EXPECT_EQ(kv.k()[2].data, kv.k()[0].data);
+  EXPECT_EQ(kv.v()[2].table, kv.v()[0].table);
+  EXPECT_NE(kv.k()[1].table, kv.k()[0].table);
+  // Stores positions [from, to) of seq with base + pos in layers 0 and 1 (layer 2 has no cache).
+  auto fill = [&](int32_t seq, int32_t from, int32_t to, float base) {
+    for (int32_t p0 = from; p0 < to; p0 += 8) {
+      const int32_t p1 = std::min(to, p0 + 8);
+      std::vector<int32_t> len = {kv.length(0), kv.length(1)};
+      len[size_t(seq)] = p1;
+      kv.prepare(len);
+      for (int32_t p = p0; p < p1; ++p)
+        for (int il = 0; il < 2; ++il) {
+          auto* k = reinterpret_cast<float*>(kv.k()[size_t(il)].row(seq, p));
+          for (int64_t i = 0; i < kv.k()[size_t(il)].width; ++i) k[i] = base + float(p);
+        }
+      kv.set_length(seq, p1);
+      EXPECT_LE(kv.blocks(0).n_used(), 3 * (seq + 1));
+    }
+  };
+  auto value = [&](int il, int32_t seq, int32_t pos) { return reinterpret_cast<const float*>(kv.k()[size_t(il)].row(seq, pos))[0]; };
+  fill(0, 0, 104, 1000.0f);
+  EXPECT_EQ(kv.blocks(0).n_used(), 3);                 // blocks 4, 5, 6: positions 64..111
+  EXPECT_EQ(kv.blocks(1).n_used(), 7);                 // the full layer keeps all
+  EXPECT_EQ(kv.block(0, 3, 0), -1);
+  EXPECT_GE(kv.block(0, 4, 0), 0);
+  EXPECT_LE(kv.blocks(0).n_blocks(), 6);               // released blocks were reused
+  for (int32_t p = 64; p < 104; ++p) ASSERT_EQ(value(0, 0, p), 1000.0f + float(p)) << p;
+  for (int32_t p = 0; p < 104; ++p) ASSERT_EQ(value(1, 0, p), 1000.0f + float(p)) << p;
+
+  // A copy whose window (positions 81..99 for length 100) is held shares those blocks only.
+  EXPECT_EQ(kv.copy(0, 1, 100), 100);
+  EXPECT_EQ(kv.length(1), 100);
+  EXPECT_EQ(kv.block(1, 4, 0), -1);
+  EXPECT_EQ(kv.block(1, 5, 0), kv.block(0, 5, 0));
+  EXPECT_NE(kv.block(1, 6, 0), kv.block(0, 6, 0));     // the partial last block is copied
+  EXPECT_EQ(kv.block(1, 0, 1), kv.block(0, 0, 1));     // the full layer shares from the start
+  for (int32_t p = 81; p < 100; ++p) ASSERT_EQ(value(0, 1, p), 1000.0f + float(p)) << p;
+  fill(1, 100, 110, 3000.0f);
+  for (int32_t p = 64; p < 104; ++p) ASSERT_EQ(value(0, 0, p), 1000.0f + float(p)) << p;
+  // Back to 50: its window (31..49) was released, so nothing is kept (nor shared).
+  EXPECT_EQ(kv.copy(0, 1, 50), 0);
+  EXPECT_EQ(kv.length(1), 0);
+  EXPECT_EQ(kv.block(1, 0, 1), -1);
+  EXPECT_EQ(kv.truncate(0, 90), 90);                   // window 71..89: held
+  EXPECT_EQ(kv.block(0, 6, 0), -1);
+  EXPECT_EQ(kv.truncate(0, 40), 0);                    // window 21..39: released
+  EXPECT_EQ(kv.blocks(0).n_used(), 0);
+  EXPECT_EQ(kv.blocks(1).n_used(), 0);
+  fill(0, 0, 30, 5000.0f);                             // a fresh start uses the pool again
+  for (int32_t p = 11; p < 30; ++p) ASSERT_EQ(value(0, 0, p), 5000.0f + float(p)) << p;
+  EXPECT_EQ(kv.truncate(0, 12), 12);                   // window 0..11: nothing was released
+}
+
+// The device plan: the full group at n_ctx, the windowed group at its per-sequence bound, and
+// the block tables of both.
+TEST(KvCache, PlanBytesCountsEachGroup) {
+  const KvCacheOptions opt{.n_seq = 2, .n_ctx = 200, .type = QuantType::F16, .block_size = 16,
+                           .layers = {{.width = 8, .window = 20}, {.width = 16}, {.window = 20, .source = 0}},
+                           .max_step = 8};
+  const uint64_t windowed = 2 * 3 * 16 * 8 * 2 * 2, full = 2 * 13 * 16 * 16 * 2 * 2, tables = 2 * 2 * 13 * 4;
+  EXPECT_EQ(KvCache::plan_bytes(opt), windowed + full + tables);
+  KvCacheOptions bad = opt;
+  bad.layers[2].source = 2;
+  EXPECT_THROW(KvCache::plan_bytes(bad), Error);
+  bad.layers[2].source = 0;
+  bad.layers[2].width = 16;
+  EXPECT_THROW(KvCache::plan_bytes(bad), Error);
 }
 
 }  // namespace

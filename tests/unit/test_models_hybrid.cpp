@@ -110,7 +110,7 @@ std::vector<float> feed(Context& ctx, const std::vector<int32_t>& ids, int32_t s
   return std::vector<float>(ctx.logits(0), ctx.logits(0) + ctx.n_vocab());
 }
 
-float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+float hybrid_max_diff(const std::vector<float>& a, const std::vector<float>& b) {
   float m = 0.0f;
   for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
   return m;
@@ -140,8 +140,8 @@ TEST_P(HybridState, StepSizesGiveSameLogits) {
     auto ctx = make_ctx(model);
     got.push_back(feed(*ctx, ids, 0, 0, step));
   }
-  EXPECT_LT(max_diff(got[1], got[0]), 1e-5f) << "chunks of 7";
-  EXPECT_LT(max_diff(got[2], got[0]), 1e-5f) << "token by token";
+  EXPECT_LT(hybrid_max_diff(got[1], got[0]), 1e-5f) << "chunks of 7";
+  EXPECT_LT(hybrid_max_diff(got[2], got[0]), 1e-5f) << "token by token";
 }
 
 // Two sequences whose tokens interleave in each batch (prefill, then a decode step for both)
@@ -167,9 +167,9 @@ TEST_P(HybridState, InterleavedSequencesEqualEachAlone) {
   for (int s = 0; s < 2; ++s) {
     const auto& ids = s == 0 ? a : b;
     auto alone = make_ctx(model);
-    EXPECT_LT(max_diff(feed(*alone, ids, 0, 0, ids.size()), s == 0 ? la : lb), 1e-5f) << "sequence " << s;
+    EXPECT_LT(hybrid_max_diff(feed(*alone, ids, 0, 0, ids.size()), s == 0 ? la : lb), 1e-5f) << "sequence " << s;
     const std::vector<float> next = feed(*alone, {s == 0 ? 5 : 7}, 0, int32_t(ids.size()), 1);
-    EXPECT_LT(max_diff(next, std::vector<float>(ctx->logits(s), ctx->logits(s) + ctx->n_vocab())), 1e-5f)
+    EXPECT_LT(hybrid_max_diff(next, std::vector<float>(ctx->logits(s), ctx->logits(s) + ctx->n_vocab())), 1e-5f)
         << "sequence " << s << " decode step";
   }
 }
@@ -204,8 +204,8 @@ TEST_P(HybridState, SecondTurnFromSnapshotEqualsColdRun) {
   const std::vector<float> restored = feed(*ctx, rest, 0, keep, rest.size());
   auto cold = make_ctx(model);
   const std::vector<float> want = feed(*cold, turn2, 0, 0, turn2.size());
-  EXPECT_LT(max_diff(restored, want), 1e-5f);
-  EXPECT_LT(max_diff(copied, want), 1e-5f);
+  EXPECT_LT(hybrid_max_diff(restored, want), 1e-5f);
+  EXPECT_LT(hybrid_max_diff(copied, want), 1e-5f);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, HybridState, ::testing::Values("qwen3_5", "wave2/qwen3_5_moe", "wave2/qwen3_next"),
@@ -370,7 +370,7 @@ TEST(HybridLoad, RandomHybridGgufRuns) {
       const std::vector<float> a = feed(*whole, ids, 0, 0, ids.size());
       const std::vector<float> b = feed(*steps, ids, 0, 0, 1);
       for (float v : a) ASSERT_TRUE(std::isfinite(v));
-      EXPECT_LT(max_diff(a, b), 1e-4f) << p.arch << " " << recipe;
+      EXPECT_LT(hybrid_max_diff(a, b), 1e-4f) << p.arch << " " << recipe;
     }
   }
   std::remove(path.c_str());

@@ -431,6 +431,44 @@ TEST(Ops, RopeTableScalingVariants) {
   EXPECT_FLOAT_EQ(yarn.inv_freq[0], base.inv_freq[0]);  // highest frequency extrapolated
   EXPECT_NEAR(yarn.inv_freq[7], base.inv_freq[7] / 8.0f, 1e-9);  // lowest interpolated
   EXPECT_THROW(table_for("dynamic-unknown", 16, true), Error);
+  // Proportional (Gemma 4 full layers): the first quarter of the pairs rotate with theta^(-2i/n_rot)
+  // of the whole head, divided by the factor; the rest have frequency 0.
+  RopeScaling prop;
+  prop.type = "proportional";
+  prop.factor = 2.0f;
+  const RopeTable pt = rope_table_build({.n_rot = 32, .theta = 10000.0f, .scaling = prop, .neox = true, .proportion = 0.25f});
+  ASSERT_EQ(pt.inv_freq.size(), 16u);
+  for (size_t i = 0; i < 16; ++i)
+    EXPECT_NEAR(pt.inv_freq[i], i < 4 ? std::pow(10000.0, -2.0 * double(i) / 32.0) / 2.0 : 0.0, 1e-7) << i;
+  EXPECT_THROW(rope_table_build({.n_rot = 32, .scaling = prop, .proportion = 0.0f}), Error);
+}
+
+// Frequencies of 0 leave their pairs unrotated: a proportional table rotates the first pairs
+// of each half-split head only.
+TEST(Ops, RopeWithZeroFrequenciesKeepsThosePairs) {
+  auto be = make_cpu_backend(2);
+  RopeScaling prop;
+  prop.type = "proportional";
+  const RopeTable tab = rope_table_build({.n_rot = 32, .theta = 10000.0f, .scaling = prop, .neox = true, .proportion = 0.25f});
+  const int32_t n_tok = 3, n_head = 2, hd = 32;
+  std::vector<float> x(size_t(n_tok * n_head * hd)), want;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * float(i)) + 0.1f;
+  want = x;
+  const std::vector<int32_t> pos = {0, 5, 900};
+  be->rope({.x = {.data = x.data(), .rows = n_tok, .cols = n_head * hd}, .pos = pos.data(), .n_head = n_head,
+            .head_dim = hd, .table = &tab});
+  std::vector<float> r = want;
+  ref::rope({.x = {.data = r.data(), .rows = n_tok, .cols = n_head * hd}, .pos = pos.data(), .n_head = n_head,
+             .head_dim = hd, .table = &tab});
+  for (int32_t t = 0; t < n_tok; ++t)
+    for (int32_t h = 0; h < n_head; ++h)
+      for (int32_t d = 0; d < hd; ++d) {
+        const size_t i = size_t((t * n_head + h) * hd + d);
+        EXPECT_NEAR(x[i], r[i], 1e-5f);
+        if (d % 16 >= 4 || pos[size_t(t)] == 0) {
+          EXPECT_EQ(x[i], want[i]) << t << " " << h << " " << d;
+        }
+      }
 }
 
 struct AttnCase {

@@ -1,5 +1,6 @@
-// The mixture-of-experts and soft-cap ops: CPU backend against the scalar references over
-// weight formats, activations and top-k settings, and the routing against hand-computed values.
+// The mixture-of-experts, scale and soft-cap ops: CPU backend against the scalar references over
+// weight formats, activations, top-k settings and per-expert scales, and the routing against
+// hand-computed values.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -80,6 +81,65 @@ TEST(OpsMoe, RoutingPicksTopKAndRenormalizes) {
   cpu::moe_route_rows(a, ids, w, 0, 1);
   EXPECT_EQ(ids[0], 1);
   EXPECT_EQ(ids[1], 2);
+}
+
+// Per-expert scales (Gemma 4) multiply each chosen expert's weight after the renormalization;
+// the CPU op and the reference agree, and the routing applies them.
+TEST(OpsMoe, PerExpertScalesMultiplyTheWeights) {
+  std::vector<float> l = {0.0f, std::log(2.0f), std::log(4.0f), 0.0f};
+  const std::vector<float> scale = {1.0f, 3.0f, 0.5f, 1.0f};
+  MoeArgs r{.out = {}, .x = {}, .logits = {.data = l.data(), .rows = 1, .cols = 4}, .n_expert = 4, .n_used = 2,
+            .norm_topk = true, .expert_scale = scale.data()};
+  int32_t ids[2];
+  float w[2];
+  cpu::moe_route_rows(r, ids, w, 0, 1);
+  EXPECT_EQ(ids[0], 2);
+  EXPECT_NEAR(w[0], 2.0f / 3.0f * 0.5f, 1e-6f);
+  EXPECT_NEAR(w[1], 1.0f / 3.0f * 3.0f, 1e-6f);
+
+  auto be = make_cpu_backend(2);
+  EXPECT_TRUE(be->moe_expert_scale_supported());
+  const int64_t n_tok = 7, n_embd = 64, n_ff = 32;
+  const int32_t n_expert = 5;
+  std::vector<float> x = randn(size_t(n_tok * n_embd), 11, 1.0f), logits = randn(size_t(n_tok * n_expert), 12, 2.0f);
+  const std::vector<float> es = {0.5f, 1.5f, -0.25f, 2.0f, 1.0f};
+  const Experts gate = make_experts(QuantType::F32, n_embd, n_ff, n_expert, 13);
+  const Experts up = make_experts(QuantType::F32, n_embd, n_ff, n_expert, 14);
+  const Experts down = make_experts(QuantType::F32, n_ff, n_embd, n_expert, 15);
+  std::vector<float> got(x.size()), want(x.size()), plain(x.size());
+  MoeArgs a{.out = {.data = got.data(), .rows = n_tok, .cols = n_embd}, .x = {.data = x.data(), .rows = n_tok, .cols = n_embd},
+            .logits = {.data = logits.data(), .rows = n_tok, .cols = n_expert}, .gate = gate.views.data(),
+            .up = up.views.data(), .down = down.views.data(), .n_expert = n_expert, .n_used = 2, .norm_topk = true,
+            .act = Activation::gelu_tanh, .expert_scale = es.data()};
+  be->moe(a);
+  a.out.data = want.data();
+  ref::moe(a);
+  a.out.data = plain.data();
+  a.expert_scale = nullptr;
+  ref::moe(a);
+  float err = 0.0f, change = 0.0f;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err = std::max(err, std::fabs(got[i] - want[i]));
+    change = std::max(change, std::fabs(want[i] - plain[i]));
+  }
+  EXPECT_LT(err, 1e-4f);
+  EXPECT_GT(change, 1e-3f);
+}
+
+TEST(OpsScale, MatchesReferenceInPlaceAndApart) {
+  auto be = make_cpu_backend(2);
+  std::vector<float> x = randn(6 * 40, 21, 3.0f), out(x.size()), want(x.size());
+  be->scale({.out = {.data = out.data(), .rows = 6, .cols = 40}, .x = {.data = x.data(), .rows = 6, .cols = 40},
+             .scale = 0.70710677f});
+  ref::scale({.out = {.data = want.data(), .rows = 6, .cols = 40}, .x = {.data = x.data(), .rows = 6, .cols = 40},
+              .scale = 0.70710677f});
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(out[i], want[i], 1e-6f);
+  be->scale({.out = {.data = x.data(), .rows = 6, .cols = 40}, .x = {.data = x.data(), .rows = 6, .cols = 40},
+             .scale = 0.70710677f});
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(x[i], out[i]);
+  EXPECT_THROW(be->scale({.out = {.data = out.data(), .rows = 5, .cols = 40}, .x = {.data = x.data(), .rows = 6, .cols = 40},
+                          .scale = 2.0f}),
+               Error);
 }
 
 TEST(OpsMoe, BadArgumentsAreErrors) {

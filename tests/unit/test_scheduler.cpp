@@ -217,6 +217,30 @@ TEST(Scheduler, SecondTurnReusesPrefixOfSameSessionOnly) {
   EXPECT_EQ(rig.sched->stats().cached_tokens, 48u);
 }
 
+// A model whose sliding-window layers released the positions before the reusable prefix's
+// end keeps none of it: the request computes its whole prompt again (and gives the same
+// answer) instead of failing.
+TEST(Scheduler, ReuseThatTheCacheCannotKeepIsComputedAgain) {
+  SchedulerOptions opt;
+  opt.cache.block_size = 8;
+  Rig rig(2, opt);
+  rig.ctx->set_window(2);
+  const auto p1 = make_prompt(45, 5);
+  Collector t1;
+  ASSERT_TRUE(rig.sched->submit(t1.request(p1, 10, "alice")));
+  t1.wait();
+  auto p2 = p1;
+  p2.insert(p2.end(), t1.tokens.begin(), t1.tokens.end());
+  const auto more = make_prompt(12, 6);
+  p2.insert(p2.end(), more.begin(), more.end());
+  Collector t2;
+  ASSERT_TRUE(rig.sched->submit(t2.request(p2, 6, "alice")));
+  t2.wait();
+  EXPECT_EQ(t2.result.reason, FinishReason::length) << t2.result.error;
+  EXPECT_EQ(t2.result.cached_tokens, 0);  // 48 planned, 54 held, window 2: nothing kept
+  EXPECT_EQ(t2.tokens, brisk::testing::fake_greedy(p2, 6, kVocab));
+}
+
 TEST(Scheduler, ConcurrentRequestsShareAPrefixByCopy) {
   SchedulerOptions opt;
   opt.cache.block_size = 4;

@@ -2,13 +2,14 @@
 // vocab GGUF in the shared data, and the tiny fixture models' prompts from model-f32.gguf.
 #include <gtest/gtest.h>
 
-#include "required_assets.h"
-
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "required_assets.h"
 #include "core/error.h"
 #include "formats/gguf.h"
+#include "formats/tokenizer_to_gguf.h"
 #include "test_tokenizer_common.h"
 #include "text/tokenizer.h"
 
@@ -86,4 +87,42 @@ TEST(TokenizerGguf, SentencePieceSpecialsAndDecode) {
   const auto parsed = tok->encode("<s>x", {.parse_special = true});
   EXPECT_EQ(parsed.front(), 1);
   EXPECT_NE(tok->encode("<s>x").front(), 1);
+}
+
+// llama.cpp's "gemma4" vocabulary form (BPE over raw UTF-8 with SentencePiece spaces and byte
+// fallback, text split into newline runs and the rest), written by brisk's converter
+// (tokenizer_to_gguf, model "gemma4") from the Gemma 3 tokenizer.json, the same kind of
+// vocabulary: text without newlines encodes as the tokenizer.json pipeline encodes it, a
+// newline run that is a token is taken whole, decoding matches, BOS is added, EOS stops.
+TEST(TokenizerGguf, Gemma4VocabularyFollowsTheHfPipeline) {
+  const std::string dir = npm_tokenizer_dir("tokenizer-gemma3");
+  if (dir.empty()) GTEST_SKIP() << "tokenizer-gemma3 not installed (run scripts/fetch_test_assets.sh)";
+  brisk::gguf::Writer w;
+  w.set("general.architecture", brisk::gguf::Value::from_string("gemma4"));
+  brisk::tokenizer_to_gguf({.folder = dir, .pre = "", .n_vocab = 0, .model = "gemma4"}, w);
+  const std::string path = (fs::temp_directory_path() / "brisk_gemma4_vocab.gguf").string();
+  w.write(path);
+  const auto gg = Tokenizer::from_gguf(brisk::gguf::File::open(path));
+  const auto hf = Tokenizer::from_hf_dir(dir);
+  const auto corpus = nlohmann::json::parse(read_file(std::string(BRISK_FIXTURES) + "/tokenizer/corpus.json"));
+  size_t compared = 0, bad = 0;
+  for (const auto& sj : corpus.at("strings")) {
+    const std::string text = sj.get<std::string>();
+    if (text.find('\n') != std::string::npos) continue;
+    const auto a = gg->encode(text), b = hf->encode(text);
+    if (a != b && bad++ < 3) ADD_FAILURE() << "'" << text << "': gguf " << ids_str(a) << "vs hf " << ids_str(b);
+    EXPECT_EQ(gg->decode(a), hf->decode(b)) << text;
+    ++compared;
+  }
+  EXPECT_GT(compared, 200u);
+  const int32_t nn = gg->token_id("\n\n");
+  ASSERT_GE(nn, 0);
+  const auto split = gg->encode("one\n\ntwo");
+  EXPECT_NE(std::find(split.begin(), split.end(), nn), split.end()) << ids_str(split);
+  EXPECT_EQ(gg->decode(split), "one\n\ntwo");
+  EXPECT_EQ(gg->encode("x", {.add_special = true}).front(), gg->token_id("<bos>"));
+  const auto eog = gg->end_of_generation_ids();
+  ASSERT_GE(gg->eos_id(), 0);  // tokenizer_config.json's eos_token
+  EXPECT_NE(std::find(eog.begin(), eog.end(), gg->eos_id()), eog.end());
+  fs::remove(path);
 }

@@ -20,7 +20,8 @@ model.language_model.* names) with an MTP head (random mtp.* tensors that transf
 and a Qwen3-Next config given by full_attention_interval alone with a dense mlp_only layer.
 
 Usage: python3 make_fixtures.py --out tests/fixtures/models [--only NAME ...]
-Needs torch and transformers >= 5.17 for the hybrids (the H200 machine has both).
+(Gemma 4 variants: --only gemma4_window_kvshare gemma4_keqv_moe gemma4_ple_moe_wide)
+Needs torch and transformers >= 5.17 for the hybrids and Gemma 4 (the H200 machine has both).
 """
 import argparse
 import datetime
@@ -129,6 +130,48 @@ def randomize(model, gen):
         model.tie_weights()
 
 
+def greedy_reference(model, ids):
+    """Logits of every prompt position and N_GREEDY ids by plain argmax, each from a full forward
+    over the prompt and the ids so far (no KV cache)."""
+    with torch.no_grad():
+        logits = model(ids).logits[0].float()
+        seq = ids.clone()
+        greedy = []
+        for _ in range(N_GREEDY):
+            nxt = int(model(seq).logits[0, -1].argmax())
+            greedy.append(nxt)
+            seq = torch.cat([seq, torch.tensor([[nxt]])], dim=1)
+    return logits, greedy
+
+
+def save_fixture(model, dst, fields, ids, logits, greedy):
+    """save_pretrained into dst (without generation_config.json) and ref.json: provenance
+    `fields` plus the references."""
+    os.makedirs(dst, exist_ok=True)
+    model.save_pretrained(dst, safe_serialization=True)
+    for extra in ("generation_config.json",):
+        p = os.path.join(dst, extra)
+        if os.path.exists(p):
+            os.remove(p)
+    last = logits[-1]
+    top2 = torch.topk(last, 2).values
+    ref = dict(fields)
+    ref.update({
+        "generator": f"tools/make_fixtures/make_fixtures.py; transformers {transformers.__version__}, "
+                     f"torch {torch.__version__}, float32, eager attention, CPU",
+        "date": datetime.date.today().isoformat(),
+        "tolerance_note": "float32 reference; compare last_logits by max abs diff (brisk: 1e-4)",
+        "input_ids": ids[0].tolist(),
+        "last_logits": last.tolist(),
+        "argmax_per_position": logits.argmax(-1).tolist(),
+        "top5_last": torch.topk(last, 5).indices.tolist(),
+        "last_top2_margin": float(top2[0] - top2[1]),
+        "greedy_continuation": greedy,
+    })
+    with open(os.path.join(dst, "ref.json"), "w") as f:
+        json.dump(ref, f, indent=1)
+
+
 def build(name, arch, o, out_dir):
     torch.manual_seed(SEED)
     gen = torch.Generator().manual_seed(SEED)
@@ -138,42 +181,98 @@ def build(name, arch, o, out_dir):
     randomize(model, gen)
     n = o.get("prompt_len", 24)
     ids = torch.randint(3, VOCAB, (1, n), generator=gen)
+    logits, greedy = greedy_reference(model, ids)
+    save_fixture(model, os.path.join(out_dir, name),
+                 {"name": name, "arch": arch, "seed": SEED, "covers": {k: v for k, v in o.items() if k != "prompt_len"}},
+                 ids, logits, greedy)
+    print(f"{name}: {sum(p.numel() for p in model.parameters())} params, prompt {n}, greedy {greedy[:8]}...")
+
+
+# Gemma 4 (text): other seeds and shapes than the shared wave-2 fixtures. Each covers a window
+# smaller than its 40-token prompt; between them: KV sharing of both layer kinds (several shared
+# layers), per-layer embeddings, double-wide MLPs, K = V full layers with their own KV heads, an
+# MoE block, another proportional-rope fraction, an untied LM head. transformers writes these
+# configs in its per_layer_config form.
+GEMMA4_VARIANTS = [
+    ("gemma4_window_kvshare", dict(
+        seed=1301, layers=["sliding_attention", "sliding_attention", "full_attention"] * 2, window=8,
+        n_kv=2, head_dim=16, global_head_dim=32, kv_shared=3, ple=8, double_wide=True, tie=True)),
+    ("gemma4_keqv_moe", dict(
+        seed=1302, layers=["sliding_attention", "full_attention"] * 2, window=16, n_kv=4, head_dim=16,
+        global_head_dim=32, k_eq_v=True, global_kv=1, experts=(4, 2, 32), full_rotary=0.5,
+        swa_theta=50000.0, tie=False)),
+    ("gemma4_ple_moe_wide", dict(
+        seed=1303, layers=["sliding_attention", "sliding_attention", "full_attention"] * 2, window=12, n_kv=2,
+        head_dim=16, global_head_dim=64, k_eq_v=True, global_kv=2, kv_shared=2, ple=16, double_wide=True,
+        experts=(6, 3, 24), tie=True)),
+]
+
+
+def gemma4_config(o):
+    kw = dict(
+        vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=96, num_hidden_layers=len(o["layers"]),
+        num_attention_heads=HEADS, num_key_value_heads=o["n_kv"], head_dim=o["head_dim"],
+        global_head_dim=o["global_head_dim"], num_global_key_value_heads=o.get("global_kv"),
+        attention_k_eq_v=o.get("k_eq_v", False), layer_types=o["layers"], sliding_window=o["window"],
+        rope_parameters={
+            "sliding_attention": {"rope_type": "default", "rope_theta": o.get("swa_theta", 10000.0)},
+            "full_attention": {"rope_type": "proportional", "rope_theta": 1000000.0,
+                               "partial_rotary_factor": o.get("full_rotary", 0.25)},
+        },
+        final_logit_softcapping=30.0, hidden_size_per_layer_input=o.get("ple", 0), vocab_size_per_layer_input=VOCAB,
+        num_kv_shared_layers=o.get("kv_shared", 0), use_double_wide_mlp=o.get("double_wide", False),
+        enable_moe_block="experts" in o, max_position_embeddings=4096, rms_norm_eps=1e-6,
+        tie_word_embeddings=o["tie"], bos_token_id=None, eos_token_id=None, pad_token_id=0,
+        hidden_activation="gelu_pytorch_tanh",
+    )
+    if "experts" in o:
+        kw["num_experts"], kw["top_k_experts"], kw["moe_intermediate_size"] = o["experts"]
+    cfg = transformers.Gemma4TextConfig(**kw)
+    cfg._attn_implementation = "eager"
+    return cfg
+
+
+def gemma4_randomize(model, gen):
+    """Matrices N(0, 0.1); norm gains, router scales and per-expert scales 1 + N(0, 0.1) (so that
+    routing is not a near tie); each layer's output scale U[0.5, 1.5]."""
     with torch.no_grad():
-        logits = model(ids).logits[0].float()
-        seq = ids.clone()
-        greedy = []
-        for _ in range(N_GREEDY):
-            nxt = int(model(seq).logits[0, -1].argmax())
-            greedy.append(nxt)
-            seq = torch.cat([seq, torch.tensor([[nxt]])], dim=1)
-    last = logits[-1]
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=gen))
+            else:
+                p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+        for name, b in model.named_buffers():
+            if name.endswith("layer_scalar"):
+                b.copy_(0.5 + torch.rand(b.shape, generator=gen))
+    if model.config.tie_word_embeddings:
+        model.tie_weights()
+
+
+def build_gemma4(name, o, out_dir):
+    seed = o["seed"]
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    model = transformers.Gemma4ForCausalLM(gemma4_config(o)).to(torch.float32).eval()
+    gemma4_randomize(model, gen)
+    n = 40
+    ids = torch.randint(3, VOCAB, (1, n), generator=gen)
+    logits, greedy = greedy_reference(model, ids)
+    with torch.no_grad():
+        cached = model.generate(ids, max_new_tokens=N_GREEDY, do_sample=False)[0, n:].tolist()
     dst = os.path.join(out_dir, name)
-    os.makedirs(dst, exist_ok=True)
-    model.save_pretrained(dst, safe_serialization=True)
-    for extra in ("generation_config.json",):
-        p = os.path.join(dst, extra)
-        if os.path.exists(p):
-            os.remove(p)
-    top2 = torch.topk(last, 2).values
-    ref = {
-        "name": name,
-        "arch": arch,
-        "generator": f"tools/make_fixtures/make_fixtures.py; transformers {transformers.__version__}, "
-                     f"torch {torch.__version__}, float32, eager attention, CPU",
-        "date": datetime.date.today().isoformat(),
-        "seed": SEED,
-        "tolerance_note": "float32 reference; compare last_logits by max abs diff (brisk: 1e-4)",
-        "covers": {k: v for k, v in o.items() if k != "prompt_len"},
-        "input_ids": ids[0].tolist(),
-        "last_logits": last.tolist(),
-        "argmax_per_position": logits.argmax(-1).tolist(),
-        "top5_last": torch.topk(last, 5).indices.tolist(),
-        "last_top2_margin": float(top2[0] - top2[1]),
-        "greedy_continuation": greedy,
-    }
+    fields = {"name": name, "arch": "gemma4_text", "seed": seed, "covers": {k: v for k, v in o.items() if k != "seed"},
+              "generate_agrees": cached == greedy}
+    save_fixture(model, dst, fields, ids, logits, greedy)
+    reloaded = transformers.Gemma4ForCausalLM.from_pretrained(dst, attn_implementation="eager").eval()
+    with torch.no_grad():
+        reload_diff = float((reloaded(ids).logits[0, -1] - logits[-1]).abs().max())
+    with open(os.path.join(dst, "ref.json")) as f:
+        ref = json.load(f)
+    ref["reload_max_abs_diff"] = reload_diff
     with open(os.path.join(dst, "ref.json"), "w") as f:
         json.dump(ref, f, indent=1)
-    print(f"{name}: {sum(p.numel() for p in model.parameters())} params, prompt {n}, greedy {greedy[:8]}...")
+    print(f"{name}: {sum(p.numel() for p in model.parameters())} params, prompt {n}, greedy {greedy[:8]}..., "
+          f"generate agrees {cached == greedy}, reload diff {reload_diff}")
 
 
 def hybrid_config(arch, o):
@@ -332,6 +431,10 @@ def main():
         if args.only and name not in args.only:
             continue
         build(name, arch, o, args.out)
+    for name, o in [] if args.hybrid else GEMMA4_VARIANTS:
+        if args.only and name not in args.only:
+            continue
+        build_gemma4(name, o, args.out)
     for name, arch, o in HYBRID_VARIANTS:
         if args.only and name not in args.only:
             continue

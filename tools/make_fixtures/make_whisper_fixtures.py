@@ -3,10 +3,10 @@
 where torch and transformers are installed; everything runs on the CPU in float32).
 
 Writes tests/fixtures/models/<name>/ for two random-weight checkpoints, small enough to commit
-(a few hundred KB each):
+(about 0.6 MB each):
   whisper_80bin       the 80-mel-bin layout (tiny .. medium, distil): 2 encoder and 2 decoder
                       layers, d_model 24, 3 heads, 1500 encoder positions, 64 decoder positions
-  whisper_timestamps  the 128-bin layout (large-v3): 2 + 1 layers, d_model 32, 2 heads
+  whisper_timestamps  the 128-bin layout (large-v3): 2 + 1 layers, d_model 24, 2 heads of 12
 Each holds hf/ (save_pretrained: config.json, generation_config.json with language, task,
 timestamp and suppress tokens and alignment heads, model.safetensors in float32,
 preprocessor_config.json), input.wav (a seeded synthetic 2 s signal, 16 kHz 16-bit mono: the
@@ -45,7 +45,7 @@ N_VOCAB = TS0 + 1501
 
 SPECS = {
     "whisper_80bin": dict(seed=410, d_model=24, encoder_layers=2, decoder_layers=2, heads=3, ffn=48, mels=80, n_text_ctx=64),
-    "whisper_timestamps": dict(seed=411, d_model=32, encoder_layers=2, decoder_layers=1, heads=2, ffn=64, mels=128, n_text_ctx=64),
+    "whisper_timestamps": dict(seed=411, d_model=24, encoder_layers=2, decoder_layers=1, heads=2, ffn=48, mels=128, n_text_ctx=64),
 }
 
 

@@ -287,6 +287,15 @@ class CpuBackend final : public Backend {
     }
   }
 
+  void scale(const ScaleArgs& a) override {
+    OpProfile::Scope prof(profile_, "scale");
+    check_mat(a.out, a.x.rows, a.x.cols, "scale", "out");
+    if (ref_) return ref::scale(a);
+    pool_.run([&](int ith, int nth) { cpu::scale_rows(a, ith, nth); }, parts_for(double(a.x.rows) * double(a.x.cols)));
+  }
+
+  bool moe_expert_scale_supported() const override { return true; }
+
   void conv_state(const ConvStateArgs& a) override {
     OpProfile::Scope prof(profile_, "conv_state");
     const int64_t n_tok = a.x.rows, C = a.x.cols;

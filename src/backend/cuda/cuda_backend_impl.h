@@ -157,7 +157,9 @@ class CudaBackend final : public Backend {
   void gated_act(const GatedActArgs& a) override;
   void add(const AddArgs& a) override;
   void softcap(const SoftcapArgs& a) override;
+  void scale(const ScaleArgs& a) override;
   void moe(const MoeArgs& a) override;
+  bool moe_expert_scale_supported() const override { return true; }
   void embedding(const EmbeddingArgs& a) override;
   void get_rows(const GetRowsArgs& a) override;
   // Linear-attention ops (cuda_delta_net.cpp).
@@ -191,6 +193,8 @@ class CudaBackend final : public Backend {
 
   // Routing of every token: expert ids and weights [n_tok, n_used] into ids / wts (device).
   void enqueue_moe_route(const MoeArgs& a, int32_t* ids, float* wts);
+  // Device copy of a.expert_scale (nullptr without one).
+  const float* expert_scale(const MoeArgs& a);
 
   // A MoE layer of more than kGemvMaxTokens tokens (prefill, never a graph step): the routing
   // runs on the device and is read back (which runs the step launch by launch); then, as the

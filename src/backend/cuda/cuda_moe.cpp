@@ -50,6 +50,8 @@ void CudaBackend::moe(const MoeArgs& a) {
   k.add(uint64_t(a.n_used) << 32 | uint64_t(a.n_expert) << 1 | uint64_t(a.norm_topk));
   k.add(uint64_t(a.act));
   const bool fused = !flags().no_cuda_moe_fused;
+  const float* esc = expert_scale(a);
+  k.add(esc);
   // The routing, with the gate's quantized input in the same launch where it can.
   const cuda::ActRound x_round = cuda::act_round_for(format_traits(tb.gate_host_type).vec_dot_type);
   MoeInput xin;
@@ -61,7 +63,7 @@ void CudaBackend::moe(const MoeArgs& a) {
     const bool norm = a.norm_topk;
     const cuda::QuantAct q = xin.xq;
     enqueue("moe (route + activation quantization)", [=](cudaStream_t s) {
-      return cuda::launch_moe_route(logits, ne, nu, norm, ids, wts, s, x_round, &q, &x);
+      return cuda::launch_moe_route(logits, ne, nu, norm, ids, wts, s, x_round, &q, &x, esc);
     });
   } else {
     enqueue_moe_route(a, ids, wts);
@@ -95,7 +97,15 @@ void CudaBackend::enqueue_moe_route(const MoeArgs& a, int32_t* ids, float* wts) 
   const Mat logits = a.logits;
   const int ne = a.n_expert, nu = a.n_used;
   const bool norm = a.norm_topk;
-  enqueue("moe (route)", [=](cudaStream_t s) { return cuda::launch_moe_route(logits, ne, nu, norm, ids, wts, s); });
+  const float* esc = expert_scale(a);
+  key_.add(esc);
+  enqueue("moe (route)", [=](cudaStream_t s) {
+    return cuda::launch_moe_route(logits, ne, nu, norm, ids, wts, s, cuda::ActRound::none, nullptr, nullptr, esc);
+  });
+}
+
+const float* CudaBackend::expert_scale(const MoeArgs& a) {
+  return a.expert_scale ? device_floats(a.expert_scale, a.n_expert, "moe expert scale") : nullptr;
 }
 
 void CudaBackend::moe_grouped_items(const MoeArgs& a) {

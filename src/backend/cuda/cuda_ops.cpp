@@ -335,6 +335,16 @@ void CudaBackend::softcap(const SoftcapArgs& a) {
   enqueue("softcap", [a](cudaStream_t s) { return cuda::launch_softcap(a, s); });
 }
 
+void CudaBackend::scale(const ScaleArgs& a) {
+  check_mat(a.out, a.x.rows, a.x.cols, "scale", "out");
+  key_.add(uint64_t(14));
+  key_.add(a.out);
+  key_.add(a.x);
+  key_.add(a.scale);
+  forget_quant();
+  enqueue("scale", [a](cudaStream_t s) { return cuda::launch_scale(a, s); });
+}
+
 void CudaBackend::embedding(const EmbeddingArgs& a) {
   check_mat(a.out, a.out.rows, a.table.n_in, "embedding", "out");
   EmbeddingArgs d = a;

@@ -7,9 +7,10 @@
 //
 // Gated delta rule. Per value head the state S [k_dim, v_dim] (row i: v_dim floats) evolves per
 // token t as S := exp(g_t) S + k_t (b_t (v_t - exp(g_t) S^T k_t))^T and o_t = S^T q_t.
-//  - One token (decode): two passes over S, each row decayed and read for S^T k in the first,
+//  - One token (decode), and runs of up to 16 tokens (a speculative verify: bit-identical to
+//    decoding them one at a time): two passes over S per token, each row decayed and read for S^T k in the first,
 //    updated and read for S^T q in the second; inner loops over v_dim vectorize.
-//  - Runs of several tokens (prefill) go in chunks of C = 64 tokens (the WY / UT form of the
+//  - Longer runs (prefill) go in chunks of C = 64 tokens (the WY / UT form of the
 //    DeltaNet papers): with gc the cumulative log decay inside the chunk, D[i][j] = exp(gc_i -
 //    gc_j) (j <= i) and A[i][j] = b_i (k_i . k_j) D[i][j] (j < i), T = (I + A)^-1 (unit lower
 //    triangular, by forward substitution over C rows), then matrix products only:

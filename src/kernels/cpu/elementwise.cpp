@@ -1,5 +1,5 @@
 // Elementwise and gather kernels: gated activations (SwiGLU = silu(gate) * up, GeGLU =
-// gelu_tanh(gate) * up), residual add, embedding lookup from a table in any stored format,
+// gelu_tanh(gate) * up), residual add, scaling by a constant, embedding lookup from a table in any stored format,
 // and row gather (selecting the rows that need logits).
 #include <cmath>
 #include <cstring>
@@ -38,6 +38,16 @@ void add_rows(const AddArgs& a, int ith, int nth) {
     const float* y = a.b.row(r);
     float* o = a.out.row(r);
     for (int64_t i = 0; i < a.a.cols; ++i) o[i] = x[i] + y[i];
+  }
+}
+
+void scale_rows(const ScaleArgs& a, int ith, int nth) {
+  int64_t begin, end;
+  split_range(a.x.rows, ith, nth, &begin, &end);
+  for (int64_t r = begin; r < end; ++r) {
+    const float* x = a.x.row(r);
+    float* o = a.out.row(r);
+    for (int64_t i = 0; i < a.x.cols; ++i) o[i] = x[i] * a.scale;
   }
 }
 

@@ -1,5 +1,6 @@
 // Mixture-of-experts routing and logit soft-capping. Routing: softmax over the router logits
-// of a token, the n_used most probable experts (ties: lower id first), optionally renormalized.
+// of a token, the n_used most probable experts (ties: lower id first), optionally renormalized
+// and scaled per expert.
 // The expert MLPs themselves run as ordinary matmuls over each expert's gathered tokens
 // (backend/cpu/cpu_backend.cpp).
 #include <cmath>
@@ -37,6 +38,8 @@ void moe_route_rows(const MoeArgs& a, int32_t* ids, float* w, int ith, int nth) 
     }
     if (a.norm_topk)
       for (int32_t j = 0; j < k; ++j) tw[j] = float(double(tw[j]) / chosen);
+    if (a.expert_scale)
+      for (int32_t j = 0; j < k; ++j) tw[j] *= a.expert_scale[ti[j]];
   }
 }
 

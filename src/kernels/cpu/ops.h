@@ -115,10 +115,12 @@ void attention_merge_split(const AttentionArgs& a, const float* partials, int pa
 void gated_act_rows(const GatedActArgs& a, int ith, int nth);
 void gated_act_rows_avx512(const GatedActArgs& a, int ith, int nth);  // elementwise_avx512.cpp
 void add_rows(const AddArgs& a, int ith, int nth);
+void scale_rows(const ScaleArgs& a, int ith, int nth);
 void embedding_rows(const EmbeddingArgs& a, int ith, int nth);
 void get_rows_rows(const GetRowsArgs& a, int ith, int nth);
 // MoE routing (kernels/cpu/moe.cpp): for each token of the share, the chosen experts
-// ids[t * n_used + k] and their weights w[t * n_used + k], in descending probability.
+// ids[t * n_used + k] and their weights w[t * n_used + k] (times expert_scale when given), in
+// descending probability.
 void moe_route_rows(const MoeArgs& a, int32_t* ids, float* w, int ith, int nth);
 void softcap_rows(const SoftcapArgs& a, int ith, int nth);
 

@@ -106,22 +106,24 @@ void attention(const AttentionArgs& a) {
     for (int32_t h = 0; h < a.n_head; ++h) {
       const int32_t kvh = h / group;
       const float* q = a.q.row(t) + int64_t(h) * hd;
-      std::vector<float> scores(size_t(p + 1));
-      for (int64_t j = 0; j <= p; ++j) {
-        const bool masked = a.window > 0 && p - j >= a.window;
+      // Positions before the window are masked and never read (a windowed cache may have
+      // released their blocks).
+      const int64_t first = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+      std::vector<float> scores(size_t(p + 1 - first));
+      for (int64_t j = first; j <= p; ++j) {
         cpu::kv_read_f32(a.k_cache, s, j, 0, a.k_cache.width, krow.data());
         double dot = 0.0;
         for (int32_t i = 0; i < hd; ++i) dot += double(q[i]) * krow[size_t(kvh * hd + i)];
         double sc = dot * a.scale;
         if (a.softcap > 0.0f) sc = a.softcap * std::tanh(sc / a.softcap);
-        scores[size_t(j)] = masked ? -std::numeric_limits<float>::infinity() : float(sc);
+        scores[size_t(j - first)] = float(sc);
       }
-      softmax(scores.data(), p + 1);
+      softmax(scores.data(), p + 1 - first);
       float* out = a.out.row(t) + int64_t(h) * hd;
       for (int32_t i = 0; i < hd; ++i) out[i] = 0.0f;
-      for (int64_t j = 0; j <= p; ++j) {
+      for (int64_t j = first; j <= p; ++j) {
         cpu::kv_read_f32(a.v_cache, s, j, 0, a.v_cache.width, vrow.data());
-        for (int32_t i = 0; i < hd; ++i) out[i] += scores[size_t(j)] * vrow[size_t(kvh * hd + i)];
+        for (int32_t i = 0; i < hd; ++i) out[i] += scores[size_t(j - first)] * vrow[size_t(kvh * hd + i)];
       }
     }
   }

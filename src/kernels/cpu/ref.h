@@ -22,6 +22,7 @@ void add(const AddArgs& a);
 void embedding(const EmbeddingArgs& a);
 void softmax(float* x, int64_t n);
 void moe(const MoeArgs& a);
+void scale(const ScaleArgs& a);
 void softcap(const SoftcapArgs& a);
 // Linear-attention ops (ref_delta_net.cpp): token by token in batch order, each token against
 // its own sequence's state, sums in double; the delta rule in its recurrent form.

@@ -1,4 +1,4 @@
-// Scalar references of the MoE and soft-cap ops: materialized softmax, a stable sort for the
+// Scalar references of the MoE, scale and soft-cap ops: materialized softmax, a stable sort for the
 // top-k, and each chosen expert evaluated token by token through the reference matmul.
 #include <algorithm>
 #include <cmath>
@@ -22,7 +22,8 @@ void moe(const MoeArgs& a) {
     std::vector<double> acc(size_t(n_embd), 0.0);
     for (int32_t k = 0; k < a.n_used; ++k) {
       const int32_t e = order[size_t(k)];
-      const double wk = a.norm_topk ? p[size_t(e)] / sum : p[size_t(e)];
+      double wk = a.norm_topk ? p[size_t(e)] / sum : p[size_t(e)];
+      if (a.expert_scale) wk *= double(a.expert_scale[e]);
       const int64_t n_ff = a.gate[e].n_out;
       std::vector<float> g(static_cast<size_t>(n_ff)), u(static_cast<size_t>(n_ff)), d(static_cast<size_t>(n_embd));
       const Mat x1{.data = a.x.row(t), .rows = 1, .cols = n_embd};
@@ -36,6 +37,11 @@ void moe(const MoeArgs& a) {
     }
     for (int64_t i = 0; i < n_embd; ++i) a.out.row(t)[i] = float(acc[size_t(i)]);
   }
+}
+
+void scale(const ScaleArgs& a) {
+  for (int64_t r = 0; r < a.x.rows; ++r)
+    for (int64_t i = 0; i < a.x.cols; ++i) a.out.row(r)[i] = float(double(a.x.row(r)[i]) * double(a.scale));
 }
 
 void softcap(const SoftcapArgs& a) {

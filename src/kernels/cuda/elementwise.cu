@@ -1,5 +1,5 @@
 // Element-wise ops: gated activation (optionally fused with the quantization of its output for
-// the next matmul), add, soft-capping, row gather, and the KV cache store (F32 / F16).
+// the next matmul), add, soft-capping, scaling, row gather, and the KV cache store (F32 / F16).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -60,6 +60,15 @@ __global__ void softcap_kernel(View2 x, int64_t rows, int64_t cols, float cap) {
   const int64_t r = i / cols, c = i % cols;
   float& v = x.p[r * x.s + c];
   v = cap * tanhf(v / cap);
+}
+
+// out = x * scale (out may be x); the CPU's single float multiply.
+__global__ void scale_kernel(View2 out, View2 x, int64_t rows, int64_t cols, float scale) {
+  BRISK_PDL_ENTER();
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows * cols) return;
+  const int64_t r = i / cols, c = i % cols;
+  out.p[r * out.s + c] = __fmul_rn(x.p[r * x.s + c], scale);
 }
 
 __global__ void get_rows_kernel(View2 out, View2 x, const int32_t* rows, int64_t n, int64_t cols) {
@@ -179,6 +188,13 @@ cudaError_t launch_softcap(const SoftcapArgs& a, cudaStream_t s) {
   const int64_t n = a.x.rows * a.x.cols;
   if (n == 0) return cudaSuccess;
   launch_kernel(softcap_kernel, blocks_for(n), 256, 0, s, view(a.x), a.x.rows, a.x.cols, a.cap);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_scale(const ScaleArgs& a, cudaStream_t s) {
+  const int64_t n = a.x.rows * a.x.cols;
+  if (n == 0) return cudaSuccess;
+  launch_kernel(scale_kernel, blocks_for(n), 256, 0, s, view(a.out), view(a.x), a.x.rows, a.x.cols, a.scale);
   return cudaGetLastError();
 }
 

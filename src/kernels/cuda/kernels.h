@@ -117,6 +117,7 @@ cudaError_t launch_add_rms_norm(const AddArgs* add, const RmsNormArgs& a, ActRou
 cudaError_t launch_gated_act_quant(const GatedActArgs& a, ActRound kind, const QuantAct& q, cudaStream_t stream);
 cudaError_t launch_add(const AddArgs& a, cudaStream_t stream);
 cudaError_t launch_softcap(const SoftcapArgs& a, cudaStream_t stream);
+cudaError_t launch_scale(const ScaleArgs& a, cudaStream_t stream);
 cudaError_t launch_get_rows(const GetRowsArgs& a, cudaStream_t stream);
 
 // Linear-attention ops (delta_net.cu, delta_rule.cu): seq / pos are the step's device arrays,
@@ -153,10 +154,12 @@ cudaError_t launch_delta_rule_chunked(const DeltaRuleArgs& a, const DeltaChunkPl
 constexpr int kMoeMaxExperts = 1024;
 constexpr int kMoeMaxUsed = 64;
 // With quant q8_0 / q8_k, the same launch also quantizes x [n_tok, n_in] into *q exactly as
-// launch_quantize_activations(quant, *q, *x) would.
+// launch_quantize_activations(quant, *q, *x) would. expert_scale (device [n_expert], or
+// nullptr): each chosen weight times its expert's factor after the renormalization
+// (MoeArgs::expert_scale).
 cudaError_t launch_moe_route(const Mat& logits, int n_expert, int n_used, bool norm_topk, int32_t* ids, float* w,
                              cudaStream_t stream, ActRound quant = ActRound::none, const QuantAct* q = nullptr,
-                             const Mat* x = nullptr);
+                             const Mat* x = nullptr, const float* expert_scale = nullptr);
 struct MoeMatmulArgs {
   const void* const* w = nullptr;  // device [n_expert]: each expert's weight in the device layout of `type`
   QuantType type = QuantType::F32;  // device format (weight_format_on_device)

@@ -4,8 +4,8 @@
 //            activation block); lanes hold experts lane, lane + 32, ...; the max, the sum of
 //            exponentials (double, as the CPU), then n_used rounds of a warp argmax over the
 //            experts not yet taken (ties: the lower id), each weight p = exp(l - max) / sum,
-//            renormalized by the sum of the chosen p when norm_topk, with the CPU's roundings
-//            (kernels/cpu/moe.cpp).
+//            renormalized by the sum of the chosen p when norm_topk, then times the chosen
+//            expert's scale when given (Gemma 4), with the CPU's roundings (kernels/cpu/moe.cpp).
 //   combine: one block per token; the token's slots sorted by expert id, then each output
 //            element summed over them in that order, as the CPU backend adds expert by expert.
 //   scatter-add: for prefill, where the backend gathers each expert's tokens into one matmul:
@@ -22,7 +22,8 @@ namespace {
 // The routing of token t by one warp; kPer experts a lane (n_expert <= 32 kPer).
 template <int kPer>
 __device__ __forceinline__ void moe_route_token(const float* logits, int64_t stride, int64_t t, int n_expert,
-                                                int n_used, bool norm_topk, int32_t* ids, float* w) {
+                                                int n_used, bool norm_topk, const float* scale, int32_t* ids,
+                                                float* w) {
   static_assert(kPer >= 1 && kPer <= 32, "taken is one 32-bit mask");
   const int lane = threadIdx.x & 31;
   const float* l = logits + t * stride;
@@ -73,6 +74,9 @@ __device__ __forceinline__ void moe_route_token(const float* logits, int64_t str
   }
   if (norm_topk && lane == 0)
     for (int j = 0; j < n_used; ++j) tw[j] = float(double(tw[j]) / chosen);
+  if (scale && lane == 0)
+    for (int j = 0; j < n_used; ++j)
+      if (ti[j] >= 0) tw[j] = __fmul_rn(tw[j], scale[ti[j]]);
 }
 
 struct RouteArgs {
@@ -80,6 +84,7 @@ struct RouteArgs {
   int64_t stride, n_tok;
   int n_expert, n_used;
   bool norm_topk;
+  const float* scale;  // [n_expert] or nullptr
   int32_t* ids;
   float* w;
   // The experts' input quantized in the same launch (kQBlock > 0): x [n_tok, n_in] (row
@@ -97,7 +102,7 @@ __global__ void moe_route_kernel(RouteArgs a) {
   BRISK_PDL_ENTER();
   const int64_t wi = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (wi < a.n_tok) {
-    moe_route_token<kPer>(a.logits, a.stride, wi, a.n_expert, a.n_used, a.norm_topk, a.ids, a.w);
+    moe_route_token<kPer>(a.logits, a.stride, wi, a.n_expert, a.n_used, a.norm_topk, a.scale, a.ids, a.w);
     return;
   }
   if constexpr (kQBlock > 0) {
@@ -238,7 +243,8 @@ cudaError_t launch_moe_group(const int32_t* ids, int64_t nk, int n_used, int n_e
 }
 
 cudaError_t launch_moe_route(const Mat& logits, int n_expert, int n_used, bool norm_topk, int32_t* ids, float* w,
-                             cudaStream_t s, ActRound quant, const QuantAct* q, const Mat* x) {
+                             cudaStream_t s, ActRound quant, const QuantAct* q, const Mat* x,
+                             const float* expert_scale) {
   static_assert(kMoeMaxExperts <= 32 * 32, "the routing keeps at most 32 experts a lane");
   if (n_expert < 1 || n_expert > kMoeMaxExperts || n_used < 1 || n_used > n_expert || n_used > kMoeMaxUsed ||
       logits.cols < n_expert)
@@ -249,7 +255,8 @@ cudaError_t launch_moe_route(const Mat& logits, int n_expert, int n_used, bool n
     return cudaErrorInvalidValue;
   if (logits.rows == 0) return cudaSuccess;
   RouteArgs a{.logits = static_cast<const float*>(logits.data), .stride = logits.row_stride(), .n_tok = logits.rows,
-              .n_expert = n_expert, .n_used = n_used, .norm_topk = norm_topk, .ids = ids, .w = w, .x = nullptr,
+              .n_expert = n_expert, .n_used = n_used, .norm_topk = norm_topk, .scale = expert_scale, .ids = ids, .w = w,
+              .x = nullptr,
               .x_stride = 0, .n_in = 0, .q = nullptr, .d = nullptr};
   if (quant == ActRound::none) return launch_route<0>(a, s);
   a.x = x->data;
