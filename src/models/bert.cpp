@@ -201,7 +201,7 @@ class Bert final : public ArchModel {
   const float* cls_out_bias_ = nullptr;  // [n_cls]
 };
 
-void sanitize(ModelConfig& c) {
+void bert_sanitize(ModelConfig& c) {
   // The MLP activation travels in activation_function (hidden_act names only decoder MLPs).
   // GGUF files carry none (llama.cpp's bert is GELU); hidden_act keeps the engine's default
   // "silu" when config.json has none, and BertConfig's default is "gelu".
@@ -213,7 +213,7 @@ void sanitize(ModelConfig& c) {
   c.tie_embeddings = true;  // no LM head
 }
 
-std::unique_ptr<ArchModel> build(const ModelConfig& cfg, WeightStore& ws) {
+std::unique_ptr<ArchModel> bert_build(const ModelConfig& cfg, WeightStore& ws) {
   return std::make_unique<Bert>(cfg, ws, cfg.arch == "roberta" && !cfg.from_gguf);
 }
 
@@ -226,8 +226,9 @@ const ArchEntry& arch_bert() {
       .hf_model_types = {"bert"},
       .gguf_names = {"bert"},
       .hf_name_map = &bert_name,
-      .sanitize = &sanitize,
-      .build = &build,
+      .sanitize = &bert_sanitize,
+      .build = &bert_build,
+      .convert = {.arch = "bert", .tokenizer = "bert"},
   };
   return e;
 }
@@ -240,8 +241,8 @@ const ArchEntry& arch_roberta() {
       .hf_model_types = {"roberta", "xlm-roberta"},
       .gguf_names = {},
       .hf_name_map = &bert_name,
-      .sanitize = &sanitize,
-      .build = &build,
+      .sanitize = &bert_sanitize,
+      .build = &bert_build,
   };
   return e;
 }

@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool json_bool(const nlohmann::json& j, const char* key, const std::string& file) {
+bool pooling_json_bool(const nlohmann::json& j, const char* key, const std::string& file) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return false;
   BRISK_CHECK(it->is_boolean(), file, ": '", key, "' is not a boolean");
@@ -27,12 +27,12 @@ void read_pooling(PoolingConfig& c, const std::string& file) {
   const nlohmann::json j = read_json_file(file);
   BRISK_CHECK(j.is_object(), file, ": not a JSON object");
   std::vector<PoolingMode> modes;
-  if (json_bool(j, "pooling_mode_cls_token", file)) modes.push_back(PoolingMode::cls);
-  if (json_bool(j, "pooling_mode_mean_tokens", file)) modes.push_back(PoolingMode::mean);
-  if (json_bool(j, "pooling_mode_max_tokens", file)) modes.push_back(PoolingMode::max);
-  if (json_bool(j, "pooling_mode_lasttoken", file)) modes.push_back(PoolingMode::last);
+  if (pooling_json_bool(j, "pooling_mode_cls_token", file)) modes.push_back(PoolingMode::cls);
+  if (pooling_json_bool(j, "pooling_mode_mean_tokens", file)) modes.push_back(PoolingMode::mean);
+  if (pooling_json_bool(j, "pooling_mode_max_tokens", file)) modes.push_back(PoolingMode::max);
+  if (pooling_json_bool(j, "pooling_mode_lasttoken", file)) modes.push_back(PoolingMode::last);
   for (const char* unsupported : {"pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens"})
-    BRISK_CHECK(!json_bool(j, unsupported, file), file, ": '", unsupported, "' is not supported");
+    BRISK_CHECK(!pooling_json_bool(j, unsupported, file), file, ": '", unsupported, "' is not supported");
   BRISK_CHECK(modes.size() == 1, file, ": ", modes.size(),
               " pooling modes are on; exactly one of cls_token, mean_tokens, max_tokens, lasttoken is supported");
   c.mode = modes[0];

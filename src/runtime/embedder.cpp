@@ -45,7 +45,7 @@ struct Embedder::Impl {
 
 namespace {
 
-const LoadedModel& loaded(const Model& m) {
+const LoadedModel& embed_loaded(const Model& m) {
   const auto* lm = dynamic_cast<const LoadedModel*>(&m);
   BRISK_CHECK(lm, "embeddings: not a loaded model");
   return *lm;
@@ -58,12 +58,12 @@ bool Embedder::supports(const Model& model) {
   return lm && lm->arch_ && lm->arch_->embedder() != nullptr;
 }
 
-int32_t Embedder::mlp_width(const Model& model) { return loaded(model).config().n_ff; }
+int32_t Embedder::mlp_width(const Model& model) { return embed_loaded(model).config().n_ff; }
 
 Embedder::Embedder(std::shared_ptr<const Model> model, const EmbedderOptions& options)
     : model_(std::move(model)), impl_(std::make_unique<Impl>()) {
   BRISK_CHECK(model_ != nullptr, "embeddings: no model");
-  const LoadedModel& lm = loaded(*model_);
+  const LoadedModel& lm = embed_loaded(*model_);
   BRISK_CHECK(supports(*model_), "model '", lm.info().architecture,
               "' is not an embedding model (an encoder such as BERT or XLM-RoBERTa)");
   BRISK_CHECK(options.n_batch >= 1, "embeddings: n_batch must be at least 1");

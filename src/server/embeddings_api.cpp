@@ -22,7 +22,7 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string base64_encode(const void* data, size_t n) {
+std::string embed_base64(const void* data, size_t n) {
   static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   const auto* p = static_cast<const uint8_t*>(data);
   std::string out;
@@ -123,7 +123,7 @@ int32_t dimensions_of(const Embedder& e, const json& body) {
   return int32_t(*d);
 }
 
-int64_t token_count(const std::vector<EmbedInput>& in) {
+int64_t embed_token_count(const std::vector<EmbedInput>& in) {
   int64_t n = 0;
   for (const auto& x : in) n += int64_t(x.ids.size());
   return n;
@@ -149,7 +149,7 @@ void embeddings(ServerState& st, const httplib::Request& req, httplib::Response&
   for (size_t i = 0; i < vecs.size(); ++i) {
     json item = {{"object", "embedding"}, {"index", i}};
     if (format == "base64") {
-      item["embedding"] = base64_encode(vecs[i].data(), vecs[i].size() * sizeof(float));
+      item["embedding"] = embed_base64(vecs[i].data(), vecs[i].size() * sizeof(float));
     } else if (e.pooling().mode == PoolingMode::none) {  // one vector per token
       json rows = json::array();
       for (size_t r = 0; r < vecs[i].size(); r += size_t(width))
@@ -160,7 +160,7 @@ void embeddings(ServerState& st, const httplib::Request& req, httplib::Response&
     }
     data.push_back(std::move(item));
   }
-  const int64_t n_tok = token_count(inputs);
+  const int64_t n_tok = embed_token_count(inputs);
   reply_json(res, {{"object", "list"},
                    {"data", std::move(data)},
                    {"model", model->name},
@@ -234,7 +234,7 @@ void rerank(ServerState& st, const httplib::Request& req, httplib::Response& res
     if (return_documents) r["document"] = {{"text", texts[i]}};
     results.push_back(std::move(r));
   }
-  const int64_t n_tok = token_count(pairs);
+  const int64_t n_tok = embed_token_count(pairs);
   reply_json(res, {{"id", random_id("rerank-")},
                    {"model", model->name},
                    {"results", std::move(results)},
@@ -273,7 +273,7 @@ void ollama_embed_reply(ServerState& st, const json& body, const std::string& se
                    {"embeddings", vecs},
                    {"total_duration", ollama_nanos(t2 - t0)},
                    {"load_duration", ollama_nanos(t1 - t0)},
-                   {"prompt_eval_count", token_count(inputs)}});
+                   {"prompt_eval_count", embed_token_count(inputs)}});
 }
 
 void register_embeddings_routes(httplib::Server& http, ServerState& state) {
