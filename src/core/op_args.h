@@ -158,6 +158,7 @@ struct LayerNormArgs {
 enum class UnaryOp {
   gelu_erf,   // x / 2 * (1 + erf(x / sqrt(2)))
   gelu_tanh,  // x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+  tanh,       // tanh(x) (the pooler of classification heads)
 };
 
 struct UnaryArgs {
@@ -180,19 +181,40 @@ struct Im2colArgs {
   int32_t pad = 0;
 };
 
-// Bidirectional attention over dense keys and values (encoders): rows are n_seq sequences of
-// rows / n_seq positions each, and every position attends to every position of its sequence:
-//   out[s*n + i, head h] = sum_j softmax_j(scale * q[s*n + i, h] . k[s*n + j, h / group]) v[s*n + j, h / group]
+// Bidirectional attention over dense keys and values (encoders): rows are n_seq sequences back
+// to back, sequence s at rows [b_s, e_s) (seq_start nullptr: rows / n_seq rows each, b_s = s * n;
+// else b_s = seq_start[s], e_s = seq_start[s + 1]), and every position attends to every position
+// of its own sequence, so inputs of different lengths pack into one call without padding:
+//   out[b_s + i, head h] = sum_j softmax_j(scale * q[b_s + i, h] . k[b_s + j, h / group]) v[b_s + j, h / group]
 struct AttentionDenseArgs {
   Mat out{};                      // [rows, n_head * head_dim]
   Mat q{};                        // [rows, n_head * head_dim]
   Mat k{};                        // [rows, n_head_kv * head_dim]
   Mat v{};                        // [rows, n_head_kv * head_dim]
-  int32_t n_seq = 1;              // rows % n_seq == 0
+  int32_t n_seq = 1;              // rows % n_seq == 0 unless seq_start is given
+  const int32_t* seq_start = nullptr;  // host [n_seq + 1]: 0 = seq_start[0] < ... < seq_start[n_seq] = rows
   int32_t n_head = 0;
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;
   float scale = 1.0f;
+  // Rows of sequence s: [seq_begin(s), seq_begin(s + 1)).
+  int64_t seq_begin(int64_t s) const { return seq_start ? seq_start[s] : s * (q.rows / n_seq); }
+  // The sequence of row r.
+  int64_t seq_of(int64_t r) const {
+    if (!seq_start) return r / (q.rows / n_seq);
+    int64_t lo = 0, hi = n_seq;  // seq_start[lo] <= r < seq_start[hi]
+    while (hi - lo > 1) {
+      const int64_t mid = (lo + hi) / 2;
+      (seq_start[mid] <= r ? lo : hi) = mid;
+    }
+    return lo;
+  }
+  int64_t max_seq_len() const {
+    if (!seq_start) return q.rows / n_seq;
+    int64_t m = 0;
+    for (int64_t s = 0; s < n_seq; ++s) m = m > seq_start[s + 1] - seq_start[s] ? m : seq_start[s + 1] - seq_start[s];
+    return m;
+  }
 };
 
 // The attention probabilities of one query head (alignment of decoder tokens to encoder

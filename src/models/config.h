@@ -107,6 +107,13 @@ struct ModelConfig {
   int32_t n_dec_ctx = 0;         // max_target_positions
   bool scale_embedding = false;  // token embeddings times sqrt(d_model)
   std::string activation_function;  // MLP activation of encoder-decoder configs ("gelu")
+  // Encoder-only (embedding, reranking) models.
+  int32_t n_type_vocab = 0;      // type_vocab_size: rows of the token-type embeddings
+  float norm_eps = 0.0f;         // layer_norm_eps (0: the architecture's default)
+  int32_t pad_token_id = -1;     // RoBERTa positions start at pad_token_id + 1
+  std::string position_embedding_type;  // "absolute" (the only kind the BERT family here has)
+  int32_t pooling_type = -1;     // GGUF {arch}.pooling_type (llama.cpp: 0 none, 1 mean, 2 cls, 3 last, 4 rank)
+  int32_t n_cls_out = 0;         // classification head outputs (num_labels; GGUF: the cls.output rows)
 
   // Derived values filled by finalize() and checked for consistency.
   void finalize();

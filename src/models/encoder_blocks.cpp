@@ -74,8 +74,11 @@ void full_attention(const BlockContext& c, const FullAttentionArgs& a, int il) {
   const float scale = float(1.0 / std::sqrt(double(a.shape.head_dim)));
   // Dense attention over k / v where the backend has it; else through the scratch KV view, every
   // query at the window's last position.
-  if (!be.attention_dense({.out = a.attn, .q = a.q, .k = a.k, .v = a.v, .n_seq = a.n_seq, .n_head = a.shape.n_head,
-                           .n_head_kv = a.shape.n_head_kv, .head_dim = a.shape.head_dim, .scale = scale})) {
+  if (!be.attention_dense({.out = a.attn, .q = a.q, .k = a.k, .v = a.v, .n_seq = a.n_seq, .seq_start = a.seq_start,
+                           .n_head = a.shape.n_head, .n_head_kv = a.shape.n_head_kv, .head_dim = a.shape.head_dim,
+                           .scale = scale})) {
+    BRISK_CHECK(!a.seq_start && a.k_cache.width > 0, "op attention_dense is not supported on the ", be.name(),
+                " backend");
     be.kv_store({.k = a.k, .v = a.v, .k_cache = a.k_cache, .v_cache = a.v_cache, .seq = a.seq, .pos = a.pos});
     be.attention({.out = a.attn, .q = a.q, .k_cache = a.k_cache, .v_cache = a.v_cache, .seq = a.seq, .pos = a.last_pos,
                   .n_head = a.shape.n_head, .n_head_kv = a.shape.n_head_kv, .head_dim = a.shape.head_dim, .scale = scale});

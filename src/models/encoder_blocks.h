@@ -4,8 +4,9 @@
 //   ffn               up (+ bias) -> GELU -> down (+ bias), the non-gated transformer MLP
 //   conv1d            1-D convolution as im2col + one batched matmul, optionally + GELU
 //   full_attention    bidirectional self-attention: every position sees every position of its
-//                     window (keys and values go through a scratch KV view; the attention op
-//                     gets the last position as every query's position)
+//                     window or packed sequence (attention_dense; else keys and values go through
+//                     a scratch KV view and the attention op gets the last position as every
+//                     query's position)
 //   cross_kv_store    a decoder layer's cross-attention keys / values of the encoder output,
 //                     stored once per window into the sequence's cross-attention cache
 //   cross_attention   a decoder layer's queries against that cache
@@ -93,7 +94,10 @@ struct FullAttentionArgs {
   const int32_t* seq = nullptr;   // [n] sequence (window) of each row
   const int32_t* pos = nullptr;   // [n] its position in the window
   const int32_t* last_pos = nullptr;  // [n] the window's last position
-  int32_t n_seq = 1;              // windows in the rows (n / n_seq positions each)
+  int32_t n_seq = 1;              // windows in the rows (n / n_seq positions each, unless seq_start)
+  // Host [n_seq + 1]: packed sequences of different lengths, sequence s at rows
+  // [seq_start[s], seq_start[s + 1]); then the backend must have attention_dense (no KV fallback).
+  const int32_t* seq_start = nullptr;
 };
 void full_attention(const BlockContext& c, const FullAttentionArgs& a, int il);
 

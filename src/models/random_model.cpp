@@ -212,6 +212,46 @@ std::vector<Planned> plan_tensors(const RandomModelParams& p) {
   return v;
 }
 
+// llama.cpp's `bert` layout: token, type and position tables with an embedding LayerNorm,
+// post-norm layers with biases everywhere (LayerNorm weights 1 + noise, biases small).
+std::vector<Planned> plan_bert(const RandomModelParams& p) {
+  std::vector<Planned> v;
+  auto mat = [&](std::string name, int64_t n_in, int64_t n_out) {
+    v.push_back({.name = std::move(name), .ne = {uint64_t(n_in), uint64_t(n_out)}});
+  };
+  auto vec = [&](std::string name, int64_t n, float base, float spread) {
+    v.push_back({.name = std::move(name), .ne = {uint64_t(n)}, .base = base, .spread = spread});
+  };
+  const int64_t d = p.n_embd;
+  mat("token_embd.weight", d, p.n_vocab);
+  mat("token_types.weight", d, 2);
+  mat("position_embd.weight", d, p.n_ctx_train);
+  vec("token_embd_norm.weight", d, 1.0f, 0.1f);
+  vec("token_embd_norm.bias", d, 0.0f, 0.1f);
+  for (int32_t il = 0; il < p.n_layer; ++il) {
+    const std::string blk = "blk." + std::to_string(il) + ".";
+    for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
+      mat(blk + m + ".weight", d, d);
+      vec(blk + m + ".bias", d, 0.0f, 0.1f);
+    }
+    vec(blk + "attn_output_norm.weight", d, 1.0f, 0.1f);
+    vec(blk + "attn_output_norm.bias", d, 0.0f, 0.1f);
+    mat(blk + "ffn_up.weight", d, p.n_ff);
+    vec(blk + "ffn_up.bias", p.n_ff, 0.0f, 0.1f);
+    mat(blk + "ffn_down.weight", p.n_ff, d);
+    vec(blk + "ffn_down.bias", d, 0.0f, 0.1f);
+    vec(blk + "layer_output_norm.weight", d, 1.0f, 0.1f);
+    vec(blk + "layer_output_norm.bias", d, 0.0f, 0.1f);
+  }
+  if (p.n_cls_out > 0) {
+    mat("cls.weight", d, d);
+    vec("cls.bias", d, 0.0f, 0.1f);
+    mat("cls.output.weight", d, p.n_cls_out);
+    vec("cls.output.bias", p.n_cls_out, 0.0f, 0.1f);
+  }
+  return v;
+}
+
 // The Gemma 4 config of a shape, read the way a Hugging Face config of it would be (the
 // published form: sliding layers with every full_every-th full, proportional rope on a quarter
 // of the full layers' heads) and finalized by the gemma4 entry.
@@ -397,6 +437,16 @@ struct ModelShape {
 const std::vector<ModelShape>& shape_table() {
   static const std::vector<ModelShape> table = {
       {"tiny", {}},
+      // Encoders (GGUF `bert`, mean pooling): a toy one for tests, BAAI/bge-small-en-v1.5, and
+      // BAAI/bge-m3 (XLM-RoBERTa large; 8194 positions less the 2 padding rows llama.cpp drops).
+      {"bert-tiny", {.arch = "bert", .n_vocab = 1000, .n_embd = 64, .n_layer = 2, .n_head = 4, .n_head_kv = 4,
+                     .head_dim = 16, .n_ff = 128, .n_ctx_train = 512}},
+      {"bert-tiny-rerank", {.arch = "bert", .n_vocab = 1000, .n_embd = 64, .n_layer = 2, .n_head = 4, .n_head_kv = 4,
+                            .head_dim = 16, .n_ff = 128, .n_ctx_train = 512, .n_cls_out = 1}},
+      {"bge-small", {.arch = "bert", .n_vocab = 30522, .n_embd = 384, .n_layer = 12, .n_head = 12, .n_head_kv = 12,
+                     .head_dim = 32, .n_ff = 1536, .n_ctx_train = 512}},
+      {"bge-m3", {.arch = "bert", .n_vocab = 250002, .n_embd = 1024, .n_layer = 24, .n_head = 16, .n_head_kv = 16,
+                  .head_dim = 64, .n_ff = 4096, .n_ctx_train = 8192}},
       {"qwen2.5-0.5b", {.arch = "qwen2", .n_vocab = 151936, .n_embd = 896, .n_layer = 24, .n_head = 14,
                         .n_head_kv = 2, .head_dim = 64, .n_ff = 4864, .n_ctx_train = 32768,
                         .rope_theta = 1000000.0f, .tie_embeddings = true}},
@@ -531,7 +581,7 @@ void random_model_fill(const RandomModelParams& p, gguf::Writer& w, Builder& b) 
     return;
   }
   BRISK_CHECK(p.arch == "llama" || p.arch == "qwen2" || p.arch == "qwen3" || p.arch == "qwen3moe" ||
-                  p.arch == "gemma4" || is_hybrid(p.arch),
+                  p.arch == "gemma4" || p.arch == "bert" || is_hybrid(p.arch),
               "random model: unsupported arch '", p.arch, "'");
   BRISK_CHECK(p.n_layer > 0 && p.n_kv_shared_layers >= 0 && p.n_kv_shared_layers < p.n_layer,
               "random model: ", p.n_kv_shared_layers, " KV-shared layers of ", p.n_layer);
@@ -576,8 +626,18 @@ void random_model_fill(const RandomModelParams& p, gguf::Writer& w, Builder& b) 
     w.set(a + ".expert_shared_feed_forward_length", gguf::Value::from_u32(uint32_t(p.n_ff_shexp)));
   }
 
+  if (a == "bert") {
+    BRISK_CHECK(p.n_head_kv == p.n_head && p.head_dim * p.n_head == p.n_embd, "random model: bert needs n_head_kv = n_head "
+                "and head_dim * n_head = n_embd");
+    w.set(a + ".attention.layer_norm_epsilon", gguf::Value::from_f32(1e-12f));
+    w.set(a + ".attention.causal", gguf::Value::from_bool(false));
+    w.set(a + ".pooling_type", gguf::Value::from_u32(p.n_cls_out > 0 ? 4 : 1));  // rank / mean
+    w.set("tokenizer.ggml.token_type_count", gguf::Value::from_u32(2));
+  }
   std::vector<Planned> plan;
-  if (a == "gemma4") {
+  if (a == "bert") {
+    plan = plan_bert(p);
+  } else if (a == "gemma4") {
     const ModelConfig c = gemma4_config(p);
     arch_gemma4().convert.write_metadata(c, w, &b.rope_freqs);
     plan = plan_gemma4(c);

@@ -21,7 +21,7 @@ namespace brisk {
 class MappedFile;
 
 struct RandomModelParams {
-  std::string arch = "qwen2";     // llama | qwen2 | qwen3 | qwen3moe | qwen35 | qwen35moe | gemma4 | whisper
+  std::string arch = "qwen2";     // llama | qwen2 | qwen3 | qwen3moe | qwen35 | qwen35moe | gemma4 | whisper | bert
   int32_t n_vocab = 1024;
   int32_t n_embd = 64;
   int32_t n_layer = 2;
@@ -64,6 +64,7 @@ struct RandomModelParams {
   int32_t n_embd_per_layer = 0;  // per-layer embeddings (0: none)
   bool double_wide_mlp = false;  // KV-shared layers' MLPs are 2 * n_ff
   float final_softcap = 0.0f;
+  int32_t n_cls_out = 0;         // bert: a classification head of this many outputs (cross-encoders)
   // Whisper (arch "whisper", the names and keys of brisk quantize's Whisper GGUF): n_layer,
   // n_head, n_ff and n_ctx_train are the decoder's (head_dim = n_embd / n_head), these the
   // encoder's; every linear layer has its biases (k_proj excepted), LayerNorms have both.
@@ -74,7 +75,9 @@ struct RandomModelParams {
   int32_t n_mels = 80;
 };
 
-// Known shapes by name: "tiny", "qwen2.5-0.5b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-8b",
+// Known shapes by name: "tiny", "bert-tiny", "bert-tiny-rerank", "bge-small", "bge-m3" (encoders,
+// arch "bert"),
+// "qwen2.5-0.5b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-8b",
 // "llama-3.2-1b", "llama-3.1-8b", "qwen3-30b-a3b", "tiny-hybrid", "qwen3.5-0.8b",
 // "qwen3.5-2b", "qwen3.5-27b", "qwen3.6-35b-a3b", "gemma4-e2b", "gemma4-e4b", "gemma4-31b",
 // "gemma4-26b-a4b" (the published configs), "gemma4-tiny" (every Gemma 4 feature at toy size),

@@ -11,7 +11,7 @@ const std::vector<const ArchEntry*>& arch_registry() {
   static const std::vector<const ArchEntry*> entries = {
       &arch_llama(), &arch_mistral(), &arch_qwen2(), &arch_qwen3(), &arch_qwen3moe(), &arch_gemma3(),
       &arch_gemma4(),
-      &arch_qwen35(), &arch_qwen35moe(), &arch_qwen3next(), &arch_whisper(),
+      &arch_qwen35(), &arch_qwen35moe(), &arch_qwen3next(), &arch_whisper(), &arch_bert(), &arch_roberta(),
   };
   return entries;
 }
@@ -25,6 +25,7 @@ std::vector<LayerKvNeeds> ArchModel::kv_layers(const ModelConfig& cfg) const {
 }
 
 void ArchModel::encode(const EncoderForward&) const { fail("this model has no encoder"); }
+void ArchModel::embed(const EmbedForward&) const { fail("this model is not an embedding model"); }
 
 const ArchEntry* arch_find_hf(const std::vector<std::string>& architectures, const std::string& model_type) {
   for (const std::string& a : architectures)

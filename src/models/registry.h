@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/config.h"
+#include "models/embed_forward.h"
 #include "models/encoder_forward.h"
 #include "models/forward.h"
 #include "models/weights.h"
@@ -39,6 +40,10 @@ class ArchModel {
   // encoder pass, which fills the cross-attention caches of f.cross_seq's sequences.
   virtual const EncoderSpec* encoder() const { return nullptr; }
   virtual void encode(const EncoderForward& f) const;
+  // Encoder-only models (embeddings, cross-encoders): the shape (nullptr: a generative model)
+  // and the packed forward over whole inputs.
+  virtual const EmbedSpec* embedder() const { return nullptr; }
+  virtual void embed(const EmbedForward& f) const;
   // [n_layer] what each layer keeps per sequence; empty: keys and values in every layer.
   virtual std::vector<LayerState> layer_states() const { return {}; }
   // Widths of extra activation buffers the forward uses (ForwardArena::extra, [n_batch, width]).
@@ -129,6 +134,8 @@ const ArchEntry& arch_qwen3moe();
 const ArchEntry& arch_gemma3();
 const ArchEntry& arch_gemma4();
 const ArchEntry& arch_whisper();
+const ArchEntry& arch_bert();
+const ArchEntry& arch_roberta();
 const ArchEntry& arch_qwen35();
 const ArchEntry& arch_qwen35moe();
 const ArchEntry& arch_qwen3next();

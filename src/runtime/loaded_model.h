@@ -49,6 +49,7 @@ class LoadedModel final : public Model {
   nlohmann::json config_json_;
   nlohmann::json generation_config_;
   nlohmann::json preprocessor_config_;
+  std::string folder_;  // the Hugging Face folder ("" for GGUF): sentence-transformers files
 
  private:
   using LayoutPlan = std::vector<std::pair<QuantType, QuantType>>;

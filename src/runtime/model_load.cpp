@@ -123,6 +123,7 @@ std::shared_ptr<Model> load_hf(const ModelLoadOptions& o) {
                                               parse_quant(o.quant));
   finish(*m, *entry);
   m->config_json_ = cfg;
+  m->folder_ = dir.string();
   if (fs::exists(dir / "generation_config.json"))
     m->generation_config_ = read_json_file((dir / "generation_config.json").string());
   if (fs::exists(dir / "preprocessor_config.json"))

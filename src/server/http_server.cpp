@@ -186,6 +186,7 @@ HttpServer::HttpServer(ModelRegistry& registry, ServerOptions options)
   register_openai_routes(*http_, *st);
   register_anthropic_routes(*http_, *st);
   register_audio_routes(*http_, *st);
+  register_embeddings_routes(*http_, *st);
   register_responses_routes(*http_, *st);
   register_ollama_routes(*http_, *st);
   register_webui_routes(*http_, *st);

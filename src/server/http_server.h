@@ -80,6 +80,7 @@ void register_anthropic_routes(httplib::Server& http, ServerState& state);
 void register_audio_routes(httplib::Server& http, ServerState& state);
 void register_responses_routes(httplib::Server& http, ServerState& state);
 void register_ollama_routes(httplib::Server& http, ServerState& state);
+void register_embeddings_routes(httplib::Server& http, ServerState& state);  // embeddings_api.cpp
 // GET / (the chat page, or a line saying the server runs when the page is off) and its files.
 void register_webui_routes(httplib::Server& http, ServerState& state);
 

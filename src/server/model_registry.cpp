@@ -79,8 +79,19 @@ bool ModelRegistry::unload(const std::string& name) {
 
 std::shared_ptr<LoadedModel> ModelRegistry::get(const std::string& name) {
   std::shared_ptr<LoadedModel> m = load(name);
+  if (m->embed)
+    throw HttpError(400, str_cat("model '", m->name, "' is an embedding model: use /v1/embeddings or /v1/rerank"), "model");
   if (!m->scheduler)
     throw HttpError(400, str_cat("model '", m->name, "' is a speech model: use /v1/audio/transcriptions or /v1/audio/translations"),
+                    "model");
+  return m;
+}
+
+std::shared_ptr<LoadedModel> ModelRegistry::get_embed(const std::string& name) {
+  std::shared_ptr<LoadedModel> m = load(name);
+  if (!m->embed)
+    throw HttpError(400, str_cat("model '", m->name, "' is not an embedding model (it ", m->speech ? "transcribes speech" : "generates text",
+                                 "); serve an encoder such as BERT, XLM-RoBERTa or a cross-encoder for /v1/embeddings and /v1/rerank"),
                     "model");
   return m;
 }
@@ -126,7 +137,7 @@ std::shared_ptr<LoadedModel> ModelRegistry::load(const std::string& name) {
   unloaded.clear();  // freed here, outside mu_
   log_info("serve: loading model '", spec->name, "' from ", spec->path);
   std::shared_ptr<LoadedModel> m = loader_(*spec);
-  BRISK_CHECK(m && ((m->scheduler && m->tokenizer) || m->speech), "serve: loading model '", spec->name, "' gave no engine");
+  BRISK_CHECK(m && ((m->scheduler && m->tokenizer) || m->speech || m->embed), "serve: loading model '", spec->name, "' gave no engine");
   m->name = spec->name;
   std::lock_guard<std::mutex> lock(mu_);
   resident_[spec->name] = m;

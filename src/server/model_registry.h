@@ -20,6 +20,7 @@
 #include "runtime/scheduler.h"
 
 namespace brisk {
+class EmbedQueue;
 class TokenMask;
 class Transcriber;
 }
@@ -51,6 +52,8 @@ struct LoadedModel {
   std::shared_ptr<const std::vector<std::string>> vocab_texts;  // decoded text of every token
   // Speech-to-text models (server/audio_api.cpp) have a transcriber instead of a scheduler.
   std::shared_ptr<Transcriber> speech;
+  // Embedding / reranking models (server/embeddings_api.cpp) have an embedding queue instead.
+  std::shared_ptr<EmbedQueue> embed;
   // Bytes of the longest token text plus one (computed on first use): a prompt text longer
   // than n_ctx times this cannot fit in the context (see prompt_byte_limit).
   mutable std::atomic<int32_t> max_token_bytes{0};
@@ -74,6 +77,8 @@ class ModelRegistry {
   std::shared_ptr<LoadedModel> get(const std::string& name);
   // load() for the audio routes: a text model is an HttpError 400.
   std::shared_ptr<LoadedModel> get_speech(const std::string& name);
+  // load() for the embedding and rerank routes: a generative model is an HttpError 400.
+  std::shared_ptr<LoadedModel> get_embed(const std::string& name);
   bool has(const std::string& name) const;
   std::vector<ModelSpec> specs() const;
   std::vector<std::shared_ptr<LoadedModel>> resident() const;

@@ -1,6 +1,6 @@
 // Ollama dialect, the generating routes: POST /api/chat, POST /api/generate (newline-delimited
 // JSON streams by default, one object with `stream: false`), POST /api/embed and
-// /api/embeddings (refused: no embedding models yet). A request is mapped onto the same
+// /api/embeddings (server/embeddings_api.cpp answers them). A request is mapped onto the same
 // ChatRequest -> prepare_chat -> start_generation path as the OpenAI routes; what differs is
 // the request's field names and the shape of the replies.
 #include <chrono>
@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "server/chat_request.h"
 #include "server/constraints.h"
+#include "server/embeddings_api.h"
 #include "server/json_fields.h"
 #include "server/ollama_common.h"
 #include "server/route_util.h"
@@ -343,12 +344,17 @@ void ollama_generate(ServerState& state, const httplib::Request& req, httplib::R
   run_ollama(state, c, std::move(spec), false, res);
 }
 
-// No embedding models yet: the model must exist, and the answer says why nothing comes back.
-void ollama_embed(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+// /api/embed and the legacy /api/embeddings: the model must exist; embeddings_api.cpp answers.
+void ollama_embed_route(ServerState& state, const httplib::Request& req, httplib::Response& res, bool legacy) {
   const json body = parse_body(req.body);
-  const std::string name = ollama_model_field(body);
-  (void)ollama_served_name(*state.registry, name);
-  throw HttpError(400, str_cat("\"", name, "\" does not support embeddings: embeddings are not supported by this model"));
+  const std::string served = ollama_served_name(*state.registry, ollama_model_field(body));
+  ollama_embed_reply(state, body, served, legacy, res);
+}
+void ollama_embed(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  ollama_embed_route(state, req, res, false);
+}
+void ollama_embeddings(ServerState& state, const httplib::Request& req, httplib::Response& res) {
+  ollama_embed_route(state, req, res, true);
 }
 
 }  // namespace
@@ -362,7 +368,7 @@ void register_ollama_generation_routes(httplib::Server& http, ServerState& state
   post("/api/chat", ollama_chat);
   post("/api/generate", ollama_generate);
   post("/api/embed", ollama_embed);
-  post("/api/embeddings", ollama_embed);
+  post("/api/embeddings", ollama_embeddings);
 }
 
 }  // namespace brisk::server

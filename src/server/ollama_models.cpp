@@ -169,10 +169,10 @@ void ollama_show(ServerState& st, const httplib::Request& req, httplib::Response
   const auto spec = spec_named(*st.registry, served);
   if (!spec) throw HttpError(404, str_cat("model \"", served, "\" not found"), "model");
   // The metadata is read from the loaded model (loading it when it is not resident).
-  const auto m = st.registry->get(served);
+  const auto m = st.registry->load(served);
   const ModelFiles f = inspect_files(spec->path);
   json info = json::object();
-  json caps = json::array({"completion"});
+  json caps = m->embed ? json::array({"embedding"}) : json::array({"completion"});
   if (m->model) {
     const ModelInfo& mi = m->model->info();
     info["general.architecture"] = mi.architecture;

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "text/precompiled.h"
 #include "text/unicode.h"
 
 namespace brisk::text {
@@ -202,6 +203,7 @@ std::string normalize(const std::vector<NormalizerStep>& steps, std::string text
         break;
       }
       case K::bert: text = bert_normalize(st, text); break;
+      case K::precompiled: text = st.charsmap->normalize(text); break;
       case K::byte_level: {
         std::string out;
         byte_level_encode(text, out);

@@ -11,6 +11,8 @@
 
 namespace brisk::text {
 
+class PrecompiledCharsMap;  // text/precompiled.h
+
 // A compiled PCRE2 pattern (UTF + UCP, JIT when available). Subjects must be valid UTF-8.
 class Regex {
  public:
@@ -30,7 +32,7 @@ class Regex {
 
 struct NormalizerStep {
   enum class Kind {
-    nfc, nfd, nfkc, nfkd, lowercase, strip_accents, replace, prepend, strip, bert, byte_level
+    nfc, nfd, nfkc, nfkd, lowercase, strip_accents, replace, prepend, strip, bert, byte_level, precompiled
   };
   Kind kind = Kind::nfc;
   std::string pattern{};               // replace: literal pattern (when regex is null)
@@ -40,6 +42,7 @@ struct NormalizerStep {
   // bert
   bool clean_text = true, handle_chinese_chars = true, lowercase = true;
   int strip_accents = -1;  // -1: follow lowercase, 0: no, 1: yes
+  std::shared_ptr<const PrecompiledCharsMap> charsmap{};  // precompiled (SentencePiece charsmap)
 };
 
 std::string normalize(const std::vector<NormalizerStep>& steps, std::string text);

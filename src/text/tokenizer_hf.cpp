@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "text/bpe.h"
+#include "text/precompiled.h"
 #include "text/spm.h"
 #include "text/tokenizer_pipeline.h"
 #include "text/unicode.h"
@@ -112,6 +113,15 @@ void parse_normalizer(const Ctx& c, const json& n, const std::string& where,
     st.kind = K::replace;
     parse_pattern(c, field(c, n, "pattern", where), where + ".pattern", &st.pattern, &st.regex);
     st.content = get_string(c, n, "content", where);
+  } else if (type == "Precompiled") {
+    // A null or empty charsmap normalizes nothing (tokenizers does the same).
+    const json& blob = field(c, n, "precompiled_charsmap", where);
+    if (blob.is_null()) return;
+    if (!blob.is_string()) c.error(where + ".precompiled_charsmap", "expected a base64 string");
+    const std::string bytes = base64_decode(blob.get<std::string>(), c.file + ": " + where + ".precompiled_charsmap");
+    if (bytes.empty()) return;
+    st.kind = K::precompiled;
+    st.charsmap = std::make_shared<PrecompiledCharsMap>(bytes, c.file + ": " + where + ".precompiled_charsmap");
   } else if (type == "Prepend") {
     st.kind = K::prepend;
     st.content = get_string(c, n, "prepend", where);

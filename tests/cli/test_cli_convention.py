@@ -163,7 +163,21 @@ def run_checks(check, tmp):
         w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * 440 * i / 16000)))
                                for i in range(16000)))
 
+    # Random encoders (an embedding model and a cross-encoder) without tokenizers: token ids.
+    bert = os.path.join(tmp, "bert.gguf")
+    ranker = os.path.join(tmp, "ranker.gguf")
+    for shape, out in (("bert-tiny", bert), ("bert-tiny-rerank", ranker)):
+        g = brisk("make-random-model", "--shape", shape, "--out", out)
+        check("make-random-model " + shape, g.returncode == 0, g.stderr)
+
+    def embed_bench(form):
+        r = brisk("embed-bench", *form, "-n", "2", "-l", "8", "-q", "4", "-r", "1", "-t", "1")
+        return (r.returncode, r.stdout.splitlines()[0] if r.returncode == 0 and r.stdout else r.stderr)
+
     model_forms = {
+        "embed": (bert, plain("embed", ["--ids", "1,2,3", "-t", "1"])),
+        "rerank": (ranker, plain("rerank", ["--query", "1,2", "--ids", "3,4", "5", "-t", "1"])),
+        "embed-bench": (bert, embed_bench),
         "generate": (model, plain("generate", ["--prompt-ids", "72,101,108", "-n", "4", "--show-ids", "-t", "1"])),
         "run": (model, plain("run", ["Hello", "-n", "4", "--temp", "0", "-t", "1"])),
         "tokenize": (model, plain("tokenize", ["Hello world"])),

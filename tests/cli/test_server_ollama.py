@@ -3,7 +3,7 @@
 port and on --ollama-port, NDJSON streaming, bad input answered with Ollama's error shape
 ({"error": "..."}) and the server staying up, keep_alive 0, and the official `ollama` npm
 client (tests/server/sdk_ollama.mjs: chat, generate, tools, format, list, show, ps, version,
-embed refused, pull from a local Hub-shaped server and delete). Exit 77 = skipped."""
+embed refused for a chat model, pull from a local Hub-shaped server and delete). Exit 77 = skipped."""
 import http.client
 import json
 import os

@@ -203,6 +203,51 @@ TEST(EncoderOps, DenseAttentionMatchesReference) {
   }
 }
 
+// Packed sequences of different lengths (seq_start): each row attends to its own sequence only,
+// so the packed result equals each sequence run alone; both kernels against the reference.
+TEST(EncoderOps, PackedDenseAttentionEqualsEachSequenceAlone) {
+  auto be = make_cpu_backend(3);
+  for (auto [n_head, n_head_kv, head_dim] : {std::tuple{4, 2, 32}, std::tuple{3, 3, 20}}) {
+    const std::vector<int32_t> lens = {1, 9, 17, 2, 40, 8, 3};
+    std::vector<int32_t> start = {0};
+    for (int32_t l : lens) start.push_back(start.back() + l);
+    const int64_t rows = start.back(), qw = n_head * head_dim, kw = n_head_kv * head_dim;
+    std::vector<float> q = enc_randn(size_t(rows * qw), 31, 1.5f), k = enc_randn(size_t(rows * kw), 32, 1.5f);
+    std::vector<float> v = enc_randn(size_t(rows * kw), 33), ref(q.size());
+    AttentionDenseArgs a{.out = enc_mat(ref, rows, qw), .q = enc_mat(q, rows, qw), .k = enc_mat(k, rows, kw),
+                         .v = enc_mat(v, rows, kw), .n_seq = int32_t(lens.size()), .seq_start = start.data(),
+                         .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = head_dim,
+                         .scale = 1.0f / std::sqrt(float(head_dim))};
+    ref::attention_dense(a);
+    // The reference packed equals the reference of each sequence alone.
+    for (size_t s = 0; s < lens.size(); ++s) {
+      const int64_t b = start[s], n = lens[s];
+      std::vector<float> alone(size_t(n * qw));
+      AttentionDenseArgs one = a;
+      one.seq_start = nullptr;
+      one.n_seq = 1;
+      one.q = Mat{.data = q.data() + b * qw, .rows = n, .cols = qw};
+      one.k = Mat{.data = k.data() + b * kw, .rows = n, .cols = kw};
+      one.v = Mat{.data = v.data() + b * kw, .rows = n, .cols = kw};
+      one.out = enc_mat(alone, n, qw);
+      ref::attention_dense(one);
+      for (int64_t i = 0; i < n * qw; ++i) ASSERT_EQ(alone[size_t(i)], ref[size_t(b * qw + i)]) << "sequence " << s;
+    }
+    for (const char* off : {"0", "1"}) {
+      ScopedEnv env("BRISK_NO_BLOCKED_ATTENTION", off);
+      std::vector<float> out(q.size(), -7.0f);
+      a.out = enc_mat(out, rows, qw);
+      ASSERT_TRUE(be->attention_dense(a));
+      EXPECT_LT(enc_max_diff(out, ref), 2e-5f) << n_head << "/" << n_head_kv << " x " << head_dim
+                                               << ", BRISK_NO_BLOCKED_ATTENTION=" << off;
+    }
+    std::vector<int32_t> bad = start;
+    bad[3] = bad[2];  // an empty sequence
+    a.seq_start = bad.data();
+    EXPECT_THROW(be->attention_dense(a), Error);
+  }
+}
+
 TEST(EncoderOps, FloatGemmMatchesTheGemvPath) {
   auto be = make_cpu_backend(2);
   for (QuantType wt : {QuantType::F32, QuantType::F16, QuantType::BF16}) {

@@ -270,6 +270,11 @@ TEST(TokenizerUnits, MalformedTokenizerJson) {
   expect_error(bpe_json({{"a", "x"}}, json::array()).dump(), "expected an integer");
   json j = ok;
   j["normalizer"] = {{"type", "Precompiled"}};
+  expect_error(j.dump(), "precompiled_charsmap");
+  j["normalizer"] = {{"type", "Precompiled"}, {"precompiled_charsmap", "AAAA"}};
+  expect_error(j.dump(), "normalizer.precompiled_charsmap");
+  j = ok;
+  j["normalizer"] = {{"type", "NoSuchNormalizer"}};
   expect_error(j.dump(), "unsupported normalizer");
   j = ok;
   j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}, {"behavior", "Isolated"}};

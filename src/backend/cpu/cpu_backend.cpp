@@ -405,10 +405,16 @@ class CpuBackend final : public Backend {
 
   bool attention_dense(const AttentionDenseArgs& a) override {
     OpProfile::Scope prof(profile_, "attention_dense");
-    BRISK_CHECK(a.n_seq >= 1 && a.q.rows % a.n_seq == 0 && a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0 &&
-                    a.head_dim > 0,
+    BRISK_CHECK(a.n_seq >= 1 && (a.seq_start || a.q.rows % a.n_seq == 0) && a.n_head_kv > 0 &&
+                    a.n_head % a.n_head_kv == 0 && a.head_dim > 0,
                 "attention_dense: ", a.q.rows, " rows in ", a.n_seq, " sequences, ", a.n_head, " heads over ",
                 a.n_head_kv, " KV heads");
+    if (a.seq_start) {
+      BRISK_CHECK(a.seq_start[0] == 0 && a.seq_start[a.n_seq] == a.q.rows, "attention_dense: sequence starts span [",
+                  a.seq_start[0], ", ", a.seq_start[a.n_seq], "), the rows are [0, ", a.q.rows, ")");
+      for (int32_t s = 0; s < a.n_seq; ++s)
+        BRISK_CHECK(a.seq_start[s + 1] > a.seq_start[s], "attention_dense: sequence ", s, " is empty or out of order");
+    }
     check_mat(a.q, a.q.rows, int64_t(a.n_head) * a.head_dim, "attention_dense", "q");
     check_mat(a.out, a.q.rows, int64_t(a.n_head) * a.head_dim, "attention_dense", "out");
     check_mat(a.k, a.q.rows, int64_t(a.n_head_kv) * a.head_dim, "attention_dense", "k");
@@ -422,7 +428,7 @@ class CpuBackend final : public Backend {
     const bool fast = avx512_ && a.head_dim % 16 == 0 && !flags().no_blocked_attention;
     const int64_t per = cpu::attention_dense_scratch_floats(a, fast);
     float* buf = static_cast<float*>(scratch(attn_scratch_, sizeof(float) * size_t(per * pool_.size())));
-    const int64_t n = a.q.rows / a.n_seq;
+    const int64_t n = a.max_seq_len();
     pool_.run([&](int ith, int nth) {
       if (fast) cpu::attention_dense_rows_avx512(a, buf + per * ith, ith, nth);
       else cpu::attention_dense_rows(a, buf + per * ith, ith, nth);

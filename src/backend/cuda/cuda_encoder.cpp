@@ -87,7 +87,8 @@ void CudaBackend::attention_weights(const AttentionWeightsArgs& a) {
 }
 
 bool CudaBackend::attention_dense(const AttentionDenseArgs& a) {
-  if (flags().no_cuda_dense_attention || !cuda::attention_dense_supported(a)) return false;
+  // Packed sequences of different lengths (seq_start) have no kernel here yet: the caller says so.
+  if (a.seq_start || flags().no_cuda_dense_attention || !cuda::attention_dense_supported(a)) return false;
   BRISK_CHECK(a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0, "attention_dense: ", a.n_head,
               " heads are not a multiple of ", a.n_head_kv, " KV heads");
   const int64_t qw = int64_t(a.n_head) * a.head_dim, kvw = int64_t(a.n_head_kv) * a.head_dim;

@@ -42,8 +42,10 @@ void unary_rows(const UnaryArgs& a, int ith, int nth) {
     float* o = a.out.row(r);
     if (a.op == UnaryOp::gelu_erf) {
       for (int64_t i = 0; i < a.x.cols; ++i) o[i] = gelu_erf(x[i]);
-    } else {
+    } else if (a.op == UnaryOp::gelu_tanh) {
       for (int64_t i = 0; i < a.x.cols; ++i) o[i] = gelu_tanh(x[i]);
+    } else {
+      for (int64_t i = 0; i < a.x.cols; ++i) o[i] = std::tanh(x[i]);
     }
   }
 }
@@ -98,23 +100,24 @@ void attention_weights_rows(const AttentionWeightsArgs& a, float* scratch, int i
 }
 
 int64_t attention_dense_scratch_floats(const AttentionDenseArgs& a, bool avx512) {
-  const int64_t n = a.q.rows / std::max(1, a.n_seq);
+  const int64_t n = a.n_seq >= 1 ? a.max_seq_len() : a.q.rows;
   const int64_t n_pad = (n + 15) / 16 * 16;
   return avx512 ? (int64_t(a.head_dim) + 8) * n_pad + 16 : n;
 }
 
 void attention_dense_rows(const AttentionDenseArgs& a, float* scratch, int ith, int nth) {
-  const int64_t n = a.q.rows / a.n_seq, hd = a.head_dim;
+  const int64_t hd = a.head_dim;
   const int32_t group = a.n_head / a.n_head_kv;
   int64_t begin, end;
   split_range(a.q.rows * a.n_head, ith, nth, &begin, &end);
   for (int64_t item = begin; item < end; ++item) {
-    const int64_t r = item / a.n_head, h = item % a.n_head, s = r / n;
+    const int64_t r = item / a.n_head, h = item % a.n_head, s = a.seq_of(r);
+    const int64_t b = a.seq_begin(s), n = a.seq_begin(s + 1) - b;
     const float* q = a.q.row(r) + h * hd;
     const int64_t kv_col = (h / group) * hd;
     float mx = -INFINITY;
     for (int64_t j = 0; j < n; ++j) {
-      const float* k = a.k.row(s * n + j) + kv_col;
+      const float* k = a.k.row(b + j) + kv_col;
       float d = 0.0f;
       for (int64_t c = 0; c < hd; ++c) d += q[c] * k[c];
       scratch[j] = d * a.scale;
@@ -125,7 +128,7 @@ void attention_dense_rows(const AttentionDenseArgs& a, float* scratch, int ith, 
     float* o = a.out.row(r) + h * hd;
     std::fill(o, o + hd, 0.0f);
     for (int64_t j = 0; j < n; ++j) {
-      const float* v = a.v.row(s * n + j) + kv_col;
+      const float* v = a.v.row(b + j) + kv_col;
       const float p = scratch[j] / sum;
       for (int64_t c = 0; c < hd; ++c) o[c] += p * v[c];
     }
@@ -137,18 +140,19 @@ void attention_dense_rows(const AttentionDenseArgs& a, float* scratch, int ith, 
 namespace brisk::ref {
 
 void attention_dense(const AttentionDenseArgs& a) {
-  const int64_t n = a.q.rows / a.n_seq, hd = a.head_dim;
+  const int64_t hd = a.head_dim;
   const int32_t group = a.n_head / a.n_head_kv;
-  std::vector<double> p(static_cast<size_t>(n)), o(static_cast<size_t>(hd));
+  std::vector<double> p, o(static_cast<size_t>(hd));
   for (int64_t r = 0; r < a.q.rows; ++r) {
-    const int64_t s = r / n;
+    const int64_t s = a.seq_of(r), b = a.seq_begin(s), n = a.seq_begin(s + 1) - b;
+    p.assign(size_t(n), 0.0);
     for (int32_t h = 0; h < a.n_head; ++h) {
       const float* q = a.q.row(r) + int64_t(h) * hd;
       const int64_t col = int64_t(h / group) * hd;
       double mx = -INFINITY;
       for (int64_t j = 0; j < n; ++j) {
         double d = 0.0;
-        for (int64_t c = 0; c < hd; ++c) d += double(q[c]) * a.k.row(s * n + j)[col + c];
+        for (int64_t c = 0; c < hd; ++c) d += double(q[c]) * a.k.row(b + j)[col + c];
         p[size_t(j)] = d * a.scale;
         mx = std::max(mx, p[size_t(j)]);
       }
@@ -156,12 +160,11 @@ void attention_dense(const AttentionDenseArgs& a) {
       for (double& v : p) sum += (v = std::exp(v - mx));
       std::fill(o.begin(), o.end(), 0.0);
       for (int64_t j = 0; j < n; ++j)
-        for (int64_t c = 0; c < hd; ++c) o[size_t(c)] += p[size_t(j)] / sum * a.v.row(s * n + j)[col + c];
+        for (int64_t c = 0; c < hd; ++c) o[size_t(c)] += p[size_t(j)] / sum * a.v.row(b + j)[col + c];
       for (int64_t c = 0; c < hd; ++c) a.out.row(r)[int64_t(h) * hd + c] = float(o[size_t(c)]);
     }
   }
 }
-
 
 void layer_norm(const LayerNormArgs& a) {
   for (int64_t r = 0; r < a.x.rows; ++r) {
@@ -187,9 +190,9 @@ void unary(const UnaryArgs& a) {
     float* o = a.out.row(r);
     for (int64_t i = 0; i < a.x.cols; ++i) {
       const double v = x[i];
-      o[i] = a.op == UnaryOp::gelu_erf
-                 ? float(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))))
-                 : float(0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v))));
+      o[i] = a.op == UnaryOp::gelu_erf    ? float(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))))
+             : a.op == UnaryOp::gelu_tanh ? float(0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v))))
+                                          : float(std::tanh(v));
     }
   }
 }

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/cpu/encoder_ops.h"
 #include "kernels/cpu/ops.h"
@@ -64,29 +65,39 @@ namespace brisk::cpu {
 // in that order, so a part rebuilds the transposed keys only when it moves to another KV head.
 void attention_dense_rows_avx512(const AttentionDenseArgs& a, float* scratch, int ith, int nth) {
   constexpr int64_t kQ = 8;  // queries per item
-  const int64_t n = a.q.rows / a.n_seq, hd = a.head_dim, n_pad = (n + 15) / 16 * 16;
+  const int64_t hd = a.head_dim, n_max = a.max_seq_len(), n_pad_max = (n_max + 15) / 16 * 16;
   const int32_t group = a.n_head / a.n_head_kv;
-  const int64_t q_blocks = (n + kQ - 1) / kQ;
+  // Items of sequence s start at item_start[s]: n_head_kv * group * ceil(len / kQ) each (the
+  // scratch rows are laid out for the longest sequence).
+  const int64_t per_block = int64_t(a.n_head_kv) * group;
+  std::vector<int64_t> item_start(size_t(a.n_seq) + 1, 0);
+  for (int64_t s = 0; s < a.n_seq; ++s) {
+    const int64_t len = a.seq_begin(s + 1) - a.seq_begin(s);
+    item_start[size_t(s) + 1] = item_start[size_t(s)] + per_block * ((len + kQ - 1) / kQ);
+  }
   int64_t begin, end;
-  split_range(int64_t(a.n_seq) * a.n_head_kv * group * q_blocks, ith, nth, &begin, &end);
-  float* kt = scratch;                 // [hd, n_pad]: keys of the current (sequence, KV head), transposed
-  float* sc = scratch + hd * n_pad;    // [kQ, n_pad]: scores, then probabilities
+  split_range(item_start.back(), ith, nth, &begin, &end);
+  float* kt = scratch;                     // [hd, n_pad]: keys of the current (sequence, KV head), transposed
+  float* sc = scratch + hd * n_pad_max;    // [kQ, n_pad]: scores, then probabilities
   const __m512 scale = _mm512_set1_ps(a.scale);
   int64_t loaded = -1;
+  int64_t s = 0;
   for (int64_t item = begin; item < end; ++item) {
-    const int64_t qb = item % q_blocks, g = item / q_blocks % group;
-    const int64_t sk = item / q_blocks / group;  // s * n_head_kv + kv head
-    const int64_t s = sk / a.n_head_kv, kvh = sk % a.n_head_kv, h = kvh * group + g;
+    while (item >= item_start[size_t(s) + 1]) ++s;
+    const int64_t b = a.seq_begin(s), n = a.seq_begin(s + 1) - b, n_pad = (n + 15) / 16 * 16;
+    const int64_t q_blocks = (n + kQ - 1) / kQ, local = item - item_start[size_t(s)];
+    const int64_t qb = local % q_blocks, g = local / q_blocks % group, kvh = local / q_blocks / group;
+    const int64_t sk = s * a.n_head_kv + kvh, h = kvh * group + g;
     if (sk != loaded) {
       for (int64_t j = 0; j < n_pad; ++j) {
-        const float* kr = j < n ? a.k.row(s * n + j) + kvh * hd : nullptr;
+        const float* kr = j < n ? a.k.row(b + j) + kvh * hd : nullptr;
         for (int64_t c = 0; c < hd; ++c) kt[c * n_pad + j] = kr ? kr[c] : 0.0f;
       }
       loaded = sk;
     }
     const int64_t q0 = qb * kQ, nq = std::min(kQ, n - q0);
     const float* q[kQ];
-    for (int64_t i = 0; i < kQ; ++i) q[i] = a.q.row(s * n + q0 + std::min(i, nq - 1)) + h * hd;
+    for (int64_t i = 0; i < kQ; ++i) q[i] = a.q.row(b + q0 + std::min(i, nq - 1)) + h * hd;
     // Scores of 8 queries for 16 keys per pass over the transposed key columns.
     for (int64_t j0 = 0; j0 < n_pad; j0 += 16) {
       __m512 acc[kQ];
@@ -125,7 +136,7 @@ void attention_dense_rows_avx512(const AttentionDenseArgs& a, float* scratch, in
         for (int64_t ii = 0; ii < 4; ++ii)
           for (int64_t dd = 0; dd < 4; ++dd) acc[ii][dd] = _mm512_setzero_ps();
         for (int64_t j = 0; j < n; ++j) {
-          const float* vr = a.v.row(s * n + j) + kvh * hd + d0;
+          const float* vr = a.v.row(b + j) + kvh * hd + d0;
           __m512 v[4];
           for (int64_t dd = 0; dd < nd; ++dd) v[dd] = _mm512_loadu_ps(vr + 16 * dd);
           for (int64_t ii = 0; ii < ni; ++ii) {
@@ -134,7 +145,7 @@ void attention_dense_rows_avx512(const AttentionDenseArgs& a, float* scratch, in
           }
         }
         for (int64_t ii = 0; ii < ni; ++ii) {
-          float* o = a.out.row(s * n + q0 + i0 + ii) + h * hd + d0;
+          float* o = a.out.row(b + q0 + i0 + ii) + h * hd + d0;
           const __m512 w = _mm512_set1_ps(inv[i0 + ii]);
           for (int64_t dd = 0; dd < nd; ++dd) _mm512_storeu_ps(o + 16 * dd, _mm512_mul_ps(acc[ii][dd], w));
         }

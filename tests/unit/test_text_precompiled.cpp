@@ -1,0 +1,178 @@
+// The Precompiled normalizer (SentencePiece character map, text/precompiled.h) on maps built
+// here in darts-clone's double-array layout: lookups by key, whole-cluster replacement of
+// graphemes shorter than 6 bytes, code point by code point otherwise, base64, tokenizer.json's
+// Precompiled step, and errors naming the file and key for malformed maps.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "temp_files.h"
+#include "text/precompiled.h"
+#include "text/tokenizer.h"
+
+namespace brisk::text {
+namespace precompiled_test {
+
+// A charsmap blob for `map` (key -> replacement), laid out as SentencePiece writes it: the trie
+// size, a darts-clone double array (unit = label | has_leaf << 8 | offset << 10; a key's value
+// sits in a leaf unit, bit 31 set, under label 0) and the NUL-ended replacements.
+std::string charsmap_blob(const std::map<std::string, std::string>& map) {
+  struct Node {
+    std::map<uint8_t, int> next;
+    int64_t value = -1;
+  };
+  std::vector<Node> nodes(1);
+  std::string strings;
+  for (const auto& [key, rep] : map) {
+    int n = 0;
+    for (char ch : key) {
+      const uint8_t c = uint8_t(ch);
+      if (!nodes[size_t(n)].next.count(c)) {
+        nodes[size_t(n)].next[c] = int(nodes.size());
+        nodes.emplace_back();
+      }
+      n = nodes[size_t(n)].next[c];
+    }
+    nodes[size_t(n)].value = int64_t(strings.size());
+    strings += rep;
+    strings += '\0';
+  }
+  std::map<uint32_t, uint32_t> units;  // index -> unit
+  std::vector<std::pair<int, std::pair<uint32_t, uint8_t>>> queue = {{0, {0, 0}}};  // node, (index, label)
+  units[0] = 0;
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const auto [n, at] = queue[q];
+    const auto [id, label] = at;
+    const Node& node = nodes[size_t(n)];
+    std::vector<uint32_t> labels;
+    if (node.value >= 0) labels.push_back(0);
+    for (const auto& [c, child] : node.next) labels.push_back(c);
+    uint32_t off = 1;
+    auto taken = [&](uint32_t o) {
+      for (uint32_t l : labels)
+        if ((id ^ o ^ l) == 0 || units.count(id ^ o ^ l)) return true;
+      return false;
+    };
+    while (taken(off)) ++off;
+    units[id] = uint32_t(label) | (node.value >= 0 ? 1u << 8 : 0u) | (off << 10);
+    if (node.value >= 0) units[id ^ off] = (1u << 31) | uint32_t(node.value);
+    for (const auto& [c, child] : node.next) {
+      units[id ^ off ^ c] = 0;  // reserved, filled when dequeued
+      queue.push_back({child, {id ^ off ^ c, c}});
+    }
+  }
+  const uint32_t n_units = units.rbegin()->first + 1;
+  std::string blob;
+  auto put = [&](uint32_t u) {
+    for (int b = 0; b < 4; ++b) blob += char((u >> (8 * b)) & 0xFF);
+  };
+  put(4 * n_units);
+  for (uint32_t i = 0; i < n_units; ++i) put(units.count(i) ? units[i] : 0);
+  return blob + strings;
+}
+
+std::string base64(const std::string& in) {
+  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < in.size(); i += 3) {
+    uint32_t v = uint32_t(uint8_t(in[i])) << 16;
+    if (i + 1 < in.size()) v |= uint32_t(uint8_t(in[i + 1])) << 8;
+    if (i + 2 < in.size()) v |= uint32_t(uint8_t(in[i + 2]));
+    out += k[(v >> 18) & 63];
+    out += k[(v >> 12) & 63];
+    out += i + 1 < in.size() ? k[(v >> 6) & 63] : '=';
+    out += i + 2 < in.size() ? k[v & 63] : '=';
+  }
+  return out;
+}
+
+// Compatibility forms as SentencePiece's nmt_nfkc map holds them.
+const std::map<std::string, std::string> kMap = {
+    {"\xEF\xAC\x81", "fi"},           // U+FB01 LATIN SMALL LIGATURE FI
+    {"\xEF\xBC\xA1", "A"},            // U+FF21 FULLWIDTH LATIN CAPITAL LETTER A
+    {"\xE3\x80\x80", " "},            // U+3000 IDEOGRAPHIC SPACE
+    {"e\xCC\x81", "\xC3\xA9"},        // e + U+0301 COMBINING ACUTE -> U+00E9
+    {"\xE2\x84\xA2", "TM"},           // U+2122 TRADE MARK SIGN
+};
+
+TEST(Precompiled, LooksUpEveryKeyAndNothingElse) {
+  const PrecompiledCharsMap m(charsmap_blob(kMap), "test");
+  for (const auto& [key, rep] : kMap) {
+    std::string_view got;
+    ASSERT_TRUE(m.lookup(key, &got)) << key;
+    EXPECT_EQ(got, rep);
+  }
+  std::string_view got;
+  EXPECT_FALSE(m.lookup("e", &got));                   // a prefix of a key only
+  EXPECT_FALSE(m.lookup("\xEF\xAC\x82", &got));        // U+FB02: its last byte differs
+  EXPECT_FALSE(m.lookup("x", &got));
+  EXPECT_TRUE(m.lookup("\xEF\xAC\x81zz", &got));       // a key that prefixes the text
+  EXPECT_EQ(got, "fi");
+}
+
+TEST(Precompiled, NormalizesByGraphemeThenByCodePoint) {
+  const PrecompiledCharsMap m(charsmap_blob(kMap), "test");
+  EXPECT_EQ(m.normalize("\xEF\xAC\x81nd\xE3\x80\x80\xEF\xBC\xA1\xE2\x84\xA2"), "find ATM");
+  // e + U+0301 is one cluster of 3 bytes: replaced whole by its key.
+  EXPECT_EQ(m.normalize("caf" "e\xCC\x81" "!"), "caf\xC3\xA9!");
+  // A cluster of 6 bytes or more goes code point by code point: U+FF21 maps, the marks stay.
+  EXPECT_EQ(m.normalize("\xEF\xBC\xA1\xCC\x81\xCC\x81"), "A\xCC\x81\xCC\x81");
+  EXPECT_EQ(m.normalize("plain text"), "plain text");
+  EXPECT_EQ(m.normalize(""), "");
+}
+
+TEST(Precompiled, Base64AndMalformedMaps) {
+  const std::string blob = charsmap_blob(kMap);
+  EXPECT_EQ(base64_decode(base64(blob), "w"), blob);
+  EXPECT_EQ(base64_decode("YWI", "w"), "ab");  // unpadded
+  EXPECT_THROW(base64_decode("a$cd", "w"), Error);
+  EXPECT_THROW(base64_decode("abcde", "w"), Error);
+  EXPECT_THROW(PrecompiledCharsMap("ab", "file.json: normalizer.precompiled_charsmap"), Error);
+  std::string too_big = blob;
+  too_big[0] = char(0xFC);  // the trie size past the blob's end
+  too_big[1] = char(0xFF);
+  try {
+    PrecompiledCharsMap m(too_big, "file.json: normalizer.precompiled_charsmap");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("file.json: normalizer.precompiled_charsmap"), std::string::npos) << e.what();
+  }
+}
+
+// tokenizer.json with a Precompiled step in a normalizer Sequence (as XLM-RoBERTa's has it).
+TEST(Precompiled, TokenizerJsonStep) {
+  using json = nlohmann::json;
+  static std::atomic<int> counter{0};
+  const std::filesystem::path dir = brisk::testing::process_temp_dir() / ("precompiled_" + std::to_string(counter++));
+  std::filesystem::create_directories(dir);
+  json vocab = json::array();
+  for (const char* p : {"<unk>", "\xE2\x96\x81" "fi", "nd", "\xE2\x96\x81" "A", "TM", "\xE2\x96\x81", "f", "i", "n", "d"})
+    vocab.push_back(json::array({p, -1.0}));
+  const json tok = {
+      {"model", {{"type", "Unigram"}, {"unk_id", 0}, {"vocab", vocab}}},
+      {"normalizer",
+       {{"type", "Sequence"},
+        {"normalizers", json::array({json{{"type", "Precompiled"}, {"precompiled_charsmap", base64(charsmap_blob(kMap))}}})}}},
+      {"pre_tokenizer", {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}, {"prepend_scheme", "always"}}},
+      {"decoder", {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}, {"prepend_scheme", "always"}}},
+  };
+  std::ofstream(dir / "tokenizer.json") << tok.dump();
+  auto t = Tokenizer::from_hf_dir(dir.string());
+  EXPECT_EQ(t->encode("\xEF\xAC\x81nd \xEF\xBC\xA1\xE2\x84\xA2", {}), (std::vector<int32_t>{1, 2, 3, 4}));
+  // A null charsmap normalizes nothing, as tokenizers treats it.
+  json null_map = tok;
+  null_map["normalizer"]["normalizers"][0]["precompiled_charsmap"] = nullptr;
+  std::ofstream(dir / "tokenizer.json") << null_map.dump();
+  EXPECT_EQ(Tokenizer::from_hf_dir(dir.string())->encode("fi", {}), (std::vector<int32_t>{1}));
+}
+
+}  // namespace precompiled_test
+}  // namespace brisk::text
