@@ -44,6 +44,8 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
   const std::vector<std::string> shapes = brisk::random_model_shapes();
   if (std::find(shapes.begin(), shapes.end(), shape) == shapes.end())
     brisk::cli::usage_fail("unknown --shape '", shape, "' (", shape_names(), ")");
+  if (shape.rfind("whisper-", 0) == 0)
+    brisk::cli::usage_fail("--shape ", shape, " is a speech model: brisk transcribe-bench --shape ", shape);
   if (type_name != "q4_k_m" && !brisk::quant_type_from_name(type_name))
     brisk::cli::usage_fail("unknown --type '", type_name, "'");
   if (graphs != "on" && graphs != "off" && graphs != "both") brisk::cli::usage_fail("--graphs on|off|both");

@@ -308,6 +308,86 @@ std::vector<Planned> plan_gemma4(const ModelConfig& c) {
   return v;
 }
 
+// Whisper as brisk quantize writes a Hugging Face checkpoint: the encoder under enc.*, the
+// decoder under GGUF-style names with cross_attn_* beside attn_*, convolution kernels flattened
+// to [d_model, in_channels * 3] rows, the sizes under whisper.* keys.
+std::vector<Planned> plan_whisper(const RandomModelParams& p) {
+  std::vector<Planned> v;
+  auto mat = [&](std::string name, int64_t n_in, int64_t n_out) {
+    v.push_back({.name = std::move(name), .ne = {uint64_t(n_in), uint64_t(n_out)}});
+  };
+  auto vec = [&](std::string name, int64_t n, float base, float spread) {
+    v.push_back({.name = std::move(name), .ne = {uint64_t(n)}, .base = base, .spread = spread});
+  };
+  const int64_t d = p.n_embd;
+  auto norm = [&](const std::string& prefix) {
+    vec(prefix + "weight", d, 1.0f, 0.1f);
+    vec(prefix + "bias", d, 0.0f, 0.05f);
+  };
+  auto linear = [&](const std::string& prefix, int64_t n_in, int64_t n_out, bool bias) {
+    mat(prefix + "weight", n_in, n_out);
+    if (bias) vec(prefix + "bias", n_out, 0.0f, 0.05f);
+  };
+  auto attention = [&](const std::string& prefix) {
+    linear(prefix + "q.", d, d, true);
+    linear(prefix + "k.", d, d, false);
+    linear(prefix + "v.", d, d, true);
+    linear(prefix + "output.", d, d, true);
+  };
+  auto mlp = [&](const std::string& prefix, int64_t n_ff) {
+    linear(prefix + "up.", d, n_ff, true);
+    linear(prefix + "down.", n_ff, d, true);
+  };
+  linear("enc.conv1.", int64_t(p.n_mels) * 3, d, true);
+  linear("enc.conv2.", d * 3, d, true);
+  mat("enc.position_embd.weight", d, p.n_enc_ctx);
+  for (int32_t il = 0; il < p.n_enc_layer; ++il) {
+    const std::string blk = "enc.blk." + std::to_string(il) + ".";
+    norm(blk + "attn_norm.");
+    attention(blk + "attn_");
+    norm(blk + "ffn_norm.");
+    mlp(blk + "ffn_", p.n_enc_ff);
+  }
+  norm("enc.output_norm.");
+  mat("token_embd.weight", d, p.n_vocab);
+  mat("position_embd.weight", d, p.n_ctx_train);
+  for (int32_t il = 0; il < p.n_layer; ++il) {
+    const std::string blk = "blk." + std::to_string(il) + ".";
+    norm(blk + "attn_norm.");
+    attention(blk + "attn_");
+    norm(blk + "cross_attn_norm.");
+    attention(blk + "cross_attn_");
+    norm(blk + "ffn_norm.");
+    mlp(blk + "ffn_", p.n_ff);
+  }
+  norm("output_norm.");
+  return v;
+}
+
+void whisper_metadata(const RandomModelParams& p, gguf::Writer& w) {
+  BRISK_CHECK(p.n_embd > 0 && p.n_layer > 0 && p.n_head > 0 && p.n_embd % p.n_head == 0 && p.n_enc_layer > 0 &&
+                  p.n_enc_head > 0 && p.n_embd % p.n_enc_head == 0 && p.n_enc_ff > 0 && p.n_ff > 0 &&
+                  p.n_enc_ctx > 0 && p.n_mels > 0,
+              "random model: incomplete whisper shape");
+  const std::string a = "whisper";
+  auto u32 = [](int32_t v) { return gguf::Value::from_u32(uint32_t(v)); };
+  w.set("general.architecture", gguf::Value::from_string(a));
+  w.set("general.name", gguf::Value::from_string("random whisper"));
+  w.set(a + ".embedding_length", u32(p.n_embd));
+  w.set(a + ".block_count", u32(p.n_layer));
+  w.set(a + ".attention.head_count", u32(p.n_head));
+  w.set(a + ".feed_forward_length", u32(p.n_ff));
+  w.set(a + ".context_length", u32(p.n_ctx_train));
+  w.set(a + ".encoder.block_count", u32(p.n_enc_layer));
+  w.set(a + ".encoder.attention.head_count", u32(p.n_enc_head));
+  w.set(a + ".encoder.feed_forward_length", u32(p.n_enc_ff));
+  w.set(a + ".encoder.context_length", u32(p.n_enc_ctx));
+  w.set(a + ".encoder.mel_bins", u32(p.n_mels));
+  w.set(a + ".scale_embedding", gguf::Value::from_bool(false));
+  w.set(a + ".activation_function", gguf::Value::from_string("gelu"));
+  w.set(a + ".vocab_size", u32(p.n_vocab));
+}
+
 // The shapes of published models (their config.json), by name.
 struct ModelShape {
   const char* name;
@@ -361,6 +441,27 @@ const std::vector<ModelShape>& shape_table() {
                           .n_ff_exp = 704, .n_ctx_train = 262144, .rope_theta = 1000000.0f,
                           .tie_embeddings = true, .sliding_window = 1024, .full_every = 6, .head_dim_full = 512,
                           .n_head_kv_full = 2, .final_softcap = 30.0f}},
+      // Whisper's published configs (openai/whisper-*): vocabulary 51865 (large-v3: 51866 and 128
+      // mel bins), 448 decoder positions, 1500 encoder positions; large-v3-turbo keeps 4 of the
+      // 32 decoder layers.
+      {"whisper-toy", {.arch = "whisper", .n_vocab = 1024, .n_embd = 64, .n_layer = 2, .n_head = 4, .n_head_kv = 4,
+                       .head_dim = 16, .n_ff = 128, .n_ctx_train = 448, .n_enc_layer = 2, .n_enc_head = 4,
+                       .n_enc_ff = 128}},
+      {"whisper-tiny", {.arch = "whisper", .n_vocab = 51865, .n_embd = 384, .n_layer = 4, .n_head = 6, .n_head_kv = 6,
+                        .head_dim = 64, .n_ff = 1536, .n_ctx_train = 448, .n_enc_layer = 4, .n_enc_head = 6,
+                        .n_enc_ff = 1536}},
+      {"whisper-base", {.arch = "whisper", .n_vocab = 51865, .n_embd = 512, .n_layer = 6, .n_head = 8, .n_head_kv = 8,
+                        .head_dim = 64, .n_ff = 2048, .n_ctx_train = 448, .n_enc_layer = 6, .n_enc_head = 8,
+                        .n_enc_ff = 2048}},
+      {"whisper-small", {.arch = "whisper", .n_vocab = 51865, .n_embd = 768, .n_layer = 12, .n_head = 12,
+                         .n_head_kv = 12, .head_dim = 64, .n_ff = 3072, .n_ctx_train = 448, .n_enc_layer = 12,
+                         .n_enc_head = 12, .n_enc_ff = 3072}},
+      {"whisper-large-v3", {.arch = "whisper", .n_vocab = 51866, .n_embd = 1280, .n_layer = 32, .n_head = 20,
+                            .n_head_kv = 20, .head_dim = 64, .n_ff = 5120, .n_ctx_train = 448, .n_enc_layer = 32,
+                            .n_enc_head = 20, .n_enc_ff = 5120, .n_mels = 128}},
+      {"whisper-large-v3-turbo", {.arch = "whisper", .n_vocab = 51866, .n_embd = 1280, .n_layer = 4, .n_head = 20,
+                                  .n_head_kv = 20, .head_dim = 64, .n_ff = 5120, .n_ctx_train = 448,
+                                  .n_enc_layer = 32, .n_enc_head = 20, .n_enc_ff = 5120, .n_mels = 128}},
       {"gemma4-tiny", {.arch = "gemma4", .n_vocab = 512, .n_embd = 64, .n_layer = 6, .n_head = 4, .n_head_kv = 2,
                        .head_dim = 32, .n_ff = 96, .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32,
                        .tie_embeddings = true, .sliding_window = 8, .full_every = 3, .head_dim_full = 64,
@@ -424,6 +525,11 @@ namespace {
 
 // The GGUF of p in `w`; the tensor bytes stay in `b` until w is written.
 void random_model_fill(const RandomModelParams& p, gguf::Writer& w, Builder& b) {
+  if (p.arch == "whisper") {
+    whisper_metadata(p, w);
+    b.emit(w, plan_whisper(p), [&](const Planned&) { return p.type; });
+    return;
+  }
   BRISK_CHECK(p.arch == "llama" || p.arch == "qwen2" || p.arch == "qwen3" || p.arch == "qwen3moe" ||
                   p.arch == "gemma4" || is_hybrid(p.arch),
               "random model: unsupported arch '", p.arch, "'");

@@ -21,7 +21,7 @@ namespace brisk {
 class MappedFile;
 
 struct RandomModelParams {
-  std::string arch = "qwen2";     // llama | qwen2 | qwen3 | qwen3moe | qwen35 | qwen35moe | gemma4
+  std::string arch = "qwen2";     // llama | qwen2 | qwen3 | qwen3moe | qwen35 | qwen35moe | gemma4 | whisper
   int32_t n_vocab = 1024;
   int32_t n_embd = 64;
   int32_t n_layer = 2;
@@ -64,12 +64,22 @@ struct RandomModelParams {
   int32_t n_embd_per_layer = 0;  // per-layer embeddings (0: none)
   bool double_wide_mlp = false;  // KV-shared layers' MLPs are 2 * n_ff
   float final_softcap = 0.0f;
+  // Whisper (arch "whisper", the names and keys of brisk quantize's Whisper GGUF): n_layer,
+  // n_head, n_ff and n_ctx_train are the decoder's (head_dim = n_embd / n_head), these the
+  // encoder's; every linear layer has its biases (k_proj excepted), LayerNorms have both.
+  int32_t n_enc_layer = 0;
+  int32_t n_enc_head = 0;
+  int32_t n_enc_ff = 0;
+  int32_t n_enc_ctx = 1500;      // encoder positions per window (2 x as many mel frames)
+  int32_t n_mels = 80;
 };
 
 // Known shapes by name: "tiny", "qwen2.5-0.5b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-8b",
 // "llama-3.2-1b", "llama-3.1-8b", "qwen3-30b-a3b", "tiny-hybrid", "qwen3.5-0.8b",
 // "qwen3.5-2b", "qwen3.5-27b", "qwen3.6-35b-a3b", "gemma4-e2b", "gemma4-e4b", "gemma4-31b",
-// "gemma4-26b-a4b" (the published configs), "gemma4-tiny" (every Gemma 4 feature at toy size).
+// "gemma4-26b-a4b" (the published configs), "gemma4-tiny" (every Gemma 4 feature at toy size),
+// "whisper-tiny", "whisper-base", "whisper-small", "whisper-large-v3", "whisper-large-v3-turbo"
+// (the published configs), "whisper-toy" (two layers of 64 at the real window).
 // Throws for an unknown name, listing the known ones.
 RandomModelParams random_model_preset(const std::string& name);
 std::vector<std::string> random_model_shapes();

@@ -30,6 +30,8 @@ class ModelContext final : public Context {
     BRISK_CHECK(opt_.n_seq_max >= 1 && opt_.n_seq_max <= 1024, "n_seq_max ", opt_.n_seq_max,
                 " out of range [1, 1024]");
     BRISK_CHECK(opt_.n_batch >= 1, "n_batch must be at least 1");
+    BRISK_CHECK(opt_.encoder_windows >= 1 && opt_.encoder_windows <= 64, "encoder_windows ", opt_.encoder_windows,
+                " outside [1, 64]");
     BRISK_CHECK(opt_.n_ctx >= 1, "n_ctx must be at least 1");
     BRISK_CHECK(opt_.kv_block_size >= 16 && opt_.kv_block_size <= (1 << 16) &&
                     (opt_.kv_block_size & (opt_.kv_block_size - 1)) == 0,
@@ -70,7 +72,7 @@ class ModelContext final : public Context {
     plan_arena();
     if (arch_->encoder())
       enc_ = std::make_unique<EncoderState>(*backend_, *arch_, cfg_,
-                                            EncoderStateOptions{.n_seq = opt_.n_seq_max, .n_win_max = 1,
+                                            EncoderStateOptions{.n_seq = opt_.n_seq_max, .n_win_max = opt_.encoder_windows,
                                                                 .n_tok_max = opt_.n_batch, .kv_type = opt_.kv_type,
                                                                 .block_size = opt_.kv_block_size});
   }
@@ -291,6 +293,9 @@ class ModelContext final : public Context {
 
   void encode(const std::vector<EncoderInput>& inputs) override {
     BRISK_CHECK(enc_ != nullptr, "encode: model '", cfg_.arch, "' has no encoder");
+    // The encoder's ops may grow the backend's scratch buffers that the previous decode step's
+    // graph reads: the next step is issued op by op (its graph found again by its key).
+    shape_valid_ = false;
     enc_->encode(inputs, tap_ ? &tap_fn_ : nullptr);
   }
 

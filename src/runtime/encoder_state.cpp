@@ -44,7 +44,9 @@ EncoderState::EncoderState(Backend& backend, const ArchModel& arch, const ModelC
     pos_[r] = int32_t(r % size_t(spec_.n_pos));
     win_[r] = int32_t(r / size_t(spec_.n_pos));
   }
-  cross_pos_.assign(size_t(o.n_tok_max), spec_.n_pos - 1);
+  const std::vector<int32_t> last(size_t(o.n_tok_max), spec_.n_pos - 1);
+  cross_pos_ = static_cast<int32_t*>(backend.alloc(sizeof(int32_t) * last.size()));
+  backend.copy(cross_pos_, last.data(), sizeof(int32_t) * last.size());
   const double gib = 1024.0 * 1024.0 * 1024.0;
   const double cross_bytes = 2.0 * spec_.cross_n_layer * double(o.n_seq) * cross_len_ * cross_->options().width *
                              (o.kv_type == QuantType::F32 ? 4.0 : 2.0);
@@ -56,6 +58,7 @@ EncoderState::EncoderState(Backend& backend, const ArchModel& arch, const ModelC
 EncoderState::~EncoderState() {
   backend_.free(arena_.in);
   backend_.free(arena_.scratch);
+  backend_.free(cross_pos_);
   if (probe_.device_scratch) backend_.free(probe_.device_scratch);
 }
 

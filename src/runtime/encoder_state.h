@@ -47,7 +47,9 @@ class EncoderState {
 
   const std::vector<KvView>& cross_k() const { return cross_->k(); }
   const std::vector<KvView>& cross_v() const { return cross_->v(); }
-  const int32_t* cross_pos() const { return cross_pos_.data(); }  // [n_tok_max], each n_pos - 1
+  // [n_tok_max], each n_pos - 1, in backend memory: written once, so a device backend reads it
+  // in place and a decoder step that reads it can replay as the previous step's graph.
+  const int32_t* cross_pos() const { return cross_pos_; }
 
   // Cross-attention probabilities of the next decoder forward (one-shot): the model records
   // these (layer, head) pairs; results() is [heads, n_tok, n_pos] after that forward.
@@ -68,7 +70,7 @@ class EncoderState {
   std::unique_ptr<KvCache> self_;         // [1] x [n_win_max, n_pos, self_kv_width]
   EncoderArena arena_;
   std::vector<int32_t> pos_, last_pos_, win_, cross_seq_;  // [n_win_max * n_pos]
-  std::vector<int32_t> cross_pos_;        // [n_tok_max]
+  int32_t* cross_pos_ = nullptr;          // [n_tok_max] backend memory
   std::vector<std::pair<int32_t, int32_t>> probe_heads_;
   CrossAttentionProbe probe_;
   std::vector<float> probe_out_;          // [heads, n_tok, n_pos]

@@ -68,6 +68,9 @@ struct ContextOptions {
   int32_t state_snapshots = 4;
   // Speculative decoding: one more recurrent-state slot per sequence for seq_checkpoint.
   bool state_checkpoints = false;
+  // Encoder-decoder models: windows one encoder pass runs at once (1..64; encode() takes more in
+  // passes of this many): batched GEMMs over all their frames, scratch for as many windows.
+  int32_t encoder_windows = 1;
 };
 
 struct BatchToken {

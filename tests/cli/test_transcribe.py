@@ -7,6 +7,8 @@
    every output format from a stereo 44.1 kHz WAV, long audio over several windows, translation,
    beam search, word timestamps, sampling; deterministic output without fallback.
 3. Bad input: a file that is not audio, an unknown language, a model that is not a speech model.
+4. The command-line convention.
+5. transcribe-bench on the toy Whisper shape, one and two streams.
 Exit 77 = skipped."""
 import json
 import math
@@ -165,6 +167,18 @@ p = run("--help")
 check(p.returncode == 0 and "brisk transcribe" in p.stdout and "--language" in p.stdout, f"--help: {p.stdout[:200]!r}")
 p = run(base[1], short_wav, "--format", "json", "-n", "4", "-t", "2")
 check(p.returncode == 0 and set(json.loads(p.stdout or "{}")) == {"text", "usage"}, f"positional model: {p.stderr}")
+
+# 5. transcribe-bench on the toy shape (2 + 2 layers of 64 at the real 30 s window): one stream and
+# two streams encoded in one pass, figures printed.
+for streams in ("1", "2"):
+    p = subprocess.run([BIN, "transcribe-bench", "--shape", "whisper-toy", "-t", "2", "-n", "8", "--windows", "1",
+                        "--streams", streams], capture_output=True, text=True, timeout=600)
+    m = re.search(r"real-time factor: ([0-9.]+)x", p.stdout)
+    check(p.returncode == 0 and m is not None and float(m.group(1)) > 0 and "encoder:" in p.stdout and
+          f"per pass of {streams} window" in p.stdout and "% of the same run's GEMM rate" in p.stdout,
+          f"transcribe-bench --streams {streams}: {p.stdout} {p.stderr}")
+p = subprocess.run([BIN, "transcribe-bench", "--shape", "llama-3.1-8b"], capture_output=True, text=True, timeout=60)
+check(p.returncode == 2 and "whisper-base" in p.stderr, f"transcribe-bench non-speech shape: {p.stderr}")
 
 if failures:
     print(f"{len(failures)} failures"); sys.exit(1)

@@ -1,7 +1,7 @@
 // Random-weight models of the shape table (models/random_model.h), as `brisk make-random-model`
 // writes them and as `brisk cuda-bench` builds them in memory: the same bytes either way, the
-// same logits through Model::load and model_load_gguf_bytes, repeated rows when asked, and
-// mixture-of-experts shapes that load and run.
+// same logits through Model::load and model_load_gguf_bytes, repeated rows when asked,
+// mixture-of-experts shapes that load and run, and Whisper shapes (an encoder pass of two windows).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -97,6 +97,46 @@ TEST(RandomModel, ShapeTableNamesItsShapes) {
     FAIL() << "an unknown shape was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("qwen3-30b-a3b"), std::string::npos) << e.what();
+  }
+}
+
+// Whisper shapes: the published sizes, and the toy shape built in memory loads as a Whisper GGUF
+// whose encoder fills the cross-attention state of two windows in one pass (encoder_windows 2)
+// as one window at a time does, and whose decoder then gives finite logits.
+TEST(RandomModel, WhisperShapesLoadAndRun) {
+  const RandomModelParams turbo = random_model_preset("whisper-large-v3-turbo");
+  EXPECT_EQ(turbo.arch, "whisper");
+  EXPECT_EQ(turbo.n_embd, 1280);
+  EXPECT_EQ(turbo.n_layer, 4);
+  EXPECT_EQ(turbo.n_enc_layer, 32);
+  EXPECT_EQ(turbo.n_mels, 128);
+  EXPECT_EQ(random_model_preset("whisper-base").n_enc_layer, 6);
+  RandomModelParams p = random_model_preset("whisper-toy");
+  p.type = QuantType::F16;
+  auto model = model_load_gguf_bytes(random_model_gguf(p));
+  EXPECT_EQ(model->info().architecture, "whisper");
+  std::vector<std::vector<float>> logits;
+  for (int32_t windows : {1, 2}) {
+    auto ctx = Context::create(model, {.n_ctx = 16, .n_seq_max = 2, .n_batch = 8, .n_threads = 2,
+                                       .encoder_windows = windows});
+    const EncoderShape es = ctx->encoder_shape();
+    ASSERT_EQ(es.n_frames, 3000);
+    ASSERT_EQ(es.n_features, 80);
+    std::vector<float> f0(size_t(es.n_frames) * size_t(es.n_features)), f1(f0.size());
+    for (size_t i = 0; i < f0.size(); ++i) {
+      f0[i] = float(int(i % 23) - 11) / 11.0f;
+      f1[i] = float(int(i % 17) - 8) / 8.0f;
+    }
+    ctx->encode({{.seq = 0, .features = f0.data()}, {.seq = 1, .features = f1.data()}});
+    ctx->decode({{.token = 1, .pos = 0, .seq = 0, .want_logits = true}, {.token = 1, .pos = 0, .seq = 1, .want_logits = true}});
+    for (int32_t s = 0; s < 2; ++s) logits.emplace_back(ctx->logits(s), ctx->logits(s) + ctx->n_vocab());
+  }
+  for (const auto& l : logits)
+    for (float v : l) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_NE(logits[0], logits[1]) << "two windows, two cross-attention states";
+  for (size_t i = 0; i < logits[0].size(); ++i) {
+    ASSERT_NEAR(logits[2][i], logits[0][i], 1e-4f * (1.0f + std::fabs(logits[0][i]))) << "window 0 at " << i;
+    ASSERT_NEAR(logits[3][i], logits[1][i], 1e-4f * (1.0f + std::fabs(logits[1][i]))) << "window 1 at " << i;
   }
 }
 

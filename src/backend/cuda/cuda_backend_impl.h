@@ -24,6 +24,7 @@
 //   cuda_matmul.cpp   matmuls: decode GEMVs and their fusions with producers, tensor-core GEMM
 //   cuda_moe.cpp      mixture of experts: routing, per-pair and grouped expert matmuls
 //   cuda_delta_net.cpp linear-attention ops: conv with its window, norms, the gated delta rule
+//   cuda_encoder.cpp  encoder ops: LayerNorm, GELU, im2col, attention probabilities, dense attention
 //   cuda_weights.cpp  weights and constants: uploaded once into the device layout, by address
 #pragma once
 #include <cuda_runtime.h>
@@ -168,6 +169,12 @@ class CudaBackend final : public Backend {
   void gated_rms_norm(const GatedRmsNormArgs& a) override;
   void sigmoid_mul(const SigmoidMulArgs& a) override;
   void delta_rule(const DeltaRuleArgs& a) override;
+  // Encoder ops (cuda_encoder.cpp).
+  void layer_norm(const LayerNormArgs& a) override;
+  void unary(const UnaryArgs& a) override;
+  void im2col(const Im2colArgs& a) override;
+  void attention_weights(const AttentionWeightsArgs& a) override;
+  bool attention_dense(const AttentionDenseArgs& a) override;
 
  private:
   struct Staged {

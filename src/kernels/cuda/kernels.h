@@ -120,6 +120,16 @@ cudaError_t launch_softcap(const SoftcapArgs& a, cudaStream_t stream);
 cudaError_t launch_scale(const ScaleArgs& a, cudaStream_t stream);
 cudaError_t launch_get_rows(const GetRowsArgs& a, cudaStream_t stream);
 
+// Encoder ops (encoder_ops.cu, attention_dense.cu), F32 rows of any width (Mat strides kept);
+// weights, biases, q / k / v, seq / pos and the cache are device memory.
+cudaError_t launch_layer_norm(const LayerNormArgs& a, cudaStream_t stream);
+cudaError_t launch_unary(const UnaryArgs& a, cudaStream_t stream);
+cudaError_t launch_im2col(const Im2colArgs& a, int64_t frames_out, cudaStream_t stream);
+cudaError_t launch_attention_weights(const AttentionWeightsArgs& a, cudaStream_t stream);  // head_dim floats of smem
+constexpr int kDenseMaxHeadDim = 256;
+bool attention_dense_supported(const AttentionDenseArgs& a);
+cudaError_t launch_attention_dense(const AttentionDenseArgs& a, cudaStream_t stream);
+
 // Linear-attention ops (delta_net.cu, delta_rule.cu): seq / pos are the step's device arrays,
 // state views device memory; sequences are found on the device, so these need no host plan.
 cudaError_t launch_conv_state(const ConvStateArgs& a, cudaStream_t stream);  // kernel <= 16

@@ -1,0 +1,115 @@
+// The CUDA backend's encoder ops (cuda_backend_impl.h): LayerNorm, GELU, im2col, the
+// probabilities of one cross-attention head (alignment) and bidirectional attention over dense
+// k / v rows. Each checks its arguments, resolves host constants and arrays to device memory,
+// adds its arguments to the step's launch key and queues its launch (kernels/cuda/encoder_ops.cu,
+// attention_dense.cu); inside a decode step they join its graph like the other ops.
+#include "backend/cuda/cuda_backend_impl.h"
+
+namespace brisk::cuda {
+
+void CudaBackend::layer_norm(const LayerNormArgs& a) {
+  BRISK_CHECK(a.x.data != nullptr && a.x.cols > 0 && a.x.rows >= 0 && a.x.rows <= INT32_MAX, "layer_norm: x is [",
+              a.x.rows, ", ", a.x.cols, "]");
+  check_mat(a.out, a.x.rows, a.x.cols, "layer_norm", "out");
+  LayerNormArgs d = a;
+  d.weight = a.weight ? device_floats(a.weight, a.x.cols, "layer_norm weight") : nullptr;
+  d.bias = a.bias ? device_floats(a.bias, a.x.cols, "layer_norm bias") : nullptr;
+  key_.add(uint64_t(20));
+  key_.add(d.out);
+  key_.add(d.x);
+  key_.add(d.weight);
+  key_.add(d.bias);
+  key_.add(d.eps);
+  forget_quant();
+  enqueue("layer_norm", [d](cudaStream_t s) { return cuda::launch_layer_norm(d, s); });
+}
+
+void CudaBackend::unary(const UnaryArgs& a) {
+  BRISK_CHECK(a.op == UnaryOp::gelu_erf || a.op == UnaryOp::gelu_tanh, "unary: unknown op ", int(a.op));
+  check_mat(a.out, a.x.rows, a.x.cols, "unary", "out");
+  BRISK_CHECK(a.x.data != nullptr && a.x.rows * a.x.cols / 256 < INT32_MAX, "unary: x is [", a.x.rows, ", ",
+              a.x.cols, "]");
+  key_.add(uint64_t(21));
+  key_.add(a.out);
+  key_.add(a.x);
+  key_.add(uint64_t(a.op));
+  forget_quant();
+  enqueue("unary", [a](cudaStream_t s) { return cuda::launch_unary(a, s); });
+}
+
+void CudaBackend::im2col(const Im2colArgs& a) {
+  BRISK_CHECK(a.kernel >= 1 && a.stride >= 1 && a.pad >= 0 && a.frames_in > 0 && a.x.rows % a.frames_in == 0,
+              "im2col: kernel ", a.kernel, ", stride ", a.stride, ", pad ", a.pad, " or ", a.x.rows,
+              " rows of frames_in ", a.frames_in, " do not fit");
+  const int64_t span = int64_t(a.frames_in) + 2 * int64_t(a.pad) - a.kernel;
+  const int64_t frames_out = span < 0 ? 0 : span / a.stride + 1;
+  check_mat(a.out, a.x.rows / a.frames_in * frames_out, a.x.cols * a.kernel, "im2col", "out");
+  BRISK_CHECK(a.out.rows * a.out.cols / 256 < INT32_MAX, "im2col: out [", a.out.rows, ", ", a.out.cols, "] too large");
+  key_.add(uint64_t(22));
+  key_.add(a.out);
+  key_.add(a.x);
+  key_.add(uint64_t(a.frames_in));
+  key_.add(uint64_t(a.kernel));
+  key_.add(uint64_t(a.stride));
+  key_.add(uint64_t(a.pad));
+  forget_quant();
+  enqueue("im2col", [a, frames_out](cudaStream_t s) { return cuda::launch_im2col(a, frames_out, s); });
+}
+
+void CudaBackend::attention_weights(const AttentionWeightsArgs& a) {
+  BRISK_CHECK(a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0 && a.head >= 0 && a.head < a.n_head,
+              "attention_weights: head ", a.head, " of ", a.n_head, " (", a.n_head_kv, " KV heads)");
+  BRISK_CHECK(a.head_dim > 0 && a.head_dim <= 4096 && a.k_cache.width == int64_t(a.n_head_kv) * a.head_dim,
+              "attention_weights: KV cache width ", a.k_cache.width, " does not match ", a.n_head_kv, " x ",
+              a.head_dim);
+  BRISK_CHECK(a.k_cache.type != QuantType::Q8_0 || a.head_dim % 32 == 0, "attention_weights: head_dim ", a.head_dim,
+              " with a q8_0 KV cache (CUDA needs a multiple of 32)");
+  check_mat(a.q, a.q.rows, int64_t(a.n_head) * a.head_dim, "attention_weights", "q");
+  check_mat(a.out, a.q.rows, a.out.cols, "attention_weights", "out");
+  check_kv(a.k_cache, "attention_weights");
+  BRISK_CHECK(a.q.rows <= INT32_MAX, "attention_weights: ", a.q.rows, " tokens");
+  AttentionWeightsArgs d = a;
+  d.seq = stage(a.seq, a.q.rows, "attention_weights seq");
+  d.pos = stage(a.pos, a.q.rows, "attention_weights pos");
+  key_.add(uint64_t(23));
+  key_.add(d.out);
+  key_.add(d.q);
+  key_.add(d.k_cache);
+  key_.add(d.seq);
+  key_.add(d.pos);
+  key_.add(uint64_t(d.head));
+  key_.add(uint64_t(d.n_head));
+  key_.add(uint64_t(d.n_head_kv));
+  key_.add(uint64_t(d.head_dim));
+  key_.add(d.scale);
+  forget_quant();
+  enqueue("attention_weights", [d](cudaStream_t s) { return cuda::launch_attention_weights(d, s); });
+}
+
+bool CudaBackend::attention_dense(const AttentionDenseArgs& a) {
+  if (flags().no_cuda_dense_attention || !cuda::attention_dense_supported(a)) return false;
+  BRISK_CHECK(a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0, "attention_dense: ", a.n_head,
+              " heads are not a multiple of ", a.n_head_kv, " KV heads");
+  const int64_t qw = int64_t(a.n_head) * a.head_dim, kvw = int64_t(a.n_head_kv) * a.head_dim;
+  check_mat(a.q, a.q.rows, qw, "attention_dense", "q");
+  check_mat(a.k, a.q.rows, kvw, "attention_dense", "k");
+  check_mat(a.v, a.q.rows, kvw, "attention_dense", "v");
+  check_mat(a.out, a.q.rows, qw, "attention_dense", "out");
+  BRISK_CHECK(!overlaps(a.out, a.q) && !overlaps(a.out, a.k) && !overlaps(a.out, a.v),
+              "attention_dense: out overlaps q, k or v");
+  key_.add(uint64_t(24));
+  key_.add(a.out);
+  key_.add(a.q);
+  key_.add(a.k);
+  key_.add(a.v);
+  key_.add(uint64_t(a.n_seq));
+  key_.add(uint64_t(a.n_head));
+  key_.add(uint64_t(a.n_head_kv));
+  key_.add(uint64_t(a.head_dim));
+  key_.add(a.scale);
+  forget_quant();
+  enqueue("attention_dense", [a](cudaStream_t s) { return cuda::launch_attention_dense(a, s); });
+  return true;
+}
+
+}  // namespace brisk::cuda

@@ -1,0 +1,167 @@
+// Encoder ops (speech and embedding encoders), F32 in and out, any row width:
+//   layer_norm_kernel         one block per row: the mean, then the centred (biased) variance,
+//                             each a block-wide sum; out = (x - mean) * rstd * weight + bias
+//   unary_kernel              GELU, erf or tanh form, one thread per element
+//   im2col_kernel             one thread per output element of the unfolded 1-D conv input
+//   attention_weights_kernel  one block per token: scores of one query head against the paged
+//                             K cache rows [0, pos], softmax, zeros up to out.cols
+// The CPU's references (kernels/cpu/encoder_ops.cpp) sum in double; these sum in float in
+// other orders, so results agree to float roundings of the sums.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/cuda/kernels.h"
+#include "kernels/cuda/kv_elem.cuh"
+#include "kernels/cuda/kv_paged.cuh"
+#include "kernels/cuda/launch.cuh"
+
+namespace brisk::cuda {
+
+namespace {
+
+constexpr int kRowThreads = 256;
+
+__device__ __forceinline__ int64_t stride_of(const Mat& m) { return m.stride ? m.stride : m.cols; }
+
+// Sum of v over the block (kRowThreads threads); every thread gets it. `red` holds 32 floats.
+__device__ float block_sum(float v, float* red) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  __syncthreads();  // red is free (an earlier call's readers are done)
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  v = lane < int(blockDim.x >> 5) ? red[lane] : 0.0f;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ float block_max(float v, float* red) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  __syncthreads();
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  v = lane < int(blockDim.x >> 5) ? red[lane] : -INFINITY;
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__global__ void __launch_bounds__(kRowThreads) layer_norm_kernel(LayerNormArgs a) {
+  BRISK_PDL_ENTER();
+  __shared__ float red[32];
+  const int64_t r = blockIdx.x, n = a.x.cols;
+  const float* x = a.x.data + r * stride_of(a.x);
+  float* o = a.out.data + r * stride_of(a.out);
+  float s = 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += x[i];
+  const float mean = block_sum(s, red) / float(n);
+  float v = 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float d = x[i] - mean;
+    v += d * d;
+  }
+  const float rstd = rsqrtf(block_sum(v, red) / float(n) + a.eps);
+  // Every read of x is done (block_sum's barriers), so out may alias x.
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    float y = (x[i] - mean) * rstd;
+    if (a.weight) y *= a.weight[i];
+    if (a.bias) y += a.bias[i];
+    o[i] = y;
+  }
+}
+
+__global__ void unary_kernel(UnaryArgs a) {
+  BRISK_PDL_ENTER();
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= a.x.rows * a.x.cols) return;
+  const int64_t r = i / a.x.cols, c = i % a.x.cols;
+  const float v = a.x.data[r * stride_of(a.x) + c];
+  float y;
+  if (a.op == UnaryOp::gelu_erf) y = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+  else y = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+  a.out.data[r * stride_of(a.out) + c] = y;
+}
+
+__global__ void im2col_kernel(Im2colArgs a, int64_t frames_out) {
+  BRISK_PDL_ENTER();
+  const int64_t width = a.x.cols * a.kernel;
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= a.out.rows * width) return;
+  const int64_t r = i / width, col = i % width;
+  const int64_t s = r / frames_out, t = r % frames_out;
+  const int64_t c = col / a.kernel, k = col % a.kernel;
+  const int64_t f = t * a.stride + k - a.pad;
+  a.out.data[r * stride_of(a.out) + col] =
+      f >= 0 && f < a.frames_in ? a.x.data[(s * a.frames_in + f) * stride_of(a.x) + c] : 0.0f;
+}
+
+// Dynamic shared memory: the query head (head_dim floats).
+template <KvT T>
+__global__ void __launch_bounds__(kRowThreads) attention_weights_kernel(AttentionWeightsArgs a) {
+  BRISK_PDL_ENTER();
+  extern __shared__ float qs[];
+  __shared__ float red[32];
+  const int64_t t = blockIdx.x;
+  const int hd = a.head_dim;
+  const int group = a.n_head / a.n_head_kv;
+  const int64_t col0 = int64_t(a.head / group) * hd;
+  const float* q = a.q.data + t * stride_of(a.q) + int64_t(a.head) * hd;
+  for (int d = threadIdx.x; d < hd; d += blockDim.x) qs[d] = q[d];
+  __syncthreads();
+  const int64_t n = int64_t(a.pos[t]) + 1, seq = a.seq[t];
+  float* o = a.out.data + t * stride_of(a.out);
+  const int sh = kv_block_shift(a.k_cache);
+  const uint8_t* base = static_cast<const uint8_t*>(a.k_cache.data);
+  float mx = -INFINITY;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    const uint8_t* row = base + size_t(kv_slot(a.k_cache, sh, seq, j)) * a.k_cache.row_bytes;
+    float s = 0.0f;
+    for (int d = 0; d < hd; ++d) s += qs[d] * kv_get<T>(row, col0 + d);
+    s *= a.scale;
+    o[j] = s;
+    mx = fmaxf(mx, s);
+  }
+  mx = block_max(mx, red);
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    const float e = expf(o[j] - mx);
+    o[j] = e;
+    sum += e;
+  }
+  const float inv = 1.0f / block_sum(sum, red);
+  for (int64_t j = threadIdx.x; j < a.out.cols; j += blockDim.x) o[j] = j < n ? o[j] * inv : 0.0f;
+}
+
+}  // namespace
+
+cudaError_t launch_layer_norm(const LayerNormArgs& a, cudaStream_t stream) {
+  if (a.x.rows == 0) return cudaSuccess;
+  return launch_kernel(layer_norm_kernel, dim3(unsigned(a.x.rows)), dim3(kRowThreads), 0, stream, a);
+}
+
+cudaError_t launch_unary(const UnaryArgs& a, cudaStream_t stream) {
+  const int64_t n = a.x.rows * a.x.cols;
+  if (n == 0) return cudaSuccess;
+  return launch_kernel(unary_kernel, dim3(unsigned((n + 255) / 256)), dim3(256), 0, stream, a);
+}
+
+cudaError_t launch_im2col(const Im2colArgs& a, int64_t frames_out, cudaStream_t stream) {
+  const int64_t n = a.out.rows * a.x.cols * a.kernel;
+  if (n == 0) return cudaSuccess;
+  return launch_kernel(im2col_kernel, dim3(unsigned((n + 255) / 256)), dim3(256), 0, stream, a, frames_out);
+}
+
+cudaError_t launch_attention_weights(const AttentionWeightsArgs& a, cudaStream_t stream) {
+  if (a.q.rows == 0) return cudaSuccess;
+  const dim3 grid(unsigned(a.q.rows)), block(kRowThreads);
+  const size_t smem = sizeof(float) * size_t(a.head_dim);
+  switch (a.k_cache.type) {
+    case QuantType::F32: return launch_kernel(attention_weights_kernel<KvT::f32>, grid, block, smem, stream, a);
+    case QuantType::F16: return launch_kernel(attention_weights_kernel<KvT::f16>, grid, block, smem, stream, a);
+    case QuantType::BF16: return launch_kernel(attention_weights_kernel<KvT::bf16>, grid, block, smem, stream, a);
+    case QuantType::Q8_0: return launch_kernel(attention_weights_kernel<KvT::q8_0>, grid, block, smem, stream, a);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace brisk::cuda
