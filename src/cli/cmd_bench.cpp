@@ -1,5 +1,6 @@
 // `brisk bench`: prompt-processing and decode speed of a model, llama-bench style, with the
-// roofline beside it: bytes of weights read per decoded token, the machine's read bandwidth
+// roofline beside it: bytes read per decoded token (the weights, plus the recurrent state of
+// linear-attention layers, read and written once per token), the machine's read bandwidth
 // measured in the same run with the same thread count, and the fraction of it decode reaches.
 // Each repetition runs on a fresh context (empty KV cache); --depth D first fills D tokens of
 // context (not timed), so "tg128 @ d4096" is decode speed with 4096 tokens already cached.
@@ -352,8 +353,10 @@ int cmd_bench(const std::vector<std::string>& argv) {
   const Stats* first_tg = nullptr;
   for (const Stats& s : results)
     if (s.decode && !first_tg) first_tg = &s;
-  const double tg_bps = first_tg ? first_tg->mean() * double(info.weight_bytes) : 0;
-  const double frac = first_tg ? first_tg->fraction(info.weight_bytes) : 0;
+  // A decoded token streams every weight once and reads and writes each recurrent layer's state.
+  const uint64_t token_bytes = info.weight_bytes + info.state_bytes;
+  const double tg_bps = first_tg ? first_tg->mean() * double(token_bytes) : 0;
+  const double frac = first_tg ? first_tg->fraction(token_bytes) : 0;
 
   if (a.json) {
     nlohmann::json j = {
@@ -362,6 +365,8 @@ int cmd_bench(const std::vector<std::string>& argv) {
         {"file_bytes", file_bytes},
         {"n_params", info.n_params},
         {"weight_bytes_per_token", info.weight_bytes},
+        {"state_bytes_per_token", info.state_bytes},
+        {"bytes_per_token", token_bytes},
         {"threads", n_threads},
         {"device", device},
         {"bandwidth_probe", on_device ? "device copy (read + write)" : "host read"},
@@ -376,14 +381,14 @@ int cmd_bench(const std::vector<std::string>& argv) {
         {"read_bandwidth_mean_bytes_per_s", bw.mean_bytes_per_s},
         {"decode_bytes_per_s", tg_bps},
         {"decode_bandwidth_fraction", frac},  // of the first decode test
-        {"roofline_tokens_per_s", info.weight_bytes ? bw.bytes_per_s / double(info.weight_bytes) : 0.0},
+        {"roofline_tokens_per_s", token_bytes ? bw.bytes_per_s / double(token_bytes) : 0.0},
     };
     nlohmann::json tests = nlohmann::json::array();
     for (const auto& s : results) {
       nlohmann::json t = {{"test", s.name}, {"depth", s.depth}, {"tokens_per_s", s.mean()}, {"sd", s.sd()}, {"samples", s.tps}};
       if (s.decode) {
         t["read_bandwidth_samples"] = s.bw;
-        t["bandwidth_fraction"] = s.fraction(info.weight_bytes);
+        t["bandwidth_fraction"] = s.fraction(token_bytes);
       }
       tests.push_back(t);
     }
@@ -417,12 +422,15 @@ int cmd_bench(const std::vector<std::string>& argv) {
                 fmt("%.2f M", double(info.n_params) / 1e6).c_str(),
                 on_device ? device.c_str() : std::to_string(n_threads).c_str(), a.mmap ? 1 : 0, s.name.c_str(),
                 fmt("%.2f ± %.2f", s.mean(), s.sd()).c_str(),
-                fmt("%.1f MB", double(info.weight_bytes) / 1e6).c_str(),
+                fmt("%.1f MB", double(token_bytes) / 1e6).c_str(),
                 fmt("%.2f GB/s", (s.decode ? s.mean_bw() : bw.bytes_per_s) / gb).c_str(),
-                s.decode ? fmt("%.1f %%", 100.0 * s.fraction(info.weight_bytes)).c_str() : "");
+                s.decode ? fmt("%.1f %%", 100.0 * s.fraction(token_bytes)).c_str() : "");
   }
+  if (info.state_bytes > 0)
+    std::printf("B/token: %.1f MB of weights + %.1f MB of recurrent state (read and written once per token)\n",
+                double(info.weight_bytes) / 1e6, double(info.state_bytes) / 1e6);
   std::printf("decode ceiling at %.2f GB/s: %.1f tok/s; decode reads %.2f GB/s; load %.2f s\n", bw.bytes_per_s / gb,
-              info.weight_bytes ? bw.bytes_per_s / double(info.weight_bytes) : 0.0, tg_bps / gb, load_s);
+              token_bytes ? bw.bytes_per_s / double(token_bytes) : 0.0, tg_bps / gb, load_s);
   for (const auto& s : results)
     if (s.decode && first_tg && &s != first_tg && first_tg->mean() > 0)
       std::printf("%s / %s: %.1f %%\n", s.name.c_str(), first_tg->name.c_str(), 100.0 * s.mean() / first_tg->mean());

@@ -204,9 +204,12 @@ bool WeightStore::has_prefix(const std::string& prefix) const {
 // The layout layout_of wants tensor t in: its stored format's layout for the 2-D matmul
 // weights the store may rewrite, else its current one. (The embedding table counts: with tied
 // embeddings it is the output matrix, and the lookup reads a whole row through its format's
-// dequantizer, which takes the repacked layouts. Expert stacks keep their layout.)
+// dequantizer, which takes the repacked layouts. Expert stacks keep their layout. The
+// per-layer-embedding projection is a matmul over the whole hidden state of every token; its
+// embedding table is read one row per token and keeps its stored layout.)
 QuantType WeightStore::layout_for(const std::string& name, const StoredTensor& t, const LayoutFn& layout_of) {
   const bool matmul_weight = name == "output.weight" || name == "token_embd.weight" ||
+                             name == "per_layer_model_proj.weight" ||
                              (name.rfind("blk.", 0) == 0 && name.size() > 7 && name.ends_with(".weight"));
   if (!matmul_weight || !t.writable || t.ne.size() < 2) return t.type;
   int64_t rows = 1;

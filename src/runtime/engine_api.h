@@ -34,6 +34,9 @@ struct ModelInfo {
   int32_t n_embd = 0;
   uint64_t n_params = 0;
   uint64_t weight_bytes = 0;  // bytes of weights read per decoded token (roofline)
+  uint64_t state_bytes = 0;   // bytes of recurrent state (F32, linear-attention layers) a decoded token
+                              // reads and writes: every layer's state of one sequence, read once and
+                              // written once (0 for models without recurrent layers)
 };
 
 class Model {

@@ -73,6 +73,12 @@ void finish(LoadedModel& m, const ArchEntry& entry) {
     bytes -= t->n_bytes - (rows > 0 ? t->n_bytes / rows : 0);
   }
   info.weight_bytes = bytes;
+  // Recurrent layers (ArchModel::layer_states, F32 slots) read their state and write it back once
+  // per decoded token: a stream beside the weights' (1 MiB per layer of 16 heads of 128 x 128).
+  uint64_t state_floats = 0;
+  for (const LayerState& l : m.arch_->layer_states())
+    for (int64_t n : l.recurrent) state_floats += uint64_t(n);
+  info.state_bytes = 2 * state_floats * sizeof(float);
 }
 
 std::shared_ptr<Model> load_gguf_file(std::shared_ptr<const gguf::File> file, const std::string& path) {

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """System test of `brisk bench`: the JSON report of a short run on a fixture model has the
-tests asked for, positive speeds, the bytes per token of the model, a probe per decode
+tests asked for, positive speeds, the bytes per token of the model (weights, plus a hybrid's
+recurrent state read and written per token), a probe per decode
 repetition and the fraction computed from them; a list of depths gives every test per depth and
 the ratio of decode speeds; the table names pp and tg; bad arguments are errors."""
 import json
 import os
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_util import skip_missing  # noqa: E402
@@ -40,13 +42,17 @@ def main():
             failures.append("bad samples %r" % t)
     if j["weight_bytes_per_token"] <= 0 or j["read_bandwidth_bytes_per_s"] <= 0:
         failures.append("bytes/token %r, bandwidth %r" % (j["weight_bytes_per_token"], j["read_bandwidth_bytes_per_s"]))
+    # A model without recurrent layers moves its weights only.
+    if j["state_bytes_per_token"] != 0 or j["bytes_per_token"] != j["weight_bytes_per_token"]:
+        failures.append("dense bytes/token %r" % {k: j[k] for k in ("weight_bytes_per_token", "state_bytes_per_token",
+                                                                     "bytes_per_token")})
     # Each decode repetition is divided by the probe taken right before it.
     tgt = j["tests"][1]
     bws = tgt.get("read_bandwidth_samples", [])
     if len(bws) != 2 or not all(b > 0 for b in bws):
         failures.append("probe samples %r" % bws)
     else:
-        expect = sum(t * j["weight_bytes_per_token"] / b for t, b in zip(tgt["samples"], bws)) / len(bws)
+        expect = sum(t * j["bytes_per_token"] / b for t, b in zip(tgt["samples"], bws)) / len(bws)
         for got in (tgt["bandwidth_fraction"], j["decode_bandwidth_fraction"]):
             if abs(got - expect) > 1e-9 * max(1.0, expect):
                 failures.append("fraction %r, expected %r" % (got, expect))
@@ -64,6 +70,23 @@ def main():
     p = run("-m", model, "-p", "8", "-n", "2", "-r", "1", "--mmap", "--bw-mib", "16")
     if p.returncode != 0 or "| pp8 |" not in p.stdout or "| tg2 |" not in p.stdout:
         failures.append("table output: %r %r" % (p.stdout, p.stderr))
+    # A hybrid's recurrent state is read and written per token: counted in B/token and said so.
+    hybrid = os.path.join(tempfile.mkdtemp(prefix="brisk_bench_"), "hybrid.gguf")
+    p = subprocess.run([BIN, "make-random-model", "--shape", "tiny-hybrid", "--type", "q8_0", "--out", hybrid],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        failures.append("make-random-model tiny-hybrid: %r" % p.stderr)
+    else:
+        p = run("-m", hybrid, "-p", "0", "-n", "2", "-r", "1", "--json", "--bw-mib", "16")
+        h = json.loads(p.stdout) if p.returncode == 0 else {}
+        if (h.get("state_bytes_per_token", 0) <= 0
+                or h["bytes_per_token"] != h["weight_bytes_per_token"] + h["state_bytes_per_token"]):
+            failures.append("hybrid bytes/token: %r %r" % (p.stdout, p.stderr))
+        p = run("-m", hybrid, "-p", "0", "-n", "2", "-r", "1", "--bw-mib", "16")
+        if p.returncode != 0 or "of recurrent state (read and written once per token)" not in p.stdout:
+            failures.append("hybrid legend: %r %r" % (p.stdout, p.stderr))
+        os.remove(hybrid)
+        os.rmdir(os.path.dirname(hybrid))
     for bad in (["-m", model, "-r", "0"], ["-m", model, "-p", "x"], ["-p", "8"], ["-m", model, "--bogus"],
                 ["-m", model, "--depth", "0,x"], ["-m", model, "--depth", "0,"], ["-m", model, "--depth", "-4"],
                 ["-m", os.path.join(DATA, "missing.gguf"), "--bw-mib", "16"]):

@@ -199,6 +199,10 @@ Plan plan_for(const FlagDef& f) {
   if (id == "no_blocked_attention" || id == "no_fast_gelu")
     return {.reason = "its kernels run only in encoder (speech) models, none of this test's shapes: "
                       "EncoderOps.* compares them, switched off or not, with the references"};
+  if (id == "no_fast_softcap")
+    return {.reason = "its kernel runs only in models with a final logit softcap (Gemma), none of this test's "
+                      "shapes: OpsSoftcap.FastPathWithinToleranceOfReference compares it, switched off or not, "
+                      "with the reference"};
   if (id == "no_float_gemm")
     return hw.avx512 ? Plan{.models = cat(on(kLong, {QuantType::F32, QuantType::F16}), on(kShort, {QuantType::F32}))}
                      : Plan{.reason = "no AVX-512 on this CPU (the float GEMM it switches is AVX-512)"};

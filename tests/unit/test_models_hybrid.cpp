@@ -377,5 +377,30 @@ TEST(HybridLoad, RandomHybridGgufRuns) {
   std::remove(path.c_str());
 }
 
+// The bytes a decoded token moves count the recurrent state, read and written once: per linear
+// layer the conv window [kernel - 1, conv_dim] and the delta state [n_v_head, k_dim, v_dim], F32.
+TEST(HybridLoad, StateBytesCountEveryLinearLayerReadAndWritten) {
+  const std::string path = ::testing::TempDir() + "/brisk_random_hybrid_state_bytes.gguf";
+  RandomModelParams p = random_model_preset("tiny-hybrid");
+  p.recipe = "Q8_0";
+  random_model_write(p, path);
+  auto model = Model::load({.path = path});
+  int64_t n_linear = 0;
+  for (int32_t il = 0; il < p.n_layer; ++il) n_linear += (il + 1) % p.full_attention_interval != 0;
+  const int64_t conv_dim = 2 * int64_t(p.linear_n_k_head) * p.linear_k_head_dim +
+                           int64_t(p.linear_n_v_head) * p.linear_v_head_dim;
+  const int64_t floats = (p.linear_conv_kernel - 1) * conv_dim +
+                         int64_t(p.linear_n_v_head) * p.linear_k_head_dim * p.linear_v_head_dim;
+  ASSERT_GT(n_linear, 0);
+  EXPECT_EQ(model->info().state_bytes, uint64_t(2 * n_linear * floats * int64_t(sizeof(float))));
+  std::remove(path.c_str());
+  // A model without recurrent layers moves none.
+  RandomModelParams dense = random_model_preset("tiny");
+  dense.recipe = "Q8_0";
+  random_model_write(dense, path);
+  EXPECT_EQ(Model::load({.path = path})->info().state_bytes, 0u);
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace brisk::test

@@ -3,11 +3,14 @@
 // hand-computed values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <utility>
 
 #include "moe_experts.h"
 #include "random_values.h"
+#include "scoped_env.h"
 #include "backend/backend.h"
 #include "core/error.h"
 #include "kernels/cpu/ops.h"
@@ -172,6 +175,35 @@ TEST(OpsSoftcap, MatchesReferenceAndFormula) {
   be->softcap({.x = {.data = one.data(), .rows = 1, .cols = 1}, .cap = cap});
   EXPECT_NEAR(one[0], 30.0f * std::tanh(1.0f), 1e-5f);
   EXPECT_THROW(be->softcap({.x = {.data = one.data(), .rows = 1, .cols = 1}, .cap = 0.0f}), Error);
+}
+
+// The AVX-512 tanh (and the split of one long row over the threads) against the reference, with
+// and without BRISK_NO_FAST_SOFTCAP: within 5e-7 * cap everywhere, from x near 0 (where the
+// formula 1 - 2 / (e^2y + 1) loses relative precision) to saturation; rows of a decode step's
+// length (one long row, a masked tail) and several short ones.
+TEST(OpsSoftcap, FastPathWithinToleranceOfReference) {
+  auto be = make_cpu_backend(2);
+  for (const char* off : {"0", "1"}) {
+    ScopedEnv env("BRISK_NO_FAST_SOFTCAP", off);
+    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1, 10007}, {3, 33}}) {
+      for (const float cap : {30.0f, 15.0f}) {
+        std::vector<float> x = randn(size_t(rows * cols), 11, 3.0f * cap);
+        for (size_t i = 0; i < x.size(); i += 7) x[i] *= 1e-4f;  // near zero
+        x[0] = 0.0f;
+        x[1] = 1000.0f * cap;
+        x[2] = -1000.0f * cap;
+        std::vector<float> want = x;
+        be->softcap({.x = {.data = x.data(), .rows = rows, .cols = cols}, .cap = cap});
+        ref::softcap({.x = {.data = want.data(), .rows = rows, .cols = cols}, .cap = cap});
+        float worst = 0.0f;
+        for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(x[i] - want[i]));
+        EXPECT_LE(worst, 5e-7f * cap) << rows << " x " << cols << " cap " << cap << " BRISK_NO_FAST_SOFTCAP=" << off;
+        EXPECT_EQ(x[0], 0.0f);
+        EXPECT_EQ(x[1], cap);
+        EXPECT_EQ(x[2], -cap);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -24,7 +24,9 @@ namespace {
 // and recording the formats of the weights its matmuls and lookups are given.
 class RecordingBackend final : public Backend {
  public:
-  RecordingBackend(bool repack, std::set<QuantType>* seen) : cpu_(make_cpu_backend(2)), repack_(repack), seen_(seen) {}
+  // matmul_seen (optional): the formats of the matmuls' weights alone.
+  RecordingBackend(bool repack, std::set<QuantType>* seen, std::set<QuantType>* matmul_seen = nullptr)
+      : cpu_(make_cpu_backend(2)), repack_(repack), seen_(seen), matmul_seen_(matmul_seen) {}
 
   std::optional<QuantType> weight_layout(QuantType stored) const override {
     return repack_ ? cpu_->weight_layout(stored) : std::nullopt;
@@ -34,11 +36,11 @@ class RecordingBackend final : public Backend {
   void* alloc(size_t bytes) override { return cpu_->alloc(bytes); }
   void free(void* p) override { cpu_->free(p); }
   void matmul(const MatmulArgs& a) override {
-    seen_->insert(a.w.type);
+    record_matmul(a.w.type);
     cpu_->matmul(a);
   }
   void matmuls(const MatmulArgs* list, int n) override {
-    for (int i = 0; i < n; ++i) seen_->insert(list[i].w.type);
+    for (int i = 0; i < n; ++i) record_matmul(list[i].w.type);
     cpu_->matmuls(list, n);
   }
   void rms_norm(const RmsNormArgs& a) override { cpu_->rms_norm(a); }
@@ -54,6 +56,7 @@ class RecordingBackend final : public Backend {
   void get_rows(const GetRowsArgs& a) override { cpu_->get_rows(a); }
   void moe(const MoeArgs& a) override { cpu_->moe(a); }
   void softcap(const SoftcapArgs& a) override { cpu_->softcap(a); }
+  void scale(const ScaleArgs& a) override { cpu_->scale(a); }
   bool wants_tiled_k(QuantType type, int32_t head_dim, int32_t group) const override {
     return cpu_->wants_tiled_k(type, head_dim, group);
   }
@@ -62,6 +65,12 @@ class RecordingBackend final : public Backend {
   std::unique_ptr<Backend> cpu_;
   bool repack_;
   std::set<QuantType>* seen_;
+  std::set<QuantType>* matmul_seen_;
+
+  void record_matmul(QuantType t) {
+    seen_->insert(t);
+    if (matmul_seen_) matmul_seen_->insert(t);
+  }
 };
 
 bool any_repacked(const std::set<QuantType>& types) {
@@ -129,6 +138,31 @@ TEST_F(WeightLayout, RepackedLayoutAfterStoredOne) {
   const std::vector<float> a = run(model, true, &cpu_seen);
   EXPECT_TRUE(cpu_seen.count(QuantType::Q8_0_R16));
   EXPECT_EQ(a, b);
+}
+
+// Every matmul of a model with per-layer embeddings (Gemma 4 "E" shapes, the projection of the
+// hidden state into them included) reads the CPU's repacked layout; only the lookups of the
+// per-layer embedding table keep the stored one.
+TEST_F(WeightLayout, PerLayerEmbeddingProjectionIsRepacked) {
+  RandomModelParams p = random_model_preset("gemma4-e2b");
+  p.type = QuantType::Q8_0;
+  p.n_vocab = 1024;
+  p.n_embd = 512;
+  p.n_layer = 7;  // full attention at layer 4; the last 2 share the caches of earlier sliding ones
+  p.n_ff = 512;
+  p.head_dim = 64;
+  p.head_dim_full = 128;
+  p.n_kv_shared_layers = 2;
+  p.n_embd_per_layer = 64;
+  const std::string path = (testing::process_temp_dir() / "weight_layout_ple_q8_0.gguf").string();
+  random_model_write(p, path);
+  auto model = Model::load({.path = path});
+  std::set<QuantType> seen, matmuls;
+  auto ctx = context_create_on(model, {.n_ctx = 64, .n_seq_max = 1, .n_batch = 16},
+                               std::make_unique<RecordingBackend>(true, &seen, &matmuls));
+  ctx->decode({{.token = 5, .pos = 0, .seq = 0, .want_logits = true}});
+  EXPECT_TRUE(matmuls.count(QuantType::Q8_0_R16));
+  EXPECT_FALSE(matmuls.count(QuantType::Q8_0)) << "a matmul read the stored Q8_0 layout";
 }
 
 // A memory-mapped file is never rewritten: every backend gets the stored layouts.

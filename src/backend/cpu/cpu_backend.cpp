@@ -365,7 +365,8 @@ class CpuBackend final : public Backend {
     BRISK_CHECK(a.cap > 0.0f && std::isfinite(a.cap), "softcap: cap ", a.cap, " must be positive");
     check_mat(a.x, a.x.rows, a.x.cols, "softcap", "x");
     if (ref_) return ref::softcap(a);
-    pool_.run([&](int ith, int nth) { cpu::softcap_rows(a, ith, nth); },
+    const bool simd = avx512_ && !flags().no_fast_softcap;
+    pool_.run([&](int ith, int nth) { cpu::softcap_rows(a, simd, ith, nth); },
               parts_for(double(a.x.rows) * double(a.x.cols) * 16.0));
   }
 

@@ -3,6 +3,7 @@
 // and scaled per expert.
 // The expert MLPs themselves run as ordinary matmuls over each expert's gathered tokens
 // (backend/cpu/cpu_backend.cpp).
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/ops.h"
@@ -43,13 +44,21 @@ void moe_route_rows(const MoeArgs& a, int32_t* ids, float* w, int ith, int nth) 
   }
 }
 
-void softcap_rows(const SoftcapArgs& a, int ith, int nth) {
+void softcap_rows(const SoftcapArgs& a, bool simd, int ith, int nth) {
+  // Items: (row, span of up to kSpan columns), so that one row of 262k logits splits too.
+  constexpr int64_t kSpan = 4096;
+  const int64_t spans = (a.x.cols + kSpan - 1) / kSpan;
   int64_t begin = 0, end = 0;
-  split_range(a.x.rows, ith, nth, &begin, &end);
+  split_range(a.x.rows * spans, ith, nth, &begin, &end);
   const float inv = 1.0f / a.cap;
-  for (int64_t r = begin; r < end; ++r) {
-    float* x = a.x.row(r);
-    for (int64_t i = 0; i < a.x.cols; ++i) x[i] = a.cap * std::tanh(x[i] * inv);
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t c0 = (item % spans) * kSpan, n = std::min(kSpan, a.x.cols - c0);
+    float* x = a.x.row(item / spans) + c0;
+    if (simd) {
+      softcap_span_avx512(x, n, a.cap);
+      continue;
+    }
+    for (int64_t i = 0; i < n; ++i) x[i] = a.cap * std::tanh(x[i] * inv);
   }
 }
 

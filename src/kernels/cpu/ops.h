@@ -122,7 +122,10 @@ void get_rows_rows(const GetRowsArgs& a, int ith, int nth);
 // ids[t * n_used + k] and their weights w[t * n_used + k] (times expert_scale when given), in
 // descending probability.
 void moe_route_rows(const MoeArgs& a, int32_t* ids, float* w, int ith, int nth);
-void softcap_rows(const SoftcapArgs& a, int ith, int nth);
+// x := cap * tanh(x / cap) in place. The parts split the elements (a decode step's logits are
+// one long row); simd: the AVX-512 span (softcap_span_avx512), else std::tanh per element.
+void softcap_rows(const SoftcapArgs& a, bool simd, int ith, int nth);
+void softcap_span_avx512(float* x, int64_t n, float cap);  // elementwise_avx512.cpp
 
 // Linear-attention ops (kernels/cpu/delta_net.cpp). A batch's tokens grouped by sequence: run i
 // is slot seq[i]'s tokens, tokens[offset[i], offset[i + 1]) in batch order (seq_runs_build, a
