@@ -10,11 +10,11 @@ secs_all=${1:-}
 # Seconds per target in CI, set from where each target's coverage stops growing (docs/fuzzing.md).
 target_secs() {
   case $1 in
-    fuzz_model_gguf) echo 60 ;;
-    fuzz_model_safetensors|fuzz_jinja|fuzz_gguf) echo 45 ;;
-    fuzz_tokenizer_gguf) echo 20 ;;
-    fuzz_json_constraint|fuzz_server_head) echo 15 ;;
-    *) echo 30 ;;
+    fuzz_model_gguf|fuzz_gguf) echo 40 ;;
+    fuzz_model_safetensors|fuzz_jinja) echo 30 ;;
+    fuzz_tokenizer_gguf) echo 15 ;;
+    fuzz_json_constraint|fuzz_server_head) echo 10 ;;
+    *) echo 20 ;;
   esac
 }
 cmake --preset fuzz >/dev/null
