@@ -22,6 +22,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_util import free_port  # noqa: E402
+
 BIN = os.environ.get("BRISK_BIN", "")
 SHARED = os.environ.get("BRISK_SHARED_DATA", "")
 SRC = os.environ.get("BRISK_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -43,12 +46,6 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def read_safetensors(path):
