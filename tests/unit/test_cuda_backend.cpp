@@ -180,6 +180,49 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
   }
 }
 
+// Float weight rows of any length (expert and projection widths of small models: 20, 22, 36,
+// 1001 columns) and activations that are not 16-byte aligned (a column view of a wider
+// matrix): the GEMV takes one element per unit where its 16-byte units do not fit, within the
+// reference's tolerance, for one token, a verify group and more than 8 rows (these stay on the
+// GEMV: the BF16 GEMM takes rows of whole 8-element pieces).
+TEST(CudaBackend, FloatRowsOfAnyLength) {
+  REQUIRE_GPU(be);
+  std::vector<QuantWeight> keep;
+  for (const QuantType t : {QuantType::F32, QuantType::F16, QuantType::BF16})
+    for (const int64_t n_in : {int64_t(20), int64_t(22), int64_t(36), int64_t(1001)})
+      for (const int64_t n_tok : {int64_t(1), int64_t(3), int64_t(9)})
+        for (const bool offset : {false, true}) {
+          const int64_t n_out = 65;
+          const std::string what =
+              str_cat(quant_type_info(t).name, " [", n_tok, "x", n_in, "] x [", n_out, "]", offset ? " x at +1" : "");
+          keep.push_back(make_weight(t, n_out, n_in, uint32_t(n_in * 7 + n_out)));
+          const QuantWeight& q = keep.back();
+          // x: columns [off, off + n_in) of a [n_tok, n_in + 1] matrix.
+          const int64_t off = offset ? 1 : 0, stride = n_in + 1;
+          DevMat xf(*be, n_tok, stride, randn(size_t(n_tok * stride), 13));
+          const Mat x{.data = xf.dev.data + off, .rows = n_tok, .cols = n_in, .stride = stride};
+          DevMat o(*be, n_tok, n_out);
+          be->matmul({.out = o.dev, .x = x, .w = q.w});
+          const std::vector<float> got = o.fetch();
+          std::vector<float> xh(size_t(n_tok * n_in));
+          for (int64_t tk = 0; tk < n_tok; ++tk)
+            for (int64_t i = 0; i < n_in; ++i) xh[size_t(tk * n_in + i)] = xf.host[size_t(tk * stride + off + i)];
+          std::vector<float> want(size_t(n_tok * n_out));
+          ref::matmul({.out = {.data = want.data(), .rows = n_tok, .cols = n_out},
+                       .x = {.data = xh.data(), .rows = n_tok, .cols = n_in}, .w = q.w});
+          std::vector<float> wrow(static_cast<size_t>(n_in));
+          for (int64_t r = 0; r < n_out; ++r) {
+            cpu::row_to_f32(t, q.w.row(r), wrow.data(), n_in);
+            for (int64_t tk = 0; tk < n_tok; ++tk) {
+              double mag = 0.0;
+              for (int64_t i = 0; i < n_in; ++i) mag += std::fabs(double(wrow[size_t(i)]) * xh[size_t(tk * n_in + i)]);
+              const size_t i = size_t(tk * n_out + r);
+              ASSERT_NEAR(got[i], want[i], 2e-5 * mag + 1e-5) << what << " token " << tk << " row " << r;
+            }
+          }
+        }
+}
+
 // Large weights used right after their (lazy) upload: every row must be the uploaded one. The
 // upload once ran on the legacy default stream, which the backend's non-blocking stream does
 // not wait for; a kernel could read a weight whose copy was still landing.

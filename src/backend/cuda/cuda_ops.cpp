@@ -347,6 +347,8 @@ void CudaBackend::scale(const ScaleArgs& a) {
 
 void CudaBackend::embedding(const EmbeddingArgs& a) {
   check_mat(a.out, a.out.rows, a.table.n_in, "embedding", "out");
+  BRISK_CHECK(a.table.n_in % 8 == 0, "embedding: table rows of ", a.table.n_in,
+              " elements (need a multiple of 8 on CUDA)");
   EmbeddingArgs d = a;
   d.table = device_weight(a.table, "embedding");
   d.ids = stage(a.ids, a.out.rows, "embedding ids");

@@ -55,7 +55,8 @@ namespace brisk::cuda {
 // kRows > 1 (formats of 32 lanes per row) gives a warp kRows consecutive rows: a lane takes the
 // same units of each, so the activations of a unit are read once for kRows rows (the L1 traffic
 // of the K-quant dots is mostly activations); each row is summed as with kRows = 1.
-// kSpread (Q4_K / Q6_K): the spread lane layout (UnitQ4kSpread, UnitQ6kSpread).
+// kSpread (Q4_K / Q6_K): the spread lane layout (UnitQ4kSpread, UnitQ6kSpread); for F32 / F16 /
+// BF16, one element per unit (FloatAnyUnit: rows of any length, chosen by shape).
 // kSplit > 1 (one row per warp): kSplit consecutive warps share a row (below). Split kernels are
 // built for kMinB resident blocks per multiprocessor where given (Q8_0: 3), else 4; the others
 // for kMinB, 0 (unset) unless the launcher asks: a minimum of 1 lets ptxas spend more registers
@@ -64,8 +65,9 @@ namespace brisk::cuda {
 template <DevFormat F, int NT, int kWide = 1, int kRows = 1, bool kSpread = false, int kSplit = 1, int kMinB = 0>
 __global__ void __launch_bounds__(32 * kMaxWarps, kSplit > 1 ? (kMinB ? kMinB : 4) : kMinB)
     gemv_kernel(GemvParts parts, XRef x, bool early) {
-  static_assert(!kSpread || F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k,
-                "the spread layouts are Q4_K's, Q5_K's and Q6_K's");
+  static_assert(!kSpread || F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k ||
+                    F == DevFormat::f32 || F == DevFormat::f16 || F == DevFormat::bf16,
+                "the spread layouts are the K-quants' and the float formats' rows of any length");
 
   using U = std::conditional_t<kSpread, SpreadUnit<F>, Unit<F>>;
   constexpr int kUnroll = U::kUnroll * kWide;
@@ -227,6 +229,20 @@ bool pairs_pay(unsigned single_blocks, unsigned pair_blocks) {
          int64_t(pair_blocks) <= resident_blocks<Pair>(4);
 }
 
+// Whether the 16-byte units of a float format (FloatUnit) fit the launch's rows from token t0: rows
+// a multiple of the unit's elements, weight rows and activation rows 16-byte aligned.
+template <DevFormat F>
+bool float_units_fit(const MatmulArgs* a, int n_parts, int64_t t0) {
+  const int64_t n_in = a[0].w.n_in;
+  const size_t row_bytes = dev_layout(F, n_in, 1).qs_row;
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (n_in % unit_elems<F>() != 0 || row_bytes % 16 != 0 || a[0].x.row_stride() % 4 != 0 || !aligned(a[0].x.row(t0)))
+    return false;
+  for (int i = 0; i < n_parts; ++i)
+    if (!aligned(a[i].w.data)) return false;
+  return true;
+}
+
 // Warps per block: kMaxWarps, halved while that leaves fewer than two blocks per multiprocessor
 // (small matrices spread over more multiprocessors); counted over all parts of the launch.
 template <DevFormat F>
@@ -241,6 +257,10 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   // One token over Q6_K: two rows per warp (gemv_kernel's kRows; Q4_K measured slower with 2
   // or 4, as was Q6_K's wide variant with 2 rows).
   const bool two_rows = F == DevFormat::q6_k && nt == 1 && !flags().no_cuda_gemv_rows;
+  constexpr bool kFloat = F == DevFormat::f32 || F == DevFormat::f16 || F == DevFormat::bf16;
+  // Float rows that the 16-byte units do not fit (length, row or activation alignment): one
+  // element per unit (FloatAnyUnit), one warp per row, no split.
+  const bool float_any = kFloat && !float_units_fit<F>(a, n_parts, t0);
   const int64_t n_units = a[0].w.n_in / unit_elems<F>();
   // One token over K-quant rows of more than one pass: the wide variant (measured slower for
   // BF16 and no faster for Q8_0, whose passes already hold 4-8 units per lane).
@@ -252,12 +272,11 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   // (gemv_kernel's kSplit), up to one pass per warp. (The wide Q4_K kernel split measured 432.5
   // against 434.5 tok/s for Llama-3.1-8B Q4_K_M, and the Q6_K kernels split slower too: the
   // down projection 30.2 us with one row per warp in 4 warps against 22.4 for two rows a warp.)
-  constexpr bool kFloat = F == DevFormat::f32 || F == DevFormat::f16 || F == DevFormat::bf16;
   // (Q4_K rows decoded early take their passes in one warp: Llama-3.1-8B Q4_K_M 485.4-485.9
   // against 481.8-481.9 tok/s with the split, the Q4_K down projection 17.1-17.9 against
   // 18.3-19.1 us event-timed.)
   const bool can_split = (q4k_split && flags().no_cuda_q4k_early_decode) || q5k_split ||
-                         (nt == 1 && !flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || kFloat));
+                         (nt == 1 && !flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || (kFloat && !float_any)));
   // One token over Q4_K / Q6_K rows: blocks of at most 4 warps, whose resident slots free as
   // soon as their 4 warps finish (Llama-3.1-8B Q4_K_M 461.0 -> 465.8-466.1 tok/s, gate / up
   // 24.0-24.6 -> 23.2-23.7 us event-timed; Q8_0 measured slower with 4: 391.8 against 396.6).
@@ -297,12 +316,14 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   } else {
     x.f = a[0].x.row(t0);
   }
-  // Q4_K / Q5_K / Q6_K: the spread lane layouts unless BRISK_NO_CUDA_Q4K_SPREAD / _Q5K_ / _Q6K_.
-  constexpr bool kCanSpread = F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k;
+  // Q4_K / Q5_K / Q6_K: the spread lane layouts unless BRISK_NO_CUDA_Q4K_SPREAD / _Q5K_ / _Q6K_;
+  // float formats: rows of any length where the 16-byte units do not fit.
+  constexpr bool kKquant = F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k;
+  constexpr bool kCanSpread = kKquant || kFloat;
   const bool spread = F == DevFormat::q4_k   ? !flags().no_cuda_q4k_spread
                       : F == DevFormat::q5_k ? !flags().no_cuda_q5k_spread
                       : F == DevFormat::q6_k ? !flags().no_cuda_q6k_spread
-                                             : false;
+                                             : float_any;
   if constexpr (F == DevFormat::q6_k) {
     if (two_rows) {
       if (spread)
@@ -371,9 +392,9 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
     }
   }
   if constexpr (kFloat || F == DevFormat::q4_k || F == DevFormat::q5_k) {  // split rows (K-quants: spread only)
-    if (split == 8) { launch_kernel(gemv_kernel<F, 1, 1, 1, kCanSpread, 8>, grid, block, 0, s, parts, x, early); return; }
-    if (split == 4) { launch_kernel(gemv_kernel<F, 1, 1, 1, kCanSpread, 4>, grid, block, 0, s, parts, x, early); return; }
-    if (split == 2) { launch_kernel(gemv_kernel<F, 1, 1, 1, kCanSpread, 2>, grid, block, 0, s, parts, x, early); return; }
+    if (split == 8) { launch_kernel(gemv_kernel<F, 1, 1, 1, kKquant, 8>, grid, block, 0, s, parts, x, early); return; }
+    if (split == 4) { launch_kernel(gemv_kernel<F, 1, 1, 1, kKquant, 4>, grid, block, 0, s, parts, x, early); return; }
+    if (split == 2) { launch_kernel(gemv_kernel<F, 1, 1, 1, kKquant, 2>, grid, block, 0, s, parts, x, early); return; }
   }
   if (spread) {
 #define BRISK_GEMV_CASE(N) \
