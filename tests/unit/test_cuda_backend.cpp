@@ -93,12 +93,14 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
   std::vector<std::vector<float>> keep_bias;
   // Wide rows take several unrolled passes per lane (some lanes past the end); [1 x 4352] x
   // [9001]: one-token Q6_K rows of two passes, two per warp, the last warp's second row missing;
-  // [1 x 14336] x [37]: one-token Q8_0 / float / Q4_K / Q5_K rows split over 4-8 warps; [1 x 1024] x
+  // [1 x 14336] x [37]: one-token Q8_0 / float / Q4_K / Q5_K rows split over 4-8 warps, and [8 x
+  // 14336] x [37] the same rows for 8 tokens (each bit-equal to its token alone); [1 x 1024] x
   // [4000]: one-pass Q8_0 rows in one wave of the 64-register kernel; [1 x 36864] x [5]: Q4_K
   // rows of 9 passes in blocks of at most 4 warps (8 for the other formats); [1 x 4096] x [4501]:
   // one-pass Q4_K rows two per warp (more than one wave of one per warp on a 132-SM GPU).
   for (const Shape s : {Shape{1, 256, 64, false}, Shape{3, 512, 33, true}, Shape{9, 256, 130, false},
                         Shape{17, 768, 7, true}, Shape{1, 5120, 24, true}, Shape{5, 12288, 9, false},
+                        Shape{8, 14336, 37, true},
                         Shape{1, 4352, 9001, true}, Shape{1, 14336, 37, true}, Shape{1, 1024, 4000, true},
                         Shape{1, 36864, 5, false}, Shape{1, 4096, 4501, true}}) {
     const std::string what = str_cat(quant_type_info(t).name, " [", s.n_tok, "x", s.n_in, "] x [", s.n_out, "]");
@@ -116,6 +118,20 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
       return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
     };
     const std::vector<float> got = run();
+    // A step of 2..8 tokens on the GEMV: every row bit-equal to the product of its token alone
+    // (a speculative verify group's rows; Q8_0 / float / Q5_K rows of several passes split over
+    // warps alike for one token and for several).
+    const bool small_gemm = cuda_has_gemm(*be) && s.n_tok >= 2 && t == QuantType::BF16;
+    if (s.n_tok >= 2 && s.n_tok <= 8 && !small_gemm) {
+      for (int64_t tk = 0; tk < s.n_tok; ++tk) {
+        DevMat o1(*be, 1, s.n_out);
+        const Mat x1{.data = x.dev.data + tk * s.n_in, .rows = 1, .cols = s.n_in};
+        be->matmul({.out = o1.dev, .x = x1, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
+        const std::vector<float> one = o1.fetch();
+        ASSERT_EQ(0, std::memcmp(one.data(), got.data() + tk * s.n_out, sizeof(float) * size_t(s.n_out)))
+            << what << " token " << tk << " of " << s.n_tok << " vs alone";
+      }
+    }
     // One token: rows not split over warps (another summation order; the bit-equality checks
     // below compare kernels of the same split).
     std::vector<float> unsplit;

@@ -243,6 +243,25 @@ bool float_units_fit(const MatmulArgs* a, int n_parts, int64_t t0) {
   return true;
 }
 
+// The split kernel (kSplit warps a row) for nt tokens: one token as built for kMinB resident
+// blocks; 2..8 tokens (the same per-row sums: speculative verify groups, small batches) for 2,
+// whose registers hold the tokens' sums without spills.
+template <DevFormat F, bool kSp, int kMinB>
+void launch_gemv_split(int split, int nt, dim3 grid, dim3 block, cudaStream_t s, const GemvParts& parts,
+                       const XRef& x, bool early) {
+#define BRISK_GEMV_SPLIT(N, S, B)                                                                        \
+  if (nt == N && split == S) {                                                                           \
+    launch_kernel(gemv_kernel<F, N, 1, 1, kSp, S, B>, grid, block, 0, s, parts, x, early);               \
+    return;                                                                                              \
+  }
+#define BRISK_GEMV_SPLITS(N, B) BRISK_GEMV_SPLIT(N, 2, B) BRISK_GEMV_SPLIT(N, 4, B) BRISK_GEMV_SPLIT(N, 8, B)
+  BRISK_GEMV_SPLITS(1, kMinB)
+  BRISK_GEMV_SPLITS(2, 2) BRISK_GEMV_SPLITS(3, 2) BRISK_GEMV_SPLITS(4, 2) BRISK_GEMV_SPLITS(5, 2)
+  BRISK_GEMV_SPLITS(6, 2) BRISK_GEMV_SPLITS(7, 2) BRISK_GEMV_SPLITS(8, 2)
+#undef BRISK_GEMV_SPLITS
+#undef BRISK_GEMV_SPLIT
+}
+
 // Warps per block: kMaxWarps, halved while that leaves fewer than two blocks per multiprocessor
 // (small matrices spread over more multiprocessors); counted over all parts of the launch.
 template <DevFormat F>
@@ -252,8 +271,8 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   // split over warps (below), instead of the wide kernel (Llama-3.1-8B Q4_K_M 435 -> 450 tok/s).
   const bool q4k_split = F == DevFormat::q4_k && nt == 1 && !flags().no_cuda_gemv_split && !flags().no_cuda_q4k_spread;
   // Spread Q5_K rows likewise (it has no early-decode kernel, so its rows of several passes
-  // always split).
-  const bool q5k_split = F == DevFormat::q5_k && nt == 1 && !flags().no_cuda_gemv_split && !flags().no_cuda_q5k_spread;
+  // always split), for steps of 2..8 tokens too (below).
+  const bool q5k_split = F == DevFormat::q5_k && !flags().no_cuda_gemv_split && !flags().no_cuda_q5k_spread;
   // One token over Q6_K: two rows per warp (gemv_kernel's kRows; Q4_K measured slower with 2
   // or 4, as was Q6_K's wide variant with 2 rows).
   const bool two_rows = F == DevFormat::q6_k && nt == 1 && !flags().no_cuda_gemv_rows;
@@ -275,16 +294,22 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   // (Q4_K rows decoded early take their passes in one warp: Llama-3.1-8B Q4_K_M 485.4-485.9
   // against 481.8-481.9 tok/s with the split, the Q4_K down projection 17.1-17.9 against
   // 18.3-19.1 us event-timed.)
+  // Steps of 2..8 tokens split their Q8_0 / float / Q5_K rows as one token does, so that each
+  // row sums its passes in the order of decoding that token alone (a speculative verify group's
+  // rows equal one-token decoding; rows not split summed the passes in one warp, in another
+  // order).
   const bool can_split = (q4k_split && flags().no_cuda_q4k_early_decode) || q5k_split ||
-                         (nt == 1 && !flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || (kFloat && !float_any)));
+                         (!flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || (kFloat && !float_any)));
   // One token over Q4_K / Q6_K rows: blocks of at most 4 warps, whose resident slots free as
   // soon as their 4 warps finish (Llama-3.1-8B Q4_K_M 461.0 -> 465.8-466.1 tok/s, gate / up
   // 24.0-24.6 -> 23.2-23.7 us event-timed; Q8_0 measured slower with 4: 391.8 against 396.6).
-  const bool small_blocks = nt == 1 && (F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k) &&
-                            !flags().no_cuda_gemv_small_blocks;
+  constexpr bool kSmallBlockFormat = F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k;
+  const bool small_blocks = nt == 1 && kSmallBlockFormat && !flags().no_cuda_gemv_small_blocks;
   const int max_warps = small_blocks ? kMaxWarps / 2 : kMaxWarps;
+  // The split of one token (its blocks' warps bound it), whatever the step's tokens.
+  const int max_split = kSmallBlockFormat && !flags().no_cuda_gemv_small_blocks ? kMaxWarps / 2 : kMaxWarps;
   int split = 1;
-  while (can_split && split * 2 <= passes && split * 2 <= max_warps) split *= 2;
+  while (can_split && split * 2 <= passes && split * 2 <= max_split) split *= 2;
   const int rows_per_warp = 32 / Unit<F>::kLanes * (two_rows ? 2 : 1);
   int64_t rows = 0;
   for (int i = 0; i < n_parts; ++i) rows += a[i].w.n_out;
@@ -366,9 +391,10 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
     // Split Q8_0 rows: built for 3 resident blocks (77 registers; 4 blocks: 64 with 16 bytes of
     // spills). Same code and results; Llama-3.1-8B Q8_0 393.8 against 391.3-391.6 tok/s, the
     // down projection 21.3 against 22.0 us event-timed.
-    if (split == 8) { launch_kernel(gemv_kernel<F, 1, 1, 1, false, 8, 3>, grid, block, 0, s, parts, x, early); return; }
-    if (split == 4) { launch_kernel(gemv_kernel<F, 1, 1, 1, false, 4, 3>, grid, block, 0, s, parts, x, early); return; }
-    if (split == 2) { launch_kernel(gemv_kernel<F, 1, 1, 1, false, 2, 3>, grid, block, 0, s, parts, x, early); return; }
+    if (split > 1) {
+      launch_gemv_split<F, false, 3>(split, nt, grid, block, s, parts, x, early);
+      return;
+    }
   }
   if constexpr (F == DevFormat::q4_k) {
     // One-token spread Q4_K rows (one per warp, not split): decoded before the wait.
@@ -391,10 +417,16 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
       return;
     }
   }
-  if constexpr (kFloat || F == DevFormat::q4_k || F == DevFormat::q5_k) {  // split rows (K-quants: spread only)
-    if (split == 8) { launch_kernel(gemv_kernel<F, 1, 1, 1, kKquant, 8>, grid, block, 0, s, parts, x, early); return; }
-    if (split == 4) { launch_kernel(gemv_kernel<F, 1, 1, 1, kKquant, 4>, grid, block, 0, s, parts, x, early); return; }
-    if (split == 2) { launch_kernel(gemv_kernel<F, 1, 1, 1, kKquant, 2>, grid, block, 0, s, parts, x, early); return; }
+  if constexpr (F == DevFormat::q4_k) {  // split rows (spread only; one token: nt == 1 here)
+    if (split == 8) { launch_kernel(gemv_kernel<F, 1, 1, 1, true, 8>, grid, block, 0, s, parts, x, early); return; }
+    if (split == 4) { launch_kernel(gemv_kernel<F, 1, 1, 1, true, 4>, grid, block, 0, s, parts, x, early); return; }
+    if (split == 2) { launch_kernel(gemv_kernel<F, 1, 1, 1, true, 2>, grid, block, 0, s, parts, x, early); return; }
+  }
+  if constexpr (kFloat || F == DevFormat::q5_k) {  // split rows (Q5_K: spread only)
+    if (split > 1) {
+      launch_gemv_split<F, kKquant, 0>(split, nt, grid, block, s, parts, x, early);
+      return;
+    }
   }
   if (spread) {
 #define BRISK_GEMV_CASE(N) \
