@@ -531,6 +531,54 @@ TEST(CudaBackend, DecodeAttentionCluster) {
   }
 }
 
+// Steps of 2..8 tokens (a speculative verify group of one sequence at consecutive positions, and
+// tokens of several sequences): every row of the attention bit-equal to the attention of its
+// token alone, over F16 / BF16 caches at head_dim 64 / 128 (the cluster kernel, a cluster per
+// token), an F32 cache and head_dim 256 (the split kernel, one token's splits), with and without
+// a window; close to the reference.
+TEST(CudaBackend, AttentionRowsOfAStepEqualOneToken) {
+  REQUIRE_GPU(be);
+  struct Case { int32_t n_head, n_head_kv, hd; int32_t window; int64_t cap; QuantType kv; };
+  for (const Case cs : {Case{32, 8, 128, 0, 3072, QuantType::F16}, Case{8, 2, 64, 0, 1024, QuantType::BF16},
+                        Case{14, 2, 64, 100, 2048, QuantType::F16}, Case{16, 4, 128, 0, 256, QuantType::BF16},
+                        Case{8, 2, 256, 0, 1024, QuantType::F16}, Case{4, 2, 40, 0, 256, QuantType::F32},
+                        Case{4, 2, 256, 0, 256, QuantType::F32}}) {
+    Cache c = make_cache(*be, cs.kv, 3, cs.cap, int64_t(cs.n_head_kv) * cs.hd, 51);
+    const int64_t qw = int64_t(cs.n_head) * cs.hd;
+    for (const int32_t n : {2, 5, 8}) {
+      for (const bool several : {false, true}) {
+        std::vector<int32_t> seq, pos;
+        for (int32_t i = 0; i < n; ++i) {
+          seq.push_back(several ? i % 3 : 1);
+          pos.push_back(several ? int32_t(cs.cap / 2) - 7 * i : int32_t(cs.cap / 3) + i);
+        }
+        DevMat q(*be, n, qw, randn(size_t(n * qw), 52)), want(*be, n, qw);
+        AttentionArgs a{.out = {}, .q = q.dev, .k_cache = c.k, .v_cache = c.v, .seq = seq.data(), .pos = pos.data(),
+                        .n_head = cs.n_head, .n_head_kv = cs.n_head_kv, .head_dim = cs.hd,
+                        .scale = 1.0f / std::sqrt(float(cs.hd)), .window = cs.window};
+        DevMat out(*be, n, qw);
+        a.out = out.dev;
+        be->attention(a);
+        const std::vector<float> got = out.fetch();
+        const std::string what = str_cat("attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " window ",
+                                         cs.window, " ", quant_type_info(cs.kv).name, " ", n,
+                                         several ? " tokens of 3 sequences" : " tokens of one sequence");
+        host_reference_attention(a, q, c, want);
+        expect_close(got, want.host, 2e-5f, 1e-4f, what);
+        for (int32_t i = 0; i < n; ++i) {
+          AttentionArgs one = a;
+          one.q = Mat{.data = q.dev.data + int64_t(i) * qw, .rows = 1, .cols = qw};
+          one.seq = seq.data() + i;
+          one.pos = pos.data() + i;
+          const std::vector<float> alone = attention_output(*be, one, qw, nullptr);
+          ASSERT_EQ(0, std::memcmp(alone.data(), got.data() + size_t(i) * size_t(qw), sizeof(float) * size_t(qw)))
+              << what << ": row " << i << " differs from its token alone";
+        }
+      }
+    }
+  }
+}
+
 // Decode-shaped residual add + RMS norm + matmuls (in a graph step the norm launch also writes
 // the next matmul's BF16-rounded or Q8_K-quantized input, and is written over its input), and a
 // gated activation + BF16 matmul (rounding fused the same way) and + Q4_K matmul (Q8_K
