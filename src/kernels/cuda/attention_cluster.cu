@@ -39,9 +39,10 @@ namespace {
 // unrolled blocks: each multiprocessor runs it once per launch, so instruction fetches count.
 // With rope (AttentionRope, one token) the kernel rotates q / k and stores the token's K / V row
 // as the split kernel does. With several tokens nothing is read before the wait (the KV store
-// just before wrote rows that the step's later tokens read). With aq (AttentionQuant, one token) the merging blocks also quantize or round their
-// slice for the next matmul; the slices are then whole quantization blocks (Q8_0: multiples
-// of 32 outputs, Q8_K: one block of 256 per merging block).
+// just before wrote rows that the step's later tokens read). With aq (AttentionQuant, one
+// token) the merging blocks also quantize or round their slice for the next matmul; the slices
+// are then whole quantization blocks (Q8_0: multiples of 32 outputs, Q8_K: one block of 256 per
+// merging block).
 constexpr int kThreadsC = 256;
 constexpr int kWarpsC = kThreadsC / 32;
 constexpr int kTileC = 64;
