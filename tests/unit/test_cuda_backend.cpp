@@ -143,8 +143,16 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
       ScopedEnv one_row("BRISK_NO_CUDA_GEMV_ROWS", "1");
       ASSERT_TRUE(same_bits(unsplit, run())) << what << " wide vs narrow";
     }
+    // The spread K-quant lane layouts against the adjacent ones, both unsplit: a step's rows of
+    // several passes split over warps as one token's do, so its spread product is taken again
+    // unsplit.
+    const auto spread_unsplit = [&] {
+      if (s.n_tok == 1) return unsplit;
+      ScopedEnv no_split("BRISK_NO_CUDA_GEMV_SPLIT", "1");
+      return run();
+    };
     if (t == QuantType::Q4_K) {  // the spread lane layout: bit-equal to the adjacent one
-      const std::vector<float>& spread = s.n_tok == 1 ? unsplit : got;
+      const std::vector<float> spread = spread_unsplit();
       ScopedEnv no_split("BRISK_NO_CUDA_GEMV_SPLIT", "1");
       ScopedEnv adjacent("BRISK_NO_CUDA_Q4K_SPREAD", "1");
       ASSERT_TRUE(same_bits(spread, run())) << what << " spread vs adjacent";
@@ -156,7 +164,7 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
       ASSERT_TRUE(same_bits(got, run())) << what << " early vs late decode";
     }
     if (t == QuantType::Q5_K) {  // the spread lane layout: bit-equal to the adjacent one (both unsplit)
-      const std::vector<float>& spread = s.n_tok == 1 ? unsplit : got;
+      const std::vector<float> spread = spread_unsplit();
       ScopedEnv no_split("BRISK_NO_CUDA_GEMV_SPLIT", "1");
       ScopedEnv adjacent("BRISK_NO_CUDA_Q5K_SPREAD", "1");
       ASSERT_TRUE(same_bits(spread, run())) << what << " spread vs adjacent";

@@ -3,6 +3,10 @@
 // a Q6_K block, 16 bytes of F32 / F16 / BF16; the spread K-quant layouts), how it is loaded and
 // how it is dotted with activations (dp4a integer sums scaled as the CPU's vec_dot, or float
 // FMAs); and the launch's view of its parts and activations.
+// A quantized unit's value is rounded products (__fmul_rn) that the kernels add to their sums:
+// with a plain product the compiler fuses it into the caller's add in some instantiations and
+// not in others (gemv_kernel<Q8_0 / Q4_0, NT = 1> fused every token's, NT = 2..8 all but one),
+// so a token's sums would depend on how many tokens share the launch.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -99,7 +103,7 @@ struct Unit<DevFormat::q8_0> {
     const int8_t* xq = x.q + t * x.n_in + 32 * u;
     int s = dot16(r.a, ld_x(xq), 0);
     s = dot16(r.b, ld_x(xq + 16), s);
-    return float(s) * __fmul_rn(r.d, x.d[t * (x.n_in / 32) + u]);
+    return __fmul_rn(float(s), __fmul_rn(r.d, x.d[t * (x.n_in / 32) + u]));
   }
 };
 
@@ -122,7 +126,7 @@ struct Unit<DevFormat::q4_0> {
     int s = dot16(nib(r.a, 0), x0, 0);
     s = dot16(nib(r.a, 4), x1, s);
     s -= 8 * sum16(x1, sum16(x0, 0));
-    return float(s) * __fmul_rn(r.d, x.d[t * (x.n_in / 32) + u]);
+    return __fmul_rn(float(s), __fmul_rn(r.d, x.d[t * (x.n_in / 32) + u]));
   }
 };
 
