@@ -76,12 +76,22 @@ struct AttentionArgs {
   KvView v_cache;
   const int32_t* seq = nullptr;   // [n_tok]
   const int32_t* pos = nullptr;   // [n_tok]: attends to positions [max(0, pos-window+1), pos]
+  // [n_tok] or nullptr: the first position each token attends to instead (then [first, pos]):
+  // bidirectional attention (an embedding model's decoder), where pos is the last position the
+  // token sees, after its own; every one of them must be stored first.
+  const int32_t* first = nullptr;
   int32_t n_head = 0;
   int32_t n_head_kv = 0;          // n_head % n_head_kv == 0 (GQA)
   int32_t head_dim = 0;
   float scale = 1.0f;             // usually 1/sqrt(head_dim)
   int32_t window = 0;             // sliding window in positions; 0: full causal
   float softcap = 0.0f;           // tanh soft-capping of scores; 0: off
+  // The first position token t attends to.
+  int64_t key_begin(int64_t t) const {
+    if (first) return first[t];
+    const int64_t p = pos[t];
+    return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+  }
 };
 
 enum class Activation { silu, gelu_tanh };

@@ -50,7 +50,14 @@ std::string expert_name(const std::string& rest) {
 
 }  // namespace
 
-std::string hf_to_gguf_name(const std::string& hf) {
+std::string hf_backbone_name(const std::string& hf) {
+  for (const char* p : {"embed_tokens.", "layers.", "norm."})
+    if (hf.rfind(p, 0) == 0) return "model." + hf;
+  return hf;
+}
+
+std::string hf_to_gguf_name(const std::string& hf_in) {
+  const std::string hf = hf_backbone_name(hf_in);
   for (const auto& [from, to] : kGlobal)
     if (hf == from) return to;
   const std::string prefix = "model.layers.";

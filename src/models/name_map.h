@@ -7,5 +7,9 @@
 namespace brisk {
 
 std::string hf_to_gguf_name(const std::string& hf_name);
+// A backbone checkpoint saved without its LM head (AutoModel: an embedding model) names its
+// tensors without the "model." prefix (embed_tokens.weight, layers.N...., norm.weight): those
+// names get the prefix; every other name is returned as it is.
+std::string hf_backbone_name(const std::string& hf_name);
 
 }  // namespace brisk

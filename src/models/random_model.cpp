@@ -633,6 +633,8 @@ void random_model_fill(const RandomModelParams& p, gguf::Writer& w, Builder& b) 
     w.set(a + ".attention.causal", gguf::Value::from_bool(false));
     w.set(a + ".pooling_type", gguf::Value::from_u32(p.n_cls_out > 0 ? 4 : 1));  // rank / mean
     w.set("tokenizer.ggml.token_type_count", gguf::Value::from_u32(2));
+  } else if (p.pooling_type >= 0) {
+    w.set(a + ".pooling_type", gguf::Value::from_u32(uint32_t(p.pooling_type)));  // a decoder embedding model
   }
   std::vector<Planned> plan;
   if (a == "bert") {

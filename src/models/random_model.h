@@ -65,6 +65,7 @@ struct RandomModelParams {
   bool double_wide_mlp = false;  // KV-shared layers' MLPs are 2 * n_ff
   float final_softcap = 0.0f;
   int32_t n_cls_out = 0;         // bert: a classification head of this many outputs (cross-encoders)
+  int32_t pooling_type = -1;     // decoders: {arch}.pooling_type (llama.cpp's: 1 mean, 3 last; -1 none)
   // Whisper (arch "whisper", the names and keys of brisk quantize's Whisper GGUF): n_layer,
   // n_head, n_ff and n_ctx_train are the decoder's (head_dim = n_embd / n_head), these the
   // encoder's; every linear layer has its biases (k_proj excepted), LayerNorms have both.

@@ -132,6 +132,7 @@ const ArchEntry& arch_qwen2();
 const ArchEntry& arch_qwen3();
 const ArchEntry& arch_qwen3moe();
 const ArchEntry& arch_gemma3();
+const ArchEntry& arch_gemma_embedding();
 const ArchEntry& arch_gemma4();
 const ArchEntry& arch_whisper();
 const ArchEntry& arch_bert();

@@ -33,6 +33,16 @@ void read_pooling(PoolingConfig& c, const std::string& file) {
   if (pooling_json_bool(j, "pooling_mode_lasttoken", file)) modes.push_back(PoolingMode::last);
   for (const char* unsupported : {"pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens"})
     BRISK_CHECK(!pooling_json_bool(j, unsupported, file), file, ": '", unsupported, "' is not supported");
+  // sentence-transformers 6 writes one string instead of the flags.
+  if (auto it = j.find("pooling_mode"); it != j.end() && !it->is_null()) {
+    BRISK_CHECK(it->is_string(), file, ": 'pooling_mode' is not a string");
+    const std::string m = it->get<std::string>();
+    if (m == "cls") modes.push_back(PoolingMode::cls);
+    else if (m == "mean") modes.push_back(PoolingMode::mean);
+    else if (m == "max") modes.push_back(PoolingMode::max);
+    else if (m == "lasttoken") modes.push_back(PoolingMode::last);
+    else fail(file, ": pooling_mode '", m.substr(0, 64), "' is not supported (cls, mean, max, lasttoken)");
+  }
   BRISK_CHECK(modes.size() == 1, file, ": ", modes.size(),
               " pooling modes are on; exactly one of cls_token, mean_tokens, max_tokens, lasttoken is supported");
   c.mode = modes[0];

@@ -108,7 +108,7 @@ void attention(const AttentionArgs& a) {
       const float* q = a.q.row(t) + int64_t(h) * hd;
       // Positions before the window are masked and never read (a windowed cache may have
       // released their blocks).
-      const int64_t first = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+      const int64_t first = a.key_begin(t);
       std::vector<float> scores(size_t(p + 1 - first));
       for (int64_t j = first; j <= p; ++j) {
         cpu::kv_read_f32(a.k_cache, s, j, 0, a.k_cache.width, krow.data());
