@@ -38,6 +38,17 @@ float row_softmax_at(const float* x, int32_t n, int32_t i) { return float(std::e
 
 }  // namespace
 
+int32_t speech_max_new_tokens(const SpeechConfig& cfg, int32_t prompt_len, int32_t max_new_tokens, int32_t n_ctx) {
+  const int32_t room = n_ctx - prompt_len;
+  if (max_new_tokens > 0) return std::max(1, std::min(max_new_tokens, room));
+  if (cfg.max_length < 0) return std::max(1, room);
+  // transformers raises max_length by the tokens before the first generated one (previous text
+  // and start tokens, at most n_text_ctx / 2 - 1), within the decoder's positions.
+  const int32_t n_initial = std::min(cfg.n_text_ctx / 2 - 1, prompt_len - 1);
+  const int32_t total = std::min({cfg.max_length + n_initial, cfg.n_text_ctx, n_ctx});
+  return std::max(1, std::min(total - prompt_len, room));
+}
+
 void speech_rules_apply(const SpeechRules& r, float* scores, const std::vector<int32_t>& generated) {
   const SpeechConfig& c = *r.cfg;
   const int32_t n = c.n_vocab;
@@ -275,7 +286,7 @@ WindowDecodeResult speech_decode_window(Context& ctx, const SpeechConfig& cfg, c
   const int32_t room = ctx.options().n_ctx - prompt_len;
   BRISK_CHECK(room >= 1, "speech decoding: the decoder prompt of ", prompt_len, " tokens fills the decoder context of ",
               ctx.options().n_ctx);
-  const int32_t max_new = o.max_new_tokens > 0 ? std::min(o.max_new_tokens, room) : room;
+  const int32_t max_new = speech_max_new_tokens(cfg, prompt_len, o.max_new_tokens, ctx.options().n_ctx);
   ctx.seq_truncate(0, 0);
   std::vector<BatchToken> batch;
   for (int32_t i = 0; i < prompt_len; ++i)
