@@ -109,7 +109,6 @@ WindowDecodeResult decode_single(Context& ctx, const SpeechConfig& cfg, const Wi
   const int32_t n = cfg.n_vocab;
   const int32_t prompt_len = int32_t(o.prompt.size());
   std::vector<float> scores(size_t(n), 0.0f), lp(size_t(n), 0.0f);
-  int32_t n_text = 0;
   while (int32_t(res.tokens.size()) < max_new) {
     scores = logits;
     if (o.apply_rules) speech_rules_apply(o.rules, scores.data(), res.tokens);
@@ -145,10 +144,7 @@ WindowDecodeResult decode_single(Context& ctx, const SpeechConfig& cfg, const Wi
       BRISK_CHECK(scores[size_t(tok)] != kNegInf, "speech decoding: every token is banned");
     }
     row_log_softmax(scores.data(), lp.data(), n);
-    if (tok != cfg.eot) {
-      res.sum_logprob += lp[size_t(tok)];
-      ++n_text;
-    }
+    res.sum_logprob += lp[size_t(tok)];
     res.tokens.push_back(tok);
     if (tok == cfg.eot && o.stop_at_eot) break;
     if (int32_t(res.tokens.size()) >= max_new) break;
@@ -156,7 +152,9 @@ WindowDecodeResult decode_single(Context& ctx, const SpeechConfig& cfg, const Wi
     const float* l = ctx.logits(0);
     logits.assign(l, l + n);
   }
-  res.avg_logprob = res.sum_logprob / double(n_text + 1);
+  // transformers' _retrieve_avg_logprobs: every generated token's log-probability, end-of-text
+  // included, over their count.
+  res.avg_logprob = res.sum_logprob / double(std::max<size_t>(1, res.tokens.size()));
   return res;
 }
 

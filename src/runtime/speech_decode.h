@@ -56,8 +56,8 @@ struct WindowDecodeOptions {
 
 struct WindowDecodeResult {
   std::vector<int32_t> tokens{};  // generated after the prompt (end-of-text included when produced)
-  double sum_logprob = 0.0;       // of the processed distributions (temperature undone), end-of-text excluded
-  double avg_logprob = 0.0;       // sum_logprob / (text tokens + 1), or the beam score
+  double sum_logprob = 0.0;       // of the processed distributions (temperature undone), end-of-text included
+  double avg_logprob = 0.0;       // sum_logprob / generated tokens (end-of-text included), or the beam score
   float no_speech_prob = 0.0f;
 };
 

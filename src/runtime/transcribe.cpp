@@ -250,8 +250,9 @@ Transcript Transcriber::run(const media::LogMel& mel, const RunInput& in, const 
       res = speech_decode_window(*im.ctx, c, wo);
       tr.n_tokens += int64_t(res.tokens.size());
       decoded = res.tokens;
+      // As transformers' _need_fallback: the ratio of the tokens with their end-of-text.
+      ratio = token_compression_ratio(decoded, c.n_vocab);
       if (!res.tokens.empty() && res.tokens.back() == c.eot) res.tokens.pop_back();
-      ratio = token_compression_ratio(res.tokens, c.n_vocab);
       bool fallback = (o.compression_ratio_threshold > 0.0 && ratio > o.compression_ratio_threshold) ||
                       res.avg_logprob < o.logprob_threshold;
       skip = o.no_speech_threshold <= 1.0 && res.avg_logprob < o.logprob_threshold &&

@@ -261,6 +261,45 @@ TEST_P(WhisperOwnFixture, GenerateMatchesTransformers) {
   }
 }
 
+// The fallback's average log-probability, as transformers' _retrieve_avg_logprobs: every
+// generated token's log-probability under the processed distribution (end-of-text included),
+// over the token count, recomputed here from one batched pass over prompt and tokens.
+TEST_P(WhisperOwnFixture, AverageLogProbabilityCountsEveryGeneratedToken) {
+  const nlohmann::json ref = speech_read_json(dir() + "/ref.json");
+  auto model = Model::load({.path = dir() + "/hf"});
+  auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
+  SpeechConfig cfg = speech_config_from_hf(loaded->config_json_, loaded->generation_config_,
+                                           loaded->preprocessor_config_, loaded->config().n_vocab, nullptr);
+  const std::vector<float> features = reference_features(ref);
+  auto ctx = Context::create(model, {.n_ctx = loaded->config().n_ctx_train, .n_seq_max = 2,
+                                     .n_batch = loaded->config().n_ctx_train, .kv_type = QuantType::F32,
+                                     .n_threads = 2, .kv_block_size = 16});
+  cfg.n_text_ctx = ctx->options().n_ctx;
+  const std::vector<int32_t> prompt = {cfg.sot, cfg.find_language("en")->token, cfg.transcribe};
+  const SpeechRules rules{.cfg = &cfg, .timestamps = true, .suppress = true};
+  ctx->encode({EncoderInput{.seq = 0, .features = features.data()}});
+  const WindowDecodeResult r = speech_decode_window(*ctx, cfg, {.prompt = prompt, .rules = rules, .max_new_tokens = 6});
+  ASSERT_EQ(r.tokens.size(), 6u);
+  std::vector<BatchToken> batch;
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), r.tokens.begin(), r.tokens.end() - 1);
+  for (size_t i = 0; i < all.size(); ++i)
+    batch.push_back({.token = all[i], .pos = int32_t(i), .seq = 0, .want_logits = i + 1 >= prompt.size()});
+  ctx->seq_truncate(0, 0);
+  ctx->decode(batch);
+  double sum = 0.0;
+  for (size_t k = 0; k < r.tokens.size(); ++k) {
+    std::vector<float> row(ctx->logits(int32_t(k)), ctx->logits(int32_t(k)) + cfg.n_vocab);
+    speech_rules_apply(rules, row.data(), std::vector<int32_t>(r.tokens.begin(), r.tokens.begin() + int64_t(k)));
+    double mx = -INFINITY, z = 0.0;
+    for (float v : row) mx = std::max(mx, double(v));
+    for (float v : row) z += std::exp(double(v) - mx);
+    sum += double(row[size_t(r.tokens[k])]) - mx - std::log(z);
+  }
+  EXPECT_NEAR(r.sum_logprob, sum, 1e-3);
+  EXPECT_NEAR(r.avg_logprob, sum / 6.0, 2e-4);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, WhisperOwnFixture, ::testing::ValuesIn(whisper_own_fixtures()),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(WhisperOwnFixture);
