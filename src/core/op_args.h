@@ -94,7 +94,7 @@ struct AttentionArgs {
   }
 };
 
-enum class Activation { silu, gelu_tanh };
+enum class Activation { silu, gelu_tanh, gelu_erf };  // of the gate; gelu_erf: x / 2 * (1 + erf(x / sqrt(2)))
 
 struct GatedActArgs {
   Mat out;    // [rows, cols] = act(gate) * up
@@ -194,7 +194,8 @@ struct Im2colArgs {
 // Bidirectional attention over dense keys and values (encoders): rows are n_seq sequences back
 // to back, sequence s at rows [b_s, e_s) (seq_start nullptr: rows / n_seq rows each, b_s = s * n;
 // else b_s = seq_start[s], e_s = seq_start[s + 1]), and every position attends to every position
-// of its own sequence, so inputs of different lengths pack into one call without padding:
+// of its own sequence (within |i - j| <= window when window > 0: a symmetric local window), so
+// inputs of different lengths pack into one call without padding:
 //   out[b_s + i, head h] = sum_j softmax_j(scale * q[b_s + i, h] . k[b_s + j, h / group]) v[b_s + j, h / group]
 struct AttentionDenseArgs {
   Mat out{};                      // [rows, n_head * head_dim]
@@ -207,6 +208,7 @@ struct AttentionDenseArgs {
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;
   float scale = 1.0f;
+  int32_t window = 0;             // > 0: keys at most `window` positions before or after the query
   // Rows of sequence s: [seq_begin(s), seq_begin(s + 1)).
   int64_t seq_begin(int64_t s) const { return seq_start ? seq_start[s] : s * (q.rows / n_seq); }
   // The sequence of row r.
@@ -218,6 +220,11 @@ struct AttentionDenseArgs {
       (seq_start[mid] <= r ? lo : hi) = mid;
     }
     return lo;
+  }
+  // The keys row r attends to, [*lo, *hi), in the sequence at rows [b, e).
+  void key_range(int64_t r, int64_t b, int64_t e, int64_t* lo, int64_t* hi) const {
+    *lo = window > 0 && r - window > b ? r - window : b;
+    *hi = window > 0 && r + window + 1 < e ? r + window + 1 : e;
   }
   int64_t max_seq_len() const {
     if (!seq_start) return q.rows / n_seq;

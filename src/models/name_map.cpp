@@ -74,4 +74,20 @@ std::string hf_to_gguf_name(const std::string& hf_in) {
   return "";
 }
 
+std::string layer_name_map(const std::string& hf, const std::string& prefix, const LayerNameRow* rows, size_t n_rows) {
+  if (hf.compare(0, prefix.size(), prefix) != 0) return "";
+  size_t q = prefix.size();
+  while (q < hf.size() && hf[q] >= '0' && hf[q] <= '9') ++q;
+  if (q == prefix.size() || q - prefix.size() > 6 || q >= hf.size() || hf[q] != '.') return "";
+  const std::string layer = hf.substr(prefix.size(), q - prefix.size()), rest = hf.substr(q + 1);
+  for (size_t i = 0; i < n_rows; ++i) {
+    const std::string from = rows[i].hf;
+    if (rest.compare(0, from.size(), from) != 0) continue;
+    const std::string tail = rest.substr(from.size());
+    if (tail != "weight" && tail != "bias") return "";
+    return "blk." + layer + "." + rows[i].gguf + tail;
+  }
+  return "";
+}
+
 }  // namespace brisk

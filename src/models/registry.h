@@ -137,6 +137,8 @@ const ArchEntry& arch_gemma4();
 const ArchEntry& arch_whisper();
 const ArchEntry& arch_bert();
 const ArchEntry& arch_roberta();
+const ArchEntry& arch_nomic_bert();
+const ArchEntry& arch_modern_bert();
 const ArchEntry& arch_qwen35();
 const ArchEntry& arch_qwen35moe();
 const ArchEntry& arch_qwen3next();

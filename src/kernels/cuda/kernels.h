@@ -128,7 +128,8 @@ cudaError_t launch_im2col(const Im2colArgs& a, int64_t frames_out, cudaStream_t 
 cudaError_t launch_attention_weights(const AttentionWeightsArgs& a, cudaStream_t stream);  // head_dim floats of smem
 constexpr int kDenseMaxHeadDim = 256;
 bool attention_dense_supported(const AttentionDenseArgs& a);
-cudaError_t launch_attention_dense(const AttentionDenseArgs& a, cudaStream_t stream);
+// a.seq_start (when given) in device memory; max_len: the longest sequence's rows.
+cudaError_t launch_attention_dense(const AttentionDenseArgs& a, int64_t max_len, cudaStream_t stream);
 
 // Linear-attention ops (delta_net.cu, delta_rule.cu): seq / pos are the step's device arrays,
 // state views device memory; sequences are found on the device, so these need no host plan.
