@@ -106,6 +106,9 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
 
   const int split = blockIdx.x;  // the block's rank in its cluster (cluster = (kS, 1, 1))
   const int kvh = blockIdx.y;
+  const int64_t t = blockIdx.z;  // the token (a verify step's rows: each computed as if alone)
+  float* const q_row = a.q.data + t * (a.q.stride ? a.q.stride : a.q.cols);
+  float* const out_row = a.out.data + t * (a.out.stride ? a.out.stride : a.out.cols);
   const int G = kG > 0 ? kG : a.n_head / a.n_head_kv;
   const int h0 = kvh * G;
   const int64_t col = int64_t(kvh) * kHd;
@@ -135,8 +138,8 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
 
   int64_t s = 0, p = 0, j_begin = 0, j_end = 0;
   auto locate = [&]() {
-    s = a.seq[0];
-    p = a.pos[0];
+    s = a.seq[t];
+    p = a.pos[t];
     const int64_t lo = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
     const int64_t chunk = (p - lo + 1 + kS - 1) / kS;
     j_begin = lo + split * chunk;
@@ -157,7 +160,7 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
   };
   auto rope_angles = [&]() {
     for (int i = tid; i < rp.n_rot / 2; i += kThreadsC)
-      rope_cos_sin(a.pos[0], rp.inv_freq[i], rp.attn_factor, rope_c[i], rope_s[i]);
+      rope_cos_sin(a.pos[t], rp.inv_freq[i], rp.attn_factor, rope_c[i], rope_s[i]);
   };
   bool early = false;
   if (fl.prefetch) {
@@ -179,7 +182,7 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
 #pragma unroll
   for (int k = 0; k < kQ; ++k) {
     const int i = tid + kThreadsC * k;
-    if (i < G * kHd) qv[k] = a.q.data[int64_t(h0) * kHd + i];
+    if (i < G * kHd) qv[k] = q_row[int64_t(h0) * kHd + i];
   }
   float kv = 0.0f, vv = 0.0f;
   if (own_blk && tid < kHd) {
@@ -361,10 +364,10 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
       v = fmaf(w, in_part[i][tid], v);
     }
     v *= 1.0f / l;
-    a.out.data[int64_t(h0 + g) * kHd + d] = v;
+    out_row[int64_t(h0 + g) * kHd + d] = v;
     // Every block of the cluster has read q before it pushed: the rotated heads go back, each
     // block its slice.
-    if (fl.rope) a.q.data[int64_t(h0) * kHd + o] = q_s[g][d];
+    if (fl.rope) q_row[int64_t(h0) * kHd + o] = q_s[g][d];
   }
   // The slice for the next matmul (act_quant.cuh, act_round.cu's rules): Q8_0 a warp per block,
   // Q8_K the whole block, F16 / BF16 per element.
@@ -429,7 +432,7 @@ cudaError_t launch_cluster(const AttentionArgs& a, const AttentionFlags& fl, con
   attr[1].val.clusterDim.y = 1;
   attr[1].val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(kS), unsigned(a.n_head_kv), 1);
+  cfg.gridDim = dim3(unsigned(kS), unsigned(a.n_head_kv), unsigned(a.q.rows));
   cfg.blockDim = dim3(kThreadsC);
   cfg.dynamicSmemBytes = kStageBytesC<kHd>;
   cfg.stream = stream;
@@ -444,7 +447,7 @@ cudaError_t launch_cluster(const AttentionArgs& a, const AttentionFlags& fl, con
 // groups of exactly 4 heads (Llama, Qwen layouts) and the generic one; BF16 caches of head_dim
 // 64 only the generic one.
 int cluster_splits(const AttentionArgs& a) {
-  if (flags().no_cuda_attn_cluster || a.q.rows != 1) return 0;
+  if (flags().no_cuda_attn_cluster || a.q.rows < 1 || a.q.rows > (flags().no_cuda_attn_few ? 1 : kFewTokens)) return 0;
   const bool bf16 = a.k_cache.type == QuantType::BF16;
   if ((a.k_cache.type != QuantType::F16 && !bf16) || a.v_cache.type != a.k_cache.type) return 0;
   if (a.head_dim != 64 && a.head_dim != 128) return 0;

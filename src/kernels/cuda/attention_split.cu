@@ -553,7 +553,10 @@ __global__ void combine_kernel(AttentionArgs a, int n_split, const float* part) 
 Geometry attention_geometry(const AttentionArgs& a) {
   const int group = a.n_head / a.n_head_kv;
   Geometry g{.n_split = 1, .n_hg = (group + kMaxG - 1) / kMaxG};
-  const int64_t base = a.q.rows * int64_t(a.n_head_kv) * g.n_hg;
+  // Up to kFewTokens tokens: the splits of one token, so that each token's sums are those of a
+  // one-token step (a speculative verify step's rows equal plain decoding).
+  const int64_t rows = a.q.rows <= kFewTokens && !flags().no_cuda_attn_few ? 1 : a.q.rows;
+  const int64_t base = rows * int64_t(a.n_head_kv) * g.n_hg;
   // Blocks per multiprocessor to aim for: batched decode (many (KV head, token) blocks per
   // split) is latency-bound per block, so more, shorter chunks pay there (H200, Llama-3.1-8B
   // BF16, 512 past: batch 64 6,131 tok/s with 8 against 5,440 with 2; batch 32 3,970 with 4

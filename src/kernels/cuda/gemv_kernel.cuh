@@ -14,7 +14,9 @@
 //   - F32 / F16 / BF16 weights take float activations (already rounded through F16 / BF16)
 //     and float FMAs.
 // The per-lane partial sums are reduced with warp shuffles. Larger batches run as several
-// launches of kMaxTok tokens (weights re-read per launch).
+// launches of kMaxTok tokens (weights re-read per launch). Launches of 2..kMaxTok tokens take
+// the few-token kernel (gemv_few.cuh: each unit decoded once for all tokens, every token summed
+// as the one-token launch sums it); gemv_kernel<NT > 1> is its reference (BRISK_NO_CUDA_GEMV_FEW).
 // One-token Q8_0 / float / spread Q4_K rows of several passes (down projections: 4096 rows of
 // 14336) are split over up to 8 warps of a block that take the row's passes in turn (kSplit):
 // a launch with one warp per row is one wave of warps that each wait on 4-7 dependent passes,
@@ -30,6 +32,7 @@
 #include <atomic>
 
 #include "kernels/cuda/gemv.cuh"
+#include "kernels/cuda/gemv_few.cuh"
 #include "kernels/cuda/gemv_q4k_early.cuh"
 #include "kernels/cuda/gemv_units.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -77,13 +80,8 @@ __global__ void __launch_bounds__(32 * kMaxWarps, kSplit > 1 ? (kMinB ? kMinB : 
   for (int i = 0; i + 1 < kMaxParts; ++i)
     if (i + 1 < parts.n && blockIdx.x >= parts.p[i].block_end) m = i + 1;
   const unsigned b_local = blockIdx.x - (m > 0 ? parts.p[m > 0 ? m - 1 : 0].block_end : 0u);
-  float* const out = parts.p[m].out;
-  const int64_t out_stride = parts.p[m].out_stride;
-  const uint8_t* const w = parts.p[m].w;
-  const DevLayout L = parts.p[m].L;
-  const int64_t n_out = parts.p[m].n_out;
-  const float* const bias = parts.p[m].bias;
-  const float* const res = parts.p[m].res;
+  const GemvPart& P = parts.p[m];
+  const int64_t n_out = P.n_out;
   static_assert(kSplit == 1 || kLanes == 32, "split rows: one row across each warp");
   const int lane = threadIdx.x & 31, sl = lane % kLanes;
   const int warp = int(threadIdx.x >> 5), part = warp % kSplit;  // part: which passes of the row
@@ -94,11 +92,7 @@ __global__ void __launch_bounds__(32 * kMaxWarps, kSplit > 1 ? (kMinB ? kMinB : 
   }
   const int64_t r = r0 + lane / kLanes;  // the first row (kRows > 1: r .. r + kRows - 1)
   RowRef row[kRows];
-#pragma unroll
-  for (int j = 0; j < kRows; ++j) {
-    const int64_t rr = r + j < n_out ? r + j : n_out - 1;  // lanes of a missing row read a real one, store nothing
-    row[j] = RowRef{.qs = w + size_t(rr) * L.qs_row, .sc = w + L.sc_offset + size_t(rr) * L.sc_row};
-  }
+  gemv_row_refs(P, r, row);
   const int64_t n_units = U::count(x.n_in);
   // Warp-uniform trip count: lanes past the end load nothing and add nothing, but still take
   // part in the shuffles of the K-quant dots.
@@ -149,46 +143,11 @@ __global__ void __launch_bounds__(32 * kMaxWarps, kSplit > 1 ? (kMinB ? kMinB : 
       }
     }
   }
-#pragma unroll
-  for (int j = 0; j < kRows; ++j) {
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      float v = acc[j][t];
-      for (int o = kLanes / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-      acc[j][t] = v;
-    }
-  }
+  gemv_lane_sums<kLanes>(acc);
   if constexpr (kSplit > 1) {
-    __shared__ float part_sums[kMaxWarps][kRows][NT];
-    if (lane == 0)
-#pragma unroll
-      for (int j = 0; j < kRows; ++j)
-#pragma unroll
-        for (int t = 0; t < NT; ++t) part_sums[warp][j][t] = acc[j][t];
-    __syncthreads();
-    if (part != 0) return;
-#pragma unroll
-    for (int j = 0; j < kRows; ++j)
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        float v = part_sums[warp][j][t];
-#pragma unroll
-        for (int q = 1; q < kSplit; ++q) v += part_sums[warp + q][j][t];
-        acc[j][t] = v;
-      }
+    if (!gemv_split_sums(acc, kSplit, warp, lane)) return;
   }
-#pragma unroll
-  for (int j = 0; j < kRows; ++j) {
-    if (sl == 0 && r + j < n_out) {
-      const float b = bias ? bias[r + j] : 0.0f;
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const float o = acc[j][t] + b;
-        out[t * out_stride + r + j] = o;
-        if (res) parts.p[m].sum[t * parts.p[m].sum_stride + r + j] = res[t * parts.p[m].res_stride + r + j] + o;
-      }
-    }
-  }
+  gemv_store_rows(P, r, sl, acc);
 }
 
 // Blocks of `warps` warps of Kernel resident on the whole device at once (cached per kernel and
@@ -232,12 +191,17 @@ bool pairs_pay(unsigned single_blocks, unsigned pair_blocks) {
 template <DevFormat F>
 void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat* res, const Mat* sum, int64_t t0, int nt,
                  bool early, cudaStream_t s) {
+  // 2..kMaxTok tokens: the few-token kernel (gemv_few.cuh) with the geometry a one-token launch
+  // of these matrices takes (split rows, blocks of 4 warps), so that each token's sums are the
+  // one-token sums; `one` below is then the token count the choices are made for.
+  const bool few = nt > 1 && !flags().no_cuda_gemv_few;
+  const int one = few ? 1 : nt;
   // One token over spread Q4_K rows: the usual units per lane and pass, rows of several passes
   // split over warps (below), instead of the wide kernel (Llama-3.1-8B Q4_K_M 435 -> 450 tok/s).
-  const bool q4k_split = F == DevFormat::q4_k && nt == 1 && !flags().no_cuda_gemv_split && !flags().no_cuda_q4k_spread;
+  const bool q4k_split = F == DevFormat::q4_k && one == 1 && !flags().no_cuda_gemv_split && !flags().no_cuda_q4k_spread;
   // Spread Q5_K rows likewise (it has no early-decode kernel, so its rows of several passes
   // always split).
-  const bool q5k_split = F == DevFormat::q5_k && nt == 1 && !flags().no_cuda_gemv_split && !flags().no_cuda_q5k_spread;
+  const bool q5k_split = F == DevFormat::q5_k && one == 1 && !flags().no_cuda_gemv_split && !flags().no_cuda_q5k_spread;
   // One token over Q6_K: two rows per warp (gemv_kernel's kRows; Q4_K measured slower with 2
   // or 4, as was Q6_K's wide variant with 2 rows).
   const bool two_rows = F == DevFormat::q6_k && nt == 1 && !flags().no_cuda_gemv_rows;
@@ -257,16 +221,23 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   // against 481.8-481.9 tok/s with the split, the Q4_K down projection 17.1-17.9 against
   // 18.3-19.1 us event-timed.)
   const bool can_split = (q4k_split && flags().no_cuda_q4k_early_decode) || q5k_split ||
-                         (nt == 1 && !flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || kFloat));
+                         (one == 1 && !flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || kFloat));
   // One token over Q4_K / Q6_K rows: blocks of at most 4 warps, whose resident slots free as
   // soon as their 4 warps finish (Llama-3.1-8B Q4_K_M 461.0 -> 465.8-466.1 tok/s, gate / up
   // 24.0-24.6 -> 23.2-23.7 us event-timed; Q8_0 measured slower with 4: 391.8 against 396.6).
-  const bool small_blocks = nt == 1 && (F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k) &&
+  const bool small_blocks = one == 1 && (F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k) &&
                             !flags().no_cuda_gemv_small_blocks;
   const int max_warps = small_blocks ? kMaxWarps / 2 : kMaxWarps;
   int split = 1;
   while (can_split && split * 2 <= passes && split * 2 <= max_warps) split *= 2;
-  const int rows_per_warp = 32 / Unit<F>::kLanes * (two_rows ? 2 : 1);
+  // Few tokens over spread Q4_K rows: two rows per warp share each token's activations.
+  constexpr bool kCanSpread = F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k;
+  const bool spread = F == DevFormat::q4_k   ? !flags().no_cuda_q4k_spread
+                      : F == DevFormat::q5_k ? !flags().no_cuda_q5k_spread
+                      : F == DevFormat::q6_k ? !flags().no_cuda_q6k_spread
+                                             : false;
+  const bool few_rows = few && F == DevFormat::q4_k && spread && split == 1 && !flags().no_cuda_gemv_few_rows;
+  const int rows_per_warp = 32 / Unit<F>::kLanes * ((few ? few_rows : two_rows) ? 2 : 1);
   int64_t rows = 0;
   for (int i = 0; i < n_parts; ++i) rows += a[i].w.n_out;
   int warps = max_warps;
@@ -298,11 +269,13 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
     x.f = a[0].x.row(t0);
   }
   // Q4_K / Q5_K / Q6_K: the spread lane layouts unless BRISK_NO_CUDA_Q4K_SPREAD / _Q5K_ / _Q6K_.
-  constexpr bool kCanSpread = F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k;
-  const bool spread = F == DevFormat::q4_k   ? !flags().no_cuda_q4k_spread
-                      : F == DevFormat::q5_k ? !flags().no_cuda_q5k_spread
-                      : F == DevFormat::q6_k ? !flags().no_cuda_q6k_spread
-                                             : false;
+  if (few) {
+    if (spread)
+      launch_gemv_few<F, kCanSpread>(parts, x, nt, split, few_rows, grid, block, early, s);
+    else
+      launch_gemv_few<F, false>(parts, x, nt, split, few_rows, grid, block, early, s);
+    return;
+  }
   if constexpr (F == DevFormat::q6_k) {
     if (two_rows) {
       if (spread)

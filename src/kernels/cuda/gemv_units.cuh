@@ -49,6 +49,73 @@ struct XRef {
   int64_t x_stride;
 };
 
+// The rows r .. r + kRows - 1 of a part (lanes of a missing row read the last real one and store
+// nothing).
+template <int kRows>
+__device__ __forceinline__ void gemv_row_refs(const GemvPart& P, int64_t r, RowRef (&row)[kRows]) {
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+    const int64_t rr = r + j < P.n_out ? r + j : P.n_out - 1;
+    row[j] = RowRef{.qs = P.w + size_t(rr) * P.L.qs_row, .sc = P.w + P.L.sc_offset + size_t(rr) * P.L.sc_row};
+  }
+}
+
+// Each lane's sums added over the kLanes lanes of its row by the shuffle tree.
+template <int kLanes, int kRows, int NT>
+__device__ __forceinline__ void gemv_lane_sums(float (&acc)[kRows][NT]) {
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      float v = acc[j][t];
+      for (int o = kLanes / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+      acc[j][t] = v;
+    }
+  }
+}
+
+// Rows split over `split` consecutive warps (a block barrier): the warps' sums added in warp
+// order through shared memory into the row's first warp, which gets true; the others are done.
+template <int kRows, int NT>
+__device__ __forceinline__ bool gemv_split_sums(float (&acc)[kRows][NT], int split, int warp, int lane) {
+  __shared__ float part_sums[kMaxWarps][kRows][NT];
+  if (lane == 0)
+#pragma unroll
+    for (int j = 0; j < kRows; ++j)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) part_sums[warp][j][t] = acc[j][t];
+  __syncthreads();
+  if (warp % split != 0) return false;
+#pragma unroll
+  for (int j = 0; j < kRows; ++j)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      float v = part_sums[warp][j][t];
+#pragma unroll
+      for (int q = 1; q < split; ++q) v += part_sums[warp + q][j][t];
+      acc[j][t] = v;
+    }
+  return true;
+}
+
+// The epilogue: lane 0 of each row (sl == 0) stores out[t, r + j] = acc + bias, and with a
+// residual sum[t, r + j] = res[t, r + j] + out.
+template <int kRows, int NT>
+__device__ __forceinline__ void gemv_store_rows(const GemvPart& P, int64_t r, int sl, const float (&acc)[kRows][NT]) {
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+    if (sl == 0 && r + j < P.n_out) {
+      const float b = P.bias ? P.bias[r + j] : 0.0f;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const float o = acc[j][t] + b;
+        P.out[t * P.out_stride + r + j] = o;
+        if (P.res) P.sum[t * P.sum_stride + r + j] = P.res[t * P.res_stride + r + j] + o;
+      }
+    }
+  }
+}
+
 __device__ __forceinline__ uint4 ld_stream(const void* p) { return __ldcs(reinterpret_cast<const uint4*>(p)); }
 __device__ __forceinline__ int4 ld_x(const int8_t* p) { return *reinterpret_cast<const int4*>(p); }
 
