@@ -36,6 +36,160 @@
 
 namespace brisk::cuda {
 
+// The rows r .. r + kRows - 1 of a part (lanes of a missing row read the last real one and store
+// nothing).
+template <int kRows>
+__device__ __forceinline__ void gemv_row_refs(const GemvPart& P, int64_t r, RowRef (&row)[kRows]) {
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+    const int64_t rr = r + j < P.n_out ? r + j : P.n_out - 1;
+    row[j] = RowRef{.qs = P.w + size_t(rr) * P.L.qs_row, .sc = P.w + P.L.sc_offset + size_t(rr) * P.L.sc_row};
+  }
+}
+
+// Each lane's sums added over the kLanes lanes of its row by the shuffle tree.
+template <int kLanes, int kRows, int NT>
+__device__ __forceinline__ void gemv_lane_sums(float (&acc)[kRows][NT]) {
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      float v = acc[j][t];
+      for (int o = kLanes / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+      acc[j][t] = v;
+    }
+  }
+}
+
+// Rows split over `split` consecutive warps (a block barrier): the warps' sums added in warp
+// order through shared memory into the row's first warp, which gets true; the others are done.
+template <int kRows, int NT>
+__device__ __forceinline__ bool gemv_split_sums(float (&acc)[kRows][NT], int split, int warp, int lane) {
+  __shared__ float part_sums[kMaxWarps][kRows][NT];
+  if (lane == 0)
+#pragma unroll
+    for (int j = 0; j < kRows; ++j)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) part_sums[warp][j][t] = acc[j][t];
+  __syncthreads();
+  if (warp % split != 0) return false;
+#pragma unroll
+  for (int j = 0; j < kRows; ++j)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      float v = part_sums[warp][j][t];
+#pragma unroll
+      for (int q = 1; q < split; ++q) v += part_sums[warp + q][j][t];
+      acc[j][t] = v;
+    }
+  return true;
+}
+
+// The epilogue: lane 0 of each row (sl == 0) stores out[t, r + j] = acc + bias, and with a
+// residual sum[t, r + j] = res[t, r + j] + out.
+template <int kRows, int NT>
+__device__ __forceinline__ void gemv_store_rows(const GemvPart& P, int64_t r, int sl, const float (&acc)[kRows][NT]) {
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+    if (sl == 0 && r + j < P.n_out) {
+      const float b = P.bias ? P.bias[r + j] : 0.0f;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const float o = acc[j][t] + b;
+        P.out[t * P.out_stride + r + j] = o;
+        if (P.res) P.sum[t * P.sum_stride + r + j] = P.res[t * P.res_stride + r + j] + o;
+      }
+    }
+  }
+}
+
+// Token t's activations of spread Q4_K unit u (the lane's chunks j and j + 4 of block u / 4):
+// four 16-byte pieces, their sums and the block's scale.
+struct Q4kAct {
+  int4 xa0, xa1, xb0, xb1;
+  int ba_lo, ba_hi, bb_lo, bb_hi;
+  float xd;
+};
+__device__ __forceinline__ void q4k_act(const XRef& x, int t, int64_t u, Q4kAct& a) {
+  const int j = int(u & 3), jq = j >> 1, hh = j & 1;
+  const int8_t* xb = x.q + t * x.n_in + 256 * (u >> 2) + 16 * hh + 64 * jq;
+  a.xa0 = ld_x(xb);
+  a.xa1 = ld_x(xb + 32);
+  a.xb0 = ld_x(xb + 128);
+  a.xb1 = ld_x(xb + 160);
+  a.ba_lo = sum16(a.xa0, 0);
+  a.ba_hi = sum16(a.xa1, 0);
+  a.bb_lo = sum16(a.xb0, 0);
+  a.bb_hi = sum16(a.xb1, 0);
+  a.xd = x.d[t * (x.n_in / 256) + (u >> 2)];
+}
+// A decoded unit dotted with a token's activations: the block's integer sums over its 4 lanes
+// (UnitQ4kSpread's integers), scaled as Unit<q4_k>::finish scales them; lane 0 of the block
+// (j == 0) returns the result, the others 0.
+__device__ __forceinline__ float q4k_dot_unit(const Q4kDecoded& w, const Q4kAct& a, int j) {
+  const int sa_lo = dp4a_us4(w.alo, a.xa0), sa_hi = dp4a_us4(w.ahi, a.xa1) >> 4;
+  const int sb_lo = dp4a_us4(w.blo, a.xb0), sb_hi = dp4a_us4(w.bhi, a.xb1) >> 4;
+  int isum = int(w.sc & 0xffu) * sa_lo + int((w.sc >> 8) & 0xffu) * sa_hi + int((w.sc >> 16) & 0xffu) * sb_lo +
+             int(w.sc >> 24) * sb_hi;
+  int msum = int(w.mn & 0xffu) * a.ba_lo + int((w.mn >> 8) & 0xffu) * a.ba_hi + int((w.mn >> 16) & 0xffu) * a.bb_lo +
+             int(w.mn >> 24) * a.bb_hi;
+  isum += __shfl_xor_sync(0xffffffffu, isum, 1);
+  msum += __shfl_xor_sync(0xffffffffu, msum, 1);
+  isum += __shfl_xor_sync(0xffffffffu, isum, 2);
+  msum += __shfl_xor_sync(0xffffffffu, msum, 2);
+  if (j != 0) return 0.0f;
+  return __fsub_rn(__fmul_rn(__fmul_rn(w.d, a.xd), float(isum)), __fmul_rn(__fmul_rn(w.dmin, a.xd), float(msum)));
+}
+// A lane's spread Q6_K unit decoded: its 128 six-bit values as bytes (word 4 (4 h + qq) + k
+// holds elements 128 h + 32 qq + 16 p + 4 k .. + 3), the block's scale bytes and d.
+struct Q6kDecoded {
+  uint32_t q[32];
+  uint4 sc;
+  float d;
+};
+__device__ __forceinline__ void q6k_decode(const UnitQ6kSpread::Raw& raw, Q6kDecoded& o) {
+  const uint32_t* L = reinterpret_cast<const uint32_t*>(raw.l);
+  const uint32_t* H = reinterpret_cast<const uint32_t*>(raw.hq);
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int qq = 0; qq < 4; ++qq)
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        o.q[4 * (4 * h + qq) + k] = ((L[4 * (2 * h + (qq & 1)) + k] >> (4 * (qq >> 1))) & 0x0f0f0f0fu) |
+                                    (((H[4 * h + k] >> (2 * qq)) & 0x03030303u) << 4);
+  o.sc = raw.sc;
+  o.d = raw.d;
+}
+// Unit u of a decoded row dotted with token t's activations: UnitQ6kSpread::dot's integers (the
+// block's sum over its 2 lanes) and float steps; lane p = 1 of the block returns 0.
+__device__ __forceinline__ float q6k_dot_unit(const Q6kDecoded& w, const XRef& x, int t, int64_t u) {
+  const int p = int(u & 1);
+  const int4* xq = reinterpret_cast<const int4*>(x.q + t * x.n_in + 256 * (u >> 1) + 16 * p);
+  const uint32_t* S = reinterpret_cast<const uint32_t*>(&w.sc);
+  int isum = 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+#pragma unroll
+    for (int qq = 0; qq < 4; ++qq) {
+      const int4 xv = xq[(128 * h + 32 * qq) / 16];
+      const int X[4] = {xv.x, xv.y, xv.z, xv.w};
+      int sd = 0, bx = 0;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        sd = __dp4a(int(w.q[4 * (4 * h + qq) + k]), X[k], sd);
+        bx = __dp4a(0x01010101, X[k], bx);
+      }
+      const int sb = 8 * h + 2 * qq + p;
+      const int scale = int(int8_t(uint8_t(S[sb >> 2] >> (8 * (sb & 3)))));
+      isum += scale * (sd - 32 * bx);
+    }
+  }
+  isum += __shfl_xor_sync(0xffffffffu, isum, 1);
+  if (p != 0) return 0.0f;
+  return __fmul_rn(__fmul_rn(w.d, x.d[t * (x.n_in / 256) + (u >> 1)]), float(isum));
+}
+
 // A format's few-token unit: Dec, the weights of one unit decoded once (generic: the raw
 // loads); Act, one token's activations of a unit (generic: none, the unit's dot reads them);
 // dot, the unit's contribution for one token (the value the one-token kernel adds).
@@ -61,59 +215,16 @@ struct FewOp<UnitQ4kSpread> {
   static __device__ float dot(const Dec& w, const Act& a, const XRef&, int, int64_t u) { return q4k_dot_unit(w, a, int(u & 3)); }
 };
 
-// Spread Q6_K: the lane's 128 six-bit values assembled into bytes once (as q6k_early_row does),
-// per token the dots and sums of UnitQ6kSpread::dot.
+// Spread Q6_K: the lane's 128 six-bit values assembled into bytes once (q6k_decode, as the
+// one-token q6k_early_row does), per token q6k_dot_unit (UnitQ6kSpread::dot's integers).
 template <>
 struct FewOp<UnitQ6kSpread> {
   using Raw = UnitQ6kSpread::Raw;
-  struct Dec {
-    uint32_t q[32];  // words 4 (4 h + qq) + k: elements 128 h + 32 qq + 16 p + 4 k .. + 3
-    uint4 sc;
-    float d;
-  };
+  using Dec = Q6kDecoded;
   struct Act {};
-  static __device__ void decode(const Raw& r, int64_t, Dec& o) {
-    const uint32_t* L = reinterpret_cast<const uint32_t*>(r.l);
-    const uint32_t* H = reinterpret_cast<const uint32_t*>(r.hq);
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int qq = 0; qq < 4; ++qq)
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-          o.q[4 * (4 * h + qq) + k] = ((L[4 * (2 * h + (qq & 1)) + k] >> (4 * (qq >> 1))) & 0x0f0f0f0fu) |
-                                      (((H[4 * h + k] >> (2 * qq)) & 0x03030303u) << 4);
-    o.sc = r.sc;
-    o.d = r.d;
-  }
+  static __device__ void decode(const Raw& r, int64_t, Dec& o) { q6k_decode(r, o); }
   static __device__ void act(const XRef&, int, int64_t, Act&) {}
-  static __device__ float dot(const Dec& w, const Act&, const XRef& x, int t, int64_t u) {
-    const int p = int(u & 1);
-    const int4* xq = reinterpret_cast<const int4*>(x.q + t * x.n_in + 256 * (u >> 1) + 16 * p);
-    const uint32_t* S = reinterpret_cast<const uint32_t*>(&w.sc);
-    int isum = 0;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-#pragma unroll
-      for (int qq = 0; qq < 4; ++qq) {
-        const int4 xv = xq[(128 * h + 32 * qq) / 16];
-        const int X[4] = {xv.x, xv.y, xv.z, xv.w};
-        int sd = 0, bx = 0;
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          sd = __dp4a(int(w.q[4 * (4 * h + qq) + k]), X[k], sd);
-          bx = __dp4a(0x01010101, X[k], bx);
-        }
-        const int sb = 8 * h + 2 * qq + p;
-        const int scale = int(int8_t(uint8_t(S[sb >> 2] >> (8 * (sb & 3)))));
-        isum += scale * (sd - 32 * bx);
-      }
-    }
-    isum += __shfl_xor_sync(0xffffffffu, isum, 1);
-    if (u & 1) return 0.0f;
-    const float xd = x.d[t * (x.n_in / 256) + (u >> 1)];
-    return __fmul_rn(__fmul_rn(w.d, xd), float(isum));
-  }
+  static __device__ float dot(const Dec& w, const Act&, const XRef& x, int t, int64_t u) { return q6k_dot_unit(w, x, t, u); }
 };
 
 // The few-token GEMV: NT tokens, kRows rows per warp (formats of 32 lanes per row; a warp's

@@ -80,8 +80,13 @@ __global__ void __launch_bounds__(32 * kMaxWarps, kSplit > 1 ? (kMinB ? kMinB : 
   for (int i = 0; i + 1 < kMaxParts; ++i)
     if (i + 1 < parts.n && blockIdx.x >= parts.p[i].block_end) m = i + 1;
   const unsigned b_local = blockIdx.x - (m > 0 ? parts.p[m > 0 ? m - 1 : 0].block_end : 0u);
-  const GemvPart& P = parts.p[m];
-  const int64_t n_out = P.n_out;
+  float* const out = parts.p[m].out;
+  const int64_t out_stride = parts.p[m].out_stride;
+  const uint8_t* const w = parts.p[m].w;
+  const DevLayout L = parts.p[m].L;
+  const int64_t n_out = parts.p[m].n_out;
+  const float* const bias = parts.p[m].bias;
+  const float* const res = parts.p[m].res;
   static_assert(kSplit == 1 || kLanes == 32, "split rows: one row across each warp");
   const int lane = threadIdx.x & 31, sl = lane % kLanes;
   const int warp = int(threadIdx.x >> 5), part = warp % kSplit;  // part: which passes of the row
@@ -92,7 +97,11 @@ __global__ void __launch_bounds__(32 * kMaxWarps, kSplit > 1 ? (kMinB ? kMinB : 
   }
   const int64_t r = r0 + lane / kLanes;  // the first row (kRows > 1: r .. r + kRows - 1)
   RowRef row[kRows];
-  gemv_row_refs(P, r, row);
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+    const int64_t rr = r + j < n_out ? r + j : n_out - 1;  // lanes of a missing row read a real one, store nothing
+    row[j] = RowRef{.qs = w + size_t(rr) * L.qs_row, .sc = w + L.sc_offset + size_t(rr) * L.sc_row};
+  }
   const int64_t n_units = U::count(x.n_in);
   // Warp-uniform trip count: lanes past the end load nothing and add nothing, but still take
   // part in the shuffles of the K-quant dots.
@@ -143,11 +152,46 @@ __global__ void __launch_bounds__(32 * kMaxWarps, kSplit > 1 ? (kMinB ? kMinB : 
       }
     }
   }
-  gemv_lane_sums<kLanes>(acc);
-  if constexpr (kSplit > 1) {
-    if (!gemv_split_sums(acc, kSplit, warp, lane)) return;
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      float v = acc[j][t];
+      for (int o = kLanes / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+      acc[j][t] = v;
+    }
   }
-  gemv_store_rows(P, r, sl, acc);
+  if constexpr (kSplit > 1) {
+    __shared__ float part_sums[kMaxWarps][kRows][NT];
+    if (lane == 0)
+#pragma unroll
+      for (int j = 0; j < kRows; ++j)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) part_sums[warp][j][t] = acc[j][t];
+    __syncthreads();
+    if (part != 0) return;
+#pragma unroll
+    for (int j = 0; j < kRows; ++j)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        float v = part_sums[warp][j][t];
+#pragma unroll
+        for (int q = 1; q < kSplit; ++q) v += part_sums[warp + q][j][t];
+        acc[j][t] = v;
+      }
+  }
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+    if (sl == 0 && r + j < n_out) {
+      const float b = bias ? bias[r + j] : 0.0f;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const float o = acc[j][t] + b;
+        out[t * out_stride + r + j] = o;
+        if (res) parts.p[m].sum[t * parts.p[m].sum_stride + r + j] = res[t * parts.p[m].res_stride + r + j] + o;
+      }
+    }
+  }
 }
 
 // Blocks of `warps` warps of Kernel resident on the whole device at once (cached per kernel and

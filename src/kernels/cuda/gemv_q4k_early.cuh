@@ -177,53 +177,29 @@ __device__ __forceinline__ void q4k_decode_pass(const UnitQ4kSpread::Raw raw[2],
 #pragma unroll
   for (int k = 0; k < 2; ++k) q4k_decode(raw[k], (lane & 3) >> 1, dec[k]);
 }
-// Token t's activations of spread Q4_K unit u (the lane's chunks j and j + 4 of block u / 4):
-// four 16-byte pieces, their sums and the block's scale.
-struct Q4kAct {
-  int4 xa0, xa1, xb0, xb1;
-  int ba_lo, ba_hi, bb_lo, bb_hi;
-  float xd;
-};
-__device__ __forceinline__ void q4k_act(const XRef& x, int t, int64_t u, Q4kAct& a) {
-  const int j = int(u & 3), jq = j >> 1, hh = j & 1;
-  const int8_t* xb = x.q + t * x.n_in + 256 * (u >> 2) + 16 * hh + 64 * jq;
-  a.xa0 = ld_x(xb);
-  a.xa1 = ld_x(xb + 32);
-  a.xb0 = ld_x(xb + 128);
-  a.xb1 = ld_x(xb + 160);
-  a.ba_lo = sum16(a.xa0, 0);
-  a.ba_hi = sum16(a.xa1, 0);
-  a.bb_lo = sum16(a.xb0, 0);
-  a.bb_hi = sum16(a.xb1, 0);
-  a.xd = x.d[t * (x.n_in / 256) + (u >> 2)];
-}
-// A decoded unit dotted with a token's activations: the block's integer sums over its 4 lanes
-// (UnitQ4kSpread's integers), scaled as Unit<q4_k>::finish scales them; lane 0 of the block
-// (j == 0) returns the result, the others 0.
-__device__ __forceinline__ float q4k_dot_unit(const Q4kDecoded& w, const Q4kAct& a, int j) {
-  const int sa_lo = dp4a_us4(w.alo, a.xa0), sa_hi = dp4a_us4(w.ahi, a.xa1) >> 4;
-  const int sb_lo = dp4a_us4(w.blo, a.xb0), sb_hi = dp4a_us4(w.bhi, a.xb1) >> 4;
-  int isum = int(w.sc & 0xffu) * sa_lo + int((w.sc >> 8) & 0xffu) * sa_hi + int((w.sc >> 16) & 0xffu) * sb_lo +
-             int(w.sc >> 24) * sb_hi;
-  int msum = int(w.mn & 0xffu) * a.ba_lo + int((w.mn >> 8) & 0xffu) * a.ba_hi + int((w.mn >> 16) & 0xffu) * a.bb_lo +
-             int(w.mn >> 24) * a.bb_hi;
-  isum += __shfl_xor_sync(0xffffffffu, isum, 1);
-  msum += __shfl_xor_sync(0xffffffffu, msum, 1);
-  isum += __shfl_xor_sync(0xffffffffu, isum, 2);
-  msum += __shfl_xor_sync(0xffffffffu, msum, 2);
-  if (j != 0) return 0.0f;
-  return __fsub_rn(__fmul_rn(__fmul_rn(w.d, a.xd), float(isum)), __fmul_rn(__fmul_rn(w.dmin, a.xd), float(msum)));
-}
 __device__ __forceinline__ float q4k_dot_pass(const Q4kDecoded dec[2], const bool ok[2], const XRef& x, int64_t pass,
                                               int lane, float acc) {
-  const int j = lane & 3;
+  const int j = lane & 3, jq = j >> 1, hh = j & 1;
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
     const int64_t u = ok[k] ? pass * 64 + 32 * k + lane : j;
-    Q4kAct a;
-    q4k_act(x, 0, u, a);
-    const float v = q4k_dot_unit(dec[k], a, j);
-    if (ok[k] && j == 0) acc += v;
+    const int8_t* xb = x.q + 256 * (u >> 2) + 16 * hh + 64 * jq;
+    const int4 xa0 = ld_x(xb), xa1 = ld_x(xb + 32), xb0 = ld_x(xb + 128), xb1 = ld_x(xb + 160);
+    const float xd = x.d[u >> 2];
+    const Q4kDecoded& w = dec[k];
+    const int sa_lo = dp4a_us4(w.alo, xa0), sa_hi = dp4a_us4(w.ahi, xa1) >> 4;
+    const int sb_lo = dp4a_us4(w.blo, xb0), sb_hi = dp4a_us4(w.bhi, xb1) >> 4;
+    const int ba_lo = sum16(xa0, 0), ba_hi = sum16(xa1, 0), bb_lo = sum16(xb0, 0), bb_hi = sum16(xb1, 0);
+    int isum = int(w.sc & 0xffu) * sa_lo + int((w.sc >> 8) & 0xffu) * sa_hi + int((w.sc >> 16) & 0xffu) * sb_lo +
+               int(w.sc >> 24) * sb_hi;
+    int msum = int(w.mn & 0xffu) * ba_lo + int((w.mn >> 8) & 0xffu) * ba_hi + int((w.mn >> 16) & 0xffu) * bb_lo +
+               int(w.mn >> 24) * bb_hi;
+    isum += __shfl_xor_sync(0xffffffffu, isum, 1);
+    msum += __shfl_xor_sync(0xffffffffu, msum, 1);
+    isum += __shfl_xor_sync(0xffffffffu, isum, 2);
+    msum += __shfl_xor_sync(0xffffffffu, msum, 2);
+    if (ok[k] && j == 0)
+      acc += __fsub_rn(__fmul_rn(__fmul_rn(w.d, xd), float(isum)), __fmul_rn(__fmul_rn(w.dmin, xd), float(msum)));
   }
   return acc;
 }
