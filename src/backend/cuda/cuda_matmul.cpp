@@ -108,7 +108,9 @@ void CudaBackend::matmul(const MatmulArgs& a) {
 // BF16 weights from kDenseGemmMinTokens rows take the GEMM (several sequences decoded together:
 // the float GEMV does every token's FMAs on the CUDA cores, the GEMM reads the weights once).
 bool CudaBackend::use_gemm(const MatmulArgs& a) const {
-  if (blas_ == nullptr || a.x.rows > 65535 || a.w.type == QuantType::F32) return false;
+  // (The BF16 decoding of weights and activations takes rows of whole 8-element pieces; others
+  // stay on the GEMV, which takes float rows of any length.)
+  if (blas_ == nullptr || a.x.rows > 65535 || a.w.type == QuantType::F32 || a.w.n_in % 8 != 0) return false;
   if (a.x.rows > kGemvMaxTokens) return true;
   return a.w.type == QuantType::BF16 && a.x.rows >= kDenseGemmMinTokens && flags().no_cuda_gemv_few;
 }

@@ -1,6 +1,6 @@
-// Attention launchers (kernels.h): the cluster kernel where it applies (one token, or up to
-// kFewTokens tokens each computed as alone; attention_cluster.cu), else the kernel split over KV
-// positions (attention_split.cu, whose header describes the algorithm).
+// Attention launchers (kernels.h): the cluster kernel (steps of up to 8 tokens) where it applies
+// (attention_cluster.cu), else the kernel split over KV positions (attention_split.cu, whose
+// header describes the algorithm).
 #include "core/flags.h"
 #include "kernels/cuda/attention_common.cuh"
 
@@ -44,8 +44,8 @@ cudaError_t launch_attention_rope(const AttentionArgs& a, const AttentionRope* r
   if (a.q.rows == 0) return cudaSuccess;
   if (const int n = cluster_splits(a); n > 0) {
     if (rope && !attention_rope_supported(a, rope->n_rot)) return cudaErrorInvalidValue;
-    // Several tokens (a verify step): no reads before the wait, which may see rows of the
-    // step's other tokens that the previous launch (the KV store) writes.
+    // Several tokens: no reads before the dependent-launch wait (the KV store just before wrote
+    // rows that later tokens of the step read); the same arithmetic.
     const AttentionFlags fl{.prefetch = !flags().no_cuda_prefetch && a.q.rows == 1, .stage = true, .stream = false,
                             .one_token = a.q.rows == 1, .rope = rope != nullptr, .merge_heads = false};
     if (quant && quant->kind != ActRound::none && !attention_quant_supported(a, quant->kind)) return cudaErrorInvalidValue;

@@ -1,7 +1,8 @@
-// One-token attention over short F16 / BF16 caches as one thread-block cluster per KV head,
+// Decode attention over short F16 / BF16 caches as one thread-block cluster per (KV head, token),
 // whose blocks merge their splits through distributed shared memory (the design is at
 // attention_cluster_kernel); launch_attention_rope (attention.cu) takes it where
-// cluster_splits accepts the shape, else the split kernel (attention_split.cu).
+// cluster_splits accepts the shape (steps of up to 8 tokens), else the split kernel
+// (attention_split.cu).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -16,8 +17,10 @@ namespace brisk::cuda {
 
 namespace {
 
-// One-token attention as one thread-block cluster per KV head (F16 / BF16 caches, head_dim 64 / 128,
-// up to kMaxG query heads per KV head, chunks of at most kMaxChunkC positions): the kS blocks of
+// Decode attention as one thread-block cluster per KV head and token (F16 / BF16 caches, head_dim
+// 64 / 128, up to kMaxG query heads per KV head, chunks of at most kMaxChunkC positions, up to
+// kClusterMaxTokens tokens: a token's cluster computes what the launch of that token alone
+// computes, so a verify group's rows equal one-token decoding): the kS blocks of
 // a cluster take kS equal chunks of [lo, p] (cut as the split kernel cuts them) and merge their
 // partial results through distributed shared memory instead of through L2 (no scratch, no
 // counters, no fence + atomic, no serial merge in one block).
@@ -34,10 +37,12 @@ namespace {
 // cluster barrier, passed long before, publishes the mbarriers' initialization). Block r then
 // sums its slice over the kS splits in split order. The code is compact loops rather than
 // unrolled blocks: each multiprocessor runs it once per launch, so instruction fetches count.
-// With rope (AttentionRope) the kernel rotates q / k and stores the token's K / V row as the
-// split kernel does. With aq (AttentionQuant) the merging blocks also quantize or round their
-// slice for the next matmul; the slices are then whole quantization blocks (Q8_0: multiples
-// of 32 outputs, Q8_K: one block of 256 per merging block).
+// With rope (AttentionRope, one token) the kernel rotates q / k and stores the token's K / V row
+// as the split kernel does. With several tokens nothing is read before the wait (the KV store
+// just before wrote rows that the step's later tokens read). With aq (AttentionQuant, one
+// token) the merging blocks also quantize or round their slice for the next matmul; the slices
+// are then whole quantization blocks (Q8_0: multiples of 32 outputs, Q8_K: one block of 256 per
+// merging block).
 constexpr int kThreadsC = 256;
 constexpr int kWarpsC = kThreadsC / 32;
 constexpr int kTileC = 64;
@@ -106,7 +111,9 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
 
   const int split = blockIdx.x;  // the block's rank in its cluster (cluster = (kS, 1, 1))
   const int kvh = blockIdx.y;
-  const int64_t t = blockIdx.z;  // the token (a verify step's rows: each computed as if alone)
+  // The token (blockIdx.z): its row of q and out; a token's cluster computes exactly what the
+  // launch of that token alone computes.
+  const int64_t t = blockIdx.z;
   float* const q_row = a.q.data + t * (a.q.stride ? a.q.stride : a.q.cols);
   float* const out_row = a.out.data + t * (a.out.stride ? a.out.stride : a.out.cols);
   const int G = kG > 0 ? kG : a.n_head / a.n_head_kv;
@@ -447,7 +454,7 @@ cudaError_t launch_cluster(const AttentionArgs& a, const AttentionFlags& fl, con
 // groups of exactly 4 heads (Llama, Qwen layouts) and the generic one; BF16 caches of head_dim
 // 64 only the generic one.
 int cluster_splits(const AttentionArgs& a) {
-  if (flags().no_cuda_attn_cluster || a.q.rows < 1 || a.q.rows > (flags().no_cuda_attn_few ? 1 : kFewTokens)) return 0;
+  if (flags().no_cuda_attn_cluster || a.q.rows < 1 || a.q.rows > kClusterMaxTokens) return 0;
   const bool bf16 = a.k_cache.type == QuantType::BF16;
   if ((a.k_cache.type != QuantType::F16 && !bf16) || a.v_cache.type != a.k_cache.type) return 0;
   if (a.head_dim != 64 && a.head_dim != 128) return 0;

@@ -11,10 +11,6 @@ namespace brisk::cuda {
 
 constexpr int kMaxG = 8;
 constexpr int kMaxHeadDim = 512;
-// Launches of up to this many query tokens (a speculative verify step, a small batch) compute
-// every token as a launch of that token alone would (the same kernel and splits), so its rows
-// equal one-token decoding bit for bit; BRISK_NO_CUDA_ATTN_FEW turns this off.
-constexpr int kFewTokens = 8;
 
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -43,7 +39,6 @@ struct AttentionFlags {
   bool stage;     // shared memory of kStageBytes is there for staged chunks
   bool stream;    // and twice that: chunks of more than kStageRows rows stream through two buffers
   bool one_token; // the launch holds one token, so only its own position was written by the step
-                  // (else reads before the dependent-launch wait could see rows the step writes)
   bool rope;        // AttentionRope given (one token, one head group per KV head)
   bool merge_heads; // combine_heads' heads_at_once
 };
@@ -61,6 +56,9 @@ cudaError_t launch_attention_split(const AttentionArgs& a, const AttentionRope* 
 // Blocks per cluster of the cluster kernel for `a` (0 where it does not apply), and its launch
 // (attention_cluster.cu).
 int cluster_splits(const AttentionArgs& a);
+// Tokens a cluster launch takes (a cluster per KV head and token): steps of up to 8 tokens
+// (speculative verify groups, small batches) compute each token as its launch alone does.
+constexpr int64_t kClusterMaxTokens = 8;
 cudaError_t launch_attention_cluster(const AttentionArgs& a, int n, const AttentionFlags& fl, const AttentionRope& rp,
                                      const AttentionQuant& aq, cudaStream_t s);
 
