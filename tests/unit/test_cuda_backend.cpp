@@ -93,12 +93,14 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
   std::vector<std::vector<float>> keep_bias;
   // Wide rows take several unrolled passes per lane (some lanes past the end); [1 x 4352] x
   // [9001]: one-token Q6_K rows of two passes, two per warp, the last warp's second row missing;
-  // [1 x 14336] x [37]: one-token Q8_0 / float / Q4_K / Q5_K rows split over 4-8 warps; [1 x 1024] x
+  // [1 x 14336] x [37]: one-token Q8_0 / float / Q4_K / Q5_K rows split over 4-8 warps, and [8 x
+  // 14336] x [37] the same rows for 8 tokens (each bit-equal to its token alone); [1 x 1024] x
   // [4000]: one-pass Q8_0 rows in one wave of the 64-register kernel; [1 x 36864] x [5]: Q4_K
   // rows of 9 passes in blocks of at most 4 warps (8 for the other formats); [1 x 4096] x [4501]:
   // one-pass Q4_K rows two per warp (more than one wave of one per warp on a 132-SM GPU).
   for (const Shape s : {Shape{1, 256, 64, false}, Shape{3, 512, 33, true}, Shape{9, 256, 130, false},
                         Shape{17, 768, 7, true}, Shape{1, 5120, 24, true}, Shape{5, 12288, 9, false},
+                        Shape{8, 14336, 37, true},
                         Shape{1, 4352, 9001, true}, Shape{1, 14336, 37, true}, Shape{1, 1024, 4000, true},
                         Shape{1, 36864, 5, false}, Shape{1, 4096, 4501, true}}) {
     const std::string what = str_cat(quant_type_info(t).name, " [", s.n_tok, "x", s.n_in, "] x [", s.n_out, "]");
@@ -116,6 +118,20 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
       return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
     };
     const std::vector<float> got = run();
+    // A step of 2..8 tokens on the GEMV: every row bit-equal to the product of its token alone
+    // (a speculative verify group's rows; Q8_0 / float / Q5_K rows of several passes split over
+    // warps alike for one token and for several).
+    const bool small_gemm = cuda_has_gemm(*be) && s.n_tok >= 2 && t == QuantType::BF16;
+    if (s.n_tok >= 2 && s.n_tok <= 8 && !small_gemm) {
+      for (int64_t tk = 0; tk < s.n_tok; ++tk) {
+        DevMat o1(*be, 1, s.n_out);
+        const Mat x1{.data = x.dev.data + tk * s.n_in, .rows = 1, .cols = s.n_in};
+        be->matmul({.out = o1.dev, .x = x1, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
+        const std::vector<float> one = o1.fetch();
+        ASSERT_EQ(0, std::memcmp(one.data(), got.data() + tk * s.n_out, sizeof(float) * size_t(s.n_out)))
+            << what << " token " << tk << " of " << s.n_tok << " vs alone";
+      }
+    }
     // One token: rows not split over warps (another summation order; the bit-equality checks
     // below compare kernels of the same split).
     std::vector<float> unsplit;
@@ -178,6 +194,49 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
       }
     }
   }
+}
+
+// Float weight rows of any length (expert and projection widths of small models: 20, 22, 36,
+// 1001 columns) and activations that are not 16-byte aligned (a column view of a wider
+// matrix): the GEMV takes one element per unit where its 16-byte units do not fit, within the
+// reference's tolerance, for one token, a verify group and more than 8 rows (these stay on the
+// GEMV: the BF16 GEMM takes rows of whole 8-element pieces).
+TEST(CudaBackend, FloatRowsOfAnyLength) {
+  REQUIRE_GPU(be);
+  std::vector<QuantWeight> keep;
+  for (const QuantType t : {QuantType::F32, QuantType::F16, QuantType::BF16})
+    for (const int64_t n_in : {int64_t(20), int64_t(22), int64_t(36), int64_t(1001)})
+      for (const int64_t n_tok : {int64_t(1), int64_t(3), int64_t(9)})
+        for (const bool offset : {false, true}) {
+          const int64_t n_out = 65;
+          const std::string what =
+              str_cat(quant_type_info(t).name, " [", n_tok, "x", n_in, "] x [", n_out, "]", offset ? " x at +1" : "");
+          keep.push_back(make_weight(t, n_out, n_in, uint32_t(n_in * 7 + n_out)));
+          const QuantWeight& q = keep.back();
+          // x: columns [off, off + n_in) of a [n_tok, n_in + 1] matrix.
+          const int64_t off = offset ? 1 : 0, stride = n_in + 1;
+          DevMat xf(*be, n_tok, stride, randn(size_t(n_tok * stride), 13));
+          const Mat x{.data = xf.dev.data + off, .rows = n_tok, .cols = n_in, .stride = stride};
+          DevMat o(*be, n_tok, n_out);
+          be->matmul({.out = o.dev, .x = x, .w = q.w});
+          const std::vector<float> got = o.fetch();
+          std::vector<float> xh(size_t(n_tok * n_in));
+          for (int64_t tk = 0; tk < n_tok; ++tk)
+            for (int64_t i = 0; i < n_in; ++i) xh[size_t(tk * n_in + i)] = xf.host[size_t(tk * stride + off + i)];
+          std::vector<float> want(size_t(n_tok * n_out));
+          ref::matmul({.out = {.data = want.data(), .rows = n_tok, .cols = n_out},
+                       .x = {.data = xh.data(), .rows = n_tok, .cols = n_in}, .w = q.w});
+          std::vector<float> wrow(static_cast<size_t>(n_in));
+          for (int64_t r = 0; r < n_out; ++r) {
+            cpu::row_to_f32(t, q.w.row(r), wrow.data(), n_in);
+            for (int64_t tk = 0; tk < n_tok; ++tk) {
+              double mag = 0.0;
+              for (int64_t i = 0; i < n_in; ++i) mag += std::fabs(double(wrow[size_t(i)]) * xh[size_t(tk * n_in + i)]);
+              const size_t i = size_t(tk * n_out + r);
+              ASSERT_NEAR(got[i], want[i], 2e-5 * mag + 1e-5) << what << " token " << tk << " row " << r;
+            }
+          }
+        }
 }
 
 // Large weights used right after their (lazy) upload: every row must be the uploaded one. The
@@ -511,6 +570,54 @@ TEST(CudaBackend, DecodeAttentionCluster) {
     const std::vector<float> other = run("BRISK_NO_CUDA_PREFETCH");
     ASSERT_EQ(std::memcmp(got.data(), other.data(), sizeof(float) * got.size()), 0) << what << " vs no prefetch";
    }
+  }
+}
+
+// Steps of 2..8 tokens (a speculative verify group of one sequence at consecutive positions, and
+// tokens of several sequences): every row of the attention bit-equal to the attention of its
+// token alone, over F16 / BF16 caches at head_dim 64 / 128 (the cluster kernel, a cluster per
+// token), an F32 cache and head_dim 256 (the split kernel, one token's splits), with and without
+// a window; close to the reference.
+TEST(CudaBackend, AttentionRowsOfAStepEqualOneToken) {
+  REQUIRE_GPU(be);
+  struct Case { int32_t n_head, n_head_kv, hd; int32_t window; int64_t cap; QuantType kv; };
+  for (const Case cs : {Case{32, 8, 128, 0, 3072, QuantType::F16}, Case{8, 2, 64, 0, 1024, QuantType::BF16},
+                        Case{14, 2, 64, 100, 2048, QuantType::F16}, Case{16, 4, 128, 0, 256, QuantType::BF16},
+                        Case{8, 2, 256, 0, 1024, QuantType::F16}, Case{4, 2, 40, 0, 256, QuantType::F32},
+                        Case{4, 2, 256, 0, 256, QuantType::F32}}) {
+    Cache c = make_cache(*be, cs.kv, 3, cs.cap, int64_t(cs.n_head_kv) * cs.hd, 51);
+    const int64_t qw = int64_t(cs.n_head) * cs.hd;
+    for (const int32_t n : {2, 5, 8}) {
+      for (const bool several : {false, true}) {
+        std::vector<int32_t> seq, pos;
+        for (int32_t i = 0; i < n; ++i) {
+          seq.push_back(several ? i % 3 : 1);
+          pos.push_back(several ? int32_t(cs.cap / 2) - 7 * i : int32_t(cs.cap / 3) + i);
+        }
+        DevMat q(*be, n, qw, randn(size_t(n * qw), 52)), want(*be, n, qw);
+        AttentionArgs a{.out = {}, .q = q.dev, .k_cache = c.k, .v_cache = c.v, .seq = seq.data(), .pos = pos.data(),
+                        .n_head = cs.n_head, .n_head_kv = cs.n_head_kv, .head_dim = cs.hd,
+                        .scale = 1.0f / std::sqrt(float(cs.hd)), .window = cs.window};
+        DevMat out(*be, n, qw);
+        a.out = out.dev;
+        be->attention(a);
+        const std::vector<float> got = out.fetch();
+        const std::string what = str_cat("attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " window ",
+                                         cs.window, " ", quant_type_info(cs.kv).name, " ", n,
+                                         several ? " tokens of 3 sequences" : " tokens of one sequence");
+        host_reference_attention(a, q, c, want);
+        expect_close(got, want.host, 2e-5f, 1e-4f, what);
+        for (int32_t i = 0; i < n; ++i) {
+          AttentionArgs one = a;
+          one.q = Mat{.data = q.dev.data + int64_t(i) * qw, .rows = 1, .cols = qw};
+          one.seq = seq.data() + i;
+          one.pos = pos.data() + i;
+          const std::vector<float> alone = attention_output(*be, one, qw, nullptr);
+          ASSERT_EQ(0, std::memcmp(alone.data(), got.data() + size_t(i) * size_t(qw), sizeof(float) * size_t(qw)))
+              << what << ": row " << i << " differs from its token alone";
+        }
+      }
+    }
   }
 }
 

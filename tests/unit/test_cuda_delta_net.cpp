@@ -214,12 +214,11 @@ TEST(CudaDeltaNet, NormsAndGateMatchCpu) {
   for (const int64_t rows : {int64_t(1), int64_t(5), int64_t(70)}) {
     const int64_t cols = 96;
     const std::vector<float> x = test::gaussian(size_t(rows * cols), 41), z = test::gaussian(x.size(), 42);
-    const std::vector<float> w = test::gaussian(48, 43), g1 = test::gaussian(size_t(rows), 44);
+    const std::vector<float> g1 = test::gaussian(size_t(rows), 44);
     DeviceCopies dc(*be);
     float* dx = dc.put(x);
     float* dz = dc.put(z);
     float* dg1 = dc.put(g1);
-    const float* dw = dc.put(w);  // device memory: host constants are cached by address
     std::vector<float> want(x.size()), in_place = x;
     const auto m = [&](float* p, int64_t c) { return Mat{.data = p, .rows = rows, .cols = c}; };
     for (int64_t group : {int64_t(24), int64_t(0)}) {
@@ -228,7 +227,11 @@ TEST(CudaDeltaNet, NormsAndGateMatchCpu) {
       be->l2_norm({.out = m(dout, cols), .x = m(dx, cols), .group = group});
       EXPECT_LT(test::delta_max_diff(dc.get(dout, x.size()), want), 1e-6f) << "l2 group " << group << " rows " << rows;
     }
-    for (int64_t group : {int64_t(48), int64_t(96)}) {
+    // Groups of 96 (three elements a lane), 48 and 24 (lanes without elements): the weight holds
+    // exactly `group` floats, as the model's norm weight [v_dim] does.
+    for (int64_t group : {int64_t(24), int64_t(48), int64_t(96)}) {
+      const std::vector<float> w = test::gaussian(size_t(group), 43);
+      const float* dw = dc.put(w);  // device memory: host constants are cached by address
       float* dout = dc.put(want);
       const GatedRmsNormArgs a{.out = m(want.data(), cols), .x = m(const_cast<float*>(x.data()), cols),
                                .z = m(const_cast<float*>(z.data()), cols), .weight = w.data(), .group = group,

@@ -145,6 +145,54 @@ TEST(CudaMoe, MatchesCpuBackend) {
   }
 }
 
+// Float experts of rows the 16-byte units do not fit (the expert width 20 of the hybrid MoE
+// fixture in F16 / BF16, 22 in every float format, a model width of 36): the expert matmuls take
+// one element per unit, on the per-pair path (decode, verify groups) and the grouped one, with the
+// pairs' bits equal between them, within tolerance of the CPU.
+TEST(CudaMoe, FloatExpertRowsOfAnyLength) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  auto gpu = make_cuda_backend(0);
+  auto cpu = make_cpu_backend(2);
+  const int32_t n_expert = 6, k = 2;
+  std::vector<Experts> keep;
+  for (const QuantType type : {QuantType::F32, QuantType::F16, QuantType::BF16})
+    for (const int64_t n_embd : {int64_t(64), int64_t(36)})
+      for (const int64_t n_ff : {int64_t(20), int64_t(22)}) {
+        keep.push_back(make_experts(type, n_embd, n_ff, n_expert, 6));
+        keep.push_back(make_experts(type, n_embd, n_ff, n_expert, 7));
+        keep.push_back(make_experts(type, n_ff, n_embd, n_expert, 8));
+        const Experts& gate = keep[keep.size() - 3];
+        const Experts& up = keep[keep.size() - 2];
+        const Experts& down = keep[keep.size() - 1];
+        for (const int64_t n_tok : {int64_t(1), int64_t(5), int64_t(9), int64_t(40)}) {
+          const std::vector<float> x = test::gaussian(size_t(n_tok * n_embd), 21, 1.0f);
+          const std::vector<float> logits = test::gaussian(size_t(n_tok * n_expert), 22, 2.0f);
+          const MoeArgs a{.out = {.data = nullptr, .rows = n_tok, .cols = n_embd},
+                          .x = {.data = const_cast<float*>(x.data()), .rows = n_tok, .cols = n_embd},
+                          .logits = {.data = const_cast<float*>(logits.data()), .rows = n_tok, .cols = n_expert},
+                          .gate = gate.views.data(), .up = up.views.data(), .down = down.views.data(),
+                          .n_expert = n_expert, .n_used = k, .norm_topk = true, .act = Activation::silu};
+          const std::string what =
+              str_cat(quant_type_info(type).name, " n_embd=", n_embd, " n_ff=", n_ff, " tokens=", n_tok);
+          const std::vector<float> want = run_moe(*cpu, a, false);
+          const std::vector<float> got = run_moe(*gpu, a, true);
+          float err = 0.0f, mag = 0.0f;
+          for (size_t i = 0; i < got.size(); ++i) {
+            err = std::max(err, std::fabs(got[i] - want[i]));
+            mag = std::max(mag, std::fabs(want[i]));
+          }
+          EXPECT_GT(mag, 1e-3f) << what;
+          EXPECT_LT(err, (type == QuantType::F32 ? 1e-4f : 1e-2f) * mag) << what << " max |diff| " << err;
+          if (n_tok == 9) {  // the per-pair path on the same tokens: the grouped launches' bits
+            ScopedEnv off("BRISK_NO_CUDA_MOE_GROUPED", "1");
+            const std::vector<float> pairs = run_moe(*gpu, a, true);
+            EXPECT_EQ(0, std::memcmp(got.data(), pairs.data(), sizeof(float) * pairs.size())) << what;
+          }
+        }
+      }
+}
+
 // Decode-sized expert rows (2048 in, 768 out: 8, 16 and 32 lanes a row): the fused launches
 // (routing + quantization, gate + up, activation + quantization, down + weighted sum) give the
 // bits of the launch-per-stage path, and both stay within tolerance of the CPU, with the

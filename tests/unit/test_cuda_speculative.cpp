@@ -15,6 +15,7 @@
 #include "runtime/speculative.h"
 #ifdef BRISK_HAVE_CUDA
 #include "backend/cuda/cuda_devices.h"
+#include "kernels/cuda/attention_splits.h"
 #endif
 
 namespace brisk {
@@ -57,6 +58,26 @@ std::vector<int32_t> cuda_spec_prompt(int32_t n_vocab) {
   std::vector<int32_t> ids;
   for (int32_t i = 0; i < 24; ++i) ids.push_back((i % 12) * 37 % n_vocab);  // repeats: n-gram drafts hit
   return ids;
+}
+
+// The attention's KV splits (which decide how each row's sums are cut) of a step of 2..8 tokens
+// are those of one token, for the shapes of the fixtures and of published models on devices of
+// several sizes; runs without a GPU. (They once followed the step's rows: 5 tokens over 2 KV
+// heads took 16 splits where one token took 8.)
+TEST(CudaSpec, VerifyStepsSplitAttentionAsOneToken) {
+  for (const int64_t sms : {int64_t(78), int64_t(114), int64_t(132)})
+    for (const int64_t kv_heads : {int64_t(1), int64_t(2), int64_t(4), int64_t(8)})
+      for (const int64_t capacity : {int64_t(256), int64_t(512), int64_t(4096), int64_t(32768)})
+        for (const int64_t window : {int64_t(0), int64_t(12), int64_t(1024)}) {
+          cuda::AttnSplitShape s{.n_tok = 1, .n_head_kv = kv_heads, .n_hg = 1, .capacity = capacity, .window = window,
+                                 .sm_count = sms};
+          const int one = cuda::attention_split_count(s);
+          for (int64_t n = 2; n <= 8; ++n) {
+            s.n_tok = n;
+            EXPECT_EQ(cuda::attention_split_count(s), one) << n << " tokens, " << kv_heads << " KV heads, capacity "
+                                                           << capacity << ", window " << window << ", " << sms << " SMs";
+          }
+        }
 }
 
 TEST(CudaSpec, VerifyRowsEqualOneAtATime) {

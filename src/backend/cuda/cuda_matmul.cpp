@@ -107,7 +107,9 @@ void CudaBackend::matmul(const MatmulArgs& a) {
 // together): the float GEMV would do every token's FMAs on the CUDA cores, while the GEMM
 // reads the weights once and needs no conversion of them.
 bool CudaBackend::use_gemm(const MatmulArgs& a) const {
-  if (blas_ == nullptr || a.x.rows > 65535 || a.w.type == QuantType::F32) return false;
+  // (The BF16 decoding of weights and activations takes rows of whole 8-element pieces; others
+  // stay on the GEMV, which takes float rows of any length.)
+  if (blas_ == nullptr || a.x.rows > 65535 || a.w.type == QuantType::F32 || a.w.n_in % 8 != 0) return false;
   if (a.x.rows > kGemvMaxTokens) return true;
   return a.w.type == QuantType::BF16 && a.x.rows >= kDenseGemmMinTokens;
 }

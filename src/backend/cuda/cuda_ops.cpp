@@ -347,6 +347,8 @@ void CudaBackend::scale(const ScaleArgs& a) {
 
 void CudaBackend::embedding(const EmbeddingArgs& a) {
   check_mat(a.out, a.out.rows, a.table.n_in, "embedding", "out");
+  BRISK_CHECK(a.table.n_in % 8 == 0, "embedding: table rows of ", a.table.n_in,
+              " elements (need a multiple of 8 on CUDA)");
   EmbeddingArgs d = a;
   d.table = device_weight(a.table, "embedding");
   d.ids = stage(a.ids, a.out.rows, "embedding ids");
@@ -371,8 +373,14 @@ void CudaBackend::get_rows(const GetRowsArgs& a) {
   enqueue("get_rows", [d](cudaStream_t s) { return cuda::launch_get_rows(d, s); });
 }
 
+// The tensor-core kernel sums in another order than the split kernel, so the choice depends on
+// the step's shape only: a step of at most kGraphMaxTokens tokens takes the split kernel whether
+// it is captured as a graph or runs launch by launch (BRISK_NO_CUDA_GRAPHS, or a step made eager
+// by a changed host array), so that both give the same bits. (It once took the tensor cores
+// whenever the step ran launch by launch: a 9-token Gemma 4 prompt with 64-wide full heads gave
+// other logits without graphs than with them.)
 bool CudaBackend::use_flash_prefill(const AttentionArgs& a) {
-  if (flags().no_cuda_flash_prefill || a.q.rows <= kGemvMaxTokens || (in_step_ && !step_eager_) ||
+  if (flags().no_cuda_flash_prefill || a.q.rows <= kGemvMaxTokens || (in_step_ && a.q.rows <= kGraphMaxTokens) ||
       !cuda::prefill_attention_supported(a) || a.seq == nullptr || a.pos == nullptr)
     return false;
   {

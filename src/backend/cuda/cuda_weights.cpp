@@ -31,7 +31,11 @@ Weight CudaBackend::device_weight(const Weight& w, const char* op) {
   const auto rb = quant_row_bytes(w.type, uint64_t(w.n_in));
   BRISK_CHECK(rb && *rb == w.row_bytes, op, ": weight row of ", w.n_in, " ", quant_type_info(w.type).name,
               " elements has ", w.row_bytes, " bytes");
-  BRISK_CHECK(w.n_in % 8 == 0, op, ": weight rows of ", w.n_in, " elements (need a multiple of 8 on CUDA)");
+  // Float rows of any length: the GEMV and the expert matmuls take rows the 16-byte units do not
+  // fit one element per unit (FloatAnyUnit). Block formats hold whole blocks.
+  BRISK_CHECK(w.n_in % 8 == 0 || w.type == QuantType::F32 || w.type == QuantType::F16 || w.type == QuantType::BF16,
+              op, ": weight rows of ", w.n_in, " ", quant_type_info(w.type).name,
+              " elements (need a multiple of 8 on CUDA)");
   // The weight store lays weights out for each backend (Backend::weight_layout): another
   // backend's layout here means the caller bypassed it.
   BRISK_CHECK(!quant::is_repacked(w.type), op, ": weight in the ", quant_type_info(w.type).name,

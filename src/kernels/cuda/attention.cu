@@ -1,4 +1,4 @@
-// Attention launchers (kernels.h): the one-token cluster kernel where it applies
+// Attention launchers (kernels.h): the cluster kernel (steps of up to 8 tokens) where it applies
 // (attention_cluster.cu), else the kernel split over KV positions (attention_split.cu, whose
 // header describes the algorithm).
 #include "core/flags.h"
@@ -19,7 +19,7 @@ size_t attention_scratch_floats(const AttentionArgs& a) {
 }
 
 bool attention_quant_supported(const AttentionArgs& a, ActRound kind) {
-  if (flags().no_cuda_attn_quant || cluster_splits(a) == 0) return false;
+  if (flags().no_cuda_attn_quant || a.q.rows != 1 || cluster_splits(a) == 0) return false;
   if (a.out.stride != 0 && a.out.stride != a.out.cols) return false;
   switch (kind) {
     case ActRound::q8_0: case ActRound::f16: case ActRound::bf16: return true;
@@ -44,8 +44,10 @@ cudaError_t launch_attention_rope(const AttentionArgs& a, const AttentionRope* r
   if (a.q.rows == 0) return cudaSuccess;
   if (const int n = cluster_splits(a); n > 0) {
     if (rope && !attention_rope_supported(a, rope->n_rot)) return cudaErrorInvalidValue;
-    const AttentionFlags fl{.prefetch = !flags().no_cuda_prefetch, .stage = true, .stream = false, .one_token = true, .rope = rope != nullptr,
-                   .merge_heads = false};
+    // Several tokens: no reads before the dependent-launch wait (the KV store just before wrote
+    // rows that later tokens of the step read); the same arithmetic.
+    const AttentionFlags fl{.prefetch = !flags().no_cuda_prefetch && a.q.rows == 1, .stage = true, .stream = false,
+                            .one_token = a.q.rows == 1, .rope = rope != nullptr, .merge_heads = false};
     if (quant && quant->kind != ActRound::none && !attention_quant_supported(a, quant->kind)) return cudaErrorInvalidValue;
     const cudaError_t e =
         launch_attention_cluster(a, n, fl, rope ? *rope : AttentionRope{}, quant ? *quant : AttentionQuant{}, s);

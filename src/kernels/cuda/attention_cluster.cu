@@ -1,7 +1,8 @@
-// One-token attention over short F16 / BF16 caches as one thread-block cluster per KV head,
+// Decode attention over short F16 / BF16 caches as one thread-block cluster per (KV head, token),
 // whose blocks merge their splits through distributed shared memory (the design is at
 // attention_cluster_kernel); launch_attention_rope (attention.cu) takes it where
-// cluster_splits accepts the shape, else the split kernel (attention_split.cu).
+// cluster_splits accepts the shape (steps of up to 8 tokens), else the split kernel
+// (attention_split.cu).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -16,8 +17,10 @@ namespace brisk::cuda {
 
 namespace {
 
-// One-token attention as one thread-block cluster per KV head (F16 / BF16 caches, head_dim 64 / 128,
-// up to kMaxG query heads per KV head, chunks of at most kMaxChunkC positions): the kS blocks of
+// Decode attention as one thread-block cluster per KV head and token (F16 / BF16 caches, head_dim
+// 64 / 128, up to kMaxG query heads per KV head, chunks of at most kMaxChunkC positions, up to
+// kClusterMaxTokens tokens: a token's cluster computes what the launch of that token alone
+// computes, so a verify group's rows equal one-token decoding): the kS blocks of
 // a cluster take kS equal chunks of [lo, p] (cut as the split kernel cuts them) and merge their
 // partial results through distributed shared memory instead of through L2 (no scratch, no
 // counters, no fence + atomic, no serial merge in one block).
@@ -34,10 +37,12 @@ namespace {
 // cluster barrier, passed long before, publishes the mbarriers' initialization). Block r then
 // sums its slice over the kS splits in split order. The code is compact loops rather than
 // unrolled blocks: each multiprocessor runs it once per launch, so instruction fetches count.
-// With rope (AttentionRope) the kernel rotates q / k and stores the token's K / V row as the
-// split kernel does. With aq (AttentionQuant) the merging blocks also quantize or round their
-// slice for the next matmul; the slices are then whole quantization blocks (Q8_0: multiples
-// of 32 outputs, Q8_K: one block of 256 per merging block).
+// With rope (AttentionRope, one token) the kernel rotates q / k and stores the token's K / V row
+// as the split kernel does. With several tokens nothing is read before the wait (the KV store
+// just before wrote rows that the step's later tokens read). With aq (AttentionQuant, one
+// token) the merging blocks also quantize or round their slice for the next matmul; the slices
+// are then whole quantization blocks (Q8_0: multiples of 32 outputs, Q8_K: one block of 256 per
+// merging block).
 constexpr int kThreadsC = 256;
 constexpr int kWarpsC = kThreadsC / 32;
 constexpr int kTileC = 64;
@@ -106,6 +111,11 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
 
   const int split = blockIdx.x;  // the block's rank in its cluster (cluster = (kS, 1, 1))
   const int kvh = blockIdx.y;
+  // The token (blockIdx.z): its row of q and out; a token's cluster computes exactly what the
+  // launch of that token alone computes.
+  const int64_t t = blockIdx.z;
+  float* const q_row = a.q.data + t * (a.q.stride ? a.q.stride : a.q.cols);
+  float* const out_row = a.out.data + t * (a.out.stride ? a.out.stride : a.out.cols);
   const int G = kG > 0 ? kG : a.n_head / a.n_head_kv;
   const int h0 = kvh * G;
   const int64_t col = int64_t(kvh) * kHd;
@@ -135,8 +145,8 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
 
   int64_t s = 0, p = 0, j_begin = 0, j_end = 0;
   auto locate = [&]() {
-    s = a.seq[0];
-    p = a.pos[0];
+    s = a.seq[t];
+    p = a.pos[t];
     const int64_t lo = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
     const int64_t chunk = (p - lo + 1 + kS - 1) / kS;
     j_begin = lo + split * chunk;
@@ -157,7 +167,7 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
   };
   auto rope_angles = [&]() {
     for (int i = tid; i < rp.n_rot / 2; i += kThreadsC)
-      rope_cos_sin(a.pos[0], rp.inv_freq[i], rp.attn_factor, rope_c[i], rope_s[i]);
+      rope_cos_sin(a.pos[t], rp.inv_freq[i], rp.attn_factor, rope_c[i], rope_s[i]);
   };
   bool early = false;
   if (fl.prefetch) {
@@ -179,7 +189,7 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
 #pragma unroll
   for (int k = 0; k < kQ; ++k) {
     const int i = tid + kThreadsC * k;
-    if (i < G * kHd) qv[k] = a.q.data[int64_t(h0) * kHd + i];
+    if (i < G * kHd) qv[k] = q_row[int64_t(h0) * kHd + i];
   }
   float kv = 0.0f, vv = 0.0f;
   if (own_blk && tid < kHd) {
@@ -361,10 +371,10 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
       v = fmaf(w, in_part[i][tid], v);
     }
     v *= 1.0f / l;
-    a.out.data[int64_t(h0 + g) * kHd + d] = v;
+    out_row[int64_t(h0 + g) * kHd + d] = v;
     // Every block of the cluster has read q before it pushed: the rotated heads go back, each
     // block its slice.
-    if (fl.rope) a.q.data[int64_t(h0) * kHd + o] = q_s[g][d];
+    if (fl.rope) q_row[int64_t(h0) * kHd + o] = q_s[g][d];
   }
   // The slice for the next matmul (act_quant.cuh, act_round.cu's rules): Q8_0 a warp per block,
   // Q8_K the whole block, F16 / BF16 per element.
@@ -429,7 +439,7 @@ cudaError_t launch_cluster(const AttentionArgs& a, const AttentionFlags& fl, con
   attr[1].val.clusterDim.y = 1;
   attr[1].val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(kS), unsigned(a.n_head_kv), 1);
+  cfg.gridDim = dim3(unsigned(kS), unsigned(a.n_head_kv), unsigned(a.q.rows));
   cfg.blockDim = dim3(kThreadsC);
   cfg.dynamicSmemBytes = kStageBytesC<kHd>;
   cfg.stream = stream;
@@ -444,7 +454,7 @@ cudaError_t launch_cluster(const AttentionArgs& a, const AttentionFlags& fl, con
 // groups of exactly 4 heads (Llama, Qwen layouts) and the generic one; BF16 caches of head_dim
 // 64 only the generic one.
 int cluster_splits(const AttentionArgs& a) {
-  if (flags().no_cuda_attn_cluster || a.q.rows != 1) return 0;
+  if (flags().no_cuda_attn_cluster || a.q.rows < 1 || a.q.rows > kClusterMaxTokens) return 0;
   const bool bf16 = a.k_cache.type == QuantType::BF16;
   if ((a.k_cache.type != QuantType::F16 && !bf16) || a.v_cache.type != a.k_cache.type) return 0;
   if (a.head_dim != 64 && a.head_dim != 128) return 0;

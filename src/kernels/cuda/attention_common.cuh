@@ -56,6 +56,9 @@ cudaError_t launch_attention_split(const AttentionArgs& a, const AttentionRope* 
 // Blocks per cluster of the cluster kernel for `a` (0 where it does not apply), and its launch
 // (attention_cluster.cu).
 int cluster_splits(const AttentionArgs& a);
+// Tokens a cluster launch takes (a cluster per KV head and token): steps of up to 8 tokens
+// (speculative verify groups, small batches) compute each token as its launch alone does.
+constexpr int64_t kClusterMaxTokens = 8;
 cudaError_t launch_attention_cluster(const AttentionArgs& a, int n, const AttentionFlags& fl, const AttentionRope& rp,
                                      const AttentionQuant& aq, cudaStream_t s);
 

@@ -23,6 +23,7 @@
 
 #include "kernels/cuda/act_quant.cuh"
 #include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/attention_splits.h"
 #include "kernels/cuda/kv_elem.cuh"
 #include "kernels/cuda/kv_paged.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -549,25 +550,35 @@ __global__ void combine_kernel(AttentionArgs a, int n_split, const float* part) 
 }  // namespace
 
 // Splits: enough blocks for 2-8 per multiprocessor (below), chunks of at least kMinChunk positions of the
-// cache capacity (the actual length is only known on the device), at most kMaxSplit.
-Geometry attention_geometry(const AttentionArgs& a) {
-  const int group = a.n_head / a.n_head_kv;
-  Geometry g{.n_split = 1, .n_hg = (group + kMaxG - 1) / kMaxG};
-  const int64_t base = a.q.rows * int64_t(a.n_head_kv) * g.n_hg;
+// cache capacity (the actual length is only known on the device), at most kMaxSplit. Counted
+// for one token up to kAttnSplitAsOneToken tokens (kernels.h): a verify group's rows then sum
+// their chunks as one-token decoding does (with the rows' own count, 5 tokens of 2 KV heads took
+// 16 splits where one token takes 8, and every row's sums differed in the last bits).
+int attention_split_count(const AttnSplitShape& s) {
+  const int64_t tokens = s.n_tok <= kAttnSplitAsOneToken ? 1 : s.n_tok;
+  const int64_t base = tokens * s.n_head_kv * s.n_hg;
   // Blocks per multiprocessor to aim for: batched decode (many (KV head, token) blocks per
   // split) is latency-bound per block, so more, shorter chunks pay there (H200, Llama-3.1-8B
   // BF16, 512 past: batch 64 6,131 tok/s with 8 against 5,440 with 2; batch 32 3,970 with 4
   // against 3,624; batch 8 1,283 with 4 against 1,268; docs/cuda.md).
   const int64_t per_sm = base >= 512 ? 8 : base >= 64 ? 4 : 2;
-  const int64_t want = base > 0 ? (per_sm * int64_t(sm_count()) + base - 1) / base : 1;
+  const int64_t want = base > 0 ? (per_sm * s.sm_count + base - 1) / base : 1;
   // Chunks of 16 when there are at least 8 (KV head, head group, token) blocks per split
   // (Llama-3 8B: 33 splits instead of 17 at 512 positions, faster); fewer (Qwen2.5-0.5B, two KV
   // heads) keep chunks of 32, where 37 splits measured slower than 19.
-  const int64_t mc = flags().no_cuda_fine_splits || base < 8 ? kMinChunkWide : kMinChunk;
-  int64_t by_len = (a.k_cache.capacity + mc - 1) / mc;
-  if (a.window > 0 && (int64_t(a.window) + mc - 1) / mc < by_len) by_len = (int64_t(a.window) + mc - 1) / mc;
-  int64_t n = want < by_len ? want : by_len;
-  g.n_split = int(n < 1 ? 1 : n > kMaxSplit ? kMaxSplit : n);
+  const int64_t mc = !s.fine || base < 8 ? kMinChunkWide : kMinChunk;
+  int64_t by_len = (s.capacity + mc - 1) / mc;
+  if (s.window > 0 && (s.window + mc - 1) / mc < by_len) by_len = (s.window + mc - 1) / mc;
+  const int64_t n = want < by_len ? want : by_len;
+  return int(n < 1 ? 1 : n > kMaxSplit ? kMaxSplit : n);
+}
+
+Geometry attention_geometry(const AttentionArgs& a) {
+  const int group = a.n_head / a.n_head_kv;
+  Geometry g{.n_split = 1, .n_hg = (group + kMaxG - 1) / kMaxG};
+  g.n_split = attention_split_count({.n_tok = a.q.rows, .n_head_kv = a.n_head_kv, .n_hg = g.n_hg,
+                                     .capacity = a.k_cache.capacity, .window = a.window, .sm_count = sm_count(),
+                                     .fine = !flags().no_cuda_fine_splits});
   return g;
 }
 

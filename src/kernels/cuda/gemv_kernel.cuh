@@ -55,7 +55,8 @@ namespace brisk::cuda {
 // kRows > 1 (formats of 32 lanes per row) gives a warp kRows consecutive rows: a lane takes the
 // same units of each, so the activations of a unit are read once for kRows rows (the L1 traffic
 // of the K-quant dots is mostly activations); each row is summed as with kRows = 1.
-// kSpread (Q4_K / Q6_K): the spread lane layout (UnitQ4kSpread, UnitQ6kSpread).
+// kSpread (Q4_K / Q6_K): the spread lane layout (UnitQ4kSpread, UnitQ6kSpread); for F32 / F16 /
+// BF16, one element per unit (FloatAnyUnit: rows of any length, chosen by shape).
 // kSplit > 1 (one row per warp): kSplit consecutive warps share a row (below). Split kernels are
 // built for kMinB resident blocks per multiprocessor where given (Q8_0: 3), else 4; the others
 // for kMinB, 0 (unset) unless the launcher asks: a minimum of 1 lets ptxas spend more registers
@@ -64,8 +65,9 @@ namespace brisk::cuda {
 template <DevFormat F, int NT, int kWide = 1, int kRows = 1, bool kSpread = false, int kSplit = 1, int kMinB = 0>
 __global__ void __launch_bounds__(32 * kMaxWarps, kSplit > 1 ? (kMinB ? kMinB : 4) : kMinB)
     gemv_kernel(GemvParts parts, XRef x, bool early) {
-  static_assert(!kSpread || F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k,
-                "the spread layouts are Q4_K's, Q5_K's and Q6_K's");
+  static_assert(!kSpread || F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k ||
+                    F == DevFormat::f32 || F == DevFormat::f16 || F == DevFormat::bf16,
+                "the spread layouts are the K-quants' and the float formats' rows of any length");
 
   using U = std::conditional_t<kSpread, SpreadUnit<F>, Unit<F>>;
   constexpr int kUnroll = U::kUnroll * kWide;
@@ -227,6 +229,39 @@ bool pairs_pay(unsigned single_blocks, unsigned pair_blocks) {
          int64_t(pair_blocks) <= resident_blocks<Pair>(4);
 }
 
+// Whether the 16-byte units of a float format (FloatUnit) fit the launch's rows from token t0: rows
+// a multiple of the unit's elements, weight rows and activation rows 16-byte aligned.
+template <DevFormat F>
+bool float_units_fit(const MatmulArgs* a, int n_parts, int64_t t0) {
+  const int64_t n_in = a[0].w.n_in;
+  const size_t row_bytes = dev_layout(F, n_in, 1).qs_row;
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (n_in % unit_elems<F>() != 0 || row_bytes % 16 != 0 || a[0].x.row_stride() % 4 != 0 || !aligned(a[0].x.row(t0)))
+    return false;
+  for (int i = 0; i < n_parts; ++i)
+    if (!aligned(a[i].w.data)) return false;
+  return true;
+}
+
+// The split kernel (kSplit warps a row) for nt tokens: one token as built for kMinB resident
+// blocks; 2..8 tokens (the same per-row sums: speculative verify groups, small batches) for 2,
+// whose registers hold the tokens' sums without spills.
+template <DevFormat F, bool kSp, int kMinB>
+void launch_gemv_split(int split, int nt, dim3 grid, dim3 block, cudaStream_t s, const GemvParts& parts,
+                       const XRef& x, bool early) {
+#define BRISK_GEMV_SPLIT(N, S, B)                                                                        \
+  if (nt == N && split == S) {                                                                           \
+    launch_kernel(gemv_kernel<F, N, 1, 1, kSp, S, B>, grid, block, 0, s, parts, x, early);               \
+    return;                                                                                              \
+  }
+#define BRISK_GEMV_SPLITS(N, B) BRISK_GEMV_SPLIT(N, 2, B) BRISK_GEMV_SPLIT(N, 4, B) BRISK_GEMV_SPLIT(N, 8, B)
+  BRISK_GEMV_SPLITS(1, kMinB)
+  BRISK_GEMV_SPLITS(2, 2) BRISK_GEMV_SPLITS(3, 2) BRISK_GEMV_SPLITS(4, 2) BRISK_GEMV_SPLITS(5, 2)
+  BRISK_GEMV_SPLITS(6, 2) BRISK_GEMV_SPLITS(7, 2) BRISK_GEMV_SPLITS(8, 2)
+#undef BRISK_GEMV_SPLITS
+#undef BRISK_GEMV_SPLIT
+}
+
 // Warps per block: kMaxWarps, halved while that leaves fewer than two blocks per multiprocessor
 // (small matrices spread over more multiprocessors); counted over all parts of the launch.
 template <DevFormat F>
@@ -236,11 +271,15 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   // split over warps (below), instead of the wide kernel (Llama-3.1-8B Q4_K_M 435 -> 450 tok/s).
   const bool q4k_split = F == DevFormat::q4_k && nt == 1 && !flags().no_cuda_gemv_split && !flags().no_cuda_q4k_spread;
   // Spread Q5_K rows likewise (it has no early-decode kernel, so its rows of several passes
-  // always split).
-  const bool q5k_split = F == DevFormat::q5_k && nt == 1 && !flags().no_cuda_gemv_split && !flags().no_cuda_q5k_spread;
+  // always split), for steps of 2..8 tokens too (below).
+  const bool q5k_split = F == DevFormat::q5_k && !flags().no_cuda_gemv_split && !flags().no_cuda_q5k_spread;
   // One token over Q6_K: two rows per warp (gemv_kernel's kRows; Q4_K measured slower with 2
   // or 4, as was Q6_K's wide variant with 2 rows).
   const bool two_rows = F == DevFormat::q6_k && nt == 1 && !flags().no_cuda_gemv_rows;
+  constexpr bool kFloat = F == DevFormat::f32 || F == DevFormat::f16 || F == DevFormat::bf16;
+  // Float rows that the 16-byte units do not fit (length, row or activation alignment): one
+  // element per unit (FloatAnyUnit), one warp per row, no split.
+  const bool float_any = kFloat && !float_units_fit<F>(a, n_parts, t0);
   const int64_t n_units = a[0].w.n_in / unit_elems<F>();
   // One token over K-quant rows of more than one pass: the wide variant (measured slower for
   // BF16 and no faster for Q8_0, whose passes already hold 4-8 units per lane).
@@ -252,20 +291,25 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   // (gemv_kernel's kSplit), up to one pass per warp. (The wide Q4_K kernel split measured 432.5
   // against 434.5 tok/s for Llama-3.1-8B Q4_K_M, and the Q6_K kernels split slower too: the
   // down projection 30.2 us with one row per warp in 4 warps against 22.4 for two rows a warp.)
-  constexpr bool kFloat = F == DevFormat::f32 || F == DevFormat::f16 || F == DevFormat::bf16;
   // (Q4_K rows decoded early take their passes in one warp: Llama-3.1-8B Q4_K_M 485.4-485.9
   // against 481.8-481.9 tok/s with the split, the Q4_K down projection 17.1-17.9 against
   // 18.3-19.1 us event-timed.)
+  // Steps of 2..8 tokens split their Q8_0 / float / Q5_K rows as one token does, so that each
+  // row sums its passes in the order of decoding that token alone (a speculative verify group's
+  // rows equal one-token decoding; rows not split summed the passes in one warp, in another
+  // order).
   const bool can_split = (q4k_split && flags().no_cuda_q4k_early_decode) || q5k_split ||
-                         (nt == 1 && !flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || kFloat));
+                         (!flags().no_cuda_gemv_split && (F == DevFormat::q8_0 || (kFloat && !float_any)));
   // One token over Q4_K / Q6_K rows: blocks of at most 4 warps, whose resident slots free as
   // soon as their 4 warps finish (Llama-3.1-8B Q4_K_M 461.0 -> 465.8-466.1 tok/s, gate / up
   // 24.0-24.6 -> 23.2-23.7 us event-timed; Q8_0 measured slower with 4: 391.8 against 396.6).
-  const bool small_blocks = nt == 1 && (F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k) &&
-                            !flags().no_cuda_gemv_small_blocks;
+  constexpr bool kSmallBlockFormat = F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k;
+  const bool small_blocks = nt == 1 && kSmallBlockFormat && !flags().no_cuda_gemv_small_blocks;
   const int max_warps = small_blocks ? kMaxWarps / 2 : kMaxWarps;
+  // The split of one token (its blocks' warps bound it), whatever the step's tokens.
+  const int max_split = kSmallBlockFormat && !flags().no_cuda_gemv_small_blocks ? kMaxWarps / 2 : kMaxWarps;
   int split = 1;
-  while (can_split && split * 2 <= passes && split * 2 <= max_warps) split *= 2;
+  while (can_split && split * 2 <= passes && split * 2 <= max_split) split *= 2;
   const int rows_per_warp = 32 / Unit<F>::kLanes * (two_rows ? 2 : 1);
   int64_t rows = 0;
   for (int i = 0; i < n_parts; ++i) rows += a[i].w.n_out;
@@ -297,12 +341,14 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   } else {
     x.f = a[0].x.row(t0);
   }
-  // Q4_K / Q5_K / Q6_K: the spread lane layouts unless BRISK_NO_CUDA_Q4K_SPREAD / _Q5K_ / _Q6K_.
-  constexpr bool kCanSpread = F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k;
+  // Q4_K / Q5_K / Q6_K: the spread lane layouts unless BRISK_NO_CUDA_Q4K_SPREAD / _Q5K_ / _Q6K_;
+  // float formats: rows of any length where the 16-byte units do not fit.
+  constexpr bool kKquant = F == DevFormat::q4_k || F == DevFormat::q5_k || F == DevFormat::q6_k;
+  constexpr bool kCanSpread = kKquant || kFloat;
   const bool spread = F == DevFormat::q4_k   ? !flags().no_cuda_q4k_spread
                       : F == DevFormat::q5_k ? !flags().no_cuda_q5k_spread
                       : F == DevFormat::q6_k ? !flags().no_cuda_q6k_spread
-                                             : false;
+                                             : float_any;
   if constexpr (F == DevFormat::q6_k) {
     if (two_rows) {
       if (spread)
@@ -345,9 +391,10 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
     // Split Q8_0 rows: built for 3 resident blocks (77 registers; 4 blocks: 64 with 16 bytes of
     // spills). Same code and results; Llama-3.1-8B Q8_0 393.8 against 391.3-391.6 tok/s, the
     // down projection 21.3 against 22.0 us event-timed.
-    if (split == 8) { launch_kernel(gemv_kernel<F, 1, 1, 1, false, 8, 3>, grid, block, 0, s, parts, x, early); return; }
-    if (split == 4) { launch_kernel(gemv_kernel<F, 1, 1, 1, false, 4, 3>, grid, block, 0, s, parts, x, early); return; }
-    if (split == 2) { launch_kernel(gemv_kernel<F, 1, 1, 1, false, 2, 3>, grid, block, 0, s, parts, x, early); return; }
+    if (split > 1) {
+      launch_gemv_split<F, false, 3>(split, nt, grid, block, s, parts, x, early);
+      return;
+    }
   }
   if constexpr (F == DevFormat::q4_k) {
     // One-token spread Q4_K rows (one per warp, not split): decoded before the wait.
@@ -370,10 +417,16 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
       return;
     }
   }
-  if constexpr (kFloat || F == DevFormat::q4_k || F == DevFormat::q5_k) {  // split rows (K-quants: spread only)
-    if (split == 8) { launch_kernel(gemv_kernel<F, 1, 1, 1, kCanSpread, 8>, grid, block, 0, s, parts, x, early); return; }
-    if (split == 4) { launch_kernel(gemv_kernel<F, 1, 1, 1, kCanSpread, 4>, grid, block, 0, s, parts, x, early); return; }
-    if (split == 2) { launch_kernel(gemv_kernel<F, 1, 1, 1, kCanSpread, 2>, grid, block, 0, s, parts, x, early); return; }
+  if constexpr (F == DevFormat::q4_k) {  // split rows (spread only; one token: nt == 1 here)
+    if (split == 8) { launch_kernel(gemv_kernel<F, 1, 1, 1, true, 8>, grid, block, 0, s, parts, x, early); return; }
+    if (split == 4) { launch_kernel(gemv_kernel<F, 1, 1, 1, true, 4>, grid, block, 0, s, parts, x, early); return; }
+    if (split == 2) { launch_kernel(gemv_kernel<F, 1, 1, 1, true, 2>, grid, block, 0, s, parts, x, early); return; }
+  }
+  if constexpr (kFloat || F == DevFormat::q5_k) {  // split rows (Q5_K: spread only)
+    if (split > 1) {
+      launch_gemv_split<F, kKquant, 0>(split, nt, grid, block, s, parts, x, early);
+      return;
+    }
   }
   if (spread) {
 #define BRISK_GEMV_CASE(N) \

@@ -437,10 +437,36 @@ struct UnitQ6kSpread : Unit<DevFormat::q6_k> {
   }
 };
 
-// The spread lane layout of a K-quant format.
+// Float formats with rows of any length (FloatAnyUnit): a unit is one element, loaded alone
+// (4 or 2 bytes) and dotted with its activation, so rows and activations need only element
+// alignment. Chosen by shape where the 16-byte units do not fit: rows whose length is not a
+// multiple of the unit's elements, rows or activations not 16-byte aligned (e.g. experts of 20
+// F16 columns, or 22 F32 ones). A warp's loads still cover consecutive elements.
 template <DevFormat F>
-using SpreadUnit = std::conditional_t<F == DevFormat::q6_k, UnitQ6kSpread,
-                                      std::conditional_t<F == DevFormat::q5_k, UnitQ5kSpread, UnitQ4kSpread>>;
+struct FloatAnyUnit {
+  static constexpr int kLanes = 32;
+  static constexpr int kUnroll = 8;
+  static constexpr bool kInt = false;
+  struct Raw { float w; };
+  static __device__ int64_t count(int64_t n_in) { return n_in; }
+  static __device__ void load(const RowRef& w, int64_t u, Raw& r) {
+    if constexpr (F == DevFormat::f32) {
+      r.w = __ldcs(reinterpret_cast<const float*>(w.qs) + u);
+    } else {
+      const unsigned short b = __ldcs(reinterpret_cast<const unsigned short*>(w.qs) + u);
+      r.w = F == DevFormat::bf16 ? __uint_as_float(uint32_t(b) << 16) : __half2float(__ushort_as_half(b));
+    }
+  }
+  static __device__ float dot(const Raw& r, const XRef& x, int t, int64_t u) { return r.w * x.f[t * x.x_stride + u]; }
+};
+
+// The spread lane layout of a K-quant format; for the float formats, one element per unit
+// (FloatAnyUnit: rows of any length).
+template <DevFormat F>
+using SpreadUnit = std::conditional_t<
+    F == DevFormat::f32 || F == DevFormat::f16 || F == DevFormat::bf16, FloatAnyUnit<F>,
+    std::conditional_t<F == DevFormat::q6_k, UnitQ6kSpread,
+                       std::conditional_t<F == DevFormat::q5_k, UnitQ5kSpread, UnitQ4kSpread>>>;
 
 // Float formats: a unit is 16 bytes of weights (8 F16/BF16 or 4 F32 elements).
 template <DevFormat F>

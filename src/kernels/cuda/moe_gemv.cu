@@ -1,7 +1,8 @@
 // Expert matmuls of the mixture-of-experts op on the GEMV units (gemv_units.cuh): one matmul per
 // (token, slot) pair on the expert its id names (moe_gemv_kernel), the down projection with
 // the weighted combine (moe_down_combine_kernel), and prefill's grouped runs of rows that share
-// an expert (moe_items_kernel).
+// an expert (moe_items_kernel). Float experts whose rows the 16-byte units do not fit take one
+// element per unit (FloatAnyUnit, 32 lanes a row; the kAny instances).
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/gemv_units.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -45,13 +46,18 @@ __device__ __forceinline__ XRef x_from_row(XRef x, int64_t r) {
   return x;
 }
 
+// The unit of a format: kAny (float formats) one element per unit, for rows of any length
+// (FloatAnyUnit), chosen by shape where the 16-byte units do not fit.
+template <DevFormat F, bool kAny>
+using MoeUnit = std::conditional_t<kAny, FloatAnyUnit<F>, Unit<F>>;
+
 // Row r of pair `pair`'s expert in `table` (r < n_out, or a real row whose result is dropped),
 // dotted with the pair's input: the sum over the row's kRowLanes lanes, in all of them; 0 for
 // an expert id out of range. The whole warp calls it for one pair.
-template <DevFormat F, int kRowLanes>
+template <DevFormat F, int kRowLanes, bool kAny>
 __device__ __forceinline__ float moe_pair_row(const MoeGemv& g, const uint8_t* const* table, int64_t pair, int64_t r,
                                               int sl) {
-  using U = Unit<F>;
+  using U = MoeUnit<F, kAny>;
   const int e = g.ids[pair];
   if (e < 0 || e >= g.n_expert) return 0.0f;  // warp-uniform
   const int64_t rr = r < g.n_out ? r : g.n_out - 1;
@@ -88,7 +94,7 @@ __device__ __forceinline__ float moe_pair_row(const MoeGemv& g, const uint8_t* c
   return acc;
 }
 
-template <DevFormat F, int kRowLanes>
+template <DevFormat F, int kRowLanes, bool kAny>
 __global__ void __launch_bounds__(128) moe_gemv_kernel(MoeGemv g) {
   static_assert(kRowLanes >= 4 && kRowLanes <= 32 && kRowLanes % 4 == 0, "rows of whole K-quant lane groups");
   constexpr int kRowsPerWarp = 32 / kRowLanes;
@@ -100,7 +106,7 @@ __global__ void __launch_bounds__(128) moe_gemv_kernel(MoeGemv g) {
   if (r0 >= g.n_out) return;  // whole warps
   const int64_t pair = g.pair0 + blockIdx.y;
   const int64_t r = r0 + lane / kRowLanes;
-  const float acc = moe_pair_row<F, kRowLanes>(g, second ? g.w2 : g.w, pair, r, sl);
+  const float acc = moe_pair_row<F, kRowLanes, kAny>(g, second ? g.w2 : g.w, pair, r, sl);
   if (sl == 0 && r < g.n_out) (second ? g.out2 : g.out)[pair * g.n_out + r] = acc;
 }
 
@@ -109,7 +115,7 @@ __global__ void __launch_bounds__(128) moe_gemv_kernel(MoeGemv g) {
 // rows for slots w, w + warps, ... (each exactly as moe_gemv_kernel computes a pair's rows) into
 // shared memory, then thread i < kRowsPerWarp sums row i over the slots in expert id order with
 // their weights, as launch_moe_combine does: the same bits as the two launches.
-template <DevFormat F, int kRowLanes>
+template <DevFormat F, int kRowLanes, bool kAny>
 __global__ void __launch_bounds__(512) moe_down_combine_kernel(MoeGemv g, const float* wts, float* out,
                                                                 int64_t out_stride) {
   constexpr int kRowsPerWarp = 32 / kRowLanes;
@@ -131,7 +137,7 @@ __global__ void __launch_bounds__(512) moe_down_combine_kernel(MoeGemv g, const 
     order[rank] = j;
   }
   for (int slot = warp; slot < n_used; slot += warps) {
-    const float acc = moe_pair_row<F, kRowLanes>(g, g.w, t * n_used + slot, r, sl);
+    const float acc = moe_pair_row<F, kRowLanes, kAny>(g, g.w, t * n_used + slot, r, sl);
     if (sl == 0) part[slot][lane / kRowLanes] = acc;
   }
   __syncthreads();
@@ -150,9 +156,9 @@ __global__ void __launch_bounds__(512) moe_down_combine_kernel(MoeGemv g, const 
 // first row, rows}. A warp loads each weight unit of its row once and dots it with every row of
 // the item (as the multi-token GEMV reuses its loads); each row's sum is moe_pair_row's (the
 // same units per lane, the same shuffle tree), so a pair gets the bits it gets in decode.
-template <DevFormat F, int kRowLanes>
+template <DevFormat F, int kRowLanes, bool kAny>
 __global__ void __launch_bounds__(128) moe_items_kernel(MoeGemv g, const int32_t* items, const int32_t* n_items) {
-  using U = Unit<F>;
+  using U = MoeUnit<F, kAny>;
   constexpr int kNt = kMoeItemRows;
   constexpr int kRowsPerWarp = 32 / kRowLanes;
   const bool second = blockIdx.x >= g.bx1;
@@ -224,30 +230,30 @@ MoeGemv moe_gemv_of(const MoeMatmulArgs& a) {
                  .out2 = a.out2};
 }
 
-template <DevFormat F, int kRowLanes>
+template <DevFormat F, int kRowLanes, bool kAny = false>
 cudaError_t moe_items_lanes(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, const int32_t* n_items_dev,
                             cudaStream_t s) {
   const MoeGemv g = moe_gemv_of<F, kRowLanes>(a);
-  launch_kernel(moe_items_kernel<F, kRowLanes>, dim3(g.bx1 * (a.w2 ? 2u : 1u), unsigned(n_items)),
+  launch_kernel(moe_items_kernel<F, kRowLanes, kAny>, dim3(g.bx1 * (a.w2 ? 2u : 1u), unsigned(n_items)),
                 dim3(32 * kMoeWarps), 0, s, g, items, n_items_dev);
   return cudaGetLastError();
 }
 
-template <DevFormat F, int kRowLanes>
+template <DevFormat F, int kRowLanes, bool kAny = false>
 cudaError_t moe_matmul_lanes(const MoeMatmulArgs& a, cudaStream_t s) {
   MoeGemv g = moe_gemv_of<F, kRowLanes>(a);
   const unsigned bx = g.bx1 * (a.w2 ? 2u : 1u);
   for (int64_t p0 = 0; p0 < a.n_pairs; p0 += 65535) {
     g.pair0 = p0;
     const unsigned by = unsigned(a.n_pairs - p0 < 65535 ? a.n_pairs - p0 : 65535);
-    launch_kernel(moe_gemv_kernel<F, kRowLanes>, dim3(bx, by), dim3(32 * kMoeWarps), 0, s, g);
+    launch_kernel(moe_gemv_kernel<F, kRowLanes, kAny>, dim3(bx, by), dim3(32 * kMoeWarps), 0, s, g);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }
 
-template <DevFormat F, int kRowLanes>
+template <DevFormat F, int kRowLanes, bool kAny = false>
 cudaError_t moe_combine_lanes(const MoeMatmulArgs& a, const float* wts, const Mat& out, cudaStream_t s) {
   MoeGemv g = moe_gemv_of<F, kRowLanes>(a);
   g.x_per_pair = true;
@@ -255,9 +261,21 @@ cudaError_t moe_combine_lanes(const MoeMatmulArgs& a, const float* wts, const Ma
   // A warp a slot up to 16 (8 routed experts and a shared one: 9 warps, not one warp taking two).
   const int warps = a.n_used < 16 ? a.n_used : 16;
   const dim3 grid(unsigned((a.n_out + kRowsPerWarp - 1) / kRowsPerWarp), unsigned(out.rows));
-  launch_kernel(moe_down_combine_kernel<F, kRowLanes>, grid, dim3(32 * warps), 0, s, g, wts, out.data,
+  launch_kernel(moe_down_combine_kernel<F, kRowLanes, kAny>, grid, dim3(32 * warps), 0, s, g, wts, out.data,
                 out.row_stride());
   return cudaGetLastError();
+}
+
+template <DevFormat F>
+constexpr bool kMoeFloat = F == DevFormat::f32 || F == DevFormat::f16 || F == DevFormat::bf16;
+
+// Whether a float format's 16-byte units fit the launch: rows a multiple of the unit's elements,
+// expert rows and activation rows 16-byte aligned (the experts' addresses are their uploads',
+// cudaMalloc'd). Otherwise the kAny kernels (one element per unit, 32 lanes a row) run.
+template <DevFormat F>
+bool moe_units_fit(const MoeMatmulArgs& a) {
+  return !kMoeFloat<F> || (a.n_in % unit_elems<F>() == 0 && dev_layout(F, a.n_in, 1).qs_row % 16 == 0 &&
+                           reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.x_stride % 4 == 0);
 }
 
 // Lanes a row: halved (down to 8) while half as many still take the row's units in one pass.
@@ -273,6 +291,8 @@ int moe_row_lanes(const MoeMatmulArgs& a) {
 template <DevFormat F>
 cudaError_t moe_combine_fmt(const MoeMatmulArgs& a, const float* wts, const Mat& out, cudaStream_t s) {
   if (Unit<F>::kInt != (a.xq.q != nullptr)) return cudaErrorInvalidValue;
+  if constexpr (kMoeFloat<F>)
+    if (!moe_units_fit<F>(a)) return moe_combine_lanes<F, 32, true>(a, wts, out, s);
   switch (moe_row_lanes<F>(a)) {
     case 8: return moe_combine_lanes<F, 8>(a, wts, out, s);
     case 16: return moe_combine_lanes<F, 16>(a, wts, out, s);
@@ -285,6 +305,8 @@ template <DevFormat F>
 cudaError_t moe_items_fmt(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, const int32_t* n_items_dev,
                           cudaStream_t s) {
   if (Unit<F>::kInt != (a.xq.q != nullptr) || (a.w2 && !a.out2)) return cudaErrorInvalidValue;
+  if constexpr (kMoeFloat<F>)
+    if (!moe_units_fit<F>(a)) return moe_items_lanes<F, 32, true>(a, items, n_items, n_items_dev, s);
   switch (moe_row_lanes<F>(a)) {
     case 8: return moe_items_lanes<F, 8>(a, items, n_items, n_items_dev, s);
     case 16: return moe_items_lanes<F, 16>(a, items, n_items, n_items_dev, s);
@@ -296,6 +318,8 @@ cudaError_t moe_items_fmt(const MoeMatmulArgs& a, const int32_t* items, int64_t 
 template <DevFormat F>
 cudaError_t moe_matmul_fmt(const MoeMatmulArgs& a, cudaStream_t s) {
   if (Unit<F>::kInt != (a.xq.q != nullptr) || (a.w2 && !a.out2)) return cudaErrorInvalidValue;
+  if constexpr (kMoeFloat<F>)
+    if (!moe_units_fit<F>(a)) return moe_matmul_lanes<F, 32, true>(a, s);
   switch (moe_row_lanes<F>(a)) {
     case 8: return moe_matmul_lanes<F, 8>(a, s);
     case 16: return moe_matmul_lanes<F, 16>(a, s);
@@ -309,7 +333,7 @@ cudaError_t moe_matmul_fmt(const MoeMatmulArgs& a, cudaStream_t s) {
 cudaError_t launch_moe_matmul(const MoeMatmulArgs& a, cudaStream_t s) {
   if (a.n_expert < 1 || a.n_used < 1 || a.n_in <= 0 || a.n_out <= 0 || !a.w || !a.ids || !a.out) return cudaErrorInvalidValue;
   if (a.n_pairs == 0) return cudaSuccess;
-  if (!a.xq.q && (!a.x || reinterpret_cast<uintptr_t>(a.x) % 16 != 0 || a.x_stride % 4 != 0)) return cudaErrorInvalidValue;
+  if (!a.xq.q && !a.x) return cudaErrorInvalidValue;
   BRISK_FMT_DISPATCH(moe_matmul_fmt, a.type, a, s)
 }
 
@@ -318,7 +342,7 @@ cudaError_t launch_moe_matmul_combine(const MoeMatmulArgs& a, const float* w, co
       !w || a.w2 || out.rows > 65535 || out.cols != a.n_out || a.n_pairs != out.rows * a.n_used)
     return cudaErrorInvalidValue;
   if (out.rows == 0) return cudaSuccess;
-  if (!a.xq.q && (!a.x || reinterpret_cast<uintptr_t>(a.x) % 16 != 0 || a.x_stride % 4 != 0)) return cudaErrorInvalidValue;
+  if (!a.xq.q && !a.x) return cudaErrorInvalidValue;
   BRISK_FMT_DISPATCH(moe_combine_fmt, a.type, a, w, out, s)
 }
 
@@ -327,7 +351,7 @@ cudaError_t launch_moe_items(const MoeMatmulArgs& a, const int32_t* items, int64
   if (a.n_expert < 1 || a.n_in <= 0 || a.n_out <= 0 || !a.w || !a.out || !items || n_items < 0 || n_items > 65535)
     return cudaErrorInvalidValue;
   if (n_items == 0) return cudaSuccess;
-  if (!a.xq.q && (!a.x || reinterpret_cast<uintptr_t>(a.x) % 16 != 0 || a.x_stride % 4 != 0)) return cudaErrorInvalidValue;
+  if (!a.xq.q && !a.x) return cudaErrorInvalidValue;
   BRISK_FMT_DISPATCH(moe_items_fmt, a.type, a, items, n_items, n_items_dev, s)
 }
 
