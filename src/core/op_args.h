@@ -140,6 +140,14 @@ struct MoeArgs {
   bool norm_topk = true;
   Activation act = Activation::silu;
   const float* expert_scale = nullptr;  // [n_expert] factor of each chosen expert's weight, or nullptr
+  // A shared expert that every token takes beside its routed ones, run in the same launches
+  // (only where Backend::moe_shared_supported says so): out += g * down(act(gate x) * up x), with
+  // g = sigmoid(shared_logit) per token, or 1 when shared_logit.data is null. Same shapes and
+  // formats as the routed experts' views.
+  const Weight* shared_gate = nullptr;  // [n_ff_exp, n_embd] or nullptr: no shared expert
+  const Weight* shared_up = nullptr;    // [n_ff_exp, n_embd]
+  const Weight* shared_down = nullptr;  // [n_embd, n_ff_exp]
+  Mat shared_logit{};                   // [n_tok, 1] the shared expert's gate logit, or data = nullptr
 };
 
 struct ScaleArgs {

@@ -326,8 +326,50 @@ TEST_P(CudaMatmul, FewTokenRowsEqualOneToken) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, CudaMatmul,
                          ::testing::Values(QuantType::F32, QuantType::F16, QuantType::BF16, QuantType::Q8_0,
-                                           QuantType::Q4_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_K),
+                                           QuantType::Q4_0, QuantType::Q5_0, QuantType::Q4_K, QuantType::Q6_K,
+                                           QuantType::Q5_K),
                          [](const auto& info) { return std::string(quant_type_info(info.param).name); });
+
+// Q5_0 rows (the Q4_K_M recipe's type for rows that are not whole 256-element blocks, e.g. a
+// 704-wide expert down projection) on their own kernel against BRISK_NO_CUDA_Q5_0, which
+// dequantizes them to BF16 at upload: both within tolerance of the reference, the kernel within
+// the quantized formats' (it takes the CPU's Q8_0 activations and integer sums).
+TEST(CudaBackend, Q5_0KernelMatchesBf16Upload) {
+  REQUIRE_GPU(be);
+  std::vector<QuantWeight> keep;
+  for (const auto& [n_tok, n_in, n_out] : {std::tuple<int64_t, int64_t, int64_t>{1, 704, 2816}, {1, 2112, 1000},
+                                          {5, 704, 300}, {8, 96, 77}}) {
+    const std::string what = str_cat("Q5_0 [", n_tok, "x", n_in, "] x [", n_out, "]");
+    keep.push_back(make_weight(QuantType::Q5_0, n_out, n_in, uint32_t(n_in * 3 + n_out)));
+    const QuantWeight& q = keep.back();
+    DevMat x(*be, n_tok, n_in, randn(size_t(n_tok * n_in), 13));
+    DevMat o(*be, n_tok, n_out);
+    be->matmul({.out = o.dev, .x = x.dev, .w = q.w});
+    const std::vector<float> got = o.fetch();
+    std::vector<float> bf16;
+    {
+      ScopedEnv off("BRISK_NO_CUDA_Q5_0", "1");
+      auto be2 = cuda_or_null();  // a backend of its own: uploads are cached by host address
+      DevMat x2(*be2, n_tok, n_in, x.host);
+      DevMat o2(*be2, n_tok, n_out);
+      be2->matmul({.out = o2.dev, .x = x2.dev, .w = q.w});
+      bf16 = o2.fetch();
+    }
+    DevMat want(*be, n_tok, n_out);
+    ref::matmul({.out = want.hmat(), .x = x.hmat(), .w = q.w});
+    std::vector<float> wrow(static_cast<size_t>(n_in));
+    for (int64_t r = 0; r < n_out; ++r) {
+      cpu::row_to_f32(QuantType::Q5_0, q.w.row(r), wrow.data(), n_in);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        double mag = 0.0;
+        for (int64_t i = 0; i < n_in; ++i) mag += std::fabs(double(wrow[size_t(i)]) * x.host[size_t(t * n_in + i)]);
+        const size_t i = size_t(t * n_out + r);
+        ASSERT_NEAR(got[i], want.host[i], 2e-5 * mag + 1e-5) << what << " token " << t << " row " << r;
+        ASSERT_NEAR(bf16[i], want.host[i], 8e-3 * mag + 1e-5) << what << " (BF16) token " << t << " row " << r;
+      }
+    }
+  }
+}
 
 // The weight store lays weights out for each backend (Backend::weight_layout): the CUDA backend
 // takes the stored layouts, and a CPU layout (quant/repack.h) given to it directly is an error

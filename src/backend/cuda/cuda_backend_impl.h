@@ -162,6 +162,7 @@ class CudaBackend final : public Backend {
   void scale(const ScaleArgs& a) override;
   void moe(const MoeArgs& a) override;
   bool moe_expert_scale_supported() const override { return true; }
+  bool moe_shared_supported(const MoeArgs& a) const override;
   void embedding(const EmbeddingArgs& a) override;
   void get_rows(const GetRowsArgs& a) override;
   // Linear-attention ops (cuda_delta_net.cpp).

@@ -344,7 +344,7 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   const dim3 grid(blocks), block(32 * warps);
   XRef x{.q = nullptr, .d = nullptr, .f = nullptr, .n_in = a[0].w.n_in, .x_stride = a[0].x.row_stride()};
   if (xq) {
-    const int64_t blk = F == DevFormat::q8_0 || F == DevFormat::q4_0 ? 32 : 256;
+    const int64_t blk = act_block<F>();
     x.q = xq->q + t0 * a[0].w.n_in;
     x.d = xq->d + t0 * (a[0].w.n_in / blk);
   } else {
