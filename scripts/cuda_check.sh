@@ -4,7 +4,7 @@
 # the CPU backend, graphs against launch by launch) and the decode benchmarks of docs/cuda.md:
 # Llama-3.1-8B shape in BF16, Q8_0 and Q4_K_M (graphs on and off, and the matmuls alone),
 # Qwen2.5-0.5B shape in Q8_0, the mixture-of-experts Qwen3-30B-A3B shape in Q4_K_M (decode at 1
-# and 16 sequences, pp512); the prefill benchmark (pp512 at the 8B shape for BF16, Q8_0,
+# and 16 sequences, pp512); verify-shaped steps of 1-8 tokens (cuda-bench --tokens); the prefill benchmark (pp512 at the 8B shape for BF16, Q8_0,
 # Q4_K_M, with the same-run BF16 GEMM rate); and `brisk bench` / `brisk generate` on a
 # random-weight 8B Q4_K_M GGUF file (written to $TMPDIR, about 4.9 GB, then removed).
 # cuBLAS is loaded at run time (dlopen) from the loader path or the toolkit's library
@@ -22,6 +22,10 @@ for type in bf16 q8_0 q4_k_m; do
   "$build/brisk" cuda-bench --type "$type" --prefill 512
   "$build/brisk" cuda-bench --type "$type"
   "$build/brisk" cuda-bench --type "$type" --graphs on --gemv-only yes
+done
+# Speculative verify steps: a step of N tokens over the one-token step (target <= 1.25x at N = 5).
+for type in q4_k_m q8_0 bf16; do
+  "$build/brisk" cuda-bench --type "$type" --graphs on --tokens 1,2,3,4,5,6,7,8
 done
 "$build/brisk" cuda-bench --type q8_0 --shape qwen2.5-0.5b
 "$build/brisk" cuda-bench --type q4_k_m --shape qwen3-30b-a3b --graphs on

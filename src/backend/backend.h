@@ -49,6 +49,12 @@ class Backend {
   virtual void scale(const ScaleArgs& a);
   // Whether moe() applies MoeArgs::expert_scale; callers that set it check this first.
   virtual bool moe_expert_scale_supported() const { return false; }
+  // Whether moe(a) runs a's shared expert (MoeArgs::shared_*) with the routed ones; otherwise the
+  // caller runs it as a dense MLP and must leave those fields null.
+  virtual bool moe_shared_supported(const MoeArgs& a) const {
+    (void)a;
+    return false;
+  }
   // Encoder ops (see their argument structs); the defaults throw naming the op and backend.
   virtual void layer_norm(const LayerNormArgs& a);
   virtual void unary(const UnaryArgs& a);

@@ -1,9 +1,12 @@
 // `brisk cuda-bench`: decode tok/s of the CUDA backend at a real model shape (a random-weight
 // model of models/random_model.h's shape table, run through Model / Context: cli/cuda_bench.h),
 // with and without CUDA graphs, next to the copy bandwidth of the same run; with --prefill N,
-// the prefill rate next to the BF16 GEMM rate.
+// the prefill rate next to the BF16 GEMM rate; with --tokens N[,N...], the time of a step of N
+// tokens of one sequence (a speculative verify step) against a one-token step.
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "cli/args.h"
 #include "cli/command.h"
@@ -26,6 +29,7 @@ std::string shape_names() {
 int cmd_cuda_bench(const std::vector<std::string>& argv) {
   std::string shape = "llama-3.1-8b", type_name = "q8_0", graphs = "both", gemv_only = "no", kv = "f16";
   int32_t layers = -1, batch = -1, steps = -1, past = -1, prefill_tokens = 0;
+  std::vector<int32_t> tokens;
   brisk::cli::ArgParser args("cuda-bench", "[options]",
                              "Decode (or with --prefill N, prefill) speed of the CUDA backend on a random-weight model "
                              "of a real shape, run through the model code as generate runs it, next to the copy "
@@ -40,7 +44,18 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
   args.integer({"--past"}, &past, 0, 131072, "N", "positions already in the KV cache");
   args.integer({"--prefill"}, &prefill_tokens, 9, 65535, "N", "time a prefill of N tokens instead");
   args.text({"--kv-type"}, &kv, "T", "f16 | bf16 | q8_0 (default f16)");
+  std::string tokens_list;
+  args.text({"--tokens"}, &tokens_list, "N[,N...]",
+            "time steps of N tokens of one sequence (a verify step of N - 1 drafts, cut back after each) "
+            "against a one-token step, N in 1..64");
   if (!args.parse(argv)) return 0;
+  for (size_t at = 0; !tokens_list.empty() && at <= tokens_list.size();) {
+    const size_t comma = std::min(tokens_list.find(',', at), tokens_list.size());
+    tokens.push_back(int32_t(brisk::cli::parse_integer("--tokens", tokens_list.substr(at, comma - at), 1, 64)));
+    at = comma + 1;
+  }
+  if (tokens.size() > 16) brisk::cli::usage_fail("--tokens: at most 16 values");
+  if (!tokens.empty() && prefill_tokens > 0) brisk::cli::usage_fail("--tokens and --prefill exclude each other");
   const std::vector<std::string> shapes = brisk::random_model_shapes();
   if (std::find(shapes.begin(), shapes.end(), shape) == shapes.end())
     brisk::cli::usage_fail("unknown --shape '", shape, "' (", shape_names(), ")");
@@ -76,6 +91,23 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
                 p.type.c_str(), p.shape.c_str(), n_layer, p.prefill, r.tok_per_s, r.matmul_tflops,
                 100.0 * r.matmul_tflops / r.gemm_tflops, r.gemm_tflops, p.prefill, m.n_embd, m.n_ff, m.n_embd);
     std::fflush(stdout);
+    return 0;
+  }
+  if (!tokens.empty()) {
+    if (steps <= 0) p.steps = 32;
+    for (const bool g : {true, false}) {
+      if ((g && graphs == "off") || (!g && graphs == "on")) continue;
+      p.graphs = g;
+      const double one = brisk::cuda_step_ms(p, m, 1);
+      for (const int32_t n : tokens) {
+        const double ms = n == 1 ? one : brisk::cuda_step_ms(p, m, n);
+        std::printf("cuda-bench %s %s (%d layers, %d past, graphs %s%s) step of %d tokens: %.3f ms = %.3fx the "
+                    "one-token step (%.3f ms)\n",
+                    p.type.c_str(), p.shape.c_str(), n_layer, p.n_past, g ? "on" : "off",
+                    p.matmul_only ? ", matmuls only" : "", n, ms, ms / one, one);
+        std::fflush(stdout);
+      }
+    }
     return 0;
   }
   const std::string kv_note =

@@ -21,7 +21,7 @@ namespace {
 using brisk::cli::ArgParser;
 
 struct Args {
-  std::string model, device = "cpu", quant, token, prompt_name, pooling, query;
+  std::string model, device = "cpu", quant, token, prompt_name, pooling, query, yes_no = "auto", instruction;
   std::vector<std::string> texts;
   bool ids = false, truncate = false, raw = false;
   int32_t threads = 0, dimensions = 0, batch = 8192;
@@ -155,18 +155,32 @@ int cmd_rerank(const std::vector<std::string>& argv) {
   p.model(&a.model, "cross-encoder: Hugging Face folder, GGUF file or Hub reference");
   p.text({"-q", "--query"}, &a.query, "Q", "the query (required)");
   p.positionals("DOC", &a.texts, "documents (default: lines of stdin)", 0);
-  p.flag({"--raw"}, &a.raw, "print the head's raw logit instead of its sigmoid");
+  p.flag({"--raw"}, &a.raw, "print the head's raw logit (yes/no reranker: logit yes - no) instead of its sigmoid");
+  p.text({"--yes-no"}, &a.yes_no, "auto|on|off",
+         "score a causal LM by its yes / no logits at the end of the reranking prompt (Qwen3-Reranker); auto: a GGUF "
+         "with pooling_type rank and the yes / no head, or a causal-LM folder named *reranker* (default auto)");
+  p.text({"--instruction"}, &a.instruction, "TEXT", "the yes/no reranker prompt's instruction (default: the model card's)");
   common_options(p, a);
   if (!p.parse(argv)) return 0;
   if (a.query.empty()) brisk::cli::usage_fail("--query is required");
   if (a.texts.empty()) a.texts = stdin_lines();
   if (a.texts.empty()) brisk::cli::usage_fail("no documents (give them as arguments or lines on stdin)");
+  if (a.yes_no != "auto" && a.yes_no != "on" && a.yes_no != "off") brisk::cli::usage_fail("--yes-no: auto, on or off");
+  const brisk::YesNoMode yes_no = a.yes_no == "on" ? brisk::YesNoMode::on : a.yes_no == "off" ? brisk::YesNoMode::off
+                                                                                            : brisk::YesNoMode::detect;
   auto model = load(a);
-  brisk::Embedder e(model, {.device = a.device, .n_threads = a.threads, .n_batch = a.batch});
-  if (e.n_cls() == 0) brisk::fail("the model has no classification head: it is an embedding model, not a reranker");
-  const std::vector<int32_t> q = a.ids ? parse_ids(a.query) : e.tokenize(a.query);
+  brisk::Embedder e(model, {.device = a.device, .n_threads = a.threads, .n_batch = a.batch, .yes_no = yes_no,
+                            .yes_id = -1, .no_id = -1, .instruction = a.instruction});
+  if (e.n_cls() == 0)
+    brisk::fail("the model has no classification head: it is an embedding model, not a reranker (a yes/no reranker "
+                "that brisk does not recognise takes --yes-no on)");
   std::vector<brisk::EmbedInput> pairs;
-  for (size_t i = 0; i < a.texts.size(); ++i) {
+  // A yes/no reranker's prompt body (query and document in their places) is tokenized as one text.
+  const bool whole_text = e.yes_no() && !a.ids;
+  for (size_t i = 0; whole_text && i < a.texts.size(); ++i)
+    pairs.push_back(e.pair_text(a.query, a.texts[i], a.truncate, "document " + std::to_string(i)));
+  const std::vector<int32_t> q = whole_text ? std::vector<int32_t>{} : a.ids ? parse_ids(a.query) : e.tokenize(a.query);
+  for (size_t i = 0; !whole_text && i < a.texts.size(); ++i) {
     std::vector<int32_t> d = a.ids ? parse_ids(a.texts[i]) : e.tokenize(a.texts[i]);
     brisk::EmbedInput in = e.pair(q, d);
     if (in.ids.size() > size_t(e.max_tokens())) {

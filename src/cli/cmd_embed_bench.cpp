@@ -35,7 +35,8 @@ int cmd_embed_bench(const std::vector<std::string>& argv) {
                           "Encoder throughput (tokens/s, FLOP/s) on a batch of inputs and the latency of one query, "
                           "with the GEMM rate of the model's MLP shape in the same run.");
   p.model(&model_path, "embedding model file or folder (default: a random model of --shape)", false);
-  p.text({"--shape"}, &shape, "S", "bge-small (default) | bge-m3 | bert-tiny: random weights of that shape");
+  p.text({"--shape"}, &shape, "S", "bge-small (default) | bge-m3 | bert-tiny, or a decoder (qwen3-0.6b ...) as an "
+         "embedding model: random weights of that shape");
   p.text({"--type"}, &type_name, "T", "weights of the random model: f32 (default) | f16 | bf16 | q8_0");
   p.integer({"-n", "--inputs"}, &n_inputs, 1, 1 << 20, "N", "inputs per batch (default 256)");
   p.integer({"-l", "--length"}, &len, 1, 1 << 16, "L", "tokens per input (default 128)");
@@ -52,6 +53,7 @@ int cmd_embed_bench(const std::vector<std::string>& argv) {
     rp.type = *t;
     rp.n_threads = threads;
     rp.distinct_rows = 64;  // the bytes matter here, not the values
+    if (rp.arch != "bert") rp.pooling_type = 3;  // a decoder shape: an embedding model, last-token pooling
     model = brisk::model_load_gguf_bytes(brisk::random_model_gguf(rp));
   } else {
     model = brisk::cli::load_model({.path = brisk::cli::resolve_model(model_path), .n_threads = threads});

@@ -80,6 +80,10 @@ int cmd_serve(const std::vector<std::string>& argv) {
   brisk::cli::add_device_option(p, &eo.device, "auto: the GPU when one is usable; on a GPU the memory plan is printed");
   p.text({"--quant"}, &eo.quant, "Q", "quantize safetensors weights at load (q8_0, q4_0, q4_k)");
   p.text({"--tokenizer"}, &eo.tokenizer_dir, "DIR", "use this Hugging Face folder's tokenizer (and chat template)");
+  std::string yes_no = "auto";
+  p.text({"--yes-no-reranker"}, &yes_no, "auto|on|off",
+         "serve causal LMs as yes/no rerankers on /v1/rerank (Qwen3-Reranker); auto: a GGUF with pooling_type rank "
+         "and the yes / no head, or a causal-LM folder named *reranker* (default auto)");
   brisk::cli::add_threads_option(p, &eo.n_threads);
   p.integer({"--max-models"}, &max_models, 1, 64, "N", "models resident at once, least recently used unloaded (default 1)");
   p.integer({"--max-tokens"}, &so.max_tokens_ceiling, 1, INT32_MAX, "N", "completion ceiling per request (default: the context size)");
@@ -107,6 +111,8 @@ int cmd_serve(const std::vector<std::string>& argv) {
   p.note("A request turns speculative decoding off with \"speculative.n_max\": 0 (llama.cpp server's field) or "
          "drafts fewer tokens with a smaller value.");
   if (!p.parse(argv)) return 0;
+  if (yes_no != "auto" && yes_no != "on" && yes_no != "off") brisk::cli::usage_fail("--yes-no-reranker: auto, on or off");
+  eo.yes_no = yes_no == "on" ? brisk::YesNoMode::on : yes_no == "off" ? brisk::YesNoMode::off : brisk::YesNoMode::detect;
   so.ollama_port = ollama_port;
   so.webui = !no_webui;
   if (brisk::cli::spec_requested(spec_args))

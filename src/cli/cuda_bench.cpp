@@ -199,6 +199,39 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p, const CudaBenchModel
   return res;
 }
 
+double cuda_step_ms(const CudaBenchParams& p, const CudaBenchModel& m, int32_t n_tok) {
+  BRISK_CHECK(p.steps > 0 && p.n_past >= 0 && n_tok >= 1 && n_tok <= 64, "cuda bench: bad parameters");
+  if (p.matmul_only) {
+    BRISK_CHECK(m.expert_share == 0.0, "cuda bench: matmuls only is for dense shapes");
+    CudaBenchParams q = p;
+    q.batch = n_tok;
+    return 1e3 * double(n_tok) / gemv_only_tok_per_s(q, m);
+  }
+  constexpr int32_t kWarmup = 3;  // uploads of the weights and constants, graph capture
+  const ModelConfig& c = loaded(m).config();
+  auto ctx = context_create_on(m.model,
+                               {.n_ctx = p.n_past + n_tok + 8, .n_seq_max = 1, .n_batch = 512, .kv_type = p.kv_type,
+                                .state_checkpoints = true},
+                               make_cuda_backend(p.device, p.graphs));
+  ctx->set_device_greedy(true);
+  std::vector<BatchToken> prompt;
+  for (int32_t i = 0; i < p.n_past; ++i)
+    prompt.push_back({.token = (i * 37 + 1) % c.n_vocab, .pos = i, .seq = 0, .want_logits = false});
+  if (!prompt.empty()) ctx->decode(prompt);
+  std::vector<BatchToken> step;
+  for (int32_t i = 0; i < n_tok; ++i)
+    step.push_back({.token = (i * 53 + 7) % c.n_vocab, .pos = p.n_past + i, .seq = 0, .want_logits = true});
+  auto run = [&] {
+    ctx->seq_checkpoint(0);
+    ctx->decode(step);
+    ctx->seq_truncate(0, p.n_past);
+  };
+  for (int32_t i = 0; i < kWarmup; ++i) run();
+  const auto t0 = Clock::now();
+  for (int32_t i = 0; i < p.steps; ++i) run();
+  return 1e3 * seconds_since(t0) / double(p.steps);
+}
+
 CudaPrefillResult cuda_prefill_bench(const CudaBenchParams& p, const CudaBenchModel& m) {
   BRISK_CHECK(p.steps > 0 && p.prefill > 8, "cuda bench: bad parameters");
   const ModelConfig& c = loaded(m).config();

@@ -51,6 +51,12 @@ struct CudaBenchResult {
 };
 CudaBenchResult cuda_decode_bench(const CudaBenchParams& p, const CudaBenchModel& m);
 
+// A verify-shaped step: one sequence's forward of n_tok tokens at positions n_past .. with every
+// row's logits (greedy ids on the device), then cut back to n_past (a speculative verify whose
+// drafts are all rejected), timed over p.steps steps; milliseconds per step. With p.matmul_only,
+// the step's matmuls on n_tok rows (the few-token GEMV's own time).
+double cuda_step_ms(const CudaBenchParams& p, const CudaBenchModel& m, int32_t n_tok);
+
 struct CudaPrefillResult {
   double tok_per_s = 0.0;        // prompt tokens per second (whole forward, last row's logits)
   double matmul_tflops = 0.0;    // the forward's matmul FLOPs / the forward's time

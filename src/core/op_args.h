@@ -76,15 +76,25 @@ struct AttentionArgs {
   KvView v_cache;
   const int32_t* seq = nullptr;   // [n_tok]
   const int32_t* pos = nullptr;   // [n_tok]: attends to positions [max(0, pos-window+1), pos]
+  // [n_tok] or nullptr: the first position each token attends to instead (then [first, pos]):
+  // bidirectional attention (an embedding model's decoder), where pos is the last position the
+  // token sees, after its own; every one of them must be stored first.
+  const int32_t* first = nullptr;
   int32_t n_head = 0;
   int32_t n_head_kv = 0;          // n_head % n_head_kv == 0 (GQA)
   int32_t head_dim = 0;
   float scale = 1.0f;             // usually 1/sqrt(head_dim)
   int32_t window = 0;             // sliding window in positions; 0: full causal
   float softcap = 0.0f;           // tanh soft-capping of scores; 0: off
+  // The first position token t attends to.
+  int64_t key_begin(int64_t t) const {
+    if (first) return first[t];
+    const int64_t p = pos[t];
+    return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+  }
 };
 
-enum class Activation { silu, gelu_tanh };
+enum class Activation { silu, gelu_tanh, gelu_erf };  // of the gate; gelu_erf: x / 2 * (1 + erf(x / sqrt(2)))
 
 struct GatedActArgs {
   Mat out;    // [rows, cols] = act(gate) * up
@@ -130,6 +140,14 @@ struct MoeArgs {
   bool norm_topk = true;
   Activation act = Activation::silu;
   const float* expert_scale = nullptr;  // [n_expert] factor of each chosen expert's weight, or nullptr
+  // A shared expert that every token takes beside its routed ones, run in the same launches
+  // (only where Backend::moe_shared_supported says so): out += g * down(act(gate x) * up x), with
+  // g = sigmoid(shared_logit) per token, or 1 when shared_logit.data is null. Same shapes and
+  // formats as the routed experts' views.
+  const Weight* shared_gate = nullptr;  // [n_ff_exp, n_embd] or nullptr: no shared expert
+  const Weight* shared_up = nullptr;    // [n_ff_exp, n_embd]
+  const Weight* shared_down = nullptr;  // [n_embd, n_ff_exp]
+  Mat shared_logit{};                   // [n_tok, 1] the shared expert's gate logit, or data = nullptr
 };
 
 struct ScaleArgs {
@@ -184,7 +202,8 @@ struct Im2colArgs {
 // Bidirectional attention over dense keys and values (encoders): rows are n_seq sequences back
 // to back, sequence s at rows [b_s, e_s) (seq_start nullptr: rows / n_seq rows each, b_s = s * n;
 // else b_s = seq_start[s], e_s = seq_start[s + 1]), and every position attends to every position
-// of its own sequence, so inputs of different lengths pack into one call without padding:
+// of its own sequence (within |i - j| <= window when window > 0: a symmetric local window), so
+// inputs of different lengths pack into one call without padding:
 //   out[b_s + i, head h] = sum_j softmax_j(scale * q[b_s + i, h] . k[b_s + j, h / group]) v[b_s + j, h / group]
 struct AttentionDenseArgs {
   Mat out{};                      // [rows, n_head * head_dim]
@@ -197,6 +216,7 @@ struct AttentionDenseArgs {
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;
   float scale = 1.0f;
+  int32_t window = 0;             // > 0: keys at most `window` positions before or after the query
   // Rows of sequence s: [seq_begin(s), seq_begin(s + 1)).
   int64_t seq_begin(int64_t s) const { return seq_start ? seq_start[s] : s * (q.rows / n_seq); }
   // The sequence of row r.
@@ -208,6 +228,11 @@ struct AttentionDenseArgs {
       (seq_start[mid] <= r ? lo : hi) = mid;
     }
     return lo;
+  }
+  // The keys row r attends to, [*lo, *hi), in the sequence at rows [b, e).
+  void key_range(int64_t r, int64_t b, int64_t e, int64_t* lo, int64_t* hi) const {
+    *lo = window > 0 && r - window > b ? r - window : b;
+    *hi = window > 0 && r + window + 1 < e ? r + window + 1 : e;
   }
   int64_t max_seq_len() const {
     if (!seq_start) return q.rows / n_seq;

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "models/encoder_blocks.h"
+#include "models/name_map.h"
 #include "models/registry.h"
 
 namespace brisk {
@@ -46,7 +47,7 @@ std::string bert_name(const std::string& hf_in) {
       {"classifier.weight", "cls.output.weight"},
       {"classifier.bias", "cls.output.bias"},
   };
-  static const std::pair<const char*, const char*> kLayer[] = {
+  static const LayerNameRow kLayer[] = {
       {"attention.self.query.", "attn_q."},
       {"attention.self.key.", "attn_k."},
       {"attention.self.value.", "attn_v."},
@@ -58,20 +59,7 @@ std::string bert_name(const std::string& hf_in) {
   };
   for (const auto& [from, to] : kGlobal)
     if (hf == from) return to;
-  const std::string prefix = "encoder.layer.";
-  if (hf.compare(0, prefix.size(), prefix) != 0) return "";
-  size_t q = prefix.size();
-  while (q < hf.size() && hf[q] >= '0' && hf[q] <= '9') ++q;
-  if (q == prefix.size() || q - prefix.size() > 6 || q >= hf.size() || hf[q] != '.') return "";
-  const std::string layer = hf.substr(prefix.size(), q - prefix.size()), rest = hf.substr(q + 1);
-  for (const auto& [from, to] : kLayer) {
-    const std::string f = from;
-    if (rest.compare(0, f.size(), f) != 0) continue;
-    const std::string tail = rest.substr(f.size());
-    if (tail != "weight" && tail != "bias") return "";
-    return "blk." + layer + "." + to + tail;
-  }
-  return "";
+  return layer_name_map(hf, "encoder.layer.", kLayer);
 }
 
 UnaryOp bert_activation(const std::string& name) {
@@ -147,13 +135,8 @@ class Bert final : public ArchModel {
     const ModelConfig& cfg = f.cfg;
     Backend& be = f.backend;
     const BlockContext c{.backend = be, .tap = f.tap};
-    const int64_t n = f.n_tok, d = cfg.n_embd;
-    float* s = f.scratch;
-    auto mat = [&](int64_t cols) {
-      const Mat m{.data = s, .rows = n, .cols = cols};
-      s += n * cols;
-      return m;
-    };
+    const int64_t d = cfg.n_embd;
+    EmbedScratch mat{.next = f.scratch, .rows = f.n_tok};
     const Mat x = f.out, h = mat(d), t = mat(d), q = mat(d), k = mat(d), v = mat(d), attn = mat(d), hidden = mat(cfg.n_ff);
     be.embedding({.out = x, .table = tok_embd_, .ids = f.ids});
     be.embedding({.out = h, .table = pos_embd_, .ids = f.pos});
@@ -178,10 +161,13 @@ class Bert final : public ArchModel {
     BRISK_CHECK(spec_.n_cls > 0, "bert: the model has no classification head");
     BRISK_CHECK(f.cls.rows == f.n_seq && f.cls.cols == spec_.n_cls && f.cls_scratch.rows == f.n_seq,
                 "bert: classification output must be [", f.n_seq, ", ", spec_.n_cls, "]");
+    // The first token of each input, its dense + tanh in the (now free) scratch rows of h: a
+    // matmul must not write the rows it reads (F32 weights read x in place).
+    const Mat pooled{.data = h.data, .rows = f.n_seq, .cols = d};
     be.get_rows({.out = f.cls_scratch, .x = x, .rows = f.seq_start});
-    be.matmul({.out = f.cls_scratch, .x = f.cls_scratch, .w = cls_, .bias = cls_bias_});
-    be.unary({.out = f.cls_scratch, .x = f.cls_scratch, .op = UnaryOp::tanh});
-    be.matmul({.out = f.cls, .x = f.cls_scratch, .w = cls_out_, .bias = cls_out_bias_});
+    be.matmul({.out = pooled, .x = f.cls_scratch, .w = cls_, .bias = cls_bias_});
+    be.unary({.out = pooled, .x = pooled, .op = UnaryOp::tanh});
+    be.matmul({.out = f.cls, .x = pooled, .w = cls_out_, .bias = cls_out_bias_});
     f.tap_tensor("cls_out", -1, f.cls);
   }
 
@@ -211,6 +197,18 @@ void bert_sanitize(ModelConfig& c) {
   if (c.norm_eps <= 0.0f) c.norm_eps = 1e-12f;
   c.sliding_window = 0;
   c.tie_embeddings = true;  // no LM head
+}
+
+// llama.cpp writes RoBERTa / XLM-RoBERTa checkpoints as `bert` files without the padding rows of
+// the position table (the first pad_token_id + 1), and the context length without them.
+void roberta_convert_tensors(ModelConfig& cfg, ConvertTensors& t) {
+  auto it = t.find("position_embd.weight");
+  BRISK_CHECK(it != t.end() && it->second.ne.size() == 2, "convert: roberta: embeddings.position_embeddings is missing");
+  const uint64_t offset = uint64_t(std::max(0, cfg.pad_token_id) + 1), d = it->second.ne[0], rows = it->second.ne[1];
+  BRISK_CHECK(rows > offset, "convert: roberta: ", rows, " position rows leave none after the padding offset ", offset);
+  it->second.f.erase(it->second.f.begin(), it->second.f.begin() + int64_t(offset * d));
+  it->second.ne[1] = rows - offset;
+  cfg.n_ctx_train = int32_t(rows - offset);
 }
 
 std::unique_ptr<ArchModel> bert_build(const ModelConfig& cfg, WeightStore& ws) {
@@ -243,6 +241,8 @@ const ArchEntry& arch_roberta() {
       .hf_name_map = &bert_name,
       .sanitize = &bert_sanitize,
       .build = &bert_build,
+      // Tokenizers: a Unigram tokenizer.json has no GGUF writer here yet (tokenizer.ggml.model t5).
+      .convert = {.arch = "bert", .tensors = &roberta_convert_tensors, .tokenizer = "t5"},
   };
   return e;
 }

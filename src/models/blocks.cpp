@@ -122,9 +122,15 @@ Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
     be.kv_store({.k = k, .v = v, .k_cache = kc, .v_cache = vc, .seq = f.batch.seq, .pos = f.batch.pos});
   }
   const Mat a = f.mat(f.arena.attn, int64_t(c.n_head) * hd);
-  be.attention({.out = a, .q = q, .k_cache = kc, .v_cache = vc, .seq = f.batch.seq, .pos = f.batch.pos,
+  // Bidirectional forwards: the keys after each token too (its whole sequence or window).
+  const bool both_ways = f.batch.seq_last != nullptr;
+  BRISK_CHECK(!both_ways || p.window == 0 || p.window == f.batch.bidir_window, "self_attention: layer ", il,
+              " has window ", p.window, ", the bidirectional forward planned ", f.batch.bidir_window);
+  const int32_t* last = !both_ways ? f.batch.pos : p.window > 0 ? f.batch.window_last : f.batch.seq_last;
+  const int32_t* first = both_ways && p.window > 0 ? f.batch.window_first : nullptr;
+  be.attention({.out = a, .q = q, .k_cache = kc, .v_cache = vc, .seq = f.batch.seq, .pos = last, .first = first,
                 .n_head = c.n_head, .n_head_kv = n_head_kv, .head_dim = hd,
-                .scale = c.attn_scale, .window = p.window, .softcap = p.softcap});
+                .scale = c.attn_scale, .window = both_ways ? 0 : p.window, .softcap = p.softcap});
   f.tap_tensor("kqv_out", il, a);
   if (gated) {
     be.sigmoid_mul({.out = a, .x = a, .gate = gate});

@@ -38,6 +38,30 @@ AttentionWeights attention_load(WeightStore& ws, const std::string& prefix, cons
   return w;
 }
 
+AttentionWeights encoder_attention_load(WeightStore& ws, const std::string& prefix, const AttentionShape& s, Need bias) {
+  const std::string qkv = prefix + "attn_qkv.";
+  const int64_t nq = s.q_width(), nkv = s.kv_width();
+  const bool fused = ws.has(qkv + "weight");
+  if (fused) {
+    const StoredTensor* t = ws.find(qkv + "weight");
+    BRISK_CHECK(t->ne.size() == 2 && t->ne[1] == nq + 2 * nkv, "tensor ", qkv, "weight must be [", nq + 2 * nkv, ", ",
+                s.n_embd, "] (q, k, v rows)");
+    const std::pair<const char*, int64_t> parts[] = {{"attn_q.weight", 0}, {"attn_k.weight", nq}, {"attn_v.weight", nq + nkv}};
+    for (const auto& [name, first] : parts) {
+      std::vector<int64_t> rows(size_t(name[5] == 'q' ? nq : nkv));
+      for (size_t i = 0; i < rows.size(); ++i) rows[i] = first + int64_t(i);
+      if (!ws.has(prefix + name)) ws.gather_rows(prefix + name, qkv + "weight", rows);
+    }
+  }
+  AttentionWeights w = attention_load(ws, prefix + "attn_", s,
+                                      {.qkv_bias = fused ? Need::none : bias, .out_bias = bias});
+  if (fused && bias != Need::none && (bias == Need::required || ws.has(qkv + "bias"))) {
+    const float* b = ws.vector(qkv + "bias", nq + 2 * nkv);
+    w.bq = b, w.bk = b + nq, w.bv = b + nq + nkv;
+  }
+  return w;
+}
+
 void layer_norm(const BlockContext& c, const Mat& out, const Mat& x, const NormWeights& w, float eps,
                 const char* name, int il) {
   c.backend.layer_norm({.out = out, .x = x, .weight = w.weight, .bias = w.bias, .eps = eps});
@@ -50,6 +74,25 @@ void ffn(const BlockContext& c, const FfnArgs& a, int il) {
   be.unary({.out = a.hidden, .x = a.hidden, .op = a.act});
   c.tap_tensor("ffn_act", il, a.hidden);
   be.matmul({.out = a.out, .x = a.hidden, .w = a.w->down, .bias = a.w->down_bias});
+  c.tap_tensor("ffn_out", il, a.out);
+}
+
+void gated_ffn(const BlockContext& c, const GatedFfnArgs& a, int il) {
+  Backend& be = c.backend;
+  const GatedFfnWeights& w = *a.w;
+  const int64_t n_ff = w.down.n_in, n = a.x.rows;
+  // gate in columns [0, n_ff) of hidden, up in [n_ff, 2 n_ff): one matmul when fused.
+  const Mat gate{.data = a.hidden.data, .rows = n, .cols = n_ff, .stride = 2 * n_ff};
+  const Mat up{.data = a.hidden.data + n_ff, .rows = n, .cols = n_ff, .stride = 2 * n_ff};
+  if (w.gate.empty()) {
+    be.matmul({.out = Mat{.data = a.hidden.data, .rows = n, .cols = 2 * n_ff}, .x = a.x, .w = w.up});
+  } else {
+    const MatmulArgs gu[] = {{.out = gate, .x = a.x, .w = w.gate}, {.out = up, .x = a.x, .w = w.up}};
+    be.matmuls(gu, 2);
+  }
+  be.gated_act({.out = gate, .gate = gate, .up = up, .act = a.act});
+  c.tap_tensor("ffn_act", il, gate);
+  be.matmul({.out = a.out, .x = gate, .w = w.down});
   c.tap_tensor("ffn_out", il, a.out);
 }
 
@@ -68,6 +111,10 @@ void full_attention(const BlockContext& c, const FullAttentionArgs& a, int il) {
                             {.out = a.k, .x = a.x, .w = w.wk, .bias = w.bk},
                             {.out = a.v, .x = a.x, .w = w.wv, .bias = w.bv}};
   be.matmuls(qkv, 3);
+  if (a.rope) {
+    be.rope({.x = a.q, .pos = a.rope_pos, .n_head = a.shape.n_head, .head_dim = a.shape.head_dim, .table = a.rope});
+    be.rope({.x = a.k, .pos = a.rope_pos, .n_head = a.shape.n_head_kv, .head_dim = a.shape.head_dim, .table = a.rope});
+  }
   c.tap_tensor("Qcur", il, a.q);
   c.tap_tensor("Kcur", il, a.k);
   c.tap_tensor("Vcur", il, a.v);
@@ -76,9 +123,9 @@ void full_attention(const BlockContext& c, const FullAttentionArgs& a, int il) {
   // query at the window's last position.
   if (!be.attention_dense({.out = a.attn, .q = a.q, .k = a.k, .v = a.v, .n_seq = a.n_seq, .seq_start = a.seq_start,
                            .n_head = a.shape.n_head, .n_head_kv = a.shape.n_head_kv, .head_dim = a.shape.head_dim,
-                           .scale = scale})) {
-    BRISK_CHECK(!a.seq_start && a.k_cache.width > 0, "op attention_dense is not supported on the ", be.name(),
-                " backend");
+                           .scale = scale, .window = a.window})) {
+    BRISK_CHECK(!a.seq_start && a.window == 0 && a.k_cache.width > 0, "op attention_dense is not supported on the ",
+                be.name(), " backend");
     be.kv_store({.k = a.k, .v = a.v, .k_cache = a.k_cache, .v_cache = a.v_cache, .seq = a.seq, .pos = a.pos});
     be.attention({.out = a.attn, .q = a.q, .k_cache = a.k_cache, .v_cache = a.v_cache, .seq = a.seq, .pos = a.last_pos,
                   .n_head = a.shape.n_head, .n_head_kv = a.shape.n_head_kv, .head_dim = a.shape.head_dim, .scale = scale});

@@ -4,9 +4,11 @@
 //   ffn               up (+ bias) -> GELU -> down (+ bias), the non-gated transformer MLP
 //   conv1d            1-D convolution as im2col + one batched matmul, optionally + GELU
 //   full_attention    bidirectional self-attention: every position sees every position of its
-//                     window or packed sequence (attention_dense; else keys and values go through
-//                     a scratch KV view and the attention op gets the last position as every
-//                     query's position)
+//                     window or packed sequence, or those within a local window (attention_dense;
+//                     else keys and values go through a scratch KV view and the attention op gets
+//                     the last position as every query's position); rotary positions optional
+//   gated_ffn         down(act(gate(x)) * up(x)) (SwiGLU / GeGLU), gate and up apart or fused in
+//                     one matrix (gate rows first)
 //   cross_kv_store    a decoder layer's cross-attention keys / values of the encoder output,
 //                     stored once per window into the sequence's cross-attention cache
 //   cross_attention   a decoder layer's queries against that cache
@@ -28,6 +30,17 @@ struct BlockContext {
       backend.synchronize();
       (*tap)(name, layer, m);
     }
+  }
+};
+
+// Successive [rows, cols] matrices of a forward's scratch arena: mat(cols) takes the next one.
+struct EmbedScratch {
+  float* next = nullptr;
+  int64_t rows = 0;
+  Mat operator()(int64_t cols) {
+    const Mat m{.data = next, .rows = rows, .cols = cols};
+    next += rows * cols;
+    return m;
   }
 };
 
@@ -60,6 +73,11 @@ FfnWeights ffn_load(WeightStore& ws, const std::string& prefix, int64_t n_embd, 
 AttentionWeights attention_load(WeightStore& ws, const std::string& prefix, const AttentionShape& s,
                                 const AttentionLoadSpec& spec);
 
+// A layer's attention weights under prefix ("blk.N."): attn_q / attn_k / attn_v, or fused
+// attn_qkv ([q_width + 2 kv_width, n_embd]: all q rows, then k, then v; split once here, and its
+// bias attn_qkv.bias likewise), and attn_output; biases as `bias` says (optional: where present).
+AttentionWeights encoder_attention_load(WeightStore& ws, const std::string& prefix, const AttentionShape& s, Need bias);
+
 // out := layer_norm(x) * w + b.
 void layer_norm(const BlockContext& c, const Mat& out, const Mat& x, const NormWeights& w, float eps,
                 const char* name, int il);
@@ -72,6 +90,21 @@ struct FfnArgs {
   UnaryOp act = UnaryOp::gelu_erf;
 };
 void ffn(const BlockContext& c, const FfnArgs& a, int il);
+
+struct GatedFfnWeights {
+  Weight gate{};                  // [n_ff, n_embd], or empty when up holds both
+  Weight up{};                    // [n_ff, n_embd], or fused [2 n_ff, n_embd]: the gate's rows, then up's
+  Weight down{};                  // [n_embd, n_ff]
+};
+
+struct GatedFfnArgs {
+  Mat out{};                      // [n, n_embd]
+  Mat x{};                        // [n, n_embd]
+  Mat hidden{};                   // scratch [n, 2 n_ff]
+  const GatedFfnWeights* w = nullptr;
+  Activation act = Activation::silu;
+};
+void gated_ffn(const BlockContext& c, const GatedFfnArgs& a, int il);
 
 struct Conv1dArgs {
   Mat out{};                      // [n_seq * frames_out, n_out]
@@ -98,6 +131,9 @@ struct FullAttentionArgs {
   // Host [n_seq + 1]: packed sequences of different lengths, sequence s at rows
   // [seq_start[s], seq_start[s + 1]); then the backend must have attention_dense (no KV fallback).
   const int32_t* seq_start = nullptr;
+  const RopeTable* rope = nullptr;    // rotary positions on q and k (nullptr: none)
+  const int32_t* rope_pos = nullptr;  // [n] the position of each row in its sequence (with rope)
+  int32_t window = 0;             // > 0: keys at most `window` positions before or after (attention_dense only)
 };
 void full_attention(const BlockContext& c, const FullAttentionArgs& a, int il);
 

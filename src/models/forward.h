@@ -29,6 +29,15 @@ struct ForwardBatch {
   const float* embd_in = nullptr;     // [n_tok, n_embd]
   // The LM head also writes the final-normed rows of every token into ForwardArena::hidden.
   bool want_hidden = false;
+  // Bidirectional forwards (ModelConfig::bidirectional "all": a decoder run as an embedding
+  // model), else nullptr: every sequence lies whole in the batch, from position 0. A full layer's
+  // token t sees its sequence's positions [0, seq_last[t]]; a sliding layer of window
+  // bidir_window sees [window_first[t], window_last[t]], bidir_window / 2 positions either side
+  // (as transformers and llama.cpp mask a symmetric window).
+  const int32_t* seq_last = nullptr;      // [n_tok]
+  const int32_t* window_first = nullptr;  // [n_tok]
+  const int32_t* window_last = nullptr;   // [n_tok]
+  int32_t bidir_window = 0;
 };
 
 // Activation buffers for up to n_max tokens, [n_max, width] each; widths are those of the

@@ -42,7 +42,7 @@ std::string gemma_hf_to_gguf(const std::string& name) {
       {"experts.gate_up_proj", "ffn_gate_up_exps.weight"},
       {"experts.down_proj", "ffn_down_exps.weight"},
   };
-  std::string hf = name;
+  std::string hf = hf_backbone_name(name);
   const std::string text_model = "model.language_model.";
   if (hf.compare(0, text_model.size(), text_model) == 0) hf = "model." + hf.substr(text_model.size());
   for (const auto& [from, to] : kGlobal)

@@ -84,16 +84,33 @@ Mat moe_mlp(const Forward& f, const Mat& in, const MoeWeights& w, int il, const 
   const bool shared = !w.shared.gate.empty();
   BRISK_CHECK(!shared || (f.arena.t2 && !p.out), "moe: layer ", il,
               " has a shared expert but the arena no second output, or the caller gave an output buffer");
+  MoeArgs a{.out = {}, .x = in, .logits = logits, .gate = w.gate.data(), .up = w.up.data(), .down = w.down.data(),
+            .n_expert = c.n_expert, .n_used = c.n_expert_used, .norm_topk = c.norm_topk_prob, .act = c.act,
+            .expert_scale = w.expert_scale};
+  const bool gated = shared && !w.shared_gate.empty();
+  const Mat s = f.mat(f.arena.up, 1);  // [n_tok, 1] the shared expert's gate logit
+  if (shared && !(f.tap && *f.tap)) {
+    // The shared expert as one more expert of the routed launches, where the backend can.
+    MoeArgs folded = a;
+    folded.shared_gate = &w.shared.gate;
+    folded.shared_up = &w.shared.up;
+    folded.shared_down = &w.shared.down;
+    folded.shared_logit = gated ? s : Mat{};
+    if (be.moe_shared_supported(folded)) {
+      if (gated) be.matmul({.out = s, .x = in, .w = w.shared_gate});
+      folded.out = f.mat(f.arena.t, c.n_embd);
+      be.moe(folded);
+      return folded.out;
+    }
+  }
   const Mat routed = f.mat(shared ? f.arena.t2 : p.out ? p.out : f.arena.t, c.n_embd);
-  be.moe({.out = routed, .x = in, .logits = logits, .gate = w.gate.data(), .up = w.up.data(), .down = w.down.data(),
-          .n_expert = c.n_expert, .n_used = c.n_expert_used, .norm_topk = c.norm_topk_prob, .act = c.act,
-          .expert_scale = w.expert_scale});
+  a.out = routed;
+  be.moe(a);
   f.tap_tensor("ffn_moe_out", il, routed);
   if (!shared) return routed;
   const Mat t = gated_mlp(f, in, w.shared, il);  // arena.t
-  if (!w.shared.gate.empty() && !w.shared_gate.empty()) {
-    const Mat s = f.mat(f.arena.up, 1);  // [n_tok, 1] free again after the shared MLP
-    be.matmul({.out = s, .x = in, .w = w.shared_gate});
+  if (gated) {
+    be.matmul({.out = s, .x = in, .w = w.shared_gate});  // arena.up is free again after the shared MLP
     be.sigmoid_mul({.out = t, .x = t, .gate = s});
   }
   f.tap_tensor("ffn_shexp", il, t);

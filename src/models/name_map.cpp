@@ -50,7 +50,14 @@ std::string expert_name(const std::string& rest) {
 
 }  // namespace
 
-std::string hf_to_gguf_name(const std::string& hf) {
+std::string hf_backbone_name(const std::string& hf) {
+  for (const char* p : {"embed_tokens.", "layers.", "norm."})
+    if (hf.rfind(p, 0) == 0) return "model." + hf;
+  return hf;
+}
+
+std::string hf_to_gguf_name(const std::string& hf_in) {
+  const std::string hf = hf_backbone_name(hf_in);
   for (const auto& [from, to] : kGlobal)
     if (hf == from) return to;
   const std::string prefix = "model.layers.";
@@ -64,6 +71,22 @@ std::string hf_to_gguf_name(const std::string& hf) {
   for (const auto& [from, to] : kLayer)
     if (rest == from) return "blk." + layer + "." + to;
   if (std::string e = expert_name(rest); !e.empty()) return "blk." + layer + "." + e;
+  return "";
+}
+
+std::string layer_name_map(const std::string& hf, const std::string& prefix, const LayerNameRow* rows, size_t n_rows) {
+  if (hf.compare(0, prefix.size(), prefix) != 0) return "";
+  size_t q = prefix.size();
+  while (q < hf.size() && hf[q] >= '0' && hf[q] <= '9') ++q;
+  if (q == prefix.size() || q - prefix.size() > 6 || q >= hf.size() || hf[q] != '.') return "";
+  const std::string layer = hf.substr(prefix.size(), q - prefix.size()), rest = hf.substr(q + 1);
+  for (size_t i = 0; i < n_rows; ++i) {
+    const std::string from = rows[i].hf;
+    if (rest.compare(0, from.size(), from) != 0) continue;
+    const std::string tail = rest.substr(from.size());
+    if (tail != "weight" && tail != "bias") return "";
+    return "blk." + layer + "." + rows[i].gguf + tail;
+  }
   return "";
 }
 

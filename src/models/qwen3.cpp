@@ -7,7 +7,7 @@ namespace brisk {
 const ArchEntry& arch_qwen3() {
   static const ArchEntry e{
       .name = "qwen3",
-      .hf_architectures = {"Qwen3ForCausalLM"},
+      .hf_architectures = {"Qwen3ForCausalLM", "Qwen3Model"},
       .hf_model_types = {"qwen3"},
       .gguf_names = {"qwen3"},
       .gguf_rope_neox = true,

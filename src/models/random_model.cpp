@@ -252,6 +252,47 @@ std::vector<Planned> plan_bert(const RandomModelParams& p) {
   return v;
 }
 
+// nomic-bert (rotary, fused qkv, SwiGLU, post-norm) and modern-bert (rotary, fused qkv, GeGLU
+// with fused Wi, pre-norm without biases, layer 0 without attn_norm) in llama.cpp's names.
+std::vector<Planned> plan_rotary_encoder(const RandomModelParams& p) {
+  std::vector<Planned> v;
+  auto mat = [&](std::string name, int64_t n_in, int64_t n_out) {
+    v.push_back({.name = std::move(name), .ne = {uint64_t(n_in), uint64_t(n_out)}});
+  };
+  auto vec = [&](std::string name, int64_t n, float base, float spread) {
+    v.push_back({.name = std::move(name), .ne = {uint64_t(n)}, .base = base, .spread = spread});
+  };
+  const bool nomic = p.arch == "nomic-bert";
+  const int64_t d = p.n_embd;
+  mat("token_embd.weight", d, p.n_vocab);
+  vec("token_embd_norm.weight", d, 1.0f, 0.1f);
+  if (nomic) {
+    mat("token_types.weight", d, 2);
+    vec("token_embd_norm.bias", d, 0.0f, 0.1f);
+  } else {
+    vec("output_norm.weight", d, 1.0f, 0.1f);
+  }
+  for (int32_t il = 0; il < p.n_layer; ++il) {
+    const std::string blk = "blk." + std::to_string(il) + ".";
+    if (!nomic && il > 0) vec(blk + "attn_norm.weight", d, 1.0f, 0.1f);
+    mat(blk + "attn_qkv.weight", d, 3 * d);
+    mat(blk + "attn_output.weight", d, d);
+    if (nomic) {
+      vec(blk + "attn_output_norm.weight", d, 1.0f, 0.1f);
+      vec(blk + "attn_output_norm.bias", d, 0.0f, 0.1f);
+      mat(blk + "ffn_up.weight", d, p.n_ff);
+      mat(blk + "ffn_gate.weight", d, p.n_ff);
+      vec(blk + "layer_output_norm.weight", d, 1.0f, 0.1f);
+      vec(blk + "layer_output_norm.bias", d, 0.0f, 0.1f);
+    } else {
+      vec(blk + "ffn_norm.weight", d, 1.0f, 0.1f);
+      mat(blk + "ffn_up.weight", d, 2 * int64_t(p.n_ff));
+    }
+    mat(blk + "ffn_down.weight", p.n_ff, d);
+  }
+  return v;
+}
+
 // The Gemma 4 config of a shape, read the way a Hugging Face config of it would be (the
 // published form: sliding layers with every full_every-th full, proportional rope on a quarter
 // of the full layers' heads) and finalized by the gemma4 entry.
@@ -445,6 +486,15 @@ const std::vector<ModelShape>& shape_table() {
                             .head_dim = 16, .n_ff = 128, .n_ctx_train = 512, .n_cls_out = 1}},
       {"bge-small", {.arch = "bert", .n_vocab = 30522, .n_embd = 384, .n_layer = 12, .n_head = 12, .n_head_kv = 12,
                      .head_dim = 32, .n_ff = 1536, .n_ctx_train = 512}},
+      // nomic-ai/nomic-embed-text-v1.5 (llama.cpp's 2048 positions) and a toy ModernBERT
+      // (every 2nd layer global, a window of 16: +-8).
+      {"nomic-tiny", {.arch = "nomic-bert", .n_vocab = 1000, .n_embd = 64, .n_layer = 2, .n_head = 4, .n_head_kv = 4,
+                      .head_dim = 16, .n_ff = 128, .n_ctx_train = 512, .rope_theta = 1000.0f}},
+      {"nomic-embed-v1.5", {.arch = "nomic-bert", .n_vocab = 30528, .n_embd = 768, .n_layer = 12, .n_head = 12,
+                            .n_head_kv = 12, .head_dim = 64, .n_ff = 3072, .n_ctx_train = 2048, .rope_theta = 1000.0f}},
+      {"modernbert-tiny", {.arch = "modern-bert", .n_vocab = 1000, .n_embd = 64, .n_layer = 3, .n_head = 4,
+                           .n_head_kv = 4, .head_dim = 16, .n_ff = 96, .n_ctx_train = 512, .rope_theta = 160000.0f,
+                           .sliding_window = 16, .full_every = 2}},
       {"bge-m3", {.arch = "bert", .n_vocab = 250002, .n_embd = 1024, .n_layer = 24, .n_head = 16, .n_head_kv = 16,
                   .head_dim = 64, .n_ff = 4096, .n_ctx_train = 8192}},
       {"qwen2.5-0.5b", {.arch = "qwen2", .n_vocab = 151936, .n_embd = 896, .n_layer = 24, .n_head = 14,
@@ -581,7 +631,8 @@ void random_model_fill(const RandomModelParams& p, gguf::Writer& w, Builder& b) 
     return;
   }
   BRISK_CHECK(p.arch == "llama" || p.arch == "qwen2" || p.arch == "qwen3" || p.arch == "qwen3moe" ||
-                  p.arch == "gemma4" || p.arch == "bert" || is_hybrid(p.arch),
+                  p.arch == "gemma4" || p.arch == "bert" || p.arch == "nomic-bert" || p.arch == "modern-bert" ||
+                  is_hybrid(p.arch),
               "random model: unsupported arch '", p.arch, "'");
   BRISK_CHECK(p.n_layer > 0 && p.n_kv_shared_layers >= 0 && p.n_kv_shared_layers < p.n_layer,
               "random model: ", p.n_kv_shared_layers, " KV-shared layers of ", p.n_layer);
@@ -633,9 +684,27 @@ void random_model_fill(const RandomModelParams& p, gguf::Writer& w, Builder& b) 
     w.set(a + ".attention.causal", gguf::Value::from_bool(false));
     w.set(a + ".pooling_type", gguf::Value::from_u32(p.n_cls_out > 0 ? 4 : 1));  // rank / mean
     w.set("tokenizer.ggml.token_type_count", gguf::Value::from_u32(2));
+  } else if (p.pooling_type >= 0) {
+    w.set(a + ".pooling_type", gguf::Value::from_u32(uint32_t(p.pooling_type)));  // a decoder embedding model
+  }
+  if (a == "nomic-bert" || a == "modern-bert") {
+    BRISK_CHECK(p.n_head_kv == p.n_head && p.head_dim * p.n_head == p.n_embd, "random model: ", a,
+                " needs n_head_kv = n_head and head_dim * n_head = n_embd");
+    w.set(a + ".attention.layer_norm_epsilon", gguf::Value::from_f32(a == "nomic-bert" ? 1e-12f : 1e-5f));
+    w.set(a + ".attention.causal", gguf::Value::from_bool(false));
+    w.set(a + ".pooling_type", gguf::Value::from_u32(1));  // mean
+    if (a == "nomic-bert") w.set("tokenizer.ggml.token_type_count", gguf::Value::from_u32(2));
+    if (a == "modern-bert") {
+      w.set(a + ".attention.sliding_window", gguf::Value::from_u32(uint32_t(p.sliding_window)));
+      w.set(a + ".attention.sliding_window_pattern", gguf::Value::from_u32(uint32_t(std::max(1, p.full_every))));
+      w.set(a + ".rope.freq_base_swa", gguf::Value::from_f32(10000.0f));
+      w.set(a + ".hidden_activation", gguf::Value::from_string("gelu"));
+    }
   }
   std::vector<Planned> plan;
-  if (a == "bert") {
+  if (a == "nomic-bert" || a == "modern-bert") {
+    plan = plan_rotary_encoder(p);
+  } else if (a == "bert") {
     plan = plan_bert(p);
   } else if (a == "gemma4") {
     const ModelConfig c = gemma4_config(p);

@@ -21,7 +21,8 @@ namespace brisk {
 class MappedFile;
 
 struct RandomModelParams {
-  std::string arch = "qwen2";     // llama | qwen2 | qwen3 | qwen3moe | qwen35 | qwen35moe | gemma4 | whisper | bert
+  std::string arch = "qwen2";     // llama | qwen2 | qwen3 | qwen3moe | qwen35 | qwen35moe | gemma4 | whisper | bert |
+                                  // nomic-bert | modern-bert
   int32_t n_vocab = 1024;
   int32_t n_embd = 64;
   int32_t n_layer = 2;
@@ -56,8 +57,9 @@ struct RandomModelParams {
   int32_t distinct_rows = 0;
   // Gemma 4 (arch "gemma4"; n_expert above: an MoE block beside every MLP); llama.cpp's gemma4
   // names and keys.
-  int32_t sliding_window = 0;    // window of the sliding layers
-  int32_t full_every = 0;        // every full_every-th layer attends to all positions (0: every layer)
+  int32_t sliding_window = 0;    // window of the sliding layers (modern-bert: local_attention, +-half)
+  int32_t full_every = 0;        // every full_every-th layer attends to all positions (0: every layer;
+                                 // modern-bert: layers 0, full_every, ...)
   int32_t head_dim_full = 0;     // head size of the full layers (0: head_dim)
   int32_t n_head_kv_full = 0;    // > 0: the full layers' KV heads; their values are their keys (no attn_v)
   int32_t n_kv_shared_layers = 0;  // the last layers read an earlier layer's cache
@@ -65,6 +67,7 @@ struct RandomModelParams {
   bool double_wide_mlp = false;  // KV-shared layers' MLPs are 2 * n_ff
   float final_softcap = 0.0f;
   int32_t n_cls_out = 0;         // bert: a classification head of this many outputs (cross-encoders)
+  int32_t pooling_type = -1;     // decoders: {arch}.pooling_type (llama.cpp's: 1 mean, 3 last; -1 none)
   // Whisper (arch "whisper", the names and keys of brisk quantize's Whisper GGUF): n_layer,
   // n_head, n_ff and n_ctx_train are the decoder's (head_dim = n_embd / n_head), these the
   // encoder's; every linear layer has its biases (k_proj excepted), LayerNorms have both.

@@ -10,8 +10,9 @@ const std::vector<const ArchEntry*>& arch_registry() {
   // references would be dropped by the linker.
   static const std::vector<const ArchEntry*> entries = {
       &arch_llama(), &arch_mistral(), &arch_qwen2(), &arch_qwen3(), &arch_qwen3moe(), &arch_gemma3(),
-      &arch_gemma4(),
+      &arch_gemma_embedding(), &arch_gemma4(),
       &arch_qwen35(), &arch_qwen35moe(), &arch_qwen3next(), &arch_whisper(), &arch_bert(), &arch_roberta(),
+      &arch_nomic_bert(), &arch_modern_bert(),
   };
   return entries;
 }

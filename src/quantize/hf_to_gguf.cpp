@@ -140,6 +140,57 @@ void check_round_trip(const ArchEntry& e, const ModelConfig& hf, const std::stri
   for (size_t i = 0; i < a.inv_freq.size(); ++i) same("rope frequency", a.inv_freq[i], b.inv_freq[i]);
 }
 
+// A sentence-transformers folder's pipeline as llama.cpp's converter writes it: the pooling as
+// {arch}.pooling_type (1 mean, 2 CLS, 3 last token; -1 without modules.json) and the Dense
+// modules 2_Dense / 3_Dense (no bias, identity activation: what llama.cpp applies) as tensors
+// dense_2.weight / dense_3.weight with {arch}.dense_N_feat_in / _feat_out. What GGUF cannot hold
+// (max pooling, other Dense modules) is refused rather than written as a different model.
+struct StPipeline {
+  int32_t pooling_type = -1;
+  std::vector<std::pair<std::string, ConvertTensor>> dense;  // "dense_2", its [out, in] weight
+};
+
+StPipeline st_pipeline(const fs::path& folder) {
+  StPipeline out;
+  const fs::path modules = folder / "modules.json";
+  if (!fs::exists(modules)) return out;
+  const nlohmann::json m = read_json_file(modules.string());
+  BRISK_CHECK(m.is_array(), modules.string(), ": not a list of modules");
+  for (const nlohmann::json& mod : m) {
+    const std::string kind = mod.is_object() ? mod.value("type", std::string()) : std::string();
+    const std::string path = mod.is_object() ? mod.value("path", std::string()) : std::string();
+    const fs::path cfg_path = folder / path / "config.json";
+    if (kind.ends_with(".Dense")) {
+      BRISK_CHECK(path == "2_Dense" || path == "3_Dense", "convert: ", modules.string(), ": Dense module '", path,
+                  "' (GGUF holds 2_Dense and 3_Dense, as llama.cpp names them)");
+      const nlohmann::json c = read_json_file(cfg_path.string());
+      BRISK_CHECK(c.is_object() && !c.value("bias", true) &&
+                      c.value("activation_function", std::string()).ends_with(".Identity"),
+                  "convert: ", cfg_path.string(), ": a Dense layer with a bias or an activation (GGUF holds "
+                  "linear layers only)");
+      const auto st = safetensors::Checkpoint::open((folder / path).string(), MappedFile::Mode::mmap);
+      const safetensors::TensorInfo* w = nullptr;
+      for (const auto& t : st.tensors())
+        if (t.name == "linear.weight") w = &t;
+      BRISK_CHECK(w && w->shape.size() == 2, "convert: ", (folder / path).string(), ": no linear.weight matrix");
+      out.dense.push_back({path == "2_Dense" ? "dense_2" : "dense_3",
+                           ConvertTensor{.ne = {uint64_t(w->shape[1]), uint64_t(w->shape[0])}, .f = safetensors::to_f32(*w)}});
+      continue;
+    }
+    if (!kind.ends_with(".Pooling")) continue;
+    const nlohmann::json c = read_json_file(cfg_path.string());
+    // The flags, or sentence-transformers 6's one string.
+    const std::string mode = c.is_object() && c.contains("pooling_mode") && c["pooling_mode"].is_string()
+                                 ? c["pooling_mode"].get<std::string>() : std::string();
+    auto on = [&](const char* k, const char* name) { return mode == name || (c.is_object() && c.value(k, false)); };
+    if (on("pooling_mode_mean_tokens", "mean")) out.pooling_type = 1;
+    else if (on("pooling_mode_cls_token", "cls")) out.pooling_type = 2;
+    else if (on("pooling_mode_lasttoken", "lasttoken")) out.pooling_type = 3;
+    else fail("convert: ", cfg_path.string(), ": a pooling mode GGUF cannot say (mean, CLS and last token can)");
+  }
+  return out;
+}
+
 }  // namespace
 
 void hf_to_gguf_f32(const std::string& folder, const std::string& out_path) {
@@ -166,6 +217,8 @@ void hf_to_gguf_f32(const std::string& folder, const std::string& out_path) {
   }
   c.tie_embeddings = !has_output;
   c.arch = e->name;
+  const StPipeline st = st_pipeline(folder);
+  c.pooling_type = st.pooling_type;
   if (e->sanitize) e->sanitize(c);
   c.finalize();
   if (conv.check) conv.check(c);
@@ -230,6 +283,11 @@ void hf_to_gguf_f32(const std::string& folder, const std::string& out_path) {
     config_write_gguf(written, conv.arch, w);
   }
   if (conv.keys) conv.keys(written, conv.arch, w);
+  for (const auto& [name, t] : st.dense) {
+    w.set(conv.arch + "." + name + "_feat_in", gguf::Value::from_u32(uint32_t(t.ne[0])));
+    w.set(conv.arch + "." + name + "_feat_out", gguf::Value::from_u32(uint32_t(t.ne[1])));
+    BRISK_CHECK(tensors.emplace(name + ".weight", t).second, "convert: ", name, ".weight is given twice");
+  }
   w.set("general.file_type", gguf::Value::from_u32(0));
   if (const fs::path tj = fs::path(folder) / "tokenizer.json"; fs::exists(tj)) {
     bool byte_level = false;

@@ -167,9 +167,15 @@ class ModelContext final : public Context {
       for (int32_t i = 0; i < n; ++i) chunk_len[size_t(seq_[size_t(i)])] = pos_[size_t(i)] + 1;
       kv_->prepare(chunk_len);
       if (hidden_in) backend_->copy(arena_.embd_in, hidden_in + start * n_embd, sizeof(float) * size_t(n) * n_embd);
+      const bool both_ways = cfg_.bidirectional == "all";
+      if (both_ways) plan_bidirectional(n);
       const ForwardBatch fb{.n_tok = n, .ids = ids_.data(), .pos = pos_.data(), .seq = seq_.data(),
                             .n_out = n_out, .out_rows = out_rows_.data(),
-                            .embd_in = hidden_in ? arena_.embd_in : nullptr, .want_hidden = keep_hidden_};
+                            .embd_in = hidden_in ? arena_.embd_in : nullptr, .want_hidden = keep_hidden_,
+                            .seq_last = both_ways ? seq_last_.data() : nullptr,
+                            .window_first = both_ways ? window_first_.data() : nullptr,
+                            .window_last = both_ways ? window_last_.data() : nullptr,
+                            .bidir_window = cfg_.sliding_window};
       const CrossAttentionProbe* probe = enc_ ? enc_->take_probe(n) : nullptr;
       if (probe) probe_n_tok_ = n;
       const Forward f{.backend = *backend_, .cfg = cfg_, .batch = fb, .arena = arena_,
@@ -182,7 +188,7 @@ class ModelContext final : public Context {
       // A step shaped like the previous one (same sequences, output rows and KV capacity: the
       // same ops on the same buffers) may replay the backend's previous step on the new ids
       // and positions instead of issuing the forward's ops again.
-      const bool same = !tap_ && !probe && step_shape_matches(n, n_out);
+      const bool same = !tap_ && !probe && !both_ways && step_shape_matches(n, n_out);
       if (!(same && backend_->replay_step(in))) {
         backend_->begin_step(in);
         arch_->forward(f);
@@ -439,6 +445,31 @@ class ModelContext final : public Context {
                   " holds no encoder output (call encode first)");
       ++next[size_t(t.seq)];
     }
+    if (cfg_.bidirectional == "all") {
+      // Every token sees the whole of its sequence: each one whole in one forward, from position 0.
+      BRISK_CHECK(int32_t(batch.size()) <= opt_.n_batch, "decode: a bidirectional model (an embedding model's "
+                  "decoder) runs each batch in one forward: ", batch.size(), " tokens, n_batch ", opt_.n_batch);
+      for (const BatchToken& t : batch)
+        BRISK_CHECK(kv_->length(t.seq) == 0, "decode: sequence ", t.seq, " of a bidirectional model already holds ",
+                    kv_->length(t.seq), " positions: inputs run whole, once");
+    }
+  }
+
+  // ForwardBatch's bidirectional rows of tokens [0, n) of ids_ / pos_ / seq_ (their sequences
+  // whole in the batch).
+  void plan_bidirectional(int32_t n) {
+    std::vector<int32_t> last(size_t(opt_.n_seq_max), 0);
+    for (int32_t i = 0; i < n; ++i) last[size_t(seq_[size_t(i)])] = std::max(last[size_t(seq_[size_t(i)])], pos_[size_t(i)]);
+    const int32_t half = cfg_.sliding_window / 2;
+    seq_last_.resize(size_t(n));
+    window_first_.resize(size_t(n));
+    window_last_.resize(size_t(n));
+    for (int32_t i = 0; i < n; ++i) {
+      const int32_t p = pos_[size_t(i)], l = last[size_t(seq_[size_t(i)])];
+      seq_last_[size_t(i)] = l;
+      window_first_[size_t(i)] = std::max(0, p - half);
+      window_last_[size_t(i)] = std::min(l, p + half);
+    }
   }
 
   // On a device backend: weights + KV cache pool at n_ctx + activations against the free device
@@ -547,6 +578,8 @@ class ModelContext final : public Context {
   ContextOptions opt_;
   const ModelConfig& cfg_;
   bool mtp_ = false;                 // runs the model's MTP block (create_mtp)
+  // Bidirectional forwards (ForwardBatch::seq_last ...): [n_batch] each.
+  std::vector<int32_t> seq_last_, window_first_, window_last_;
   bool keep_hidden_ = false;         // set_keep_hidden
   std::vector<float> hidden_;        // [n_hidden, n_embd] the last batch's final-normed rows
   int32_t n_hidden_ = 0;

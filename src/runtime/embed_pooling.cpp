@@ -33,6 +33,23 @@ void read_pooling(PoolingConfig& c, const std::string& file) {
   if (pooling_json_bool(j, "pooling_mode_lasttoken", file)) modes.push_back(PoolingMode::last);
   for (const char* unsupported : {"pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens"})
     BRISK_CHECK(!pooling_json_bool(j, unsupported, file), file, ": '", unsupported, "' is not supported");
+  // sentence-transformers 6 writes "pooling_mode": "mean" (or a list of names) instead of flags,
+  // and "include_prompt" (false: prompt tokens left out of the pool, not done here).
+  if (auto it = j.find("pooling_mode"); it != j.end() && !it->is_null()) {
+    BRISK_CHECK(it->is_string() || it->is_array(), file, ": 'pooling_mode' must be a string or a list of strings");
+    for (const nlohmann::json& m : it->is_string() ? nlohmann::json::array({*it}) : *it) {
+      BRISK_CHECK(m.is_string(), file, ": 'pooling_mode' must be a string or a list of strings");
+      const std::string name = m.get<std::string>();
+      if (name == "cls" || name == "cls_token") modes.push_back(PoolingMode::cls);
+      else if (name == "mean" || name == "mean_tokens") modes.push_back(PoolingMode::mean);
+      else if (name == "max" || name == "max_tokens") modes.push_back(PoolingMode::max);
+      else if (name == "lasttoken" || name == "last") modes.push_back(PoolingMode::last);
+      else fail(file, ": pooling_mode '", name, "' is not supported (cls, mean, max, lasttoken)");
+    }
+  }
+  if (auto it = j.find("include_prompt"); it != j.end() && !it->is_null())
+    BRISK_CHECK(it->is_boolean() && it->get<bool>(), file,
+                ": 'include_prompt' false (prompt tokens left out of the pooling) is not supported");
   BRISK_CHECK(modes.size() == 1, file, ": ", modes.size(),
               " pooling modes are on; exactly one of cls_token, mean_tokens, max_tokens, lasttoken is supported");
   c.mode = modes[0];

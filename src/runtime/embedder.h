@@ -1,9 +1,20 @@
-// Text embeddings and cross-encoder scores from an encoder-only model (ArchModel::embedder):
-// inputs of different lengths are packed back to back into forwards of at most n_batch tokens
-// (attention stays within each input), then pooled as the model's pipeline says
-// (runtime/embed_pooling.h: mean / CLS / last token / none, Dense layers, L2 normalisation)
-// and cut to a Matryoshka prefix when asked. Not thread-safe: one caller at a time (the server
-// gives it one worker that packs concurrent requests into the same forwards).
+// Text embeddings and reranking scores.
+// - Encoder-only models (ArchModel::embedder: BERT, cross-encoders): inputs of different lengths
+//   are packed back to back into forwards of at most n_batch tokens (attention stays within each
+//   input).
+// - Causal decoders marked as embedding models (a sentence-transformers folder, a backbone
+//   checkpoint without LM head, a GGUF with {arch}.pooling_type; Qwen3-Embedding): the decoder's
+//   own forward through a Context of its own (F32 KV cache, cleared after each call), many
+//   inputs as separate sequences of one batch, so each forward packs them with per-sequence
+//   causal masks; the final-normed hidden states are the last hidden state.
+// - Yes/no rerankers (a causal LM scored as logit("yes") - logit("no") at the last token of a
+//   chat-formatted (query, document) prompt; Qwen3-Reranker): the same decoder path, the score
+//   the last hidden state's dot product with the LM head's yes row minus its no row, presented
+//   as a one-logit classification head (sigmoid gives P(yes) of the softmax over yes / no).
+// Then pooled as the model's pipeline says (runtime/embed_pooling.h: mean / CLS / last token /
+// none, Dense layers, L2 normalisation) and cut to a Matryoshka prefix when asked. Not
+// thread-safe: one caller at a time (the server gives it one worker that packs concurrent
+// requests into the same forwards).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -15,11 +26,29 @@
 
 namespace brisk {
 
+// Whether a causal LM is scored as a yes/no reranker: detect (see Embedder::yes_no_detected),
+// or as the user says.
+enum class YesNoMode { detect, on, off };
+
 struct EmbedderOptions {
   std::string device = "cpu";
   int32_t n_threads = 0;          // 0: all cores
   int32_t n_batch = 8192;         // tokens per forward (an input longer than this runs alone)
+  YesNoMode yes_no = YesNoMode::detect;
+  // The yes / no token ids of a yes/no reranker; -1: the tokenizer's "yes" / "no" (a GGUF
+  // converted by llama.cpp carries the two LM-head rows as cls.output.weight instead).
+  int32_t yes_id = -1;
+  int32_t no_id = -1;
+  // The instruction of the yes/no reranker's prompt ("": the model card's default).
+  std::string instruction{};
 };
+
+// The prompt of a yes/no reranker (Qwen3-Reranker's model card): prefix (chat turns with
+// special tokens), body (plain text, {instruction} / {query} / {document} filled in), suffix.
+struct YesNoPrompt {
+  std::string prefix, body, suffix, instruction;
+};
+const YesNoPrompt& yes_no_default_prompt();
 
 struct EmbedInput {
   std::vector<int32_t> ids{};
@@ -40,8 +69,13 @@ class Embedder {
   Embedder(const Embedder&) = delete;
   Embedder& operator=(const Embedder&) = delete;
 
-  // Whether the model is an encoder-only model this class runs.
-  static bool supports(const Model& model);
+  // Whether the model is one this class runs: an encoder-only model, a causal decoder marked as
+  // an embedding model, or (yes_no on, or detect and yes_no_detected) a yes/no reranker.
+  static bool supports(const Model& model, YesNoMode yes_no = YesNoMode::detect);
+  // A causal LM recognised as a yes/no reranker: a GGUF with {arch}.pooling_type 4 (rank) and a
+  // two-row cls.output.weight (llama.cpp's conversion), or a Hugging Face causal-LM folder whose
+  // directory name or config `_name_or_path` contains "reranker" (llama.cpp's converter hint).
+  static bool yes_no_detected(const Model& model);
   // MLP width of the model (n_ff), for FLOP counts.
   static int32_t mlp_width(const Model& model);
 
@@ -58,6 +92,12 @@ class Embedder {
   // A cross-encoder's pair input: query then document, separated as the tokenizer's pair
   // template does (BERT: [CLS] a [SEP] b [SEP], types 1 on b; RoBERTa: <s> a </s></s> b </s>).
   EmbedInput pair(const std::vector<int32_t>& a, const std::vector<int32_t>& b) const;
+  // A yes/no reranker's input for texts: prefix ids + the body's ids (query and document in
+  // their places, tokenized as one text, as the model card does) + suffix ids; a body too long
+  // for max_tokens() loses its last tokens when `truncate`, else throws naming `what`.
+  EmbedInput pair_text(const std::string& query, const std::string& document, bool truncate,
+                       const std::string& what) const;
+  bool yes_no() const;            // a yes/no reranker (n_cls() is then 1: logit yes - no)
   // Checks ids (in the vocabulary), types and length; throws naming `what`.
   void check(const EmbedInput& in, const std::string& what) const;
 
@@ -76,6 +116,9 @@ class Embedder {
   struct Impl;
   void run(const std::vector<EmbedInput>& inputs, std::vector<std::vector<float>>* hidden,
            std::vector<std::vector<float>>* cls);
+  void run_decoder(const std::vector<EmbedInput>& inputs, std::vector<std::vector<float>>* hidden,
+                   std::vector<std::vector<float>>* cls);
+  void init_decoder(const EmbedderOptions& options);
   std::shared_ptr<const Model> model_;
   PoolingConfig pooling_;
   std::unique_ptr<Impl> impl_;

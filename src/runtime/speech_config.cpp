@@ -150,6 +150,8 @@ SpeechConfig speech_config_from_hf(const nlohmann::json& config, const nlohmann:
   BRISK_CHECK(c.median_filter_width >= 1 && c.median_filter_width % 2 == 1 && c.median_filter_width <= 101,
               "speech config: median_filter_width must be odd, got ", c.median_filter_width);
   c.n_text_ctx = json_int(config, "max_target_positions", 448);
+  c.max_length = json_int(gen, "max_length", json_int(config, "max_length", -1));
+  BRISK_CHECK(c.max_length == -1 || c.max_length >= 1, "speech config: max_length must be positive, got ", c.max_length);
   // Front end: preprocessor_config.json, else the model's mel bins with the usual 16 kHz settings.
   c.mel.n_mels = json_int(pre, "feature_size", json_int(config, "num_mel_bins", 80));
   c.mel.sample_rate = json_int(pre, "sampling_rate", 16000);

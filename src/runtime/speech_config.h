@@ -46,6 +46,8 @@ struct SpeechConfig {
   int32_t max_initial_timestamp_index = -1;  // -1: no limit on the first timestamp
   int32_t median_filter_width = 7;
   int32_t n_text_ctx = 448;       // max_target_positions
+  int32_t max_length = -1;        // generation_config's max_length: decoder tokens per window, prompt
+                                  // included, beyond the initial tokens (-1: none, the context bounds it)
   double time_precision = 0.02;   // seconds per timestamp step
   int32_t input_stride = 2;       // mel frames per encoder position
   media::LogMelParams mel{};

@@ -38,6 +38,17 @@ float row_softmax_at(const float* x, int32_t n, int32_t i) { return float(std::e
 
 }  // namespace
 
+int32_t speech_max_new_tokens(const SpeechConfig& cfg, int32_t prompt_len, int32_t max_new_tokens, int32_t n_ctx) {
+  const int32_t room = n_ctx - prompt_len;
+  if (max_new_tokens > 0) return std::max(1, std::min(max_new_tokens, room));
+  if (cfg.max_length < 0) return std::max(1, room);
+  // transformers raises max_length by the tokens before the first generated one (previous text
+  // and start tokens, at most n_text_ctx / 2 - 1), within the decoder's positions.
+  const int32_t n_initial = std::min(cfg.n_text_ctx / 2 - 1, prompt_len - 1);
+  const int32_t total = std::min({cfg.max_length + n_initial, cfg.n_text_ctx, n_ctx});
+  return std::max(1, std::min(total - prompt_len, room));
+}
+
 void speech_rules_apply(const SpeechRules& r, float* scores, const std::vector<int32_t>& generated) {
   const SpeechConfig& c = *r.cfg;
   const int32_t n = c.n_vocab;
@@ -98,7 +109,6 @@ WindowDecodeResult decode_single(Context& ctx, const SpeechConfig& cfg, const Wi
   const int32_t n = cfg.n_vocab;
   const int32_t prompt_len = int32_t(o.prompt.size());
   std::vector<float> scores(size_t(n), 0.0f), lp(size_t(n), 0.0f);
-  int32_t n_text = 0;
   while (int32_t(res.tokens.size()) < max_new) {
     scores = logits;
     if (o.apply_rules) speech_rules_apply(o.rules, scores.data(), res.tokens);
@@ -134,10 +144,7 @@ WindowDecodeResult decode_single(Context& ctx, const SpeechConfig& cfg, const Wi
       BRISK_CHECK(scores[size_t(tok)] != kNegInf, "speech decoding: every token is banned");
     }
     row_log_softmax(scores.data(), lp.data(), n);
-    if (tok != cfg.eot) {
-      res.sum_logprob += lp[size_t(tok)];
-      ++n_text;
-    }
+    res.sum_logprob += lp[size_t(tok)];
     res.tokens.push_back(tok);
     if (tok == cfg.eot && o.stop_at_eot) break;
     if (int32_t(res.tokens.size()) >= max_new) break;
@@ -145,7 +152,9 @@ WindowDecodeResult decode_single(Context& ctx, const SpeechConfig& cfg, const Wi
     const float* l = ctx.logits(0);
     logits.assign(l, l + n);
   }
-  res.avg_logprob = res.sum_logprob / double(n_text + 1);
+  // transformers' _retrieve_avg_logprobs: every generated token's log-probability, end-of-text
+  // included, over their count.
+  res.avg_logprob = res.sum_logprob / double(std::max<size_t>(1, res.tokens.size()));
   return res;
 }
 
@@ -275,7 +284,7 @@ WindowDecodeResult speech_decode_window(Context& ctx, const SpeechConfig& cfg, c
   const int32_t room = ctx.options().n_ctx - prompt_len;
   BRISK_CHECK(room >= 1, "speech decoding: the decoder prompt of ", prompt_len, " tokens fills the decoder context of ",
               ctx.options().n_ctx);
-  const int32_t max_new = o.max_new_tokens > 0 ? std::min(o.max_new_tokens, room) : room;
+  const int32_t max_new = speech_max_new_tokens(cfg, prompt_len, o.max_new_tokens, ctx.options().n_ctx);
   ctx.seq_truncate(0, 0);
   std::vector<BatchToken> batch;
   for (int32_t i = 0; i < prompt_len; ++i)

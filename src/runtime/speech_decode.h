@@ -33,6 +33,12 @@ struct SpeechRules {
 // the tokens generated so far in this window (after the prompt).
 void speech_rules_apply(const SpeechRules& r, float* scores, const std::vector<int32_t>& generated);
 
+// How many tokens a window may generate after a prompt of prompt_len tokens: max_new_tokens
+// when given (> 0), else transformers' rule for generation_config's max_length (raised by the
+// initial tokens, capped at max_target_positions), else the rest of the decoder context; at
+// least 1, never past n_ctx.
+int32_t speech_max_new_tokens(const SpeechConfig& cfg, int32_t prompt_len, int32_t max_new_tokens, int32_t n_ctx);
+
 struct WindowDecodeOptions {
   std::vector<int32_t> prompt{};  // decoder input (previous text, start-of-transcript, language, task, ...)
   int32_t sot_index = -1;         // position of the start-of-transcript token: its logits give the
@@ -42,7 +48,7 @@ struct WindowDecodeOptions {
   float temperature = 0.0f;       // 0: greedy or beam search
   int32_t beam_size = 1;
   int32_t top_k = 50;             // sampling only; 0: all tokens
-  int32_t max_new_tokens = 0;     // stop after this many (the decoder context bounds it too)
+  int32_t max_new_tokens = 0;     // stop after this many; 0: speech_max_new_tokens' rule
   std::mt19937_64* rng = nullptr; // sampling
   bool stop_at_eot = true;
   std::vector<float>* prompt_logits = nullptr;  // when set: the logits at the prompt's last position
@@ -50,8 +56,8 @@ struct WindowDecodeOptions {
 
 struct WindowDecodeResult {
   std::vector<int32_t> tokens{};  // generated after the prompt (end-of-text included when produced)
-  double sum_logprob = 0.0;       // of the processed distributions (temperature undone), end-of-text excluded
-  double avg_logprob = 0.0;       // sum_logprob / (text tokens + 1), or the beam score
+  double sum_logprob = 0.0;       // of the processed distributions (temperature undone), end-of-text included
+  double avg_logprob = 0.0;       // sum_logprob / generated tokens (end-of-text included), or the beam score
   float no_speech_prob = 0.0f;
 };
 

@@ -13,6 +13,7 @@
 #include "runtime/loaded_model.h"
 #include "runtime/speech_align.h"
 #include "runtime/speech_decode.h"
+#include "runtime/speech_segments.h"
 
 namespace brisk {
 
@@ -39,11 +40,6 @@ std::string speech_trim(const std::string& s) {
   while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
   return s.substr(a, b - a);
 }
-
-struct WindowSegment {
-  size_t begin = 0, end = 0;  // token range in the window's tokens
-  double start = 0.0, end_time = 0.0;
-};
 
 }  // namespace
 
@@ -136,6 +132,29 @@ ForcedDecodeResult Transcriber::decode_forced(const std::vector<float>& samples,
 }
 
 Transcript Transcriber::transcribe(const std::vector<float>& samples, const TranscribeOptions& o) {
+  const media::LogMel mel = impl_->mel->compute(samples.data(), int64_t(samples.size()));
+  // Audio of one window or less: its first window is the front end's padded 30 s, as
+  // transformers' feature extractor gives it; seeking stops at the audio's end.
+  const bool short_form = int64_t(samples.size()) <= int64_t(cfg_.mel.n_samples);
+  const int64_t max_frames =
+      short_form ? std::max<int64_t>(1, (int64_t(samples.size()) + cfg_.mel.hop - 1) / cfg_.mel.hop) : int64_t(mel.n_frames);
+  return run(mel, {.max_frames = max_frames, .short_form = short_form,
+                   .duration = double(samples.size()) / double(cfg_.mel.sample_rate)}, o);
+}
+
+Transcript Transcriber::transcribe_features(const std::vector<float>& features, const TranscribeOptions& o) {
+  const int64_t n_mels = impl_->shape.n_features;
+  BRISK_CHECK(!features.empty() && int64_t(features.size()) % n_mels == 0, "transcribe: ", features.size(),
+              " feature values are not whole frames of ", n_mels, " mel bins");
+  media::LogMel mel;
+  mel.n_mels = int32_t(n_mels);
+  mel.n_frames = int32_t(int64_t(features.size()) / n_mels);
+  mel.data = features;
+  return run(mel, {.max_frames = mel.n_frames, .short_form = mel.n_frames <= impl_->shape.n_frames,
+                   .duration = double(mel.n_frames) * double(cfg_.mel.hop) / double(cfg_.mel.sample_rate)}, o);
+}
+
+Transcript Transcriber::run(const media::LogMel& mel, const RunInput& in, const TranscribeOptions& o) {
   const SpeechConfig& c = cfg_;
   Impl& im = *impl_;
   BRISK_CHECK(o.task == "transcribe" || o.task == "translate", "task '", o.task, "': use transcribe or translate");
@@ -146,7 +165,7 @@ Transcript Transcriber::transcribe(const std::vector<float>& samples, const Tran
               " out of range [1, ", im.ctx->options().n_seq_max / 2, "]");
   Transcript tr;
   tr.task = o.task;
-  tr.duration = double(samples.size()) / double(c.mel.sample_rate);
+  tr.duration = in.duration;
   // Language and task tokens.
   std::optional<SpeechLanguage> lang;
   if (!o.language.empty()) {
@@ -157,12 +176,8 @@ Transcript Transcriber::transcribe(const std::vector<float>& samples, const Tran
   }
   if (o.task == "translate")
     BRISK_CHECK(c.multilingual && c.translate >= 0, "this model cannot translate (it has no <|translate|> token)");
-  const media::LogMel mel = im.mel->compute(samples.data(), int64_t(samples.size()));
-  const int64_t n_frames = im.shape.n_frames;
-  const bool short_form = int64_t(samples.size()) <= int64_t(c.mel.n_samples);
-  const int64_t max_frames =
-      short_form ? std::max<int64_t>(1, (int64_t(samples.size()) + c.mel.hop - 1) / c.mel.hop) : int64_t(mel.n_frames);
-  const bool timestamps = c.has_timestamps() && (o.timestamps || !short_form || o.word_timestamps);
+  const int64_t n_frames = im.shape.n_frames, max_frames = in.max_frames;
+  const bool timestamps = c.has_timestamps() && (o.timestamps || !in.short_form || o.word_timestamps);
   std::vector<float> features = im.window(mel, 0);
   std::unique_lock<std::mutex> lock(im.mu);
   const auto started = std::chrono::steady_clock::now();
@@ -223,6 +238,7 @@ Transcript Transcriber::transcribe(const std::vector<float>& samples, const Tran
     const int32_t sot_index = int32_t(prompt.size());
     prompt.insert(prompt.end(), init.begin(), init.end());
     WindowDecodeResult res;
+    std::vector<int32_t> decoded;  // the window's tokens as generated (end-of-text kept)
     double ratio = 0.0, temperature = 0.0;
     bool skip = false;
     for (size_t ti = 0; ti < o.temperatures.size(); ++ti) {
@@ -233,8 +249,10 @@ Transcript Transcriber::transcribe(const std::vector<float>& samples, const Tran
                              .top_k = o.top_k, .max_new_tokens = o.max_new_tokens, .rng = &rng};
       res = speech_decode_window(*im.ctx, c, wo);
       tr.n_tokens += int64_t(res.tokens.size());
+      decoded = res.tokens;
+      // As transformers' _need_fallback: the ratio of the tokens with their end-of-text.
+      ratio = token_compression_ratio(decoded, c.n_vocab);
       if (!res.tokens.empty() && res.tokens.back() == c.eot) res.tokens.pop_back();
-      ratio = token_compression_ratio(res.tokens, c.n_vocab);
       bool fallback = (o.compression_ratio_threshold > 0.0 && ratio > o.compression_ratio_threshold) ||
                       res.avg_logprob < o.logprob_threshold;
       skip = o.no_speech_threshold <= 1.0 && res.avg_logprob < o.logprob_threshold &&
@@ -243,47 +261,23 @@ Transcript Transcriber::transcribe(const std::vector<float>& samples, const Tran
       condition = o.condition_on_previous && temperature < 0.5;
       if (!fallback) break;
     }
+    tr.windows.push_back({.seek = seek, .tokens = decoded, .temperature = temperature, .skipped = skip});
     if (skip) {
       seek += seek_frames;
-      if (short_form) break;
       continue;
     }
-    // Segments at consecutive timestamp pairs.
+    // Segments at consecutive timestamp pairs; the next window starts after the last complete one.
     const std::vector<int32_t>& toks = res.tokens;
-    const int32_t tb = timestamps ? c.timestamp_begin : INT32_MAX;
-    auto is_ts = [&](size_t i) { return toks[i] >= tb; };
-    std::vector<WindowSegment> segs;
-    int64_t offset = seek_frames;
-    const bool single_ending = toks.size() >= 2 && !is_ts(toks.size() - 2) && is_ts(toks.size() - 1);
-    std::vector<size_t> slices;
-    for (size_t i = 0; i + 1 < toks.size(); ++i)
-      if (is_ts(i) && is_ts(i + 1)) slices.push_back(i + 1);
-    if (!slices.empty()) {
-      if (single_ending) slices.push_back(toks.size());
-      else slices.back() += 1;
-      size_t last = 0;
-      for (size_t cur : slices) {
-        segs.push_back({.begin = last, .end = cur, .start = time_offset + double(toks[last] - tb) * c.time_precision,
-                        .end_time = time_offset + double(toks[cur - 1] - tb) * c.time_precision});
-        last = cur;
-      }
-      if (!single_ending) offset = int64_t(toks[last - 1] - tb) * c.input_stride;
-    } else {
-      double last_pos = double(seek_frames) * frame_seconds / c.time_precision;
-      for (size_t i = toks.size(); i-- > 0;)
-        if (is_ts(i)) {
-          if (toks[i] != tb) last_pos = double(toks[i] - tb);
-          break;
-        }
-      segs.push_back({.begin = 0, .end = toks.size(), .start = time_offset, .end_time = time_offset + last_pos * c.time_precision});
-    }
+    const SpeechWindowSplit split = speech_split_window(
+        toks, {.timestamp_begin = c.has_timestamps() ? c.timestamp_begin : INT32_MAX, .window_frames = seek_frames,
+               .input_stride = c.input_stride, .time_precision = c.time_precision, .frame_seconds = frame_seconds});
     const size_t first_new = tr.segments.size();
-    for (const WindowSegment& s : segs) {
+    for (const SpeechWindowSegment& s : split.segments) {
       TranscriptSegment seg;
       seg.id = int32_t(tr.segments.size());
       seg.seek = seek;
-      seg.start = s.start;
-      seg.end = s.end_time;
+      seg.start = time_offset + s.start;
+      seg.end = time_offset + s.end_time;
       seg.tokens.assign(toks.begin() + int64_t(s.begin), toks.begin() + int64_t(s.end));
       std::vector<int32_t> text_ids;
       for (int32_t t : seg.tokens)
@@ -360,8 +354,9 @@ Transcript Transcriber::transcribe(const std::vector<float>& samples, const Tran
     for (size_t si = first_new; si < tr.segments.size(); ++si)
       if (o.on_segment && !o.on_segment(tr.segments[si])) fail("transcription cancelled");
     lock.lock();
-    seek += offset > 0 ? offset : seek_frames;
-    if (short_form) break;
+    // A window that ends on a pair at <|0.00|> would seek nowhere (transformers loops on it):
+    // move on by the window instead.
+    seek += split.seek_advance > 0 ? split.seek_advance : seek_frames;
   }
   std::string text;
   for (const TranscriptSegment& s : tr.segments) text += s.text;

@@ -12,7 +12,8 @@
 //     is skipped;
 //   - segments split at consecutive timestamp tokens; the next window starts at the last
 //     complete segment's end (or after the window when the output ends on a single timestamp
-//     or has no pair);
+//     or has no pair: runtime/speech_segments.h), while frames remain, also for input of one
+//     window or less;
 //   - word timestamps (optional): the alignment heads' cross-attention over the window's text
 //     tokens, normalised per frame, median-filtered, averaged and aligned by dynamic time
 //     warping (runtime/speech_align.h).
@@ -31,6 +32,10 @@
 #include "runtime/speech_config.h"
 
 namespace brisk {
+
+namespace media {
+struct LogMel;
+}
 
 struct TranscriptWord {
   std::string word{};   // with its leading space, as decoded
@@ -53,12 +58,21 @@ struct TranscriptSegment {
   std::vector<TranscriptWord> words{};
 };
 
+// One decoder run over a window, as the fallback kept it (for checking and --show-ids).
+struct TranscriptWindow {
+  int64_t seek = 0;               // first mel frame of the window
+  std::vector<int32_t> tokens{};  // generated after the prompt, end-of-text kept when produced
+  double temperature = 0.0;
+  bool skipped = false;           // no speech: no segment came of it
+};
+
 struct Transcript {
   std::string task = "transcribe";
   std::string language{};       // code, e.g. "en" ("" when the model has no language tokens)
   double duration = 0.0;        // seconds of audio
   std::string text{};           // all segments' text
   std::vector<TranscriptSegment> segments{};
+  std::vector<TranscriptWindow> windows{};  // in decoding order
   int64_t n_tokens = 0;         // tokens generated (fallbacks included)
   int32_t n_windows = 0;        // encoder passes
   double encode_seconds = 0.0;  // time in the encoder (and the cross-attention K/V)
@@ -107,6 +121,9 @@ class Transcriber {
 
   // samples: mono at config().mel.sample_rate.
   Transcript transcribe(const std::vector<float>& samples, const TranscribeOptions& o);
+  // From log-mel frames [n, n_mels] (as transformers' generate takes input_features): windows
+  // cut at the seek position, padded with 0.0 past the last frame, until the seek passes n.
+  Transcript transcribe_features(const std::vector<float>& features, const TranscribeOptions& o);
   ForcedDecodeResult decode_forced(const std::vector<float>& samples, const std::vector<int32_t>& prefix, int32_t n,
                                    float temperature, uint64_t seed);
   // The log-mel features of the first window (checking): [n_frames, n_mels].
@@ -114,6 +131,12 @@ class Transcriber {
 
  private:
   struct Impl;
+  struct RunInput {
+    int64_t max_frames = 0;   // seeking stops at this frame
+    bool short_form = true;   // one window of input or less (timestamps optional)
+    double duration = 0.0;    // seconds of audio
+  };
+  Transcript run(const media::LogMel& mel, const RunInput& in, const TranscribeOptions& o);
   std::shared_ptr<const Model> model_;
   SpeechConfig cfg_;
   std::unique_ptr<Impl> impl_;

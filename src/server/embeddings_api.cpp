@@ -177,7 +177,8 @@ void rerank(ServerState& st, const httplib::Request& req, httplib::Response& res
   const Embedder& e = model->embed->embedder();
   if (e.n_cls() == 0)
     throw HttpError(400, str_cat("model '", model->name, "' has no classification head: it is an embedding model, not a "
-                                 "reranker (a cross-encoder such as bge-reranker)"), "model");
+                                 "reranker (a cross-encoder such as bge-reranker, or a yes/no reranker such as "
+                                 "Qwen3-Reranker)"), "model");
   const json* query = field(body, "query");
   if (!query || !(query->is_string() || query->is_array())) bad_request("query", "'query' (a string) is required");
   const json* docs = field(body, "documents");
@@ -203,8 +204,17 @@ void rerank(ServerState& st, const httplib::Request& req, httplib::Response& res
     } else {
       bad_request("documents", str_cat("'documents'[", i, "] must be a string, {\"text\": ...} or an array of token ids"));
     }
-    if (ids.empty()) ids = text_ids(e, text, "documents");
     texts.push_back(text);
+    if (e.yes_no() && ids.empty() && query->is_string()) {
+      // The prompt's body (query and document in their places) is tokenized as one text.
+      try {
+        pairs.push_back(e.pair_text(query->get<std::string>(), text, truncate, str_cat("document ", i)));
+      } catch (const Error& err) {
+        bad_request("documents", err.what());
+      }
+      continue;
+    }
+    if (ids.empty()) ids = text_ids(e, text, "documents");
     EmbedInput in = e.pair(q, ids);
     if (in.ids.size() > size_t(e.max_tokens())) {
       if (!truncate)

@@ -42,14 +42,14 @@ std::shared_ptr<LoadedModel> embed_model(const ModelSpec& spec, std::shared_ptr<
   m->tokenizer = model->tokenizer();
   auto embedder = std::make_unique<Embedder>(
       model, EmbedderOptions{.device = o.device == "auto" ? "cpu" : o.device, .n_threads = o.n_threads,
-                             .n_batch = std::max(o.n_batch, 8192)});
+                             .n_batch = std::max(o.n_batch, 8192), .yes_no = o.yes_no});
   m->n_ctx = embedder->max_tokens();
   m->embed = std::make_shared<EmbedQueue>(std::move(embedder));
   m->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   const Embedder& e = m->embed->embedder();
   log_info("serve: embedding model '", spec.name, "' ready: ", model->info().architecture, ", ", e.dim(),
            " dims, pooling ", pooling_name(e.pooling().mode), e.pooling().normalize ? " + L2" : "",
-           e.n_cls() > 0 ? str_cat(", classification head of ", e.n_cls()) : std::string(),
+           e.yes_no() ? std::string(", yes/no reranker") : e.n_cls() > 0 ? str_cat(", classification head of ", e.n_cls()) : std::string(),
            m->tokenizer ? "" : " (no tokenizer: token-id inputs only)");
   return m;
 }
@@ -60,7 +60,7 @@ ModelLoader engine_model_loader(EngineLoadOptions o) {
   return [o](const ModelSpec& spec) -> std::shared_ptr<LoadedModel> {
     std::shared_ptr<const Model> model = Model::load({.path = hub_resolve_model(spec.path, HubOptions{}), .quant = o.quant, .n_threads = o.n_threads});
     if (model_is_speech(*model)) return speech_model(spec, model, o);
-    if (Embedder::supports(*model)) return embed_model(spec, model, o);
+    if (Embedder::supports(*model, o.yes_no)) return embed_model(spec, model, o);
     std::shared_ptr<const Tokenizer> own_tokenizer;
     std::string template_source = model->chat_template();
     if (!o.tokenizer_dir.empty()) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "server/model_registry.h"
+#include "runtime/embedder.h"
 #include "runtime/scheduler.h"
 
 namespace brisk::server {
@@ -21,6 +22,8 @@ struct EngineLoadOptions {
   std::string tokenizer_dir;   // Hugging Face folder whose tokenizer (and chat template) replace
                                // the model's own (e.g. for a GGUF without tokenizer metadata)
   SchedulerOptions scheduler;
+  // Causal LMs scored as yes/no rerankers (runtime/embedder.h): detected, or as the user says.
+  YesNoMode yes_no = YesNoMode::detect;
   // Speculative decoding for each model as it loads (its draft source; the CLI's --spec /
   // --draft-model): null, or returning no source, for none.
   std::function<SpecOptions(const std::shared_ptr<const Model>& model, const std::string& path, const ContextOptions& context)> make_spec;

@@ -5,6 +5,9 @@
 //   "llama" SentencePiece BPE: prepend "▁" (add_space_prefix), spaces -> "▁", pairs merged
 //           by the score of the merged piece, <0xXX> byte fallback;
 //   "bert"  WordPiece: BERT normalizer and pre-tokenizer, word-start pieces marked "▁";
+//   "t5"    SentencePiece Unigram (XLM-RoBERTa, T5): tokenizer.ggml.precompiled_charsmap
+//           (the Precompiled normalizer), extra whitespace removed, "▁" prepended and for
+//           spaces, Viterbi over the scores;
 //   "gemma4" (llama.cpp's Gemma 4 vocabulary) BPE over raw UTF-8 with SentencePiece
 //           conventions: spaces -> "▁" (no prefix), the text split into runs of newlines and
 //           runs of anything else, a newline run that is a token taken whole, merges by rank,
@@ -17,6 +20,8 @@
 #include "core/error.h"
 #include "formats/gguf.h"
 #include "text/bpe.h"
+#include "text/precompiled.h"
+#include "text/spm.h"
 #include "text/tokenizer_pipeline.h"
 #include "text/unicode.h"
 #include "text/wordpiece.h"
@@ -272,9 +277,52 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
       spec.add_prefix.push_back(first);
     if (f.get_bool("tokenizer.ggml.add_eos_token").value_or(true) && last >= 0)
       spec.add_suffix.push_back(last);
+  } else if (*model == "t5") {
+    // SentencePiece Unigram (XLM-RoBERTa: bge-m3, multilingual-e5; T5): the precompiled charsmap,
+    // extra spaces removed, "▁" for spaces (and before the text with add_space_prefix),
+    // Viterbi over the scores, unknown runs fused into one <unk>.
+    BRISK_CHECK(scores.size() == n, m.where("tokenizer.ggml.scores"), " is required for a Unigram vocabulary");
+    if (const gguf::Value* v = f.find("tokenizer.ggml.precompiled_charsmap")) {
+      const std::string where = m.where("tokenizer.ggml.precompiled_charsmap");
+      BRISK_CHECK(v->as_array(), where, " must be an array of bytes");
+      const std::vector<int64_t> blob = f.get_int_array("tokenizer.ggml.precompiled_charsmap");
+      std::string bytes(blob.size(), '\0');
+      for (size_t i = 0; i < blob.size(); ++i) {
+        BRISK_CHECK(blob[i] >= -128 && blob[i] <= 255, where, "[", i, "] = ", blob[i], " is not a byte");
+        bytes[i] = char(uint8_t(blob[i]));
+      }
+      if (!bytes.empty())
+        spec.normalizer.push_back({.kind = NormalizerStep::Kind::precompiled,
+                                   .charsmap = std::make_shared<PrecompiledCharsMap>(bytes, where)});
+    }
+    if (f.get_bool("tokenizer.ggml.remove_extra_whitespaces").value_or(true)) {
+      spec.normalizer.push_back({.kind = NormalizerStep::Kind::strip, .strip_left = true, .strip_right = true});
+      spec.normalizer.push_back(
+          {.kind = NormalizerStep::Kind::replace, .regex = std::make_shared<Regex>(" {2,}"), .content = " "});
+    }
+    const bool space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix").value_or(true);
+    if (space_prefix)
+      spec.normalizer.push_back({.kind = NormalizerStep::Kind::prepend, .content = "\xE2\x96\x81"});
+    spec.normalizer.push_back({.kind = NormalizerStep::Kind::replace, .pattern = " ", .content = "\xE2\x96\x81"});
+    std::vector<std::string> pieces = spec.tokens;
+    for (size_t i = 0; i < n; ++i)  // control and unused pieces are never produced from text
+      if (types[i] == kControl || types[i] == kUnused) pieces[i].clear();
+    UnigramParams params;
+    params.unk_id = unk >= 0 ? unk : token_index_find(spec.index, "<unk>");
+    BRISK_CHECK(params.unk_id >= 0, m.where("tokenizer.ggml.unknown_token_id"),
+                " is missing and the vocabulary has no <unk> (a Unigram vocabulary needs one)");
+    params.byte_fallback = std::find(types.begin(), types.end(), int64_t(kByte)) != types.end();
+    spec.model = std::make_unique<UnigramModel>(pieces, scores, params);
+    spec.decoder.push_back(
+        {.kind = DecoderStep::Kind::metaspace, .content = "\xE2\x96\x81", .metaspace_prepend = space_prefix});
+    // XLM-RoBERTa adds <s> ... </s>; T5 only </s> (llama.cpp's defaults for this vocabulary).
+    const int32_t first = cls >= 0 ? cls : spec.bos;
+    const int32_t last = sep >= 0 ? sep : spec.eos;
+    if (f.get_bool("tokenizer.ggml.add_bos_token").value_or(false) && first >= 0) spec.add_prefix.push_back(first);
+    if (f.get_bool("tokenizer.ggml.add_eos_token").value_or(true) && last >= 0) spec.add_suffix.push_back(last);
   } else {
     fail(m.where("tokenizer.ggml.model"), " = \"", *model,
-         "\" is not supported (supported: gpt2, llama, bert, gemma4)");
+         "\" is not supported (supported: gpt2, llama, bert, gemma4, t5)");
   }
 
   add_end_of_generation_defaults(spec);

@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -178,7 +180,8 @@ TEST_P(CudaMatmul, MatchesReferenceOverShapes) {
     DevMat ref_out(*be, s.n_tok, s.n_out);
     ref::matmul({.out = ref_out.hmat(), .x = x.hmat(), .w = q.w, .bias = s.bias ? bias.data() : nullptr});
     std::vector<float> wrow(static_cast<size_t>(s.n_in));
-    const bool gemm = cuda_has_gemm(*be) && ((s.n_tok > 8 && t != QuantType::F32) || (s.n_tok >= 2 && t == QuantType::BF16));
+    const bool gemm = cuda_has_gemm(*be) && ((s.n_tok > 8 && t != QuantType::F32) ||
+                                               (s.n_tok >= 2 && t == QuantType::BF16 && flags().no_cuda_gemv_few));
     for (int64_t r = 0; r < s.n_out; ++r) {
       cpu::row_to_f32(t, q.w.row(r), wrow.data(), s.n_in);
       for (int64_t tk = 0; tk < s.n_tok; ++tk) {
@@ -268,10 +271,113 @@ TEST(CudaBackend, WeightsAreCompleteAtFirstUse) {
   }
 }
 
+// 2..8 tokens (a speculative verify step) on the few-token GEMV: every token's row bit-equal to a
+// one-token matmul of that token alone, under each switch that picks another one-token kernel
+// (rows split over warps or not, Q4_K decoded before the wait or not, one or two rows per warp),
+// and close to the reference; the generic multi-token kernel (BRISK_NO_CUDA_GEMV_FEW) close too.
+// [8 x 14336] x [300]: rows of 4 passes that one token splits over warps (Q8_0, float, Q5_K);
+// [5 x 36864] x [5]: 9 passes; [2 x 4096] x [1030]: one pass, two Q4_K rows per warp.
+TEST_P(CudaMatmul, FewTokenRowsEqualOneToken) {
+  REQUIRE_GPU(be);
+  const QuantType t = GetParam();
+  struct Shape { int64_t n_in, n_out; bool bias; };
+  std::vector<QuantWeight> keep;
+  std::vector<std::vector<float>> keep_bias;
+  for (const Shape s : {Shape{4096, 1030, true}, Shape{14336, 300, false}, Shape{4352, 77, true},
+                        Shape{1024, 4000, false}, Shape{36864, 5, true}}) {
+    keep.push_back(make_weight(t, s.n_out, s.n_in, uint32_t(3 * s.n_in + s.n_out)));
+    const QuantWeight& q = keep.back();
+    const std::vector<float>& bias = keep_bias.emplace_back(randn(size_t(s.n_out), 13));
+    for (const int64_t n_tok : {2, 5, 8}) {
+      const std::string what = str_cat(quant_type_info(t).name, " [", n_tok, "x", s.n_in, "] x [", s.n_out, "]");
+      DevMat x(*be, n_tok, s.n_in, randn(size_t(n_tok * s.n_in), uint32_t(17 + n_tok)));
+      const auto run = [&](int64_t t0, int64_t rows) {
+        DevMat o(*be, rows, s.n_out);
+        const Mat xs{.data = x.dev.data + t0 * s.n_in, .rows = rows, .cols = s.n_in};
+        be->matmul({.out = o.dev, .x = xs, .w = q.w, .bias = s.bias ? bias.data() : nullptr});
+        return o.fetch();
+      };
+      DevMat ref_out(*be, n_tok, s.n_out);
+      ref::matmul({.out = ref_out.hmat(), .x = x.hmat(), .w = q.w, .bias = s.bias ? bias.data() : nullptr});
+      std::vector<float> wrow(static_cast<size_t>(s.n_in));
+      const auto expect_near_ref = [&](const std::vector<float>& got, const std::string& label) {
+        for (int64_t r = 0; r < s.n_out; ++r) {
+          cpu::row_to_f32(t, q.w.row(r), wrow.data(), s.n_in);
+          for (int64_t tk = 0; tk < n_tok; ++tk) {
+            double mag = 0.0;
+            for (int64_t i = 0; i < s.n_in; ++i) mag += std::fabs(double(wrow[size_t(i)]) * x.host[size_t(tk * s.n_in + i)]);
+            const size_t i = size_t(tk * s.n_out + r);
+            ASSERT_NEAR(got[i], ref_out.host[i], 2e-5 * mag + 1e-5) << label << " token " << tk << " row " << r;
+          }
+        }
+      };
+      for (const char* env : {"", "BRISK_NO_CUDA_GEMV_SPLIT", "BRISK_NO_CUDA_Q4K_EARLY_DECODE", "BRISK_NO_CUDA_GEMV_FEW_ROWS",
+                              "BRISK_NO_CUDA_Q4K_SPREAD"}) {
+        std::unique_ptr<ScopedEnv> sw;
+        if (*env) sw = std::make_unique<ScopedEnv>(env, "1");
+        const std::string label = str_cat(what, *env ? " under " : "", env);
+        const std::vector<float> got = run(0, n_tok);
+        for (int64_t tk = 0; tk < n_tok; ++tk) {
+          const std::vector<float> one = run(tk, 1);
+          ASSERT_EQ(std::memcmp(got.data() + tk * s.n_out, one.data(), sizeof(float) * size_t(s.n_out)), 0)
+              << label << ": token " << tk << " differs from a one-token matmul";
+        }
+        if (!*env) expect_near_ref(got, label);
+      }
+      if (t != QuantType::BF16 || !cuda_has_gemm(*be)) {  // BF16: the GEMM's rounding (MatchesReferenceOverShapes)
+        ScopedEnv generic("BRISK_NO_CUDA_GEMV_FEW", "1");
+        expect_near_ref(run(0, n_tok), what + " (generic multi-token kernel)");
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, CudaMatmul,
                          ::testing::Values(QuantType::F32, QuantType::F16, QuantType::BF16, QuantType::Q8_0,
-                                           QuantType::Q4_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_K),
+                                           QuantType::Q4_0, QuantType::Q5_0, QuantType::Q4_K, QuantType::Q6_K,
+                                           QuantType::Q5_K),
                          [](const auto& info) { return std::string(quant_type_info(info.param).name); });
+
+// Q5_0 rows (the Q4_K_M recipe's type for rows that are not whole 256-element blocks, e.g. a
+// 704-wide expert down projection) on their own kernel against BRISK_NO_CUDA_Q5_0, which
+// dequantizes them to BF16 at upload: both within tolerance of the reference, the kernel within
+// the quantized formats' (it takes the CPU's Q8_0 activations and integer sums).
+TEST(CudaBackend, Q5_0KernelMatchesBf16Upload) {
+  REQUIRE_GPU(be);
+  std::vector<QuantWeight> keep;
+  for (const auto& [n_tok, n_in, n_out] : {std::tuple<int64_t, int64_t, int64_t>{1, 704, 2816}, {1, 2112, 1000},
+                                          {5, 704, 300}, {8, 96, 77}}) {
+    const std::string what = str_cat("Q5_0 [", n_tok, "x", n_in, "] x [", n_out, "]");
+    keep.push_back(make_weight(QuantType::Q5_0, n_out, n_in, uint32_t(n_in * 3 + n_out)));
+    const QuantWeight& q = keep.back();
+    DevMat x(*be, n_tok, n_in, randn(size_t(n_tok * n_in), 13));
+    DevMat o(*be, n_tok, n_out);
+    be->matmul({.out = o.dev, .x = x.dev, .w = q.w});
+    const std::vector<float> got = o.fetch();
+    std::vector<float> bf16;
+    {
+      ScopedEnv off("BRISK_NO_CUDA_Q5_0", "1");
+      auto be2 = cuda_or_null();  // a backend of its own: uploads are cached by host address
+      DevMat x2(*be2, n_tok, n_in, x.host);
+      DevMat o2(*be2, n_tok, n_out);
+      be2->matmul({.out = o2.dev, .x = x2.dev, .w = q.w});
+      bf16 = o2.fetch();
+    }
+    DevMat want(*be, n_tok, n_out);
+    ref::matmul({.out = want.hmat(), .x = x.hmat(), .w = q.w});
+    std::vector<float> wrow(static_cast<size_t>(n_in));
+    for (int64_t r = 0; r < n_out; ++r) {
+      cpu::row_to_f32(QuantType::Q5_0, q.w.row(r), wrow.data(), n_in);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        double mag = 0.0;
+        for (int64_t i = 0; i < n_in; ++i) mag += std::fabs(double(wrow[size_t(i)]) * x.host[size_t(t * n_in + i)]);
+        const size_t i = size_t(t * n_out + r);
+        ASSERT_NEAR(got[i], want.host[i], 2e-5 * mag + 1e-5) << what << " token " << t << " row " << r;
+        ASSERT_NEAR(bf16[i], want.host[i], 8e-3 * mag + 1e-5) << what << " (BF16) token " << t << " row " << r;
+      }
+    }
+  }
+}
 
 // The weight store lays weights out for each backend (Backend::weight_layout): the CUDA backend
 // takes the stored layouts, and a CPU layout (quant/repack.h) given to it directly is an error

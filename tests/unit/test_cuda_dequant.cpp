@@ -32,7 +32,7 @@ void check_format(QuantType t, uint64_t seed) {
   ASSERT_EQ(L.qs_row % 16, 0u);
   ASSERT_EQ(L.sc_offset % 16, 0u);
   std::vector<uint8_t> dev(L.bytes, 0xAB);
-  if constexpr (F == DevFormat::q8_0 || F == DevFormat::q4_0 || F == DevFormat::q6_k) {
+  if constexpr (F == DevFormat::q8_0 || F == DevFormat::q4_0 || F == DevFormat::q5_0 || F == DevFormat::q6_k) {
     ASSERT_TRUE(L.repacked);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t b = 0; b < n / L.block; ++b) cuda::repack_block_at<F>(stored.data(), rb, dev.data(), L, r, b);
@@ -61,6 +61,7 @@ TEST(CudaDequant, F16) { check_format<DevFormat::f16>(QuantType::F16, 2); }
 TEST(CudaDequant, BF16) { check_format<DevFormat::bf16>(QuantType::BF16, 3); }
 TEST(CudaDequant, Q8_0) { check_format<DevFormat::q8_0>(QuantType::Q8_0, 4); }
 TEST(CudaDequant, Q4_0) { check_format<DevFormat::q4_0>(QuantType::Q4_0, 5); }
+TEST(CudaDequant, Q5_0) { check_format<DevFormat::q5_0>(QuantType::Q5_0, 9); }
 TEST(CudaDequant, Q4_K) { check_format<DevFormat::q4_k>(QuantType::Q4_K, 6); }
 TEST(CudaDequant, Q6_K) { check_format<DevFormat::q6_k>(QuantType::Q6_K, 7); }
 TEST(CudaDequant, Q5_K) { check_format<DevFormat::q5_k>(QuantType::Q5_K, 8); }

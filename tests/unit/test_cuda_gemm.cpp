@@ -129,7 +129,7 @@ TEST_P(CudaGemm, MatchesUnroundedProduct) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, CudaGemm,
                          ::testing::Values(QuantType::F16, QuantType::BF16, QuantType::Q8_0, QuantType::Q4_0,
-                                           QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_K),
+                                           QuantType::Q5_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_K),
                          [](const auto& info) { return std::string(quant_type_info(info.param).name); });
 
 // A Q8_0 weight of 8200 x 8192 (67 M elements) is larger than the 64 M-element BF16 scratch:

@@ -70,7 +70,7 @@ TEST(CudaMoe, MatchesCpuBackend) {
   std::vector<Experts> keep;  // alive as long as the backends, like model weights
   for (const int32_t n_expert : {6, 40}) {
     for (const QuantType type : {QuantType::F32, QuantType::F16, QuantType::BF16, QuantType::Q8_0, QuantType::Q4_0,
-                                 QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_K}) {
+                                 QuantType::Q5_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_K}) {
       if (n_expert == 40 && type != QuantType::Q8_0 && type != QuantType::Q4_K) continue;
       keep.push_back(make_experts(type, n_embd, n_ff, n_expert, 3));
       keep.push_back(make_experts(type, n_embd, n_ff, n_expert, 4));
@@ -205,8 +205,8 @@ TEST(CudaMoe, DecodeFusionsMatchUnfusedBitExact) {
   const int64_t n_embd = 2048, n_ff = 768;
   const int32_t n_expert = 12;
   std::vector<Experts> keep;
-  for (const QuantType type : {QuantType::Q4_K, QuantType::Q8_0, QuantType::Q4_0, QuantType::Q6_K, QuantType::BF16,
-                               QuantType::F32}) {
+  for (const QuantType type : {QuantType::Q4_K, QuantType::Q8_0, QuantType::Q4_0, QuantType::Q5_0, QuantType::Q6_K,
+                               QuantType::BF16, QuantType::F32}) {
     keep.push_back(make_experts(type, n_embd, n_ff, n_expert, 21));
     keep.push_back(make_experts(type, n_embd, n_ff, n_expert, 22));
     keep.push_back(make_experts(type == QuantType::Q4_K ? QuantType::Q6_K : type, n_ff, n_embd, n_expert, 23));
@@ -293,6 +293,99 @@ TEST(CudaMoe, DeviceGroupedStepRunsAsGraph) {
     EXPECT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(float) * got.size())) << "step " << step;
   }
   EXPECT_GE(cuda_graph_replays(*gpu) - replays0, 1u);
+}
+
+// A shared expert of the routed experts' shape run as one more slot of every token (decode, up
+// to 8 tokens): routed + sigmoid(logit) * shared MLP (or weight 1 without a logit), against the
+// CPU backend's routed MoE plus its shared MLP (an MoE of one expert that every token takes);
+// fused and launch-per-stage alike. BRISK_NO_CUDA_MOE_SHARED (the model then runs the shared
+// expert as a dense MLP) and shapes that differ are declined.
+TEST(CudaMoe, SharedExpertSlotMatchesCpu) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  auto gpu = make_cuda_backend(0);
+  auto cpu = make_cpu_backend(2);
+  const int64_t n_embd = 512, n_ff = 256;
+  const int32_t n_expert = 16;
+  std::vector<Experts> keep;
+  for (const QuantType type : {QuantType::Q4_K, QuantType::Q8_0, QuantType::Q5_0, QuantType::BF16}) {
+    const QuantType down_type = type == QuantType::Q4_K ? QuantType::Q6_K : type;
+    keep.push_back(make_experts(type, n_embd, n_ff, n_expert, 51));
+    keep.push_back(make_experts(type, n_embd, n_ff, n_expert, 52));
+    keep.push_back(make_experts(down_type, n_ff, n_embd, n_expert, 53));
+    keep.push_back(make_experts(type, n_embd, n_ff, 1, 54));
+    keep.push_back(make_experts(type, n_embd, n_ff, 1, 55));
+    keep.push_back(make_experts(down_type, n_ff, n_embd, 1, 56));
+    const Experts* e = &keep[keep.size() - 6];
+    for (const int64_t n_tok : {1, 5}) {
+      const std::vector<float> x = test::gaussian(size_t(n_tok * n_embd), 57, 1.0f);
+      const std::vector<float> logits = test::gaussian(size_t(n_tok * n_expert), 58, 2.0f);
+      const std::vector<float> slog = test::gaussian(size_t(n_tok), 59, 2.0f);
+      const std::vector<float> zero(static_cast<size_t>(n_tok), 0.0f);
+      for (const int32_t k : {1, 8}) {
+        MoeArgs a{.out = {.data = nullptr, .rows = n_tok, .cols = n_embd},
+                  .x = {.data = const_cast<float*>(x.data()), .rows = n_tok, .cols = n_embd},
+                  .logits = {.data = const_cast<float*>(logits.data()), .rows = n_tok, .cols = n_expert},
+                  .gate = e[0].views.data(), .up = e[1].views.data(), .down = e[2].views.data(),
+                  .n_expert = n_expert, .n_used = k, .norm_topk = true, .act = Activation::silu};
+        const std::vector<float> routed = run_moe(*cpu, a, false);
+        MoeArgs sa = a;  // the shared MLP: one expert that every token takes with weight 1
+        sa.logits = {.data = const_cast<float*>(zero.data()), .rows = n_tok, .cols = 1};
+        sa.gate = e[3].views.data();
+        sa.up = e[4].views.data();
+        sa.down = e[5].views.data();
+        sa.n_expert = 1;
+        sa.n_used = 1;
+        const std::vector<float> shared = run_moe(*cpu, sa, false);
+        for (const bool gated : {false, true}) {
+          MoeArgs b = a;
+          b.shared_gate = &e[3].views[0];
+          b.shared_up = &e[4].views[0];
+          b.shared_down = &e[5].views[0];
+          b.x.data = to_device(*gpu, x);
+          b.logits.data = to_device(*gpu, logits);
+          b.out.data = to_device(*gpu, std::vector<float>(size_t(n_tok * n_embd), 7.0f));
+          if (gated) b.shared_logit = {.data = to_device(*gpu, slog), .rows = n_tok, .cols = 1};
+          ASSERT_TRUE(gpu->moe_shared_supported(b));
+          {
+            ScopedEnv off("BRISK_NO_CUDA_MOE_SHARED", "1");
+            EXPECT_FALSE(gpu->moe_shared_supported(b));
+          }
+          const std::string what = str_cat(quant_type_info(type).name, " tokens=", n_tok, " k=", k, " gated=", gated);
+          for (const bool unfused : {false, true}) {
+            std::vector<float> got(size_t(n_tok * n_embd));
+            {
+              ScopedEnv off("BRISK_NO_CUDA_MOE_FUSED", unfused ? "1" : "0");
+              gpu->moe(b);
+            }
+            gpu->synchronize();
+            gpu->copy(got.data(), b.out.data, sizeof(float) * got.size());
+            float err = 0.0f, mag = 0.0f;
+            for (int64_t t = 0; t < n_tok; ++t) {
+              const double g = gated ? 1.0 / (1.0 + std::exp(-double(slog[size_t(t)]))) : 1.0;
+              for (int64_t i = 0; i < n_embd; ++i) {
+                const size_t j = size_t(t * n_embd + i);
+                const float want = float(double(routed[j]) + g * double(shared[j]));
+                err = std::max(err, std::fabs(got[j] - want));
+                mag = std::max(mag, std::fabs(want));
+              }
+            }
+            EXPECT_GT(mag, 1e-3f) << what;
+            EXPECT_LT(err, 1e-2f * mag) << what << (unfused ? " unfused" : " fused") << " max |diff| " << err;
+          }
+        }
+      }
+    }
+  }
+  // A shared expert of another width runs apart.
+  const Experts wide = make_experts(QuantType::Q8_0, n_embd, 2 * n_ff, 1, 60);
+  const Experts gate = make_experts(QuantType::Q8_0, n_embd, n_ff, n_expert, 61);
+  const Experts down = make_experts(QuantType::Q8_0, n_ff, n_embd, n_expert, 62);
+  const MoeArgs c{.out = {.data = nullptr, .rows = 1, .cols = n_embd}, .x = {.data = nullptr, .rows = 1, .cols = n_embd},
+                  .logits = {.data = nullptr, .rows = 1, .cols = n_expert}, .gate = gate.views.data(),
+                  .up = gate.views.data(), .down = down.views.data(), .n_expert = n_expert, .n_used = 2,
+                  .shared_gate = &wide.views[0], .shared_up = &wide.views[0], .shared_down = &down.views[0]};
+  EXPECT_FALSE(gpu->moe_shared_supported(c));
 }
 
 TEST(CudaMoe, RoutingTiesGoToTheLowerExpert) {

@@ -223,29 +223,81 @@ TEST_P(WhisperOwnFixture, LogMelMatchesTransformers) {
   EXPECT_LT(d, 1e-4);
 }
 
+// generate(input_features, language="en", task="transcribe", return_timestamps, num_beams,
+// max_new_tokens, temperature=0.0, return_dict_in_generate=True) over the fixture's 3000 frames
+// runs transformers' sequential windows even on a short input: after a window whose last
+// segment is unfinished it decodes again from the last timestamp pair (the rest of the frames,
+// padded with zeros), while frames remain. With timestamps its `sequences` are every window's
+// segments' tokens; without, it returns the last window's generate() output (the random model
+// emits timestamp ids even after <|notimestamps|>, and transformers seeks by them).
 TEST_P(WhisperOwnFixture, GenerateMatchesTransformers) {
   const nlohmann::json ref = speech_read_json(dir() + "/ref.json");
   auto model = Model::load({.path = dir() + "/hf"});
-  auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
-  const SpeechConfig cfg = speech_config_from_hf(loaded->config_json_, loaded->generation_config_,
-                                                 loaded->preprocessor_config_, loaded->config().n_vocab, nullptr);
+  Transcriber tr(model, {.n_threads = 2, .kv_type = QuantType::F32, .max_beams = 5});
   const std::vector<float> features = reference_features(ref);
-  auto ctx = Context::create(model, {.n_ctx = loaded->config().n_ctx_train, .n_seq_max = 10,
-                                     .n_batch = loaded->config().n_ctx_train, .kv_type = QuantType::F32,
-                                     .n_threads = 2, .kv_block_size = 16});
-  ASSERT_EQ(features.size(), size_t(ctx->encoder_shape().n_frames) * size_t(ctx->encoder_shape().n_features));
   ASSERT_FALSE(ref["cases"].empty());
   for (const auto& c : ref["cases"]) {
-    std::vector<int32_t> prompt, want;
-    for (const auto& v : c["decoder_prompt"]) prompt.push_back(v.get<int32_t>());
+    const std::string name = c.value("name", std::string("?"));
+    const bool timestamps = c.value("timestamps", false);
+    std::vector<int32_t> want;
     for (const auto& v : c["generated"]) want.push_back(v.get<int32_t>());
-    ctx->encode({EncoderInput{.seq = 0, .features = features.data()}});
-    const WindowDecodeOptions o{.prompt = prompt, .sot_index = -1,
-                                .rules = {.cfg = &cfg, .timestamps = c.value("timestamps", false), .suppress = true},
-                                .beam_size = c.value("num_beams", 1), .max_new_tokens = c.value("max_new_tokens", 0)};
-    const WindowDecodeResult r = speech_decode_window(*ctx, cfg, o);
-    EXPECT_EQ(r.tokens, want) << GetParam() << " case " << c.value("name", std::string("?"));
+    const TranscribeOptions o{.language = "en", .timestamps = timestamps, .temperatures = {0.0f},
+                              .beam_size = c.value("num_beams", 1), .compression_ratio_threshold = 0.0,
+                              .logprob_threshold = -1e30, .no_speech_threshold = 2.0,
+                              .max_new_tokens = c.value("max_new_tokens", 0)};
+    const Transcript t = tr.transcribe_features(features, o);
+    ASSERT_FALSE(t.windows.empty()) << name;
+    // The window's prompt is the case's: start of transcript, language, task, [no timestamps].
+    std::vector<int32_t> prompt = {tr.config().sot, tr.config().find_language("en")->token, tr.config().transcribe};
+    if (!timestamps) prompt.push_back(tr.config().no_timestamps);
+    EXPECT_EQ(prompt, c["decoder_prompt"].get<std::vector<int32_t>>()) << name;
+    std::vector<int32_t> got;
+    if (timestamps) {
+      for (const TranscriptSegment& s : t.segments) got.insert(got.end(), s.tokens.begin(), s.tokens.end());
+    } else {
+      got = t.windows.back().tokens;
+    }
+    EXPECT_EQ(got, want) << GetParam() << " case " << name << " (" << t.windows.size() << " windows)";
   }
+}
+
+// The fallback's average log-probability, as transformers' _retrieve_avg_logprobs: every
+// generated token's log-probability under the processed distribution (end-of-text included),
+// over the token count, recomputed here from one batched pass over prompt and tokens.
+TEST_P(WhisperOwnFixture, AverageLogProbabilityCountsEveryGeneratedToken) {
+  const nlohmann::json ref = speech_read_json(dir() + "/ref.json");
+  auto model = Model::load({.path = dir() + "/hf"});
+  auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
+  SpeechConfig cfg = speech_config_from_hf(loaded->config_json_, loaded->generation_config_,
+                                           loaded->preprocessor_config_, loaded->config().n_vocab, nullptr);
+  const std::vector<float> features = reference_features(ref);
+  auto ctx = Context::create(model, {.n_ctx = loaded->config().n_ctx_train, .n_seq_max = 2,
+                                     .n_batch = loaded->config().n_ctx_train, .kv_type = QuantType::F32,
+                                     .n_threads = 2, .kv_block_size = 16});
+  cfg.n_text_ctx = ctx->options().n_ctx;
+  const std::vector<int32_t> prompt = {cfg.sot, cfg.find_language("en")->token, cfg.transcribe};
+  const SpeechRules rules{.cfg = &cfg, .timestamps = true, .suppress = true};
+  ctx->encode({EncoderInput{.seq = 0, .features = features.data()}});
+  const WindowDecodeResult r = speech_decode_window(*ctx, cfg, {.prompt = prompt, .rules = rules, .max_new_tokens = 6});
+  ASSERT_EQ(r.tokens.size(), 6u);
+  std::vector<BatchToken> batch;
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), r.tokens.begin(), r.tokens.end() - 1);
+  for (size_t i = 0; i < all.size(); ++i)
+    batch.push_back({.token = all[i], .pos = int32_t(i), .seq = 0, .want_logits = i + 1 >= prompt.size()});
+  ctx->seq_truncate(0, 0);
+  ctx->decode(batch);
+  double sum = 0.0;
+  for (size_t k = 0; k < r.tokens.size(); ++k) {
+    std::vector<float> row(ctx->logits(int32_t(k)), ctx->logits(int32_t(k)) + cfg.n_vocab);
+    speech_rules_apply(rules, row.data(), std::vector<int32_t>(r.tokens.begin(), r.tokens.begin() + int64_t(k)));
+    double mx = -INFINITY, z = 0.0;
+    for (float v : row) mx = std::max(mx, double(v));
+    for (float v : row) z += std::exp(double(v) - mx);
+    sum += double(row[size_t(r.tokens[k])]) - mx - std::log(z);
+  }
+  EXPECT_NEAR(r.sum_logprob, sum, 1e-3);
+  EXPECT_NEAR(r.avg_logprob, sum / 6.0, 2e-4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, WhisperOwnFixture, ::testing::ValuesIn(whisper_own_fixtures()),

@@ -539,6 +539,78 @@ TEST_P(AttentionKernels, MatchReferenceWithGqaWindowsAndCacheTypes) {
   flags_reload();
 }
 
+// Bidirectional attention (AttentionArgs::first: an embedding model's decoder): each token sees
+// [first, pos] of its sequence, positions after its own included, in every kernel, against the
+// reference and against the softmax written out here.
+TEST_P(AttentionKernels, BidirectionalRangesMatchReference) {
+  const char* env = GetParam();
+  if (*env) setenv(env, "1", 1);
+  flags_reload();
+  const std::vector<AttnCase> cases = {{QuantType::F32, 4, 2, 16, 0, 0.0f}, {QuantType::F32, 4, 2, 16, 6, 0.0f},
+                                       {QuantType::F16, 8, 2, 64, 0, 0.0f}, {QuantType::F16, 4, 1, 128, 9, 0.0f},
+                                       {QuantType::F32, 2, 2, 32, 3, 0.0f}};
+  for (int threads : {1, 2}) {
+    auto be = make_cpu_backend(threads);
+    for (const AttnCase& c : cases) {
+      const int64_t width = int64_t(c.n_head_kv) * c.head_dim;
+      const testing::HostKv pool = testing::make_host_kv(c.kv, width, 40, 2, 16, testing::KvLayout::scrambled, 0, false);
+      const int32_t len[2] = {37, 7};
+      std::vector<int32_t> seq, pos, first, last;
+      for (int32_t s = 0; s < 2; ++s)
+        for (int32_t p = 0; p < len[s]; ++p) {
+          seq.push_back(s);
+          pos.push_back(p);
+          // window w here: w positions either side; 0: the whole sequence.
+          first.push_back(c.window > 0 ? std::max(0, p - c.window) : 0);
+          last.push_back(c.window > 0 ? std::min(len[s] - 1, p + c.window) : len[s] - 1);
+        }
+      const int64_t n = int64_t(seq.size());
+      std::vector<float> k = random_vec(size_t(n * width), 21), v = random_vec(size_t(n * width), 22);
+      be->kv_store({.k = mat(k, n, width), .v = mat(v, n, width), .k_cache = pool.kc, .v_cache = pool.vc,
+                    .seq = seq.data(), .pos = pos.data()});
+      const int64_t qw = int64_t(c.n_head) * c.head_dim;
+      std::vector<float> q = random_vec(size_t(n * qw), 23, 2.0f), got(size_t(n * qw)), want(got.size());
+      const float scale = 1.0f / std::sqrt(float(c.head_dim));
+      AttentionArgs a{.out = mat(got, n, qw), .q = mat(q, n, qw), .k_cache = pool.kc, .v_cache = pool.vc,
+                      .seq = seq.data(), .pos = last.data(), .first = first.data(), .n_head = c.n_head,
+                      .n_head_kv = c.n_head_kv, .head_dim = c.head_dim, .scale = scale};
+      be->attention(a);
+      a.out = mat(want, n, qw);
+      ref::attention(a);
+      const std::string what = std::string(*env ? env : "best") + " " + std::string(quant_type_info(c.kv).name) + " window " +
+                               std::to_string(c.window) + " threads " + std::to_string(threads);
+      EXPECT_LT(max_abs_diff(got, want), 2e-5f) << what;
+      if (c.kv != QuantType::F32) continue;
+      // Written out: row r of k / v is (seq, pos) in batch order.
+      const int32_t group = c.n_head / c.n_head_kv;
+      float worst = 0.0f;
+      for (int64_t t = 0; t < n; ++t)
+        for (int32_t h = 0; h < c.n_head; ++h) {
+          const int64_t base = seq[size_t(t)] == 0 ? 0 : len[0], kcol = int64_t(h / group) * c.head_dim;
+          std::vector<double> w;
+          double mx = -1e300, sum = 0.0;
+          for (int32_t j = first[size_t(t)]; j <= last[size_t(t)]; ++j) {
+            double d = 0.0;
+            for (int32_t i = 0; i < c.head_dim; ++i)
+              d += double(q[size_t(t * qw + h * c.head_dim + i)]) * double(k[size_t((base + j) * width + kcol + i)]);
+            w.push_back(d * scale);
+            mx = std::max(mx, w.back());
+          }
+          for (double& x : w) sum += (x = std::exp(x - mx));
+          for (int32_t i = 0; i < c.head_dim; ++i) {
+            double o = 0.0;
+            for (int32_t j = first[size_t(t)]; j <= last[size_t(t)]; ++j)
+              o += w[size_t(j - first[size_t(t)])] * double(v[size_t((base + j) * width + kcol + i)]);
+            worst = std::max(worst, float(std::fabs(o / sum - got[size_t(t * qw + h * c.head_dim + i)])));
+          }
+        }
+      EXPECT_LT(worst, 2e-5f) << what << ": against the softmax written out";
+    }
+  }
+  if (*env) unsetenv(env);
+  flags_reload();
+}
+
 // One decode token over a long cache: with several threads and few KV heads the AVX-512 kernel
 // splits the positions over the threads and merges the partial softmax results. Against the
 // reference for lengths with partial tiles, windows, softcap, F16 / BF16 / F32 / Q8_0 caches, GQA.

@@ -248,6 +248,76 @@ TEST(EncoderOps, PackedDenseAttentionEqualsEachSequenceAlone) {
   }
 }
 
+// A symmetric local window (ModernBERT's local layers): row i of a sequence sees the keys j of
+// its sequence with |i - j| <= window, checked against a brute-force masked softmax here; the
+// reference and both CPU kernels agree on packed sequences shorter and longer than the window.
+TEST(EncoderOps, WindowedDenseAttention) {
+  auto be = make_cpu_backend(3);
+  for (auto [n_head, n_head_kv, head_dim, window] : {std::tuple{4, 2, 32, 8}, std::tuple{3, 3, 16, 1},
+                                                     std::tuple{2, 1, 20, 5}, std::tuple{2, 2, 16, 40}}) {
+    const std::vector<int32_t> lens = {1, 9, 17, 2, 70, 8, 33};
+    std::vector<int32_t> start = {0};
+    for (int32_t l : lens) start.push_back(start.back() + l);
+    const int64_t rows = start.back(), qw = n_head * head_dim, kw = n_head_kv * head_dim;
+    std::vector<float> q = enc_randn(size_t(rows * qw), 41, 1.5f), k = enc_randn(size_t(rows * kw), 42, 1.5f);
+    std::vector<float> v = enc_randn(size_t(rows * kw), 43), ref(q.size()), brute(q.size());
+    AttentionDenseArgs a{.out = enc_mat(ref, rows, qw), .q = enc_mat(q, rows, qw), .k = enc_mat(k, rows, kw),
+                         .v = enc_mat(v, rows, kw), .n_seq = int32_t(lens.size()), .seq_start = start.data(),
+                         .n_head = n_head, .n_head_kv = n_head_kv, .head_dim = head_dim,
+                         .scale = 1.0f / std::sqrt(float(head_dim)), .window = window};
+    ref::attention_dense(a);
+    const int32_t group = n_head / n_head_kv;
+    for (size_t s = 0; s < lens.size(); ++s)
+      for (int64_t i = start[s]; i < start[s + 1]; ++i)
+        for (int32_t h = 0; h < n_head; ++h) {
+          std::vector<double> w(size_t(rows), 0.0);
+          double mx = -INFINITY, sum = 0.0;
+          for (int64_t j = start[s]; j < start[s + 1]; ++j) {
+            if (std::abs(i - j) > window) continue;
+            double d = 0.0;
+            for (int32_t c = 0; c < head_dim; ++c) d += double(q[size_t(i * qw + h * head_dim + c)]) * k[size_t(j * kw + (h / group) * head_dim + c)];
+            w[size_t(j)] = d * a.scale;
+            mx = std::max(mx, w[size_t(j)]);
+          }
+          for (int64_t j = start[s]; j < start[s + 1]; ++j)
+            if (std::abs(i - j) <= window) sum += (w[size_t(j)] = std::exp(w[size_t(j)] - mx));
+          for (int32_t c = 0; c < head_dim; ++c) {
+            double o = 0.0;
+            for (int64_t j = start[s]; j < start[s + 1]; ++j)
+              if (std::abs(i - j) <= window) o += w[size_t(j)] / sum * v[size_t(j * kw + (h / group) * head_dim + c)];
+            brute[size_t(i * qw + h * head_dim + c)] = float(o);
+          }
+        }
+    EXPECT_LT(enc_max_diff(ref, brute), 1e-6f) << "window " << window;
+    for (const char* off : {"0", "1"}) {
+      ScopedEnv env("BRISK_NO_BLOCKED_ATTENTION", off);
+      std::vector<float> out(q.size(), -7.0f);
+      a.out = enc_mat(out, rows, qw);
+      ASSERT_TRUE(be->attention_dense(a));
+      EXPECT_LT(enc_max_diff(out, ref), 2e-5f) << n_head << "/" << n_head_kv << " x " << head_dim << ", window "
+                                               << window << ", BRISK_NO_BLOCKED_ATTENTION=" << off;
+    }
+  }
+}
+
+// GeGLU with the exact (erf) GELU, as ModernBERT's MLP: the CPU kernel against the reference.
+TEST(EncoderOps, GatedGeluErfMatchesReference) {
+  auto be = make_cpu_backend(2);
+  const int64_t rows = 7, cols = 45;
+  std::vector<float> g = enc_randn(size_t(rows * cols), 51, 2.0f), u = enc_randn(size_t(rows * cols), 52);
+  std::vector<float> ref(g.size()), out(g.size());
+  GatedActArgs a{.out = enc_mat(ref, rows, cols), .gate = enc_mat(g, rows, cols), .up = enc_mat(u, rows, cols),
+                 .act = Activation::gelu_erf};
+  ref::gated_act(a);
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    const double x = g[size_t(i)];
+    EXPECT_NEAR(ref[size_t(i)], 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))) * u[size_t(i)], 1e-5);
+  }
+  a.out = enc_mat(out, rows, cols);
+  be->gated_act(a);
+  EXPECT_LT(enc_max_diff(out, ref), 1e-5f);
+}
+
 TEST(EncoderOps, FloatGemmMatchesTheGemvPath) {
   auto be = make_cpu_backend(2);
   for (QuantType wt : {QuantType::F32, QuantType::F16, QuantType::BF16}) {

@@ -1,5 +1,6 @@
 // Speech decoding pieces on their own: the timestamp and suppression rules (transformers'
-// WhisperTimeStampLogitsProcessor, SuppressTokens*), dynamic time warping and the median filter
+// WhisperTimeStampLogitsProcessor, SuppressTokens*), the window's length limit, the segments
+// of a window and where the next one starts (_retrieve_segment), dynamic time warping and the median filter
 // of word alignment, word splitting with punctuation, the speech config read from
 // generation_config.json, the response formats (SRT / VTT / verbose_json byte for byte as
 // OpenAI's service writes them) and the audio routes' form handling.
@@ -14,6 +15,7 @@
 #include "runtime/speech_align.h"
 #include "runtime/speech_config.h"
 #include "runtime/speech_decode.h"
+#include "runtime/speech_segments.h"
 #include "runtime/transcript_format.h"
 #include "server/audio_request.h"
 #include "server/errors.h"
@@ -103,6 +105,84 @@ TEST(SpeechRules, LikelyTimestampsForceOne) {
   EXPECT_TRUE(banned(plain, 5));
   EXPECT_FALSE(banned(plain, 4));
   EXPECT_FALSE(banned(plain, 13));
+}
+
+// Window split with timestamps 14.. (0.02 s a step, 2 frames a step, a window of 3000 frames).
+SpeechWindowSplit split(const std::vector<int32_t>& tokens, int64_t window_frames = 3000) {
+  return speech_split_window(tokens, {.timestamp_begin = 14, .window_frames = window_frames});
+}
+
+TEST(SpeechSegments, UnfinishedLastSegmentSeeksToTheFirstTimestampOfTheLastPair) {
+  // <|0.00|> 1 2 <|0.04|><|0.08|> 4 <|0.10|><|0.12|> 6 7 (unfinished): the pairs differ, the
+  // next window starts where the last complete segment ends (0.10 s: 5 steps = 10 frames),
+  // not where the unfinished one begins (0.12 s).
+  const SpeechWindowSplit s = split({14, 1, 2, 16, 18, 4, 19, 20, 6, 7});
+  ASSERT_EQ(s.segments.size(), 2u);
+  EXPECT_EQ(s.segments[0].begin, 0u);
+  EXPECT_EQ(s.segments[0].end, 4u);
+  EXPECT_NEAR(s.segments[0].start, 0.0, 1e-12);
+  EXPECT_NEAR(s.segments[0].end_time, 0.04, 1e-12);
+  EXPECT_EQ(s.segments[1].begin, 4u);
+  EXPECT_EQ(s.segments[1].end, 8u);  // both timestamps of the last pair, not the text after it
+  EXPECT_NEAR(s.segments[1].start, 0.08, 1e-12);
+  EXPECT_NEAR(s.segments[1].end_time, 0.10, 1e-12);
+  EXPECT_EQ(s.seek_advance, 10);
+  // Ending on the pair itself: the same seek.
+  EXPECT_EQ(split({14, 1, 16, 18, 4, 19, 20}).seek_advance, 10);
+}
+
+TEST(SpeechSegments, SingleTimestampEndingKeepsEverythingAndSkipsTheWindow) {
+  const SpeechWindowSplit s = split({14, 1, 16, 16, 4, 5, 19}, 1234);
+  ASSERT_EQ(s.segments.size(), 2u);
+  EXPECT_EQ(s.segments[1].begin, 3u);
+  EXPECT_EQ(s.segments[1].end, 7u);
+  EXPECT_NEAR(s.segments[1].end_time, 0.10, 1e-12);
+  EXPECT_EQ(s.seek_advance, 1234);
+}
+
+TEST(SpeechSegments, WithoutAPairTheWindowIsOneSegment) {
+  SpeechWindowSplit s = split({14, 1, 2, 17}, 201);  // ends at its last timestamp
+  ASSERT_EQ(s.segments.size(), 1u);
+  EXPECT_EQ(s.segments[0].end, 4u);
+  EXPECT_NEAR(s.segments[0].end_time, 0.06, 1e-12);
+  EXPECT_EQ(s.seek_advance, 201);
+  s = split({1, 2, 3}, 201);  // no timestamp: the window's length in whole steps (100 x 0.02 s)
+  EXPECT_NEAR(s.segments[0].end_time, 2.0, 1e-12);
+  s = split({14, 1, 2, 14}, 201);  // a last <|0.00|> does not count
+  EXPECT_NEAR(s.segments[0].end_time, 2.0, 1e-12);
+  EXPECT_EQ(split({}, 201).segments.size(), 1u);
+}
+
+TEST(SpeechSegments, TimestampIdsSplitEvenWithoutTheTimestampRules) {
+  // After <|notimestamps|> a model may still emit timestamp ids: transformers cuts and seeks
+  // by them all the same (runs of them are pairs).
+  const SpeechWindowSplit s = split({30, 30, 30, 25, 25});
+  ASSERT_EQ(s.segments.size(), 4u);
+  EXPECT_EQ(s.segments.back().end, 5u);
+  EXPECT_EQ(s.seek_advance, (25 - 14) * 2);
+  // A segment that opens with text starts at the window's start, never before it.
+  const SpeechWindowSplit t = split({1, 2, 20, 20, 4});  // one segment; the 4 after the pair is unfinished
+  ASSERT_EQ(t.segments.size(), 1u);
+  EXPECT_EQ(t.segments[0].end, 4u);
+  EXPECT_EQ(t.segments[0].start, 0.0);
+  EXPECT_NEAR(t.segments[0].end_time, 0.12, 1e-12);
+  EXPECT_EQ(t.seek_advance, 12);
+}
+
+TEST(SpeechRules, MaxLengthOfTheGenerationConfig) {
+  SpeechConfig c = small_config();
+  c.n_text_ctx = 64;
+  EXPECT_EQ(speech_max_new_tokens(c, 4, 0, 64), 60);  // no max_length: the context
+  EXPECT_EQ(speech_max_new_tokens(c, 4, 24, 64), 24);
+  EXPECT_EQ(speech_max_new_tokens(c, 4, 100, 64), 60);
+  c.max_length = 10;  // raised by the 3 tokens before the last prompt token: 13 in all
+  EXPECT_EQ(speech_max_new_tokens(c, 4, 0, 64), 9);
+  EXPECT_EQ(speech_max_new_tokens(c, 4, 24, 64), 24);  // max_new_tokens wins
+  c.max_length = 64;  // capped at max_target_positions
+  EXPECT_EQ(speech_max_new_tokens(c, 4, 0, 64), 60);
+  c.max_length = 10;  // a long previous-text prompt raises it by n_text_ctx / 2 - 1 at most
+  EXPECT_EQ(speech_max_new_tokens(c, 40, 0, 64), 1);
+  EXPECT_EQ(speech_max_new_tokens(c, 20, 0, 64), 9);
 }
 
 TEST(SpeechAlign, DtwAndMedianFilter) {
@@ -201,8 +281,13 @@ TEST(SpeechConfigTest, ReadsGenerationConfig) {
     "decoder_start_token_id": 11, "eos_token_id": 10, "no_timestamps_token_id": 13, "prev_sot_token_id": 12,
     "lang_to_id": {"<|en|>": 5, "<|de|>": 6}, "task_to_id": {"transcribe": 8, "translate": 7},
     "is_multilingual": true, "alignment_heads": [[0, 1], [1, 0]], "suppress_tokens": [1, 2],
-    "begin_suppress_tokens": [3, 10], "max_initial_timestamp_index": 50})");
+    "begin_suppress_tokens": [3, 10], "max_initial_timestamp_index": 50, "max_length": 40})");
   const SpeechConfig c = speech_config_from_hf(nlohmann::json::object(), gen, nullptr, 20, nullptr);
+  EXPECT_EQ(c.max_length, 40);
+  EXPECT_EQ(speech_config_from_hf(nlohmann::json::parse(R"({"max_length": 30})"), gen, nullptr, 20, nullptr).max_length,
+            40);  // generation_config.json first, then config.json
+  EXPECT_EQ(speech_config_from_hf(nlohmann::json::parse(R"({"max_length": 30})"), nlohmann::json::parse(R"({
+    "decoder_start_token_id": 11, "eos_token_id": 10})"), nullptr, 20, nullptr).max_length, 30);
   EXPECT_EQ(c.sot, 11);
   EXPECT_EQ(c.timestamp_begin, 14);
   EXPECT_EQ(c.no_speech, 12);

@@ -18,7 +18,11 @@ samples the features were computed from, as int16 / 32768), features.f32 and ref
   ref.json        n_mels, n_head_frames, features_tail [n_mels], and cases: per setting
                   decoder_prompt (the init tokens transformers used), generated (the ids
                   generate() appended after them, padding removed), timestamps, num_beams,
-                  max_new_tokens
+                  max_new_tokens. generate() runs its sequential windows over the 3000 frames
+                  even here: after a window whose last segment is unfinished it decodes again
+                  from the last timestamp pair. With timestamps, generated is every window's
+                  segments' tokens; without, return_dict_in_generate gives the last window's
+                  output (timestamp ids emitted after <|notimestamps|> also seek).
 The vocabulary has no tokenizer: text ids 0..99, <|endoftext|> 100, <|startoftranscript|> 101,
 <|en|> 102, <|de|> 103, <|translate|> 104, <|transcribe|> 105, <|startoflm|> 106,
 <|startofprev|> 107, <|nospeech|> 108, <|notimestamps|> 109, timestamps 110 .. 1610 (0.00 .. 30.00).

@@ -87,6 +87,7 @@ class CpuBackend final : public Backend {
   void matmul(const MatmulArgs& a) override {
     check_mat(a.x, a.x.rows, a.w.n_in, "matmul", "x");
     check_mat(a.out, a.x.rows, a.w.n_out, "matmul", "out");
+    BRISK_CHECK(a.out.data != a.x.data, "matmul: out must not alias x (rows are read while others are written)");
     if (ref_) return ref::matmul(a);
     run_matmuls(&a, 1);
   }
@@ -407,7 +408,7 @@ class CpuBackend final : public Backend {
   bool attention_dense(const AttentionDenseArgs& a) override {
     OpProfile::Scope prof(profile_, "attention_dense");
     BRISK_CHECK(a.n_seq >= 1 && (a.seq_start || a.q.rows % a.n_seq == 0) && a.n_head_kv > 0 &&
-                    a.n_head % a.n_head_kv == 0 && a.head_dim > 0,
+                    a.n_head % a.n_head_kv == 0 && a.head_dim > 0 && a.window >= 0,
                 "attention_dense: ", a.q.rows, " rows in ", a.n_seq, " sequences, ", a.n_head, " heads over ",
                 a.n_head_kv, " KV heads");
     if (a.seq_start) {

@@ -55,9 +55,10 @@ namespace brisk::cuda {
 
 constexpr int32_t kGraphMaxTokens = 64;  // steps of at most this many tokens run as graphs
 constexpr int32_t kGemvMaxTokens = 8;    // matmuls of more rows take the tensor-core GEMM
-constexpr int32_t kDenseGemmMinTokens = 2;  // BF16 weights: matmuls of this many rows on the tensor cores
+constexpr int32_t kDenseGemmMinTokens = 2;  // BF16 weights with BRISK_NO_CUDA_GEMV_FEW: matmuls of this many rows on the tensor cores
 constexpr size_t kMaxGraphs = 16;
-// Matmuls of more than kGemvMaxTokens rows (and BF16 weights from kDenseGemmMinTokens rows) run
+// Matmuls of more than kGemvMaxTokens rows (BF16 weights from kDenseGemmMinTokens rows with
+// BRISK_NO_CUDA_GEMV_FEW) run
 // on the tensor cores (cuBLAS BF16 GEMM); weights
 // not stored as BF16 are dequantized per matmul into a reused BF16 scratch of at most this many
 // elements (128 MiB), in chunks of rows when a matrix is larger.
@@ -161,6 +162,7 @@ class CudaBackend final : public Backend {
   void scale(const ScaleArgs& a) override;
   void moe(const MoeArgs& a) override;
   bool moe_expert_scale_supported() const override { return true; }
+  bool moe_shared_supported(const MoeArgs& a) const override;
   void embedding(const EmbeddingArgs& a) override;
   void get_rows(const GetRowsArgs& a) override;
   // Linear-attention ops (cuda_delta_net.cpp).

@@ -25,7 +25,8 @@ void CudaBackend::layer_norm(const LayerNormArgs& a) {
 }
 
 void CudaBackend::unary(const UnaryArgs& a) {
-  BRISK_CHECK(a.op == UnaryOp::gelu_erf || a.op == UnaryOp::gelu_tanh, "unary: unknown op ", int(a.op));
+  BRISK_CHECK(a.op == UnaryOp::gelu_erf || a.op == UnaryOp::gelu_tanh || a.op == UnaryOp::tanh, "unary: unknown op ",
+              int(a.op));
   check_mat(a.out, a.x.rows, a.x.cols, "unary", "out");
   BRISK_CHECK(a.x.data != nullptr && a.x.rows * a.x.cols / 256 < INT32_MAX, "unary: x is [", a.x.rows, ", ",
               a.x.cols, "]");
@@ -87,10 +88,21 @@ void CudaBackend::attention_weights(const AttentionWeightsArgs& a) {
 }
 
 bool CudaBackend::attention_dense(const AttentionDenseArgs& a) {
-  // Packed sequences of different lengths (seq_start) have no kernel here yet: the caller says so.
-  if (a.seq_start || flags().no_cuda_dense_attention || !cuda::attention_dense_supported(a)) return false;
-  BRISK_CHECK(a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0, "attention_dense: ", a.n_head,
-              " heads are not a multiple of ", a.n_head_kv, " KV heads");
+  if (flags().no_cuda_dense_attention || !cuda::attention_dense_supported(a)) return false;
+  BRISK_CHECK(a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0 && a.window >= 0, "attention_dense: ", a.n_head,
+              " heads are not a multiple of ", a.n_head_kv, " KV heads, or window ", a.window, " < 0");
+  AttentionDenseArgs d = a;
+  int64_t max_len = a.q.rows / a.n_seq;
+  if (a.seq_start) {
+    // Packed sequences: the starts are checked here on the host and read by the kernel from the
+    // step's device copy.
+    BRISK_CHECK(a.seq_start[0] == 0 && a.seq_start[a.n_seq] == a.q.rows, "attention_dense: sequence starts span [",
+                a.seq_start[0], ", ", a.seq_start[a.n_seq], "), the rows are [0, ", a.q.rows, ")");
+    for (int32_t s = 0; s < a.n_seq; ++s)
+      BRISK_CHECK(a.seq_start[s + 1] > a.seq_start[s], "attention_dense: sequence ", s, " is empty or out of order");
+    max_len = a.max_seq_len();
+    d.seq_start = stage(a.seq_start, int64_t(a.n_seq) + 1, "attention_dense seq_start");
+  }
   const int64_t qw = int64_t(a.n_head) * a.head_dim, kvw = int64_t(a.n_head_kv) * a.head_dim;
   check_mat(a.q, a.q.rows, qw, "attention_dense", "q");
   check_mat(a.k, a.q.rows, kvw, "attention_dense", "k");
@@ -104,12 +116,15 @@ bool CudaBackend::attention_dense(const AttentionDenseArgs& a) {
   key_.add(a.k);
   key_.add(a.v);
   key_.add(uint64_t(a.n_seq));
+  key_.add(d.seq_start);
+  key_.add(uint64_t(max_len));
   key_.add(uint64_t(a.n_head));
   key_.add(uint64_t(a.n_head_kv));
   key_.add(uint64_t(a.head_dim));
   key_.add(a.scale);
+  key_.add(uint64_t(a.window));
   forget_quant();
-  enqueue("attention_dense", [a](cudaStream_t s) { return cuda::launch_attention_dense(a, s); });
+  enqueue("attention_dense", [d, max_len](cudaStream_t s) { return cuda::launch_attention_dense(d, max_len, s); });
   return true;
 }
 

@@ -5,6 +5,22 @@
 
 namespace brisk::cuda {
 
+// A shared expert of the routed experts' shapes and formats joins the decode launches as expert
+// n_expert, a slot every token takes (moe_tables appends it to the address tables): the MoE
+// layer then costs the four launches of the routed experts alone, instead of those plus the
+// shared MLP's three, its gate's sigmoid and the add.
+bool CudaBackend::moe_shared_supported(const MoeArgs& a) const {
+  if (flags().no_cuda_moe_shared || !a.shared_gate || !a.shared_up || !a.shared_down || !a.gate || !a.up || !a.down)
+    return false;
+  const auto same = [](const Weight& s, const Weight& e) {
+    return s.type == e.type && s.n_in == e.n_in && s.n_out == e.n_out;
+  };
+  return a.x.rows <= kGemvMaxTokens && a.n_expert >= 1 && a.n_expert < cuda::kMoeMaxExperts && a.n_used >= 1 &&
+         a.n_used < cuda::kMoeMaxUsed && same(*a.shared_gate, a.gate[0]) && same(*a.shared_up, a.up[0]) &&
+         same(*a.shared_down, a.down[0]) &&
+         (!a.shared_logit.data || (a.shared_logit.rows == a.x.rows && a.shared_logit.cols == 1));
+}
+
 // Mixture of experts: routing, the expert matmuls of each (token, slot) pair, the gated
 // activation and the weighted sum all run on the device (cuda::launch_moe_*), so a step
 // never waits on the host for the experts a token chose. Activations go through each
@@ -19,6 +35,9 @@ void CudaBackend::moe(const MoeArgs& a) {
   check_mat(a.logits, n_tok, a.n_expert, "moe", "logits");
   check_mat(a.out, n_tok, n_embd, "moe", "out");
   BRISK_CHECK(a.out.data != a.x.data, "moe: out must not alias x");
+  const bool with_shared = a.shared_gate != nullptr;
+  BRISK_CHECK(!with_shared || moe_shared_supported(a), "moe: a shared expert the CUDA backend cannot run with the "
+              "routed ones (moe_shared_supported)");
   const MoeTables& tb = moe_tables(a);
   if (n_tok == 0) return;
   if (n_tok > kGemvMaxTokens && !flags().no_cuda_moe_grouped) {
@@ -28,7 +47,11 @@ void CudaBackend::moe(const MoeArgs& a) {
     return moe_grouped_items(a);
   }
   forget_quant();
-  const int64_t n_ff = tb.n_ff, nk = n_tok * int64_t(a.n_used);
+  // With a shared expert: one more slot a token and one more expert in the tables (b).
+  MoeArgs b = a;
+  b.n_used = a.n_used + (with_shared ? 1 : 0);
+  b.n_expert = a.n_expert + (with_shared ? 1 : 0);
+  const int64_t n_ff = tb.n_ff, nk = n_tok * int64_t(b.n_used);
   BRISK_CHECK(n_tok <= 65535, "moe: ", n_tok, " tokens in one step (CUDA takes at most 65535)");
   auto* route = static_cast<uint8_t*>(scratch(moe_route_, size_t(nk) * 8, "moe"));
   auto* ids = reinterpret_cast<int32_t*>(route);
@@ -47,11 +70,14 @@ void CudaBackend::moe(const MoeArgs& a) {
   k.add(route);
   k.add(gu);
   k.add(dn);
-  k.add(uint64_t(a.n_used) << 32 | uint64_t(a.n_expert) << 1 | uint64_t(a.norm_topk));
+  k.add(uint64_t(b.n_used) << 32 | uint64_t(a.n_expert) << 1 | uint64_t(a.norm_topk));
   k.add(uint64_t(a.act));
   const bool fused = !flags().no_cuda_moe_fused;
   const float* esc = expert_scale(a);
   k.add(esc);
+  const cuda::MoeSharedSlot shared_slot{.logit = a.shared_logit.data,
+                                        .stride = a.shared_logit.data ? a.shared_logit.row_stride() : 1};
+  k.add(shared_slot.logit);
   // The routing, with the gate's quantized input in the same launch where it can.
   const cuda::ActRound x_round = cuda::act_round_for(format_traits(tb.gate_host_type).vec_dot_type);
   MoeInput xin;
@@ -63,7 +89,8 @@ void CudaBackend::moe(const MoeArgs& a) {
     const bool norm = a.norm_topk;
     const cuda::QuantAct q = xin.xq;
     enqueue("moe (route + activation quantization)", [=](cudaStream_t s) {
-      return cuda::launch_moe_route(logits, ne, nu, norm, ids, wts, s, x_round, &q, &x, esc);
+      return cuda::launch_moe_route(logits, ne, nu, norm, ids, wts, s, x_round, &q, &x, esc,
+                                    with_shared ? &shared_slot : nullptr);
     });
   } else {
     enqueue_moe_route(a, ids, wts);
@@ -73,21 +100,21 @@ void CudaBackend::moe(const MoeArgs& a) {
   // then the activation, then down.
   const bool same_input = tb.up_type == tb.gate_type && tb.up_host_type == tb.gate_host_type;
   if (fused && same_input) {
-    moe_matmul(tb.gate, tb.gate_type, n_embd, n_ff, a, ids, nk, false, xin, g, tb.up, &u);
+    moe_matmul(tb.gate, tb.gate_type, n_embd, n_ff, b, ids, nk, false, xin, g, tb.up, &u);
   } else {
-    moe_matmul(tb.gate, tb.gate_type, n_embd, n_ff, a, ids, nk, false, xin, g);
+    moe_matmul(tb.gate, tb.gate_type, n_embd, n_ff, b, ids, nk, false, xin, g);
     const MoeInput xup = same_input ? xin : moe_input(a.x, tb.up_host_type, tb.up_type, moe_xq2_, "moe");
-    moe_matmul(tb.up, tb.up_type, n_embd, n_ff, a, ids, nk, false, xup, u);
+    moe_matmul(tb.up, tb.up_type, n_embd, n_ff, b, ids, nk, false, xup, u);
   }
   const MoeInput hin = moe_act_input(g, u, a.act, tb, fused);
   const Mat out = a.out;
   if (fused) {  // down and the weighted sum in one launch
-    const cuda::MoeMatmulArgs m = moe_matmul_args(tb.down, tb.down_type, n_ff, n_embd, a, ids, nk, true, hin, d);
+    const cuda::MoeMatmulArgs m = moe_matmul_args(tb.down, tb.down_type, n_ff, n_embd, b, ids, nk, true, hin, d);
     enqueue("moe (expert matmul + combine)",
             [m, wts, out](cudaStream_t s) { return cuda::launch_moe_matmul_combine(m, wts, out, s); });
   } else {
-    moe_matmul(tb.down, tb.down_type, n_ff, n_embd, a, ids, nk, true, hin, d);
-    const int nu = a.n_used;
+    moe_matmul(tb.down, tb.down_type, n_ff, n_embd, b, ids, nk, true, hin, d);
+    const int nu = b.n_used;
     enqueue("moe (combine)", [=](cudaStream_t s) { return cuda::launch_moe_combine(out, dn, ids, wts, nu, s); });
   }
   forget_quant();
@@ -99,8 +126,13 @@ void CudaBackend::enqueue_moe_route(const MoeArgs& a, int32_t* ids, float* wts) 
   const bool norm = a.norm_topk;
   const float* esc = expert_scale(a);
   key_.add(esc);
+  const bool with_shared = a.shared_gate != nullptr;
+  const cuda::MoeSharedSlot slot{.logit = a.shared_logit.data,
+                                 .stride = a.shared_logit.data ? a.shared_logit.row_stride() : 1};
+  key_.add(slot.logit);
   enqueue("moe (route)", [=](cudaStream_t s) {
-    return cuda::launch_moe_route(logits, ne, nu, norm, ids, wts, s, cuda::ActRound::none, nullptr, nullptr, esc);
+    return cuda::launch_moe_route(logits, ne, nu, norm, ids, wts, s, cuda::ActRound::none, nullptr, nullptr, esc,
+                                  with_shared ? &slot : nullptr);
   });
 }
 
@@ -323,19 +355,24 @@ void CudaBackend::moe_grouped(const MoeArgs& a) {
   }
 }
 
+// Keyed by the layer's host Weight array, or with a shared expert by its gate Weight (the same
+// layer's tables then hold n_expert + 1 entries, the shared expert last).
 const CudaBackend::MoeTables& CudaBackend::moe_tables(const MoeArgs& a) {
-  auto it = moe_tables_.find(a.gate);
+  const Weight* key = a.shared_gate ? a.shared_gate : a.gate;
+  auto it = moe_tables_.find(key);
   if (it != moe_tables_.end()) return it->second;
   const int64_t n_embd = a.x.cols, n_ff = a.gate[0].n_out;
   MoeTables t;
   t.n_ff = n_ff;
-  auto table = [&](const Weight* ws, int64_t n_in, int64_t n_out, QuantType& dev_type, QuantType& host_type,
-                   const char* what) {
-    std::vector<const void*> ptrs(size_t(a.n_expert));
-    for (int32_t e = 0; e < a.n_expert; ++e) {
-      BRISK_CHECK(ws[e].n_in == n_in && ws[e].n_out == n_out && ws[e].type == ws[0].type, "moe: expert ", e, " ",
-                  what, " weight is not [", n_out, ", ", n_in, "] ", quant_type_info(ws[0].type).name);
-      const Weight d = device_weight(ws[e], "moe");
+  auto table = [&](const Weight* ws, const Weight* shared, int64_t n_in, int64_t n_out, QuantType& dev_type,
+                   QuantType& host_type, const char* what) {
+    const int32_t n_tab = a.n_expert + (shared ? 1 : 0);
+    std::vector<const void*> ptrs(static_cast<size_t>(n_tab));
+    for (int32_t e = 0; e < n_tab; ++e) {
+      const Weight& w = e < a.n_expert ? ws[e] : *shared;
+      BRISK_CHECK(w.n_in == n_in && w.n_out == n_out && w.type == ws[0].type, "moe: expert ", e, " ", what,
+                  " weight is not [", n_out, ", ", n_in, "] ", quant_type_info(ws[0].type).name);
+      const Weight d = device_weight(w, "moe");
       if (e == 0) dev_type = d.type;
       BRISK_CHECK(d.type == dev_type, "moe: expert ", e, " ", what, " weight changed format on upload");
       ptrs[size_t(e)] = d.data;
@@ -346,10 +383,10 @@ const CudaBackend::MoeTables& CudaBackend::moe_tables(const MoeArgs& a) {
     upload(dev, ptrs.data(), bytes, "moe");
     return static_cast<const void* const*>(dev);
   };
-  t.gate = table(a.gate, n_embd, n_ff, t.gate_type, t.gate_host_type, "gate");
-  t.up = table(a.up, n_embd, n_ff, t.up_type, t.up_host_type, "up");
-  t.down = table(a.down, n_ff, n_embd, t.down_type, t.down_host_type, "down");
-  return moe_tables_.emplace(a.gate, t).first->second;
+  t.gate = table(a.gate, a.shared_gate, n_embd, n_ff, t.gate_type, t.gate_host_type, "gate");
+  t.up = table(a.up, a.shared_up, n_embd, n_ff, t.up_type, t.up_host_type, "up");
+  t.down = table(a.down, a.shared_down, n_ff, n_embd, t.down_type, t.down_host_type, "down");
+  return moe_tables_.emplace(key, t).first->second;
 }
 
 CudaBackend::MoeInput CudaBackend::moe_act_input(const Mat& g, const Mat& u, Activation act, const MoeTables& tb, bool fused) {
@@ -432,7 +469,7 @@ cuda::MoeMatmulArgs CudaBackend::moe_matmul_args(const void* const* w, QuantType
                                   const MoeArgs& a, const int32_t* ids, int64_t n_pairs, bool x_per_pair,
                                   const MoeInput& in, const Mat& out, const void* const* w2,
                                   const Mat* out2) {
-  const int lanes = flags().no_cuda_moe_lanes ? (type == QuantType::Q4_0 ? 16 : 32) : 0;
+  const int lanes = flags().no_cuda_moe_lanes ? (type == QuantType::Q4_0 || type == QuantType::Q5_0 ? 16 : 32) : 0;
   return cuda::MoeMatmulArgs{.w = w, .type = type, .n_in = n_in, .n_out = n_out, .n_expert = a.n_expert,
                              .ids = ids, .n_pairs = n_pairs, .n_used = a.n_used, .x_per_pair = x_per_pair,
                              .xq = in.xq, .x = in.x, .x_stride = in.x_stride, .out = out.data, .w2 = w2,

@@ -202,6 +202,8 @@ void CudaBackend::attention(const AttentionArgs& a) {
   BRISK_CHECK(a.head_dim > 0 && a.head_dim <= 512, "attention: head_dim ", a.head_dim,
               " outside [1, 512] on CUDA");
   BRISK_CHECK(a.q.rows <= 65535, "attention: ", a.q.rows, " tokens in one call (at most 65535 on CUDA)");
+  BRISK_CHECK(a.first == nullptr, "attention: bidirectional attention (a decoder run as an embedding model) is not "
+              "supported on the cuda backend; run it with --device cpu");
   check_mat(a.q, a.q.rows, int64_t(a.n_head) * a.head_dim, "attention", "q");
   check_mat(a.out, a.q.rows, int64_t(a.n_head) * a.head_dim, "attention", "out");
   BRISK_CHECK(a.k_cache.width == int64_t(a.n_head_kv) * a.head_dim && a.v_cache.width == a.k_cache.width,

@@ -76,7 +76,7 @@ void attention_split_items(const AttentionArgs& a, int64_t per_token, int ith, i
   constexpr double kItemCost = 32.0;
   auto cost = [&](int64_t t) {
     const int64_t p = a.pos[t];
-    const int64_t start = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+    const int64_t start = a.key_begin(t);
     return double(p + 1 - start) + kItemCost;
   };
   double total = 0.0;
@@ -113,7 +113,7 @@ void attention_rows(const AttentionArgs& a, float* scratch, int ith, int nth) {
     const int32_t kvh = h / group;
     const float* q = a.q.row(t) + int64_t(h) * hd;
     const int64_t s = a.seq[t], p = a.pos[t];
-    const int64_t start = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+    const int64_t start = a.key_begin(t);
     const int64_t col0 = int64_t(kvh) * hd;
     float m = -std::numeric_limits<float>::infinity();
     float l = 0.0f;

@@ -53,7 +53,7 @@ void attention_rows_avx2(const AttentionArgs& a, float* scratch, int ith, int nt
     const int32_t kvh = h / group;
     const float* q = a.q.row(t) + int64_t(h) * hd;
     const int64_t s = a.seq[t], p = a.pos[t];
-    const int64_t start = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+    const int64_t start = a.key_begin(t);
     const size_t k_off = kv_segment_offset(a.k_cache, int64_t(kvh) * hd);
     const size_t v_off = kv_segment_offset(a.v_cache, int64_t(kvh) * hd);
     float m = -std::numeric_limits<float>::infinity();

@@ -338,7 +338,7 @@ struct PosRange {
 };
 PosRange visible_positions(const AttentionArgs& a, int64_t t) {
   const int64_t p = a.pos[t];
-  const int64_t start = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+  const int64_t start = a.key_begin(t);
   return {start, p + 1 - start};
 }
 

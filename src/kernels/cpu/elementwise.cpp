@@ -1,9 +1,10 @@
 // Elementwise and gather kernels: gated activations (SwiGLU = silu(gate) * up, GeGLU =
-// gelu_tanh(gate) * up), residual add, scaling by a constant, embedding lookup from a table in any stored format,
+// gelu_tanh(gate) * up or gelu_erf(gate) * up), residual add, scaling by a constant, embedding lookup from a table in any stored format,
 // and row gather (selecting the rows that need logits).
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/encoder_ops.h"
 #include "kernels/cpu/ops.h"
 
 namespace brisk::cpu {
@@ -24,6 +25,8 @@ void gated_act_rows(const GatedActArgs& a, int ith, int nth) {
     float* o = a.out.row(r);
     if (a.act == Activation::silu) {
       for (int64_t i = 0; i < a.gate.cols; ++i) o[i] = silu(g[i]) * u[i];
+    } else if (a.act == Activation::gelu_erf) {
+      for (int64_t i = 0; i < a.gate.cols; ++i) o[i] = gelu_erf(g[i]) * u[i];
     } else {
       for (int64_t i = 0; i < a.gate.cols; ++i) o[i] = gelu_tanh(g[i]) * u[i];
     }

@@ -32,6 +32,7 @@ inline __m512 gelu_tanh16(__m512 x) {
 void gated_act_rows_avx512(const GatedActArgs& a, int ith, int nth) {
   int64_t begin, end;
   split_range(a.gate.rows, ith, nth, &begin, &end);
+  if (a.act == Activation::gelu_erf) return gated_act_rows(a, ith, nth);  // std::erf per element
   const bool silu = a.act == Activation::silu;
   for (int64_t r = begin; r < end; ++r) {
     const float* g = a.gate.row(r);

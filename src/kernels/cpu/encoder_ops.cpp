@@ -112,7 +112,9 @@ void attention_dense_rows(const AttentionDenseArgs& a, float* scratch, int ith, 
   split_range(a.q.rows * a.n_head, ith, nth, &begin, &end);
   for (int64_t item = begin; item < end; ++item) {
     const int64_t r = item / a.n_head, h = item % a.n_head, s = a.seq_of(r);
-    const int64_t b = a.seq_begin(s), n = a.seq_begin(s + 1) - b;
+    int64_t b, n;  // the keys: rows [b, b + n)
+    a.key_range(r, a.seq_begin(s), a.seq_begin(s + 1), &b, &n);
+    n -= b;
     const float* q = a.q.row(r) + h * hd;
     const int64_t kv_col = (h / group) * hd;
     float mx = -INFINITY;
@@ -144,7 +146,10 @@ void attention_dense(const AttentionDenseArgs& a) {
   const int32_t group = a.n_head / a.n_head_kv;
   std::vector<double> p, o(static_cast<size_t>(hd));
   for (int64_t r = 0; r < a.q.rows; ++r) {
-    const int64_t s = a.seq_of(r), b = a.seq_begin(s), n = a.seq_begin(s + 1) - b;
+    const int64_t s = a.seq_of(r);
+    int64_t b, n;  // the keys: rows [b, b + n)
+    a.key_range(r, a.seq_begin(s), a.seq_begin(s + 1), &b, &n);
+    n -= b;
     p.assign(size_t(n), 0.0);
     for (int32_t h = 0; h < a.n_head; ++h) {
       const float* q = a.q.row(r) + int64_t(h) * hd;

@@ -8,7 +8,8 @@
 //                          (BRISK_NO_FAST_GELU turns it off)
 //   im2col_rows            one output row per (sequence, frame): plain copies and zeros
 //   attention_weights_rows one (token) row per item: scores, max, exp, normalise
-//   attention_dense_rows   one (row, head) per item: scores over the sequence, softmax, sum
+//   attention_dense_rows   one (row, head) per item: scores over the sequence (or the row's
+//                          local window, AttentionDenseArgs::key_range), softmax, sum
 //   attention_dense_rows_avx512
 //                          8 queries of one head per item against that head's keys transposed
 //                          once per thread into [head_dim, positions] (16 positions per vector,
@@ -16,7 +17,8 @@
 //                          a time summing value rows; head_dim % 16 == 0. Reading each key and
 //                          value once per 8 queries instead of once per query is what makes an
 //                          encoder's 1500 x 1500 attention compute-bound (BRISK_NO_BLOCKED_ATTENTION
-//                          turns it off)
+//                          turns it off); with a local window only the blocks of 16 keys that
+//                          meet the 8 queries' windows are scored and summed
 #pragma once
 #include "core/op_args.h"
 

@@ -98,8 +98,17 @@ void attention_dense_rows_avx512(const AttentionDenseArgs& a, float* scratch, in
     const int64_t q0 = qb * kQ, nq = std::min(kQ, n - q0);
     const float* q[kQ];
     for (int64_t i = 0; i < kQ; ++i) q[i] = a.q.row(b + q0 + std::min(i, nq - 1)) + h * hd;
+    // The keys of query i: [lo[i], hi[i]) of the sequence (all of it without a window); the
+    // passes below cover the blocks of 16 keys that meet [lo[0], hi[nq - 1]).
+    int64_t lo[kQ], hi[kQ];
+    for (int64_t i = 0; i < nq; ++i) {
+      a.key_range(b + q0 + i, b, b + n, &lo[i], &hi[i]);
+      lo[i] -= b;
+      hi[i] -= b;
+    }
+    const int64_t j_first = lo[0] / 16 * 16, j_last = hi[nq - 1];
     // Scores of 8 queries for 16 keys per pass over the transposed key columns.
-    for (int64_t j0 = 0; j0 < n_pad; j0 += 16) {
+    for (int64_t j0 = j_first; j0 < j_last; j0 += 16) {
       __m512 acc[kQ];
       for (int64_t i = 0; i < kQ; ++i) acc[i] = _mm512_setzero_ps();
       for (int64_t c = 0; c < hd; ++c) {
@@ -108,19 +117,21 @@ void attention_dense_rows_avx512(const AttentionDenseArgs& a, float* scratch, in
       }
       for (int64_t i = 0; i < kQ; ++i) _mm512_storeu_ps(sc + i * n_pad + j0, _mm512_mul_ps(acc[i], scale));
     }
-    // Softmax of each row over its n keys (the padding columns excluded).
+    // Softmax of each row over its keys [lo, hi) (0 elsewhere in the blocks covered).
     float inv[kQ];
+    auto in_range = [](int64_t j, int64_t l, int64_t h) {  // bit t: l <= j + t < h
+      const int64_t first = std::max<int64_t>(l - j, 0), last = std::min<int64_t>(h - j, 16);
+      return first >= last ? __mmask16(0) : __mmask16(((1u << last) - 1u) & ~((1u << first) - 1u));
+    };
     for (int64_t i = 0; i < nq; ++i) {
       float* row = sc + i * n_pad;
       __m512 mx = _mm512_set1_ps(-INFINITY);
-      for (int64_t j = 0; j < n; j += 16) {
-        const __mmask16 m = n - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - j)) - 1u);
-        mx = _mm512_mask_max_ps(mx, m, mx, _mm512_loadu_ps(row + j));
-      }
+      for (int64_t j = lo[i] / 16 * 16; j < hi[i]; j += 16)
+        mx = _mm512_mask_max_ps(mx, in_range(j, lo[i], hi[i]), mx, _mm512_loadu_ps(row + j));
       const __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
       __m512 sum = _mm512_setzero_ps();
-      for (int64_t j = 0; j < n_pad; j += 16) {
-        const __mmask16 m = n - j >= 16 ? __mmask16(0xFFFF) : n > j ? __mmask16((1u << (n - j)) - 1u) : __mmask16(0);
+      for (int64_t j = j_first; j < j_last; j += 16) {
+        const __mmask16 m = in_range(j, lo[i], hi[i]);
         const __m512 p = _mm512_maskz_mov_ps(m, avx512::exp512(_mm512_sub_ps(_mm512_loadu_ps(row + j), vmax)));
         _mm512_storeu_ps(row + j, p);
         sum = _mm512_add_ps(sum, p);
@@ -135,7 +146,7 @@ void attention_dense_rows_avx512(const AttentionDenseArgs& a, float* scratch, in
         __m512 acc[4][4];
         for (int64_t ii = 0; ii < 4; ++ii)
           for (int64_t dd = 0; dd < 4; ++dd) acc[ii][dd] = _mm512_setzero_ps();
-        for (int64_t j = 0; j < n; ++j) {
+        for (int64_t j = lo[i0]; j < hi[i0 + ni - 1]; ++j) {
           const float* vr = a.v.row(b + j) + kvh * hd + d0;
           __m512 v[4];
           for (int64_t dd = 0; dd < nd; ++dd) v[dd] = _mm512_loadu_ps(vr + 16 * dd);

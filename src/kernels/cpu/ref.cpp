@@ -108,7 +108,7 @@ void attention(const AttentionArgs& a) {
       const float* q = a.q.row(t) + int64_t(h) * hd;
       // Positions before the window are masked and never read (a windowed cache may have
       // released their blocks).
-      const int64_t first = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+      const int64_t first = a.key_begin(t);
       std::vector<float> scores(size_t(p + 1 - first));
       for (int64_t j = first; j <= p; ++j) {
         cpu::kv_read_f32(a.k_cache, s, j, 0, a.k_cache.width, krow.data());
@@ -133,9 +133,9 @@ void gated_act(const GatedActArgs& a) {
   for (int64_t r = 0; r < a.gate.rows; ++r) {
     for (int64_t i = 0; i < a.gate.cols; ++i) {
       const double g = a.gate.row(r)[i];
-      const double act = a.act == Activation::silu
-                             ? g / (1.0 + std::exp(-g))
-                             : 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)));
+      const double act = a.act == Activation::silu       ? g / (1.0 + std::exp(-g))
+                         : a.act == Activation::gelu_erf ? 0.5 * g * (1.0 + std::erf(g / std::sqrt(2.0)))
+                                                         : 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)));
       a.out.row(r)[i] = float(act * a.up.row(r)[i]);
     }
   }

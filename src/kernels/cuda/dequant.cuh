@@ -6,6 +6,10 @@
 //   Q8_0                   quants int8 [n_out, n_in], then fp16 scales [n_out, n_in / 32]
 //   Q4_0                   nibbles [n_out, n_in / 2] (each block's 16 bytes as stored), then
 //                          fp16 scales [n_out, n_in / 32]
+//   Q5_0                   nibbles [n_out, n_in / 2] as Q4_0, then 8 bytes a block
+//                          [n_out, n_in / 32]: the 32 high bits (qh, as stored), fp16 d, 2 zero
+//                          bytes (24 bytes a block against 22 stored: one 128-bit and one 64-bit
+//                          load, both aligned)
 //   Q6_K                   208-byte blocks (ql[128], qh[64], scales[16]) [n_out, n_in / 256],
 //                          then fp16 d [n_out, n_in / 256]
 // The scale plane starts at the first multiple of 256 bytes after the quants plane.
@@ -28,7 +32,7 @@
 namespace brisk::cuda {
 
 // Block sizes (elements, bytes) of the device formats.
-enum class DevFormat : int { f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, q5_k };
+enum class DevFormat : int { f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, q5_k, q5_0 };
 
 BRISK_HD float half_bits_to_f32(uint16_t h) {
 #if defined(__CUDA_ARCH__)
@@ -104,6 +108,9 @@ BRISK_HD DevLayout dev_layout(DevFormat f, int64_t n_in, int64_t n_out) {
     case DevFormat::q4_0:
       L.qs_row = size_t(n_in / 2); L.sc_row = size_t(n_in / 32) * 2; L.block = 32; L.stored_block_bytes = 18;
       break;
+    case DevFormat::q5_0:
+      L.qs_row = size_t(n_in / 2); L.sc_row = size_t(n_in / 32) * 8; L.block = 32; L.stored_block_bytes = 22;
+      break;
     case DevFormat::q6_k:
       L.qs_row = size_t(n_in / 256) * 208; L.sc_row = size_t(n_in / 256) * 2; L.block = 256;
       L.stored_block_bytes = 210;
@@ -174,6 +181,32 @@ struct Dev<DevFormat::q4_0> {
   }
 };
 
+// Q5_0 stored: 22 bytes per 32 elements: fp16 d, qh (4 bytes, little-endian u32), 16 bytes of
+// nibbles as Q4_0's; element j takes bit j of qh as its fifth bit (16): x = d * (q - 16). On the
+// device the nibbles go to the quants plane, {qh, d, 0} (8 bytes) to the scale plane.
+template <>
+struct Dev<DevFormat::q5_0> {
+  BRISK_HD static void repack_block(const uint8_t* src, uint8_t* qs, uint8_t* sc) {
+    for (int k = 0; k < 4; ++k) sc[k] = src[2 + k];
+    sc[4] = src[0];
+    sc[5] = src[1];
+    sc[6] = sc[7] = 0;
+    for (int k = 0; k < 16; ++k) qs[k] = src[6 + k];
+  }
+  BRISK_HD static void load8(const uint8_t* row, const uint8_t* sc, int64_t c, float* o) {
+    const uint8_t* s = sc + 8 * (c >> 2);
+    const uint32_t qh = uint32_t(s[0]) | uint32_t(s[1]) << 8 | uint32_t(s[2]) << 16 | uint32_t(s[3]) << 24;
+    const float d = half_bits_to_f32(ld_u16(s + 4));
+    const int sub = int(c & 3);
+    const uint8_t* q = row + 16 * (c >> 2) + 8 * (sub & 1);
+    const int shift = sub >= 2 ? 4 : 0;
+    for (int k = 0; k < 8; ++k) {
+      const int j = 8 * sub + k;  // element within the block
+      o[k] = d * float(int(((q[k] >> shift) & 0xF) | (((qh >> j) & 1u) << 4)) - 16);
+    }
+  }
+};
+
 // Elements [8c, 8c + 8) of a Q4_K / Q5_K row: blocks of kBlockBytes with fp16 d, fp16 dmin and
 // 12 bytes of packed 6-bit scales/mins for 8 sub-blocks of 32, then (Q5_K) qh[32], then 128
 // bytes of nibbles. Group j of 64 elements uses nibble bytes [32j, 32j+32): low nibbles are
@@ -241,9 +274,11 @@ struct Dev<DevFormat::q6_k> {
 template <DevFormat F>
 BRISK_HD void repack_block_at(const uint8_t* stored, size_t stored_row_bytes, uint8_t* dst, const DevLayout& L,
                               int64_t r, int64_t b) {
-  constexpr int64_t kQsBytes = F == DevFormat::q8_0 ? 32 : F == DevFormat::q4_0 ? 16 : 208;
+  constexpr int64_t kQsBytes = F == DevFormat::q8_0 ? 32 : F == DevFormat::q4_0 || F == DevFormat::q5_0 ? 16 : 208;
+  constexpr int64_t kScBytes = F == DevFormat::q5_0 ? 8 : 2;
   Dev<F>::repack_block(stored + size_t(r) * stored_row_bytes + size_t(b) * L.stored_block_bytes,
-                       dst + size_t(r) * L.qs_row + size_t(b * kQsBytes), dst + L.sc_offset + size_t(r) * L.sc_row + size_t(2 * b));
+                       dst + size_t(r) * L.qs_row + size_t(b * kQsBytes),
+                       dst + L.sc_offset + size_t(r) * L.sc_row + size_t(b * kScBytes));
 }
 
 }  // namespace brisk::cuda

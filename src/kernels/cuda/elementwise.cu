@@ -18,29 +18,31 @@ struct View2 {  // [rows, cols] with a row stride, as Mat
   int64_t s;
 };
 
-__device__ __forceinline__ float act_fn(float g, bool gelu) {
+// act: int(Activation) (silu, gelu_tanh, gelu_erf).
+__device__ __forceinline__ float act_fn(float g, int act) {
   // exp in double rounded to float is the correctly rounded expf the CPU's libm gives.
-  if (!gelu) return __fdiv_rn(g, __fadd_rn(1.0f, float(exp(-double(g)))));
+  if (act == int(Activation::silu)) return __fdiv_rn(g, __fadd_rn(1.0f, float(exp(-double(g)))));
+  if (act == int(Activation::gelu_erf)) return float(0.5 * double(g) * (1.0 + erf(double(g) * 0.70710678118654752)));
   return 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g)));
 }
 
-__global__ void gated_act_kernel(View2 out, View2 gate, View2 up, int64_t rows, int64_t cols, bool gelu) {
+__global__ void gated_act_kernel(View2 out, View2 gate, View2 up, int64_t rows, int64_t cols, int act) {
   BRISK_PDL_ENTER();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= rows * cols) return;
   const int64_t r = i / cols, c = i % cols;
-  out.p[r * out.s + c] = __fmul_rn(act_fn(gate.p[r * gate.s + c], gelu), up.p[r * up.s + c]);
+  out.p[r * out.s + c] = __fmul_rn(act_fn(gate.p[r * gate.s + c], act), up.p[r * up.s + c]);
 }
 
 // The gated activation, also written rounded through F16 / BF16 to rnd ([rows, cols] dense).
 template <bool kBf16>
-__global__ void gated_act_round_kernel(View2 out, View2 gate, View2 up, int64_t rows, int64_t cols, bool gelu,
+__global__ void gated_act_round_kernel(View2 out, View2 gate, View2 up, int64_t rows, int64_t cols, int act,
                                        float* rnd) {
   BRISK_PDL_ENTER();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= rows * cols) return;
   const int64_t r = i / cols, c = i % cols;
-  const float v = __fmul_rn(act_fn(gate.p[r * gate.s + c], gelu), up.p[r * up.s + c]);
+  const float v = __fmul_rn(act_fn(gate.p[r * gate.s + c], act), up.p[r * up.s + c]);
   out.p[r * out.s + c] = v;
   rnd[i] = kBf16 ? __bfloat162float(__float2bfloat16_rn(v)) : __half2float(__float2half_rn(v));
 }
@@ -111,7 +113,7 @@ __global__ void kv_store_q8_0_kernel(View2 k, View2 v, KvView kview, uint8_t* vc
 // One warp per activation block of kBlock elements: out = act(gate) * up as gated_act_kernel,
 // then the block quantized for the next matmul (act_quant.cuh).
 template <int kBlock>
-__global__ void gated_act_quant_kernel(View2 out, View2 gate, View2 up, int64_t cols, bool gelu, int8_t* q, float* d) {
+__global__ void gated_act_quant_kernel(View2 out, View2 gate, View2 up, int64_t cols, int act, int8_t* q, float* d) {
   BRISK_PDL_ENTER();
   constexpr int kPer = kBlock / 32;
   const int64_t r = blockIdx.y;
@@ -122,7 +124,7 @@ __global__ void gated_act_quant_kernel(View2 out, View2 gate, View2 up, int64_t 
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
     const int64_t c = b * kBlock + k * 32 + lane;
-    v[k] = __fmul_rn(act_fn(gate.p[r * gate.s + c], gelu), up.p[r * up.s + c]);
+    v[k] = __fmul_rn(act_fn(gate.p[r * gate.s + c], act), up.p[r * up.s + c]);
     out.p[r * out.s + c] = v[k];
   }
   quant_block_warp<kBlock>(v, q + r * cols + b * kBlock, d + r * (cols / kBlock) + b, nullptr);
@@ -132,12 +134,12 @@ __global__ void gated_act_quant_kernel(View2 out, View2 gate, View2 up, int64_t 
 // warp per block computes eight activations per lane in a row). The block's largest |x| with
 // the lowest index among equals, and every q, are exactly quant_block_warp<256>'s.
 __global__ void __launch_bounds__(256) gated_act_quant_k_kernel(View2 out, View2 gate, View2 up, int64_t cols,
-                                                                bool gelu, int8_t* q, float* d) {
+                                                                int act, int8_t* q, float* d) {
   BRISK_PDL_ENTER();
   const int64_t r = blockIdx.y, b = blockIdx.x;
   const int tid = threadIdx.x;
   const int64_t c = b * 256 + tid;
-  const float v = __fmul_rn(act_fn(gate.p[r * gate.s + c], gelu), up.p[r * up.s + c]);
+  const float v = __fmul_rn(act_fn(gate.p[r * gate.s + c], act), up.p[r * up.s + c]);
   out.p[r * out.s + c] = v;
   quant_q8k_block256(v, q + r * cols + b * 256, d + r * (cols / 256) + b);
 }
@@ -151,7 +153,7 @@ cudaError_t launch_gated_act(const GatedActArgs& a, cudaStream_t s) {
   const int64_t n = a.gate.rows * a.gate.cols;
   if (n == 0) return cudaSuccess;
   launch_kernel(gated_act_kernel, blocks_for(n), 256, 0, s, view(a.out), view(a.gate), view(a.up), a.gate.rows, a.gate.cols,
-                                                 a.act == Activation::gelu_tanh);
+                                                 int(a.act));
   return cudaGetLastError();
 }
 
@@ -160,17 +162,17 @@ cudaError_t launch_gated_act_quant(const GatedActArgs& a, ActRound kind, const Q
   if (a.gate.rows == 0) return cudaSuccess;
   auto* qq = const_cast<int8_t*>(q.q);
   auto* dd = const_cast<float*>(q.d);
-  const bool gelu = a.act == Activation::gelu_tanh;
+  const int act = int(a.act);
   if (kind == ActRound::f16 || kind == ActRound::bf16) {
     const int64_t n = a.gate.rows * cols;
     launch_kernel(kind == ActRound::bf16 ? gated_act_round_kernel<true> : gated_act_round_kernel<false>, blocks_for(n),
-                  256, 0, s, view(a.out), view(a.gate), view(a.up), a.gate.rows, cols, gelu, dd);
+                  256, 0, s, view(a.out), view(a.gate), view(a.up), a.gate.rows, cols, act, dd);
   } else if (kind == ActRound::q8_0 && cols % 32 == 0) {
     launch_kernel(gated_act_quant_kernel<32>, dim3(unsigned((cols / 32 + 3) / 4), unsigned(a.gate.rows)), 128, 0, s, 
-        view(a.out), view(a.gate), view(a.up), cols, gelu, qq, dd);
+        view(a.out), view(a.gate), view(a.up), cols, act, qq, dd);
   } else if (kind == ActRound::q8_k && cols % 256 == 0) {
     launch_kernel(gated_act_quant_k_kernel, dim3(unsigned(cols / 256), unsigned(a.gate.rows)), 256, 0, s, view(a.out),
-                  view(a.gate), view(a.up), cols, gelu, qq, dd);
+                  view(a.gate), view(a.up), cols, act, qq, dd);
   } else {
     return cudaErrorInvalidValue;
   }

@@ -1,7 +1,7 @@
 // Encoder ops (speech and embedding encoders), F32 in and out, any row width:
 //   layer_norm_kernel         one block per row: the mean, then the centred (biased) variance,
 //                             each a block-wide sum; out = (x - mean) * rstd * weight + bias
-//   unary_kernel              GELU, erf or tanh form, one thread per element
+//   unary_kernel              GELU (erf or tanh form) or tanh, one thread per element
 //   im2col_kernel             one thread per output element of the unfolded 1-D conv input
 //   attention_weights_kernel  one block per token: scores of one query head against the paged
 //                             K cache rows [0, pos], softmax, zeros up to out.cols
@@ -78,6 +78,7 @@ __global__ void unary_kernel(UnaryArgs a) {
   const float v = a.x.data[r * stride_of(a.x) + c];
   float y;
   if (a.op == UnaryOp::gelu_erf) y = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+  else if (a.op == UnaryOp::tanh) y = tanhf(v);
   else y = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
   a.out.data[r * stride_of(a.out) + c] = y;
 }

@@ -103,6 +103,7 @@ cudaError_t launch_weight_to_bf16(const Weight& w, int64_t r0, int64_t r1, uint1
     case QuantType::BF16: return weight_to_bf16_fmt<DevFormat::bf16>(w, r0, r1, dst, s);
     case QuantType::Q8_0: return weight_to_bf16_fmt<DevFormat::q8_0>(w, r0, r1, dst, s);
     case QuantType::Q4_0: return weight_to_bf16_fmt<DevFormat::q4_0>(w, r0, r1, dst, s);
+    case QuantType::Q5_0: return weight_to_bf16_fmt<DevFormat::q5_0>(w, r0, r1, dst, s);
     case QuantType::Q4_K: return weight_to_bf16_fmt<DevFormat::q4_k>(w, r0, r1, dst, s);
     case QuantType::Q6_K: return weight_to_bf16_fmt<DevFormat::q6_k>(w, r0, r1, dst, s);
     case QuantType::Q5_K: return weight_to_bf16_fmt<DevFormat::q5_k>(w, r0, r1, dst, s);

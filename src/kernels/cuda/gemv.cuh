@@ -21,6 +21,7 @@ DevFormat dev_format(QuantType t);
     case QuantType::BF16: return fn<DevFormat::bf16>(__VA_ARGS__);        \
     case QuantType::Q8_0: return fn<DevFormat::q8_0>(__VA_ARGS__);        \
     case QuantType::Q4_0: return fn<DevFormat::q4_0>(__VA_ARGS__);        \
+    case QuantType::Q5_0: return fn<DevFormat::q5_0>(__VA_ARGS__);        \
     case QuantType::Q4_K: return fn<DevFormat::q4_k>(__VA_ARGS__);        \
     case QuantType::Q6_K: return fn<DevFormat::q6_k>(__VA_ARGS__);        \
     case QuantType::Q5_K: return fn<DevFormat::q5_k>(__VA_ARGS__);        \
@@ -30,7 +31,7 @@ DevFormat dev_format(QuantType t);
 // The decode GEMV of a[0 .. n_parts) (same x, format and row length; gemv_kernel.cuh), for the
 // formats of one family; res / sum: a residual added in the epilogue (launch_matmul_add).
 cudaError_t matmul_legacy_rows(const MatmulArgs* a, int n_parts, const QuantAct* xq, bool early, cudaStream_t s,
-                               const Mat* res, const Mat* sum);  // Q8_0, Q4_0
+                               const Mat* res, const Mat* sum);  // Q8_0, Q4_0, Q5_0
 cudaError_t matmul_float_rows(const MatmulArgs* a, int n_parts, const QuantAct* xq, bool early, cudaStream_t s,
                               const Mat* res, const Mat* sum);  // F32, F16, BF16
 cudaError_t matmul_kquant_rows(const MatmulArgs* a, int n_parts, const QuantAct* xq, bool early, cudaStream_t s,

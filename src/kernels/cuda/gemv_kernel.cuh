@@ -14,7 +14,9 @@
 //   - F32 / F16 / BF16 weights take float activations (already rounded through F16 / BF16)
 //     and float FMAs.
 // The per-lane partial sums are reduced with warp shuffles. Larger batches run as several
-// launches of kMaxTok tokens (weights re-read per launch).
+// launches of kMaxTok tokens (weights re-read per launch). Launches of 2..kMaxTok tokens take
+// the few-token kernel (gemv_few.cuh: each unit decoded once for all tokens, every token summed
+// as the one-token launch sums it); gemv_kernel<NT > 1> is its reference (BRISK_NO_CUDA_GEMV_FEW).
 // One-token Q8_0 / float / spread Q4_K rows of several passes (down projections: 4096 rows of
 // 14336) are split over up to 8 warps of a block that take the row's passes in turn (kSplit):
 // a launch with one warp per row is one wave of warps that each wait on 4-7 dependent passes,
@@ -30,6 +32,7 @@
 #include <atomic>
 
 #include "kernels/cuda/gemv.cuh"
+#include "kernels/cuda/gemv_few.cuh"
 #include "kernels/cuda/gemv_q4k_early.cuh"
 #include "kernels/cuda/gemv_units.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -280,6 +283,9 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   // Float rows that the 16-byte units do not fit (length, row or activation alignment): one
   // element per unit (FloatAnyUnit), one warp per row, no split.
   const bool float_any = kFloat && !float_units_fit<F>(a, n_parts, t0);
+  // 2..kMaxTok tokens: the few-token kernel (gemv_few.cuh) with the split of one token (below),
+  // each unit decoded once for all tokens (float rows of any length keep gemv_kernel).
+  const bool few = nt > 1 && !flags().no_cuda_gemv_few && !float_any;
   const int64_t n_units = a[0].w.n_in / unit_elems<F>();
   // One token over K-quant rows of more than one pass: the wide variant (measured slower for
   // BF16 and no faster for Q8_0, whose passes already hold 4-8 units per lane).
@@ -310,7 +316,10 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   const int max_split = kSmallBlockFormat && !flags().no_cuda_gemv_small_blocks ? kMaxWarps / 2 : kMaxWarps;
   int split = 1;
   while (can_split && split * 2 <= passes && split * 2 <= max_split) split *= 2;
-  const int rows_per_warp = 32 / Unit<F>::kLanes * (two_rows ? 2 : 1);
+  // Few tokens over spread Q4_K rows: two rows per warp share each token's activations.
+  const bool few_rows = few && F == DevFormat::q4_k && !flags().no_cuda_q4k_spread && split == 1 &&
+                        !flags().no_cuda_gemv_few_rows;
+  const int rows_per_warp = 32 / Unit<F>::kLanes * (two_rows || few_rows ? 2 : 1);
   int64_t rows = 0;
   for (int i = 0; i < n_parts; ++i) rows += a[i].w.n_out;
   int warps = max_warps;
@@ -335,7 +344,7 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
   const dim3 grid(blocks), block(32 * warps);
   XRef x{.q = nullptr, .d = nullptr, .f = nullptr, .n_in = a[0].w.n_in, .x_stride = a[0].x.row_stride()};
   if (xq) {
-    const int64_t blk = F == DevFormat::q8_0 || F == DevFormat::q4_0 ? 32 : 256;
+    const int64_t blk = act_block<F>();
     x.q = xq->q + t0 * a[0].w.n_in;
     x.d = xq->d + t0 * (a[0].w.n_in / blk);
   } else {
@@ -349,6 +358,13 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
                       : F == DevFormat::q5_k ? !flags().no_cuda_q5k_spread
                       : F == DevFormat::q6_k ? !flags().no_cuda_q6k_spread
                                              : float_any;
+  if (few) {
+    if (kKquant && spread)
+      launch_gemv_few<F, kKquant>(parts, x, nt, split, few_rows, grid, block, early, s);
+    else
+      launch_gemv_few<F, false>(parts, x, nt, split, few_rows, grid, block, early, s);
+    return;
+  }
   if constexpr (F == DevFormat::q6_k) {
     if (two_rows) {
       if (spread)

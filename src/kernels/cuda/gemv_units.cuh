@@ -130,6 +130,52 @@ struct Unit<DevFormat::q4_0> {
   }
 };
 
+// Q5_0: a unit is one block of 32 (16 bytes of nibbles as Q4_0; qh and the fp16 scale in one
+// 8-byte load). The high bits are spread into bit 4 of each element's byte, so the integer sum
+// is sum((q - 16) x) = sum(q x) - 16 sum(x) over the same integers as the CPU's vec_dot.
+template <>
+struct Unit<DevFormat::q5_0> {
+  static constexpr int kLanes = 16;
+  static constexpr int kUnroll = 8;
+  static constexpr bool kInt = true;
+  struct Raw { uint4 a; uint32_t h; float d; };
+  static __device__ int64_t count(int64_t n_in) { return n_in / 32; }
+  static __device__ void load(const RowRef& w, int64_t u, Raw& r) {
+    r.a = ld_stream(w.qs + 16 * u);
+    const uint2 s = __ldcs(reinterpret_cast<const uint2*>(w.sc) + u);
+    r.h = s.x;
+    r.d = __half2float(__ushort_as_half(static_cast<unsigned short>(s.y & 0xffffu)));
+  }
+  // Bits 4i .. 4i + 3 of h as bit 4 of the four bytes of a word.
+  static __device__ __forceinline__ uint32_t high4(uint32_t h, int i) {
+    const uint32_t b = (h >> (4 * i)) & 0xFu;
+    return (b & 1u) << 4 | (b & 2u) << 11 | (b & 4u) << 18 | (b & 8u) << 25;
+  }
+  static __device__ float dot(const Raw& r, const XRef& x, int t, int64_t u) {
+    const int8_t* xq = x.q + t * x.n_in + 32 * u;
+    const int4 x0 = ld_x(xq), x1 = ld_x(xq + 16);
+    uint4 lo = nib(r.a, 0), hi = nib(r.a, 4);
+    lo.x |= high4(r.h, 0);
+    lo.y |= high4(r.h, 1);
+    lo.z |= high4(r.h, 2);
+    lo.w |= high4(r.h, 3);
+    hi.x |= high4(r.h, 4);
+    hi.y |= high4(r.h, 5);
+    hi.z |= high4(r.h, 6);
+    hi.w |= high4(r.h, 7);
+    int s = dot16(lo, x0, 0);
+    s = dot16(hi, x1, s);
+    s -= 16 * sum16(x1, sum16(x0, 0));
+    return float(s) * __fmul_rn(r.d, x.d[t * (x.n_in / 32) + u]);
+  }
+};
+
+// Elements per block of the quantized activations that Unit<F> takes (Q8_0 or Q8_K).
+template <DevFormat F>
+__host__ __device__ constexpr int64_t act_block() {
+  return F == DevFormat::q8_0 || F == DevFormat::q4_0 || F == DevFormat::q5_0 ? 32 : 256;
+}
+
 // Q4_K (stored blocks): a unit is a quarter block j (64 elements: 32 bytes of nibbles, low
 // nibbles sub-block 2j, high 2j+1) plus the 16-byte block header (d, dmin, scales), which
 // the four lanes of a block load alike. Integer sums are combined over the 4 lanes.

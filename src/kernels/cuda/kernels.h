@@ -128,7 +128,8 @@ cudaError_t launch_im2col(const Im2colArgs& a, int64_t frames_out, cudaStream_t 
 cudaError_t launch_attention_weights(const AttentionWeightsArgs& a, cudaStream_t stream);  // head_dim floats of smem
 constexpr int kDenseMaxHeadDim = 256;
 bool attention_dense_supported(const AttentionDenseArgs& a);
-cudaError_t launch_attention_dense(const AttentionDenseArgs& a, cudaStream_t stream);
+// a.seq_start (when given) in device memory; max_len: the longest sequence's rows.
+cudaError_t launch_attention_dense(const AttentionDenseArgs& a, int64_t max_len, cudaStream_t stream);
 
 // Linear-attention ops (delta_net.cu, delta_rule.cu): seq / pos are the step's device arrays,
 // state views device memory; sequences are found on the device, so these need no host plan.
@@ -166,10 +167,17 @@ constexpr int kMoeMaxUsed = 64;
 // With quant q8_0 / q8_k, the same launch also quantizes x [n_tok, n_in] into *q exactly as
 // launch_quantize_activations(quant, *q, *x) would. expert_scale (device [n_expert], or
 // nullptr): each chosen weight times its expert's factor after the renormalization
-// (MoeArgs::expert_scale).
+// (MoeArgs::expert_scale). With `shared`, ids / w hold n_used + 1 slots a token, the last one
+// the shared expert's: id n_expert, weight sigmoid(logit[t * stride]) (1 where logit is null);
+// the expert tables then hold n_expert + 1 entries.
+struct MoeSharedSlot {
+  const float* logit = nullptr;  // [n_tok] (stride) device, or nullptr: weight 1
+  int64_t stride = 1;
+};
 cudaError_t launch_moe_route(const Mat& logits, int n_expert, int n_used, bool norm_topk, int32_t* ids, float* w,
                              cudaStream_t stream, ActRound quant = ActRound::none, const QuantAct* q = nullptr,
-                             const Mat* x = nullptr, const float* expert_scale = nullptr);
+                             const Mat* x = nullptr, const float* expert_scale = nullptr,
+                             const MoeSharedSlot* shared = nullptr);
 struct MoeMatmulArgs {
   const void* const* w = nullptr;  // device [n_expert]: each expert's weight in the device layout of `type`
   QuantType type = QuantType::F32;  // device format (weight_format_on_device)

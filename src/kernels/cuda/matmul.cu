@@ -12,7 +12,7 @@ namespace {
 cudaError_t matmul_rows(const MatmulArgs* a, int n_parts, const QuantAct* xq, bool early, cudaStream_t s,
                         const Mat* res = nullptr, const Mat* sum = nullptr) {
   switch (a[0].w.type) {
-    case QuantType::Q8_0: case QuantType::Q4_0: return matmul_legacy_rows(a, n_parts, xq, early, s, res, sum);
+    case QuantType::Q8_0: case QuantType::Q4_0: case QuantType::Q5_0: return matmul_legacy_rows(a, n_parts, xq, early, s, res, sum);
     case QuantType::F32: case QuantType::F16: case QuantType::BF16:
       return matmul_float_rows(a, n_parts, xq, early, s, res, sum);
     case QuantType::Q4_K: case QuantType::Q5_K: case QuantType::Q6_K:
@@ -39,6 +39,7 @@ DevFormat dev_format(QuantType t) {
     case QuantType::BF16: return DevFormat::bf16;
     case QuantType::Q8_0: return DevFormat::q8_0;
     case QuantType::Q4_0: return DevFormat::q4_0;
+    case QuantType::Q5_0: return DevFormat::q5_0;
     case QuantType::Q4_K: return DevFormat::q4_k;
     case QuantType::Q6_K: return DevFormat::q6_k;
     case QuantType::Q5_K: return DevFormat::q5_k;

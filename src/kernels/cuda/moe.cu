@@ -5,7 +5,9 @@
 //            exponentials (double, as the CPU), then n_used rounds of a warp argmax over the
 //            experts not yet taken (ties: the lower id), each weight p = exp(l - max) / sum,
 //            renormalized by the sum of the chosen p when norm_topk, then times the chosen
-//            expert's scale when given (Gemma 4), with the CPU's roundings (kernels/cpu/moe.cpp).
+//            expert's scale when given (Gemma 4), with the CPU's roundings (kernels/cpu/moe.cpp);
+//            with a shared expert (MoeSharedSlot), one more slot a token: expert id n_expert,
+//            weight sigmoid(its gate logit) or 1.
 //   combine: one block per token; the token's slots sorted by expert id, then each output
 //            element summed over them in that order, as the CPU backend adds expert by expert.
 //   scatter-add: for prefill, where the backend gathers each expert's tokens into one matmul:
@@ -20,10 +22,13 @@ namespace brisk::cuda {
 namespace {
 
 // The routing of token t by one warp; kPer experts a lane (n_expert <= 32 kPer).
+// ids / w hold n_slot entries a token: the n_used routed ones, then (n_slot = n_used + 1) the
+// shared expert's, id n_expert with weight sigmoid(shared_logit[t]) (1 without a logit).
 template <int kPer>
 __device__ __forceinline__ void moe_route_token(const float* logits, int64_t stride, int64_t t, int n_expert,
                                                 int n_used, bool norm_topk, const float* scale, int32_t* ids,
-                                                float* w) {
+                                                float* w, int n_slot, const float* shared_logit,
+                                                int64_t shared_stride) {
   static_assert(kPer >= 1 && kPer <= 32, "taken is one 32-bit mask");
   const int lane = threadIdx.x & 31;
   const float* l = logits + t * stride;
@@ -43,8 +48,8 @@ __device__ __forceinline__ void moe_route_token(const float* logits, int64_t str
   for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
   uint32_t taken = 0;  // bit i: expert lane + 32 i
   double chosen = 0.0;
-  int32_t* ti = ids + t * n_used;
-  float* tw = w + t * n_used;
+  int32_t* ti = ids + t * n_slot;
+  float* tw = w + t * n_slot;
   for (int j = 0; j < n_used; ++j) {
     int best = -1;
     float bv = 0.0f;
@@ -77,6 +82,10 @@ __device__ __forceinline__ void moe_route_token(const float* logits, int64_t str
   if (scale && lane == 0)
     for (int j = 0; j < n_used; ++j)
       if (ti[j] >= 0) tw[j] = __fmul_rn(tw[j], scale[ti[j]]);
+  if (n_slot > n_used && lane == 0) {
+    ti[n_used] = n_expert;
+    tw[n_used] = shared_logit ? 1.0f / (1.0f + expf(-shared_logit[t * shared_stride])) : 1.0f;
+  }
 }
 
 struct RouteArgs {
@@ -85,8 +94,11 @@ struct RouteArgs {
   int n_expert, n_used;
   bool norm_topk;
   const float* scale;  // [n_expert] or nullptr
-  int32_t* ids;
-  float* w;
+  int32_t* ids;        // [n_tok, n_slot]
+  float* w;            // [n_tok, n_slot]
+  int n_slot;          // n_used, or n_used + 1 with a shared expert
+  const float* shared_logit;  // [n_tok] (stride shared_stride) or nullptr
+  int64_t shared_stride;
   // The experts' input quantized in the same launch (kQBlock > 0): x [n_tok, n_in] (row
   // stride x_stride) into q / d, one warp per block as launch_quantize_activations does.
   const float* x;
@@ -102,7 +114,8 @@ __global__ void moe_route_kernel(RouteArgs a) {
   BRISK_PDL_ENTER();
   const int64_t wi = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (wi < a.n_tok) {
-    moe_route_token<kPer>(a.logits, a.stride, wi, a.n_expert, a.n_used, a.norm_topk, a.scale, a.ids, a.w);
+    moe_route_token<kPer>(a.logits, a.stride, wi, a.n_expert, a.n_used, a.norm_topk, a.scale, a.ids, a.w, a.n_slot,
+                          a.shared_logit, a.shared_stride);
     return;
   }
   if constexpr (kQBlock > 0) {
@@ -244,10 +257,10 @@ cudaError_t launch_moe_group(const int32_t* ids, int64_t nk, int n_used, int n_e
 
 cudaError_t launch_moe_route(const Mat& logits, int n_expert, int n_used, bool norm_topk, int32_t* ids, float* w,
                              cudaStream_t s, ActRound quant, const QuantAct* q, const Mat* x,
-                             const float* expert_scale) {
+                             const float* expert_scale, const MoeSharedSlot* shared) {
   static_assert(kMoeMaxExperts <= 32 * 32, "the routing keeps at most 32 experts a lane");
   if (n_expert < 1 || n_expert > kMoeMaxExperts || n_used < 1 || n_used > n_expert || n_used > kMoeMaxUsed ||
-      logits.cols < n_expert)
+      logits.cols < n_expert || (shared && n_used + 1 > kMoeMaxUsed))
     return cudaErrorInvalidValue;
   if (quant != ActRound::none &&
       (!q || !x || x->rows != logits.rows || (quant != ActRound::q8_0 && quant != ActRound::q8_k) ||
@@ -256,7 +269,8 @@ cudaError_t launch_moe_route(const Mat& logits, int n_expert, int n_used, bool n
   if (logits.rows == 0) return cudaSuccess;
   RouteArgs a{.logits = static_cast<const float*>(logits.data), .stride = logits.row_stride(), .n_tok = logits.rows,
               .n_expert = n_expert, .n_used = n_used, .norm_topk = norm_topk, .scale = expert_scale, .ids = ids, .w = w,
-              .x = nullptr,
+              .n_slot = n_used + (shared ? 1 : 0), .shared_logit = shared ? shared->logit : nullptr,
+              .shared_stride = shared ? shared->stride : 0, .x = nullptr,
               .x_stride = 0, .n_in = 0, .q = nullptr, .d = nullptr};
   if (quant == ActRound::none) return launch_route<0>(a, s);
   a.x = x->data;

@@ -37,7 +37,7 @@ struct MoeGemv {
 template <DevFormat F>
 __device__ __forceinline__ XRef x_from_row(XRef x, int64_t r) {
   if (x.q) {
-    const int64_t blk = F == DevFormat::q8_0 || F == DevFormat::q4_0 ? 32 : 256;
+    const int64_t blk = act_block<F>();
     x.q += r * x.n_in;
     x.d += r * (x.n_in / blk);
   } else {
@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(128) moe_gemv_kernel(MoeGemv g) {
 // shared memory, then thread i < kRowsPerWarp sums row i over the slots in expert id order with
 // their weights, as launch_moe_combine does: the same bits as the two launches.
 template <DevFormat F, int kRowLanes, bool kAny>
-__global__ void __launch_bounds__(256) moe_down_combine_kernel(MoeGemv g, const float* wts, float* out,
+__global__ void __launch_bounds__(512) moe_down_combine_kernel(MoeGemv g, const float* wts, float* out,
                                                                 int64_t out_stride) {
   constexpr int kRowsPerWarp = 32 / kRowLanes;
   __shared__ float part[kMoeMaxUsed][kRowsPerWarp];
@@ -258,7 +258,8 @@ cudaError_t moe_combine_lanes(const MoeMatmulArgs& a, const float* wts, const Ma
   MoeGemv g = moe_gemv_of<F, kRowLanes>(a);
   g.x_per_pair = true;
   constexpr int kRowsPerWarp = 32 / kRowLanes;
-  const int warps = a.n_used < 8 ? a.n_used : 8;
+  // A warp a slot up to 16 (8 routed experts and a shared one: 9 warps, not one warp taking two).
+  const int warps = a.n_used < 16 ? a.n_used : 16;
   const dim3 grid(unsigned((a.n_out + kRowsPerWarp - 1) / kRowsPerWarp), unsigned(out.rows));
   launch_kernel(moe_down_combine_kernel<F, kRowLanes, kAny>, grid, dim3(32 * warps), 0, s, g, wts, out.data,
                 out.row_stride());

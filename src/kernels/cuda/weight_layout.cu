@@ -1,5 +1,6 @@
 // Weights in the device layout of dequant.cuh: which formats have device kernels, the bytes of
 // the layout, and the repack of stored rows (already in device memory) into it.
+#include "core/flags.h"
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/launch.cuh"
 
@@ -24,14 +25,16 @@ bool weight_format_on_device(QuantType t) {
     case QuantType::F32: case QuantType::F16: case QuantType::BF16: case QuantType::Q8_0:
     case QuantType::Q4_0: case QuantType::Q4_K: case QuantType::Q5_K: case QuantType::Q6_K:
       return true;
+    case QuantType::Q5_0:
+      return !flags().no_cuda_q5_0;
     default:
       return false;
   }
 }
 
 bool weight_takes_quantized_act(QuantType t) {
-  return t == QuantType::Q8_0 || t == QuantType::Q4_0 || t == QuantType::Q4_K || t == QuantType::Q5_K ||
-         t == QuantType::Q6_K;
+  return t == QuantType::Q8_0 || t == QuantType::Q4_0 || t == QuantType::Q5_0 || t == QuantType::Q4_K ||
+         t == QuantType::Q5_K || t == QuantType::Q6_K;
 }
 
 size_t device_weight_bytes(QuantType t, int64_t n_in, int64_t n_out) {
@@ -52,6 +55,7 @@ cudaError_t launch_repack_weight(QuantType t, const void* stored, size_t stored_
   switch (f) {
     case DevFormat::q8_0: launch_kernel(repack_kernel<DevFormat::q8_0>, grid, 256, 0, s, src, stored_row_bytes, d, L, n_out, bpr); break;
     case DevFormat::q4_0: launch_kernel(repack_kernel<DevFormat::q4_0>, grid, 256, 0, s, src, stored_row_bytes, d, L, n_out, bpr); break;
+    case DevFormat::q5_0: launch_kernel(repack_kernel<DevFormat::q5_0>, grid, 256, 0, s, src, stored_row_bytes, d, L, n_out, bpr); break;
     case DevFormat::q6_k: launch_kernel(repack_kernel<DevFormat::q6_k>, grid, 256, 0, s, src, stored_row_bytes, d, L, n_out, bpr); break;
     default: return cudaErrorInvalidValue;
   }

@@ -1,0 +1,166 @@
+// Encoder families against transformers and sentence-transformers: the fixtures of
+// tools/make_fixtures/make_embedding_fixtures.py under tests/fixtures/models/NAME (hf/ folder,
+// ref.json) for BERT with CLS pooling, XLM-RoBERTa with mean pooling, NomicBERT, ModernBERT and
+// the XLM-RoBERTa cross-encoder: the last hidden state of the first input (1e-4), the pipeline's
+// vector of every input packed in one call (1e-5), the reranker's logits and scores (1e-4), with
+// the reference ops and the fast ones; then each folder converted to GGUF with llama.cpp's
+// names gives the same hidden states (1e-5). Random-weight NomicBERT and ModernBERT GGUFs check
+// packing (each input alone equals it packed) and the fast ops against the reference ops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "models/random_model.h"
+#include "quant/recipe.h"
+#include "quantize/quantize_gguf.h"
+#include "runtime/embed_pooling.h"
+#include "runtime/embedder.h"
+#include "runtime/engine_parts.h"
+#include "scoped_env.h"
+#include "temp_files.h"
+
+namespace brisk {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string family_dir(const std::string& name) { return std::string(BRISK_FIXTURES) + "/models/" + name; }
+
+#define REQUIRE_FAMILY(name)                                                                                  \
+  if (!fs::exists(family_dir(name) + "/ref.json"))                                                            \
+  GTEST_SKIP() << family_dir(name) << " is absent (written by tools/make_fixtures/make_embedding_fixtures.py " \
+               << "--only " << (name) << " on a machine with transformers and sentence-transformers)"
+
+nlohmann::json family_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+std::vector<float> family_floats(const nlohmann::json& j) {
+  std::vector<float> out;
+  for (const auto& v : j) {
+    if (v.is_array())
+      for (const auto& x : v) out.push_back(x.get<float>());
+    else
+      out.push_back(v.get<float>());
+  }
+  return out;
+}
+
+float family_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float m = a.size() == b.size() ? 0.0f : INFINITY;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+std::vector<EmbedInput> family_inputs(const nlohmann::json& ref) {
+  std::vector<EmbedInput> in;
+  for (size_t i = 0; i < ref.at("inputs").size(); ++i) {
+    EmbedInput e{.ids = ref["inputs"][i].get<std::vector<int32_t>>()};
+    if (ref.contains("token_type_ids")) e.types = ref["token_type_ids"][i].get<std::vector<int32_t>>();
+    in.push_back(std::move(e));
+  }
+  return in;
+}
+
+class EmbedFamily : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(EmbedFamily, MatchesTransformers) {
+  const std::string name = GetParam();
+  REQUIRE_FAMILY(name);
+  const nlohmann::json ref = family_json(family_dir(name) + "/ref.json");
+  const std::vector<EmbedInput> inputs = family_inputs(ref);
+  auto model = Model::load({.path = family_dir(name) + "/hf"});
+  for (const char* ref_ops : {"0", "1"}) {
+    SCOPED_TRACE(name + ", BRISK_REF_OPS=" + ref_ops);
+    ScopedEnv env("BRISK_REF_OPS", ref_ops);
+    Embedder e(model, {.n_threads = 2});
+    EXPECT_LT(family_diff(e.hidden({inputs[0]})[0], family_floats(ref.at("last_hidden_state"))), 1e-4f)
+        << "last hidden state of input 0";
+    if (ref.at("kind") == "embedding") {
+      EXPECT_EQ(e.pooling().mode, pooling_from_name(ref.at("pooling").get<std::string>()));
+      EXPECT_EQ(e.pooling().normalize, ref.at("normalize").get<bool>());
+      const std::vector<std::vector<float>> got = e.embed(inputs);
+      ASSERT_EQ(got.size(), ref.at("embeddings").size());
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_LT(family_diff(got[i], family_floats(ref["embeddings"][i])), 1e-5f) << "input " << i;
+    } else {
+      const std::vector<std::vector<float>> got = e.classify(inputs);
+      ASSERT_EQ(got.size(), ref.at("scores").size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_NEAR(got[i][0], ref["logits"][i].get<float>(), 1e-4f) << "pair " << i;
+        EXPECT_NEAR(1.0f / (1.0f + std::exp(-got[i][0])), ref["scores"][i].get<float>(), 1e-4f) << "pair " << i;
+      }
+    }
+  }
+}
+
+// The folder written as GGUF with llama.cpp's names, as `brisk quantize DIR OUT F32` does, reads
+// back to the same hidden states (and classifier outputs).
+TEST_P(EmbedFamily, GgufRoundTrip) {
+  const std::string name = GetParam();
+  REQUIRE_FAMILY(name);
+  const nlohmann::json ref = family_json(family_dir(name) + "/ref.json");
+  const std::vector<EmbedInput> inputs = family_inputs(ref);
+  const std::string out = (testing::process_temp_dir() / ("family_" + name + ".gguf")).string();
+  quantize_gguf({.in = family_dir(name) + "/hf", .out = out, .recipe = *quant_recipe_from_name("F32"), .n_threads = 2});
+  Embedder hf(Model::load({.path = family_dir(name) + "/hf"}), {.n_threads = 2});
+  Embedder gg(Model::load({.path = out}), {.n_threads = 2});
+  const std::vector<std::vector<float>> a = hf.hidden(inputs), b = gg.hidden(inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(family_diff(a[i], b[i]), 1e-5f) << name << " input " << i;
+  EXPECT_LT(family_diff(b[0], family_floats(ref.at("last_hidden_state"))), 1e-4f) << name;
+  if (ref.at("kind") != "embedding") {
+    const std::vector<std::vector<float>> ca = hf.classify(inputs), cb = gg.classify(inputs);
+    for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(family_diff(ca[i], cb[i]), 1e-5f) << name << " pair " << i;
+  }
+  fs::remove(out);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, EmbedFamily,
+                         ::testing::Values("embed_bert_cls", "embed_xlmr_mean", "embed_nomic", "embed_modernbert",
+                                           "rerank_xlmr"));
+
+// Random-weight rotary encoders (GGUF nomic-bert / modern-bert): inputs of lengths 1..90 packed
+// into one forward equal each alone (ModernBERT's local layers see +-8 positions), and the fast
+// ops equal the reference ops.
+class RotaryEncoder : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RotaryEncoder, PackedEqualsAloneAndReferenceOps) {
+  RandomModelParams p = random_model_preset(GetParam());
+  p.n_threads = 2;
+  auto model = model_load_gguf_bytes(random_model_gguf(p));
+  std::mt19937 rng(11);
+  std::vector<EmbedInput> inputs;
+  for (int32_t len : {1, 2, 5, 9, 16, 17, 33, 90}) {
+    EmbedInput in;
+    for (int32_t t = 0; t < len; ++t) in.ids.push_back(int32_t(rng() % uint32_t(p.n_vocab)));
+    if (p.arch == "nomic-bert") in.types.assign(size_t(len), len % 2);
+    inputs.push_back(std::move(in));
+  }
+  Embedder packed(model, {.n_threads = 2, .n_batch = 4096});
+  const std::vector<std::vector<float>> all = packed.hidden(inputs);
+  EXPECT_EQ(packed.stats().forwards, 1);
+  Embedder alone(model, {.n_threads = 2});
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::vector<float> one = alone.hidden({inputs[i]})[0];
+    EXPECT_LT(family_diff(all[i], one), 1e-5f) << GetParam() << " input " << i;
+    for (float x : one) ASSERT_TRUE(std::isfinite(x));
+  }
+  ScopedEnv env("BRISK_REF_OPS", "1");
+  Embedder reference(model, {.n_threads = 2, .n_batch = 4096});
+  const std::vector<std::vector<float>> slow = reference.hidden(inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(family_diff(all[i], slow[i]), 1e-4f) << GetParam() << " input " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, RotaryEncoder, ::testing::Values("nomic-tiny", "modernbert-tiny"));
+
+}  // namespace
+}  // namespace brisk
