@@ -311,8 +311,11 @@ TEST_P(CudaMatmul, FewTokenRowsEqualOneToken) {
           }
         }
       };
-      for (const char* env : {"", "BRISK_NO_CUDA_GEMV_SPLIT", "BRISK_NO_CUDA_Q4K_EARLY_DECODE", "BRISK_NO_CUDA_GEMV_FEW_ROWS",
-                              "BRISK_NO_CUDA_Q4K_SPREAD"}) {
+      // BF16 from 2 rows runs on the GEMM (MatchesReferenceOverShapes checks it); Q4_K under
+      // BRISK_NO_CUDA_Q4K_EARLY_DECODE decodes one token otherwise than the few-token kernel
+      // (a kill switch, not row-exact: docs/speculative.md).
+      if (t == QuantType::BF16 && cuda_has_gemm(*be)) continue;
+      for (const char* env : {"", "BRISK_NO_CUDA_GEMV_SPLIT", "BRISK_NO_CUDA_GEMV_FEW_ROWS", "BRISK_NO_CUDA_Q4K_SPREAD"}) {
         std::unique_ptr<ScopedEnv> sw;
         if (*env) sw = std::make_unique<ScopedEnv>(env, "1");
         const std::string label = str_cat(what, *env ? " under " : "", env);

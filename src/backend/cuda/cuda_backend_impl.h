@@ -55,7 +55,7 @@ namespace brisk::cuda {
 
 constexpr int32_t kGraphMaxTokens = 64;  // steps of at most this many tokens run as graphs
 constexpr int32_t kGemvMaxTokens = 8;    // matmuls of more rows take the tensor-core GEMM
-constexpr int32_t kDenseGemmMinTokens = 2;  // BF16 weights with BRISK_NO_CUDA_GEMV_FEW: matmuls of this many rows on the tensor cores
+constexpr int32_t kDenseGemmMinTokens = 2;  // BF16 weights: matmuls of this many rows on the tensor cores
 constexpr size_t kMaxGraphs = 16;
 // Matmuls of more than kGemvMaxTokens rows (BF16 weights from kDenseGemmMinTokens rows with
 // BRISK_NO_CUDA_GEMV_FEW) run

@@ -166,7 +166,7 @@ struct Unit<DevFormat::q5_0> {
     int s = dot16(lo, x0, 0);
     s = dot16(hi, x1, s);
     s -= 16 * sum16(x1, sum16(x0, 0));
-    return float(s) * __fmul_rn(r.d, x.d[t * (x.n_in / 32) + u]);
+    return __fmul_rn(float(s), __fmul_rn(r.d, x.d[t * (x.n_in / 32) + u]));
   }
 };
 
