@@ -3,13 +3,17 @@
 // Embedder on `cuda` against the same Embedder on the CPU: the shared BERT fixture (hidden
 // states and pooled vectors, and its transformers reference), random-weight NomicBERT and
 // ModernBERT GGUFs (rotary positions, SwiGLU / GeGLU, local windows) and a cross-encoder's scores,
-// each with inputs of lengths 1..90 packed in one forward. Skips without a CUDA build or a GPU.
+// each with inputs of lengths 1..90 packed in one forward; the tensor-core dense attention
+// against the FP32 kernel (BRISK_NO_CUDA_DENSE_ATTENTION_TC); EmbeddingGemma (a bidirectional
+// decoder with a sliding window, through its Context) against sentence-transformers and the CPU.
+// Skips without a CUDA build or a GPU.
 //
 // Tolerance: the GPU sums in float in other orders than the CPU (and uses other GEMM tilings);
 // 1e-4 on hidden states of O(1), 1e-5 on L2-normalised vectors.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -18,12 +22,14 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "formats/json_file.h"
 #include "kernels/cpu/encoder_ops.h"
 #include "model_fixtures.h"
 #include "models/random_model.h"
 #include "random_values.h"
 #include "runtime/embedder.h"
 #include "runtime/engine_parts.h"
+#include "scoped_env.h"
 #ifdef BRISK_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_devices.h"
@@ -95,6 +101,52 @@ TEST(CudaEmbed, PackedAndWindowedDenseAttentionMatchReference) {
   EXPECT_LT(cuda_embed_diff(got, want), 1e-6f);
 }
 
+// The tensor-core kernel (head_dim 16 / 32 / 64 / 128) against the FP32 kernel and the reference:
+// packed sequences of lengths 1..130, local windows, GQA, rows with a stride.
+TEST(CudaEmbed, DenseAttentionTensorCoresMatchFp32Kernel) {
+  REQUIRE_EMBED_GPU();
+  auto be = make_cuda_backend(0);
+  const std::vector<int32_t> lens = {1, 63, 64, 65, 130, 7, 128, 2};
+  std::vector<int32_t> start = {0};
+  for (int32_t l : lens) start.push_back(start.back() + l);
+  const int64_t rows = start.back();
+  for (auto [n_head, n_head_kv, hd] : {std::tuple{3, 1, 16}, std::tuple{4, 4, 32}, std::tuple{4, 2, 64}, std::tuple{2, 1, 128}})
+    for (int32_t window : {0, 1, 8, 70}) {
+      const int64_t qw = int64_t(n_head) * hd, kw = int64_t(n_head_kv) * hd;
+      // q / k / v as column slices of one [rows, qw + 2 kw] buffer (a fused qkv output).
+      const int64_t ld = qw + 2 * kw;
+      std::vector<float> qkv = test::gaussian(size_t(rows * ld), 71 + hd, 1.5f), want(size_t(rows * qw));
+      auto* dqkv = static_cast<float*>(be->alloc(sizeof(float) * qkv.size()));
+      be->copy(dqkv, qkv.data(), sizeof(float) * qkv.size());
+      auto* dout = static_cast<float*>(be->alloc(sizeof(float) * size_t(rows * qw)));
+      const AttentionDenseArgs a{.out = {.data = dout, .rows = rows, .cols = qw},
+                                 .q = {.data = dqkv, .rows = rows, .cols = qw, .stride = ld},
+                                 .k = {.data = dqkv + qw, .rows = rows, .cols = kw, .stride = ld},
+                                 .v = {.data = dqkv + qw + kw, .rows = rows, .cols = kw, .stride = ld},
+                                 .n_seq = int32_t(lens.size()), .seq_start = start.data(), .n_head = n_head,
+                                 .n_head_kv = n_head_kv, .head_dim = hd, .scale = float(1.0 / std::sqrt(double(hd))),
+                                 .window = window};
+      AttentionDenseArgs h = a;
+      h.out = {.data = want.data(), .rows = rows, .cols = qw};
+      h.q.data = qkv.data();
+      h.k.data = qkv.data() + qw;
+      h.v.data = qkv.data() + qw + kw;
+      ref::attention_dense(h);
+      std::vector<float> got[2];
+      for (int fp32 = 0; fp32 < 2; ++fp32) {
+        ScopedEnv off("BRISK_NO_CUDA_DENSE_ATTENTION_TC", fp32 ? "1" : "0");
+        ASSERT_TRUE(be->attention_dense(a));
+        got[fp32].resize(want.size());
+        be->copy(got[fp32].data(), dout, sizeof(float) * want.size());
+        EXPECT_LT(cuda_embed_diff(got[fp32], want), 1e-4f)
+            << (fp32 ? "fp32 " : "tensor cores ") << n_head << "/" << n_head_kv << " x " << hd << " window " << window;
+      }
+      EXPECT_LT(cuda_embed_diff(got[0], got[1]), 5e-5f) << n_head << "/" << n_head_kv << " x " << hd << " window " << window;
+      be->free(dqkv);
+      be->free(dout);
+    }
+}
+
 // The same packed batch through an Embedder on each device.
 void expect_cuda_equals_cpu(const std::shared_ptr<Model>& model, int32_t n_vocab, bool types, bool scores,
                             const std::string& what) {
@@ -128,6 +180,37 @@ TEST(CudaEmbed, EncodersMatchTheCpu) {
   }
 }
 
+// BF16 weights (the tensor-core GEMM): the fused epilogues (bias + GELU, residual add + bias +
+// LayerNorm, the next GEMM's BF16 rounding in the same launch) give the bits of the separate
+// launches; the tensor-core attention agrees with the FP32 kernel to float roundings.
+TEST(CudaEmbed, EncoderEpiloguesMatchSeparateLaunches) {
+  REQUIRE_EMBED_GPU();
+  for (const char* shape : {"bert-tiny", "bert-tiny-rerank", "nomic-tiny", "modernbert-tiny"}) {
+    RandomModelParams p = random_model_preset(shape);
+    p.n_threads = 2;
+    p.type = QuantType::BF16;
+    auto model = model_load_gguf_bytes(random_model_gguf(p));
+    std::mt19937 rng(9);
+    std::vector<EmbedInput> inputs;
+    for (int32_t len : {1, 3, 16, 33, 64, 90, 130}) {
+      EmbedInput in;
+      for (int32_t t = 0; t < len; ++t) in.ids.push_back(int32_t(rng() % uint32_t(p.n_vocab)));
+      inputs.push_back(std::move(in));
+    }
+    auto run = [&](const char* fuse_off, const char* tc_off) {
+      ScopedEnv f("BRISK_NO_CUDA_ENCODER_FUSE", fuse_off);
+      ScopedEnv t("BRISK_NO_CUDA_DENSE_ATTENTION_TC", tc_off);
+      Embedder gpu(model, {.device = "cuda", .n_threads = 2});
+      return gpu.hidden(inputs);
+    };
+    const auto fused = run("0", "0"), apart = run("1", "0"), fp32 = run("0", "1");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      EXPECT_EQ(fused[i], apart[i]) << shape << " input " << i;
+      EXPECT_LT(cuda_embed_diff(fused[i], fp32[i]), 1e-2f) << shape << " input " << i;
+    }
+  }
+}
+
 // The shared BERT fixture on the GPU against transformers (the CPU's tolerances).
 TEST(CudaEmbed, BertFixtureMatchesTransformers) {
   REQUIRE_EMBED_GPU();
@@ -146,6 +229,34 @@ TEST(CudaEmbed, BertFixtureMatchesTransformers) {
   for (const auto& v : ref["mean_pooled"]) pooled.push_back(v.get<float>());
   EXPECT_LT(cuda_embed_diff(gpu.embed({x})[0], pooled), 1e-5f);
   expect_cuda_equals_cpu(model, Embedder(model, {.n_threads = 1}).vocab_size(), true, false, "wave2/bert_embed");
+}
+
+// EmbeddingGemma (bidirectional Gemma 3, a sliding layer of window 16) through its Context on
+// the GPU: the fixture's sentence-transformers vectors and the CPU's, its inputs packed in one call.
+TEST(CudaEmbed, EmbeddingGemmaFixtureMatchesSentenceTransformers) {
+  REQUIRE_EMBED_GPU();
+  const std::string dir = std::string(BRISK_FIXTURES) + "/models/embed_gemma";
+  if (!std::filesystem::exists(dir + "/ref.json")) GTEST_SKIP() << dir << " is not here";
+  const nlohmann::json ref = read_json_file(dir + "/ref.json");
+  auto model = Model::load({.path = dir + "/hf"});
+  std::vector<EmbedInput> in;
+  for (const auto& ids : ref.at("inputs")) in.push_back({.ids = ids.get<std::vector<int32_t>>()});
+  Embedder gpu(model, {.device = "cuda", .n_threads = 2});
+  Embedder cpu(model, {.device = "cpu", .n_threads = 2});
+  std::vector<float> hidden;
+  for (const auto& row : ref["last_hidden_state"])
+    for (const auto& v : row) hidden.push_back(v.get<float>());
+  EXPECT_LT(cuda_embed_diff(gpu.hidden({in[0]})[0], hidden), 1e-4f);
+  const auto eg = gpu.embed(in), ec = cpu.embed(in);
+  ASSERT_EQ(eg.size(), ref.at("embeddings").size());
+  for (size_t i = 0; i < eg.size(); ++i) {
+    std::vector<float> want;
+    for (const auto& v : ref["embeddings"][i]) want.push_back(v.get<float>());
+    EXPECT_LT(cuda_embed_diff(eg[i], want), 1e-5f) << "input " << i;
+    EXPECT_LT(cuda_embed_diff(eg[i], ec[i]), 1e-5f) << "input " << i;
+  }
+  // Each input alone gives its packed vector.
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_LT(cuda_embed_diff(gpu.embed({in[i]})[0], eg[i]), 1e-5f) << "input " << i;
 }
 
 #endif

@@ -49,6 +49,7 @@ void* CudaBackend::alloc(size_t bytes) {
 
 void CudaBackend::free(void* p) {
   if (!p) return;
+  settle_epilogue();
   flush("free");
   forget_quant();
   std::lock_guard<std::mutex> lock(mutex_);
@@ -71,6 +72,7 @@ void CudaBackend::free(void* p) {
 void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   use_device();
+  settle_epilogue();
   flush("copy");
   forget_quant();
   cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "copy", "cudaMemcpyAsync");
@@ -78,6 +80,7 @@ void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
 }
 
 void CudaBackend::synchronize() {
+  settle_epilogue();
   flush("synchronize");
   cuda_check(cudaStreamSynchronize(stream_), "synchronize", "cudaStreamSynchronize");
 }

@@ -36,6 +36,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -341,6 +342,7 @@ class CudaBackend final : public Backend {
     const float* b_end = b.data + (b.rows - 1) * b.row_stride() + b.cols;
     return a.data < b_end && b.data < a_end;
   }
+  static bool apart_or_same(const Mat& a, const Mat& b) { return same_mat(a, b) || !overlaps(a, b); }
   void forget_quant() {
     gemv_.valid = false;
     qstate_.valid = false;
@@ -355,6 +357,9 @@ class CudaBackend final : public Backend {
   // between CUDA events; the time of launch i is summed per step length (number of launches)
   // and printed when the backend is destroyed.
   void time_launches();
+  // BRISK_CUDA_KERNEL_TIMES outside steps (an encoder's forward, prefill launched one by one):
+  // each launch between two events, waited for, its time summed per op name.
+  void time_eager_launch(const char* op, const cuda::Launch& fn);
   void print_kernel_times() const;
 
   // Whether device floats `p` are a copy of a host constant (no kernel writes them).
@@ -461,6 +466,11 @@ class CudaBackend final : public Backend {
     int steps = 0;
   };
   std::map<size_t, KernelTimes> kernel_times_;  // BRISK_CUDA_KERNEL_TIMES, by launches per step
+  struct EagerTime {
+    double ms = 0.0;
+    int64_t launches = 0;
+  };
+  std::map<std::string, EagerTime> eager_times_;  // BRISK_CUDA_KERNEL_TIMES outside steps, by op
   std::vector<cudaEvent_t> time_events_;
   std::map<uintptr_t, size_t> constant_;
   std::set<const void*> const_copies_;  // device copies of host float constants (device_floats)
@@ -474,6 +484,25 @@ class CudaBackend final : public Backend {
     bool valid = false;
   };
   GemvGroup gemv_;  // device ranges declared constant (start -> bytes)
+  // Encoder epilogues outside graph steps (cuda_encoder.cpp): the last GEMM's bias (1), a unary
+  // after it (2: + bias), or a residual add (+ that bias) and / or a LayerNorm (3) wait here for
+  // the next op, which may take them into its launch: a unary takes the bias, an add the bias,
+  // a LayerNorm the add, the next GEMM the unary or norm with its BF16 input rounding. Any
+  // other launch, copy or synchronization first issues them as their own launches (same bits).
+  struct Epilogue {
+    int kind = 0;
+    Mat out;                    // kind 1: the GEMM's output
+    const float* bias = nullptr;  // kind 1: its bias (device)
+    cuda::BiasActArgs act;      // kind 2
+    cuda::EncoderNormArgs norm; // kind 3 (norm.has_add: add pending; has_ln: the norm too)
+    AddArgs add;                // kind 3 with has_add: the add as the model gave it
+    bool has_ln = false;
+  };
+  Epilogue epi_;
+  bool epilogue_on() const { return !(in_step_ && !step_eager_) && !flags().no_cuda_encoder_fuse; }
+  // Issues the waiting epilogue as its own launches.
+  void settle_epilogue();
+  bool defer_add(const AddArgs& a);
   std::vector<StepArray> step_map_;
   int32_t* step_dev_ = nullptr;   // [4, step_cap_]: ids, pos, seq, output rows
   int32_t* step_host_ = nullptr;  // pinned staging of the same

@@ -20,8 +20,73 @@ void CudaBackend::layer_norm(const LayerNormArgs& a) {
   key_.add(d.weight);
   key_.add(d.bias);
   key_.add(d.eps);
+  if (epilogue_on()) {
+    // After the residual add that wrote x (waiting): one launch; else the norm waits alone.
+    // Either way the next GEMM on its output may round it to BF16 in the same launch.
+    if (epi_.kind == 3 && epi_.norm.has_add && !epi_.has_ln && same_mat(epi_.add.out, a.x) &&
+        apart_or_same(d.out, epi_.add.a) && apart_or_same(d.out, epi_.add.b) && apart_or_same(d.out, a.x)) {
+      forget_quant();
+      epi_.norm.ln = d;
+      // The sum is needed only where the norm does not overwrite it.
+      epi_.norm.sum = same_mat(d.out, a.x) ? Mat{} : a.x;
+      epi_.has_ln = true;
+      return;
+    }
+    settle_epilogue();
+    if (apart_or_same(d.out, a.x)) {
+      forget_quant();
+      epi_ = Epilogue{.kind = 3, .norm = {.ln = d}, .has_ln = true};
+      return;
+    }
+  }
   forget_quant();
   enqueue("layer_norm", [d](cudaStream_t s) { return cuda::launch_layer_norm(d, s); });
+}
+
+void CudaBackend::settle_epilogue() {
+  if (epi_.kind == 0) return;
+  const Epilogue e = epi_;
+  epi_.kind = 0;
+  if (e.kind == 1) {
+    const Mat out = e.out;
+    const float* bias = e.bias;
+    enqueue("matmul (bias)", [out, bias](cudaStream_t s) { return cuda::launch_add_bias(out, bias, s); });
+  } else if (e.kind == 2) {
+    const cuda::BiasActArgs act = e.act;
+    enqueue(act.bias ? "unary (+ bias)" : "unary", [act](cudaStream_t s) { return cuda::launch_bias_act(act, s); });
+  } else if (e.has_ln) {
+    const cuda::EncoderNormArgs norm = e.norm;
+    enqueue(norm.has_add ? "add + layer_norm" : "layer_norm",
+            [norm](cudaStream_t s) { return cuda::launch_encoder_norm(norm, s); });
+  } else {
+    // A residual add whose norm did not come: the matmul's bias, then the add.
+    if (e.norm.b_bias) {
+      const Mat out = e.norm.b;
+      const float* bias = e.norm.b_bias;
+      enqueue("matmul (bias)", [out, bias](cudaStream_t s) { return cuda::launch_add_bias(out, bias, s); });
+    }
+    const AddArgs add = e.add;
+    enqueue("add", [add](cudaStream_t s) { return cuda::launch_add(add, s); });
+  }
+}
+
+// A residual add outside graph steps: waits (epi_) with the bias of the GEMM that wrote one of
+// its operands, for a LayerNorm of its output. False when it does not wait.
+bool CudaBackend::defer_add(const AddArgs& a) {
+  // (Operands that partly overlap keep the separate launches.)
+  if (!epilogue_on() || !apart_or_same(a.out, a.a) || !apart_or_same(a.out, a.b) || !apart_or_same(a.a, a.b)) return false;
+  const bool bias_b = epi_.kind == 1 && same_mat(epi_.out, a.b) && !same_mat(a.a, a.b);
+  const bool bias_a = epi_.kind == 1 && same_mat(epi_.out, a.a) && !same_mat(a.a, a.b);
+  const float* bias = bias_a || bias_b ? epi_.bias : nullptr;
+  if (!bias) settle_epilogue();
+  // The matmul's output is b of the fused kernel (a + (b + bias); float adds commute).
+  const Mat gemm_out = bias_a ? a.a : a.b;
+  // The matmul's output gets its bias as its own launch would give it, unless the sum
+  // overwrites it.
+  epi_ = Epilogue{.kind = 3, .norm = {.has_add = true, .a = bias_a ? a.b : a.a, .b = gemm_out, .b_bias = bias,
+                                      .write_b = bias != nullptr && !same_mat(a.out, gemm_out), .sum = a.out},
+                  .add = a};
+  return true;
 }
 
 void CudaBackend::unary(const UnaryArgs& a) {
@@ -34,6 +99,15 @@ void CudaBackend::unary(const UnaryArgs& a) {
   key_.add(a.out);
   key_.add(a.x);
   key_.add(uint64_t(a.op));
+  if (epilogue_on() && apart_or_same(a.out, a.x)) {
+    // With the bias of the GEMM that wrote x (waiting), and waiting itself for the next GEMM.
+    // (In place only: out = x + bias is what the bias launch leaves in x.)
+    const float* bias = epi_.kind == 1 && same_mat(epi_.out, a.x) && same_mat(a.out, a.x) ? epi_.bias : nullptr;
+    if (!bias) settle_epilogue();
+    forget_quant();
+    epi_ = Epilogue{.kind = 2, .act = {.out = a.out, .x = a.x, .bias = bias, .op = a.op}};
+    return;
+  }
   forget_quant();
   enqueue("unary", [a](cudaStream_t s) { return cuda::launch_unary(a, s); });
 }
@@ -124,6 +198,12 @@ bool CudaBackend::attention_dense(const AttentionDenseArgs& a) {
   key_.add(a.scale);
   key_.add(uint64_t(a.window));
   forget_quant();
+  if (!flags().no_cuda_dense_attention_tc && cuda::attention_dense_tc_supported(d)) {
+    key_.add(uint64_t(112));
+    enqueue("attention_dense (tensor cores)",
+            [d, max_len](cudaStream_t s) { return cuda::launch_attention_dense_tc(d, max_len, s); });
+    return true;
+  }
   enqueue("attention_dense", [d, max_len](cudaStream_t s) { return cuda::launch_attention_dense(d, max_len, s); });
   return true;
 }

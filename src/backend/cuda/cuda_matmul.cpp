@@ -7,6 +7,7 @@
 namespace brisk::cuda {
 
 void CudaBackend::gemm_bf16(const uint16_t* x, const uint16_t* w, float* out, int64_t m, int64_t n, int64_t k, int64_t ldo) {
+  settle_epilogue();
   flush("gemm");
   cuda::blas_gemm_bf16(blas_, x, w, out, m, n, k, ldo, "gemm");
 }
@@ -124,6 +125,22 @@ void CudaBackend::gemm(const MatmulArgs& a, const MatmulArgs& d) {
   uint16_t* wb = direct ? nullptr
                         : static_cast<uint16_t*>(scratch(gemm_w_, sizeof(uint16_t) * size_t(chunk) * size_t(k), "matmul"));
   const Mat x = d.x;
+  // The unary or LayerNorm that wrote x, waiting (epi_): rounds x to BF16 in the same launch.
+  if (epi_.kind == 2 && same_mat(epi_.act.out, a.x)) {
+    cuda::BiasActArgs e = epi_.act;
+    e.xb = xb;
+    epi_.kind = 0;
+    enqueue(e.bias ? "unary (+ bias, BF16 activations)" : "unary (+ BF16 activations)",
+            [e](cudaStream_t s) { return cuda::launch_bias_act(e, s); });
+    bstate_x_ = a.x, bstate_buf_ = xb, bstate_valid_ = true;
+  } else if (epi_.kind == 3 && epi_.has_ln && same_mat(epi_.norm.ln.out, a.x)) {
+    cuda::EncoderNormArgs e = epi_.norm;
+    e.xb = xb;
+    epi_.kind = 0;
+    enqueue(e.has_add ? "add + layer_norm (+ BF16 activations)" : "layer_norm (+ BF16 activations)",
+            [e](cudaStream_t s) { return cuda::launch_encoder_norm(e, s); });
+    bstate_x_ = a.x, bstate_buf_ = xb, bstate_valid_ = true;
+  }
   // Consecutive matmuls of one input (q / k / v, gate / up) convert it once.
   if (!(bstate_valid_ && same_mat(bstate_x_, a.x) && bstate_buf_ == xb)) {
     enqueue("matmul (BF16 activations)", [x, xb](cudaStream_t s) { return cuda::launch_act_to_bf16(x, xb, s); });
@@ -156,7 +173,10 @@ void CudaBackend::gemm(const MatmulArgs& a, const MatmulArgs& d) {
       return cudaGetLastError();
     });
   }
-  if (d.bias) {
+  if (d.bias && epilogue_on()) {
+    // The next op may take the bias into its launch (epi_).
+    epi_ = Epilogue{.kind = 1, .out = d.out, .bias = d.bias};
+  } else if (d.bias) {
     const Mat out = d.out;
     const float* bias = d.bias;
     enqueue("matmul (bias)", [out, bias](cudaStream_t s) { return cuda::launch_add_bias(out, bias, s); });

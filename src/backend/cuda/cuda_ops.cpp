@@ -202,8 +202,8 @@ void CudaBackend::attention(const AttentionArgs& a) {
   BRISK_CHECK(a.head_dim > 0 && a.head_dim <= 512, "attention: head_dim ", a.head_dim,
               " outside [1, 512] on CUDA");
   BRISK_CHECK(a.q.rows <= 65535, "attention: ", a.q.rows, " tokens in one call (at most 65535 on CUDA)");
-  BRISK_CHECK(a.first == nullptr, "attention: bidirectional attention (a decoder run as an embedding model) is not "
-              "supported on the cuda backend; run it with --device cpu");
+  BRISK_CHECK(a.first == nullptr || a.window == 0, "attention: a bidirectional forward's first positions come with "
+              "window 0 (the window is in them), not ", a.window);
   check_mat(a.q, a.q.rows, int64_t(a.n_head) * a.head_dim, "attention", "q");
   check_mat(a.out, a.q.rows, int64_t(a.n_head) * a.head_dim, "attention", "out");
   BRISK_CHECK(a.k_cache.width == int64_t(a.n_head_kv) * a.head_dim && a.v_cache.width == a.k_cache.width,
@@ -217,6 +217,19 @@ void CudaBackend::attention(const AttentionArgs& a) {
   const bool flash = use_flash_prefill(a);
   d.seq = stage(a.seq, a.q.rows, "attention seq");
   d.pos = stage(a.pos, a.q.rows, "attention pos");
+  if (a.first) {
+    // Bidirectional forwards (an embedding model's decoder): token t reads [first[t], pos[t]].
+    bool host;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      host = !is_device(a.first) && !is_device(a.pos);
+    }
+    if (host)
+      for (int64_t t = 0; t < a.q.rows; ++t)
+        BRISK_CHECK(a.first[t] >= 0 && a.first[t] <= a.pos[t], "attention: token ", t, " attends to positions [",
+                    a.first[t], ", ", a.pos[t], "]");
+    d.first = stage(a.first, a.q.rows, "attention first");
+  }
   if (flash) {
     forget_quant();
     enqueue("attention (prefill)", [d](cudaStream_t s) { return cuda::launch_prefill_attention(d, s); });
@@ -239,6 +252,7 @@ void CudaBackend::attention(const AttentionArgs& a) {
   key_.add(d.scale);
   key_.add(uint64_t(d.window));
   key_.add(d.softcap);
+  key_.add(d.first);
   key_.add(part);
   key_.add(cnt);
   const Producer prev = producer_;
@@ -304,6 +318,7 @@ void CudaBackend::add(const AddArgs& a) {
   key_.add(a.b);
   const GemvGroup g = gemv_;
   forget_quant();
+  if (defer_add(a)) return;
   // The residual add of a decode matmul's output queued just before: in its epilogue.
   if (in_step_ && !step_eager_ && !flags().no_cuda_gemv_add && g.valid && g.n == 1 &&
       g.index + 1 == launches_.size()) {
@@ -382,7 +397,7 @@ void CudaBackend::get_rows(const GetRowsArgs& a) {
 // whenever the step ran launch by launch: a 9-token Gemma 4 prompt with 64-wide full heads gave
 // other logits without graphs than with them.)
 bool CudaBackend::use_flash_prefill(const AttentionArgs& a) {
-  if (flags().no_cuda_flash_prefill || a.q.rows <= kGemvMaxTokens || (in_step_ && a.q.rows <= kGraphMaxTokens) ||
+  if (flags().no_cuda_flash_prefill || a.first || a.q.rows <= kGemvMaxTokens || (in_step_ && a.q.rows <= kGraphMaxTokens) ||
       !cuda::prefill_attention_supported(a) || a.seq == nullptr || a.pos == nullptr)
     return false;
   {

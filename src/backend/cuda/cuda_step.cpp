@@ -8,6 +8,7 @@ namespace brisk::cuda {
 
 void CudaBackend::begin_step(const StepInputs& in) {
   use_device();
+  settle_epilogue();
   if (in_step_) {  // the previous step ended in an error: drop what it queued
     launches_.clear();
     names_.clear();
@@ -75,6 +76,7 @@ bool CudaBackend::replay_step(const StepInputs& in) {
 
 void CudaBackend::end_step() {
   BRISK_CHECK(in_step_, "cuda backend: end_step without begin_step");
+  settle_epilogue();
   in_step_ = false;
   step_map_.clear();
   forget_quant();
@@ -96,13 +98,35 @@ void CudaBackend::end_step() {
 }
 
 void CudaBackend::enqueue(const char* op, cuda::Launch fn) {
+  if (epi_.kind != 0) settle_epilogue();
   if (in_step_ && !step_eager_) {
     launches_.push_back(std::move(fn));
     names_.push_back(op);
     return;
   }
   key_.w.clear();
+  if (flags().cuda_kernel_times) {
+    time_eager_launch(op, fn);
+    return;
+  }
   cuda_check(fn(stream_), op, "kernel launch");
+}
+
+void CudaBackend::time_eager_launch(const char* op, const cuda::Launch& fn) {
+  while (time_events_.size() < 2) {
+    cudaEvent_t e = nullptr;
+    cuda_check(cudaEventCreate(&e), op, "cudaEventCreate");
+    time_events_.push_back(e);
+  }
+  cuda_check(cudaEventRecord(time_events_[0], stream_), op, "cudaEventRecord");
+  cuda_check(fn(stream_), op, "kernel launch");
+  cuda_check(cudaEventRecord(time_events_[1], stream_), op, "cudaEventRecord");
+  cuda_check(cudaEventSynchronize(time_events_[1]), op, "cudaEventSynchronize");
+  float ms = 0.0f;
+  cuda_check(cudaEventElapsedTime(&ms, time_events_[0], time_events_[1]), op, "cudaEventElapsedTime");
+  EagerTime& t = eager_times_[op];
+  t.ms += ms;
+  ++t.launches;
 }
 
 void CudaBackend::flush(const char* op) {
@@ -142,6 +166,19 @@ void CudaBackend::time_launches() {
 }
 
 void CudaBackend::print_kernel_times() const {
+  if (!eager_times_.empty()) {
+    double total = 0.0;
+    for (const auto& [name, t] : eager_times_) total += t.ms;
+    std::fprintf(stderr, "cuda kernel times: launches outside steps, by op (ms in all, launches, %% of %.2f ms)\n", total);
+    std::vector<std::pair<double, std::string>> order;
+    for (const auto& [name, t] : eager_times_) order.emplace_back(-t.ms, name);
+    std::sort(order.begin(), order.end());
+    for (const auto& [neg_ms, name] : order) {
+      const EagerTime& t = eager_times_.at(name);
+      std::fprintf(stderr, "  %-44s %10.3f %8lld %6.1f\n", name.c_str(), t.ms, static_cast<long long>(t.launches),
+                   total > 0 ? 100.0 * t.ms / total : 0.0);
+    }
+  }
   for (const auto& [n, kt] : kernel_times_) {
     std::fprintf(stderr, "cuda kernel times: steps of %zu launches, mean of %d steps (us)\n", n, kt.steps);
     double total = 0.0;

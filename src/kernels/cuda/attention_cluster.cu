@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
   auto locate = [&]() {
     s = a.seq[t];
     p = a.pos[t];
-    const int64_t lo = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+    const int64_t lo = attn_first_pos(a, t, p);
     const int64_t chunk = (p - lo + 1 + kS - 1) / kS;
     j_begin = lo + split * chunk;
     j_end = j_begin + chunk < p + 1 ? j_begin + chunk : p + 1;  // may be empty
@@ -454,7 +454,7 @@ cudaError_t launch_cluster(const AttentionArgs& a, const AttentionFlags& fl, con
 // groups of exactly 4 heads (Llama, Qwen layouts) and the generic one; BF16 caches of head_dim
 // 64 only the generic one.
 int cluster_splits(const AttentionArgs& a) {
-  if (flags().no_cuda_attn_cluster || a.q.rows < 1 || a.q.rows > kClusterMaxTokens) return 0;
+  if (flags().no_cuda_attn_cluster || a.first || a.q.rows < 1 || a.q.rows > kClusterMaxTokens) return 0;
   const bool bf16 = a.k_cache.type == QuantType::BF16;
   if ((a.k_cache.type != QuantType::F16 && !bf16) || a.v_cache.type != a.k_cache.type) return 0;
   if (a.head_dim != 64 && a.head_dim != 128) return 0;

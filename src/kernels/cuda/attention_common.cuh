@@ -12,6 +12,13 @@ namespace brisk::cuda {
 constexpr int kMaxG = 8;
 constexpr int kMaxHeadDim = 512;
 
+// The first position token t attends to, when p is the last: AttentionArgs::first in a
+// bidirectional forward (the token's sequence or window), else the sliding window's start.
+__device__ __forceinline__ int64_t attn_first_pos(const AttentionArgs& a, int64_t t, int64_t p) {
+  if (a.first) return a.first[t];
+  return a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;

@@ -161,7 +161,7 @@ __device__ bool start_early(const AttentionArgs& a, const Geometry& geo, const A
     const int64_t cap = a.k_cache.capacity;
     const int64_t s = a.seq[t], p = a.pos[t];
     if (s >= 0 && p >= 0 && p < cap) {
-      const int64_t lo = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+      const int64_t lo = attn_first_pos(a, t, p);
       const int64_t chunk = (p - lo + 1 + geo.n_split - 1) / geo.n_split;
       const int64_t j0 = lo + blockIdx.x * chunk;
       int64_t j1 = min(j0 + chunk, p + 1);
@@ -262,7 +262,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, Ge
   const int hd = a.head_dim;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t s = a.seq[t], p = a.pos[t];
-  const int64_t lo = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+  const int64_t lo = attn_first_pos(a, t, p);
   const int64_t chunk = (p - lo + 1 + geo.n_split - 1) / geo.n_split;
   const int64_t j_begin = lo + split * chunk;
   const int64_t j_end = j_begin + chunk < p + 1 ? j_begin + chunk : p + 1;  // may be empty

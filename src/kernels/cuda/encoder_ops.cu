@@ -1,7 +1,10 @@
 // Encoder ops (speech and embedding encoders), F32 in and out, any row width:
-//   layer_norm_kernel         one block per row: the mean, then the centred (biased) variance,
-//                             each a block-wide sum; out = (x - mean) * rstd * weight + bias
-//   unary_kernel              GELU (erf or tanh form) or tanh, one thread per element
+//   encoder_norm_kernel       LayerNorm, one block per row: the mean, then the centred (biased)
+//                             variance, each a block-wide sum; out = (x - mean) * rstd * weight
+//                             + bias; optionally of a residual add (+ the matmul's bias) and
+//                             with a BF16 copy of out for the next matmul (the GEMM epilogues)
+//   bias_act_kernel           GELU (erf or tanh form) or tanh, one thread per element; optionally
+//                             after a matmul's bias and with a BF16 copy of out
 //   im2col_kernel             one thread per output element of the unfolded 1-D conv input
 //   attention_weights_kernel  one block per token: scores of one query head against the paged
 //                             K cache rows [0, pos], softmax, zeros up to out.cols
@@ -10,6 +13,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "kernels/cuda/encoder_act.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/kv_elem.cuh"
 #include "kernels/cuda/kv_paged.cuh"
@@ -46,41 +50,73 @@ __device__ float block_max(float v, float* red) {
   return v;
 }
 
-__global__ void __launch_bounds__(kRowThreads) layer_norm_kernel(LayerNormArgs a) {
+// out = LN(x) over whole rows; x = a + (b + b_bias) when has_add (a residual add of a matmul's
+// output and its bias, fused), written to `sum` when it has data (b + b_bias to b with
+// write_b); xb: a BF16 copy of out for the next matmul. The sums and roundings are those of the separate launches (add_bias, add,
+// layer_norm, act_to_bf16).
+__global__ void __launch_bounds__(kRowThreads) encoder_norm_kernel(EncoderNormArgs a) {
   BRISK_PDL_ENTER();
   __shared__ float red[32];
-  const int64_t r = blockIdx.x, n = a.x.cols;
-  const float* x = a.x.data + r * stride_of(a.x);
-  float* o = a.out.data + r * stride_of(a.out);
+  const LayerNormArgs& ln = a.ln;
+  const int64_t r = blockIdx.x, n = ln.x.cols;
+  const float* x = ln.x.data + r * stride_of(ln.x);
+  const float* xa = a.has_add ? a.a.data + r * stride_of(a.a) : nullptr;
+  float* xb = a.has_add ? a.b.data + r * stride_of(a.b) : nullptr;
+  float* sum = a.sum.data ? a.sum.data + r * stride_of(a.sum) : nullptr;
+  float* o = ln.out.data + r * stride_of(ln.out);
+  // b + bias, written back to b (the matmul's output, as its own bias launch leaves it) when
+  // write_b; later passes then read it as it is.
+  const bool add_bias_later = a.b_bias && !a.write_b;
+  // Element i of the row to norm: x, the stored sum once written, else from the add's inputs.
+  auto in = [&](int64_t i) -> float {
+    if (!a.has_add) return x[i];
+    if (sum) return sum[i];
+    const float t = add_bias_later ? xb[i] + a.b_bias[i] : xb[i];
+    return xa[i] + t;
+  };
   float s = 0.0f;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += x[i];
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    float v;
+    if (a.has_add) {
+      const float t = a.b_bias ? xb[i] + a.b_bias[i] : xb[i];
+      if (a.write_b) xb[i] = t;
+      v = xa[i] + t;
+      if (sum) sum[i] = v;
+    } else {
+      v = x[i];
+    }
+    s += v;
+  }
   const float mean = block_sum(s, red) / float(n);
   float v = 0.0f;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    const float d = x[i] - mean;
+    const float d = in(i) - mean;
     v += d * d;
   }
-  const float rstd = rsqrtf(block_sum(v, red) / float(n) + a.eps);
-  // Every read of x is done (block_sum's barriers), so out may alias x.
+  const float rstd = rsqrtf(block_sum(v, red) / float(n) + ln.eps);
+  // Every read of x is done (block_sum's barriers), so out may alias x; a thread rewrites only
+  // the elements it reads.
+  __nv_bfloat16* ob = a.xb ? reinterpret_cast<__nv_bfloat16*>(a.xb) + r * n : nullptr;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    float y = (x[i] - mean) * rstd;
-    if (a.weight) y *= a.weight[i];
-    if (a.bias) y += a.bias[i];
+    float y = (in(i) - mean) * rstd;
+    if (ln.weight) y *= ln.weight[i];
+    if (ln.bias) y += ln.bias[i];
     o[i] = y;
+    if (ob) ob[i] = __float2bfloat16_rn(y);
   }
 }
 
-__global__ void unary_kernel(UnaryArgs a) {
+// out = act(x + bias) (bias and act optional); xb: a BF16 copy of out for the next matmul.
+__global__ void bias_act_kernel(BiasActArgs a) {
   BRISK_PDL_ENTER();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= a.x.rows * a.x.cols) return;
   const int64_t r = i / a.x.cols, c = i % a.x.cols;
-  const float v = a.x.data[r * stride_of(a.x) + c];
-  float y;
-  if (a.op == UnaryOp::gelu_erf) y = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-  else if (a.op == UnaryOp::tanh) y = tanhf(v);
-  else y = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+  float y = a.x.data[r * stride_of(a.x) + c];
+  if (a.bias) y += a.bias[c];
+  if (a.act) y = unary_apply(a.op, y);
   a.out.data[r * stride_of(a.out) + c] = y;
+  if (a.xb) reinterpret_cast<__nv_bfloat16*>(a.xb)[i] = __float2bfloat16_rn(y);
 }
 
 __global__ void im2col_kernel(Im2colArgs a, int64_t frames_out) {
@@ -136,14 +172,24 @@ __global__ void __launch_bounds__(kRowThreads) attention_weights_kernel(Attentio
 }  // namespace
 
 cudaError_t launch_layer_norm(const LayerNormArgs& a, cudaStream_t stream) {
-  if (a.x.rows == 0) return cudaSuccess;
-  return launch_kernel(layer_norm_kernel, dim3(unsigned(a.x.rows)), dim3(kRowThreads), 0, stream, a);
+  return launch_encoder_norm(EncoderNormArgs{.ln = a}, stream);
+}
+
+cudaError_t launch_encoder_norm(const EncoderNormArgs& a, cudaStream_t stream) {
+  if (a.ln.x.rows == 0) return cudaSuccess;
+  return launch_kernel(encoder_norm_kernel, dim3(unsigned(a.ln.x.rows)), dim3(kRowThreads), 0, stream, a);
 }
 
 cudaError_t launch_unary(const UnaryArgs& a, cudaStream_t stream) {
   const int64_t n = a.x.rows * a.x.cols;
   if (n == 0) return cudaSuccess;
-  return launch_kernel(unary_kernel, dim3(unsigned((n + 255) / 256)), dim3(256), 0, stream, a);
+  return launch_bias_act(BiasActArgs{.out = a.out, .x = a.x, .op = a.op}, stream);
+}
+
+cudaError_t launch_bias_act(const BiasActArgs& a, cudaStream_t stream) {
+  const int64_t n = a.x.rows * a.x.cols;
+  if (n == 0) return cudaSuccess;
+  return launch_kernel(bias_act_kernel, dim3(unsigned((n + 255) / 256)), dim3(256), 0, stream, a);
 }
 
 cudaError_t launch_im2col(const Im2colArgs& a, int64_t frames_out, cudaStream_t stream) {

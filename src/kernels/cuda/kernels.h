@@ -124,12 +124,39 @@ cudaError_t launch_get_rows(const GetRowsArgs& a, cudaStream_t stream);
 // weights, biases, q / k / v, seq / pos and the cache are device memory.
 cudaError_t launch_layer_norm(const LayerNormArgs& a, cudaStream_t stream);
 cudaError_t launch_unary(const UnaryArgs& a, cudaStream_t stream);
+// The encoders' GEMM epilogues (the CUDA backend fuses them, same bits as the separate launches):
+// ln.out = LayerNorm(x), x = a + (b + b_bias) when has_add (written to `sum` when its data is
+// set), else ln.x; xb (when set): a dense BF16 copy [rows, cols] of ln.out.
+struct EncoderNormArgs {
+  LayerNormArgs ln{};
+  bool has_add = false;
+  Mat a{}, b{};                   // [rows, cols]: the residual and a matmul's output
+  const float* b_bias = nullptr;  // [cols]: the matmul's bias, or nullptr
+  bool write_b = false;           // b + b_bias written back to b (b must not alias a)
+  Mat sum{};                      // [rows, cols] or data nullptr
+  uint16_t* xb = nullptr;         // [rows, cols] BF16 or nullptr
+};
+cudaError_t launch_encoder_norm(const EncoderNormArgs& a, cudaStream_t stream);
+// out = op(x + bias) (bias: [cols] or nullptr; op only when act); xb: a dense BF16 copy of out.
+struct BiasActArgs {
+  Mat out{};                      // [rows, cols] (may alias x)
+  Mat x{};                        // [rows, cols]
+  const float* bias = nullptr;
+  bool act = true;
+  UnaryOp op = UnaryOp::gelu_erf;
+  uint16_t* xb = nullptr;
+};
+cudaError_t launch_bias_act(const BiasActArgs& a, cudaStream_t stream);
 cudaError_t launch_im2col(const Im2colArgs& a, int64_t frames_out, cudaStream_t stream);
 cudaError_t launch_attention_weights(const AttentionWeightsArgs& a, cudaStream_t stream);  // head_dim floats of smem
 constexpr int kDenseMaxHeadDim = 256;
 bool attention_dense_supported(const AttentionDenseArgs& a);
 // a.seq_start (when given) in device memory; max_len: the longest sequence's rows.
 cudaError_t launch_attention_dense(const AttentionDenseArgs& a, int64_t max_len, cudaStream_t stream);
+// The same on the tensor cores (attention_dense_tc.cu: split BF16 operands, ~1e-5 relative of
+// the FP32 kernel): head_dim 16 / 32 / 64 / 128, k / v rows 16-byte aligned.
+bool attention_dense_tc_supported(const AttentionDenseArgs& a);
+cudaError_t launch_attention_dense_tc(const AttentionDenseArgs& a, int64_t max_len, cudaStream_t stream);
 
 // Linear-attention ops (delta_net.cu, delta_rule.cu): seq / pos are the step's device arrays,
 // state views device memory; sequences are found on the device, so these need no host plan.
