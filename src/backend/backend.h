@@ -66,6 +66,12 @@ class Backend {
     (void)a;
     return false;
   }
+  // False when the backend has no such op (the CPU: the caller pools on the host, where the
+  // rows already are).
+  virtual bool mean_rows(const MeanRowsArgs& a) {
+    (void)a;
+    return false;
+  }
   // Ops of linear-attention layers.
   virtual void conv_state(const ConvStateArgs& a);
   virtual void l2_norm(const L2NormArgs& a);

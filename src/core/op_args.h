@@ -199,6 +199,15 @@ struct Im2colArgs {
   int32_t pad = 0;
 };
 
+// The mean of each packed sequence's rows (an embedding model's mean pooling on the device):
+// out[s] = sum over rows [seq_start[s], seq_start[s + 1]) of x, summed in order in double, / count.
+struct MeanRowsArgs {
+  Mat out{};                      // [n_seq, cols]
+  Mat x{};                        // [rows, cols]
+  int32_t n_seq = 0;
+  const int32_t* seq_start = nullptr;  // host [n_seq + 1]: 0 = seq_start[0] < ... < seq_start[n_seq] = rows
+};
+
 // Bidirectional attention over dense keys and values (encoders): rows are n_seq sequences back
 // to back, sequence s at rows [b_s, e_s) (seq_start nullptr: rows / n_seq rows each, b_s = s * n;
 // else b_s = seq_start[s], e_s = seq_start[s + 1]), and every position attends to every position

@@ -6,6 +6,7 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "core/flags.h"
 #include "quant/format.h"
 #include "runtime/loaded_model.h"
 
@@ -388,7 +389,7 @@ void Embedder::run_decoder(const std::vector<EmbedInput>& inputs, std::vector<st
 }
 
 void Embedder::run(const std::vector<EmbedInput>& inputs, std::vector<std::vector<float>>* hidden,
-                   std::vector<std::vector<float>>* cls) {
+                   std::vector<std::vector<float>>* cls, std::vector<std::vector<float>>* pooled) {
   for (size_t i = 0; i < inputs.size(); ++i) check(inputs[i], "input " + std::to_string(i));
   Impl& m = *impl_;
   if (m.ctx) {
@@ -400,7 +401,9 @@ void Embedder::run(const std::vector<EmbedInput>& inputs, std::vector<std::vecto
   BRISK_CHECK(!cls || spec.n_cls > 0, "the model has no classification head (not a cross-encoder)");
   if (hidden) hidden->assign(inputs.size(), {});
   if (cls) cls->assign(inputs.size(), {});
-  std::vector<int32_t> ids, types, pos, start;
+  if (pooled) pooled->assign(inputs.size(), {});
+  std::vector<int32_t> ids, types, pos, start, pick;
+  std::vector<float> rows;
   for (size_t first = 0; first < inputs.size();) {
     // Pack inputs in order while they fit n_batch tokens (an input longer than that runs alone).
     size_t last = first;
@@ -428,8 +431,25 @@ void Embedder::run(const std::vector<EmbedInput>& inputs, std::vector<std::vecto
       f.cls_scratch = Mat{.data = m.cls_scratch, .rows = n_seq, .cols = spec.n_out};
     }
     m.arch->embed(f);
+    if (pooled) {
+      // One row per input into cls_scratch ([n_seq, n_out]), then one copy of those rows.
+      const Mat p{.data = m.cls_scratch, .rows = n_seq, .cols = spec.n_out};
+      if (pooling_.mode == PoolingMode::mean) {
+        BRISK_CHECK(m.backend->mean_rows({.out = p, .x = out, .n_seq = int32_t(n_seq), .seq_start = start.data()}),
+                    "embeddings: the ", m.backend->name(), " backend cannot pool on the device");
+      } else {
+        pick.resize(size_t(n_seq));
+        for (int64_t s = 0; s < n_seq; ++s)
+          pick[size_t(s)] = pooling_.mode == PoolingMode::cls ? start[size_t(s)] : start[size_t(s) + 1] - 1;
+        m.backend->get_rows({.out = p, .x = out, .rows = pick.data()});
+      }
+      rows.resize(size_t(n_seq * spec.n_out));
+      m.backend->copy(rows.data(), m.cls_scratch, sizeof(float) * rows.size());
+      for (int64_t s = 0; s < n_seq; ++s)
+        (*pooled)[first + size_t(s)].assign(rows.begin() + s * spec.n_out, rows.begin() + (s + 1) * spec.n_out);
+    }
     m.backend->synchronize();
-    for (size_t i = first; i < last; ++i) {
+    for (size_t i = first; pooled == nullptr && i < last; ++i) {
       const int64_t s = int64_t(i - first), b = start[size_t(s)], len = start[size_t(s) + 1] - b;
       if (hidden) {
         (*hidden)[i].resize(size_t(len * spec.n_out));
@@ -454,8 +474,25 @@ std::vector<std::vector<float>> Embedder::hidden(const std::vector<EmbedInput>& 
 
 std::vector<std::vector<float>> Embedder::embed(const std::vector<EmbedInput>& inputs, int32_t dimensions) {
   std::vector<std::vector<float>> h;
-  run(inputs, &h, nullptr);
   const int32_t n_embd = impl_->spec->n_out;
+  // An encoder on a device pools there (the mean in double in row order, as pool() does; CLS /
+  // last: the row itself) and copies one row per input back instead of every hidden state.
+  const PoolingMode mode = pooling_.mode;
+  const bool on_device = !impl_->ctx && impl_->backend && impl_->backend->name() != "cpu" &&
+                         !flags().no_cuda_pooling &&
+                         (mode == PoolingMode::mean || mode == PoolingMode::cls || mode == PoolingMode::last);
+  if (on_device) {
+    std::vector<std::vector<float>> rows;
+    run(inputs, nullptr, nullptr, &rows);
+    PoolingConfig rest = pooling_;
+    rest.mode = PoolingMode::cls;  // of the one pooled row: the row
+    for (size_t i = 0; i < rows.size(); ++i) {
+      rows[i] = pool(rest, rows[i].data(), 1, n_embd);
+      if (dimensions > 0) rows[i] = truncate_dims(rows[i], dim(), dimensions, pooling_.normalize);
+    }
+    return rows;
+  }
+  run(inputs, &h, nullptr);
   for (size_t i = 0; i < h.size(); ++i) {
     h[i] = pool(pooling_, h[i].data(), int64_t(inputs[i].ids.size()), n_embd);
     if (dimensions > 0) h[i] = truncate_dims(h[i], dim(), dimensions, pooling_.normalize);

@@ -81,6 +81,8 @@ class Embedder {
 
   const Model& model() const { return *model_; }
   const PoolingConfig& pooling() const { return pooling_; }
+  // Overrides the pooling mode of the model's pipeline (its Dense layers and normalisation stay).
+  void set_pooling_mode(PoolingMode mode) { pooling_.mode = mode; }
   int32_t dim() const;            // width of a pooled vector (after Dense layers)
   int32_t n_cls() const;          // classification head outputs (0: none)
   int32_t max_tokens() const;     // longest input (positions of the model, max_seq_length)
@@ -114,8 +116,10 @@ class Embedder {
 
  private:
   struct Impl;
+  // pooled (encoders on a device backend, pooling cls / last / mean): each input's pooled row
+  // [n_embd], pooled where the hidden states are, instead of `hidden` copied back whole.
   void run(const std::vector<EmbedInput>& inputs, std::vector<std::vector<float>>* hidden,
-           std::vector<std::vector<float>>* cls);
+           std::vector<std::vector<float>>* cls, std::vector<std::vector<float>>* pooled = nullptr);
   void run_decoder(const std::vector<EmbedInput>& inputs, std::vector<std::vector<float>>* hidden,
                    std::vector<std::vector<float>>* cls);
   void init_decoder(const EmbedderOptions& options);

@@ -208,6 +208,15 @@ TEST(CudaEmbed, EncoderEpiloguesMatchSeparateLaunches) {
       EXPECT_EQ(fused[i], apart[i]) << shape << " input " << i;
       EXPECT_LT(cuda_embed_diff(fused[i], fp32[i]), 1e-2f) << shape << " input " << i;
     }
+    // Pooled on the device (mean / CLS / last) or on the host from the copied rows: the same bits.
+    Embedder gpu(model, {.device = "cuda", .n_threads = 2});
+    for (PoolingMode mode : {PoolingMode::mean, PoolingMode::cls, PoolingMode::last}) {
+      gpu.set_pooling_mode(mode);
+      const auto dev = gpu.embed(inputs);
+      ScopedEnv host("BRISK_NO_CUDA_POOLING", "1");
+      const auto back = gpu.embed(inputs);
+      for (size_t i = 0; i < inputs.size(); ++i) EXPECT_EQ(dev[i], back[i]) << shape << " pooling " << int(mode) << " input " << i;
+    }
   }
 }
 

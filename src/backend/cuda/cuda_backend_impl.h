@@ -178,6 +178,7 @@ class CudaBackend final : public Backend {
   void im2col(const Im2colArgs& a) override;
   void attention_weights(const AttentionWeightsArgs& a) override;
   bool attention_dense(const AttentionDenseArgs& a) override;
+  bool mean_rows(const MeanRowsArgs& a) override;
 
  private:
   struct Staged {

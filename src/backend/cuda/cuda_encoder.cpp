@@ -208,4 +208,23 @@ bool CudaBackend::attention_dense(const AttentionDenseArgs& a) {
   return true;
 }
 
+bool CudaBackend::mean_rows(const MeanRowsArgs& a) {
+  BRISK_CHECK(a.n_seq > 0 && a.n_seq <= 65535 && a.seq_start && a.seq_start[0] == 0 && a.seq_start[a.n_seq] == a.x.rows,
+              "mean_rows: ", a.n_seq, " sequences do not span the ", a.x.rows, " rows");
+  for (int32_t s = 0; s < a.n_seq; ++s)
+    BRISK_CHECK(a.seq_start[s + 1] > a.seq_start[s], "mean_rows: sequence ", s, " is empty or out of order");
+  check_mat(a.out, a.n_seq, a.x.cols, "mean_rows", "out");
+  BRISK_CHECK(a.x.data != nullptr, "mean_rows: no x");
+  MeanRowsArgs d = a;
+  d.seq_start = stage(a.seq_start, int64_t(a.n_seq) + 1, "mean_rows seq_start");
+  key_.add(uint64_t(25));
+  key_.add(d.out);
+  key_.add(d.x);
+  key_.add(uint64_t(d.n_seq));
+  key_.add(d.seq_start);
+  forget_quant();
+  enqueue("mean_rows", [d](cudaStream_t s) { return cuda::launch_mean_rows(d, s); });
+  return true;
+}
+
 }  // namespace brisk::cuda

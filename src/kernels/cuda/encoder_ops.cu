@@ -6,6 +6,7 @@
 //   bias_act_kernel           GELU (erf or tanh form) or tanh, one thread per element; optionally
 //                             after a matmul's bias and with a BF16 copy of out
 //   im2col_kernel             one thread per output element of the unfolded 1-D conv input
+//   mean_rows_kernel          a thread per (packed sequence, column): its rows' mean (pooling)
 //   attention_weights_kernel  one block per token: scores of one query head against the paged
 //                             K cache rows [0, pos], softmax, zeros up to out.cols
 // The CPU's references (kernels/cpu/encoder_ops.cpp) sum in double; these sum in float in
@@ -169,7 +170,25 @@ __global__ void __launch_bounds__(kRowThreads) attention_weights_kernel(Attentio
   for (int64_t j = threadIdx.x; j < a.out.cols; j += blockDim.x) o[j] = j < n ? o[j] * inv : 0.0f;
 }
 
+// out[s, c] = the mean of column c over sequence s's rows: a thread per (sequence, column)
+// adds the rows in order in double, as the host's pooling does.
+__global__ void mean_rows_kernel(MeanRowsArgs a) {
+  BRISK_PDL_ENTER();
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x, s = blockIdx.y;
+  if (c >= a.x.cols) return;
+  const int64_t b = a.seq_start[s], e = a.seq_start[s + 1];
+  double acc = 0.0;
+  for (int64_t r = b; r < e; ++r) acc += a.x.data[r * stride_of(a.x) + c];
+  a.out.data[s * stride_of(a.out) + c] = float(acc / double(e - b));
+}
+
 }  // namespace
+
+cudaError_t launch_mean_rows(const MeanRowsArgs& a, cudaStream_t stream) {
+  if (a.n_seq == 0 || a.x.cols == 0) return cudaSuccess;
+  const dim3 grid(unsigned((a.x.cols + 127) / 128), unsigned(a.n_seq));
+  return launch_kernel(mean_rows_kernel, grid, dim3(128), 0, stream, a);
+}
 
 cudaError_t launch_layer_norm(const LayerNormArgs& a, cudaStream_t stream) {
   return launch_encoder_norm(EncoderNormArgs{.ln = a}, stream);

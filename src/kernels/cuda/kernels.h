@@ -147,6 +147,8 @@ struct BiasActArgs {
   uint16_t* xb = nullptr;
 };
 cudaError_t launch_bias_act(const BiasActArgs& a, cudaStream_t stream);
+// a.seq_start in device memory.
+cudaError_t launch_mean_rows(const MeanRowsArgs& a, cudaStream_t stream);
 cudaError_t launch_im2col(const Im2colArgs& a, int64_t frames_out, cudaStream_t stream);
 cudaError_t launch_attention_weights(const AttentionWeightsArgs& a, cudaStream_t stream);  // head_dim floats of smem
 constexpr int kDenseMaxHeadDim = 256;
