@@ -124,7 +124,7 @@ void CudaBackend::time_eager_launch(const char* op, const cuda::Launch& fn) {
   cuda_check(cudaEventSynchronize(time_events_[1]), op, "cudaEventSynchronize");
   float ms = 0.0f;
   cuda_check(cudaEventElapsedTime(&ms, time_events_[0], time_events_[1]), op, "cudaEventElapsedTime");
-  EagerTime& t = eager_times_[op];
+  EagerTimes& t = eager_times_[op];
   t.ms += ms;
   ++t.launches;
 }
@@ -166,19 +166,6 @@ void CudaBackend::time_launches() {
 }
 
 void CudaBackend::print_kernel_times() const {
-  if (!eager_times_.empty()) {
-    double total = 0.0;
-    for (const auto& [name, t] : eager_times_) total += t.ms;
-    std::fprintf(stderr, "cuda kernel times: launches outside steps, by op (ms in all, launches, %% of %.2f ms)\n", total);
-    std::vector<std::pair<double, std::string>> order;
-    for (const auto& [name, t] : eager_times_) order.emplace_back(-t.ms, name);
-    std::sort(order.begin(), order.end());
-    for (const auto& [neg_ms, name] : order) {
-      const EagerTime& t = eager_times_.at(name);
-      std::fprintf(stderr, "  %-44s %10.3f %8lld %6.1f\n", name.c_str(), t.ms, static_cast<long long>(t.launches),
-                   total > 0 ? 100.0 * t.ms / total : 0.0);
-    }
-  }
   for (const auto& [n, kt] : kernel_times_) {
     std::fprintf(stderr, "cuda kernel times: steps of %zu launches, mean of %d steps (us)\n", n, kt.steps);
     double total = 0.0;
@@ -189,6 +176,18 @@ void CudaBackend::print_kernel_times() const {
     }
     std::fprintf(stderr, "     total %9.2f\n", total);
   }
+  if (eager_times_.empty()) return;
+  std::vector<std::pair<double, std::string>> by_time;
+  double total = 0.0;
+  for (const auto& [op, t] : eager_times_) {
+    by_time.emplace_back(t.ms, op);
+    total += t.ms;
+  }
+  std::sort(by_time.rbegin(), by_time.rend());
+  std::fprintf(stderr, "cuda kernel times: eager launches, summed per op (ms, launches, %% of %.3f ms)\n", total);
+  for (const auto& [ms, op] : by_time)
+    std::fprintf(stderr, "  %-48s %10.3f %8lld %5.1f %%\n", op.c_str(), ms,
+                 static_cast<long long>(eager_times_.at(op).launches), 100.0 * ms / total);
 }
 
 const int32_t* CudaBackend::stage(const int32_t* p, int64_t n, const char* op) {
