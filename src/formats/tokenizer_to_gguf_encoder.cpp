@@ -361,7 +361,8 @@ int32_t unigram_to_gguf(const EncoderTokenizerParams& p, const json& tj, gguf::W
     collapse = true;
   }
   // Pre-tokenizer: Metaspace, optionally after WhitespaceSplit.
-  bool whitespace_split = false, metaspace = false, space_prefix = true;
+  bool whitespace_split = false, metaspace = false, space_prefix = true, split = true;
+  std::string scheme = "always";
   for (const json* q : steps_of(tj, "pre_tokenizer", "pretokenizers")) {
     const std::string type = q->is_object() ? q->value("type", "") : "";
     if (type == "WhitespaceSplit" && !metaspace) {
@@ -373,10 +374,15 @@ int32_t unigram_to_gguf(const EncoderTokenizerParams& p, const json& tj, gguf::W
     metaspace = true;
     BRISK_CHECK(q->value("replacement", std::string(kSpace)) == kSpace, v.path,
                 ": pre_tokenizer Metaspace.replacement is not \"\xE2\x96\x81\" (the GGUF t5 vocabulary's space)");
-    if (q->contains("prepend_scheme") && (*q)["prepend_scheme"].is_string())
-      space_prefix = (*q)["prepend_scheme"].get<std::string>() != "never";
-    else
+    if (q->contains("prepend_scheme") && (*q)["prepend_scheme"].is_string()) {
+      scheme = (*q)["prepend_scheme"].get<std::string>();
+      BRISK_CHECK(scheme == "always" || scheme == "first" || scheme == "never", v.path,
+                  ": pre_tokenizer Metaspace.prepend_scheme \"", scheme, "\" is not always, first or never");
+      space_prefix = scheme != "never";
+    } else {
       space_prefix = get_flag(*q, "add_prefix_space", true);
+    }
+    split = get_flag(*q, "split", true);
   }
   BRISK_CHECK(metaspace, v.path, ": pre_tokenizer has no Metaspace step (the GGUF t5 vocabulary needs one)");
   const Specials s = read_specials(p, tj, v, unk);
@@ -400,6 +406,9 @@ int32_t unigram_to_gguf(const EncoderTokenizerParams& p, const json& tj, gguf::W
   // Unigram also matches control pieces in text that is not parsed for special tokens.
   w.set("brisk.tokenizer.pre_tokenizer",
         gguf::Value::from_string(whitespace_split ? "whitespace_split metaspace" : "metaspace"));
+  // "first": no "▁" before a text that follows an added token; split false: one piece.
+  if (scheme == "first") w.set("brisk.tokenizer.prepend_scheme", gguf::Value::from_string("first"));
+  if (!split) w.set("brisk.tokenizer.metaspace_split", gguf::Value::from_bool(false));
   write_specials(s, v, w);
   return n_tok;
 }

@@ -16,7 +16,8 @@
 // "whitespace_split metaspace": a Metaspace pre-tokenizer without WhitespaceSplit keeps a space
 // at the end of the text as "▁" and prepends "▁" only where the text does not start with a
 // space, where llama.cpp strips both ends; with the key, control pieces stay matchable in
-// unparsed text, as the tokenizers library's Unigram has them). A pipeline that neither form
+// unparsed text, as the tokenizers library's Unigram has them), Metaspace's `prepend_scheme`
+// "first" and `metaspace_split` false. A pipeline that neither form
 // can hold (another normalizer, pre-tokenizer or continuation prefix, more than one token added
 // before or after a text) is an error naming the file and the field.
 #pragma once

@@ -344,6 +344,11 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
       if (*pre != "metaspace") spec.pre_tokenizer.push_back({.kind = PreTokenizerStep::Kind::whitespace_split});
       PreTokenizerStep ms{.kind = PreTokenizerStep::Kind::metaspace};
       ms.prepend = space_prefix ? PreTokenizerStep::Prepend::always : PreTokenizerStep::Prepend::never;
+      const std::string scheme = f.get_string("brisk.tokenizer.prepend_scheme").value_or("always");
+      BRISK_CHECK(scheme == "always" || scheme == "first", m.where("brisk.tokenizer.prepend_scheme"), " = \"",
+                  scheme, "\" (known: always, first)");
+      if (space_prefix && scheme == "first") ms.prepend = PreTokenizerStep::Prepend::first;
+      ms.metaspace_split = f.get_bool("brisk.tokenizer.metaspace_split").value_or(true);
       spec.pre_tokenizer.push_back(std::move(ms));
     } else {  // llama.cpp: both ends stripped, runs collapsed, "▁" prepended
       if (collapse) {

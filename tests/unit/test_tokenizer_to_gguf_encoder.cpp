@@ -240,12 +240,12 @@ std::string nfkc_charsmap() {
 // A Unigram tokenizer.json over llama-spm's pieces and scores: XLM-RoBERTa's layout
 // (Metaspace, <s> $A </s>, the " {2,}" rule) or T5's (WhitespaceSplit + Metaspace, $A </s>,
 // byte fallback).
-fs::path unigram_folder(const brisk::gguf::File& f, bool t5_style) {
+fs::path unigram_folder(const brisk::gguf::File& f, bool t5_style, const std::string& scheme = "always") {
   const auto tokens = f.get_string_array("tokenizer.ggml.tokens");
   const auto scores = f.get_float_array("tokenizer.ggml.scores");
   json vocab = json::array();
   for (size_t i = 0; i < tokens.size(); ++i) vocab.push_back(json::array({tokens[i], i < 3 ? 0.0 : double(scores[i])}));
-  const json metaspace = {{"type", "Metaspace"}, {"replacement", kSpace}, {"prepend_scheme", "always"}, {"split", true}};
+  const json metaspace = {{"type", "Metaspace"}, {"replacement", kSpace}, {"prepend_scheme", scheme}, {"split", true}};
   json normalizers = json::array({{{"type", "Precompiled"}, {"precompiled_charsmap", base64(nfkc_charsmap())}}});
   if (!t5_style) normalizers.push_back({{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", " "}});
   const json single = t5_style ? json::array({sequence("A"), special_token("</s>")})
@@ -305,6 +305,23 @@ void check_unigram(bool t5_style) {
 }
 
 TEST(TokenizerToGgufEncoder, UnigramXlmRobertaLayout) { check_unigram(false); }
+
+// Metaspace's prepend_scheme "first": no "▁" before the text after an added token.
+TEST(TokenizerToGgufEncoder, UnigramPrependFirst) {
+  const std::string vocab = shared_data() + "/vocab/ggml-vocab-llama-spm.gguf";
+  if (!fs::exists(vocab)) BRISK_SKIP_MISSING_ASSET() << "missing " << vocab << " (shared data)";
+  const auto src = brisk::gguf::File::open(vocab);
+  const fs::path dir = unigram_folder(src, false, "first");
+  const auto out = brisk::gguf::File::open(convert(dir));
+  EXPECT_EQ(out.get_string("brisk.tokenizer.prepend_scheme").value_or(""), "first");
+  const auto gg = Tokenizer::from_gguf(out);
+  const auto hf = Tokenizer::from_hf_dir(dir.string());
+  const auto always = Tokenizer::from_hf_dir(unigram_folder(src, false).string());
+  const std::string text = "hello</s>world";
+  EXPECT_NE(hf->encode(text, {.parse_special = true}), always->encode(text, {.parse_special = true}));
+  EXPECT_GT(expect_same(*gg, *hf, {text, "a <s> b", "x</s>"}, "first"), 0u);
+  EXPECT_GT(expect_same(*gg, *hf, corpus_strings(), "first"), 300u);
+}
 TEST(TokenizerToGgufEncoder, UnigramT5Layout) { check_unigram(true); }
 
 TEST(TokenizerToGgufEncoder, BadTokenizerJsonNamesFileAndField) {
