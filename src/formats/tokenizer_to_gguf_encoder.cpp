@@ -21,6 +21,8 @@ using nlohmann::json;
 
 constexpr int32_t kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6;
 constexpr int64_t kMaxTokens = int64_t(1) << 24;
+// brisk.tokenizer.added_token_flags bits (text/tokenizer_gguf.cpp reads them).
+constexpr int32_t kAddedLstrip = 1, kAddedRstrip = 2, kAddedSingleWord = 4, kAddedNormalized = 8;
 const char* const kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 
 // The vocabulary being written: id -> text (as tokenizer.json has it), type, score.
@@ -30,6 +32,7 @@ struct Vocab {
   std::vector<int32_t> types{};  // 0: no entry yet
   std::vector<float> scores{};
   std::map<std::string, int32_t> first_id{};  // text -> lowest id
+  std::vector<int32_t> flag_ids{}, flags{};    // added tokens matched other than whole and raw
 
   void put(int64_t id, const std::string& text, int32_t type, float score, const std::string& field) {
     BRISK_CHECK(id >= 0 && id < kMaxTokens, path, ": ", field, ": id ", id, " is out of range");
@@ -65,6 +68,10 @@ struct Vocab {
   }
 };
 
+bool get_flag(const json& o, const char* key, bool fallback) {
+  return o.contains(key) && o[key].is_boolean() ? o[key].get<bool>() : fallback;
+}
+
 // added_tokens: special ones become CONTROL, the others USER_DEFINED (llama.cpp's types).
 void put_added_tokens(const json& tj, Vocab& v) {
   if (!tj.contains("added_tokens") || tj["added_tokens"].is_null()) return;
@@ -80,7 +87,22 @@ void put_added_tokens(const json& tj, Vocab& v) {
     const float score = id >= 0 && size_t(id) < v.scores.size() ? v.scores[size_t(id)] : 0.0f;
     const bool special = t.contains("special") && t["special"].is_boolean() && t["special"].get<bool>();
     v.put(id, t["content"].get<std::string>(), special ? kControl : kUserDefined, score, field);
+    const int32_t flags = (get_flag(t, "lstrip", false) ? kAddedLstrip : 0) | (get_flag(t, "rstrip", false) ? kAddedRstrip : 0) |
+                          (get_flag(t, "single_word", false) ? kAddedSingleWord : 0) |
+                          (get_flag(t, "normalized", !special) ? kAddedNormalized : 0);
+    if (flags != 0) {
+      v.flag_ids.push_back(int32_t(id));
+      v.flags.push_back(flags);
+    }
   }
+}
+
+// brisk.tokenizer.added_token_ids / _flags: how the tokenizers library matches those added
+// tokens (GGUF token types say only control or user-defined).
+void write_added_flags(const Vocab& v, gguf::Writer& w) {
+  if (v.flag_ids.empty()) return;
+  w.set("brisk.tokenizer.added_token_ids", gguf::Value::from_i32s(v.flag_ids));
+  w.set("brisk.tokenizer.added_token_flags", gguf::Value::from_i32s(v.flags));
 }
 
 std::string token_text(const json& v) {
@@ -233,10 +255,6 @@ void write_type_count(const EncoderTokenizerParams& p, gguf::Writer& w) {
     w.set("tokenizer.ggml.token_type_count", gguf::Value::from_u32(uint32_t(cfg["type_vocab_size"].get<int64_t>())));
 }
 
-bool get_flag(const json& o, const char* key, bool fallback) {
-  return o.contains(key) && o[key].is_boolean() ? o[key].get<bool>() : fallback;
-}
-
 }  // namespace
 
 int32_t wordpiece_to_gguf(const EncoderTokenizerParams& p, const json& tj, gguf::Writer& w) {
@@ -298,6 +316,7 @@ int32_t wordpiece_to_gguf(const EncoderTokenizerParams& p, const json& tj, gguf:
   w.set("tokenizer.ggml.token_type", gguf::Value::from_i32s(v.types));
   write_type_count(p, w);
   write_specials(s, v, w);
+  write_added_flags(v, w);
   // What llama.cpp always does (lowercase, accents stripped with it, clean text, CJK split,
   // cleanup on decode) is left unwritten; the rest goes under brisk.tokenizer.*.
   if (!lowercase) w.set("brisk.tokenizer.lowercase", gguf::Value::from_bool(false));
@@ -410,6 +429,7 @@ int32_t unigram_to_gguf(const EncoderTokenizerParams& p, const json& tj, gguf::W
   if (scheme == "first") w.set("brisk.tokenizer.prepend_scheme", gguf::Value::from_string("first"));
   if (!split) w.set("brisk.tokenizer.metaspace_split", gguf::Value::from_bool(false));
   write_specials(s, v, w);
+  write_added_flags(v, w);
   return n_tok;
 }
 

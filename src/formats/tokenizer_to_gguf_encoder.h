@@ -17,7 +17,9 @@
 // at the end of the text as "▁" and prepends "▁" only where the text does not start with a
 // space, where llama.cpp strips both ends; with the key, control pieces stay matchable in
 // unparsed text, as the tokenizers library's Unigram has them), Metaspace's `prepend_scheme`
-// "first" and `metaspace_split` false. A pipeline that neither form
+// "first" and `metaspace_split` false; `added_token_ids` / `added_token_flags` (1 lstrip,
+// 2 rstrip, 4 single_word, 8 normalized) for the added tokens tokenizer.json matches other than
+// whole in raw text. A pipeline that neither form
 // can hold (another normalizer, pre-tokenizer or continuation prefix, more than one token added
 // before or after a text) is an error naming the file and the field.
 #pragma once

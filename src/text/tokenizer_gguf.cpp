@@ -383,6 +383,23 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
          "\" is not supported (supported: gpt2, llama, bert, gemma4, t5)");
   }
 
+  // brisk's converter: how tokenizer.json matches these added tokens (bits: 1 lstrip, 2 rstrip,
+  // 4 single_word, 8 normalized).
+  const auto flag_ids = f.get_int_array("brisk.tokenizer.added_token_ids");
+  const auto flags = f.get_int_array("brisk.tokenizer.added_token_flags");
+  BRISK_CHECK(flag_ids.size() == flags.size(), m.where("brisk.tokenizer.added_token_flags"), " has ", flags.size(),
+              " entries for ", flag_ids.size(), " ids");
+  for (size_t i = 0; i < flag_ids.size(); ++i) {
+    auto it = std::find_if(spec.added.begin(), spec.added.end(),
+                           [&](const AddedToken& a) { return a.id == flag_ids[i]; });
+    BRISK_CHECK(it != spec.added.end(), m.where("brisk.tokenizer.added_token_ids"), "[", i, "] = ", flag_ids[i],
+                " is not a control or user-defined token");
+    it->lstrip = (flags[i] & 1) != 0;
+    it->rstrip = (flags[i] & 2) != 0;
+    it->single_word = (flags[i] & 4) != 0;
+    it->normalized = (flags[i] & 8) != 0;
+  }
+
   add_end_of_generation_defaults(spec);
   for (int32_t id : {eot, eom})
     if (id >= 0 && std::find(spec.end_of_generation.begin(), spec.end_of_generation.end(), id) ==

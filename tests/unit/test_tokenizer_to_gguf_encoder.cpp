@@ -248,11 +248,19 @@ fs::path unigram_folder(const brisk::gguf::File& f, bool t5_style, const std::st
   const json metaspace = {{"type", "Metaspace"}, {"replacement", kSpace}, {"prepend_scheme", scheme}, {"split", true}};
   json normalizers = json::array({{{"type", "Precompiled"}, {"precompiled_charsmap", base64(nfkc_charsmap())}}});
   if (!t5_style) normalizers.push_back({{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", " "}});
+  // XLM-RoBERTa's <mask> takes the space before it (lstrip); a user-defined token is matched in
+  // normalized text.
+  json mask = added(int(tokens.size()), "<mask>");
+  mask["lstrip"] = true;
+  json user = added(int(tokens.size()) + 1, "brisk");
+  user["special"] = false;
+  user["normalized"] = true;
+  const json added_tokens = json::array({added(0, "<unk>"), added(1, "<s>"), added(2, "</s>"), mask, user});
   const json single = t5_style ? json::array({sequence("A"), special_token("</s>")})
                                : json::array({special_token("<s>"), sequence("A"), special_token("</s>")});
   const json tj = {
       {"version", "1.0"},
-      {"added_tokens", json::array({added(0, "<unk>"), added(1, "<s>"), added(2, "</s>")})},
+      {"added_tokens", added_tokens},
       {"normalizer", {{"type", "Sequence"}, {"normalizers", normalizers}}},
       {"pre_tokenizer", t5_style ? json{{"type", "Sequence"},
                                         {"pretokenizers", json::array({{{"type", "WhitespaceSplit"}}, metaspace})}}
@@ -282,8 +290,14 @@ void check_unigram(bool t5_style) {
   const fs::path dir = unigram_folder(src, t5_style);
   const auto out = brisk::gguf::File::open(convert(dir));
   EXPECT_EQ(out.get_string("tokenizer.ggml.model").value_or(""), "t5");
-  EXPECT_EQ(out.get_string_array("tokenizer.ggml.tokens"), src.get_string_array("tokenizer.ggml.tokens"));
+  auto want_tokens = src.get_string_array("tokenizer.ggml.tokens");
+  want_tokens.insert(want_tokens.end(), {"<mask>", "brisk"});
+  EXPECT_EQ(out.get_string_array("tokenizer.ggml.tokens"), want_tokens);
+  EXPECT_EQ(out.get_int_array("brisk.tokenizer.added_token_ids"),
+            (std::vector<int64_t>{int64_t(want_tokens.size()) - 2, int64_t(want_tokens.size()) - 1}));
+  EXPECT_EQ(out.get_int_array("brisk.tokenizer.added_token_flags"), (std::vector<int64_t>{1, 8}));
   const auto types = out.get_int_array("tokenizer.ggml.token_type");
+  EXPECT_EQ(types.back(), 4);  // user-defined
   EXPECT_EQ(types[0], 2);                 // unk
   EXPECT_EQ(types[1], 3);                 // <s>
   EXPECT_EQ(types[3], t5_style ? 6 : 1);  // <0x00>: a byte with byte_fallback
@@ -297,6 +311,14 @@ void check_unigram(bool t5_style) {
   const auto hf = Tokenizer::from_hf_dir(dir.string());
   const std::string name = t5_style ? "t5 style" : "xlm-r style";
   EXPECT_GT(expect_same(*gg, *hf, corpus_strings(), name), 300u);
+  const std::vector<std::string> added_cases = {"hello <mask> world", "a  <mask>", "a brisk test", "xbriskx",
+                                                "\xEF\xBD\x82risk"};  // fullwidth b: normalized
+  expect_same(*gg, *hf, added_cases, name + " added tokens");
+  const int32_t mask_id = int32_t(want_tokens.size()) - 2;
+  const auto with_mask = hf->encode("hello <mask>", {.parse_special = true});
+  EXPECT_EQ(with_mask.back(), mask_id);
+  EXPECT_EQ(with_mask, hf->encode("hello<mask>", {.parse_special = true}));  // lstrip took the space
+  EXPECT_EQ(hf->encode("\xEF\xBD\x82risk").back(), mask_id + 1);  // matched after the charsmap
   // The charsmap is applied; a trailing space is kept as "▁" (the tokenizers library) unless
   // WhitespaceSplit drops it.
   EXPECT_EQ(gg->encode("\xEF\xAC\x81ne  \xEF\xBC\xA1"), gg->encode("fine A"));
