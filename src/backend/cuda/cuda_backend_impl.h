@@ -298,6 +298,10 @@ class CudaBackend final : public Backend {
     const float* rope_inv = nullptr;
     RopeTable rope_table;
     KvStoreArgs store;  // kind 7: ropes of q and k + this KV store in one launch
+    // kinds 3 and 9: the add's b is this norm's output, computed in the launch (has_pre);
+    // kind 9: a norm + the residual add of its output, no norm after it yet.
+    RmsNormArgs pre;
+    bool has_pre = false;
     AttentionArgs attn;  // kind 8: one-token cluster attention (+ rope and KV store with attn_has_rope)
     cuda::AttentionRope attn_rope;
     bool attn_has_rope = false;
@@ -307,6 +311,7 @@ class CudaBackend final : public Backend {
   // out = x . W^T (+ bias): x rounded to BF16 once, W (device layout `d.w`) used as is when
   // BF16, else dequantized to BF16 in chunks of rows into the reused scratch.
   void gemm(const MatmulArgs& a, const MatmulArgs& d);
+  void gemm_f32(const MatmulArgs& d);  // F32 weights on cuBLAS's F32 GEMM (d: device pointers)
 
   // Prefill attention on the tensor cores: more than kGraphMaxTokens tokens launch by launch, one
   // sequence at consecutive positions inside the cache (host arrays), a shape the kernel takes.
