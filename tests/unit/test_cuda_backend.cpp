@@ -1046,64 +1046,6 @@ TEST(CudaBackend, MatmulResidualAddMatchesUnfused) {
   }
 }
 
-// Graph steps of 1, 3 and 8 tokens with post-norm blocks (Gemma's x += norm(t)): a whole-row
-// RMS norm whose output the next op adds to the residual (as b and as a; the norm in place and
-// not; rows of 512, 2816 and 5376 columns, split over blocks or not) runs inside the add's
-// launch, and the norm of the sum after it (then quantized for a matmul) joins that launch too.
-// Every buffer is bit-equal to BRISK_NO_CUDA_NORM_ADD and to launch by launch.
-TEST(CudaBackend, NormAddMatchesUnfused) {
-  std::string reason;
-  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
-  for (const int64_t cols : {int64_t(512), int64_t(2816), int64_t(5376)}) {
-    const QuantWeight w = make_weight(QuantType::Q8_0, 256, cols, 91);
-    const QuantWeight wd = make_weight(QuantType::Q4_K, cols, 256, 92);
-    const std::vector<float> n1 = randn(size_t(cols), 93), n2 = randn(size_t(cols), 94), n3 = randn(size_t(cols), 95);
-    for (const int64_t rows : {int64_t(1), int64_t(3), int64_t(8)}) {
-      const std::vector<float> x0 = randn(size_t(rows * cols), 96, 3.0f), t0 = randn(size_t(rows * cols), 97),
-                               m0 = randn(size_t(rows * cols), 98, 0.5f);
-      auto run = [&](bool graphs, bool fused) {
-        std::unique_ptr<ScopedEnv> off;
-        if (!fused) off = std::make_unique<ScopedEnv>("BRISK_NO_CUDA_NORM_ADD", "1");
-        auto be = make_cuda_backend(0, graphs);
-        DevMat x(*be, rows, cols, x0), t(*be, rows, cols, t0), m(*be, rows, cols, m0), h(*be, rows, cols),
-            h2(*be, rows, cols), o(*be, rows, 256);
-        std::vector<int32_t> ids(size_t(rows), 0), pos(size_t(rows), 0), seq(size_t(rows), 0), out_rows(size_t(rows), 0);
-        for (int64_t r = 0; r < rows; ++r) out_rows[size_t(r)] = int32_t(r);
-        std::vector<std::vector<float>> out;
-        for (int step = 0; step < 3; ++step) {  // eager, captured, replayed
-          be->begin_step({.n_tok = int32_t(rows), .ids = ids.data(), .pos = pos.data(), .seq = seq.data(),
-                          .n_out = int32_t(rows), .out_rows = out_rows.data()});
-          // x += norm(t); h2 = norm(x); o = h2 . W; t = o . Wd (a matmul's output, as the block's next t)
-          be->rms_norm({.out = h.dev, .x = t.dev, .weight = n1.data(), .eps = 1e-6f});
-          be->add({.out = x.dev, .a = x.dev, .b = h.dev});
-          be->rms_norm({.out = h2.dev, .x = x.dev, .weight = n2.data(), .eps = 1e-6f});
-          be->matmul({.out = o.dev, .x = h2.dev, .w = w.w});
-          be->matmul({.out = t.dev, .x = o.dev, .w = wd.w});
-          // m = norm(m) in place; t = m + t (the norm's output as a); t = norm(t) in place; x += t
-          be->rms_norm({.out = m.dev, .x = m.dev, .weight = n3.data(), .eps = 1e-5f});
-          be->add({.out = t.dev, .a = m.dev, .b = t.dev});
-          be->rms_norm({.out = t.dev, .x = t.dev, .weight = n1.data(), .eps = 1e-6f});
-          be->add({.out = x.dev, .a = x.dev, .b = t.dev});
-          // an unweighted norm and an add into a fresh buffer
-          be->rms_norm({.out = h.dev, .x = x.dev, .weight = nullptr, .eps = 1e-6f});
-          be->add({.out = h2.dev, .a = h.dev, .b = m.dev});
-          be->end_step();
-          for (DevMat* d : {&x, &t, &m, &h, &h2, &o}) out.push_back(d->fetch());
-        }
-        return out;
-      };
-      const auto got = run(true, true);
-      for (const auto& [graphs, fused] : {std::pair{true, false}, std::pair{false, true}}) {
-        const auto other = run(graphs, fused);
-        ASSERT_EQ(got.size(), other.size());
-        for (size_t i = 0; i < got.size(); ++i)
-          EXPECT_EQ(std::memcmp(got[i].data(), other[i].data(), sizeof(float) * got[i].size()), 0)
-              << cols << " columns, rows " << rows << (graphs ? " graphs unfused" : " eager") << ", output " << i;
-      }
-    }
-  }
-}
-
 // Decode-like steps (embedding, norm, K-quant / Q8_0 / BF16 matmuls, rope, KV store, split
 // attention, gated activation) with and without CUDA graphs: bit-identical outputs at every
 // step, and the graph backend really replays its captured step.

@@ -298,10 +298,6 @@ class CudaBackend final : public Backend {
     const float* rope_inv = nullptr;
     RopeTable rope_table;
     KvStoreArgs store;  // kind 7: ropes of q and k + this KV store in one launch
-    // kinds 3 and 9: the add's b is this norm's output, computed in the launch (has_pre);
-    // kind 9: a norm + the residual add of its output, no norm after it yet.
-    RmsNormArgs pre;
-    bool has_pre = false;
     AttentionArgs attn;  // kind 8: one-token cluster attention (+ rope and KV store with attn_has_rope)
     cuda::AttentionRope attn_rope;
     bool attn_has_rope = false;

@@ -232,12 +232,10 @@ bool CudaBackend::fuse_into_producer(const Mat& x, cuda::ActRound round, const c
   } else if (producer_.kind == 3) {
     const RmsNormArgs pn = producer_.norm;
     const AddArgs pa = producer_.add;
-    const RmsNormArgs pre = producer_.pre;
-    const bool has_pre = producer_.has_pre;
     unsigned* bar = norm_barrier();
     const bool wc = constant_floats(pn.weight);
-    launches_[producer_.index] = [pa, pn, round, xq, bar, wc, pre, has_pre](cudaStream_t s) {
-      return cuda::launch_add_rms_norm(&pa, pn, round, &xq, s, bar, wc, has_pre ? &pre : nullptr);
+    launches_[producer_.index] = [pa, pn, round, xq, bar, wc](cudaStream_t s) {
+      return cuda::launch_add_rms_norm(&pa, pn, round, &xq, s, bar, wc);
     };
     key_.add(uint64_t(106));
   } else if (producer_.kind == 8) {

@@ -80,25 +80,19 @@ void CudaBackend::rms_norm(const RmsNormArgs& a) {
   key_.add(d.eps);
   const bool deferred = in_step_ && !step_eager_;
   // The residual add queued just before, producing x: one launch for both.
-  // (kind 9: a norm and the add of its output, queued just before as one launch.)
-  const bool after_add = deferred && group == a.x.cols && (producer_.kind == 4 || producer_.kind == 9) &&
+  const bool after_add = deferred && group == a.x.cols && producer_.kind == 4 &&
                          producer_.index + 1 == launches_.size() && same_mat(producer_.add.out, a.x);
   const Producer prev = producer_;
   forget_quant();
   if (after_add) {
     const AddArgs pa = prev.add;
-    const RmsNormArgs pre = prev.pre;
-    const bool has_pre = prev.kind == 9;
     unsigned* bar = norm_barrier();
     const bool wc = constant_floats(d.weight);
-    launches_[prev.index] = [pa, d, bar, wc, pre, has_pre](cudaStream_t s) {
-      return cuda::launch_add_rms_norm(&pa, d, cuda::ActRound::none, nullptr, s, bar, wc, has_pre ? &pre : nullptr);
+    launches_[prev.index] = [pa, d, bar, wc](cudaStream_t s) {
+      return cuda::launch_add_rms_norm(&pa, d, cuda::ActRound::none, nullptr, s, bar, wc);
     };
-    if (has_pre) names_[prev.index] = "rms_norm + add + rms_norm";
     key_.add(uint64_t(105));
     producer_ = Producer{.kind = 3, .norm = d, .gated = {}, .add = pa, .index = prev.index, .out = d.out};
-    producer_.pre = pre;
-    producer_.has_pre = has_pre;
     return;
   }
   unsigned* bar = norm_barrier();
@@ -309,31 +303,7 @@ void CudaBackend::add(const AddArgs& a) {
   key_.add(a.a);
   key_.add(a.b);
   const GemvGroup g = gemv_;
-  const Producer pv = producer_;
   forget_quant();
-  // The residual add of a whole-row RMS norm's output queued just before (x += norm(t), a
-  // post-norm block): the norm computed inside the add's launch (a following norm of the sum
-  // joins it too).
-  if (in_step_ && !step_eager_ && !flags().no_cuda_norm_add && pv.kind == 1 && pv.index + 1 == launches_.size() &&
-      (same_mat(a.b, pv.norm.out) || same_mat(a.a, pv.norm.out))) {
-    const RmsNormArgs pn = pv.norm;
-    const Mat other = same_mat(a.b, pn.out) ? a.a : a.b;
-    if (!overlaps(other, pn.out) && !overlaps(a.out, pn.x) && !overlaps(a.out, pn.out) &&
-        (same_mat(pn.out, pn.x) || !overlaps(pn.out, pn.x)) && (same_mat(a.out, other) || !overlaps(a.out, other))) {
-      const AddArgs fa{.out = a.out, .a = other, .b = pn.out};
-      const RmsNormArgs none{.out = Mat{.data = nullptr, .rows = a.out.rows, .cols = a.out.cols}, .x = a.out};
-      unsigned* bar = norm_barrier();
-      launches_[pv.index] = [fa, none, pn, bar](cudaStream_t s) {
-        return cuda::launch_add_rms_norm(&fa, none, cuda::ActRound::none, nullptr, s, bar, false, &pn);
-      };
-      names_[pv.index] = "rms_norm + add";
-      key_.add(uint64_t(112));
-      producer_ = Producer{.kind = 9, .norm = none, .gated = {}, .add = fa, .index = pv.index, .out = a.out};
-      producer_.pre = pn;
-      producer_.has_pre = true;
-      return;
-    }
-  }
   // The residual add of a decode matmul's output queued just before: in its epilogue.
   if (in_step_ && !step_eager_ && !flags().no_cuda_gemv_add && g.valid && g.n == 1 &&
       g.index + 1 == launches_.size()) {

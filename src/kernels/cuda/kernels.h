@@ -112,12 +112,8 @@ cudaError_t launch_rms_norm_quant(const RmsNormArgs& a, ActRound kind, const Qua
                                   unsigned* barrier = nullptr, bool weight_constant = false);
 // The residual add before a whole-row RMS norm in the same launch: add->out = add->a + add->b
 // (a.x must be add->out), then the norm of it, quantized into *q too when q is not null.
-// With `pre` (a post-norm: add->b is pre->out), add->b is pre's norm of pre->x computed in the
-// launch (bit-equal to launch_rms_norm of it, and written to pre->out); a.out.data == nullptr
-// then skips the norm after the add (add->out only).
 cudaError_t launch_add_rms_norm(const AddArgs* add, const RmsNormArgs& a, ActRound kind, const QuantAct* q,
-                                cudaStream_t stream, unsigned* barrier = nullptr, bool weight_constant = false,
-                                const RmsNormArgs* pre = nullptr);
+                                cudaStream_t stream, unsigned* barrier = nullptr, bool weight_constant = false);
 cudaError_t launch_gated_act_quant(const GatedActArgs& a, ActRound kind, const QuantAct& q, cudaStream_t stream);
 cudaError_t launch_add(const AddArgs& a, cudaStream_t stream);
 cudaError_t launch_softcap(const SoftcapArgs& a, cudaStream_t stream);

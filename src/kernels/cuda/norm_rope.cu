@@ -24,20 +24,11 @@ constexpr int kNormRowCache = 8192;  // floats of the output row kept in shared 
 // (whole-row groups only) the block then quantizes its output row for the next matmul, one
 // warp per activation block (act_quant.cuh).
 // With add.b (whole rows): the row is first x + b (the residual add), written to add.sum.
-// With add.pre (a post-norm block's "x += norm(t)"), b is first RMS-normalized itself:
-// b' = b / sqrt(mean(b^2) + pre_eps) * pre_w, its sum of squares in the order of a plain norm
-// of b (same thread count), so b' has the bits of rms_norm_kernel's output; b' goes to pre_out
-// (when set) and x + b' to add.sum. out == nullptr: no norm after the add (sum only).
 struct NormAdd {
   const float* b = nullptr;
   int64_t b_stride = 0;
   float* sum = nullptr;
   int64_t sum_stride = 0;
-  bool pre = false;
-  const float* pre_w = nullptr;  // [group] or nullptr
-  float pre_eps = 0.0f;
-  float* pre_out = nullptr;
-  int64_t pre_out_stride = 0;
 };
 
 //
@@ -77,41 +68,15 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, i
   BRISK_PDL_ENTER();
   if (!weight_early) load_weights();
   const float* xr = x + r * x_stride + g * group;
-  float* orow = out ? out + r * out_stride + g * group : nullptr;
+  float* orow = out + r * out_stride + g * group;
   const float* br = add.b ? add.b + r * add.b_stride : nullptr;
   float* sr = add.b ? add.sum + r * add.sum_stride : nullptr;
-  __shared__ double part[kNormMaxThreads / 32];
-  // add.pre: the scale of b's own norm (a plain norm's sum order: registers, tail, lanes, warps).
-  float inv_b = 1.0f;
-  if (add.pre) {
-    double sb = 0.0;
-#pragma unroll
-    for (int k = 0; k < kNormPer; ++k) {
-      const int64_t i = threadIdx.x + int64_t(k) * nt;
-      const float bv = i < group ? br[i] : 0.0f;
-      sb += double(bv) * double(bv);
-    }
-    for (int64_t i = threadIdx.x + int64_t(kNormPer) * nt; i < group; i += nt) sb += double(br[i]) * double(br[i]);
-    for (int o = 16; o > 0; o >>= 1) sb += __shfl_xor_sync(0xffffffffu, sb, o);
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = sb;
-    __syncthreads();
-    double tb = 0.0;
-    for (int w = 0; w < n_warps; ++w) tb += part[w];
-    inv_b = float(1.0 / sqrt(tb / double(group) + double(add.pre_eps)));
-    __syncthreads();  // part is reused below
-  }
-  // Element i of b as added: normalized with add.pre.
-  auto addend = [&](int64_t i) {
-    if (!add.pre) return br[i];
-    const float y = __fmul_rn(br[i], inv_b);
-    return add.pre_w ? __fmul_rn(y, add.pre_w[i]) : y;
-  };
   // Reads element i of the input row (the residual sum when adding; elements past the
   // register-held ones are stored on the way, those are stored with the output).
   const int64_t n_reg = int64_t(kNormPer) * nt;
   auto input = [&](int64_t i) {
     if (!br) return xr[i];
-    const float v = __fadd_rn(xr[i], addend(i));
+    const float v = xr[i] + br[i];
     if (i >= n_reg) sr[i] = v;
     return v;
   };
@@ -129,6 +94,7 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, i
     const float xi = input(i);
     ss += double(xi) * double(xi);
   }
+  __shared__ double part[kNormMaxThreads / 32];
   for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
   if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
   __syncthreads();
@@ -162,9 +128,7 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, i
   for (int k = 0; k < kNormPer; ++k) {
     const int64_t i = threadIdx.x + int64_t(k) * nt;
     if (i >= s0 && i < s1) {
-      if (add.pre && add.pre_out) add.pre_out[r * add.pre_out_stride + i] = addend(i);
       if (br) sr[i] = v[k];
-      if (!orow) continue;
       const float y = __fmul_rn(v[k], inv);
       const float o = weight ? __fmul_rn(y, wv[k]) : y;
       orow[i] = o;
@@ -174,8 +138,6 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, i
   }
   for (int64_t i = threadIdx.x + int64_t(kNormPer) * nt; i < group; i += nt) {
     if (i < s0 || i >= s1) continue;
-    if (add.pre && add.pre_out) add.pre_out[r * add.pre_out_stride + i] = addend(i);
-    if (!orow) continue;
     const float y = __fmul_rn(br ? sr[i] : xr[i], inv);
     const float o = weight ? __fmul_rn(y, weight[i]) : y;
     orow[i] = o;
@@ -333,13 +295,11 @@ cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t s, unsigned* barr
 }
 
 cudaError_t launch_add_rms_norm(const AddArgs* add, const RmsNormArgs& a, ActRound kind, const QuantAct* q,
-                                cudaStream_t s, unsigned* barrier, bool weight_constant, const RmsNormArgs* pre) {
+                                cudaStream_t s, unsigned* barrier, bool weight_constant) {
   weight_constant = weight_constant && !flags().no_cuda_prefetch;
   const int64_t cols = a.x.cols;
   if (a.x.rows == 0) return cudaSuccess;
   if (a.group > 0 && a.group != cols) return cudaErrorInvalidValue;
-  if ((pre && (!add || (pre->group > 0 && pre->group != cols) || pre->x.cols != cols)) || (!a.out.data && (q || !add)))
-    return cudaErrorInvalidValue;
   NormAdd na;
   const float* x = a.x.data;
   int64_t xs = a.x.row_stride();
@@ -348,15 +308,6 @@ cudaError_t launch_add_rms_norm(const AddArgs* add, const RmsNormArgs& a, ActRou
                  .sum_stride = add->out.row_stride()};
     x = add->a.data;
     xs = add->a.row_stride();
-  }
-  if (pre) {  // b is the norm's input, normalized in the launch (add->b is its output)
-    na.b = pre->x.data;
-    na.b_stride = pre->x.row_stride();
-    na.pre = true;
-    na.pre_w = pre->weight;
-    na.pre_eps = pre->eps;
-    na.pre_out = pre->out.data;
-    na.pre_out_stride = pre->out.row_stride();
   }
   auto* qq = q ? const_cast<int8_t*>(q->q) : nullptr;
   auto* dd = q ? const_cast<float*>(q->d) : nullptr;
@@ -369,7 +320,6 @@ cudaError_t launch_add_rms_norm(const AddArgs* add, const RmsNormArgs& a, ActRou
                overlap(a.out.data, span(rows, a.out.row_stride(), cols), add->b.data,
                        span(rows, add->b.row_stride(), cols));
   }
-  in_place = in_place || pre != nullptr;  // the norm's input and output and the sum may share rows
   const int64_t slice = norm_slice(rows, cols, in_place, barrier, q ? kind : ActRound::none);
   unsigned* bar = slice < cols && in_place ? barrier : nullptr;
   const unsigned blocks = unsigned(a.x.rows * ((cols + slice - 1) / slice)), threads = norm_threads(cols);
