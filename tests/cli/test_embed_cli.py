@@ -54,6 +54,9 @@ p = run(["rerank", "-m", model, "--query", "1,2", "--ids", "3,4"])
 check(p.returncode != 0 and "classification head" in p.stderr, f"rerank without a head: {p.stderr}")
 p = run(["embed-bench", "--shape", "bert-tiny", "-n", "8", "-l", "32", "-r", "1", "-t", "2"])
 check(p.returncode == 0 and "tokens/s" in p.stdout and "query of 16 tokens" in p.stdout, f"embed-bench: {p.stdout}{p.stderr}")
+# An unknown device is a usage error naming it, not a crash.
+p = run(["embed-bench", "--shape", "bert-tiny", "-n", "1", "-l", "4", "-r", "1", "--device", "tpu"])
+check(p.returncode != 0 and "tpu" in p.stderr, f"embed-bench --device tpu: {p.returncode} {p.stderr}")
 
 if failures:
     print(f"{len(failures)} failures"); sys.exit(1)

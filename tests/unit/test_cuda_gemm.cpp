@@ -128,19 +128,21 @@ TEST_P(CudaGemm, MatchesUnroundedProduct) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, CudaGemm,
-                         ::testing::Values(QuantType::F16, QuantType::BF16, QuantType::Q8_0, QuantType::Q4_0,
+                         ::testing::Values(QuantType::F32, QuantType::F16, QuantType::BF16, QuantType::Q8_0, QuantType::Q4_0,
                                            QuantType::Q5_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_K),
                          [](const auto& info) { return std::string(quant_type_info(info.param).name); });
 
 // A Q8_0 weight of 8200 x 8192 (67 M elements) is larger than the 64 M-element BF16 scratch:
-// it is dequantized and multiplied in two chunks of rows; rows on both sides of the seam agree.
+// it is dequantized and multiplied in two chunks of rows (4224 + 3976: equal halves rounded up to
+// 128 rows); rows on both sides of the seam agree.
 TEST(CudaGemmChunks, WeightLargerThanScratch) {
   auto be = cuda_or_null();
   if (!be) GTEST_SKIP() << "no CUDA device";
   if (!cuda_has_gemm(*be)) GTEST_SKIP() << "no tensor-core GEMM in this build";
   const HostWeight hw = make_weight(QuantType::Q8_0, 8200, 8192, 61, 5);
-  const int64_t seam = (int64_t(64) << 20) / 8192;
-  check_gemm(*be, hw, 12, true, {0, 1, seam - 2, seam - 1, seam, seam + 1, 8198, 8199}, "Q8_0 [12x8192] x [8200]");
+  const int64_t seam = 4224;
+  check_gemm(*be, hw, 12, true, {0, 1, seam - 2, seam - 1, seam, seam + 1, 8191, 8192, 8198, 8199},
+             "Q8_0 [12x8192] x [8200]");
 }
 
 // The host rule: Sampler with temperature 0 (first index of the top logit, NaN as -inf).

@@ -307,6 +307,7 @@ class CudaBackend final : public Backend {
   // out = x . W^T (+ bias): x rounded to BF16 once, W (device layout `d.w`) used as is when
   // BF16, else dequantized to BF16 in chunks of rows into the reused scratch.
   void gemm(const MatmulArgs& a, const MatmulArgs& d);
+  void gemm_f32(const MatmulArgs& d);  // F32 weights on cuBLAS's F32 GEMM (d: device pointers)
 
   // Prefill attention on the tensor cores: more than kGraphMaxTokens tokens launch by launch, one
   // sequence at consecutive positions inside the cache (host arrays), a shape the kernel takes.
@@ -353,7 +354,8 @@ class CudaBackend final : public Backend {
 
   // BRISK_CUDA_KERNEL_TIMES: the step's launches (as a graph would hold them) run one by one
   // between CUDA events; the time of launch i is summed per step length (number of launches)
-  // and printed when the backend is destroyed.
+  // and printed when the backend is destroyed. Eager launches (time_eager_launch) are timed
+  // one by one too and summed per op name.
   void time_launches();
   void print_kernel_times() const;
 
@@ -461,6 +463,14 @@ class CudaBackend final : public Backend {
     int steps = 0;
   };
   std::map<size_t, KernelTimes> kernel_times_;  // BRISK_CUDA_KERNEL_TIMES, by launches per step
+  struct EagerTimes {
+    double ms = 0.0;
+    int64_t launches = 0;
+  };
+  // BRISK_CUDA_KERNEL_TIMES: launches run eagerly (long prompts, encoders, ops outside steps),
+  // summed per op name.
+  std::map<std::string, EagerTimes> eager_times_;
+  void time_eager_launch(const char* op, const cuda::Launch& fn);
   std::vector<cudaEvent_t> time_events_;
   std::map<uintptr_t, size_t> constant_;
   std::set<const void*> const_copies_;  // device copies of host float constants (device_floats)

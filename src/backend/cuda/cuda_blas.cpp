@@ -109,6 +109,21 @@ void blas_gemm_bf16(Blas* b, const uint16_t* x, const uint16_t* w, float* out, i
               "]^T failed: ", b->api->status_string(st));
 }
 
+void blas_gemm_f32(Blas* b, const float* x, int64_t ldx, const float* w, float* out, int64_t m, int64_t n, int64_t k,
+                   int64_t ldo, const char* op) {
+  BRISK_CHECK(b != nullptr, op, ": no cuBLAS handle");
+  BRISK_CHECK(m > 0 && n > 0 && k > 0 && ldo >= n && ldx >= k && m <= INT_MAX && n <= INT_MAX && k <= INT_MAX &&
+                  ldo <= INT_MAX && ldx <= INT_MAX,
+              op, ": F32 GEMM shape [", m, " x ", k, "] . [", n, " x ", k, "]^T (ldx ", ldx, ", ldo ", ldo, ") out of range");
+  const float alpha = 1.0f, beta = 0.0f;
+  // CUBLAS_COMPUTE_32F under the default math mode: F32 products and sums, no TF32.
+  const cublasStatus_t st =
+      b->api->gemm_ex(b->h, CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(m), int(k), &alpha, w, CUDA_R_32F, int(k), x,
+                      CUDA_R_32F, int(ldx), &beta, out, CUDA_R_32F, int(ldo), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  BRISK_CHECK(st == CUBLAS_STATUS_SUCCESS, op, ": cublasGemmEx F32 [", m, " x ", k, "] . [", n, " x ", k,
+              "]^T failed: ", b->api->status_string(st));
+}
+
 #else
 
 struct Blas {};
@@ -116,6 +131,9 @@ struct Blas {};
 Blas* blas_create(cudaStream_t) { return nullptr; }
 void blas_destroy(Blas*) {}
 void blas_gemm_bf16(Blas*, const uint16_t*, const uint16_t*, float*, int64_t, int64_t, int64_t, int64_t, const char* op) {
+  fail(op, ": this build has no cuBLAS");
+}
+void blas_gemm_f32(Blas*, const float*, int64_t, const float*, float*, int64_t, int64_t, int64_t, int64_t, const char* op) {
   fail(op, ": this build has no cuBLAS");
 }
 

@@ -1,5 +1,5 @@
 // The tensor-core GEMM of the CUDA backend's prefill: cuBLAS (cublasGemmEx), BF16 operands,
-// FP32 accumulation and output. Builds without cuBLAS (BRISK_HAVE_CUBLAS unset) keep the
+// FP32 accumulation and output; and the F32 GEMM of F32 weights. Builds without cuBLAS (BRISK_HAVE_CUBLAS unset) keep the
 // GEMV path: blas_create returns nullptr there.
 #pragma once
 #include <cuda_runtime.h>
@@ -18,5 +18,10 @@ void blas_destroy(Blas* b);
 // (dense), FP32 accumulation; queued on the handle's stream. Throws brisk::Error naming `op`.
 void blas_gemm_bf16(Blas* b, const uint16_t* x, const uint16_t* w, float* out, int64_t m, int64_t n, int64_t k,
                     int64_t ldo, const char* op);
+
+// out [m, n] F32 (row stride ldo) = x [m, k] F32 (row stride ldx) . w [n, k]^T F32 (dense), in
+// full F32 (no TF32): the matmuls of F32 weights with many rows (a MoE router in a prefill).
+void blas_gemm_f32(Blas* b, const float* x, int64_t ldx, const float* w, float* out, int64_t m, int64_t n, int64_t k,
+                   int64_t ldo, const char* op);
 
 }  // namespace brisk::cuda

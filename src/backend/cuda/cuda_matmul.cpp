@@ -102,25 +102,74 @@ void CudaBackend::matmul(const MatmulArgs& a) {
 }
 
 // Matmuls on the tensor cores (queued like the kernels, so graphs capture them): more than
-// kGemvMaxTokens rows for every weight format but F32 (kept exact on the GEMV; F32 weights are
-// test fixtures). Up to kGemvMaxTokens rows of quantized weights stay on the few-token GEMV,
-// whose rows equal one-token decoding bit for bit (a speculative verify step must). BF16 weights
-// from kDenseGemmMinTokens rows take the GEMM: the float GEMV does every token's FMAs on the
-// CUDA cores (Llama-3.1-8B BF16, 8 sequences on an H100: 379 tok/s on the few-token GEMV,
-// 1,040 on the GEMM), so their verify rows are not bit-exact (docs/speculative.md).
+// kGemvMaxTokens rows for every weight format. Up to kGemvMaxTokens rows of quantized weights
+// stay on the few-token GEMV, whose rows equal one-token decoding bit for bit (a speculative
+// verify step must). BF16 weights from kDenseGemmMinTokens rows take the GEMM: the float GEMV
+// does every token's FMAs on the CUDA cores (Llama-3.1-8B BF16, 8 sequences on an H100: 379
+// tok/s on the few-token GEMV, 1,040 on the GEMM), so their verify rows are not bit-exact
+// (docs/speculative.md). F32 weights (a MoE router as llama.cpp's files keep it, test fixtures)
+// take cuBLAS's F32 GEMM past kGemvMaxTokens rows: the GEMV would read the matrix once per
+// token (Qwen3.6-35B-A3B's routers on a 512-token prompt: a quarter of the prefill on an H100).
 bool CudaBackend::use_gemm(const MatmulArgs& a) const {
+  if (blas_ == nullptr || a.x.rows > 65535) return false;
+  if (a.w.type == QuantType::F32)
+    return a.x.rows > kGemvMaxTokens && a.w.row_bytes == sizeof(float) * size_t(a.w.n_in) && a.x.row_stride() >= a.w.n_in;
   // (The BF16 decoding of weights and activations takes rows of whole 8-element pieces; others
   // stay on the GEMV, which takes float rows of any length.)
-  if (blas_ == nullptr || a.x.rows > 65535 || a.w.type == QuantType::F32 || a.w.n_in % 8 != 0) return false;
+  if (a.w.n_in % 8 != 0) return false;
   if (a.x.rows > kGemvMaxTokens) return true;
   return a.w.type == QuantType::BF16 && a.x.rows >= kDenseGemmMinTokens;
 }
 
+// Rows of W per GEMM of a matrix of n rows of k elements decoded to BF16: as few pieces as the
+// scratch of kGemmScratchElems takes, of equal size rounded up to 128 rows (each piece's output
+// columns start 512-byte aligned: cuBLAS takes slow kernels for unaligned pieces).
+namespace {
+int64_t gemm_chunk_rows(int64_t n, int64_t k) {
+  const int64_t cap = std::min<int64_t>(65535, kGemmScratchElems / k);
+  if (n <= cap) return n;
+  const int64_t cap128 = std::max<int64_t>(128, cap / 128 * 128);
+  const int64_t pieces = (n + cap128 - 1) / cap128;
+  const int64_t even = (n + pieces - 1) / pieces;
+  return std::min(cap128, (even + 127) / 128 * 128);
+}
+}  // namespace
+
+void CudaBackend::gemm_f32(const MatmulArgs& d) {
+  const int64_t m = d.x.rows, k = d.w.n_in, n = d.w.n_out, ldx = d.x.row_stride(), ldo = d.out.row_stride();
+  const float* x = d.x.data;
+  const auto* w = static_cast<const float*>(d.w.data);
+  float* out = d.out.data;
+  BRISK_CHECK(!cuda::weight_repacked(QuantType::F32), "matmul: F32 weights in a device layout");
+  cuda::Blas* blas = blas_;
+  key_.add(uint64_t(9));
+  key_.add(out);
+  key_.add(w);
+  key_.add(x);
+  key_.add(uint64_t(m));
+  enqueue("matmul (F32 GEMM)", [blas, x, ldx, w, out, m, n, k, ldo](cudaStream_t) {
+    cuda::blas_gemm_f32(blas, x, ldx, w, out, m, n, k, ldo, "matmul");
+    return cudaGetLastError();
+  });
+  if (d.bias) {
+    const Mat o = d.out;
+    const float* bias = d.bias;
+    enqueue("matmul (bias)", [o, bias](cudaStream_t s) { return cuda::launch_add_bias(o, bias, s); });
+  }
+}
+
 void CudaBackend::gemm(const MatmulArgs& a, const MatmulArgs& d) {
+  if (d.w.type == QuantType::F32) {
+    gemm_f32(d);
+    producer_.kind = 0;
+    if (overlaps(a.out, qstate_.x)) qstate_.valid = false;
+    if (overlaps(a.out, fstate_.x)) fstate_.valid = false;
+    return;
+  }
   const int64_t m = a.x.rows, k = d.w.n_in, n = d.w.n_out;
   auto* xb = static_cast<uint16_t*>(scratch(gemm_x_, sizeof(uint16_t) * size_t(m) * size_t(k), "matmul"));
   const bool direct = d.w.type == QuantType::BF16;
-  const int64_t chunk = direct ? n : std::min<int64_t>(n, std::max<int64_t>(1, std::min<int64_t>(65535, kGemmScratchElems / k)));
+  const int64_t chunk = direct ? n : gemm_chunk_rows(n, k);
   uint16_t* wb = direct ? nullptr
                         : static_cast<uint16_t*>(scratch(gemm_w_, sizeof(uint16_t) * size_t(chunk) * size_t(k), "matmul"));
   const Mat x = d.x;

@@ -102,7 +102,28 @@ void CudaBackend::enqueue(const char* op, cuda::Launch fn) {
     return;
   }
   key_.w.clear();
+  if (flags().cuda_kernel_times) {
+    time_eager_launch(op, fn);
+    return;
+  }
   cuda_check(fn(stream_), op, "kernel launch");
+}
+
+void CudaBackend::time_eager_launch(const char* op, const cuda::Launch& fn) {
+  while (time_events_.size() < 2) {
+    cudaEvent_t e = nullptr;
+    cuda_check(cudaEventCreate(&e), op, "cudaEventCreate");
+    time_events_.push_back(e);
+  }
+  cuda_check(cudaEventRecord(time_events_[0], stream_), op, "cudaEventRecord");
+  cuda_check(fn(stream_), op, "kernel launch");
+  cuda_check(cudaEventRecord(time_events_[1], stream_), op, "cudaEventRecord");
+  cuda_check(cudaEventSynchronize(time_events_[1]), op, "cudaEventSynchronize");
+  float ms = 0.0f;
+  cuda_check(cudaEventElapsedTime(&ms, time_events_[0], time_events_[1]), op, "cudaEventElapsedTime");
+  EagerTimes& t = eager_times_[op];
+  t.ms += ms;
+  ++t.launches;
 }
 
 void CudaBackend::flush(const char* op) {
@@ -152,6 +173,18 @@ void CudaBackend::print_kernel_times() const {
     }
     std::fprintf(stderr, "     total %9.2f\n", total);
   }
+  if (eager_times_.empty()) return;
+  std::vector<std::pair<double, std::string>> by_time;
+  double total = 0.0;
+  for (const auto& [op, t] : eager_times_) {
+    by_time.emplace_back(t.ms, op);
+    total += t.ms;
+  }
+  std::sort(by_time.rbegin(), by_time.rend());
+  std::fprintf(stderr, "cuda kernel times: eager launches, summed per op (ms, launches, %% of %.3f ms)\n", total);
+  for (const auto& [ms, op] : by_time)
+    std::fprintf(stderr, "  %-48s %10.3f %8lld %5.1f %%\n", op.c_str(), ms,
+                 static_cast<long long>(eager_times_.at(op).launches), 100.0 * ms / total);
 }
 
 const int32_t* CudaBackend::stage(const int32_t* p, int64_t n, const char* op) {
