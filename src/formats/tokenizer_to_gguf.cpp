@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "formats/gguf.h"
 #include "formats/json_file.h"
+#include "formats/tokenizer_to_gguf_encoder.h"
 
 namespace brisk {
 namespace {
@@ -82,13 +83,26 @@ std::string tokenizer_pre_of(const nlohmann::json& tj) {
   return "qwen2";
 }
 
+std::string tokenizer_json_model_type(const std::string& folder) {
+  const std::string tj_path = (std::filesystem::path(folder) / "tokenizer.json").string();
+  const nlohmann::json tj = read_json_file(tj_path);
+  BRISK_CHECK(tj.is_object() && tj.contains("model") && tj["model"].is_object(), tj_path, ": no \"model\" object");
+  const auto& model = tj["model"];
+  BRISK_CHECK(model.contains("type") && model["type"].is_string(), tj_path, ": model.type is missing or not a string");
+  return model["type"].get<std::string>();
+}
+
 int32_t tokenizer_to_gguf(const TokenizerToGgufParams& p, gguf::Writer& w) {
   namespace fs = std::filesystem;
   const std::string tj_path = (fs::path(p.folder) / "tokenizer.json").string();
   const nlohmann::json tj = read_json_file(tj_path);
   BRISK_CHECK(tj.is_object() && tj.contains("model") && tj["model"].is_object(), tj_path, ": no \"model\" object");
   const auto& model = tj["model"];
-  BRISK_CHECK(model.value("type", "") == "BPE", tj_path, ": model.type is not BPE");
+  const std::string type = model.contains("type") && model["type"].is_string() ? model["type"].get<std::string>() : "";
+  if (type == "WordPiece") return wordpiece_to_gguf({.folder = p.folder, .n_vocab = p.n_vocab}, tj, w);
+  if (type == "Unigram") return unigram_to_gguf({.folder = p.folder, .n_vocab = p.n_vocab}, tj, w);
+  BRISK_CHECK(type == "BPE", tj_path, ": model.type \"", type,
+              "\" has no GGUF form (BPE, WordPiece and Unigram have: gpt2 / gemma4, bert, t5)");
   BRISK_CHECK(model.contains("vocab") && model["vocab"].is_object(), tj_path, ": model.vocab is not an object");
 
   std::vector<std::string> tokens;

@@ -241,7 +241,7 @@ const ArchEntry& arch_roberta() {
       .hf_name_map = &bert_name,
       .sanitize = &bert_sanitize,
       .build = &bert_build,
-      // Tokenizers: a Unigram tokenizer.json has no GGUF writer here yet (tokenizer.ggml.model t5).
+      // Tokenizers: Unigram (XLM-RoBERTa) is written as t5; RoBERTa's byte-level BPE is left out.
       .convert = {.arch = "bert", .tensors = &roberta_convert_tensors, .tokenizer = "t5"},
   };
   return e;

@@ -290,14 +290,17 @@ void hf_to_gguf_f32(const std::string& folder, const std::string& out_path) {
   }
   w.set("general.file_type", gguf::Value::from_u32(0));
   if (const fs::path tj = fs::path(folder) / "tokenizer.json"; fs::exists(tj)) {
-    bool byte_level = false;
-    if (conv.tokenizer != "gpt2") {
+    // WordPiece and Unigram tokenizers have one GGUF form each (bert, t5); a BPE one is written
+    // in the architecture's form: gpt2, or gemma4 unless it is byte-level. Other architectures
+    // (bert, t5 forms) leave a BPE tokenizer out.
+    const std::string type = tokenizer_json_model_type(folder);
+    bool write = type != "BPE" || conv.tokenizer == "gpt2";
+    if (type == "BPE" && conv.tokenizer == "gemma4") {
       const nlohmann::json t = read_json_file(tj.string());
-      byte_level = t.is_object() && t.contains("decoder") && t["decoder"].is_object() &&
-                   t["decoder"].value("type", "") == "ByteLevel";
+      write = !(t.is_object() && t.contains("decoder") && t["decoder"].is_object() &&
+                t["decoder"].value("type", "") == "ByteLevel");
     }
-    if (!byte_level)
-      tokenizer_to_gguf({.folder = folder, .pre = "", .n_vocab = c.n_vocab, .model = conv.tokenizer}, w);
+    if (write) tokenizer_to_gguf({.folder = folder, .pre = "", .n_vocab = c.n_vocab, .model = conv.tokenizer}, w);
   }
 
   for (auto& [name, t] : tensors) {

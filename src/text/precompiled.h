@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base64.h"
+
 namespace brisk::text {
 
 class PrecompiledCharsMap {
@@ -29,7 +31,6 @@ class PrecompiledCharsMap {
   std::string strings_;          // NUL-ended replacements
 };
 
-// Decodes standard base64 (with or without padding); throws naming `where` on bad input.
-std::string base64_decode(std::string_view in, const std::string& where);
+using brisk::base64_decode;  // core/base64.h
 
 }  // namespace brisk::text

@@ -4,10 +4,14 @@
 //           below), ByteLevel, merges by rank, ByteLevel decoder;
 //   "llama" SentencePiece BPE: prepend "▁" (add_space_prefix), spaces -> "▁", pairs merged
 //           by the score of the merged piece, <0xXX> byte fallback;
-//   "bert"  WordPiece: BERT normalizer and pre-tokenizer, word-start pieces marked "▁";
+//   "bert"  WordPiece: BERT normalizer and pre-tokenizer, word-start pieces marked "▁"; decoded
+//           as tokenizer.json's WordPiece decoder ("##" continuations, cleanup);
 //   "t5"    SentencePiece Unigram (XLM-RoBERTa, T5): tokenizer.ggml.precompiled_charsmap
 //           (the Precompiled normalizer), extra whitespace removed, "▁" prepended and for
 //           spaces, Viterbi over the scores;
+//   brisk.tokenizer.* keys (written by brisk's converter, formats/tokenizer_to_gguf_encoder.h)
+//           carry what llama.cpp's keys cannot: BertNormalizer flags, the WordPiece decoder's
+//           cleanup, the Unigram tokenizer.json's own pre-tokenizer (ends kept).
 //   "gemma4" (llama.cpp's Gemma 4 vocabulary) BPE over raw UTF-8 with SentencePiece
 //           conventions: spaces -> "▁" (no prefix), the text split into runs of newlines and
 //           runs of anything else, a newline run that is a token taken whole, merges by rank,
@@ -159,6 +163,24 @@ std::vector<BpeMerge> merges_by_rank(const Meta& m, const TokenIndex& index) {
   return list;
 }
 
+// A GGUF bert vocabulary is llama.cpp's phantom-space form of a WordPiece vocabulary: "▁x" a
+// word start, "x" a continuation, control tokens as they are (older converters also kept other
+// "[...]" tokens bare). Turns spec.tokens back into tokenizer.json's texts ("x", "##x") for
+// decoding and token_id(); the model keeps its own index of the phantom texts.
+void wordpiece_texts_from_phantom(TokenizerSpec& spec, const std::vector<int64_t>& types) {
+  const std::string space = "\xE2\x96\x81";
+  for (size_t i = 0; i < spec.tokens.size(); ++i) {
+    std::string& t = spec.tokens[i];
+    if (t.compare(0, space.size(), space) == 0) t.erase(0, space.size());
+    else if (types[i] == kControl || types[i] == kUnknown || (t.size() >= 2 && t.front() == '[' && t.back() == ']'))
+      continue;
+    else t = "##" + t;
+  }
+  spec.index.clear();
+  for (size_t i = 0; i < spec.tokens.size(); ++i) spec.index.emplace(spec.tokens[i], static_cast<int32_t>(i));
+  for (AddedToken& a : spec.added) a.content = spec.tokens[static_cast<size_t>(a.id)];
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
@@ -263,14 +285,28 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
     // llama.cpp always adds BOS for this vocabulary.
     if (spec.bos >= 0) spec.add_prefix.push_back(spec.bos);
   } else if (*model == "bert") {
-    spec.normalizer.push_back({.kind = NormalizerStep::Kind::bert});
+    // llama.cpp applies the default BertNormalizer; brisk's converter records other settings.
+    NormalizerStep norm{.kind = NormalizerStep::Kind::bert};
+    norm.lowercase = f.get_bool("brisk.tokenizer.lowercase").value_or(true);
+    norm.clean_text = f.get_bool("brisk.tokenizer.clean_text").value_or(true);
+    norm.handle_chinese_chars = f.get_bool("brisk.tokenizer.handle_chinese_chars").value_or(true);
+    if (const auto strip = f.get_bool("brisk.tokenizer.strip_accents")) norm.strip_accents = *strip ? 1 : 0;
+    spec.normalizer.push_back(std::move(norm));
     spec.pre_tokenizer.push_back({.kind = PreTokenizerStep::Kind::bert});
     WordPieceParams params;
     params.word_prefix = "\xE2\x96\x81";
     params.continuing_prefix = "";
     params.unk_id = unk >= 0 ? unk : token_index_find(spec.index, "[UNK]");
+    if (const auto max_chars = f.get_int("brisk.tokenizer.max_input_chars_per_word")) {
+      BRISK_CHECK(*max_chars >= 0, m.where("brisk.tokenizer.max_input_chars_per_word"), " is negative");
+      params.max_input_chars_per_word = size_t(*max_chars);
+    }
     spec.model = std::make_unique<WordPieceModel>(spec.index, params);
-    spec.decoder.push_back({.kind = DecoderStep::Kind::metaspace, .content = "\xE2\x96\x81"});
+    // Decoding sees the tokens as tokenizer.json has them ("x" for a word start, "##x" for a
+    // continuation) and runs its WordPiece decoder.
+    wordpiece_texts_from_phantom(spec, types);
+    spec.decoder.push_back({.kind = DecoderStep::Kind::wordpiece,
+                            .cleanup = f.get_bool("brisk.tokenizer.decoder_cleanup").value_or(true)});
     const int32_t first = cls >= 0 ? cls : spec.bos;
     const int32_t last = sep >= 0 ? sep : spec.eos;
     if (f.get_bool("tokenizer.ggml.add_bos_token").value_or(true) && first >= 0)
@@ -295,18 +331,40 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
         spec.normalizer.push_back({.kind = NormalizerStep::Kind::precompiled,
                                    .charsmap = std::make_shared<PrecompiledCharsMap>(bytes, where)});
     }
-    if (f.get_bool("tokenizer.ggml.remove_extra_whitespaces").value_or(true)) {
-      spec.normalizer.push_back({.kind = NormalizerStep::Kind::strip, .strip_left = true, .strip_right = true});
-      spec.normalizer.push_back(
-          {.kind = NormalizerStep::Kind::replace, .regex = std::make_shared<Regex>(" {2,}"), .content = " "});
-    }
+    const bool collapse = f.get_bool("tokenizer.ggml.remove_extra_whitespaces").value_or(true);
     const bool space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix").value_or(true);
-    if (space_prefix)
-      spec.normalizer.push_back({.kind = NormalizerStep::Kind::prepend, .content = "\xE2\x96\x81"});
-    spec.normalizer.push_back({.kind = NormalizerStep::Kind::replace, .pattern = " ", .content = "\xE2\x96\x81"});
+    const auto pre = f.get_string("brisk.tokenizer.pre_tokenizer");
+    if (pre) {
+      // brisk's converter: the tokenizer.json pre-tokenizer itself (a trailing space stays "▁").
+      BRISK_CHECK(*pre == "metaspace" || *pre == "whitespace_split metaspace", m.where("brisk.tokenizer.pre_tokenizer"),
+                  " = \"", *pre, "\" (known: \"metaspace\", \"whitespace_split metaspace\")");
+      if (collapse)
+        spec.normalizer.push_back(
+            {.kind = NormalizerStep::Kind::replace, .regex = std::make_shared<Regex>(" {2,}"), .content = " "});
+      if (*pre != "metaspace") spec.pre_tokenizer.push_back({.kind = PreTokenizerStep::Kind::whitespace_split});
+      PreTokenizerStep ms{.kind = PreTokenizerStep::Kind::metaspace};
+      ms.prepend = space_prefix ? PreTokenizerStep::Prepend::always : PreTokenizerStep::Prepend::never;
+      const std::string scheme = f.get_string("brisk.tokenizer.prepend_scheme").value_or("always");
+      BRISK_CHECK(scheme == "always" || scheme == "first", m.where("brisk.tokenizer.prepend_scheme"), " = \"",
+                  scheme, "\" (known: always, first)");
+      if (space_prefix && scheme == "first") ms.prepend = PreTokenizerStep::Prepend::first;
+      ms.metaspace_split = f.get_bool("brisk.tokenizer.metaspace_split").value_or(true);
+      spec.pre_tokenizer.push_back(std::move(ms));
+    } else {  // llama.cpp: both ends stripped, runs collapsed, "▁" prepended
+      if (collapse) {
+        spec.normalizer.push_back({.kind = NormalizerStep::Kind::strip, .strip_left = true, .strip_right = true});
+        spec.normalizer.push_back(
+            {.kind = NormalizerStep::Kind::replace, .regex = std::make_shared<Regex>(" {2,}"), .content = " "});
+      }
+      if (space_prefix)
+        spec.normalizer.push_back({.kind = NormalizerStep::Kind::prepend, .content = "\xE2\x96\x81"});
+      spec.normalizer.push_back({.kind = NormalizerStep::Kind::replace, .pattern = " ", .content = "\xE2\x96\x81"});
+    }
     std::vector<std::string> pieces = spec.tokens;
-    for (size_t i = 0; i < n; ++i)  // control and unused pieces are never produced from text
-      if (types[i] == kControl || types[i] == kUnused) pieces[i].clear();
+    // Unused pieces are never produced from text; control pieces neither in llama.cpp (the
+    // tokenizers library's Unigram, which brisk's converter records, matches them).
+    for (size_t i = 0; i < n; ++i)
+      if (types[i] == kUnused || (types[i] == kControl && !pre)) pieces[i].clear();
     UnigramParams params;
     params.unk_id = unk >= 0 ? unk : token_index_find(spec.index, "<unk>");
     BRISK_CHECK(params.unk_id >= 0, m.where("tokenizer.ggml.unknown_token_id"),
@@ -323,6 +381,23 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
   } else {
     fail(m.where("tokenizer.ggml.model"), " = \"", *model,
          "\" is not supported (supported: gpt2, llama, bert, gemma4, t5)");
+  }
+
+  // brisk's converter: how tokenizer.json matches these added tokens (bits: 1 lstrip, 2 rstrip,
+  // 4 single_word, 8 normalized).
+  const auto flag_ids = f.get_int_array("brisk.tokenizer.added_token_ids");
+  const auto flags = f.get_int_array("brisk.tokenizer.added_token_flags");
+  BRISK_CHECK(flag_ids.size() == flags.size(), m.where("brisk.tokenizer.added_token_flags"), " has ", flags.size(),
+              " entries for ", flag_ids.size(), " ids");
+  for (size_t i = 0; i < flag_ids.size(); ++i) {
+    auto it = std::find_if(spec.added.begin(), spec.added.end(),
+                           [&](const AddedToken& a) { return a.id == flag_ids[i]; });
+    BRISK_CHECK(it != spec.added.end(), m.where("brisk.tokenizer.added_token_ids"), "[", i, "] = ", flag_ids[i],
+                " is not a control or user-defined token");
+    it->lstrip = (flags[i] & 1) != 0;
+    it->rstrip = (flags[i] & 2) != 0;
+    it->single_word = (flags[i] & 4) != 0;
+    it->normalized = (flags[i] & 8) != 0;
   }
 
   add_end_of_generation_defaults(spec);
