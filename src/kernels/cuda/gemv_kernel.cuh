@@ -33,7 +33,6 @@
 
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/gemv_few.cuh"
-#include "kernels/cuda/gemv_few_blocks.cuh"
 #include "kernels/cuda/gemv_q4k_early.cuh"
 #include "kernels/cuda/gemv_units.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -360,12 +359,6 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
                       : F == DevFormat::q6_k ? !flags().no_cuda_q6k_spread
                                              : float_any;
   if (few) {
-    // Q4_K / Q6_K rows (one token splits neither with early decoding): whole blocks per lane
-    // (gemv_few_blocks.cuh).
-    if constexpr (F == DevFormat::q4_k || F == DevFormat::q6_k) {
-      using Fmt = std::conditional_t<F == DevFormat::q4_k, FbQ4k, FbQ6k>;
-      if (split == 1 && !flags().no_cuda_gemv_few_blocks && launch_few_blocks<Fmt>(parts, x, nt, early, s)) return;
-    }
     if (kKquant && spread)
       launch_gemv_few<F, kKquant>(parts, x, nt, split, few_rows, grid, block, early, s);
     else

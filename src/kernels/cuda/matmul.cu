@@ -23,12 +23,9 @@ cudaError_t matmul_rows(const MatmulArgs* a, int n_parts, const QuantAct* xq, bo
 
 // Q4_K and Q6_K matmuls of one token over rows of at most 4096 (one pass each) can share one
 // q4k_early_kernel launch: Q4_K_M stores attn_v (and ffn_down) of some layers as Q6_K, whose
-// v then joins the q / k launch instead of following it (both take Q8_K activations). Steps of
-// 2..8 tokens share a gemv_few_blocks_mixed launch likewise.
+// v then joins the q / k launch instead of following it (both take Q8_K activations).
 bool kquant_mixes(const MatmulArgs& a) {
-  constexpr int64_t kFewMaxTok = 8;  // the few-token GEMV's tokens per launch (kMaxTok)
-  const bool rows_mix = a.x.rows == 1 || (a.x.rows <= kFewMaxTok && !flags().no_cuda_gemv_few && !flags().no_cuda_gemv_few_blocks);
-  return (a.w.type == QuantType::Q4_K || a.w.type == QuantType::Q6_K) && rows_mix && a.w.n_in <= 4096 &&
+  return (a.w.type == QuantType::Q4_K || a.w.type == QuantType::Q6_K) && a.x.rows == 1 && a.w.n_in <= 4096 &&
          a.w.n_in % 256 == 0 && !flags().no_cuda_gemv_mixed && !flags().no_cuda_q4k_early_decode &&
          !flags().no_cuda_q4k_spread && !flags().no_cuda_q6k_spread;
 }

@@ -16,27 +16,6 @@ cudaError_t matmul_kquant_rows(const MatmulArgs* a, int n_parts, const QuantAct*
 
 cudaError_t launch_kquant_mixed(const MatmulArgs* a, int n, const QuantAct& xq, bool early, cudaStream_t s) {
   early = early && !flags().no_cuda_prefetch;
-  const int nt = int(a[0].x.rows);
-  if (nt > 1) {  // 2..kMaxTok tokens: gemv_few_blocks_mixed, else each part in a launch of its format
-    GemvParts parts{};
-    parts.n = n;
-    unsigned q6k_parts = 0;
-    for (int i = 0; i < n; ++i) {
-      const DevFormat f = dev_format(a[i].w.type);
-      if (f == DevFormat::q6_k) q6k_parts |= 1u << i;
-      parts.p[i] = GemvPart{.out = a[i].out.row(0), .out_stride = a[i].out.row_stride(),
-                            .w = static_cast<const uint8_t*>(a[i].w.data), .L = dev_layout(f, a[i].w.n_in, a[i].w.n_out),
-                            .n_out = a[i].w.n_out, .bias = a[i].bias, .block_end = 0, .res = nullptr,
-                            .res_stride = 0, .sum = nullptr, .sum_stride = 0};
-    }
-    const XRef x{.q = xq.q, .d = xq.d, .f = nullptr, .n_in = a[0].w.n_in, .x_stride = a[0].x.row_stride()};
-    if (launch_few_blocks_mixed(parts, x, nt, q6k_parts, early, s)) return cudaGetLastError();
-    for (int i = 0; i < n; ++i) {
-      const cudaError_t e = matmul_kquant_rows(&a[i], 1, &xq, early, s, nullptr, nullptr);
-      if (e != cudaSuccess) return e;
-    }
-    return cudaSuccess;
-  }
   constexpr int kWarps = 4;  // one row per warp
   GemvParts parts{};
   parts.n = n;
