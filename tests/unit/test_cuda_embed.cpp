@@ -206,7 +206,12 @@ TEST(CudaEmbed, EncoderEpiloguesMatchSeparateLaunches) {
     const auto fused = run("0", "0"), apart = run("1", "0"), fp32 = run("0", "1");
     for (size_t i = 0; i < inputs.size(); ++i) {
       EXPECT_EQ(fused[i], apart[i]) << shape << " input " << i;
-      EXPECT_LT(cuda_embed_diff(fused[i], fp32[i]), 1e-2f) << shape << " input " << i;
+      // The attentions differ by ~1e-5; the next GEMM's BF16 rounding of its input turns that
+      // into whole BF16 steps where a value sits near a rounding boundary: 2^-8 of the value's
+      // magnitude each, a few of them over the layers.
+      float mag = 1.0f;
+      for (float v : fp32[i]) mag = std::max(mag, std::fabs(v));
+      EXPECT_LT(cuda_embed_diff(fused[i], fp32[i]), 4.0f * mag / 256.0f) << shape << " input " << i;
     }
     // Pooled on the device (mean / CLS / last) or on the host from the copied rows: the same bits.
     Embedder gpu(model, {.device = "cuda", .n_threads = 2});
