@@ -15,14 +15,7 @@
 namespace brisk {
 namespace {
 
-constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6;
-
-// tokenizer_config.json names special tokens either as a string or as {"content": ...}.
-std::string token_text(const nlohmann::json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
-  return "";
-}
+using namespace gguf_token_type;
 
 // The chat template(s) of a Hugging Face folder as GGUF keys, in transformers' order of
 // precedence: chat_template.jinja, then chat_template.json, then tokenizer_config.json. A
@@ -166,7 +159,7 @@ int32_t tokenizer_to_gguf(const TokenizerToGgufParams& p, gguf::Writer& w) {
     const nlohmann::json cfg = read_json_file(cfg_path.string());
     auto id_of = [&](const char* key) -> int64_t {
       if (!cfg.contains(key)) return -1;
-      const std::string text = token_text(cfg[key]);
+      const std::string text = hf_token_text(cfg[key]);
       for (size_t i = 0; i < tokens.size() && !text.empty(); ++i)
         if (tokens[i] == text) return int64_t(i);
       return -1;

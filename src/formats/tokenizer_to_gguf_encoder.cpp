@@ -19,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr int32_t kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6;
+using namespace gguf_token_type;
 constexpr int64_t kMaxTokens = int64_t(1) << 24;
 // brisk.tokenizer.added_token_flags bits (text/tokenizer_gguf.cpp reads them).
 constexpr int32_t kAddedLstrip = 1, kAddedRstrip = 2, kAddedSingleWord = 4, kAddedNormalized = 8;
@@ -105,12 +105,6 @@ void write_added_flags(const Vocab& v, gguf::Writer& w) {
   w.set("brisk.tokenizer.added_token_flags", gguf::Value::from_i32s(v.flags));
 }
 
-std::string token_text(const json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
-  return "";
-}
-
 // The normalizer / pre-tokenizer steps of tokenizer.json, a Sequence flattened.
 std::vector<const json*> steps_of(const json& tj, const char* key, const char* list_key) {
   std::vector<const json*> out;
@@ -193,7 +187,7 @@ Specials read_specials(const EncoderTokenizerParams& p, const json& tj, const Vo
   auto id_of = [&](const char* name, int64_t fallback) -> int64_t {
     const std::string key = std::string(name) + "_token";
     if (cfg.contains(key))
-      if (const std::string text = token_text(cfg[key]); !text.empty())
+      if (const std::string text = hf_token_text(cfg[key]); !text.empty())
         if (const int64_t id = v.find(text); id >= 0) return id;
     if (model_cfg.contains(key + "_id") && model_cfg[key + "_id"].is_number_integer()) {
       const int64_t id = model_cfg[key + "_id"].get<int64_t>();
@@ -431,6 +425,12 @@ int32_t unigram_to_gguf(const EncoderTokenizerParams& p, const json& tj, gguf::W
   write_specials(s, v, w);
   write_added_flags(v, w);
   return n_tok;
+}
+
+std::string hf_token_text(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+  return "";
 }
 
 }  // namespace brisk

@@ -33,6 +33,14 @@ namespace gguf {
 class Writer;
 }
 
+// llama.cpp's token types (tokenizer.ggml.token_type).
+namespace gguf_token_type {
+inline constexpr int32_t kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6;
+}
+
+// A special token as tokenizer_config.json names it: a string or {"content": ...}; "" otherwise.
+std::string hf_token_text(const nlohmann::json& v);
+
 struct EncoderTokenizerParams {
   std::string folder;   // holds tokenizer.json, optionally tokenizer_config.json / config.json
   int32_t n_vocab = 0;  // the model's vocabulary (>= the tokenizer's); 0: the tokenizer's
