@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "embed_reference.h"
 #include "formats/json_file.h"
 #include "kernels/cpu/encoder_ops.h"
 #include "model_fixtures.h"
@@ -47,13 +48,6 @@ bool cuda_embed_device(std::string* reason) { return !cuda::enumerate_devices(re
 #define REQUIRE_EMBED_GPU()                                 \
   std::string gpu_reason;                                   \
   if (!cuda_embed_device(&gpu_reason)) GTEST_SKIP() << "no CUDA device: " << gpu_reason
-
-float cuda_embed_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float m = a.size() == b.size() ? 0.0f : INFINITY;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
 
 TEST(CudaEmbed, PackedAndWindowedDenseAttentionMatchReference) {
   REQUIRE_EMBED_GPU();
@@ -86,7 +80,7 @@ TEST(CudaEmbed, PackedAndWindowedDenseAttentionMatchReference) {
       h.k = {.data = k.data(), .rows = rows, .cols = kw};
       h.v = {.data = v.data(), .rows = rows, .cols = kw};
       ref::attention_dense(h);
-      EXPECT_LT(cuda_embed_diff(got, want), 1e-4f) << n_head << "/" << n_head_kv << " x " << hd << " window " << window;
+      EXPECT_LT(test::embed_max_diff(got, want), 1e-4f) << n_head << "/" << n_head_kv << " x " << hd << " window " << window;
       for (float* p : {dq, dk, dv, dout}) be->free(p);
     }
   // tanh (the classification head's pooler).
@@ -98,7 +92,7 @@ TEST(CudaEmbed, PackedAndWindowedDenseAttentionMatchReference) {
   be->free(dx);
   ref::unary({.out = {.data = want.data(), .rows = 3, .cols = 100}, .x = {.data = x.data(), .rows = 3, .cols = 100},
               .op = UnaryOp::tanh});
-  EXPECT_LT(cuda_embed_diff(got, want), 1e-6f);
+  EXPECT_LT(test::embed_max_diff(got, want), 1e-6f);
 }
 
 // The tensor-core kernel (head_dim 16 / 32 / 64 / 128) against the FP32 kernel and the reference:
@@ -138,10 +132,10 @@ TEST(CudaEmbed, DenseAttentionTensorCoresMatchFp32Kernel) {
         ASSERT_TRUE(be->attention_dense(a));
         got[fp32].resize(want.size());
         be->copy(got[fp32].data(), dout, sizeof(float) * want.size());
-        EXPECT_LT(cuda_embed_diff(got[fp32], want), 1e-4f)
+        EXPECT_LT(test::embed_max_diff(got[fp32], want), 1e-4f)
             << (fp32 ? "fp32 " : "tensor cores ") << n_head << "/" << n_head_kv << " x " << hd << " window " << window;
       }
-      EXPECT_LT(cuda_embed_diff(got[0], got[1]), 1e-4f) << n_head << "/" << n_head_kv << " x " << hd << " window " << window;
+      EXPECT_LT(test::embed_max_diff(got[0], got[1]), 1e-4f) << n_head << "/" << n_head_kv << " x " << hd << " window " << window;
       be->free(dqkv);
       be->free(dout);
     }
@@ -161,12 +155,12 @@ void expect_cuda_equals_cpu(const std::shared_ptr<Model>& model, int32_t n_vocab
   Embedder cpu(model, {.device = "cpu", .n_threads = 2});
   Embedder gpu(model, {.device = "cuda", .n_threads = 2});
   const auto hc = cpu.hidden(inputs), hg = gpu.hidden(inputs);
-  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(cuda_embed_diff(hg[i], hc[i]), 1e-4f) << what << " input " << i;
+  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(test::embed_max_diff(hg[i], hc[i]), 1e-4f) << what << " input " << i;
   const auto ec = cpu.embed(inputs), eg = gpu.embed(inputs);
-  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(cuda_embed_diff(eg[i], ec[i]), 1e-5f) << what << " input " << i;
+  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(test::embed_max_diff(eg[i], ec[i]), 1e-5f) << what << " input " << i;
   if (scores) {
     const auto cc = cpu.classify(inputs), cg = gpu.classify(inputs);
-    for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(cuda_embed_diff(cg[i], cc[i]), 1e-4f) << what << " pair " << i;
+    for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(test::embed_max_diff(cg[i], cc[i]), 1e-4f) << what << " pair " << i;
   }
 }
 
@@ -211,7 +205,7 @@ TEST(CudaEmbed, EncoderEpiloguesMatchSeparateLaunches) {
       // magnitude each, a few of them over the layers.
       float mag = 1.0f;
       for (float v : fp32[i]) mag = std::max(mag, std::fabs(v));
-      EXPECT_LT(cuda_embed_diff(fused[i], fp32[i]), 4.0f * mag / 256.0f) << shape << " input " << i;
+      EXPECT_LT(test::embed_max_diff(fused[i], fp32[i]), 4.0f * mag / 256.0f) << shape << " input " << i;
     }
     // Pooled on the device (mean / CLS / last) or on the host from the copied rows: the same bits.
     Embedder gpu(model, {.device = "cuda", .n_threads = 2});
@@ -238,10 +232,10 @@ TEST(CudaEmbed, BertFixtureMatchesTransformers) {
   std::vector<float> want;
   for (const auto& row : ref["last_hidden_state"])
     for (const auto& v : row) want.push_back(v.get<float>());
-  EXPECT_LT(cuda_embed_diff(gpu.hidden({x})[0], want), 1e-4f);
+  EXPECT_LT(test::embed_max_diff(gpu.hidden({x})[0], want), 1e-4f);
   std::vector<float> pooled;
   for (const auto& v : ref["mean_pooled"]) pooled.push_back(v.get<float>());
-  EXPECT_LT(cuda_embed_diff(gpu.embed({x})[0], pooled), 1e-5f);
+  EXPECT_LT(test::embed_max_diff(gpu.embed({x})[0], pooled), 1e-5f);
   expect_cuda_equals_cpu(model, Embedder(model, {.n_threads = 1}).vocab_size(), true, false, "wave2/bert_embed");
 }
 
@@ -260,17 +254,17 @@ TEST(CudaEmbed, EmbeddingGemmaFixtureMatchesSentenceTransformers) {
   std::vector<float> hidden;
   for (const auto& row : ref["last_hidden_state"])
     for (const auto& v : row) hidden.push_back(v.get<float>());
-  EXPECT_LT(cuda_embed_diff(gpu.hidden({in[0]})[0], hidden), 1e-4f);
+  EXPECT_LT(test::embed_max_diff(gpu.hidden({in[0]})[0], hidden), 1e-4f);
   const auto eg = gpu.embed(in), ec = cpu.embed(in);
   ASSERT_EQ(eg.size(), ref.at("embeddings").size());
   for (size_t i = 0; i < eg.size(); ++i) {
     std::vector<float> want;
     for (const auto& v : ref["embeddings"][i]) want.push_back(v.get<float>());
-    EXPECT_LT(cuda_embed_diff(eg[i], want), 1e-5f) << "input " << i;
-    EXPECT_LT(cuda_embed_diff(eg[i], ec[i]), 1e-5f) << "input " << i;
+    EXPECT_LT(test::embed_max_diff(eg[i], want), 1e-5f) << "input " << i;
+    EXPECT_LT(test::embed_max_diff(eg[i], ec[i]), 1e-5f) << "input " << i;
   }
   // Each input alone gives its packed vector.
-  for (size_t i = 0; i < in.size(); ++i) EXPECT_LT(cuda_embed_diff(gpu.embed({in[i]})[0], eg[i]), 1e-5f) << "input " << i;
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_LT(test::embed_max_diff(gpu.embed({in[i]})[0], eg[i]), 1e-5f) << "input " << i;
 }
 
 #endif

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "embed_reference.h"
 #include "formats/gguf.h"
 #include "formats/json_file.h"
 #include "models/random_model.h"
@@ -46,24 +47,6 @@ std::string decoder_fixture(const std::string& name) {
   GTEST_SKIP() << "tests/fixtures/models/" << name << " is not here yet (written on the GPU machine by "   \
                << "tools/make_fixtures/make_embedding_fixtures.py --only " << name << ")"
 
-std::vector<float> decoder_floats(const nlohmann::json& j) {
-  std::vector<float> out;
-  for (const auto& v : j) {
-    if (v.is_array())
-      for (const auto& x : v) out.push_back(x.get<float>());
-    else
-      out.push_back(v.get<float>());
-  }
-  return out;
-}
-
-float decoder_max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float m = 0.0f;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
-
 std::vector<EmbedInput> decoder_inputs(const nlohmann::json& ref) {
   std::vector<EmbedInput> in;
   for (const auto& ids : ref.at("inputs")) in.push_back({.ids = ids.get<std::vector<int32_t>>()});
@@ -78,7 +61,7 @@ void expect_embeddings(Embedder& e, const nlohmann::json& ref, const std::string
   const std::vector<std::vector<float>> got = e.embed(in);
   ASSERT_EQ(got.size(), ref.at("embeddings").size()) << what;
   for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_LT(decoder_max_diff(got[i], decoder_floats(ref["embeddings"][i])), 1e-5f) << what << ": input " << i;
+    EXPECT_LT(test::embed_max_diff(got[i], test::reference_floats(ref["embeddings"][i])), 1e-5f) << what << ": input " << i;
 }
 
 TEST(EmbedDecoder, Qwen3EmbeddingMatchesSentenceTransformers) {
@@ -96,23 +79,23 @@ TEST(EmbedDecoder, Qwen3EmbeddingMatchesSentenceTransformers) {
   EXPECT_TRUE(e.pooling().prompts.count("query"));
   // The backbone's last hidden state (final norm included) of input 0 alone.
   const std::vector<EmbedInput> in = decoder_inputs(ref);
-  EXPECT_LT(decoder_max_diff(e.hidden({in[0]})[0], decoder_floats(ref["last_hidden_state"])), 1e-4f);
+  EXPECT_LT(test::embed_max_diff(e.hidden({in[0]})[0], test::reference_floats(ref["last_hidden_state"])), 1e-4f);
   expect_embeddings(e, ref, "safetensors");
   // Pooled before normalisation: the last token's row.
   PoolingConfig raw = e.pooling();
   raw.normalize = false;
   const std::vector<std::vector<float>> h = e.hidden(in);
   for (size_t i = 0; i < in.size(); ++i)
-    EXPECT_LT(decoder_max_diff(pool(raw, h[i].data(), int64_t(in[i].ids.size()), e.dim()),
-                               decoder_floats(ref["pooled"][i])),
+    EXPECT_LT(test::embed_max_diff(pool(raw, h[i].data(), int64_t(in[i].ids.size()), e.dim()),
+                               test::reference_floats(ref["pooled"][i])),
               1e-4f)
         << "pooled " << i;
   // Matryoshka: a prefix of the vector, normalised again.
   const std::vector<float> cut = e.embed({in[1]}, 8)[0];
-  std::vector<float> want = decoder_floats(ref["embeddings"][1]);
+  std::vector<float> want = test::reference_floats(ref["embeddings"][1]);
   want.resize(8);
   l2_normalize(want.data(), 8);
-  EXPECT_LT(decoder_max_diff(cut, want), 1e-5f);
+  EXPECT_LT(test::embed_max_diff(cut, want), 1e-5f);
   // GGUF round trip: llama.cpp's names and qwen3.pooling_type 3 (last).
   const std::string gguf = (testing::process_temp_dir() / "embed_qwen3.gguf").string();
   quantize_gguf({.in = dir + "/hf", .out = gguf, .recipe = *quant_recipe_from_name("F32"), .n_threads = 2});
@@ -138,12 +121,12 @@ TEST(EmbedDecoder, EmbeddingGemmaMatchesSentenceTransformers) {
   EXPECT_TRUE(e.pooling().prompts.count("query") && e.pooling().prompts.count("document"));
   // Bidirectional layers (the sliding one within 8 positions either side of a 70-token input).
   const std::vector<EmbedInput> in = decoder_inputs(ref);
-  EXPECT_LT(decoder_max_diff(e.hidden({in[0]})[0], decoder_floats(ref["last_hidden_state"])), 1e-4f);
+  EXPECT_LT(test::embed_max_diff(e.hidden({in[0]})[0], test::reference_floats(ref["last_hidden_state"])), 1e-4f);
   const std::vector<std::vector<float>> h = e.hidden(in);
   PoolingConfig mean_only;
   for (size_t i = 0; i < in.size(); ++i)
-    EXPECT_LT(decoder_max_diff(pool(mean_only, h[i].data(), int64_t(in[i].ids.size()), int32_t(h[i].size() / in[i].ids.size())),
-                               decoder_floats(ref["pooled"][i])),
+    EXPECT_LT(test::embed_max_diff(pool(mean_only, h[i].data(), int64_t(in[i].ids.size()), int32_t(h[i].size() / in[i].ids.size())),
+                               test::reference_floats(ref["pooled"][i])),
               1e-4f)
         << "pooled " << i;
   expect_embeddings(e, ref, "safetensors");
@@ -167,7 +150,7 @@ TEST(EmbedDecoder, Qwen3RerankerMatchesTransformers) {
   const nlohmann::json ref = read_json_file(dir + "/ref.json");
   const int32_t yes = ref.at("yes_id").get<int32_t>(), no = ref.at("no_id").get<int32_t>();
   const std::vector<EmbedInput> in = decoder_inputs(ref);
-  const std::vector<float> want_raw = decoder_floats(ref["yes_minus_no"]), want = decoder_floats(ref["scores"]);
+  const std::vector<float> want_raw = test::reference_floats(ref["yes_minus_no"]), want = test::reference_floats(ref["scores"]);
   auto check = [&](const std::shared_ptr<const Model>& model, const std::string& what) {
     Embedder e(model, {.n_threads = 2, .n_batch = 8192, .yes_no = YesNoMode::on, .yes_id = yes, .no_id = no});
     ASSERT_TRUE(e.yes_no()) << what;
@@ -188,8 +171,8 @@ TEST(EmbedDecoder, Qwen3RerankerMatchesTransformers) {
   for (size_t t = 0; t < in[0].ids.size(); ++t)
     batch.push_back({.token = in[0].ids[t], .pos = int32_t(t), .seq = 0, .want_logits = t + 1 == in[0].ids.size()});
   ctx->decode(batch);
-  EXPECT_LT(decoder_max_diff(std::vector<float>(ctx->logits(0), ctx->logits(0) + ctx->n_vocab()),
-                             decoder_floats(ref["last_logits"])),
+  EXPECT_LT(test::embed_max_diff(std::vector<float>(ctx->logits(0), ctx->logits(0) + ctx->n_vocab()),
+                             test::reference_floats(ref["last_logits"])),
             1e-4f);
   // Recognised by its folder's name, as llama.cpp's converter recognises it.
   const fs::path named = testing::process_temp_dir() / "tiny-Qwen3-Reranker";
@@ -244,14 +227,14 @@ TEST(EmbedDecoder, PackedInputsEqualEachAlone) {
   EXPECT_EQ(packed.stats().forwards, 1);
   Embedder alone(model, {.n_threads = 2});
   for (size_t i = 0; i < inputs.size(); ++i)
-    EXPECT_LT(decoder_max_diff(all[i], alone.embed({inputs[i]})[0]), 1e-5f) << "input of " << inputs[i].ids.size();
+    EXPECT_LT(test::embed_max_diff(all[i], alone.embed({inputs[i]})[0]), 1e-5f) << "input of " << inputs[i].ids.size();
   EXPECT_EQ(all[4], all.back());
   // Calls of a few inputs each (n_batch below the total) give the same vectors, and nothing of
   // one call stays in the cache for the next.
   Embedder chunked(model, {.n_threads = 2, .n_batch = 200});
   const std::vector<std::vector<float>> split = chunked.embed(inputs);
   EXPECT_GT(chunked.stats().forwards, 2);
-  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(decoder_max_diff(all[i], split[i]), 1e-5f) << i;
+  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(test::embed_max_diff(all[i], split[i]), 1e-5f) << i;
   // The hidden states are the decoder's own final-normed rows.
   auto ctx = Context::create(model, {.n_ctx = 512, .n_seq_max = 1, .n_batch = 512, .kv_type = QuantType::F32, .n_threads = 2});
   ASSERT_TRUE(ctx->set_keep_hidden(true));
@@ -260,7 +243,7 @@ TEST(EmbedDecoder, PackedInputsEqualEachAlone) {
   ctx->decode(batch);
   const std::vector<float> h = packed.hidden({inputs[15]})[0];
   const int64_t n = int64_t(batch.size());
-  EXPECT_LT(decoder_max_diff(h, std::vector<float>(ctx->hidden(0), ctx->hidden(0) + n * 64)), 1e-5f);
+  EXPECT_LT(test::embed_max_diff(h, std::vector<float>(ctx->hidden(0), ctx->hidden(0) + n * 64)), 1e-5f);
 }
 
 // Scores as logit(yes) - logit(no) of the model's own LM head, from a GGUF with the whole head

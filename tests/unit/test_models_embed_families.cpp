@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "embed_reference.h"
 #include "models/random_model.h"
 #include "quant/recipe.h"
 #include "quantize/quantize_gguf.h"
@@ -43,24 +44,6 @@ nlohmann::json family_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-std::vector<float> family_floats(const nlohmann::json& j) {
-  std::vector<float> out;
-  for (const auto& v : j) {
-    if (v.is_array())
-      for (const auto& x : v) out.push_back(x.get<float>());
-    else
-      out.push_back(v.get<float>());
-  }
-  return out;
-}
-
-float family_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float m = a.size() == b.size() ? 0.0f : INFINITY;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
-
 std::vector<EmbedInput> family_inputs(const nlohmann::json& ref) {
   std::vector<EmbedInput> in;
   for (size_t i = 0; i < ref.at("inputs").size(); ++i) {
@@ -83,7 +66,7 @@ TEST_P(EmbedFamily, MatchesTransformers) {
     SCOPED_TRACE(name + ", BRISK_REF_OPS=" + ref_ops);
     ScopedEnv env("BRISK_REF_OPS", ref_ops);
     Embedder e(model, {.n_threads = 2});
-    EXPECT_LT(family_diff(e.hidden({inputs[0]})[0], family_floats(ref.at("last_hidden_state"))), 1e-4f)
+    EXPECT_LT(test::embed_max_diff(e.hidden({inputs[0]})[0], test::reference_floats(ref.at("last_hidden_state"))), 1e-4f)
         << "last hidden state of input 0";
     if (ref.at("kind") == "embedding") {
       EXPECT_EQ(e.pooling().mode, pooling_from_name(ref.at("pooling").get<std::string>()));
@@ -91,7 +74,7 @@ TEST_P(EmbedFamily, MatchesTransformers) {
       const std::vector<std::vector<float>> got = e.embed(inputs);
       ASSERT_EQ(got.size(), ref.at("embeddings").size());
       for (size_t i = 0; i < got.size(); ++i)
-        EXPECT_LT(family_diff(got[i], family_floats(ref["embeddings"][i])), 1e-5f) << "input " << i;
+        EXPECT_LT(test::embed_max_diff(got[i], test::reference_floats(ref["embeddings"][i])), 1e-5f) << "input " << i;
     } else {
       const std::vector<std::vector<float>> got = e.classify(inputs);
       ASSERT_EQ(got.size(), ref.at("scores").size());
@@ -115,11 +98,11 @@ TEST_P(EmbedFamily, GgufRoundTrip) {
   Embedder hf(Model::load({.path = family_dir(name) + "/hf"}), {.n_threads = 2});
   Embedder gg(Model::load({.path = out}), {.n_threads = 2});
   const std::vector<std::vector<float>> a = hf.hidden(inputs), b = gg.hidden(inputs);
-  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(family_diff(a[i], b[i]), 1e-5f) << name << " input " << i;
-  EXPECT_LT(family_diff(b[0], family_floats(ref.at("last_hidden_state"))), 1e-4f) << name;
+  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(test::embed_max_diff(a[i], b[i]), 1e-5f) << name << " input " << i;
+  EXPECT_LT(test::embed_max_diff(b[0], test::reference_floats(ref.at("last_hidden_state"))), 1e-4f) << name;
   if (ref.at("kind") != "embedding") {
     const std::vector<std::vector<float>> ca = hf.classify(inputs), cb = gg.classify(inputs);
-    for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(family_diff(ca[i], cb[i]), 1e-5f) << name << " pair " << i;
+    for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(test::embed_max_diff(ca[i], cb[i]), 1e-5f) << name << " pair " << i;
   }
   fs::remove(out);
 }
@@ -151,13 +134,13 @@ TEST_P(RotaryEncoder, PackedEqualsAloneAndReferenceOps) {
   Embedder alone(model, {.n_threads = 2});
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::vector<float> one = alone.hidden({inputs[i]})[0];
-    EXPECT_LT(family_diff(all[i], one), 1e-5f) << GetParam() << " input " << i;
+    EXPECT_LT(test::embed_max_diff(all[i], one), 1e-5f) << GetParam() << " input " << i;
     for (float x : one) ASSERT_TRUE(std::isfinite(x));
   }
   ScopedEnv env("BRISK_REF_OPS", "1");
   Embedder reference(model, {.n_threads = 2, .n_batch = 4096});
   const std::vector<std::vector<float>> slow = reference.hidden(inputs);
-  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(family_diff(all[i], slow[i]), 1e-4f) << GetParam() << " input " << i;
+  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(test::embed_max_diff(all[i], slow[i]), 1e-4f) << GetParam() << " input " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, RotaryEncoder, ::testing::Values("nomic-tiny", "modernbert-tiny"));
