@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -149,6 +150,26 @@ TEST(CudaDeltaNet, DeltaRuleMatchesCpu) {
       const DeltaRun got = run_cuda_delta(*be, c, s.b, 11, s.b.n());
       expect_delta_close(got, want, case_name(c) + ", " + s.name);
     }
+}
+
+// The chunked kernel with each chunk's rows staged in shared memory gives the bits of the one
+// that reads them from global memory (BRISK_NO_CUDA_DELTA_STAGE): the same operations in the
+// same order.
+TEST(CudaDeltaNet, ChunkedStagingIsBitExact) {
+  REQUIRE_CUDA(be);
+  const test::DeltaBatch b(150, 0, 5, 40);
+  for (const test::DeltaCase& c : kCudaDeltaCases) {
+    const DeltaRun staged = run_cuda_delta(*be, c, b, 13, b.n());
+    DeltaRun plain;
+    {
+      ScopedEnv off("BRISK_NO_CUDA_DELTA_STAGE", "1");
+      plain = run_cuda_delta(*be, c, b, 13, b.n());
+    }
+    ASSERT_EQ(staged.out.size(), plain.out.size());
+    EXPECT_EQ(0, std::memcmp(staged.out.data(), plain.out.data(), sizeof(float) * plain.out.size())) << case_name(c);
+    EXPECT_EQ(0, std::memcmp(staged.state.data(), plain.state.data(), sizeof(float) * plain.state.size()))
+        << case_name(c);
+  }
 }
 
 // The same tokens in one call (chunked), in calls of 7 tokens (recurrent, runs of several tokens

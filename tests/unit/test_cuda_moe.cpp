@@ -1,7 +1,8 @@
 // The CUDA mixture-of-experts op against the CPU backend's: every device weight format (and
 // one converted to BF16 at upload), 1 token (the per-pair path of decode) and 9 / 40 / 130
 // tokens (the pairs gathered in expert order: grouped launches for runs of at most 64 rows,
-// the GEMM beyond; each expert apart with BRISK_NO_CUDA_MOE_ITEMS; the per-pair path again
+// on the tensor cores for prompts of more than 64 tokens or as GEMV with
+// BRISK_NO_CUDA_MOE_MMA, the GEMM beyond; each expert apart with BRISK_NO_CUDA_MOE_ITEMS; the per-pair path again
 // with BRISK_NO_CUDA_MOE_GROUPED, bit-equal to the grouped launches), top-k of 1 / 2 / 3 / all,
 // with and without renormalization, SiLU and GELU, 6 and 40 experts; the fused decode
 // launches against the unfused ones; and the routing's tie rule. Skips when the build has no
@@ -132,6 +133,10 @@ TEST(CudaMoe, MatchesCpuBackend) {
                   host = run_moe(*gpu, a, true);
                 }
                 EXPECT_EQ(0, std::memcmp(grouped.data(), host.data(), sizeof(float) * host.size())) << what;
+              }
+              if (n_tok > 64 && norm && act == Activation::silu) {  // prompt: GEMV runs instead of tensor cores
+                ScopedEnv off("BRISK_NO_CUDA_MOE_MMA", "1");
+                check(run_moe(*gpu, a, true), true, "grouped GEMV");
               }
               if (n_tok > 8 && k == 2 && norm) {  // each expert apart (the previous prefill path)
                 ScopedEnv off("BRISK_NO_CUDA_MOE_ITEMS", "1");

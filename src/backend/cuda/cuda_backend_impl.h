@@ -217,6 +217,8 @@ class CudaBackend final : public Backend {
   // per run of up to 8 rows, activations quantized as in decode), experts with more rows take
   // the tensor-core GEMM on their run of rows; one gated activation over all rows, and one
   // weighted sum per token in expert id order (cuda::launch_moe_combine over the sorted rows).
+  // Prompts of more than kGraphMaxTokens tokens run those grouped matmuls on the tensor cores
+  // instead (cuda::launch_moe_items_mma, runs of up to 32 rows; BRISK_NO_CUDA_MOE_MMA).
   static constexpr int64_t kMoeItemMaxRows = 64;
   void moe_grouped_items(const MoeArgs& a);
   void moe_grouped_device(const MoeArgs& a);
@@ -249,6 +251,9 @@ class CudaBackend final : public Backend {
   void moe_items_launch(const MoeArgs& a, const void* const* w, QuantType type, const MoeInput& in, const Mat& o,
                         const void* const* w2, const Mat* o2, int64_t n_in, int64_t n_out, const int32_t* items,
                         int64_t n_items, const int32_t* n_items_dev);
+  // One launch of cuda::launch_moe_items_mma over float rows x into o (w2 / o2: a second matrix).
+  void moe_items_mma(const MoeArgs& a, const void* const* w, QuantType type, const Mat& x, const Mat& o,
+                     const void* const* w2, const Mat* o2, const int32_t* items, int64_t n_items);
   // Gate and up of the gathered rows xs over the runs (one launch when they share the input).
   void moe_items_gate_up(const MoeArgs& a, const MoeTables& tb, const Mat& xs, const Mat& g, const Mat& u,
                          const int32_t* items, int64_t n_items, const int32_t* n_items_dev);

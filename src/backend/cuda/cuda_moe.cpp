@@ -171,6 +171,14 @@ void CudaBackend::moe_grouped_items(const MoeArgs& a) {
     }
     tab[size_t(n_rows + i)] = row;
   }
+  // A prompt's experts (more tokens than a graph step) take the tensor-core launches where
+  // their formats and shapes allow; steps of up to kGraphMaxTokens keep the grouped GEMV,
+  // whose bits equal the device-grouped step's (moe_grouped_device).
+  const bool mma = !flags().no_cuda_moe_mma && n_tok > kGraphMaxTokens &&
+                   cuda::moe_items_mma_fits(tb.gate_type, n_embd, n_embd) &&
+                   cuda::moe_items_mma_fits(tb.up_type, n_embd, n_embd) &&
+                   cuda::moe_items_mma_fits(tb.down_type, n_ff, n_ff);
+  const int64_t item_rows = mma ? cuda::kMoeMmaRows : cuda::kMoeItemRows;
   int64_t n_items = 0;
   std::vector<int32_t> large;  // experts for the GEMM
   for (int32_t e = 0; e < ne; ++e) {
@@ -179,10 +187,10 @@ void CudaBackend::moe_grouped_items(const MoeArgs& a) {
       large.push_back(e);
       continue;
     }
-    for (int64_t r = 0; r < m; r += cuda::kMoeItemRows) {
+    for (int64_t r = 0; r < m; r += item_rows) {
       tab.push_back(e);
       tab.push_back(int32_t(start[size_t(e)] + r));
-      tab.push_back(int32_t(std::min<int64_t>(cuda::kMoeItemRows, m - r)));
+      tab.push_back(int32_t(std::min<int64_t>(item_rows, m - r)));
       ++n_items;
     }
   }
@@ -212,7 +220,17 @@ void CudaBackend::moe_grouped_items(const MoeArgs& a) {
   get_rows({.out = xs, .x = a.x, .rows = row_tok});
   forget_quant();
   // gate / up: the grouped launch, then the GEMMs of the large experts.
-  if (n_items > 0) {
+  if (n_items > 0 && mma) {
+    moe_items_mma(a, tb.gate, tb.gate_type, xs, g, tb.up_type == tb.gate_type ? tb.up : nullptr, &u, items, n_items);
+    if (tb.up_type != tb.gate_type) moe_items_mma(a, tb.up, tb.up_type, xs, u, nullptr, nullptr, items, n_items);
+    for (const int32_t e : large) {
+      const int64_t r0 = start[size_t(e)], m = start[size_t(e) + 1] - r0;
+      matmul({.out = rows_of(g, r0, m), .x = rows_of(xs, r0, m), .w = a.gate[e]});
+      matmul({.out = rows_of(u, r0, m), .x = rows_of(xs, r0, m), .w = a.up[e]});
+    }
+    gated_act({.out = g, .gate = g, .up = u, .act = a.act});
+    moe_items_mma(a, tb.down, tb.down_type, g, dm, nullptr, nullptr, items, n_items);
+  } else if (n_items > 0) {
     moe_items_gate_up(a, tb, xs, g, u, items, n_items, nullptr);
     // The large experts' gate / up on the tensor cores, on their runs of rows.
     for (const int32_t e : large) {
@@ -412,6 +430,15 @@ void CudaBackend::moe_items_launch(const MoeArgs& a, const void* const* w, Quant
   enqueue("moe (grouped expert matmul)", [m, items, n_items, n_items_dev](cudaStream_t s) {
     return cuda::launch_moe_items(m, items, n_items, s, n_items_dev);
   });
+}
+
+void CudaBackend::moe_items_mma(const MoeArgs& a, const void* const* w, QuantType type, const Mat& x, const Mat& o,
+                                const void* const* w2, const Mat* o2, const int32_t* items, int64_t n_items) {
+  const cuda::MoeMatmulArgs m{.w = w, .type = type, .n_in = x.cols, .n_out = o.cols, .n_expert = a.n_expert,
+                              .x = x.data, .x_stride = x.row_stride(), .out = o.data, .w2 = w2,
+                              .out2 = w2 && o2 ? o2->data : nullptr};
+  enqueue("moe (grouped expert matmul, tensor cores)",
+          [m, items, n_items](cudaStream_t s) { return cuda::launch_moe_items_mma(m, items, n_items, s); });
 }
 
 void CudaBackend::moe_items_gate_up(const MoeArgs& a, const MoeTables& tb, const Mat& xs, const Mat& g, const Mat& u,

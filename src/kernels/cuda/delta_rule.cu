@@ -26,6 +26,10 @@
 //   - delta_chunk_state_kernel, grid (run, value head, 32-column tile): the chunks of one
 //     sequence in order, the state tile [k_dim, 32] in shared memory; per chunk three products
 //     (V' and exp(gc) q S sharing each S read, the masked (q k^T ⊙ D) V', the state update).
+//     The chunk's W, q and k rows and q k^T ⊙ D are first copied to shared memory with
+//     coalesced loads (kStaged, where they fit: k_dim <= 128 on sm_90), so the products' inner
+//     loops read shared memory instead of a chain of dependent global loads; the same
+//     operations in the same order either way (BRISK_NO_CUDA_DELTA_STAGE).
 // The host gives the runs and chunks (DeltaChunkPlan) from the step's sequence ids, which a
 // prefill step holds on the host anyway.
 #include "kernels/cuda/kernels.h"
@@ -256,7 +260,9 @@ __global__ void __launch_bounds__(256) delta_chunk_prep_kernel(ChunkParams cp) {
   }
 }
 
-// Shared memory: the state tile S [k_dim][kTile], V' [kChunk][kTile], exp(gc), key weights.
+// Shared memory: the state tile S [k_dim][kTile], V' [kChunk][kTile], exp(gc), key weights;
+// staged: the chunk's W, q, k [kChunk][k_dim] and q k^T ⊙ D [kChunk][kChunk].
+template <bool kStaged>
 __global__ void __launch_bounds__(kWarps * 32) delta_chunk_state_kernel(ChunkParams cp) {
   BRISK_PDL_ENTER();
   extern __shared__ float sm[];
@@ -271,6 +277,10 @@ __global__ void __launch_bounds__(kWarps * 32) delta_chunk_state_kernel(ChunkPar
   float* Vp = S + dk * kTile;        // [kChunk][kTile]
   float* eg = Vp + kChunk * kTile;   // [kChunk]
   float* kw = eg + kChunk;           // [kChunk]
+  float* Ws = kw + kChunk;           // staged rows [kChunk][dk] each
+  float* Qs = Ws + kChunk * dk;
+  float* Ks = Qs + kChunk * dk;
+  float* Ds = Ks + kChunk * dk;      // [kChunk][kChunk]
   const int32_t first_chunk = cp.plan.runs[run * 2], n_chunks = cp.plan.runs[run * 2 + 1];
   const int32_t first_tok = cp.plan.tokens[cp.plan.chunks[first_chunk * 3]];
   const int32_t s = p.seq[first_tok];
@@ -289,6 +299,16 @@ __global__ void __launch_bounds__(kWarps * 32) delta_chunk_state_kernel(ChunkPar
       eg[threadIdx.x] = expf(g);
       kw[threadIdx.x] = expf(last - g);
     }
+    if constexpr (kStaged) {
+      for (int idx = threadIdx.x; idx < c * dk; idx += kWarps * 32) {
+        const int i = idx / dk, d = idx - i * dk;
+        const int64_t t = toks[i];
+        Ws[idx] = cs.W[(row0 + i) * dk + d];
+        Qs[idx] = p.q[t * p.q_stride + int64_t(kh) * dk + d];
+        Ks[idx] = p.k[t * p.k_stride + int64_t(kh) * dk + d];
+      }
+      for (int idx = threadIdx.x; idx < c * kChunk; idx += kWarps * 32) Ds[idx] = cs.QKD[row0 * kChunk + idx];
+    }
     __syncthreads();
     // V' = U - W S and P = exp(gc) q S (both read S before its update); rows i = w + 8 r.
     float P[kChunk / kWarps];
@@ -297,8 +317,8 @@ __global__ void __launch_bounds__(kWarps * 32) delta_chunk_state_kernel(ChunkPar
       const int i = w + kWarps * r;
       P[r] = 0.0f;
       if (i >= c) continue;
-      const float* Wr = cs.W + (row0 + i) * dk;
-      const float* Qr = p.q + int64_t(toks[i]) * p.q_stride + int64_t(kh) * dk;
+      const float* Wr = kStaged ? Ws + i * dk : cs.W + (row0 + i) * dk;
+      const float* Qr = kStaged ? Qs + i * dk : p.q + int64_t(toks[i]) * p.q_stride + int64_t(kh) * dk;
       float u = col ? cs.U[(row0 + i) * dv + j] : 0.0f, o = 0.0f;
       for (int d = 0; d < dk; ++d) {
         const float sv = S[d * kTile + lane];
@@ -314,7 +334,7 @@ __global__ void __launch_bounds__(kWarps * 32) delta_chunk_state_kernel(ChunkPar
     for (int r = 0; r < kChunk / kWarps; ++r) {
       const int i = w + kWarps * r;
       if (i >= c) continue;
-      const float* qkd = cs.QKD + (row0 + i) * kChunk;
+      const float* qkd = kStaged ? Ds + i * kChunk : cs.QKD + (row0 + i) * kChunk;
       float o = P[r];
       for (int m = 0; m <= i; ++m) o += qkd[m] * Vp[m * kTile + lane];
       if (col) p.out[int64_t(toks[i]) * p.out_stride + int64_t(h) * dv + j] = o;
@@ -323,8 +343,10 @@ __global__ void __launch_bounds__(kWarps * 32) delta_chunk_state_kernel(ChunkPar
     const float decay = eg[c - 1];
     for (int d = w; d < dk; d += kWarps) {
       float sv = S[d * kTile + lane] * decay;
-      for (int i = 0; i < c; ++i)
-        sv += kw[i] * p.k[int64_t(toks[i]) * p.k_stride + int64_t(kh) * dk + d] * Vp[i * kTile + lane];
+      for (int i = 0; i < c; ++i) {
+        const float kd = kStaged ? Ks[i * dk + d] : p.k[int64_t(toks[i]) * p.k_stride + int64_t(kh) * dk + d];
+        sv += kw[i] * kd * Vp[i * kTile + lane];
+      }
       S[d * kTile + lane] = sv;
     }
     __syncthreads();
@@ -344,7 +366,10 @@ DeltaParams params_of(const DeltaRuleArgs& a) {
 }
 
 size_t prep_smem(int k_dim) { return sizeof(float) * (size_t(2 * kChunk) * size_t(k_dim + 1) + kChunk * (kChunk + 1) + 3 * kChunk); }
-size_t state_smem(int k_dim) { return sizeof(float) * (size_t(k_dim) * kTile + kChunk * kTile + 2 * kChunk); }
+size_t state_smem(int k_dim, bool staged) {
+  return sizeof(float) * (size_t(k_dim) * kTile + kChunk * kTile + 2 * kChunk +
+                          (staged ? size_t(3 * kChunk) * size_t(k_dim) + kChunk * kChunk : 0));
+}
 
 }  // namespace
 
@@ -372,15 +397,21 @@ cudaError_t launch_delta_rule_chunked(const DeltaRuleArgs& a, const DeltaChunkPl
   if (a.q.rows == 0 || plan.n_runs == 0) return cudaSuccess;
   if (!delta_rule_supported(a) || a.n_v_head > 65535) return cudaErrorInvalidValue;
   const ChunkParams cp{.p = params_of(a), .plan = plan};
-  const size_t s1 = prep_smem(a.k_dim), s2 = state_smem(a.k_dim);
-  cudaError_t e = cudaFuncSetAttribute(delta_chunk_prep_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(s1));
+  int device = 0, smem_max = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   if (e != cudaSuccess) return e;
-  e = cudaFuncSetAttribute(delta_chunk_state_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(s2));
+  const bool staged = !flags().no_cuda_delta_stage && state_smem(a.k_dim, true) <= size_t(smem_max);
+  const size_t s1 = prep_smem(a.k_dim), s2 = state_smem(a.k_dim, staged);
+  auto* state_kernel = staged ? delta_chunk_state_kernel<true> : delta_chunk_state_kernel<false>;
+  e = cudaFuncSetAttribute(delta_chunk_prep_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(s1));
+  if (e != cudaSuccess) return e;
+  e = cudaFuncSetAttribute(state_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(s2));
   if (e != cudaSuccess) return e;
   e = launch_kernel(delta_chunk_prep_kernel, dim3(unsigned(plan.n_chunks), unsigned(a.n_v_head)), dim3(256), s1,
                     stream, cp);
   if (e != cudaSuccess) return e;
-  return launch_kernel(delta_chunk_state_kernel,
+  return launch_kernel(state_kernel,
                        dim3(unsigned(plan.n_runs), unsigned(a.n_v_head), unsigned((a.v_dim + kTile - 1) / kTile)),
                        dim3(kWarps * 32), s2, stream, cp);
 }

@@ -239,6 +239,14 @@ cudaError_t launch_moe_matmul_combine(const MoeMatmulArgs& a, const float* w, co
 constexpr int kMoeItemRows = 8;
 cudaError_t launch_moe_items(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, cudaStream_t stream,
                              const int32_t* n_items_dev = nullptr);
+// The grouped expert matmuls of launch_moe_items on the tensor cores (moe_mma.cu): float x
+// rows (x / x_stride, 16-byte aligned) rounded to BF16, each item's weight tile decoded to
+// BF16 once for its rows (items of 1..kMoeMmaRows rows), FP32 sums: the prefill GEMM's
+// precision, not launch_moe_items' bits. moe_items_mma_fits says which inputs it takes
+// (not F32 weights: those keep FP32 products).
+constexpr int kMoeMmaRows = 32;
+bool moe_items_mma_fits(QuantType type, int64_t n_in, int64_t x_stride);
+cudaError_t launch_moe_items_mma(const MoeMatmulArgs& a, const int32_t* items, int64_t n_items, cudaStream_t stream);
 // The pairs grouped by expert without the host (moe_group_kernel in moe.cu): from ids [nk]
 // (n_used a token), row_tok [nk], pair_row [nk], items [moe_group_max_items][3], n_items [1].
 int64_t moe_group_max_items(int64_t nk, int n_expert);
