@@ -13,9 +13,15 @@ bool tp_dense_arch(const std::string& arch) {
   return arch == "llama" || arch == "mistral" || arch == "qwen2" || arch == "qwen3";
 }
 
+// Qwen3-MoE (HF model_type or GGUF name): experts split by their MLP rows.
+bool tp_moe_arch(const std::string& arch) { return arch == "qwen3moe" || arch == "qwen3_moe"; }
+
 // How a tensor of a dense decoder layer is split: by its output rows, its input columns, only
 // on rank 0 (a row-parallel matmul's bias), or not at all.
-enum class TpSplitKind { replicated, rows, cols, rank0 };
+// Expert stacks (3-D {n_in, rows, n_expert}) split each expert's rows (expert_rows; the fused
+// gate_up stack: its gate rows and its up rows, expert_rows_fused); their down stack splits
+// columns like a matrix.
+enum class TpSplitKind { replicated, rows, cols, rank0, expert_rows, expert_rows_fused };
 
 struct TpTensorSplit {
   TpSplitKind kind = TpSplitKind::replicated;
@@ -50,7 +56,45 @@ TpTensorSplit tp_split_of(const ModelConfig& cfg, const std::string& name) {
   if (s == "attn_output.weight") return {TpSplitKind::cols, q};
   if (s == "ffn_down.weight") return {TpSplitKind::cols, ff};
   if (s == "attn_output.bias" || s == "ffn_down.bias") return {TpSplitKind::rank0, 0};
+  // Experts: 3-D stacks, or one 2-D matrix per expert (ffn_gate_exps.<e>.weight).
+  const int64_t fe = cfg.n_ff_exp;
+  const auto expert = [&](const char* kind) {
+    const std::string p = std::string("ffn_") + kind + "_exps.";
+    return s.rfind(p, 0) == 0 && s.size() > p.size() + 6 && s.compare(s.size() - 7, 7, ".weight") == 0;
+  };
+  if (s == "ffn_gate_exps.weight" || s == "ffn_up_exps.weight") return {TpSplitKind::expert_rows, fe};
+  if (s == "ffn_gate_up_exps.weight") return {TpSplitKind::expert_rows_fused, fe};
+  if (s == "ffn_down_exps.weight") return {TpSplitKind::cols, fe};
+  if (expert("gate") || expert("up")) return {TpSplitKind::rows, fe};
+  if (expert("down")) return {TpSplitKind::cols, fe};
   return {};
+}
+
+// Rows [first, first + count) of every expert of a stack t {n_in, rows, n_expert} (rows = f, or
+// 2 f for a fused gate_up stack, whose up rows [f + first, f + first + count) follow its gate
+// rows), copied into *bytes.
+StoredTensor tp_slice_expert_rows(const StoredTensor& t, bool fused, int64_t f, int64_t first, int64_t count,
+                                  std::vector<uint8_t>* bytes) {
+  const auto rb = quant_row_bytes(t.type, uint64_t(t.ne[0]));
+  const int64_t rows = t.ne[1], n_expert = t.ne[2];
+  BRISK_CHECK(rb && *rb * uint64_t(rows) * uint64_t(n_expert) <= t.n_bytes, "tensor ", t.name,
+              ": data is shorter than its shape");
+  const int64_t halves = fused ? 2 : 1;
+  bytes->assign(size_t(*rb) * size_t(halves * count * n_expert), 0);
+  const auto* src = static_cast<const uint8_t*>(t.data);
+  uint8_t* dst = bytes->data();
+  for (int64_t e = 0; e < n_expert; ++e)
+    for (int64_t h = 0; h < halves; ++h) {
+      const size_t from = size_t(*rb) * size_t(e * rows + h * f + first), n = size_t(*rb) * size_t(count);
+      std::memcpy(dst, src + from, n);
+      dst += n;
+    }
+  StoredTensor s = t;
+  s.ne = {t.ne[0], halves * count, n_expert};
+  s.data = bytes->data();
+  s.n_bytes = bytes->size();
+  s.writable = true;
+  return s;
 }
 
 std::string tp_shape_str(const std::vector<int64_t>& ne) {
@@ -63,11 +107,15 @@ std::string tp_shape_str(const std::vector<int64_t>& ne) {
 
 void tp_check_split(const ModelConfig& cfg, int32_t world) {
   BRISK_CHECK(world >= 1 && world <= 1024, "tensor parallelism: ", world, " ranks (expected 1 to 1024)");
-  BRISK_CHECK(tp_dense_arch(cfg.arch), "tensor parallelism: architecture ", cfg.arch,
-              " is not supported (the dense decoders llama, mistral, qwen2 and qwen3 are)");
-  BRISK_CHECK(cfg.n_expert == 0, "tensor parallelism: ", cfg.arch, " has ", cfg.n_expert,
-              " experts per layer; mixture-of-experts models are not split yet");
+  const bool moe = tp_moe_arch(cfg.arch);
+  BRISK_CHECK(tp_dense_arch(cfg.arch) || moe, "tensor parallelism: architecture ", cfg.arch,
+              " is not supported (the dense decoders llama, mistral, qwen2 and qwen3 are, and qwen3moe)");
+  BRISK_CHECK(moe || cfg.n_expert == 0, "tensor parallelism: ", cfg.arch, " has ", cfg.n_expert,
+              " experts per layer; only qwen3moe's mixtures of experts are split");
+  BRISK_CHECK(cfg.n_ff_shexp == 0, "tensor parallelism: ", cfg.arch, " has a shared expert, which is not split yet");
   if (world == 1) return;
+  BRISK_CHECK(!moe || cfg.n_ff_exp % world == 0, "tensor parallelism: experts of ", cfg.n_ff_exp,
+              " MLP rows do not split over ", world, " ranks");
   BRISK_CHECK(cfg.n_head % world == 0, "tensor parallelism: ", cfg.n_head, " attention heads do not split over ",
               world, " ranks");
   for (int il = 0; il < cfg.n_layer; ++il) {
@@ -76,8 +124,10 @@ void tp_check_split(const ModelConfig& cfg, int32_t world) {
     BRISK_CHECK(hkv >= world, "tensor parallelism: ", world, " ranks need at least ", world, " KV heads, the model has ",
                 hkv, where);
     BRISK_CHECK(hkv % world == 0, "tensor parallelism: ", hkv, " KV heads do not split over ", world, " ranks", where);
-    BRISK_CHECK(ff % world == 0, "tensor parallelism: an MLP of ", ff, " rows does not split over ", world, " ranks",
-                where);
+    // (A mixture-of-experts config's n_ff may be a buffer size, not a layer's: its dense MLPs, if
+    // any, are checked by their tensors' shapes.)
+    BRISK_CHECK(moe || ff % world == 0, "tensor parallelism: an MLP of ", ff, " rows does not split over ", world,
+                " ranks", where);
   }
 }
 
@@ -86,6 +136,7 @@ ModelConfig tp_shard_config(const ModelConfig& cfg, int32_t world) {
   c.n_head = cfg.n_head / world;
   c.n_head_kv = cfg.n_head_kv / world;
   c.n_ff = cfg.n_ff / world;
+  c.n_ff_exp = cfg.n_ff_exp / world;
   for (int32_t& v : c.layer_n_head_kv) v /= world;
   for (int32_t& v : c.layer_n_ff) v /= world;
   return c;
@@ -177,15 +228,36 @@ std::unique_ptr<WeightStore> tp_shard_weights(const WeightStore& full, const Mod
       }
       continue;
     }
-    const int64_t along = sp.kind == TpSplitKind::cols ? t.ne[0] : t.ne.size() == 1 ? t.ne[0] : t.ne.size() == 2 ? t.ne[1] : -1;
-    BRISK_CHECK(along == sp.whole, "tensor ", name, " has shape ", tp_shape_str(t.ne), ", expected ", sp.whole,
+    const bool stack = sp.kind == TpSplitKind::expert_rows || sp.kind == TpSplitKind::expert_rows_fused;
+    const int64_t along = sp.kind == TpSplitKind::cols ? t.ne[0]
+                          : stack                      ? (t.ne.size() == 3 ? t.ne[1] : -1)
+                          : t.ne.size() == 1           ? t.ne[0]
+                          : t.ne.size() == 2           ? t.ne[1]
+                                                       : -1;
+    const int64_t whole = sp.kind == TpSplitKind::expert_rows_fused ? 2 * sp.whole : sp.whole;
+    BRISK_CHECK(along == whole, "tensor ", name, " has shape ", tp_shape_str(t.ne), ", expected ", whole,
                 sp.kind == TpSplitKind::cols ? " columns" : " rows");
+    BRISK_CHECK(sp.whole % world == 0, "tensor parallelism: tensor ", name, ": ", sp.whole, " ",
+                sp.kind == TpSplitKind::cols ? "columns" : "rows", " do not split over ", world, " ranks");
     const int64_t part = sp.whole / world;
     if (sp.kind == TpSplitKind::rows) {
       ws->put_view(tp_slice_rows(t, int64_t(rank) * part, part));
-    } else {
+    } else if (stack) {
       std::vector<uint8_t> bytes;
-      StoredTensor s = tp_slice_cols(t, int64_t(rank) * part, part, &bytes);
+      StoredTensor s = tp_slice_expert_rows(t, sp.kind == TpSplitKind::expert_rows_fused, sp.whole,
+                                            int64_t(rank) * part, part, &bytes);
+      ws->put_owned(std::move(s), std::move(bytes));
+    } else {
+      // A 3-D down stack {n_ff_exp, n_embd, n_expert} cuts its columns like a matrix of
+      // n_embd x n_expert rows.
+      StoredTensor flat = t;
+      int64_t rows = 1;
+      for (size_t d = 1; d < t.ne.size(); ++d) rows *= t.ne[d];
+      flat.ne = {t.ne[0], rows};
+      std::vector<uint8_t> bytes;
+      StoredTensor s = tp_slice_cols(flat, int64_t(rank) * part, part, &bytes);
+      s.ne = t.ne;
+      s.ne[0] = part;
       ws->put_owned(std::move(s), std::move(bytes));
     }
   }

@@ -8,6 +8,9 @@
 //     add the ranks' partial sums (Backend::all_reduce) before the residual add. A bias of a
 //     row-parallel matmul stays on rank 0 only (the others get zeros), so it is added once.
 //   replicated: norms, embeddings, the LM head, rope factors, per-head q / k norms.
+// Qwen3-MoE's experts split by their MLP rows the same way (each expert's gate / up rows
+// [r F_exp/n, (r+1) F_exp/n), its down columns to match, the router replicated): every rank
+// routes alike and the MoE output is a partial sum like a dense MLP's.
 // The shard's config is the model's with n_head / n, n_head_kv / n and n_ff / n, so that the
 // forward and the KV cache run unchanged on fewer heads. Row slices are views of the model's
 // bytes; column slices of a matrix are copies owned by the shard's store, and of a

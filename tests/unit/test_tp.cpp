@@ -256,7 +256,7 @@ TEST_P(TpModel, TwoCpuRanksMatchOne) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, TpModel, ::testing::Values("llama", "mistral", "qwen2", "qwen3"),
+INSTANTIATE_TEST_SUITE_P(Models, TpModel, ::testing::Values("llama", "mistral", "qwen2", "qwen3", "qwen3_moe"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
