@@ -373,6 +373,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
         {"bytes_per_token", token_bytes},
         {"threads", n_threads},
         {"device", device},
+        {"tp", a.tp},  // tensor-parallel ranks (0: none)
         {"bandwidth_probe", on_device ? "device copy (read + write)" : "host read"},
         {"mmap", a.mmap},
         {"n_prompt", a.n_prompt},
