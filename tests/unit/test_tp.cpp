@@ -19,6 +19,7 @@
 #include "kernels/cpu/ops.h"
 #include "model_fixtures.h"
 #include "models/tp_shard.h"
+#include "quant/repack.h"
 #include "runtime/engine_api.h"
 #include "runtime/tp_context.h"
 
@@ -117,6 +118,27 @@ TEST(TpSliceRefusal, ColumnsOffBlockBoundariesAreRefused) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("block boundaries"), std::string::npos) << e.what();
   }
+}
+
+// A model first bound to a backend that repacks rows (the CPU's Q8_0_R16 on AVX-512): column
+// slices come out in the stored format, the same bytes as from the stored matrix.
+TEST(TpSliceRepacked, ColumnsOfARepackedMatrixAreTheStoredOnes) {
+  const TpMatrix m = tp_random_matrix(QuantType::Q8_0, 1024, 4, 6);
+  const auto repacked = quant::repacked_type(QuantType::Q8_0);
+  ASSERT_TRUE(repacked.has_value());
+  std::vector<uint8_t> packed = m.bytes;
+  const size_t rb = size_t(*quant_row_bytes(QuantType::Q8_0, 1024));
+  quant::repack_rows_in_place(QuantType::Q8_0, packed.data(), 4, rb, 1024 / 32);
+  StoredTensor t = m.t;
+  t.type = *repacked;
+  t.data = packed.data();
+  std::vector<uint8_t> from_stored, from_packed;
+  const StoredTensor a = tp_slice_cols(m.t, 512, 512, &from_stored);
+  const StoredTensor b = tp_slice_cols(t, 512, 512, &from_packed);
+  EXPECT_EQ(b.type, QuantType::Q8_0);
+  EXPECT_EQ(from_packed, from_stored);
+  // Row slices keep the layout (it rearranges bytes within each row).
+  EXPECT_EQ(tp_slice_rows(t, 1, 2).type, *repacked);
 }
 
 TEST(TpHostComm, SumsInRankOrderOnEveryRank) {
