@@ -55,6 +55,9 @@ class Backend {
     (void)a;
     return false;
   }
+  // Tensor parallelism: the sum of a.x over the ranks of a.tp's group (AllReduceArgs). Called
+  // only when the group has more than one rank. Default: throws naming the backend.
+  virtual void all_reduce(const AllReduceArgs& a);
   // Encoder ops (see their argument structs); the defaults throw naming the op and backend.
   virtual void layer_norm(const LayerNormArgs& a);
   virtual void unary(const UnaryArgs& a);

@@ -15,6 +15,7 @@ namespace {
 }  // namespace
 
 void Backend::scale(const ScaleArgs&) { unsupported(*this, "scale"); }
+void Backend::all_reduce(const AllReduceArgs&) { unsupported(*this, "all_reduce"); }
 void Backend::layer_norm(const LayerNormArgs&) { unsupported(*this, "layer_norm"); }
 void Backend::unary(const UnaryArgs&) { unsupported(*this, "unary"); }
 void Backend::im2col(const Im2colArgs&) { unsupported(*this, "im2col"); }

@@ -302,8 +302,21 @@ void add_ctx_option(ArgParser& p, int32_t* n_ctx, const std::string& default_tex
             "context size in tokens (default " + default_text + "; 0: the model's maximum)");
 }
 
+void add_tp_option(ArgParser& p, int32_t* tp) {
+  p.integer({"--tp", "--tensor-parallel"}, tp, 1, 1024, "N",
+            "split the model over N ranks (tensor parallelism): GPUs 0..N-1 with --device cuda, N CPU ranks "
+            "with --device cpu; --device cuda:0,1,... implies it");
+}
+
+void refuse_device_list(const std::string& command, const std::string& device) {
+  if (device.find(',') != std::string::npos)
+    usage_fail("--device ", device, ": ", command, " runs on one device; several GPUs (tensor parallelism) are for "
+               "generate, bench and cuda-bench");
+}
+
 void add_device_option(ArgParser& p, std::string* device, const std::string& default_text) {
-  p.text({"--device"}, device, "D", "auto | cpu | cuda | cuda:N (default " + default_text + ")");
+  p.text({"--device"}, device, "D",
+         "auto | cpu | cuda | cuda:N | cuda:I,J,... (one GPU per tensor-parallel rank) (default " + default_text + ")");
   const std::string command = p.command();
   p.option({"-ngl", "--n-gpu-layers", "--gpu-layers"}, "N",
            "llama.cpp's spelling: 0 is --device cpu, more is --device auto", [device, command](const std::string& v) {

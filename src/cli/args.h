@@ -124,6 +124,11 @@ void add_ctx_option(ArgParser& p, int32_t* n_ctx, const std::string& default_tex
 // --device auto|cpu|cuda|cuda:N, and llama.cpp's -ngl/--n-gpu-layers N mapped onto it (0: cpu;
 // more: auto, the GPU when one is usable) with a one-line note on stderr.
 void add_device_option(ArgParser& p, std::string* device, const std::string& default_text);
+// --tp N: tensor parallelism over N ranks (1..1024; left at 0 when not given): GPUs 0..N-1 with
+// --device cuda, N CPU ranks with --device cpu; a device list cuda:0,1,... implies it.
+void add_tp_option(ArgParser& p, int32_t* tp);
+// A usage error for a device list (cuda:0,1,...) given to a command that runs on one device.
+void refuse_device_list(const std::string& command, const std::string& device);
 
 // The context size to ask for: `requested` (0: the model's maximum), and the one-line note
 // when the model cannot hold that many positions (printed by the caller).

@@ -45,6 +45,7 @@ using Clock = std::chrono::steady_clock;
 struct Args {
   std::string model, device = "auto";
   int32_t n_prompt = 512, n_gen = 128, threads = 0, reps = 3, n_batch = 512, bw_mib = 512;
+  int32_t tp = 0;  // --tp: tensor-parallel ranks (0: none)
   std::vector<int32_t> depths{0};
   std::vector<int32_t> verify;  // --verify: drafted tokens per verify step to time
   bool json = false, mmap = false;
@@ -77,6 +78,7 @@ bool parse(const std::vector<std::string>& argv, Args& a) {
   p.integer({"-b", "--batch"}, &a.n_batch, 1, 1 << 16, "N", "tokens per forward in the prefill (default 512)");
   p.integer({"--bw-mib"}, &a.bw_mib, 1, 1 << 16, "MIB", "size of the read-bandwidth probe buffer (a GPU's copy probe: at least 1024)");
   brisk::cli::add_device_option(p, &a.device, "auto: the GPU when one is usable");
+  brisk::cli::add_tp_option(p, &a.tp);
   p.flag({"--json"}, &a.json, "machine-readable output");
   p.flag({"--mmap"}, &a.mmap, "memory-map the weights instead of reading them");
   p.option({"--verify"}, "K[,K...]", "time a verify step of K drafted tokens (K + 1 rows) against a decode step",
@@ -123,7 +125,7 @@ class Runner {
   Runner(std::shared_ptr<const brisk::Model> model, const Args& a) : model_(std::move(model)), a_(a) {
     const int32_t need = *std::max_element(a.depths.begin(), a.depths.end()) + std::max(a.n_prompt, a.n_gen) + 1;
     opts_ = {.n_ctx = need + 64 + *std::max_element(a.depths.begin(), a.depths.end()), .n_seq_max = 1,
-             .n_batch = a.n_batch, .n_threads = a.threads, .device = a.device,
+             .n_batch = a.n_batch, .n_threads = a.threads, .device = a.device, .tp = a.tp,
              .state_checkpoints = brisk::cli::spec_requested(a.spec) || !a.verify.empty()};
   }
   const brisk::ContextOptions& options() const { return opts_; }
@@ -257,7 +259,9 @@ int cmd_bench(const std::vector<std::string>& argv) {
   // Best of 5 passes over the probe buffer with the bench's thread count, after the model is
   // loaded so that both see the same memory pressure.
   // On a GPU: best of 5 device-to-device copies of at least 1 GiB (read + write bytes).
-  std::unique_ptr<brisk::Backend> dev_be = on_device ? brisk::make_backend(device, 1) : nullptr;
+  // (Tensor-parallel GPUs "cuda:0,1,...": the probe runs on the first.)
+  const std::string probe_device = device.find(',') == std::string::npos ? device : device.substr(0, device.find(','));
+  std::unique_ptr<brisk::Backend> dev_be = on_device ? brisk::make_backend(probe_device, 1) : nullptr;
   const auto probe = [&] {
     if (!on_device)
       return brisk::measure_read_bandwidth({.n_threads = n_threads, .buffer_bytes = uint64_t(a.bw_mib) << 20, .reps = 5});
@@ -369,6 +373,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
         {"bytes_per_token", token_bytes},
         {"threads", n_threads},
         {"device", device},
+        {"tp", a.tp},  // tensor-parallel ranks (0: none)
         {"bandwidth_probe", on_device ? "device copy (read + write)" : "host read"},
         {"mmap", a.mmap},
         {"n_prompt", a.n_prompt},

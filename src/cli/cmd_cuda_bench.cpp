@@ -28,7 +28,7 @@ std::string shape_names() {
 
 int cmd_cuda_bench(const std::vector<std::string>& argv) {
   std::string shape = "llama-3.1-8b", type_name = "q8_0", graphs = "both", gemv_only = "no", kv = "f16";
-  int32_t layers = -1, batch = -1, steps = -1, past = -1, prefill_tokens = 0;
+  int32_t layers = -1, batch = -1, steps = -1, past = -1, prefill_tokens = 0, tp = 0;
   std::vector<int32_t> tokens;
   brisk::cli::ArgParser args("cuda-bench", "[options]",
                              "Decode (or with --prefill N, prefill) speed of the CUDA backend on a random-weight model "
@@ -44,6 +44,8 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
   args.integer({"--past"}, &past, 0, 131072, "N", "positions already in the KV cache");
   args.integer({"--prefill"}, &prefill_tokens, 9, 65535, "N", "time a prefill of N tokens instead");
   args.text({"--kv-type"}, &kv, "T", "f16 | bf16 | q8_0 (default f16)");
+  args.integer({"--tp"}, &tp, 1, 1024, "N",
+               "decode with the model split over GPUs 0..N-1 (tensor parallelism; 1: the same path on one GPU)");
   std::string tokens_list;
   args.text({"--tokens"}, &tokens_list, "N[,N...]",
             "time steps of N tokens of one sequence (a verify step of N - 1 drafts, cut back after each) "
@@ -65,6 +67,11 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
     brisk::cli::usage_fail("unknown --type '", type_name, "'");
   if (graphs != "on" && graphs != "off" && graphs != "both") brisk::cli::usage_fail("--graphs on|off|both");
   if (gemv_only != "yes" && gemv_only != "no") brisk::cli::usage_fail("--gemv-only yes|no");
+  if (tp > 0 && (prefill_tokens > 0 || !tokens.empty() || gemv_only == "yes"))
+    brisk::cli::usage_fail("--tp times decode steps: not with --prefill, --tokens or --gemv-only");
+  if (tp > 0 && graphs == "off")
+    brisk::cli::usage_fail("--tp runs with CUDA graphs on (BRISK_NO_CUDA_GRAPHS=1 runs it launch by launch)");
+  if (tp > 0) graphs = "on";
   const auto kv_type = brisk::kv_cache_type_from_name(kv);
   if (!kv_type || *kv_type == brisk::QuantType::F32) brisk::cli::usage_fail("--kv-type f16|bf16|q8_0");
 #ifdef BRISK_HAVE_CUDA
@@ -73,6 +80,7 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
   p.type = type_name;
   p.matmul_only = gemv_only == "yes";
   p.kv_type = *kv_type;
+  p.tp = tp;
   if (layers > 0) p.n_layer = layers;
   if (batch > 0) p.batch = batch;
   if (steps > 0) p.steps = steps;
@@ -110,8 +118,10 @@ int cmd_cuda_bench(const std::vector<std::string>& argv) {
     }
     return 0;
   }
-  const std::string kv_note =
+  std::string kv_note =
       p.kv_type == brisk::QuantType::F16 ? "" : ", " + std::string(brisk::quant_type_info(p.kv_type).name) + " KV";
+  // Tensor parallelism: the bandwidth is the GPUs' together, against one GPU's copy bandwidth.
+  if (p.tp > 0) kv_note += ", tp " + std::to_string(p.tp) + " (GB/s of all GPUs vs one GPU's copy)";
   for (const bool g : {true, false}) {
     if ((g && graphs == "off") || (!g && graphs == "on")) continue;
     p.graphs = g;

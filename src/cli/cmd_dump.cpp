@@ -27,6 +27,7 @@ int cmd_dump(const std::vector<std::string>& argv) {
   p.text({"--quant"}, &quant, "Q", "quantize safetensors weights at load: q8_0 | q4_0 | q4_k");
   brisk::cli::add_device_option(p, &device, "cpu");
   if (!p.parse(argv)) return 0;
+  brisk::cli::refuse_device_list("dump", device);
   if (ids_text.empty()) brisk::cli::usage_fail("--prompt-ids is required");
   if (out_dir.empty()) brisk::cli::usage_fail("--out is required");
   std::vector<int32_t> ids;

@@ -22,7 +22,7 @@ struct Args {
   std::string model, prompt, prompt_ids, dump_logits, quant, kv_type = "f16", token, device = "auto";
   bool have_prompt = false, show_ids = false, raw = false, verbose = false;
   brisk::cli::SpecArgs spec;
-  int32_t n_predict = 128, n_ctx = 0, threads = 0, n_batch = 512;
+  int32_t n_predict = 128, n_ctx = 0, threads = 0, n_batch = 512, tp = 0;
   brisk::SamplerParams sampling;
   std::vector<std::string> stops;
 };
@@ -62,6 +62,7 @@ int cmd_generate(const std::vector<std::string>& argv) {
   p.text({"--kv-type"}, &a.kv_type, "T", "KV cache type: f16 | bf16 | f32 | q8_0 (default f16)");
   brisk::cli::add_threads_option(p, &a.threads);
   brisk::cli::add_device_option(p, &a.device, "auto: the GPU when one is usable");
+  brisk::cli::add_tp_option(p, &a.tp);
   p.text({"--token"}, &a.token, "TOKEN", "Hugging Face token for gated models (default $HF_TOKEN)");
   p.flag({"-v", "--verbose"}, &a.verbose, "also print the speculative-decoding statistics");
   brisk::cli::add_sampling_options(p, &a.sampling);
@@ -101,7 +102,8 @@ int cmd_generate(const std::vector<std::string>& argv) {
   if (!n_ctx.note.empty()) std::fprintf(stderr, "%s\n", n_ctx.note.c_str());
   const bool speculate = brisk::cli::spec_requested(a.spec);
   const brisk::ContextOptions copt{.n_ctx = n_ctx.n_ctx, .n_seq_max = 1, .n_batch = a.n_batch, .kv_type = *kv_type,
-                                   .n_threads = a.threads, .device = a.device, .state_checkpoints = speculate};
+                                   .n_threads = a.threads, .device = a.device, .tp = a.tp,
+                                   .state_checkpoints = speculate};
   a.spec.hf_token = a.token;
   brisk::SpecOptions spec = brisk::cli::make_spec_options(a.spec, model, path, copt);
   auto ctx = brisk::Context::create(model, copt);

@@ -80,6 +80,7 @@ bool parse(const std::vector<std::string>& argv, Args& a, bool& ctx_given, bool&
       "Ctrl-C stops the answer being written (it stays in the conversation) or clears the line.\n"
       "When the conversation outgrows the context, its oldest turns are dropped (the system message stays).");
   if (!p.parse(argv)) return false;
+  brisk::cli::refuse_device_list("run", a.device);
   if (a.model.empty()) a.model = brisk::kHubDefaultModel;
   ctx_given = p.given("--ctx");
   n_given = p.given("--n-predict");

@@ -111,6 +111,7 @@ int cmd_serve(const std::vector<std::string>& argv) {
   p.note("A request turns speculative decoding off with \"speculative.n_max\": 0 (llama.cpp server's field) or "
          "drafts fewer tokens with a smaller value.");
   if (!p.parse(argv)) return 0;
+  brisk::cli::refuse_device_list("serve", eo.device);
   if (yes_no != "auto" && yes_no != "on" && yes_no != "off") brisk::cli::usage_fail("--yes-no-reranker: auto, on or off");
   eo.yes_no = yes_no == "on" ? brisk::YesNoMode::on : yes_no == "off" ? brisk::YesNoMode::off : brisk::YesNoMode::detect;
   so.ollama_port = ollama_port;

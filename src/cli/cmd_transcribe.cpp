@@ -87,6 +87,7 @@ bool parse(const std::vector<std::string>& argv, Args* out) {
   brisk::cli::add_device_option(p, &a.device, "cpu");
   p.text({"--token"}, &a.token, "TOKEN", "Hugging Face token for gated models (default $HF_TOKEN)");
   if (!p.parse(argv)) return false;
+  brisk::cli::refuse_device_list("transcribe", a.device);
   return true;
 }
 

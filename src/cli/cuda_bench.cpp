@@ -164,10 +164,17 @@ CudaBenchResult cuda_decode_bench(const CudaBenchParams& p, const CudaBenchModel
   }
   constexpr int32_t kWarmup = 3;  // uploads of the weights and constants, graph capture
   const int32_t nb = p.batch;
-  auto ctx = context_create_on(m.model,
-                               {.n_ctx = p.n_past + kWarmup + p.steps + 1, .n_seq_max = nb, .n_batch = 512,
-                                .kv_type = p.kv_type},
-                               make_cuda_backend(p.device, p.graphs));
+  const ContextOptions copt{.n_ctx = p.n_past + kWarmup + p.steps + 1, .n_seq_max = nb, .n_batch = 512,
+                            .kv_type = p.kv_type};
+  std::unique_ptr<Context> ctx;
+  if (p.tp > 0) {
+    ContextOptions o = copt;
+    o.device = "cuda";
+    o.tp = p.tp;
+    ctx = Context::create(m.model, o);
+  } else {
+    ctx = context_create_on(m.model, copt, make_cuda_backend(p.device, p.graphs));
+  }
   ctx->set_device_greedy(true);  // ids come back, not logits, as a server's greedy decode
   // Each sequence's first n_past positions, the cache its decode steps attend to.
   for (int32_t s = 0; s < nb; ++s) {

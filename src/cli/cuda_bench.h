@@ -25,6 +25,9 @@ struct CudaBenchParams {
   int32_t batch = 1;                   // sequences decoded together, one token each per step
   int32_t prefill = 512;               // prefill: prompt tokens per forward (from position 0)
   int device = 0;
+  // Tensor parallelism: the model split over GPUs 0..tp-1 through the tensor-parallel context
+  // (runtime/tp_context.h; 1: the same path on one GPU). 0: one plain context on `device`.
+  int32_t tp = 0;
 };
 
 // The random model of p's shape, type and layers, with a context length for p's positions.

@@ -161,6 +161,22 @@ struct SoftcapArgs {
   float cap = 0.0f;               // > 0
 };
 
+// One rank of a tensor-parallel group (backend/tp_comm.h): its index, the group's size and the
+// backend's communicator for it (the CPU's in-process HostComm, NCCL's ncclComm_t on CUDA).
+struct TpRank {
+  int32_t rank = 0;
+  int32_t world = 1;
+  void* comm = nullptr;
+};
+
+// x := the elementwise sum of x over the ranks of the group, on every rank (each rank passes
+// its own x of the same shape). The CPU sums in rank order 0..world-1, so every rank gets the
+// same bits and a run is reproducible.
+struct AllReduceArgs {
+  Mat x;                          // [rows, cols] F32, in place
+  const TpRank* tp = nullptr;
+};
+
 // Ops of encoder and encoder-decoder models (speech, embeddings). Backends without them keep
 // the defaults, which throw "op X is not supported on the Y backend".
 

@@ -63,6 +63,10 @@ MlpWeights mlp_weights_load(const WeightStore& ws, const ModelConfig& cfg, int i
   };
 }
 
+void tp_sum_partials(const Forward& f, const Mat& t) {
+  if (f.tp && f.tp->world > 1) f.backend.all_reduce({.x = t, .tp = f.tp});
+}
+
 Mat embed_tokens(const Forward& f, const Weight& table, float scale) {
   const Mat x = f.mat(f.arena.x, f.cfg.n_embd);
   f.backend.embedding({.out = x, .table = table, .ids = f.batch.ids, .scale = scale});
@@ -138,6 +142,7 @@ Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
   }
   const Mat t = f.mat(f.arena.t, c.n_embd);
   be.matmul({.out = t, .x = a, .w = w.wo, .bias = w.bo});
+  tp_sum_partials(f, t);
   f.tap_tensor("attn_out", il, t);
   return t;
 }
@@ -155,6 +160,7 @@ Mat gated_mlp(const Forward& f, const Mat& in, const MlpWeights& w, int il) {
   f.tap_tensor("ffn_act", il, g);
   const Mat t = f.mat(f.arena.t, f.cfg.n_embd);
   be.matmul({.out = t, .x = g, .w = w.down});
+  tp_sum_partials(f, t);
   f.tap_tensor("ffn_out", il, t);
   return t;
 }

@@ -75,6 +75,10 @@ Mat self_attention(const Forward& f, const Mat& in, const AttentionWeights& w,
 // t := down(act(gate(in)) * up(in)), any MLP width (w.gate.n_out <= the arena's n_ff).
 // Returns t [n_tok, n_embd].
 Mat gated_mlp(const Forward& f, const Mat& in, const MlpWeights& w, int il);
+// Tensor parallelism (models/tp_shard.h): t := the sum of the ranks' partial outputs t of a
+// row-parallel matmul (attention output, MLP down projection), before the residual add. Nothing
+// without a group of more than one rank (f.tp).
+void tp_sum_partials(const Forward& f, const Mat& t);
 // x := x + t (tapped as `name`).
 void residual_add(const Forward& f, const Mat& x, const Mat& t, const char* name, int il);
 // logits[i] := output(rms_norm(x[out_rows[i]]) * norm_w) for the rows that want logits; with

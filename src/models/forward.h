@@ -96,6 +96,10 @@ struct Forward {
   const int32_t* cross_pos = nullptr;  // [n_tok]
   const CrossAttentionProbe* cross_probe = nullptr;
   const RecurrentViews* state = nullptr;  // layers with recurrent state (LayerState::recurrent)
+  // Tensor parallelism: this rank of the group whose shards together hold the model (the config
+  // is the shard's: a slice of the heads and MLP rows); blocks sum the row-parallel matmuls'
+  // partial outputs over it. nullptr or a world of 1: the whole model on one backend.
+  const TpRank* tp = nullptr;
 
   Mat mat(float* data, int64_t cols) const { return Mat{.data = data, .rows = batch.n_tok, .cols = cols}; }
   void tap_tensor(const char* name, int layer, const Mat& m) const {

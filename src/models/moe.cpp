@@ -82,6 +82,10 @@ Mat moe_mlp(const Forward& f, const Mat& in, const MoeWeights& w, int il, const 
   BRISK_CHECK(!w.expert_scale || be.moe_expert_scale_supported(), "op moe with per-expert scales is not supported on the ",
               be.name(), " backend");
   const bool shared = !w.shared.gate.empty();
+  // Tensor parallelism splits every expert's rows (models/tp_shard.h): each rank's output is a
+  // partial sum, added over the ranks below; a shared expert is not split.
+  const bool tp = f.tp && f.tp->world > 1;
+  BRISK_CHECK(!(tp && shared), "moe: layer ", il, " has a shared expert, which tensor parallelism does not split");
   BRISK_CHECK(!shared || (f.arena.t2 && !p.out), "moe: layer ", il,
               " has a shared expert but the arena no second output, or the caller gave an output buffer");
   MoeArgs a{.out = {}, .x = in, .logits = logits, .gate = w.gate.data(), .up = w.up.data(), .down = w.down.data(),
@@ -106,6 +110,7 @@ Mat moe_mlp(const Forward& f, const Mat& in, const MoeWeights& w, int il, const 
   const Mat routed = f.mat(shared ? f.arena.t2 : p.out ? p.out : f.arena.t, c.n_embd);
   a.out = routed;
   be.moe(a);
+  tp_sum_partials(f, routed);
   f.tap_tensor("ffn_moe_out", il, routed);
   if (!shared) return routed;
   const Mat t = gated_mlp(f, in, w.shared, il);  // arena.t

@@ -515,6 +515,10 @@ const std::vector<ModelShape>& shape_table() {
       {"llama-3.1-8b", {.arch = "llama", .n_vocab = 128256, .n_embd = 4096, .n_layer = 32, .n_head = 32,
                         .n_head_kv = 8, .head_dim = 128, .n_ff = 14336, .n_ctx_train = 131072,
                         .rope_theta = 500000.0f, .tie_embeddings = false}},
+      // Llama 3.1 70B: larger than one GPU in BF16; the tensor-parallel benchmark's shape.
+      {"llama-3.1-70b", {.arch = "llama", .n_vocab = 128256, .n_embd = 8192, .n_layer = 80, .n_head = 64,
+                         .n_head_kv = 8, .head_dim = 128, .n_ff = 28672, .n_ctx_train = 131072,
+                         .rope_theta = 500000.0f, .tie_embeddings = false}},
       // 128 experts of 768, 8 per token; intermediate_size 6144 is the dense MLP it has none of.
       {"qwen3-30b-a3b", {.arch = "qwen3moe", .n_vocab = 151936, .n_embd = 2048, .n_layer = 48, .n_head = 32,
                          .n_head_kv = 4, .head_dim = 128, .n_ff = 6144, .n_expert = 128, .n_expert_used = 8,

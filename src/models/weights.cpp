@@ -309,6 +309,19 @@ const float* WeightStore::vector(const std::string& name, int64_t n) {
   return v;
 }
 
+void WeightStore::put_view(StoredTensor t) {
+  vectors_.erase(t.name);
+  std::string name = t.name;
+  tensors_[name] = std::move(t);
+}
+
+void WeightStore::put_owned(StoredTensor t, std::vector<uint8_t> bytes) {
+  t.data = bytes.data();
+  t.n_bytes = bytes.size();
+  owned_.push_back(std::move(bytes));
+  put_view(std::move(t));
+}
+
 uint64_t WeightStore::total_bytes() const {
   uint64_t n = 0;
   for (const auto& [name, t] : tensors_) n += t.n_bytes;

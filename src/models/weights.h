@@ -84,6 +84,13 @@ class WeightStore {
   // must outlive it). For a second backend of a model whose bytes the first one rewrote.
   std::unique_ptr<WeightStore> relaid_copy(const LayoutFn& layout_of) const;
 
+  // Every tensor by name (models/tp_shard.h derives a shard's store from them).
+  const std::map<std::string, StoredTensor>& tensors() const { return tensors_; }
+  // Adds (or replaces) a tensor whose bytes another owner keeps alive as long as this store.
+  void put_view(StoredTensor t);
+  // Adds (or replaces) a tensor whose bytes this store takes (t.data is set to them).
+  void put_owned(StoredTensor t, std::vector<uint8_t> bytes);
+
   uint64_t total_bytes() const;
   uint64_t total_elements() const;
 

@@ -16,6 +16,7 @@
 #include "runtime/kv_cache.h"
 #include "runtime/loaded_model.h"
 #include "runtime/recurrent_state.h"
+#include "runtime/tp_context.h"
 
 namespace brisk {
 
@@ -25,9 +26,12 @@ class ModelContext final : public Context {
  public:
   // backend: the backend to run on, or nullptr for one made from options.device.
   // mtp: run the model's multi-token-prediction block (ArchModel::mtp) instead of the model.
+  // tp: this context's rank of a tensor-parallel group (runtime/tp_context.h; model is then
+  // the rank's shard), or a group of one.
   ModelContext(std::shared_ptr<const LoadedModel> model, const ContextOptions& options,
-               std::unique_ptr<Backend> backend, bool mtp = false)
-      : model_(std::move(model)), opt_(options), cfg_(config_of(*model_, mtp)), mtp_(mtp), backend_(std::move(backend)) {
+               std::unique_ptr<Backend> backend, bool mtp = false, TpRank tp = {})
+      : model_(std::move(model)), opt_(options), cfg_(config_of(*model_, mtp)), mtp_(mtp), tp_(tp),
+        backend_(std::move(backend)) {
     BRISK_CHECK(opt_.n_seq_max >= 1 && opt_.n_seq_max <= 1024, "n_seq_max ", opt_.n_seq_max,
                 " out of range [1, 1024]");
     BRISK_CHECK(opt_.n_batch >= 1, "n_batch must be at least 1");
@@ -182,7 +186,7 @@ class ModelContext final : public Context {
                       .k_cache = kv_->k(), .v_cache = kv_->v(), .tap = tap_ ? &tap_fn_ : nullptr,
                       .cross_k = enc_ ? &enc_->cross_k() : nullptr, .cross_v = enc_ ? &enc_->cross_v() : nullptr,
                       .cross_pos = enc_ ? enc_->cross_pos() : nullptr, .cross_probe = probe,
-                      .state = state_ ? &state_->views() : nullptr};
+                      .state = state_ ? &state_->views() : nullptr, .tp = tp_.world > 1 ? &tp_ : nullptr};
       const StepInputs in{.n_tok = n, .ids = ids_.data(), .pos = pos_.data(), .seq = seq_.data(), .n_out = n_out,
                           .out_rows = out_rows_.data()};
       // A step shaped like the previous one (same sequences, output rows and KV capacity: the
@@ -578,6 +582,7 @@ class ModelContext final : public Context {
   ContextOptions opt_;
   const ModelConfig& cfg_;
   bool mtp_ = false;                 // runs the model's MTP block (create_mtp)
+  TpRank tp_;                        // tensor parallelism: this rank of its group
   // Bidirectional forwards (ForwardBatch::seq_last ...): [n_batch] each.
   std::vector<int32_t> seq_last_, window_first_, window_last_;
   bool keep_hidden_ = false;         // set_keep_hidden
@@ -617,11 +622,20 @@ std::unique_ptr<Context> Context::create(std::shared_ptr<const Model> model, con
   BRISK_CHECK(model != nullptr, "Context::create: no model");
   auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
   BRISK_CHECK(loaded != nullptr, "Context::create: model was not loaded by Model::load");
+  if (tp_requested(options)) return tp_context_create(std::move(loaded), options);
   return std::make_unique<ModelContext>(std::move(loaded), options, nullptr);
+}
+
+std::unique_ptr<Context> context_create_rank(std::shared_ptr<const LoadedModel> shard, const ContextOptions& options,
+                                             std::unique_ptr<Backend> backend, const TpRank& tp) {
+  BRISK_CHECK(shard != nullptr && backend != nullptr, "context_create_rank: no model or no backend");
+  return std::make_unique<ModelContext>(std::move(shard), options, std::move(backend), false, tp);
 }
 
 std::unique_ptr<Context> Context::create_mtp(std::shared_ptr<const Model> model, const ContextOptions& options) {
   BRISK_CHECK(model != nullptr, "Context::create_mtp: no model");
+  BRISK_CHECK(!tp_requested(options), "speculative decoding with the multi-token-prediction block does not run "
+              "tensor-parallel (--tp / a device list)");
   auto loaded = std::dynamic_pointer_cast<const LoadedModel>(model);
   BRISK_CHECK(loaded != nullptr, "Context::create_mtp: model was not loaded by Model::load");
   return std::make_unique<ModelContext>(std::move(loaded), options, nullptr, true);

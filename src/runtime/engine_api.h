@@ -59,6 +59,12 @@ struct ContextOptions {
   int32_t n_threads = 0;           // 0: all cores
   std::string device = "cpu";      // cpu | cuda | cuda:N | auto (see make_backend); options()
                                    // gives the backend's name ("cpu", "cuda:0")
+  // Tensor parallelism (runtime/tp_context.h, docs/multi_gpu.md): the ranks the model is split
+  // over, each holding a slice of every layer's heads and MLP rows on its own backend. 0: none,
+  // unless device lists GPUs ("cuda:0,1,...": one rank each); >= 1: that many ranks ("cpu": CPU
+  // ranks in threads sharing n_threads; "cuda": GPUs 0..tp-1); 1 runs the whole model through
+  // the same tensor-parallel path.
+  int32_t tp = 0;
   int32_t kv_block_size = 256;     // KV cache positions per block (paged): a power of two >= 16
                                    // (256: backend/kv_table.h says why)
   // Models with recurrent state (linear-attention layers): a sequence's state is snapshotted

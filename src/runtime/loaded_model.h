@@ -50,6 +50,8 @@ class LoadedModel final : public Model {
   nlohmann::json generation_config_;
   nlohmann::json preprocessor_config_;
   std::string folder_;  // the Hugging Face folder ("" for GGUF): sentence-transformers files
+  // A tensor-parallel shard (models/tp_shard.h): the model whose bytes its weights view.
+  std::shared_ptr<const LoadedModel> shard_of_;
 
  private:
   using LayoutPlan = std::vector<std::pair<QuantType, QuantType>>;

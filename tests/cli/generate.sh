@@ -47,6 +47,14 @@ if [[ -n "${BRISK_SHARED_DATA:-}" && -d "$BRISK_SHARED_DATA/models/llama/hf" ]];
   ids=$(python3 -c "import json;r=json.load(open('$BRISK_SHARED_DATA/models/llama/ref.json'));print(','.join(map(str,r['input_ids'])))")
   got=$("$BIN" generate --model "$BRISK_SHARED_DATA/models/llama/hf" --prompt-ids "$ids" -n 16 --show-ids --kv-type f32 2>/dev/null | tail -n 1)
   [[ "$got" == "$want" ]] || { echo "llama greedy: got '$got' want '$want'"; exit 1; }
+  # Tensor parallelism over 2 CPU ranks: the same continuation; a split the model refuses is one line.
+  got_tp=$("$BIN" generate --model "$BRISK_SHARED_DATA/models/llama/hf" --prompt-ids "$ids" -n 16 --show-ids --kv-type f32 \
+           --device cpu --tp 2 2>/dev/null | tail -n 1)
+  [[ "$got_tp" == "$want" ]] || { echo "llama greedy with --tp 2: got '$got_tp' want '$want'"; exit 1; }
+  if "$BIN" generate --model "$BRISK_SHARED_DATA/models/llama/hf" --prompt-ids 1,2 -n 1 --device cpu --tp 3 2>"$tmp/err4"; then
+    echo "--tp 3 accepted for 4 heads"; exit 1
+  fi
+  grep -q "4 attention heads do not split over 3 ranks" "$tmp/err4" || { echo "unclear --tp error: $(cat "$tmp/err4")"; exit 1; }
   text=$("$BIN" generate --model "$BRISK_SHARED_DATA/models/llama/hf" --prompt "Hello" --raw -n 4 2>/dev/null)
   "$BIN" generate --model "$BRISK_SHARED_DATA/models/llama/hf" --prompt "Hello" -n 2 2>"$tmp/err3" >/dev/null
   grep -Eq "prompt: ([5-9]|[1-9][0-9]+) tokens" "$tmp/err3" || { echo "chat template not applied: $(cat "$tmp/err3")"; exit 1; }

@@ -3,7 +3,8 @@
 tests asked for, positive speeds, the bytes per token of the model (weights, plus a hybrid's
 recurrent state read and written per token), a probe per decode
 repetition and the fraction computed from them; a list of depths gives every test per depth and
-the ratio of decode speeds; the table names pp and tg; bad arguments are errors."""
+the ratio of decode speeds; the table names pp and tg; --tp 2 runs on 2 CPU ranks; bad arguments
+are errors."""
 import json
 import os
 import subprocess
@@ -87,7 +88,17 @@ def main():
             failures.append("hybrid legend: %r %r" % (p.stdout, p.stderr))
         os.remove(hybrid)
         os.rmdir(os.path.dirname(hybrid))
+    # Tensor parallelism over 2 CPU ranks (F32: the q8_0 MLP's 80 columns per rank are not whole blocks).
+    f32 = os.path.join(DATA, "models", "qwen3", "model-f32.gguf")
+    p = run("-m", f32, "-p", "8", "-n", "4", "-r", "1", "-t", "2", "--device", "cpu", "--tp", "2", "--json",
+            "--bw-mib", "16")
+    if p.returncode != 0 or json.loads(p.stdout).get("tp") != 2:
+        failures.append("bench --tp 2: %r %r" % (p.stdout, p.stderr))
+    p = run("-m", model, "-p", "8", "-n", "4", "-r", "1", "--device", "cpu", "--tp", "2", "--bw-mib", "16")
+    if p.returncode == 0 or "block boundaries" not in p.stderr:
+        failures.append("bench --tp 2 of a q8_0 MLP of 80 columns per rank: %r" % p.stderr)
     for bad in (["-m", model, "-r", "0"], ["-m", model, "-p", "x"], ["-p", "8"], ["-m", model, "--bogus"],
+                ["-m", model, "--tp", "0"],
                 ["-m", model, "--depth", "0,x"], ["-m", model, "--depth", "0,"], ["-m", model, "--depth", "-4"],
                 ["-m", os.path.join(DATA, "missing.gguf"), "--bw-mib", "16"]):
         p = run(*bad)

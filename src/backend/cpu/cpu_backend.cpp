@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "backend/backend.h"
+#include "backend/tp_comm.h"
 #include "backend/cpu/op_profile.h"
 #include "backend/op_checks.h"
 #include "core/cpu_features.h"
@@ -293,6 +294,13 @@ class CpuBackend final : public Backend {
     check_mat(a.out, a.x.rows, a.x.cols, "scale", "out");
     if (ref_) return ref::scale(a);
     pool_.run([&](int ith, int nth) { cpu::scale_rows(a, ith, nth); }, parts_for(double(a.x.rows) * double(a.x.cols)));
+  }
+
+  // Tensor parallelism across CPU ranks in one process (backend/tp_comm.h).
+  void all_reduce(const AllReduceArgs& a) override {
+    OpProfile::Scope prof(profile_, "all_reduce");
+    BRISK_CHECK(a.tp != nullptr && a.tp->comm != nullptr, "cpu backend: all_reduce without a communicator");
+    static_cast<HostComm*>(a.tp->comm)->all_reduce(a.tp->rank, a.x);
   }
 
   bool moe_expert_scale_supported() const override { return true; }

@@ -26,6 +26,7 @@
 //   cuda_delta_net.cpp linear-attention ops: conv with its window, norms, the gated delta rule
 //   cuda_encoder.cpp  encoder ops: LayerNorm, GELU, im2col, attention probabilities, dense attention
 //   cuda_weights.cpp  weights and constants: uploaded once into the device layout, by address
+//   cuda_tp.cpp       tensor parallelism: the all-reduce of the ranks' partial sums (NCCL)
 #pragma once
 #include <cuda_runtime.h>
 
@@ -161,6 +162,9 @@ class CudaBackend final : public Backend {
   void add(const AddArgs& a) override;
   void softcap(const SoftcapArgs& a) override;
   void scale(const ScaleArgs& a) override;
+  // Tensor parallelism (cuda_tp.cpp): ncclAllReduce on this backend's stream, one launch of the
+  // step (captured into its graph like the kernels).
+  void all_reduce(const AllReduceArgs& a) override;
   void moe(const MoeArgs& a) override;
   bool moe_expert_scale_supported() const override { return true; }
   bool moe_shared_supported(const MoeArgs& a) const override;
