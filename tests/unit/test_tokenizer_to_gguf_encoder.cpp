@@ -392,6 +392,21 @@ TEST(TokenizerToGgufEncoder, BadTokenizerJsonNamesFileAndField) {
                                       {"pre_tokenizer", ms}});
   const std::string msg = error_of([&] { convert(dir, 1); });
   EXPECT_NE(msg.find("do not fit the model's vocabulary of 1"), std::string::npos) << msg;
+  // An id far past the entries would pad the vocabulary with millions of "[PADn]" tokens: an
+  // error for every model type (ids up to twice the entries + 1024, or the model's vocabulary).
+  const json far = json::array({added(16000000, "<far>")});
+  fails_with({{"model", {{"type", "WordPiece"}, {"vocab", {{"a", 0}}}}}, {"pre_tokenizer", wp_pre}, {"added_tokens", far}},
+             "id 16000000 is out of range (ids below 1028");
+  fails_with({{"model", {{"type", "Unigram"}, {"vocab", ab}}}, {"pre_tokenizer", ms}, {"added_tokens", far}},
+             "id 16000000 is out of range");
+  fails_with({{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}}}, {"merges", json::array()}}},
+              {"added_tokens", far}},
+             "added token id 16000000 out of range");
+  fails_with({{"model", {{"type", "BPE"}, {"vocab", {{"a", 3000}}}, {"merges", json::array()}}}}, "vocab id 3000 out of range");
+  // Within the model's vocabulary, a sparse id is padding the model asks for.
+  write_json(dir / "tokenizer.json", {{"model", {{"type", "BPE"}, {"vocab", {{"a", 3000}}}, {"merges", json::array()}}}});
+  EXPECT_NO_THROW(convert(dir, 4096));
+  EXPECT_NE(error_of([&] { convert(dir, (1 << 24) + 1); }).find("out of range (0 to 2^24)"), std::string::npos);
 }
 
 }  // namespace
