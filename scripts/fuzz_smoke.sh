@@ -11,7 +11,7 @@ secs_all=${1:-}
 target_secs() {
   case $1 in
     fuzz_model_gguf|fuzz_gguf) echo 40 ;;
-    fuzz_model_safetensors|fuzz_jinja) echo 30 ;;
+    fuzz_model_safetensors|fuzz_jinja|fuzz_tokenizer_to_gguf) echo 30 ;;
     fuzz_tokenizer_gguf) echo 15 ;;
     fuzz_json_constraint|fuzz_server_head) echo 10 ;;
     *) echo 20 ;;
