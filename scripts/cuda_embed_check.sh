@@ -15,11 +15,12 @@ cmake --build "$build" --target brisk_tests brisk_cli -j "${JOBS:-16}"
 "$build/brisk" inspect --devices
 "$build/tests/brisk_tests" --gtest_filter='CudaEmbed.*:CudaEncoder.*:CudaWhisper.*'
 bench() { "$build/brisk" embed-bench --device cuda --type bf16 "$@"; }
-off="BRISK_NO_CUDA_ENCODER_FUSE=1 BRISK_NO_CUDA_DENSE_ATTENTION_TC=1 BRISK_NO_CUDA_POOLING=1"
+off="BRISK_NO_CUDA_ENCODER_FUSE=1 BRISK_NO_CUDA_DENSE_ATTENTION_TC=1 BRISK_NO_CUDA_POOLING=1 BRISK_NO_CUDA_ATTENTION_BIAS=1 BRISK_NO_CUDA_SKIP_DEAD_WRITES=1"
 for shape in bge-m3 bge-small; do
   echo "== $shape"; bench --shape "$shape"
   echo "== $shape, kill switches on"; env $off "$build/brisk" embed-bench --device cuda --type bf16 --shape "$shape"
-  for s in BRISK_NO_CUDA_ENCODER_FUSE BRISK_NO_CUDA_DENSE_ATTENTION_TC BRISK_NO_CUDA_POOLING; do
+  for s in BRISK_NO_CUDA_ENCODER_FUSE BRISK_NO_CUDA_DENSE_ATTENTION_TC BRISK_NO_CUDA_POOLING \
+           BRISK_NO_CUDA_ATTENTION_BIAS BRISK_NO_CUDA_SKIP_DEAD_WRITES; do
     echo "== $shape, $s"; env "$s=1" "$build/brisk" embed-bench --device cuda --type bf16 --shape "$shape"
   done
 done

@@ -11,7 +11,7 @@ secs_all=${1:-}
 target_secs() {
   case $1 in
     fuzz_model_gguf|fuzz_gguf) echo 40 ;;
-    fuzz_model_safetensors|fuzz_jinja) echo 30 ;;
+    fuzz_model_safetensors|fuzz_jinja|fuzz_tokenizer_to_gguf) echo 30 ;;
     fuzz_tokenizer_gguf) echo 15 ;;
     fuzz_json_constraint|fuzz_server_head) echo 10 ;;
     *) echo 20 ;;
@@ -51,6 +51,12 @@ for bin in build/fuzz/fuzz/fuzz_*; do
                  cp -f "$f" "$corpus/$(basename "$(dirname "$(dirname "$f")")").safetensors"; done ;;
     fuzz_tokenizer_json) for f in "$shared"/models/*/hf/tokenizer.json; do
                  n=${f#"$shared"/}; cp -f "$f" "$corpus/${n//\//_}"; done ;;
+    fuzz_tokenizer_to_gguf)  # tokenizer.json, NUL, tokenizer_config.json, NUL, config.json
+               for d in "$shared"/models/*/hf; do
+                 [[ -f $d/tokenizer.json ]] || continue
+                 n=${d#"$shared"/models/}; n=${n//\//_}
+                 { cat "$d/tokenizer.json"; printf '\0'; cat "$d/tokenizer_config.json" 2>/dev/null || true
+                   printf '\0'; cat "$d/config.json" 2>/dev/null || true; } > "$corpus/$n.bin"; done ;;
     fuzz_jinja) for f in "$shared"/templates/*.jinja "$shared"/models/*/hf/chat_template.jinja; do
                  n=${f#"$shared"/}; cp -f "$f" "$corpus/${n//\//_}"; done ;;
   esac
@@ -59,7 +65,7 @@ for bin in build/fuzz/fuzz/fuzz_*; do
   case $name in
     fuzz_gguf|fuzz_safetensors|fuzz_tokenizer_gguf) max_len=4000000 ;;
     fuzz_model_gguf|fuzz_model_safetensors) max_len=1300000 ;;
-    fuzz_tokenizer_json) max_len=262144 ;;
+    fuzz_tokenizer_json|fuzz_tokenizer_to_gguf) max_len=262144 ;;
     *) max_len=65536 ;;
   esac
   secs=${secs_all:-$(target_secs "$name")}

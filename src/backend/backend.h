@@ -69,6 +69,12 @@ class Backend {
     (void)a;
     return false;
   }
+  // Whether attention_dense(a) adds AttentionDenseArgs::q_bias / k_bias / v_bias to the rows it
+  // reads (the caller then leaves them out of the q / k / v matmuls: no launch writes them).
+  virtual bool attention_dense_bias(const AttentionDenseArgs& a) const {
+    (void)a;
+    return false;
+  }
   // False when the backend has no such op (the CPU: the caller pools on the host, where the
   // rows already are).
   virtual bool mean_rows(const MeanRowsArgs& a) {

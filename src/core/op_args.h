@@ -107,6 +107,9 @@ struct AddArgs {
   Mat out;    // [rows, cols] = a + b (may alias a or b)
   Mat a;
   Mat b;
+  // b is not read again before it is overwritten: a backend may leave it unfinished (a bias of
+  // the matmul that wrote it, added inside this add, not stored back into b).
+  bool b_dead = false;
 };
 
 struct EmbeddingArgs {
@@ -199,6 +202,9 @@ struct UnaryArgs {
   Mat out{};                      // [rows, cols] = op(x) (may alias x)
   Mat x{};                        // [rows, cols]
   UnaryOp op = UnaryOp::gelu_erf;
+  // out is read only as the input x of the next op, a matmul: a backend that hands that matmul
+  // its input in another form (CUDA: BF16 rows) may leave out unwritten.
+  bool out_for_matmul = false;
 };
 
 // Unfolds 1-D convolution inputs (im2col) so that a convolution becomes a matmul with its
@@ -242,6 +248,15 @@ struct AttentionDenseArgs {
   int32_t head_dim = 0;
   float scale = 1.0f;
   int32_t window = 0;             // > 0: keys at most `window` positions before or after the query
+  // The q / k / v projections' biases, left out of their matmuls and added to each row as it is
+  // read ([n_head * head_dim] / [n_head_kv * head_dim]); only where
+  // Backend::attention_dense_bias(args) says so (nullptr: none).
+  const float* q_bias = nullptr;
+  const float* k_bias = nullptr;
+  const float* v_bias = nullptr;
+  // out is read only as the input x of the next op, a matmul: a backend that hands that matmul
+  // its input in another form (CUDA: BF16 rows written by the attention) may leave out unwritten.
+  bool out_for_matmul = false;
   // Rows of sequence s: [seq_begin(s), seq_begin(s + 1)).
   int64_t seq_begin(int64_t s) const { return seq_start ? seq_start[s] : s * (q.rows / n_seq); }
   // The sequence of row r.

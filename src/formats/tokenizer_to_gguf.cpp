@@ -54,13 +54,14 @@ void chat_template_to_gguf(const std::filesystem::path& folder, gguf::Writer& w)
   }
 }
 
-// Every split pattern of a pre_tokenizer (a Sequence nests them).
-void split_patterns(const nlohmann::json& p, std::vector<std::string>& out) {
-  if (!p.is_object()) return;
+// Every split pattern of a pre_tokenizer (a Sequence nests them; nesting past 8 levels, which
+// no real file has, is not searched).
+void split_patterns(const nlohmann::json& p, std::vector<std::string>& out, int depth = 0) {
+  if (!p.is_object() || depth > 8) return;
   if (auto it = p.find("pattern"); it != p.end() && it->is_object())
     if (auto re = it->find("Regex"); re != it->end() && re->is_string()) out.push_back(re->get<std::string>());
   if (auto it = p.find("pretokenizers"); it != p.end() && it->is_array())
-    for (const auto& q : *it) split_patterns(q, out);
+    for (const auto& q : *it) split_patterns(q, out, depth + 1);
 }
 
 }  // namespace
@@ -88,6 +89,8 @@ std::string tokenizer_json_model_type(const std::string& folder) {
 int32_t tokenizer_to_gguf(const TokenizerToGgufParams& p, gguf::Writer& w) {
   namespace fs = std::filesystem;
   const std::string tj_path = (fs::path(p.folder) / "tokenizer.json").string();
+  BRISK_CHECK(p.n_vocab >= 0 && p.n_vocab <= (1 << 24), tj_path, ": the model's vocabulary of ", p.n_vocab,
+              " tokens is out of range (0 to 2^24)");
   const nlohmann::json tj = read_json_file(tj_path);
   BRISK_CHECK(tj.is_object() && tj.contains("model") && tj["model"].is_object(), tj_path, ": no \"model\" object");
   const auto& model = tj["model"];
@@ -100,8 +103,11 @@ int32_t tokenizer_to_gguf(const TokenizerToGgufParams& p, gguf::Writer& w) {
 
   std::vector<std::string> tokens;
   std::vector<int32_t> types;
+  const int64_t n_added = tj.contains("added_tokens") && tj["added_tokens"].is_array() ? int64_t(tj["added_tokens"].size()) : 0;
+  const int64_t id_limit = tokenizer_id_limit(int64_t(model["vocab"].size()) + n_added, p.n_vocab);
   auto put = [&](int64_t id, const std::string& text, int32_t type, const char* what) {
-    BRISK_CHECK(id >= 0 && id < (int64_t(1) << 24), tj_path, ": ", what, " id ", id, " out of range");
+    BRISK_CHECK(id >= 0 && id < id_limit, tj_path, ": ", what, " id ", id, " out of range (ids below ", id_limit,
+                " for this many tokens)");
     if (size_t(id) >= tokens.size()) {
       tokens.resize(size_t(id) + 1);
       types.resize(size_t(id) + 1, 0);
@@ -118,7 +124,7 @@ int32_t tokenizer_to_gguf(const TokenizerToGgufParams& p, gguf::Writer& w) {
       BRISK_CHECK(t.is_object() && t.contains("id") && t["id"].is_number_integer() && t.contains("content") &&
                       t["content"].is_string(),
                   tj_path, ": malformed added_tokens entry");
-      put(t["id"].get<int64_t>(), t["content"].get<std::string>(), t.value("special", false) ? kControl : kUserDefined,
+      put(t["id"].get<int64_t>(), t["content"].get<std::string>(), t.contains("special") && t["special"].is_boolean() && t["special"].get<bool>() ? kControl : kUserDefined,
           "added token");
     }
   const int32_t n_tok = int32_t(tokens.size());

@@ -28,6 +28,7 @@ const char* const kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 // The vocabulary being written: id -> text (as tokenizer.json has it), type, score.
 struct Vocab {
   std::string path;  // tokenizer.json, for errors
+  int64_t id_limit = kMaxTokens;  // ids below it (tokenizer_id_limit)
   std::vector<std::string> tokens{};
   std::vector<int32_t> types{};  // 0: no entry yet
   std::vector<float> scores{};
@@ -35,7 +36,8 @@ struct Vocab {
   std::vector<int32_t> flag_ids{}, flags{};    // added tokens matched other than whole and raw
 
   void put(int64_t id, const std::string& text, int32_t type, float score, const std::string& field) {
-    BRISK_CHECK(id >= 0 && id < kMaxTokens, path, ": ", field, ": id ", id, " is out of range");
+    BRISK_CHECK(id >= 0 && id < id_limit, path, ": ", field, ": id ", id, " is out of range (ids below ", id_limit,
+                " for this many tokens)");
     if (size_t(id) >= tokens.size()) {
       tokens.resize(size_t(id) + 1);
       types.resize(size_t(id) + 1, 0);
@@ -70,6 +72,17 @@ struct Vocab {
 
 bool get_flag(const json& o, const char* key, bool fallback) {
   return o.contains(key) && o[key].is_boolean() ? o[key].get<bool>() : fallback;
+}
+
+// o[key] when o is an object whose key holds a string, else `fallback` (json::value would throw
+// its own exception for a value of another type).
+std::string tok_json_str(const json& o, const char* key, const std::string& fallback = "") {
+  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : fallback;
+}
+
+// The entries of added_tokens (0 when it is missing or not a list; put_added_tokens checks it).
+int64_t added_count(const json& tj) {
+  return tj.contains("added_tokens") && tj["added_tokens"].is_array() ? int64_t(tj["added_tokens"].size()) : 0;
 }
 
 // added_tokens: special ones become CONTROL, the others USER_DEFINED (llama.cpp's types).
@@ -110,7 +123,7 @@ std::vector<const json*> steps_of(const json& tj, const char* key, const char* l
   std::vector<const json*> out;
   if (!tj.contains(key) || tj[key].is_null()) return out;
   const json& n = tj[key];
-  if (n.is_object() && n.value("type", "") == "Sequence" && n.contains(list_key) && n[list_key].is_array()) {
+  if (n.is_object() && tok_json_str(n, "type") == "Sequence" && n.contains(list_key) && n[list_key].is_array()) {
     for (const json& s : n[list_key]) out.push_back(&s);
   } else {
     out.push_back(&n);
@@ -127,12 +140,17 @@ struct Specials {
   bool cfg_add_bos = false, cfg_add_eos = false;
 };
 
-void read_post_processor(const json& p, const Vocab& v, const std::string& where, Specials& s) {
+// Sequences nest at most this deep (real files: one level).
+constexpr int kMaxPostProcessorDepth = 8;
+
+void read_post_processor(const json& p, const Vocab& v, const std::string& where, Specials& s, int depth = 0) {
   if (!p.is_object()) return;
-  const std::string type = p.value("type", "");
+  const std::string type = tok_json_str(p, "type");
   if (type == "Sequence" && p.contains("processors") && p["processors"].is_array()) {
+    BRISK_CHECK(depth < kMaxPostProcessorDepth, v.path, ": ", where, ": Sequences nested deeper than ",
+                kMaxPostProcessorDepth);
     for (size_t i = 0; i < p["processors"].size(); ++i)
-      read_post_processor(p["processors"][i], v, where + ".processors[" + std::to_string(i) + "]", s);
+      read_post_processor(p["processors"][i], v, where + ".processors[" + std::to_string(i) + "]", s, depth + 1);
     return;
   }
   if (type == "BertProcessing" || type == "RobertaProcessing") {
@@ -256,6 +274,7 @@ int32_t wordpiece_to_gguf(const EncoderTokenizerParams& p, const json& tj, gguf:
   const json& model = tj["model"];
   BRISK_CHECK(model.contains("vocab") && model["vocab"].is_object(), v.path,
               ": model.vocab must be an object of token -> id for a WordPiece model");
+  v.id_limit = tokenizer_id_limit(int64_t(model["vocab"].size()) + added_count(tj), p.n_vocab);
   const std::string prefix = model.contains("continuing_subword_prefix") && model["continuing_subword_prefix"].is_string()
                                  ? model["continuing_subword_prefix"].get<std::string>() : std::string("##");
   BRISK_CHECK(prefix == "##", v.path, ": model.continuing_subword_prefix \"", prefix,
@@ -275,8 +294,8 @@ int32_t wordpiece_to_gguf(const EncoderTokenizerParams& p, const json& tj, gguf:
   BRISK_CHECK(norm.size() <= 1, v.path, ": normalizer: a Sequence has no GGUF form for WordPiece (BertNormalizer has)");
   if (!norm.empty()) {
     const json& n = *norm[0];
-    BRISK_CHECK(n.is_object() && n.value("type", "") == "BertNormalizer", v.path, ": normalizer.type \"",
-                n.is_object() ? n.value("type", "") : "", "\" has no GGUF form for WordPiece (BertNormalizer has)");
+    BRISK_CHECK(n.is_object() && tok_json_str(n, "type") == "BertNormalizer", v.path, ": normalizer.type \"",
+                n.is_object() ? tok_json_str(n, "type") : "", "\" has no GGUF form for WordPiece (BertNormalizer has)");
     lowercase = get_flag(n, "lowercase", true);
     clean_text = get_flag(n, "clean_text", true);
     chinese = get_flag(n, "handle_chinese_chars", true);
@@ -284,10 +303,10 @@ int32_t wordpiece_to_gguf(const EncoderTokenizerParams& p, const json& tj, gguf:
                         ? (n["strip_accents"].get<bool>() ? 1 : 0) : -1;
   }
   const auto pre = steps_of(tj, "pre_tokenizer", "pretokenizers");
-  BRISK_CHECK(pre.size() == 1 && pre[0]->is_object() && pre[0]->value("type", "") == "BertPreTokenizer", v.path,
+  BRISK_CHECK(pre.size() == 1 && pre[0]->is_object() && tok_json_str(*pre[0], "type") == "BertPreTokenizer", v.path,
               ": pre_tokenizer has no GGUF form for WordPiece (BertPreTokenizer has)");
   bool cleanup = true;
-  if (tj.contains("decoder") && tj["decoder"].is_object() && tj["decoder"].value("type", "") == "WordPiece")
+  if (tj.contains("decoder") && tj["decoder"].is_object() && tok_json_str(tj["decoder"], "type") == "WordPiece")
     cleanup = get_flag(tj["decoder"], "cleanup", true);
   int64_t max_chars = 100;
   if (model.contains("max_input_chars_per_word") && model["max_input_chars_per_word"].is_number_integer())
@@ -330,6 +349,7 @@ int32_t unigram_to_gguf(const EncoderTokenizerParams& p, const json& tj, gguf::W
   BRISK_CHECK(model.contains("vocab") && model["vocab"].is_array(), v.path,
               ": model.vocab must be a list of [piece, score] for a Unigram model");
   const json& list = model["vocab"];
+  v.id_limit = tokenizer_id_limit(int64_t(list.size()) + added_count(tj), p.n_vocab);
   for (size_t i = 0; i < list.size(); ++i) {
     const json& e = list[i];
     BRISK_CHECK(e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_number(), v.path, ": model.vocab[", i,
@@ -359,7 +379,7 @@ int32_t unigram_to_gguf(const EncoderTokenizerParams& p, const json& tj, gguf::W
   std::string charsmap;
   bool collapse = false;
   for (const json* n : steps_of(tj, "normalizer", "normalizers")) {
-    const std::string type = n->is_object() ? n->value("type", "") : "";
+    const std::string type = n->is_object() ? tok_json_str(*n, "type") : "";
     if (type == "Precompiled") {
       const json& blob = n->contains("precompiled_charsmap") ? (*n)["precompiled_charsmap"] : json();
       BRISK_CHECK(blob.is_null() || blob.is_string(), v.path, ": normalizer Precompiled.precompiled_charsmap is not a base64 string");
@@ -368,7 +388,7 @@ int32_t unigram_to_gguf(const EncoderTokenizerParams& p, const json& tj, gguf::W
       continue;
     }
     const bool spaces = type == "Replace" && n->contains("pattern") && (*n)["pattern"].is_object() &&
-                        (*n)["pattern"].value("Regex", "") == " {2,}" && n->value("content", "") == " ";
+                        tok_json_str((*n)["pattern"], "Regex") == " {2,}" && tok_json_str(*n, "content") == " ";
     BRISK_CHECK(spaces, v.path, ": normalizer step \"", type,
                 "\" has no GGUF form for Unigram (Precompiled and Replace \" {2,}\" -> \" \" have)");
     collapse = true;
@@ -377,7 +397,7 @@ int32_t unigram_to_gguf(const EncoderTokenizerParams& p, const json& tj, gguf::W
   bool whitespace_split = false, metaspace = false, space_prefix = true, split = true;
   std::string scheme = "always";
   for (const json* q : steps_of(tj, "pre_tokenizer", "pretokenizers")) {
-    const std::string type = q->is_object() ? q->value("type", "") : "";
+    const std::string type = q->is_object() ? tok_json_str(*q, "type") : "";
     if (type == "WhitespaceSplit" && !metaspace) {
       whitespace_split = true;
       continue;
@@ -385,7 +405,7 @@ int32_t unigram_to_gguf(const EncoderTokenizerParams& p, const json& tj, gguf::W
     BRISK_CHECK(type == "Metaspace" && !metaspace, v.path, ": pre_tokenizer step \"", type,
                 "\" has no GGUF form for Unigram (Metaspace, optionally after WhitespaceSplit, has)");
     metaspace = true;
-    BRISK_CHECK(q->value("replacement", std::string(kSpace)) == kSpace, v.path,
+    BRISK_CHECK(tok_json_str(*q, "replacement", kSpace) == kSpace, v.path,
                 ": pre_tokenizer Metaspace.replacement is not \"\xE2\x96\x81\" (the GGUF t5 vocabulary's space)");
     if (q->contains("prepend_scheme") && (*q)["prepend_scheme"].is_string()) {
       scheme = (*q)["prepend_scheme"].get<std::string>();
@@ -425,6 +445,10 @@ int32_t unigram_to_gguf(const EncoderTokenizerParams& p, const json& tj, gguf::W
   write_specials(s, v, w);
   write_added_flags(v, w);
   return n_tok;
+}
+
+int64_t tokenizer_id_limit(int64_t n_entries, int32_t n_vocab) {
+  return std::min(kMaxTokens, std::max<int64_t>(n_vocab, 2 * n_entries + 1024));
 }
 
 std::string hf_token_text(const nlohmann::json& v) {

@@ -38,6 +38,12 @@ namespace gguf_token_type {
 inline constexpr int32_t kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6;
 }
 
+// One past the largest token id a tokenizer.json of n_entries tokens (model.vocab and
+// added_tokens together) may use: the model's vocabulary n_vocab, or twice the entries plus
+// 1024, whichever is larger, and at most 2^24. Ids beyond it would leave mostly holes (each
+// written as a "[PADn]" token): a file that asks for them is an error, not gigabytes of padding.
+int64_t tokenizer_id_limit(int64_t n_entries, int32_t n_vocab);
+
 // A special token as tokenizer_config.json names it: a string or {"content": ...}; "" otherwise.
 std::string hf_token_text(const nlohmann::json& v);
 

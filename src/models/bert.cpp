@@ -151,10 +151,11 @@ class Bert final : public ArchModel {
       full_attention(c, {.out = t, .x = x, .q = q, .k = k, .v = v, .attn = attn, .w = &L.attn, .shape = shape_,
                          .n_seq = f.n_seq, .seq_start = f.seq_start},
                      il);
-      be.add({.out = x, .a = x, .b = t});
+      // t (a matmul's output) is not read after the residual adds: b_dead.
+      be.add({.out = x, .a = x, .b = t, .b_dead = true});
       layer_norm(c, x, x, L.attn_norm, eps_, "attn_out_norm", il);
       ffn(c, {.out = t, .x = x, .hidden = hidden, .w = &L.ffn, .act = act_}, il);
-      be.add({.out = x, .a = x, .b = t});
+      be.add({.out = x, .a = x, .b = t, .b_dead = true});
       layer_norm(c, x, x, L.out_norm, eps_, "l_out", il);
     }
     if (f.cls.rows == 0) return;

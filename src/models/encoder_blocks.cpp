@@ -71,7 +71,8 @@ void layer_norm(const BlockContext& c, const Mat& out, const Mat& x, const NormW
 void ffn(const BlockContext& c, const FfnArgs& a, int il) {
   Backend& be = c.backend;
   be.matmul({.out = a.hidden, .x = a.x, .w = a.w->up, .bias = a.w->up_bias});
-  be.unary({.out = a.hidden, .x = a.hidden, .op = a.act});
+  // The activation is read only by the down matmul (and the tap, which reads it first).
+  be.unary({.out = a.hidden, .x = a.hidden, .op = a.act, .out_for_matmul = !(c.tap && *c.tap)});
   c.tap_tensor("ffn_act", il, a.hidden);
   be.matmul({.out = a.out, .x = a.hidden, .w = a.w->down, .bias = a.w->down_bias});
   c.tap_tensor("ffn_out", il, a.out);
@@ -107,9 +108,18 @@ void conv1d(const BlockContext& c, const Conv1dArgs& a, const char* name) {
 void full_attention(const BlockContext& c, const FullAttentionArgs& a, int il) {
   Backend& be = c.backend;
   const AttentionWeights& w = *a.w;
-  const MatmulArgs qkv[] = {{.out = a.q, .x = a.x, .w = w.wq, .bias = w.bq},
-                            {.out = a.k, .x = a.x, .w = w.wk, .bias = w.bk},
-                            {.out = a.v, .x = a.x, .w = w.wv, .bias = w.bv}};
+  const float scale = float(1.0 / std::sqrt(double(a.shape.head_dim)));
+  AttentionDenseArgs dense{.out = a.attn, .q = a.q, .k = a.k, .v = a.v, .n_seq = a.n_seq, .seq_start = a.seq_start,
+                           .n_head = a.shape.n_head, .n_head_kv = a.shape.n_head_kv, .head_dim = a.shape.head_dim,
+                           .scale = scale, .window = a.window};
+  // The biases go into the attention's reads where the backend takes them there (not before
+  // rotary positions, and not where the q / k / v rows are reported with them).
+  const bool bias_in_attention = w.bq && w.bk && w.bv && !a.rope && !(c.tap && *c.tap) && be.attention_dense_bias(dense);
+  if (bias_in_attention) dense.q_bias = w.bq, dense.k_bias = w.bk, dense.v_bias = w.bv;
+  dense.out_for_matmul = !(c.tap && *c.tap);  // read by the o matmul alone
+  const MatmulArgs qkv[] = {{.out = a.q, .x = a.x, .w = w.wq, .bias = bias_in_attention ? nullptr : w.bq},
+                            {.out = a.k, .x = a.x, .w = w.wk, .bias = bias_in_attention ? nullptr : w.bk},
+                            {.out = a.v, .x = a.x, .w = w.wv, .bias = bias_in_attention ? nullptr : w.bv}};
   be.matmuls(qkv, 3);
   if (a.rope) {
     be.rope({.x = a.q, .pos = a.rope_pos, .n_head = a.shape.n_head, .head_dim = a.shape.head_dim, .table = a.rope});
@@ -118,12 +128,10 @@ void full_attention(const BlockContext& c, const FullAttentionArgs& a, int il) {
   c.tap_tensor("Qcur", il, a.q);
   c.tap_tensor("Kcur", il, a.k);
   c.tap_tensor("Vcur", il, a.v);
-  const float scale = float(1.0 / std::sqrt(double(a.shape.head_dim)));
   // Dense attention over k / v where the backend has it; else through the scratch KV view, every
   // query at the window's last position.
-  if (!be.attention_dense({.out = a.attn, .q = a.q, .k = a.k, .v = a.v, .n_seq = a.n_seq, .seq_start = a.seq_start,
-                           .n_head = a.shape.n_head, .n_head_kv = a.shape.n_head_kv, .head_dim = a.shape.head_dim,
-                           .scale = scale, .window = a.window})) {
+  if (!be.attention_dense(dense)) {
+    BRISK_CHECK(!bias_in_attention, "attention_dense: the ", be.name(), " backend took the q / k / v biases, then not the op");
     BRISK_CHECK(!a.seq_start && a.window == 0 && a.k_cache.width > 0, "op attention_dense is not supported on the ",
                 be.name(), " backend");
     be.kv_store({.k = a.k, .v = a.v, .k_cache = a.k_cache, .v_cache = a.v_cache, .seq = a.seq, .pos = a.pos});

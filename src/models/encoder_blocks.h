@@ -6,7 +6,9 @@
 //   full_attention    bidirectional self-attention: every position sees every position of its
 //                     window or packed sequence, or those within a local window (attention_dense;
 //                     else keys and values go through a scratch KV view and the attention op gets
-//                     the last position as every query's position); rotary positions optional
+//                     the last position as every query's position); rotary positions optional;
+//                     without them the q / k / v biases go into the attention's reads where the
+//                     backend takes them there (Backend::attention_dense_bias)
 //   gated_ffn         down(act(gate(x)) * up(x)) (SwiGLU / GeGLU), gate and up apart or fused in
 //                     one matrix (gate rows first)
 //   cross_kv_store    a decoder layer's cross-attention keys / values of the encoder output,

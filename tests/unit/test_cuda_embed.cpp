@@ -4,7 +4,8 @@
 // states and pooled vectors, and its transformers reference), random-weight NomicBERT and
 // ModernBERT GGUFs (rotary positions, SwiGLU / GeGLU, local windows) and a cross-encoder's scores,
 // each with inputs of lengths 1..90 packed in one forward; the tensor-core dense attention
-// against the FP32 kernel (BRISK_NO_CUDA_DENSE_ATTENTION_TC); EmbeddingGemma (a bidirectional
+// against the FP32 kernel (BRISK_NO_CUDA_DENSE_ATTENTION_TC), with the q / k / v biases taken as
+// it reads the rows, and BERT's fused forms bit-equal to their kill switches; EmbeddingGemma (a bidirectional
 // decoder with a sliding window, through its Context) against sentence-transformers and the CPU.
 // Skips without a CUDA build or a GPU.
 //
@@ -27,6 +28,7 @@
 #include "kernels/cpu/encoder_ops.h"
 #include "model_fixtures.h"
 #include "models/random_model.h"
+#include "quant/types.h"
 #include "random_values.h"
 #include "runtime/embedder.h"
 #include "runtime/engine_parts.h"
@@ -217,6 +219,106 @@ TEST(CudaEmbed, EncoderEpiloguesMatchSeparateLaunches) {
       for (size_t i = 0; i < inputs.size(); ++i) EXPECT_EQ(dev[i], back[i]) << shape << " pooling " << int(mode) << " input " << i;
     }
   }
+}
+
+// The q / k / v biases taken by the tensor-core attention as it reads the rows: the bits of the
+// same attention over rows that already hold the bias (the sums the bias launch stores), for
+// dense and strided rows, GQA and windows. And the activation launch past 65535 rows.
+TEST(CudaEmbed, DenseAttentionBiasEqualsBiasAddedFirst) {
+  REQUIRE_EMBED_GPU();
+  auto be = make_cuda_backend(0);
+  const std::vector<int32_t> lens = {1, 63, 64, 65, 130, 7};
+  std::vector<int32_t> start = {0};
+  for (int32_t l : lens) start.push_back(start.back() + l);
+  const int64_t rows = start.back();
+  auto dev = [&](const std::vector<float>& h) {
+    auto* p = static_cast<float*>(be->alloc(sizeof(float) * h.size()));
+    be->copy(p, h.data(), sizeof(float) * h.size());
+    return p;
+  };
+  for (auto [n_head, n_head_kv, hd] : {std::tuple{4, 4, 16}, std::tuple{4, 2, 64}, std::tuple{2, 1, 128}})
+    for (int32_t window : {0, 8}) {
+      const int64_t qw = int64_t(n_head) * hd, kw = int64_t(n_head_kv) * hd, ld = qw + 2 * kw;
+      const std::vector<float> qkv = test::gaussian(size_t(rows * ld), 81 + hd, 1.5f);
+      const std::vector<float> bias = test::gaussian(size_t(ld), 91 + hd, 0.7f);
+      std::vector<float> biased = qkv;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < ld; ++c) biased[size_t(r * ld + c)] += bias[size_t(c)];
+      float *draw = dev(qkv), *dbiased = dev(biased), *dbias = dev(bias);
+      auto* dout = static_cast<float*>(be->alloc(sizeof(float) * size_t(rows * qw)));
+      auto args = [&](float* base) {
+        return AttentionDenseArgs{.out = {.data = dout, .rows = rows, .cols = qw},
+                                  .q = {.data = base, .rows = rows, .cols = qw, .stride = ld},
+                                  .k = {.data = base + qw, .rows = rows, .cols = kw, .stride = ld},
+                                  .v = {.data = base + qw + kw, .rows = rows, .cols = kw, .stride = ld},
+                                  .n_seq = int32_t(lens.size()), .seq_start = start.data(), .n_head = n_head,
+                                  .n_head_kv = n_head_kv, .head_dim = hd, .scale = float(1.0 / std::sqrt(double(hd))),
+                                  .window = window};
+      };
+      std::vector<float> want(size_t(rows * qw)), got(want.size());
+      ASSERT_TRUE(be->attention_dense(args(dbiased)));
+      be->copy(want.data(), dout, sizeof(float) * want.size());
+      AttentionDenseArgs a = args(draw);
+      a.q_bias = dbias, a.k_bias = dbias + qw, a.v_bias = dbias + qw + kw;
+      ASSERT_TRUE(be->attention_dense_bias(a));
+      ASSERT_TRUE(be->attention_dense(a));
+      be->copy(got.data(), dout, sizeof(float) * got.size());
+      EXPECT_EQ(got, want) << n_head << "/" << n_head_kv << " x " << hd << " window " << window;
+      {
+        ScopedEnv off("BRISK_NO_CUDA_ATTENTION_BIAS", "1");
+        EXPECT_FALSE(be->attention_dense_bias(a));
+      }
+      for (float* p : {draw, dbiased, dbias, dout}) be->free(p);
+    }
+  // GELU over 70000 rows of 3 (the row blocks of the grid wrap) against the reference.
+  const int64_t n_rows = 70000;
+  std::vector<float> x = test::gaussian(size_t(n_rows * 3), 65, 2.0f), want(x.size()), got(x.size());
+  float* dx = dev(x);
+  be->unary({.out = {.data = dx, .rows = n_rows, .cols = 3}, .x = {.data = dx, .rows = n_rows, .cols = 3}});
+  be->copy(got.data(), dx, sizeof(float) * got.size());
+  be->free(dx);
+  ref::unary({.out = {.data = want.data(), .rows = n_rows, .cols = 3}, .x = {.data = x.data(), .rows = n_rows, .cols = 3}});
+  EXPECT_LT(test::embed_max_diff(got, want), 1e-5f);
+}
+
+// BERT encoders with the q / k / v biases in the attention and without the dead stores (the
+// activation's F32 rows before the down matmul, the matmul output + bias before the residual
+// add): the bits of the kill switches' separate launches, F32 and BF16 weights, hidden states
+// and cross-encoder scores.
+TEST(CudaEmbed, AttentionBiasAndSkippedStoresMatchSeparateLaunches) {
+  REQUIRE_EMBED_GPU();
+  for (const char* shape : {"bert-tiny", "bert-tiny-rerank"})
+    for (QuantType type : {QuantType::F32, QuantType::BF16}) {
+      RandomModelParams p = random_model_preset(shape);
+      p.n_threads = 2;
+      p.type = type;
+      auto model = model_load_gguf_bytes(random_model_gguf(p));
+      std::mt19937 rng(11);
+      std::vector<EmbedInput> inputs;
+      for (int32_t len : {1, 5, 16, 64, 65, 130}) {
+        EmbedInput in;
+        for (int32_t t = 0; t < len; ++t) in.ids.push_back(int32_t(rng() % uint32_t(p.n_vocab)));
+        in.types.assign(size_t(len), len % 2);
+        inputs.push_back(std::move(in));
+      }
+      auto run = [&](const char* bias_off, const char* skip_off) {
+        ScopedEnv b("BRISK_NO_CUDA_ATTENTION_BIAS", bias_off);
+        ScopedEnv s("BRISK_NO_CUDA_SKIP_DEAD_WRITES", skip_off);
+        Embedder gpu(model, {.device = "cuda", .n_threads = 2});
+        auto out = gpu.hidden(inputs);
+        if (p.n_cls_out > 0)
+          for (auto& v : gpu.classify(inputs)) out.push_back(std::move(v));
+        return out;
+      };
+      const auto base = run("1", "1");
+      for (auto [bias_off, skip_off] : {std::pair{"0", "0"}, std::pair{"0", "1"}, std::pair{"1", "0"}}) {
+        const auto got = run(bias_off, skip_off);
+        ASSERT_EQ(got.size(), base.size());
+        for (size_t i = 0; i < got.size(); ++i)
+          EXPECT_EQ(got[i], base[i]) << shape << " " << quant_type_info(type).name << " bias_off " << bias_off
+                                     << " skip_off " << skip_off << " output " << i;
+      }
+    }
 }
 
 // The shared BERT fixture on the GPU against transformers (the CPU's tolerances).

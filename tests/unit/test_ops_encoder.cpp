@@ -245,6 +245,12 @@ TEST(EncoderOps, PackedDenseAttentionEqualsEachSequenceAlone) {
     bad[3] = bad[2];  // an empty sequence
     a.seq_start = bad.data();
     EXPECT_THROW(be->attention_dense(a), Error);
+    // The CPU takes no q / k / v biases in the attention: the caller keeps them in the matmuls.
+    a.seq_start = start.data();
+    const std::vector<float> bias(size_t(qw), 0.5f);
+    a.q_bias = a.k_bias = a.v_bias = bias.data();
+    EXPECT_FALSE(be->attention_dense_bias(a));
+    EXPECT_THROW(be->attention_dense(a), Error);
   }
 }
 

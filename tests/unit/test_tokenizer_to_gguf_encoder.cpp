@@ -392,6 +392,37 @@ TEST(TokenizerToGgufEncoder, BadTokenizerJsonNamesFileAndField) {
                                       {"pre_tokenizer", ms}});
   const std::string msg = error_of([&] { convert(dir, 1); });
   EXPECT_NE(msg.find("do not fit the model's vocabulary of 1"), std::string::npos) << msg;
+  // An id far past the entries would pad the vocabulary with millions of "[PADn]" tokens: an
+  // error for every model type (ids up to twice the entries + 1024, or the model's vocabulary).
+  const json far = json::array({added(16000000, "<far>")});
+  fails_with({{"model", {{"type", "WordPiece"}, {"vocab", {{"a", 0}}}}}, {"pre_tokenizer", wp_pre}, {"added_tokens", far}},
+             "id 16000000 is out of range (ids below 1028");
+  fails_with({{"model", {{"type", "Unigram"}, {"vocab", ab}}}, {"pre_tokenizer", ms}, {"added_tokens", far}},
+             "id 16000000 is out of range");
+  fails_with({{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}}}, {"merges", json::array()}}},
+              {"added_tokens", far}},
+             "added token id 16000000 out of range");
+  fails_with({{"model", {{"type", "BPE"}, {"vocab", {{"a", 3000}}}, {"merges", json::array()}}}}, "vocab id 3000 out of range");
+  // Fields of another JSON type than the pipeline's, and post-processors nested without end,
+  // are errors naming the field (not the JSON library's type errors, not a deep recursion).
+  fails_with({{"model", {{"type", "WordPiece"}, {"vocab", {{"a", 0}}}}}, {"normalizer", {{"type", 5}}},
+              {"pre_tokenizer", wp_pre}},
+             "normalizer.type \"\"");
+  fails_with({{"model", {{"type", "Unigram"}, {"vocab", a}}}, {"pre_tokenizer", {{"type", "Metaspace"}, {"replacement", 7}}},
+              {"normalizer", {{"type", "Replace"}, {"pattern", {{"Regex", 1}}}, {"content", false}}}},
+             "normalizer step \"Replace\"");
+  json nested = {{"type", "BertProcessing"}, {"cls", {"a", 0}}, {"sep", {"a", 0}}};
+  for (int i = 0; i < 200; ++i) nested = {{"type", "Sequence"}, {"processors", json::array({nested})}};
+  fails_with({{"model", {{"type", "WordPiece"}, {"vocab", {{"a", 0}}}}}, {"pre_tokenizer", wp_pre}, {"post_processor", nested}},
+             "Sequences nested deeper than 8");
+  // A BPE added token whose "special" is not a boolean counts as not special.
+  write_json(dir / "tokenizer.json", {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}}}, {"merges", json::array()}}},
+                                      {"added_tokens", json::array({{{"id", 1}, {"content", "<x>"}, {"special", "yes"}}})}});
+  EXPECT_NO_THROW(convert(dir));
+  // Within the model's vocabulary, a sparse id is padding the model asks for.
+  write_json(dir / "tokenizer.json", {{"model", {{"type", "BPE"}, {"vocab", {{"a", 3000}}}, {"merges", json::array()}}}});
+  EXPECT_NO_THROW(convert(dir, 4096));
+  EXPECT_NE(error_of([&] { convert(dir, (1 << 24) + 1); }).find("out of range (0 to 2^24)"), std::string::npos);
 }
 
 }  // namespace

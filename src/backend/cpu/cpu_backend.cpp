@@ -419,6 +419,8 @@ class CpuBackend final : public Backend {
                     a.n_head % a.n_head_kv == 0 && a.head_dim > 0 && a.window >= 0,
                 "attention_dense: ", a.q.rows, " rows in ", a.n_seq, " sequences, ", a.n_head, " heads over ",
                 a.n_head_kv, " KV heads");
+    BRISK_CHECK(!a.q_bias && !a.k_bias && !a.v_bias,
+                "attention_dense: q / k / v biases are not taken on the cpu backend (attention_dense_bias)");
     if (a.seq_start) {
       BRISK_CHECK(a.seq_start[0] == 0 && a.seq_start[a.n_seq] == a.q.rows, "attention_dense: sequence starts span [",
                   a.seq_start[0], ", ", a.seq_start[a.n_seq], "), the rows are [0, ", a.q.rows, ")");

@@ -182,6 +182,7 @@ class CudaBackend final : public Backend {
   void im2col(const Im2colArgs& a) override;
   void attention_weights(const AttentionWeightsArgs& a) override;
   bool attention_dense(const AttentionDenseArgs& a) override;
+  bool attention_dense_bias(const AttentionDenseArgs& a) const override;
   bool mean_rows(const MeanRowsArgs& a) override;
 
  private:
@@ -497,18 +498,23 @@ class CudaBackend final : public Backend {
   };
   GemvGroup gemv_;  // device ranges declared constant (start -> bytes)
   // Encoder epilogues outside graph steps (cuda_encoder.cpp): the last GEMM's bias (1), a unary
-  // after it (2: + bias), or a residual add (+ that bias) and / or a LayerNorm (3) wait here for
-  // the next op, which may take them into its launch: a unary takes the bias, an add the bias,
-  // a LayerNorm the add, the next GEMM the unary or norm with its BF16 input rounding. Any
-  // other launch, copy or synchronization first issues them as their own launches (same bits).
+  // after it (2: + bias), or a residual add (+ that bias) and / or a LayerNorm (3), or the
+  // tensor-core dense attention (4) wait here for the next op, which may take them into its
+  // launch: a unary takes the bias, an add the bias, a LayerNorm the add, the next GEMM the
+  // unary, norm or attention with its BF16 input rounding. Any other launch, copy or
+  // synchronization first issues them as their own launches (same bits).
   struct Epilogue {
     int kind = 0;
     Mat out;                    // kind 1: the GEMM's output
     const float* bias = nullptr;  // kind 1: its bias (device)
     cuda::BiasActArgs act;      // kind 2
+    bool act_out_dead = false;  // kind 2: the next GEMM may take only the BF16 copy (out_for_matmul)
     cuda::EncoderNormArgs norm; // kind 3 (norm.has_add: add pending; has_ln: the norm too)
     AddArgs add;                // kind 3 with has_add: the add as the model gave it
     bool has_ln = false;
+    AttentionDenseArgs attn{};  // kind 4: the tensor-core attention (device arrays), its longest
+    int64_t attn_max_len = 0;   //   sequence, and whether only the next GEMM reads its output
+    bool attn_out_dead = false;
   };
   Epilogue epi_;
   bool epilogue_on() const { return !(in_step_ && !step_eager_) && !flags().no_cuda_encoder_fuse; }

@@ -54,6 +54,11 @@ void CudaBackend::settle_epilogue() {
   } else if (e.kind == 2) {
     const cuda::BiasActArgs act = e.act;
     enqueue(act.bias ? "unary (+ bias)" : "unary", [act](cudaStream_t s) { return cuda::launch_bias_act(act, s); });
+  } else if (e.kind == 4) {
+    const AttentionDenseArgs d = e.attn;
+    const int64_t max_len = e.attn_max_len;
+    enqueue("attention_dense (tensor cores)",
+            [d, max_len](cudaStream_t s) { return cuda::launch_attention_dense_tc(d, max_len, s); });
   } else if (e.has_ln) {
     const cuda::EncoderNormArgs norm = e.norm;
     enqueue(norm.has_add ? "add + layer_norm" : "layer_norm",
@@ -82,9 +87,11 @@ bool CudaBackend::defer_add(const AddArgs& a) {
   // The matmul's output is b of the fused kernel (a + (b + bias); float adds commute).
   const Mat gemm_out = bias_a ? a.a : a.b;
   // The matmul's output gets its bias as its own launch would give it, unless the sum
-  // overwrites it.
+  // overwrites it or nothing reads it again (b_dead).
+  const bool gemm_out_dead = bias_b && a.b_dead && !flags().no_cuda_skip_dead_writes;
   epi_ = Epilogue{.kind = 3, .norm = {.has_add = true, .a = bias_a ? a.b : a.a, .b = gemm_out, .b_bias = bias,
-                                      .write_b = bias != nullptr && !same_mat(a.out, gemm_out), .sum = a.out},
+                                      .write_b = bias != nullptr && !same_mat(a.out, gemm_out) && !gemm_out_dead,
+                                      .sum = a.out},
                   .add = a};
   return true;
 }
@@ -105,7 +112,8 @@ void CudaBackend::unary(const UnaryArgs& a) {
     const float* bias = epi_.kind == 1 && same_mat(epi_.out, a.x) && same_mat(a.out, a.x) ? epi_.bias : nullptr;
     if (!bias) settle_epilogue();
     forget_quant();
-    epi_ = Epilogue{.kind = 2, .act = {.out = a.out, .x = a.x, .bias = bias, .op = a.op}};
+    epi_ = Epilogue{.kind = 2, .act = {.out = a.out, .x = a.x, .bias = bias, .op = a.op},
+                    .act_out_dead = a.out_for_matmul && !flags().no_cuda_skip_dead_writes};
     return;
   }
   forget_quant();
@@ -161,7 +169,17 @@ void CudaBackend::attention_weights(const AttentionWeightsArgs& a) {
   enqueue("attention_weights", [d](cudaStream_t s) { return cuda::launch_attention_weights(d, s); });
 }
 
+// The tensor-core kernel takes the q / k / v biases as it reads the rows (the q / k / v matmuls
+// would otherwise add them, a launch each reading and writing every row).
+bool CudaBackend::attention_dense_bias(const AttentionDenseArgs& a) const {
+  return !flags().no_cuda_attention_bias && !flags().no_cuda_dense_attention && !flags().no_cuda_dense_attention_tc &&
+         cuda::attention_dense_supported(a) && cuda::attention_dense_tc_supported(a);
+}
+
 bool CudaBackend::attention_dense(const AttentionDenseArgs& a) {
+  const bool biased = a.q_bias || a.k_bias || a.v_bias;
+  BRISK_CHECK(!biased || attention_dense_bias(a),
+              "attention_dense: q / k / v biases given where attention_dense_bias() is false");
   if (flags().no_cuda_dense_attention || !cuda::attention_dense_supported(a)) return false;
   BRISK_CHECK(a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0 && a.window >= 0, "attention_dense: ", a.n_head,
               " heads are not a multiple of ", a.n_head_kv, " KV heads, or window ", a.window, " < 0");
@@ -184,6 +202,9 @@ bool CudaBackend::attention_dense(const AttentionDenseArgs& a) {
   check_mat(a.out, a.q.rows, qw, "attention_dense", "out");
   BRISK_CHECK(!overlaps(a.out, a.q) && !overlaps(a.out, a.k) && !overlaps(a.out, a.v),
               "attention_dense: out overlaps q, k or v");
+  if (a.q_bias) d.q_bias = device_floats(a.q_bias, qw, "attention_dense q bias");
+  if (a.k_bias) d.k_bias = device_floats(a.k_bias, kvw, "attention_dense k bias");
+  if (a.v_bias) d.v_bias = device_floats(a.v_bias, kvw, "attention_dense v bias");
   key_.add(uint64_t(24));
   key_.add(a.out);
   key_.add(a.q);
@@ -197,9 +218,19 @@ bool CudaBackend::attention_dense(const AttentionDenseArgs& a) {
   key_.add(uint64_t(a.head_dim));
   key_.add(a.scale);
   key_.add(uint64_t(a.window));
+  key_.add(d.q_bias);
+  key_.add(d.k_bias);
+  key_.add(d.v_bias);
   forget_quant();
-  if (!flags().no_cuda_dense_attention_tc && cuda::attention_dense_tc_supported(d)) {
+  if (biased || (!flags().no_cuda_dense_attention_tc && cuda::attention_dense_tc_supported(d))) {
     key_.add(uint64_t(112));
+    if (epilogue_on()) {
+      // Waits for the next op: a GEMM of its output takes the BF16 rows from this launch.
+      settle_epilogue();
+      epi_ = Epilogue{.kind = 4, .attn = d, .attn_max_len = max_len,
+                      .attn_out_dead = a.out_for_matmul && !flags().no_cuda_skip_dead_writes};
+      return true;
+    }
     enqueue("attention_dense (tensor cores)",
             [d, max_len](cudaStream_t s) { return cuda::launch_attention_dense_tc(d, max_len, s); });
     return true;

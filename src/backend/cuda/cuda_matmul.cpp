@@ -178,9 +178,19 @@ void CudaBackend::gemm(const MatmulArgs& a, const MatmulArgs& d) {
   if (epi_.kind == 2 && same_mat(epi_.act.out, a.x)) {
     cuda::BiasActArgs e = epi_.act;
     e.xb = xb;
+    e.write_out = !epi_.act_out_dead;  // the caller reads out only through this matmul
     epi_.kind = 0;
     enqueue(e.bias ? "unary (+ bias, BF16 activations)" : "unary (+ BF16 activations)",
             [e](cudaStream_t s) { return cuda::launch_bias_act(e, s); });
+    bstate_x_ = a.x, bstate_buf_ = xb, bstate_valid_ = true;
+  } else if (epi_.kind == 4 && same_mat(epi_.attn.out, a.x)) {
+    const AttentionDenseArgs at = epi_.attn;
+    const int64_t max_len = epi_.attn_max_len;
+    const cuda::DenseAttentionOut extra{.xb = xb, .write_out = !epi_.attn_out_dead};
+    epi_.kind = 0;
+    enqueue(extra.write_out ? "attention_dense (tensor cores, + BF16 activations)"
+                            : "attention_dense (tensor cores, BF16 activations only)",
+            [at, max_len, extra](cudaStream_t s) { return cuda::launch_attention_dense_tc(at, max_len, s, extra); });
     bstate_x_ = a.x, bstate_buf_ = xb, bstate_valid_ = true;
   } else if (epi_.kind == 3 && epi_.has_ln && same_mat(epi_.norm.ln.out, a.x)) {
     cuda::EncoderNormArgs e = epi_.norm;

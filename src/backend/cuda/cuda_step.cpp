@@ -205,8 +205,10 @@ const int32_t* CudaBackend::stage(const int32_t* p, int64_t n, const char* op) {
   if (s.cap >= n && int64_t(s.last.size()) == n &&
       std::memcmp(s.last.data(), p, sizeof(int32_t) * size_t(n)) == 0)
     return s.dev;
-  // The buffer changes: queued launches that read it must run first.
+  // The buffer changes: queued launches that read it must run first (and a waiting epilogue:
+  // the dense attention reads its sequence starts).
   mutex_.unlock();
+  settle_epilogue();
   flush(op);
   mutex_.lock();
   if (s.cap < n) {

@@ -148,6 +148,7 @@ bool attention_dense_supported(const AttentionDenseArgs& a) {
 
 cudaError_t launch_attention_dense(const AttentionDenseArgs& a, int64_t max_len, cudaStream_t stream) {
   const int64_t n = a.seq_start ? 0 : a.q.rows / a.n_seq;  // rows of every sequence, without seq_start
+  if (a.q_bias || a.k_bias || a.v_bias) return cudaErrorInvalidValue;  // the tensor-core kernel's
   if (max_len == 0) return cudaSuccess;
   if (a.head_dim <= 64) return launch_dense<64>(a, n, max_len, stream);
   if (a.head_dim <= 128) return launch_dense<128>(a, n, max_len, stream);

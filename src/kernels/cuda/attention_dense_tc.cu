@@ -8,6 +8,8 @@
 // part of an encoder layer (at 128 tokens, 16 heads of 64: 4 GFLOP per 8192 tokens against
 // ~200 GFLOP of matmuls).
 //
+// The output may also (or only) go out as the next GEMM's dense BF16 rows (DenseAttentionOut).
+//
 // Grid (ceil(max_len / 64), n_head, n_seq), 4 warps per block: a block takes 64 query rows of
 // one head of one packed sequence ([seq_start[s], seq_start[s + 1]) from device memory, or rows
 // / n_seq rows each), each warp 16 of them (a thread holds the fragments of rows g and g + 8,
@@ -15,7 +17,9 @@
 // as float4, split into hi / lo BF16 planes in shared memory; S = (scale q) . K^T, the mask
 // (the sequence's end; with a local window, |i - j| <= window), online softmax with expf, then
 // O += P . V with P split the same way. Blocks past a shorter sequence's end return at once; a
-// window visits only the tiles that meet its rows' windows.
+// window visits only the tiles that meet its rows' windows. The q / k / v biases
+// (AttentionDenseArgs::q_bias ...), when given, are added to the rows as they are read: the
+// sums the separate bias launches would have stored.
 #include <cuda_bf16.h>
 
 #include "kernels/cuda/kernels.h"
@@ -49,6 +53,11 @@ __device__ __forceinline__ void split2(float a, float b, uint32_t& hi, uint32_t&
   lo = uint32_t(al) | (uint32_t(bl) << 16);
 }
 
+// x + bias[0..3], element by element as the bias launch adds them (scalar loads: any alignment).
+__device__ __forceinline__ float4 add_bias4(float4 x, const float* bias) {
+  return make_float4(x.x + bias[0], x.y + bias[1], x.z + bias[2], x.w + bias[3]);
+}
+
 __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
@@ -63,7 +72,8 @@ constexpr size_t tc_smem_bytes() {
 }
 
 template <int HD>
-__global__ void __launch_bounds__(kWarps * 32) attention_dense_tc_kernel(AttentionDenseArgs a, int64_t n_fixed) {
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_dense_tc_kernel(AttentionDenseArgs a, int64_t n_fixed, DenseAttentionOut extra) {
   BRISK_PDL_ENTER();
   constexpr int kStride = HD + 8;  // BF16 elements per shared row
   constexpr int kKc = HD / 16;     // k-chunks of q . k
@@ -98,16 +108,23 @@ __global__ void __launch_bounds__(kWarps * 32) attention_dense_tc_kernel(Attenti
   const int64_t qst = tc_stride(a.q);
   const float* q0 = a.q.data + (row0 + r0) * qst + int64_t(h) * HD;
   const float* q1 = a.q.data + (row0 + r1) * qst + int64_t(h) * HD;
+  // With the projection's bias: (q + b) * scale, the bias launch's sum then the scaling.
+  const float* qb = a.q_bias ? a.q_bias + int64_t(h) * HD : nullptr;
+  const float s = a.scale;
+  auto qval = [qb, s](bool valid, const float* row, int c) {
+    return !valid ? 0.0f : qb ? (row[c] + qb[c]) * s : row[c] * s;
+  };
   uint32_t qh[kKc][4], ql[kKc][4];
 #pragma unroll
   for (int kc = 0; kc < kKc; ++kc) {
     const int c = kc * 16 + 2 * tg;
-    const float s = a.scale;
-    split2(v0 ? q0[c] * s : 0.0f, v0 ? q0[c + 1] * s : 0.0f, qh[kc][0], ql[kc][0]);
-    split2(v1 ? q1[c] * s : 0.0f, v1 ? q1[c + 1] * s : 0.0f, qh[kc][1], ql[kc][1]);
-    split2(v0 ? q0[c + 8] * s : 0.0f, v0 ? q0[c + 9] * s : 0.0f, qh[kc][2], ql[kc][2]);
-    split2(v1 ? q1[c + 8] * s : 0.0f, v1 ? q1[c + 9] * s : 0.0f, qh[kc][3], ql[kc][3]);
+    split2(qval(v0, q0, c), qval(v0, q0, c + 1), qh[kc][0], ql[kc][0]);
+    split2(qval(v1, q1, c), qval(v1, q1, c + 1), qh[kc][1], ql[kc][1]);
+    split2(qval(v0, q0, c + 8), qval(v0, q0, c + 9), qh[kc][2], ql[kc][2]);
+    split2(qval(v1, q1, c + 8), qval(v1, q1, c + 9), qh[kc][3], ql[kc][3]);
   }
+  const float* kb = a.k_bias ? a.k_bias + kv_col : nullptr;
+  const float* vb = a.v_bias ? a.v_bias + kv_col : nullptr;
 
   float o[kDt][4];
 #pragma unroll
@@ -125,6 +142,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_dense_tc_kernel(Attenti
         const int64_t row = row0 + j0 + jj;
         kx = *reinterpret_cast<const float4*>(a.k.data + row * kst + kv_col + 4 * pc);
         vx = *reinterpret_cast<const float4*>(a.v.data + row * vst + kv_col + 4 * pc);
+        if (kb) kx = add_bias4(kx, kb + 4 * pc);
+        if (vb) vx = add_bias4(vx, vb + 4 * pc);
       }
       uint32_t h01, l01, h23, l23;
       split2(kx.x, kx.y, h01, l01);
@@ -226,18 +245,26 @@ __global__ void __launch_bounds__(kWarps * 32) attention_dense_tc_kernel(Attenti
     l0 += __shfl_xor_sync(0xffffffffu, l0, off);
     l1 += __shfl_xor_sync(0xffffffffu, l1, off);
   }
-  const int64_t ost = tc_stride(a.out);
+  const int64_t ost = tc_stride(a.out), xbw = int64_t(a.n_head) * HD;
   const float inv0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, inv1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+  __nv_bfloat16* xb = reinterpret_cast<__nv_bfloat16*>(extra.xb);
 #pragma unroll
   for (int d = 0; d < kDt; ++d) {
     const int64_t c = int64_t(h) * HD + d * 8 + 2 * tg;
-    if (v0) *reinterpret_cast<float2*>(a.out.data + (row0 + r0) * ost + c) = make_float2(o[d][0] * inv0, o[d][1] * inv0);
-    if (v1) *reinterpret_cast<float2*>(a.out.data + (row0 + r1) * ost + c) = make_float2(o[d][2] * inv1, o[d][3] * inv1);
+    const float2 y0 = make_float2(o[d][0] * inv0, o[d][1] * inv0), y1 = make_float2(o[d][2] * inv1, o[d][3] * inv1);
+    if (extra.write_out) {
+      if (v0) *reinterpret_cast<float2*>(a.out.data + (row0 + r0) * ost + c) = y0;
+      if (v1) *reinterpret_cast<float2*>(a.out.data + (row0 + r1) * ost + c) = y1;
+    }
+    // The next GEMM's BF16 input, as act_to_bf16 would round the stored rows.
+    if (xb && v0) *reinterpret_cast<__nv_bfloat162*>(xb + (row0 + r0) * xbw + c) = __floats2bfloat162_rn(y0.x, y0.y);
+    if (xb && v1) *reinterpret_cast<__nv_bfloat162*>(xb + (row0 + r1) * xbw + c) = __floats2bfloat162_rn(y1.x, y1.y);
   }
 }
 
 template <int HD>
-cudaError_t launch_tc(const AttentionDenseArgs& a, int64_t n, int64_t max_len, cudaStream_t stream) {
+cudaError_t launch_tc(const AttentionDenseArgs& a, int64_t n, int64_t max_len, const DenseAttentionOut& extra,
+                      cudaStream_t stream) {
   constexpr size_t smem = tc_smem_bytes<HD>();
   if constexpr (smem > 48 * 1024) {
     static const cudaError_t attr = cudaFuncSetAttribute(attention_dense_tc_kernel<HD>,
@@ -245,7 +272,7 @@ cudaError_t launch_tc(const AttentionDenseArgs& a, int64_t n, int64_t max_len, c
     if (attr != cudaSuccess) return attr;
   }
   const dim3 grid(unsigned((max_len + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(a.n_head), unsigned(a.n_seq));
-  return launch_kernel(attention_dense_tc_kernel<HD>, grid, dim3(kWarps * 32), smem, stream, a, n);
+  return launch_kernel(attention_dense_tc_kernel<HD>, grid, dim3(kWarps * 32), smem, stream, a, n, extra);
 }
 
 bool aligned16(const Mat& m) {
@@ -260,14 +287,15 @@ bool attention_dense_tc_supported(const AttentionDenseArgs& a) {
          a.out.row_stride() % 2 == 0;
 }
 
-cudaError_t launch_attention_dense_tc(const AttentionDenseArgs& a, int64_t max_len, cudaStream_t stream) {
-  if (!attention_dense_tc_supported(a)) return cudaErrorInvalidValue;
+cudaError_t launch_attention_dense_tc(const AttentionDenseArgs& a, int64_t max_len, cudaStream_t stream,
+                                      const DenseAttentionOut& extra) {
+  if (!attention_dense_tc_supported(a) || (!extra.write_out && !extra.xb)) return cudaErrorInvalidValue;
   const int64_t n = a.seq_start ? 0 : a.q.rows / a.n_seq;  // rows of every sequence, without seq_start
   if (max_len == 0) return cudaSuccess;
-  if (a.head_dim == 16) return launch_tc<16>(a, n, max_len, stream);
-  if (a.head_dim == 32) return launch_tc<32>(a, n, max_len, stream);
-  if (a.head_dim == 64) return launch_tc<64>(a, n, max_len, stream);
-  return launch_tc<128>(a, n, max_len, stream);
+  if (a.head_dim == 16) return launch_tc<16>(a, n, max_len, extra, stream);
+  if (a.head_dim == 32) return launch_tc<32>(a, n, max_len, extra, stream);
+  if (a.head_dim == 64) return launch_tc<64>(a, n, max_len, extra, stream);
+  return launch_tc<128>(a, n, max_len, extra, stream);
 }
 
 }  // namespace brisk::cuda

@@ -108,16 +108,22 @@ __global__ void __launch_bounds__(kRowThreads) encoder_norm_kernel(EncoderNormAr
 }
 
 // out = act(x + bias) (bias and act optional); xb: a BF16 copy of out for the next matmul.
-__global__ void bias_act_kernel(BiasActArgs a) {
+// Grid (column blocks of kActThreads, row blocks): a thread per (row, column), rows strided by
+// gridDim.y (no division per element: the 64-bit index split cost more than the memory).
+constexpr int kActThreads = 256;
+__global__ void __launch_bounds__(kActThreads) bias_act_kernel(BiasActArgs a) {
   BRISK_PDL_ENTER();
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= a.x.rows * a.x.cols) return;
-  const int64_t r = i / a.x.cols, c = i % a.x.cols;
-  float y = a.x.data[r * stride_of(a.x) + c];
-  if (a.bias) y += a.bias[c];
-  if (a.act) y = unary_apply(a.op, y);
-  a.out.data[r * stride_of(a.out) + c] = y;
-  if (a.xb) reinterpret_cast<__nv_bfloat16*>(a.xb)[i] = __float2bfloat16_rn(y);
+  const int64_t c = int64_t(blockIdx.x) * kActThreads + threadIdx.x;
+  if (c >= a.x.cols) return;
+  const float bias = a.bias ? a.bias[c] : 0.0f;
+  const int64_t xs = stride_of(a.x), os = stride_of(a.out);
+  for (int64_t r = blockIdx.y; r < a.x.rows; r += gridDim.y) {
+    float y = a.x.data[r * xs + c];
+    if (a.bias) y += bias;
+    if (a.act) y = unary_apply(a.op, y);
+    if (a.write_out) a.out.data[r * os + c] = y;
+    if (a.xb) reinterpret_cast<__nv_bfloat16*>(a.xb)[r * a.x.cols + c] = __float2bfloat16_rn(y);
+  }
 }
 
 __global__ void im2col_kernel(Im2colArgs a, int64_t frames_out) {
@@ -206,9 +212,9 @@ cudaError_t launch_unary(const UnaryArgs& a, cudaStream_t stream) {
 }
 
 cudaError_t launch_bias_act(const BiasActArgs& a, cudaStream_t stream) {
-  const int64_t n = a.x.rows * a.x.cols;
-  if (n == 0) return cudaSuccess;
-  return launch_kernel(bias_act_kernel, dim3(unsigned((n + 255) / 256)), dim3(256), 0, stream, a);
+  if (a.x.rows == 0 || a.x.cols == 0) return cudaSuccess;
+  const dim3 grid(unsigned((a.x.cols + kActThreads - 1) / kActThreads), unsigned(a.x.rows < 65535 ? a.x.rows : 65535));
+  return launch_kernel(bias_act_kernel, grid, dim3(kActThreads), 0, stream, a);
 }
 
 cudaError_t launch_im2col(const Im2colArgs& a, int64_t frames_out, cudaStream_t stream) {

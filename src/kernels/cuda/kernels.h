@@ -145,6 +145,7 @@ struct BiasActArgs {
   bool act = true;
   UnaryOp op = UnaryOp::gelu_erf;
   uint16_t* xb = nullptr;
+  bool write_out = true;          // false: only xb is written (out is read by nothing else)
 };
 cudaError_t launch_bias_act(const BiasActArgs& a, cudaStream_t stream);
 // a.seq_start in device memory.
@@ -156,9 +157,17 @@ bool attention_dense_supported(const AttentionDenseArgs& a);
 // a.seq_start (when given) in device memory; max_len: the longest sequence's rows.
 cudaError_t launch_attention_dense(const AttentionDenseArgs& a, int64_t max_len, cudaStream_t stream);
 // The same on the tensor cores (attention_dense_tc.cu: split BF16 operands, ~1e-5 relative of
-// the FP32 kernel): head_dim 16 / 32 / 64 / 128, k / v rows 16-byte aligned.
+// the FP32 kernel): head_dim 16 / 32 / 64 / 128, k / v rows 16-byte aligned; the one of the two
+// that takes the q / k / v biases (device arrays).
 bool attention_dense_tc_supported(const AttentionDenseArgs& a);
-cudaError_t launch_attention_dense_tc(const AttentionDenseArgs& a, int64_t max_len, cudaStream_t stream);
+// What the tensor-core attention writes besides / instead of a.out: xb, a dense BF16 copy
+// [rows, n_head * head_dim] of out (the next GEMM's input); write_out false leaves out unwritten.
+struct DenseAttentionOut {
+  uint16_t* xb = nullptr;
+  bool write_out = true;
+};
+cudaError_t launch_attention_dense_tc(const AttentionDenseArgs& a, int64_t max_len, cudaStream_t stream,
+                                      const DenseAttentionOut& extra = {});
 
 // Linear-attention ops (delta_net.cu, delta_rule.cu): seq / pos are the step's device arrays,
 // state views device memory; sequences are found on the device, so these need no host plan.
