@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "model_fixtures.h"
+#include "tp_greedy.h"
 #include "runtime/engine_api.h"
 #ifdef BRISK_HAVE_CUDA
 #include "backend/cuda/cuda_devices.h"
@@ -24,33 +25,8 @@ namespace {
 TEST(TpCuda, WorldOfOneMatchesThePlainContext) { GTEST_SKIP() << "CUDA backend not built"; }
 #else
 
-std::vector<int32_t> tp_cuda_greedy(Context& ctx, int32_t n, std::vector<std::vector<float>>* logits) {
-  const std::vector<int32_t> prompt = {1, 15, 200, 31, 7, 512, 99, 3};
-  std::vector<BatchToken> b;
-  for (size_t i = 0; i < prompt.size(); ++i)
-    b.push_back({.token = prompt[i], .pos = int32_t(i), .seq = 0, .want_logits = i + 1 == prompt.size()});
-  ctx.decode(b);
-  std::vector<int32_t> ids;
-  const int32_t nv = ctx.n_vocab();
-  for (int32_t step = 0; step < n; ++step) {
-    const float* l = ctx.logits(0);
-    logits->emplace_back(l, l + nv);
-    ids.push_back(int32_t(std::max_element(l, l + nv) - l));
-    ctx.decode({{.token = ids.back(), .pos = int32_t(prompt.size()) + step, .seq = 0, .want_logits = true}});
-  }
-  return ids;
-}
-
-// The largest |a - b| over every step, relative to the step's largest |a|.
-float tp_cuda_worst(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
-  float worst = 0.0f;
-  for (size_t s = 0; s < a.size(); ++s) {
-    float peak = 1.0f;
-    for (float v : a[s]) peak = std::max(peak, std::fabs(v));
-    for (size_t i = 0; i < a[s].size(); ++i) worst = std::max(worst, std::fabs(a[s][i] - b[s][i]) / peak);
-  }
-  return worst;
-}
+// The prompt both runs decode after.
+const std::vector<int32_t> kTpCudaPrompt = {1, 15, 200, 31, 7, 512, 99, 3};
 
 ContextOptions tp_cuda_options(const std::string& device, int32_t tp) {
   return {.n_ctx = 256, .n_seq_max = 1, .n_batch = 512, .kv_type = QuantType::F16, .device = device, .tp = tp};
@@ -62,13 +38,13 @@ TEST(TpCuda, WorldOfOneMatchesThePlainContext) {
   if (!model) GTEST_SKIP() << why;
   std::vector<std::vector<float>> l_plain, l_tp;
   auto plain = Context::create(model, tp_cuda_options("cuda:0", 0));
-  const std::vector<int32_t> g_plain = tp_cuda_greedy(*plain, 32, &l_plain);
+  const std::vector<int32_t> g_plain = tp_greedy(*plain, kTpCudaPrompt, 32, &l_plain);
   auto one = Context::create(model, tp_cuda_options("cuda:0", 1));
   EXPECT_EQ(one->options().tp, 1);
   EXPECT_EQ(one->options().device, "cuda:0");
-  const std::vector<int32_t> g_tp = tp_cuda_greedy(*one, 32, &l_tp);
+  const std::vector<int32_t> g_tp = tp_greedy(*one, kTpCudaPrompt, 32, &l_tp);
   EXPECT_EQ(g_tp, g_plain);
-  EXPECT_LE(tp_cuda_worst(l_plain, l_tp), 1e-5f);
+  EXPECT_LE(tp_worst_difference(l_plain, l_tp), 1e-5f);
 }
 
 TEST(TpCuda, TwoGpusMatchOne) {
@@ -81,13 +57,13 @@ TEST(TpCuda, TwoGpusMatchOne) {
   auto model = Model::load({.path = model_dir("llama") + "/model-f32.gguf"});
   std::vector<std::vector<float>> l1, l2;
   auto single = Context::create(model, tp_cuda_options("cuda:0", 0));
-  const std::vector<int32_t> g1 = tp_cuda_greedy(*single, 32, &l1);
+  const std::vector<int32_t> g1 = tp_greedy(*single, kTpCudaPrompt, 32, &l1);
   auto two = Context::create(model, tp_cuda_options("cuda:0,1", 0));
   EXPECT_EQ(two->options().tp, 2);
   EXPECT_EQ(two->options().device, "cuda:0,1");
-  const std::vector<int32_t> g2 = tp_cuda_greedy(*two, 32, &l2);
+  const std::vector<int32_t> g2 = tp_greedy(*two, kTpCudaPrompt, 32, &l2);
   EXPECT_EQ(g2, g1);
-  EXPECT_LE(tp_cuda_worst(l1, l2), 2e-3f);
+  EXPECT_LE(tp_worst_difference(l1, l2), 2e-3f);
 }
 
 #endif

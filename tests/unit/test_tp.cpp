@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "kernels/cpu/ops.h"
 #include "model_fixtures.h"
+#include "tp_greedy.h"
 #include "models/tp_shard.h"
 #include "quant/repack.h"
 #include "runtime/engine_api.h"
@@ -216,25 +217,6 @@ TEST(TpSplit, OtherArchitecturesAreRefused) {
   expect_error_mentions([&] { Context::create(model, tp_options(1)); }, "is not supported");
 }
 
-// Greedy decode of n tokens after the prompt; every step's logits into *logits.
-std::vector<int32_t> tp_greedy(Context& ctx, const std::vector<int32_t>& prompt, int32_t n,
-                               std::vector<std::vector<float>>* logits) {
-  std::vector<BatchToken> b;
-  for (size_t i = 0; i < prompt.size(); ++i)
-    b.push_back({.token = prompt[i], .pos = int32_t(i), .seq = 0, .want_logits = i + 1 == prompt.size()});
-  ctx.decode(b);
-  std::vector<int32_t> ids;
-  const int32_t nv = ctx.n_vocab();
-  for (int32_t step = 0; step < n; ++step) {
-    const float* l = ctx.logits(0);
-    logits->emplace_back(l, l + nv);
-    const int32_t id = int32_t(std::max_element(l, l + nv) - l);
-    ids.push_back(id);
-    ctx.decode({{.token = id, .pos = int32_t(prompt.size()) + step, .seq = 0, .want_logits = true}});
-  }
-  return ids;
-}
-
 class TpModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TpModel, TwoCpuRanksMatchOne) {
@@ -256,17 +238,10 @@ TEST_P(TpModel, TwoCpuRanksMatchOne) {
     const std::vector<int32_t> g2 = tp_greedy(*two, prompt, 32, &l2);
     EXPECT_EQ(gw1, g1) << "a world of 1 changed the greedy ids";
     EXPECT_EQ(g2, g1) << "2 ranks changed the greedy ids";
-    float worst = 0.0f;
-    for (size_t s = 0; s < l1.size(); ++s) {
+    for (size_t s = 0; s < l1.size(); ++s)
       EXPECT_EQ(lw1[s], l1[s]) << "a world of 1 changed the logits of step " << s;
-      float peak = 1.0f;
-      for (float v : l1[s]) peak = std::max(peak, std::fabs(v));
-      for (size_t i = 0; i < l1[s].size(); ++i) {
-        const float d = std::fabs(l2[s][i] - l1[s][i]);
-        worst = std::max(worst, d / peak);
-      }
-    }
-    EXPECT_LE(worst, 1e-4f) << "largest logit difference (relative to the largest logit) of 2 ranks vs 1";
+    EXPECT_LE(tp_worst_difference(l1, l2), 1e-4f)
+        << "largest logit difference (relative to the largest logit) of 2 ranks vs 1";
     // Sequence operations reach every rank: cut back and decode again, same logits as before.
     two->seq_truncate(0, int32_t(prompt.size()));
     two->decode({{.token = g2[0], .pos = int32_t(prompt.size()), .seq = 0, .want_logits = true}});
