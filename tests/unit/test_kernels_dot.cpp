@@ -13,6 +13,7 @@
 #include "dot_magnitude.h"
 #include "random_values.h"
 #include "scoped_env.h"
+#include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/flags.h"
 #include "kernels/cpu/dot.h"
@@ -105,7 +106,7 @@ TEST(KernelsDot, SimdMatchesScalarReference) {
 // integer sums and the same float accumulation, so they agree exactly. (Q8_0, Q4_0 and Q5_0 have
 // 512-bit kernels of their own, dot_q32_avx512.cpp, which sum 16 blocks per FMA; they are
 // checked against the reference like every kernel. Q4_K, Q5_K and Q6_K have them too,
-// dot_kquant_avx512.cpp: BRISK_NO_AVX512_KQUANT selects the dot_x86.inc ones compared here.)
+// dot_kquant_avx512.inc: BRISK_NO_AVX512_KQUANT selects the dot_x86.inc ones compared here.)
 TEST(KernelsDot, Avx2AndAvx512IntegerKernelsAgreeExactly) {
   ScopedEnv kquant_256("BRISK_NO_AVX512_KQUANT", "1");
   bool any = false;
@@ -299,6 +300,44 @@ TEST(KernelsDot, KquantKernelsWithAndWithoutWideMatchReference) {
         }
       }
       check_gemv_rows(t);
+    }
+  }
+}
+
+// The GFNI build of the 512-bit K-quant kernels (avx512-vbmi level, selected by default where the
+// CPU has it) decodes the same codes as the plain build (BRISK_NO_AVX512_VBMI): the same bits,
+// for 1..8 tokens, random blocks (every code and high-bit pattern) and long rows.
+TEST(KernelsGemv, KquantGfniBuildIsBitIdenticalToPlain) {
+  if (!cpu_has_level(IsaLevel::avx512_vbmi)) GTEST_SKIP() << "needs the avx512-vbmi level (GFNI)";
+  for (QuantType t : {QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K}) {
+    for (int64_t k : {256, 1024, 14336}) {
+      const int64_t n_rows = 7;
+      const size_t rb = row_bytes(t, k);
+      std::vector<uint8_t> w(rb * size_t(n_rows));
+      for (int64_t r = 0; r < n_rows; ++r) {
+        std::vector<uint8_t> row = r % 2 ? quantized(t, gaussian(size_t(k), uint32_t(5 * r + k)))
+                                         : random_blocks(t, k, uint32_t(5 * r + k));
+        std::memcpy(w.data() + size_t(r) * rb, row.data(), row.size());
+      }
+      const size_t xb = activation_row_bytes(t, k);
+      std::vector<uint8_t> x(xb * 8);
+      for (int tok = 0; tok < 8; ++tok)
+        format_traits(QuantType::Q8_K).quantize_row_ref(gaussian(size_t(k), 40u + uint32_t(tok)).data(),
+                                                        x.data() + size_t(tok) * xb, k);
+      for (int n_tokens = 1; n_tokens <= 8; ++n_tokens) {
+        auto run = [&]() {
+          std::vector<float> y(size_t(n_rows) * size_t(n_tokens), -1.f);
+          gemv_rows_multi({.weight_type = t, .w = w.data(), .row_bytes = rb, .n_rows = n_rows, .k = k,
+                           .x_quant = x.data(), .x_stride = xb, .n_tokens = n_tokens, .y = y.data(),
+                           .y_stride = n_rows});
+          return y;
+        };
+        const std::vector<float> gfni = run();
+        ScopedEnv off("BRISK_NO_AVX512_VBMI", "1");
+        const std::vector<float> plain = run();
+        EXPECT_EQ(std::memcmp(gfni.data(), plain.data(), gfni.size() * sizeof(float)), 0)
+            << quant_type_info(t).name << " k=" << k << " " << n_tokens << " tokens";
+      }
     }
   }
 }

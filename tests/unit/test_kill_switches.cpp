@@ -217,7 +217,7 @@ Plan plan_for(const FlagDef& f) {
   if (id == "no_avx512")
     return hw.avx512 ? Plan{.models = broad} : Plan{.reason = "no AVX-512 on this CPU"};
   if (id == "no_avx512_vbmi")
-    return hw.avx512_vbmi ? Plan{.models = on(kLong, {QuantType::Q4_0, QuantType::Q5_0})}
+    return hw.avx512_vbmi ? Plan{.models = on(kLong, {QuantType::Q4_0, QuantType::Q5_0, QuantType::Q4_K, QuantType::Q6_K})}
                           : Plan{.reason = "no AVX-512 VBMI on this CPU"};
   if (id == "no_avx512_kquant" || id == "no_kquant_gemv")
     return hw.avx512 ? Plan{.models = on(kLong, kquants)} : Plan{.reason = "no AVX-512 on this CPU"};

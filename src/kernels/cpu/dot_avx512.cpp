@@ -51,7 +51,7 @@ VecDotFn vec_dot_kernel(QuantType t) {
     case QuantType::BF16: return dot_wide<uint16_t, load_bf16x16, bf16_to_f32>;
     default: {
       if (VecDotFn f = wide_q32_kernel(t)) return f;     // dot_q32_avx512.cpp
-      if (VecDotFn f = wide_kquant_kernel(t)) return f;  // dot_kquant_avx512.cpp
+      if (VecDotFn f = wide_kquant_kernel(t)) return f;  // dot_kquant_avx512.inc
       return kernel_256(t);
     }
   }

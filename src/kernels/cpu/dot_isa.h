@@ -59,14 +59,19 @@ VecDotMultiFn wide_q32_multi_kernel(QuantType weight_type, int n_tokens);
 // Whole GEMV (gemv_rows_multi) with the activations prepared once for all rows; false when the
 // format or token count has no such kernel. Bit-identical to the two functions above.
 bool wide_q32_gemv(const GemvMultiParams& p, size_t prefetch_bytes);
-// 512-bit kernels of Q4_K / Q5_K / Q6_K x Q8_K (dot_kquant_avx512.cpp), which take precedence
-// over the 256-bit ones; nullptr under BRISK_NO_AVX512_KQUANT. The multi-token kernel covers
+// 512-bit kernels of Q4_K / Q5_K / Q6_K x Q8_K (dot_kquant_avx512.inc: this level's build, or the
+// GFNI one of avx512vbmi:: where the CPU has that level), which take precedence over the 256-bit
+// ones; nullptr under BRISK_NO_AVX512_KQUANT. The multi-token kernel covers
 // n_tokens 1..8, each token's result bit-identical to the 1-token kernel's.
 VecDotFn wide_kquant_kernel(QuantType weight_type);
 VecDotMultiFn wide_kquant_multi_kernel(QuantType weight_type, int n_tokens);
 // Whole GEMV over K-quant rows (1..8 tokens) with those kernels inlined in the row loop; false
 // under BRISK_NO_AVX512_KQUANT / BRISK_NO_KQUANT_GEMV or for another format. Same bits.
 bool wide_kquant_gemv(const GemvMultiParams& p);
+// This level's build of those kernels, without the flag checks and the dispatch.
+VecDotFn kquant_kernel(QuantType weight_type);
+VecDotMultiFn kquant_multi_kernel(QuantType weight_type, int n_tokens);
+bool kquant_gemv(const GemvMultiParams& p);
 }  // namespace brisk::kernels::avx512
 
 namespace brisk::kernels::avx512vbmi {  // AVX-512 + VBMI (dot_nibble_avx512vbmi.cpp)
@@ -75,4 +80,9 @@ namespace brisk::kernels::avx512vbmi {  // AVX-512 + VBMI (dot_nibble_avx512vbmi
 VecDotFn nibble_kernel(QuantType weight_type);
 VecDotMultiFn nibble_multi_kernel(QuantType weight_type, int n_tokens);
 bool nibble_gemv(const GemvMultiParams& p);
+// The K-quant kernels of dot_kquant_avx512.inc with GFNI code decoding (dot_kquant_avx512vbmi.cpp);
+// the same contracts and bits as avx512::kquant_*.
+VecDotFn kquant_kernel(QuantType weight_type);
+VecDotMultiFn kquant_multi_kernel(QuantType weight_type, int n_tokens);
+bool kquant_gemv(const GemvMultiParams& p);
 }  // namespace brisk::kernels::avx512vbmi
