@@ -186,7 +186,7 @@ Plan plan_for(const FlagDef& f) {
   if (id == "no_chunked_delta")
     return {.reason = "its kernels run only in linear-attention (hybrid) models, none of this test's shapes: "
                       "HybridState.StepSizesGiveSameLogits runs prompts in one chunk, chunks of 7 and token by token"};
-  if (id == "no_simd_delta")
+  if (id == "no_simd_delta" || id == "no_fused_delta_step")
     return {.reason = "its kernels run only in linear-attention (hybrid) models, none of this test's shapes: "
                       "OpsDeltaNet.* compares every build of them, switched off or not, with the references"};
   if (id == "no_spec")

@@ -30,14 +30,16 @@ using test::DeltaInputs;
 
 const DeltaCase kDeltaCases[] = {
     {1, 2, 16, 24, false}, {2, 4, 16, 32, false}, {2, 4, 16, 32, true}, {2, 2, 32, 16, false},
-    {3, 6, 20, 12, true},  {4, 4, 128, 128, false},
+    {3, 6, 20, 12, true},  {4, 4, 128, 128, false}, {1, 2, 24, 200, false},
 };
 
 // Runs check(label) once per build of the kernels (delta_net_x86.inc) this CPU can run: the best
-// one, then under each kill switch that moves the dispatch down (AVX2, the baseline build).
+// one, then under each kill switch that moves the dispatch down (the AVX-512 build's four-sweep
+// decode step, AVX2, the baseline build).
 template <typename Check>
 void for_each_delta_build(Check check) {
-  for (const char* off : {static_cast<const char*>(nullptr), "BRISK_NO_AVX512", "BRISK_NO_SIMD_DELTA"}) {
+  for (const char* off :
+       {static_cast<const char*>(nullptr), "BRISK_NO_FUSED_DELTA_STEP", "BRISK_NO_AVX512", "BRISK_NO_SIMD_DELTA"}) {
     std::unique_ptr<ScopedEnv> env;
     if (off) env = std::make_unique<ScopedEnv>(off, "1");
     check(std::string(off ? off : "best build"));
