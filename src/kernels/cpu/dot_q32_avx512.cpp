@@ -288,24 +288,31 @@ __attribute__((always_inline)) inline InterleavedGroup interleaved_tail_group(co
   return w;
 }
 
-// acc[t] += this group's products for NT tokens. kPermute: a partial group (block sums in block
-// order, moved into kBlockOfLane order).
+// acc + one token's products over a group: x = the token's 8 prepared steps (memory or
+// registers). kPermute: a partial group (block sums in block order, moved into kBlockOfLane
+// order).
+template <bool kPermute, int kChains = 2>
+__attribute__((always_inline)) inline __m512 interleaved_token_dot(const InterleavedGroup& w, const __m512i* x,
+                                                                   __m512i corr, __m512 dx, __m512 acc) {
+  // kChains independent accumulations (exact integers: any grouping gives the same sums).
+  __m512i c[kChains];
+  c[0] = _mm512_dpbusd_epi32(corr, w.u[0], x[0]);
+  for (int j = 1; j < kChains; ++j) c[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[j], x[j]);
+  for (int j = kChains; j < kPairs; ++j) c[j % kChains] = _mm512_dpbusd_epi32(c[j % kChains], w.u[j], x[j]);
+  for (int n = kChains / 2; n >= 1; n /= 2)
+    for (int j = 0; j < n; ++j) c[j] = _mm512_add_epi32(c[j], c[j + n]);
+  __m512i sums = c[0];
+  if constexpr (kPermute) sums = _mm512_permutexvar_epi32(_mm512_load_si512(kBlockOfLane), sums);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(w.dw, dx), acc);
+}
+
+// acc[t] += this group's products for NT tokens.
 template <int NT, bool kPermute>
 __attribute__((always_inline)) inline void interleaved_group_dot(const InterleavedGroup& w, const Prepared* xp,
                                                                  int64_t g, __m512* acc) {
-  for (int t = 0; t < NT; ++t) {
-    const __m512i* x = xp[t].x(g, 0);
-    __m512i a = _mm512_dpbusd_epi32(_mm512_load_si512(xp[t].corr(g)), w.u[0], _mm512_load_si512(x + 0));
-    __m512i b = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[1], _mm512_load_si512(x + 1));
-    for (int j = 2; j < kPairs; j += 2) {
-      a = _mm512_dpbusd_epi32(a, w.u[j], _mm512_load_si512(x + j));
-      b = _mm512_dpbusd_epi32(b, w.u[j + 1], _mm512_load_si512(x + j + 1));
-    }
-    __m512i sums = _mm512_add_epi32(a, b);
-    if constexpr (kPermute) sums = _mm512_permutexvar_epi32(_mm512_load_si512(kBlockOfLane), sums);
-    const __m512 s = _mm512_mul_ps(w.dw, _mm512_load_ps(xp[t].dx(g)));
-    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), s, acc[t]);
-  }
+  for (int t = 0; t < NT; ++t)
+    acc[t] = interleaved_token_dot<kPermute, NT == 1 ? 2 : 2>(w, xp[t].x(g, 0), _mm512_load_si512(xp[t].corr(g)),
+                                             _mm512_load_ps(xp[t].dx(g)), acc[t]);
 }
 
 template <int NT>
@@ -346,13 +353,42 @@ __attribute__((always_inline)) inline void row_dot(int64_t nb, const void* w, co
   else row_dot_pairs<NT, Fmt>(nb, w, xp, out, out_stride);
 }
 
-// No one-token row specialisations here: the interleaved row loop has no per-row shape to fix.
+// One token over rows of G = 1 or 2 groups (up to 1024 elements: Qwen2.5-0.5B's rows of 896,
+// its output matrix among them), the last group holding M blocks: the token's 8 or 16 prepared
+// steps stay in registers for all the rows and the last group's masks are constants. Per row
+// the operations of row_dot<1, FmtQ8_0R16> in the same order, so the same bits.
+template <class Fmt, int G, int M>
+void gemv_short_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, const Prepared& xp, float* y) {
+  static_assert(kInterleaved<Fmt>);
+  constexpr size_t kGroupWeightBytes = kGroup * sizeof(BlockQ8_0);
+  __m512i xv[G][kPairs];
+  for (int g = 0; g < G; ++g)
+    for (int j = 0; j < kPairs; ++j) xv[g][j] = _mm512_load_si512(xp.x(g, j));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const uint8_t* row = w + size_t(r) * row_bytes;
+    __m512 acc = _mm512_setzero_ps();
+#pragma GCC unroll 2
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* group = row + size_t(g) * kGroupWeightBytes;
+      const bool whole = g < G - 1 || M == kGroup;
+      const int nv = whole ? kGroup : M;
+      for (size_t off = 0; off < size_t(nv) * sizeof(BlockQ8_0); off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(group) + kWeightPrefetchBytes + off, _MM_HINT_T1);
+      const __m512i corr = _mm512_load_si512(xp.corr(g));
+      const __m512 dx = _mm512_load_ps(xp.dx(g));
+      if (whole) acc = interleaved_token_dot<false>(interleaved_whole_group(group), xv[g], corr, dx, acc);
+      else acc = interleaved_token_dot<true>(interleaved_tail_group(group, nv), xv[g], corr, dx, acc);
+    }
+    y[r] = _mm512_reduce_add_ps(acc);
+  }
+}
 template <class Fmt>
-constexpr bool kHasShortRows = false;
+constexpr bool kHasShortRows = kInterleaved<Fmt>;
+
+// Longer rows need no one-token specialisation: the interleaved row loop has no per-row shape
+// to fix (declared for dot_prepared.inc only).
 template <class Fmt>
 constexpr bool kHasLongRows = false;
-template <class Fmt, int G, int M>
-void gemv_short_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, const Prepared& xp, float* y);
 template <class Fmt, int M>
 void gemv_long_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_full, const Prepared& xp, float* y);
 
