@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -172,9 +173,14 @@ TEST(QuantRepack, GemvOverRepackedRowsMatchesStoredBitExact) {
 }
 
 // Speculative decoding relies on each token's result of a multi-token GEMV being the 1-token
-// GEMV's bits: Q8_0_R16 rows (Qwen2.5-0.5B's 896 and 4864 among them) for 1..8 tokens.
+// GEMV's bits: Q8_0_R16 rows (Qwen2.5-0.5B's 896 and 4864 among them) for 1..8 tokens, with
+// the GEMVs of many tokens over long rows in one pass over the weights or in several
+// (BRISK_NO_GEMV_TOKEN_PASSES).
 TEST(QuantRepack, Q8GemvMultiTokenIsBitIdenticalToOneToken) {
-  for (int64_t nb : {1, 13, 16, 28, 33, 152}) {
+  for (int64_t nb : {1, 13, 16, 28, 33, 152, 160, 300})
+   for (bool one_pass : {false, true}) {
+    std::unique_ptr<ScopedEnv> off;
+    if (one_pass) off = std::make_unique<ScopedEnv>("BRISK_NO_GEMV_TOKEN_PASSES", "1");
     const int64_t k = 32 * nb, n_rows = 9;
     const size_t rb = size_t(*quant_row_bytes(QuantType::Q8_0, uint64_t(k)));
     std::vector<uint8_t> w = stored_rows(QuantType::Q8_0, k, n_rows, uint32_t(nb) * 7u);
@@ -198,7 +204,7 @@ TEST(QuantRepack, Q8GemvMultiTokenIsBitIdenticalToOneToken) {
       const std::vector<float> y = gemv(x.data(), n_tok);
       for (int tok = 0; tok < n_tok; ++tok)
         ASSERT_EQ(0, std::memcmp(y.data() + size_t(tok * n_rows), one[size_t(tok)].data(), sizeof(float) * n_rows))
-            << "nb=" << nb << " tokens=" << n_tok << " token " << tok;
+            << "nb=" << nb << " tokens=" << n_tok << " token " << tok << (one_pass ? " one pass" : "");
     }
   }
 }
