@@ -210,7 +210,7 @@ TEST(KernelsGemmAvx2, MatchesReferenceDotBothVariants) {
 // (the public one and the AVX2 ones) gives the stored rows' bits: rows of 1..40 blocks (whole
 // and partial groups) and Qwen2.5-0.5B's 896 and 4864.
 TEST(KernelsGemm, RepackedQ8RowsGiveTheStoredBits) {
-  if (!gemm_available(QuantType::Q8_0)) GTEST_SKIP() << "no GEMM kernel on this CPU (needs AVX-512 VNNI)";
+  if (!gemm_available(QuantType::Q8_0_R16)) GTEST_SKIP() << "no GEMM kernel for Q8_0_R16 here (needs AVX-512 VNNI)";
   std::vector<int64_t> block_counts;
   for (int64_t nb = 1; nb <= 40; ++nb) block_counts.push_back(nb);
   block_counts.push_back(152);
