@@ -226,7 +226,7 @@ Plan plan_for(const FlagDef& f) {
                      : Plan{.reason = "no AVX-512 on this CPU (the attention kernels it switches are AVX-512)"};
   if (id == "no_repack") return {.models = cat(on(kLong, {QuantType::Q4_0, QuantType::Q5_0}), on(kShort, {QuantType::Q4_0}))};
   if (id == "no_gemv_token_passes")
-    return {.reason = "it splits only GEMVs of 6..8 tokens over rows of at least 4096 elements, none of this test's "
+    return {.reason = "it splits only GEMVs of 7 or 8 tokens over rows of more than 4096 elements, none of this test's "
                       "shapes: QuantRepack.Q8GemvMultiTokenIsBitIdenticalToOneToken compares it, switched off or not, "
                       "with one token at a time"};
   if (id == "no_gemv_short_rows") return {.models = on(kShort, decode_formats)};

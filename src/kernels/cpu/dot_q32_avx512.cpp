@@ -396,9 +396,11 @@ void gemv_long_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t 
 
 // Tokens of one Q8_0_R16 GEMV pass: as many as keep their prepared activations (reread for
 // every row) within this share of the 48 KiB L1 data cache, the weights streaming through the
-// rest. Rows of 4864 (10 groups, 6.4 KB per token) 6..8 tokens at once fell out of it: `gemv_l2`
-// 5 tokens 19.7 us, 6 33.5, 8 64.4, against 2 x 15.3 for two passes of 4.
-constexpr size_t kPreparedL1Bytes = 32 << 10;
+// rest. Rows of 4864 (10 groups, 6.4 KB per token) fell out of it from 6 tokens on: `gemv_l2`
+// 5 tokens 19.7 us, 6 33.5, 8 64.4, against 2 x 15.3 for two passes of 4. In decode (the
+// weights from memory) two passes paid off from 7 tokens on (Qwen2.5-0.5B verify of 8 tokens
+// 44.0-44.8 -> 47.8-50.2 steps/s), not at 6 (3 + 3: 59-61 against 62-64).
+constexpr size_t kPreparedL1Bytes = 40 << 10;
 
 bool run_gemv_interleaved(const GemvMultiParams& p) {
   if (p.n_tokens < 1 || p.n_tokens > 8) return false;
