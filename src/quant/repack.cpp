@@ -103,12 +103,12 @@ void convert_q8_group(int m, bool to_repacked, const uint8_t* stored_in, uint8_t
   const size_t codes_bytes = size_t(m) * 32;
   for (int l = 0; l < m; ++l) {
     const size_t k = size_t(m == 16 ? kQ8BlockOfLane[l] : l);
-    for (int j = 0; j < 8; ++j) {
-      const size_t at = size_t(4 * (m * j + l));
-      for (int i = 0; i < 4; ++i) {
-        if (to_repacked) packed_out[at + size_t(i)] = stored_in[k * kB + 2 + size_t(4 * j + i)] ^ 0x80;
-        else stored_out[k * kB + 2 + size_t(4 * j + i)] = packed_in[at + size_t(i)] ^ 0x80;
-      }
+    for (int j = 0; j < 8; ++j) {  // 4 code bytes at a time, each xor 0x80
+      const size_t at = size_t(4 * (m * j + l)), qs = k * kB + 2 + size_t(4 * j);
+      uint32_t word;
+      std::memcpy(&word, to_repacked ? stored_in + qs : packed_in + at, 4);
+      word ^= 0x80808080u;
+      std::memcpy(to_repacked ? packed_out + at : stored_out + qs, &word, 4);
     }
     if (to_repacked) std::memcpy(packed_out + codes_bytes + 2 * size_t(l), stored_in + k * kB, 2);
     else std::memcpy(stored_out + k * kB, packed_in + codes_bytes + 2 * size_t(l), 2);
