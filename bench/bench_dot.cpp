@@ -138,17 +138,17 @@ void run_gemv_l2(benchmark::State& state, QuantType t, int64_t cols) {
 }
 
 // As gemv_l2 for several tokens at once (gemv_rows_multi; bytes are the weights read once).
-void run_gemv_l2_tokens(benchmark::State& state, QuantType t, int n_tokens) {
+void run_gemv_l2_tokens(benchmark::State& state, QuantType t, int n_tokens, int64_t cols) {
   const Problem& p = problem(t);
-  const size_t row_bytes = size_t(*brisk::quant_row_bytes(t, uint64_t(kCols)));
+  const size_t row_bytes = size_t(*brisk::quant_row_bytes(t, uint64_t(cols)));
   const int64_t rows = std::max<int64_t>(1, int64_t((size_t(512) << 10) / row_bytes));
-  const size_t xb = brisk::kernels::activation_row_bytes(t, kCols);
+  const size_t xb = brisk::kernels::activation_row_bytes(t, cols);
   std::vector<uint8_t> x(xb * size_t(n_tokens));
   for (int i = 0; i < n_tokens; ++i) std::copy(p.x.begin(), p.x.begin() + std::ptrdiff_t(xb), x.begin() + std::ptrdiff_t(xb * size_t(i)));
   std::vector<float> y(static_cast<size_t>(rows * n_tokens));
   for (auto _ : state) {
     brisk::kernels::gemv_rows_multi({.weight_type = t, .w = p.w.data(), .row_bytes = row_bytes, .n_rows = rows,
-                                     .k = kCols, .x_quant = x.data(), .x_stride = xb, .n_tokens = n_tokens,
+                                     .k = cols, .x_quant = x.data(), .x_stride = xb, .n_tokens = n_tokens,
                                      .y = y.data(), .y_stride = rows});
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
@@ -196,7 +196,14 @@ int register_all() {
     for (int n_tokens : {2, 4, 8})
       benchmark::RegisterBenchmark((std::string("gemv_l2_tokens/") + std::string(brisk::quant_type_info(t).name) +
                                     "/tokens:" + std::to_string(n_tokens)).c_str(),
-                                   run_gemv_l2_tokens, t, n_tokens)
+                                   run_gemv_l2_tokens, t, n_tokens, kCols)
+          ->Unit(benchmark::kMicrosecond);
+  // The speculative verify step's shapes: Qwen2.5-0.5B's rows of 896 and 4864, 1..8 tokens.
+  for (int64_t cols : {int64_t(896), int64_t(4864)})
+    for (int n_tokens = 1; n_tokens <= 8; ++n_tokens)
+      benchmark::RegisterBenchmark(("gemv_l2_tokens/Q8_0_R16/cols:" + std::to_string(cols) + "/tokens:" +
+                                    std::to_string(n_tokens)).c_str(),
+                                   run_gemv_l2_tokens, QuantType::Q8_0_R16, n_tokens, cols)
           ->Unit(benchmark::kMicrosecond);
   for (QuantType t : kAll) {
     const std::string name = std::string("gemv_4096x4096/") + std::string(brisk::quant_type_info(t).name);

@@ -89,24 +89,29 @@ void convert_group(const Shape& s, int blocks, bool to_repacked, const uint8_t* 
   }
 }
 
-// Block of each scale word of a whole Q8_0 group (the lane order of the kernel's block sums).
-constexpr int kQ8BlockOfWord[16] = {0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
+// Block in int32 lane l of a whole Q8_0 group (the lane order of the stored Q8_0 kernel's block
+// sums, which the repacked kernel keeps so that both give the same bits); a partial last group
+// has block l in lane l.
+constexpr int kQ8BlockOfLane[16] = {0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
 
-// A Q8_0 group of m blocks: m stored blocks <-> codes [m][32] then m scale words (a whole group:
-// in kQ8BlockOfWord order; a partial last group: in block order).
+// A Q8_0 group of m blocks: m stored blocks <-> the interleaved codes (step j, lane l at
+// 4 * (m * j + l): bytes 4j..4j+3 of the lane's block, each xor 0x80) then m scale words in
+// lane order.
 void convert_q8_group(int m, bool to_repacked, const uint8_t* stored_in, uint8_t* stored_out, const uint8_t* packed_in,
                       uint8_t* packed_out) {
   constexpr size_t kB = sizeof(BlockQ8_0);
-  const size_t kCodes = size_t(m) * 32;
+  const size_t codes_bytes = size_t(m) * 32;
   for (int l = 0; l < m; ++l) {
-    const int k = m == 16 ? kQ8BlockOfWord[l] : l;
-    if (to_repacked) {
-      std::memcpy(packed_out + 32 * k, stored_in + k * kB + 2, 32);
-      std::memcpy(packed_out + kCodes + 2 * l, stored_in + k * kB, 2);
-    } else {
-      std::memcpy(stored_out + k * kB + 2, packed_in + 32 * k, 32);
-      std::memcpy(stored_out + k * kB, packed_in + kCodes + 2 * l, 2);
+    const size_t k = size_t(m == 16 ? kQ8BlockOfLane[l] : l);
+    for (int j = 0; j < 8; ++j) {  // 4 code bytes at a time, each xor 0x80
+      const size_t at = size_t(4 * (m * j + l)), qs = k * kB + 2 + size_t(4 * j);
+      uint32_t word;
+      std::memcpy(&word, to_repacked ? stored_in + qs : packed_in + at, 4);
+      word ^= 0x80808080u;
+      std::memcpy(to_repacked ? packed_out + at : stored_out + qs, &word, 4);
     }
+    if (to_repacked) std::memcpy(packed_out + codes_bytes + 2 * size_t(l), stored_in + k * kB, 2);
+    else std::memcpy(stored_out + k * kB, packed_in + codes_bytes + 2 * size_t(l), 2);
   }
 }
 

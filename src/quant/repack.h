@@ -17,15 +17,16 @@
 // A last partial group of m = 4q + r blocks keeps this layout for its q whole quads (codes,
 // qh, then the 4q scales in block order) followed by its r last blocks as stored.
 //
-// Q8_0 (QuantType::Q8_0_R16, for kernels/cpu/dot_q32_avx512.cpp): a group of 16 blocks {d,
-// qs[32]} becomes
-//   codes  (16 x 32 B)      block k's qs at byte 32k, so that one 64-byte load gives blocks
-//                           2j, 2j + 1 (the pair order of the kernel's prepared activations);
-//   scales (16 x f16)       word l = d of block {0,2,4,6,1,3,5,7,8,10,12,14,9,11,13,15}[l] (the
-//                           lane order of the kernel's reduced block sums, read with one load
-//                           instead of a gather).
-// A last partial group of m < 16 blocks is likewise its m blocks' codes (32 B each), then their
-// m scale words, in block order (the kernel permutes them into its lane order).
+// Q8_0 (QuantType::Q8_0_R16, for kernels/cpu/dot_q32_avx512.cpp): a group of m blocks {d,
+// qs[32]} (m = 16, or fewer in a row's last group) puts block B(l) in int32 lane l, where
+// B(l) = {0,2,4,6,1,3,5,7,8,10,12,14,9,11,13,15}[l] in a whole group (the lane order of the
+// stored Q8_0 kernel's block sums, so both kernels give the same bits) and B(l) = l in a
+// partial one:
+//   codes  (8 steps x m x 4 B) step j, lane l at byte 4 (m j + l) = qs[4j..4j+3] of block B(l),
+//                           each byte xor 0x80 (the code + 128, unsigned), so that one 64-byte
+//                           load of a whole group's step j (a masked load of 4m bytes in a
+//                           partial group) is one vpdpbusd operand of 16 lanes = 16 blocks;
+//   scales (m x f16)        word l = d of block B(l).
 // Rows of the same length have the same layout; repack_row / unrepack_row convert one row
 // either way.
 #pragma once

@@ -24,6 +24,7 @@
 #include "kernels/cpu/gemm_isa.h"
 #include "quant/blocks.h"
 #include "quant/format.h"
+#include "quant/repack.h"
 #include "quant/types.h"
 
 namespace brisk::kernels {
@@ -202,6 +203,36 @@ TEST(KernelsGemmAvx2, MatchesReferenceDotBothVariants) {
     uint32_t seed = 41;
     for (const Shape& s : shapes) check_shape(wt, s, seed += 3, runners);
     if (quant_type_info(wt).block_size == 32) check_shape(wt, {13, 416, 40}, 7, runners);
+  }
+}
+
+// Q8_0_R16 rows (quant/repack.h) unpack to the stored rows' codes and scales, so every GEMM
+// (the public one and the AVX2 ones) gives the stored rows' bits: rows of 1..40 blocks (whole
+// and partial groups) and Qwen2.5-0.5B's 896 and 4864.
+TEST(KernelsGemm, RepackedQ8RowsGiveTheStoredBits) {
+  if (!gemm_available(QuantType::Q8_0_R16)) GTEST_SKIP() << "no GEMM kernel for Q8_0_R16 here (needs AVX-512 VNNI)";
+  std::vector<int64_t> block_counts;
+  for (int64_t nb = 1; nb <= 40; ++nb) block_counts.push_back(nb);
+  block_counts.push_back(152);
+  std::vector<Runner> runners = kPublic;
+  for (const Runner& r : avx2_runners(QuantType::Q8_0_R16)) runners.push_back(r);
+  for (int64_t nb : block_counts) {
+    const Shape s{.rows = 7, .k = 32 * nb, .tokens = 11};
+    const Operands o = random_operands(QuantType::Q8_0, s, uint32_t(nb) + 300u);
+    std::vector<uint8_t> packed = o.w;
+    for (int64_t r = 0; r < s.rows; ++r)
+      quant::repack_row(QuantType::Q8_0, o.w.data() + size_t(r) * o.wrow, packed.data() + size_t(r) * o.wrow, nb);
+    for (const Runner& run : runners) {
+      std::vector<float> want(size_t(s.tokens * o.y_stride), 0.f), got(want.size(), 0.f);
+      auto params = [&](QuantType t, const std::vector<uint8_t>& w, std::vector<float>& y) {
+        return GemmParams{.weight_type = t, .w = w.data(), .row_bytes = o.wrow, .n_rows = s.rows, .k = s.k,
+                          .x_quant = o.x.data(), .x_stride = o.xrow, .n_tokens = s.tokens, .y = y.data(),
+                          .y_stride = o.y_stride};
+      };
+      run.run(params(QuantType::Q8_0, o.w, want));
+      run.run(params(QuantType::Q8_0_R16, packed, got));
+      ASSERT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * want.size())) << run.name << " nb=" << nb;
+    }
   }
 }
 

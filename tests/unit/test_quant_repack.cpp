@@ -4,14 +4,17 @@
 // tokens and rows with whole groups, partial groups and partial quads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "random_values.h"
 #include "core/error.h"
 #include "kernels/cpu/dot.h"
+#include "quant/blocks.h"
 #include "quant/format.h"
 #include "quant/repack.h"
 #include "scoped_env.h"
@@ -66,6 +69,35 @@ TEST(QuantRepack, ConversionsAreExactInverses) {
   }
   EXPECT_FALSE(quant::repacked_type(QuantType::Q4_K).has_value());
   EXPECT_THROW(quant::unrepack_row(QuantType::Q4_0, nullptr, nullptr, 1), Error);
+}
+
+// Q8_0_R16 round trips for every group size m = 1..16 and rows of 1..40 blocks, and the byte
+// positions of quant/repack.h: step j, lane l at 4 (m j + l) holds qs[4j..4j+3] ^ 0x80 of block
+// B(l) (a whole group's lane order, a partial group's block order), then the m scales.
+TEST(QuantRepack, Q8InterleavedLayout) {
+  constexpr int kLaneBlock[16] = {0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
+  constexpr size_t kB = sizeof(quant::BlockQ8_0);
+  for (int64_t nb = 1; nb <= 40; ++nb) {
+    const size_t bytes = size_t(nb) * kB;
+    std::mt19937 rng{uint32_t(nb) + 100u};
+    std::vector<uint8_t> src(bytes), packed(bytes), back(bytes);
+    for (auto& b : src) b = uint8_t(rng());
+    quant::repack_row(QuantType::Q8_0, src.data(), packed.data(), nb);
+    quant::unrepack_row(QuantType::Q8_0_R16, packed.data(), back.data(), nb);
+    ASSERT_EQ(back, src) << "nb=" << nb;
+    for (int64_t b0 = 0; b0 < nb; b0 += 16) {
+      const int m = int(std::min<int64_t>(16, nb - b0));
+      const uint8_t* group = packed.data() + size_t(b0) * kB;
+      for (int l = 0; l < m; ++l) {
+        const size_t block = size_t(b0 + (m == 16 ? kLaneBlock[l] : l));
+        const uint8_t* stored = src.data() + block * kB;
+        for (int j = 0; j < 8; ++j)
+          for (int i = 0; i < 4; ++i)
+            ASSERT_EQ(group[4 * (m * j + l) + i], stored[2 + 4 * j + i] ^ 0x80) << "nb=" << nb << " lane " << l;
+        ASSERT_EQ(0, std::memcmp(group + 32 * m + 2 * l, stored, 2)) << "nb=" << nb << " scale of lane " << l;
+      }
+    }
+  }
 }
 
 TEST(QuantRepack, RepackedLayoutsAreNotFileFormats) {
@@ -136,6 +168,43 @@ TEST(QuantRepack, GemvOverRepackedRowsMatchesStoredBitExact) {
           }
         }
       }
+    }
+  }
+}
+
+// Speculative decoding relies on each token's result of a multi-token GEMV being the 1-token
+// GEMV's bits: Q8_0_R16 rows (Qwen2.5-0.5B's 896 and 4864 among them) for 1..8 tokens, with
+// the GEMVs of many tokens over long rows in one pass over the weights or in several
+// (BRISK_NO_GEMV_TOKEN_PASSES).
+TEST(QuantRepack, Q8GemvMultiTokenIsBitIdenticalToOneToken) {
+  for (int64_t nb : {1, 13, 16, 28, 33, 152, 160, 300})
+   for (bool one_pass : {false, true}) {
+    std::unique_ptr<ScopedEnv> off;
+    if (one_pass) off = std::make_unique<ScopedEnv>("BRISK_NO_GEMV_TOKEN_PASSES", "1");
+    const int64_t k = 32 * nb, n_rows = 9;
+    const size_t rb = size_t(*quant_row_bytes(QuantType::Q8_0, uint64_t(k)));
+    std::vector<uint8_t> w = stored_rows(QuantType::Q8_0, k, n_rows, uint32_t(nb) * 7u);
+    quant::repack_rows_in_place(QuantType::Q8_0, w.data(), n_rows, rb, nb);
+    const size_t xb = kernels::activation_row_bytes(QuantType::Q8_0, k);
+    std::vector<uint8_t> x(xb * 8);
+    for (int tok = 0; tok < 8; ++tok) {
+      const std::vector<float> xf = gaussian(size_t(k), 500u + uint32_t(tok));
+      kernels::select_quantize_activation(QuantType::Q8_0)(xf.data(), x.data() + size_t(tok) * xb, k);
+    }
+    auto gemv = [&](const uint8_t* xs, int n_tok) {
+      std::vector<float> y(size_t(n_rows) * size_t(n_tok));
+      kernels::gemv_rows_multi({.weight_type = QuantType::Q8_0_R16, .w = w.data(), .row_bytes = rb, .n_rows = n_rows,
+                                .k = k, .x_quant = xs, .x_stride = xb, .n_tokens = n_tok, .y = y.data(),
+                                .y_stride = n_rows});
+      return y;
+    };
+    std::vector<std::vector<float>> one(8);
+    for (int tok = 0; tok < 8; ++tok) one[size_t(tok)] = gemv(x.data() + size_t(tok) * xb, 1);
+    for (int n_tok = 2; n_tok <= 8; ++n_tok) {
+      const std::vector<float> y = gemv(x.data(), n_tok);
+      for (int tok = 0; tok < n_tok; ++tok)
+        ASSERT_EQ(0, std::memcmp(y.data() + size_t(tok * n_rows), one[size_t(tok)].data(), sizeof(float) * n_rows))
+            << "nb=" << nb << " tokens=" << n_tok << " token " << tok << (one_pass ? " one pass" : "");
     }
   }
 }

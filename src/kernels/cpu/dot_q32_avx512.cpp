@@ -14,6 +14,14 @@
 // corr makes them the exact sums of (code - offset) * x. The 16 weight scales are gathered in
 // the same lane order, and acc += float(block sums) * (d_w * d_x) is one FMA per 16 blocks. A
 // last group of fewer than 16 blocks runs the same code with the missing blocks zero.
+//
+// Q8_0 repacked at load (Q8_0_R16, quant/repack.h) needs no reduction tree: its 64-byte step j
+// of a group holds bytes 4j..4j+3 of the 16 blocks, one block per int32 lane, and its prepared
+// activation the same interleave, so the 8 vpdpbusd of a group accumulate straight into the 16
+// block sums (two chains, the first started from corr). Per token and group: 8 vpdpbusd with
+// the activation from memory, 1 add, then the same cvt, mul and FMA as above, on the same lane
+// order (a partial last group, stored in block order, is permuted into it once per token), so
+// the repacked and stored kernels give the same bits. See "Q8_0_R16" below.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -24,6 +32,7 @@
 #include <array>
 #include <type_traits>
 #include <utility>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -62,30 +71,12 @@ struct Prepared {
 struct FmtQ8_0 {
   using Block = BlockQ8_0;
   static constexpr bool kSplit = false;
-  static constexpr bool kRepacked = false;
   static constexpr int kOffset = 128;
   static __m512i codes(const Block* x, int64_t b, bool two) {
     const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
     const __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b + 1].qs)) : _mm256_setzero_si256();
     return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_set1_epi8(char(0x80)));
   }
-};
-
-// Q8_0 in the repacked row layout of quant/repack.h (Q8_0_R16): a whole group's codes are 8
-// contiguous 64-byte pairs and its scales one 32-byte load in lane order; a last partial group
-// has its codes first too, then its scales in block order (one masked load and a permute
-// instead of a gather). Same arithmetic as FmtQ8_0, so the same bits.
-struct FmtQ8_0R16 : FmtQ8_0 {
-  static constexpr bool kRepacked = true;
-  static __m512i group_codes(const uint8_t* group, int j) {
-    return _mm512_xor_si512(load_weights_512(group + 64 * j), _mm512_set1_epi8(char(0x80)));
-  }
-  static __m512 group_scales(const uint8_t* group) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + kGroup * 32)));
-  }
-  // A row's last partial group of nv (1..15) blocks: codes [nv][32], then nv scales in block
-  // order, permuted into lane order here (lanes of missing blocks 0, as the stored path's gather).
-  static void tail_group(const uint8_t* group, int nv, __m512i* u, __m512* dw);
 };
 
 inline __m512i split_nibbles_pair(const uint8_t* qa, const uint8_t* qb, bool two) {
@@ -100,7 +91,6 @@ inline __m512i split_nibbles_pair(const uint8_t* qa, const uint8_t* qb, bool two
 struct FmtQ4_0 {
   using Block = BlockQ4_0;
   static constexpr bool kSplit = true;
-  static constexpr bool kRepacked = false;
   static constexpr int kOffset = 8;
   static __m512i codes(const Block* x, int64_t b, bool two) { return split_nibbles_pair(x[b].qs, x[b + 1].qs, two); }
 };
@@ -108,7 +98,6 @@ struct FmtQ4_0 {
 struct FmtQ5_0 {
   using Block = BlockQ5_0;
   static constexpr bool kSplit = true;
-  static constexpr bool kRepacked = false;
   static constexpr int kOffset = 16;
   static __m512i codes(const Block* x, int64_t b, bool two) {
     uint32_t h0, h1 = 0;
@@ -144,7 +133,7 @@ inline __m512i reduce16(const __m512i* p) {
 
 // Writes the prepared activation of one Q8_0 row of nb blocks for format Fmt (layout above).
 template <class Fmt>
-void prepare(const BlockQ8_0* y, int64_t nb, uint8_t* out) {
+void prepare_pairs(const BlockQ8_0* y, int64_t nb, uint8_t* out) {
   static_assert(Fmt::kOffset == 8 || Fmt::kOffset == 16 || Fmt::kOffset == 128, "offset is a power of two");
   constexpr int kShift = Fmt::kOffset == 8 ? 3 : Fmt::kOffset == 16 ? 4 : 7;
   const int64_t n_groups = (nb + kGroup - 1) / kGroup;
@@ -200,28 +189,10 @@ constexpr std::array<__mmask16, 17> kValidLanes = [] {
 
 inline __mmask16 valid_lanes(int nv) { return kValidLanes[size_t(nv)]; }
 
-alignas(32) constexpr uint16_t kBlockOfLane16[16] = {0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
-
-__attribute__((always_inline)) inline void FmtQ8_0R16::tail_group(const uint8_t* group, int nv, __m512i* u, __m512* dw) {
-  for (int j = 0; j < kPairs; ++j) {
-    if (2 * j + 1 < nv) {
-      u[j] = group_codes(group, j);
-    } else if (2 * j < nv) {  // block 2j alone (the stored path's upper half: zero codes, flipped)
-      const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + 64 * j));
-      u[j] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_setzero_si256(), 1),
-                              _mm512_set1_epi8(char(0x80)));
-    } else {
-      u[j] = _mm512_setzero_si512();
-    }
-  }
-  const __m256i words = _mm256_maskz_loadu_epi16(__mmask16((1u << nv) - 1u), group + 32 * nv);
-  *dw = _mm512_cvtph_ps(_mm256_maskz_permutexvar_epi16(
-      valid_lanes(nv), _mm256_load_si256(reinterpret_cast<const __m256i*>(kBlockOfLane16)), words));
-}
-
 // out[t * out_stride] = dot(row w, token t) for NT prepared tokens.
 template <int NT, class Fmt>
-__attribute__((always_inline)) inline void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out, size_t out_stride) {
+__attribute__((always_inline)) inline void row_dot_pairs(int64_t nb, const void* w, const Prepared* xp, float* out,
+                                                         size_t out_stride) {
   using Block = typename Fmt::Block;
   const auto* x = static_cast<const Block*>(w);
   __m512 acc[NT];
@@ -232,23 +203,9 @@ __attribute__((always_inline)) inline void row_dot(int64_t nb, const void* w, co
     for (size_t off = 0; off < kGroup * sizeof(Block); off += 64)
       _mm_prefetch(reinterpret_cast<const char*>(&x[g0]) + kWeightPrefetchBytes + off, _MM_HINT_T1);
     __m512i u[kPairs];
-    __m512 dw;
-    auto stored_group = [&]() {
-      for (int j = 0; j < kPairs; ++j)
-        u[j] = 2 * j < nv ? Fmt::codes(x, g0 + 2 * j, 2 * j + 1 < nv) : _mm512_setzero_si512();
-      dw = gather_scales(&x[g0], int(sizeof(Block)), nv == kGroup ? __mmask16(0xFFFF) : valid_lanes(nv));
-    };
-    if constexpr (Fmt::kRepacked) {
-      const auto* group = reinterpret_cast<const uint8_t*>(&x[g0]);
-      if (nv == kGroup) {
-        for (int j = 0; j < kPairs; ++j) u[j] = Fmt::group_codes(group, j);
-        dw = Fmt::group_scales(group);
-      } else {
-        Fmt::tail_group(group, nv, u, &dw);
-      }
-    } else {
-      stored_group();
-    }
+    for (int j = 0; j < kPairs; ++j)
+      u[j] = 2 * j < nv ? Fmt::codes(x, g0 + 2 * j, 2 * j + 1 < nv) : _mm512_setzero_si512();
+    const __m512 dw = gather_scales(&x[g0], int(sizeof(Block)), nv == kGroup ? __mmask16(0xFFFF) : valid_lanes(nv));
     for (int t = 0; t < NT; ++t) {
       __m512i part[kPairs];
       for (int j = 0; j < kPairs; ++j)
@@ -261,15 +218,149 @@ __attribute__((always_inline)) inline void row_dot(int64_t nb, const void* w, co
   for (int t = 0; t < NT; ++t) out[size_t(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
 }
 
-// One token over Q8_0_R16 rows of G = 1 or 2 groups (up to 1024 elements: Qwen2.5-0.5B's rows of
-// 896, its output matrix among them), the last group holding M blocks: the prepared activation
-// pairs stay in registers (8 vectors per group) for all the rows, the shape of the last group is
-// fixed at compile time, and the pairs past its blocks (all-zero codes, which add 0) are not
-// multiplied. Per row the operations of row_dot<1, FmtQ8_0R16> in the same order, so the same
-// bits.
+// ---- Q8_0_R16: the interleaved layout of quant/repack.h ------------------------------------
+//
+// Prepared activation (same kGroupBytes per group as above): step j's 64 bytes hold, in int32
+// lane l, bytes 4j..4j+3 of the lane's block (kBlockOfLane[l] in a whole group, l in a partial
+// one, 0 past its blocks), then corr in the same lanes, then dx in kBlockOfLane order always
+// (a partial group's block sums are permuted into that order before they meet dx).
+struct FmtQ8_0R16 {
+  using Block = BlockQ8_0;
+};
+
+template <class Fmt>
+constexpr bool kInterleaved = std::is_same_v<Fmt, FmtQ8_0R16>;
+
+void prepare_interleaved(const BlockQ8_0* y, int64_t nb, uint8_t* out) {
+  const int64_t n_groups = (nb + kGroup - 1) / kGroup;
+  const __m512i ones = _mm512_set1_epi8(1);
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const int64_t b0 = g * kGroup;
+    const int nv = int(nb - b0 < kGroup ? nb - b0 : kGroup);
+    uint8_t* go = out + g * kGroupBytes;
+    const __m512i block = nv == kGroup ? _mm512_load_si512(kBlockOfLane) : lane;
+    const __mmask16 valid = __mmask16((1u << nv) - 1u);  // a partial group's lanes 0..nv-1
+    // Byte offset of the lane's qs[0] from the group's first block.
+    const __m512i at = _mm512_add_epi32(_mm512_mullo_epi32(block, _mm512_set1_epi32(int(sizeof(BlockQ8_0)))),
+                                        _mm512_set1_epi32(int(offsetof(BlockQ8_0, qs))));
+    __m512i sums = _mm512_setzero_si512();
+    for (int j = 0; j < kPairs; ++j) {
+      const __m512i xv = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid,
+                                                     _mm512_add_epi32(at, _mm512_set1_epi32(4 * j)), &y[b0], 1);
+      _mm512_store_si512(go + 64 * j, xv);
+      sums = _mm512_dpbusd_epi32(sums, ones, xv);  // lane sums of the block's activations
+    }
+    _mm512_store_si512(go + kPairs * 64, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 7)));
+    float* dx = reinterpret_cast<float*>(go + kPairs * 64 + 64);
+    for (int l = 0; l < kGroup; ++l) dx[l] = kBlockOfLane[l] < nv ? _cvtsh_ss(y[b0 + kBlockOfLane[l]].d) : 0.0f;
+  }
+}
+
+// A group's weights, decoded once for all tokens: u[j] = step j's 16 lanes of unsigned codes,
+// dw = the 16 scales in kBlockOfLane order.
+struct InterleavedGroup {
+  __m512i u[kPairs];
+  __m512 dw;
+};
+
+__attribute__((always_inline)) inline InterleavedGroup interleaved_whole_group(const uint8_t* group) {
+  InterleavedGroup w;
+  for (int j = 0; j < kPairs; ++j) w.u[j] = load_weights_512(group + 64 * j);
+  w.dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + kGroup * 32)));
+  return w;
+}
+
+// A partial group of nv (1..15) blocks, steps of 4 nv bytes; lanes past nv 0.
+__attribute__((always_inline)) inline InterleavedGroup interleaved_tail_group(const uint8_t* group, int nv) {
+  InterleavedGroup w;
+  const int step = 4 * nv;  // 4..60 bytes: at most two 32-byte halves, as load_weights_512
+  const __mmask32 lo = step >= 32 ? ~__mmask32(0) : __mmask32((1u << step) - 1u);
+  const __mmask32 hi = step > 32 ? __mmask32((1u << (step - 32)) - 1u) : __mmask32(0);
+  for (int j = 0; j < kPairs; ++j) {
+    const uint8_t* p = group + step * j;
+    w.u[j] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8(lo, p)),
+                                _mm256_maskz_loadu_epi8(hi, p + 32), 1);
+  }
+  const __m256i words = _mm256_maskz_loadu_epi16(__mmask16((1u << nv) - 1u), group + 32 * nv);
+  const __m512 natural = _mm512_cvtph_ps(words);
+  w.dw = _mm512_permutexvar_ps(_mm512_load_si512(kBlockOfLane), natural);  // lanes past nv: 0
+  return w;
+}
+
+// acc + one token's products over a group: x = the token's 8 prepared steps (memory or
+// registers). kPermute: a partial group (block sums in block order, moved into kBlockOfLane
+// order).
+template <bool kPermute, int kChains = 2>
+__attribute__((always_inline)) inline __m512 interleaved_token_dot(const InterleavedGroup& w, const __m512i* x,
+                                                                   __m512i corr, __m512 dx, __m512 acc) {
+  // kChains independent accumulations (exact integers: any grouping gives the same sums).
+  __m512i c[kChains];
+  c[0] = _mm512_dpbusd_epi32(corr, w.u[0], x[0]);
+  for (int j = 1; j < kChains; ++j) c[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.u[j], x[j]);
+  for (int j = kChains; j < kPairs; ++j) c[j % kChains] = _mm512_dpbusd_epi32(c[j % kChains], w.u[j], x[j]);
+  for (int n = kChains / 2; n >= 1; n /= 2)
+    for (int j = 0; j < n; ++j) c[j] = _mm512_add_epi32(c[j], c[j + n]);
+  __m512i sums = c[0];
+  if constexpr (kPermute) sums = _mm512_permutexvar_epi32(_mm512_load_si512(kBlockOfLane), sums);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(w.dw, dx), acc);
+}
+
+// acc[t] += this group's products for NT tokens.
+template <int NT, bool kPermute>
+__attribute__((always_inline)) inline void interleaved_group_dot(const InterleavedGroup& w, const Prepared* xp,
+                                                                 int64_t g, __m512* acc) {
+  for (int t = 0; t < NT; ++t)
+    acc[t] = interleaved_token_dot<kPermute, NT == 1 ? 2 : 2>(w, xp[t].x(g, 0), _mm512_load_si512(xp[t].corr(g)),
+                                             _mm512_load_ps(xp[t].dx(g)), acc[t]);
+}
+
+template <int NT>
+__attribute__((always_inline)) inline void row_dot_interleaved(int64_t nb, const void* w, const Prepared* xp,
+                                                               float* out, size_t out_stride) {
+  const auto* row = static_cast<const uint8_t*>(w);
+  constexpr size_t kGroupWeightBytes = kGroup * sizeof(BlockQ8_0);
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  const int64_t n_whole = nb / kGroup;
+  for (int64_t g = 0; g < n_whole; ++g) {
+    const uint8_t* group = row + size_t(g) * kGroupWeightBytes;
+    for (size_t off = 0; off < kGroupWeightBytes; off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(group) + kWeightPrefetchBytes + off, _MM_HINT_T1);
+    interleaved_group_dot<NT, false>(interleaved_whole_group(group), xp, g, acc);
+  }
+  if (const int nv = int(nb % kGroup); nv > 0) {
+    const uint8_t* group = row + size_t(n_whole) * kGroupWeightBytes;
+    for (size_t off = 0; off < size_t(nv) * sizeof(BlockQ8_0); off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(group) + kWeightPrefetchBytes + off, _MM_HINT_T1);
+    interleaved_group_dot<NT, true>(interleaved_tail_group(group, nv), xp, n_whole, acc);
+  }
+  for (int t = 0; t < NT; ++t) out[size_t(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
+}
+
+// ---- the entry points of dot_prepared.inc ----------------------------------------------------
+
+template <class Fmt>
+void prepare(const BlockQ8_0* y, int64_t nb, uint8_t* out) {
+  if constexpr (kInterleaved<Fmt>) prepare_interleaved(y, nb, out);
+  else prepare_pairs<Fmt>(y, nb, out);
+}
+
+template <int NT, class Fmt>
+__attribute__((always_inline)) inline void row_dot(int64_t nb, const void* w, const Prepared* xp, float* out,
+                                                   size_t out_stride) {
+  if constexpr (kInterleaved<Fmt>) row_dot_interleaved<NT>(nb, w, xp, out, out_stride);
+  else row_dot_pairs<NT, Fmt>(nb, w, xp, out, out_stride);
+}
+
+// One token over rows of G = 1 or 2 groups (up to 1024 elements: Qwen2.5-0.5B's rows of 896,
+// its output matrix among them), the last group holding M blocks: the token's 8 or 16 prepared
+// steps stay in registers for all the rows and the last group's masks are constants. Per row
+// the operations of row_dot<1, FmtQ8_0R16> in the same order, so the same bits.
 template <class Fmt, int G, int M>
 void gemv_short_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, const Prepared& xp, float* y) {
-  static_assert(std::is_same_v<Fmt, FmtQ8_0R16>);
+  static_assert(kInterleaved<Fmt>);
+  constexpr size_t kGroupWeightBytes = kGroup * sizeof(BlockQ8_0);
   __m512i xv[G][kPairs];
   for (int g = 0; g < G; ++g)
     for (int j = 0; j < kPairs; ++j) xv[g][j] = _mm512_load_si512(xp.x(g, j));
@@ -278,73 +369,56 @@ void gemv_short_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, const P
     __m512 acc = _mm512_setzero_ps();
 #pragma GCC unroll 2
     for (int g = 0; g < G; ++g) {
-      const uint8_t* group = row + size_t(g) * kGroup * sizeof(BlockQ8_0);
+      const uint8_t* group = row + size_t(g) * kGroupWeightBytes;
       const bool whole = g < G - 1 || M == kGroup;
       const int nv = whole ? kGroup : M;
       for (size_t off = 0; off < size_t(nv) * sizeof(BlockQ8_0); off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(group) + kWeightPrefetchBytes + off, _MM_HINT_T1);
-      __m512i u[kPairs];
-      __m512 dw;
-      if (whole) {
-        for (int j = 0; j < kPairs; ++j) u[j] = Fmt::group_codes(group, j);
-        dw = Fmt::group_scales(group);
-      } else {
-        Fmt::tail_group(group, nv, u, &dw);
-      }
-      __m512i part[kPairs];
-      for (int j = 0; j < kPairs; ++j)
-        part[j] = 2 * j < nv ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[j], xv[g][j]) : _mm512_setzero_si512();
-      const __m512i sums = _mm512_add_epi32(reduce16<Fmt::kSplit>(part), _mm512_load_si512(xp.corr(g)));
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw, _mm512_load_ps(xp.dx(g))), acc);
+      const __m512i corr = _mm512_load_si512(xp.corr(g));
+      const __m512 dx = _mm512_load_ps(xp.dx(g));
+      if (whole) acc = interleaved_token_dot<false>(interleaved_whole_group(group), xv[g], corr, dx, acc);
+      else acc = interleaved_token_dot<true>(interleaved_tail_group(group, nv), xv[g], corr, dx, acc);
     }
     y[r] = _mm512_reduce_add_ps(acc);
   }
 }
-
-// gemv_short_rows and gemv_long_rows serve the repacked Q8_0 layout only.
 template <class Fmt>
-constexpr bool kHasShortRows = std::is_same_v<Fmt, FmtQ8_0R16>;
+constexpr bool kHasShortRows = kInterleaved<Fmt>;
 
-// One token over Q8_0_R16 rows of more than two groups: n_full whole groups, then a last group
-// of M blocks (0: none) whose shape is fixed at compile time (row_dot picks it per row), the
-// pairs past its blocks not multiplied. Per row the operations of row_dot<1, FmtQ8_0R16> in the
-// same order, so the same bits.
+// Longer rows need no one-token specialisation: the interleaved row loop has no per-row shape
+// to fix (declared for dot_prepared.inc only).
+template <class Fmt>
+constexpr bool kHasLongRows = false;
 template <class Fmt, int M>
-void gemv_long_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_full, const Prepared& xp, float* y) {
-  static_assert(std::is_same_v<Fmt, FmtQ8_0R16>);
-  for (int64_t r = 0; r < n_rows; ++r) {
-    const uint8_t* row = w + size_t(r) * row_bytes;
-    __m512 acc = _mm512_setzero_ps();
-    // Group g of nv blocks; a compile-time nv (the last group's M) drops the pairs past it.
-    auto add_group = [&](int64_t g, auto nv_c) __attribute__((always_inline)) {
-      constexpr int nv = decltype(nv_c)::value;
-      const uint8_t* group = row + size_t(g) * kGroup * sizeof(BlockQ8_0);
-      for (size_t off = 0; off < size_t(nv) * sizeof(BlockQ8_0); off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(group) + kWeightPrefetchBytes + off, _MM_HINT_T1);
-      __m512i u[kPairs];
-      __m512 dw;
-      if constexpr (nv == kGroup) {
-        for (int j = 0; j < kPairs; ++j) u[j] = Fmt::group_codes(group, j);
-        dw = Fmt::group_scales(group);
-      } else {
-        Fmt::tail_group(group, nv, u, &dw);
-      }
-      __m512i part[kPairs];
-      for (int j = 0; j < kPairs; ++j)
-        part[j] = 2 * j < nv ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[j], _mm512_load_si512(xp.x(g, j)))
-                             : _mm512_setzero_si512();
-      const __m512i sums = _mm512_add_epi32(reduce16<Fmt::kSplit>(part), _mm512_load_si512(xp.corr(g)));
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw, _mm512_load_ps(xp.dx(g))), acc);
-    };
-    for (int64_t g = 0; g < n_full; ++g) add_group(g, std::integral_constant<int, kGroup>{});
-    if constexpr (M > 0) add_group(n_full, std::integral_constant<int, M>{});
-    y[r] = _mm512_reduce_add_ps(acc);
-  }
-}
-template <class Fmt>
-constexpr bool kHasLongRows = std::is_same_v<Fmt, FmtQ8_0R16>;
+void gemv_long_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t n_full, const Prepared& xp, float* y);
 
 #include "kernels/cpu/dot_prepared.inc"
+
+// Tokens of one Q8_0_R16 GEMV pass: as many as keep their prepared activations (reread for
+// every row) within this share of the 48 KiB L1 data cache, the weights streaming through the
+// rest. Rows of 4864 (10 groups, 6.4 KB per token) fell out of it from 6 tokens on: `gemv_l2`
+// 5 tokens 19.7 us, 6 33.5, 8 64.4, against 2 x 15.3 for two passes of 4. In decode (the
+// weights from memory) two passes paid off from 7 tokens on (Qwen2.5-0.5B verify of 8 tokens
+// 44.0-44.8 -> 47.8-50.2 steps/s), not at 6 (3 + 3: 59-61 against 62-64).
+constexpr size_t kPreparedL1Bytes = 40 << 10;
+
+bool run_gemv_interleaved(const GemvMultiParams& p) {
+  if (p.n_tokens < 1 || p.n_tokens > 8) return false;
+  const size_t per_token = size_t((p.k / 32 + kGroup - 1) / kGroup) * kGroupBytes;
+  const int fit = int(std::max<size_t>(1, kPreparedL1Bytes / per_token));
+  const int passes = (p.n_tokens + fit - 1) / fit;
+  if (passes <= 1 || flags().no_gemv_token_passes) return run_gemv<FmtQ8_0R16>(p);
+  for (int t0 = 0, pass = 0; pass < passes; ++pass) {  // as even as possible: 8 = 4 + 4, 7 = 4 + 3
+    const int n = (p.n_tokens - t0) / (passes - pass);
+    GemvMultiParams q = p;
+    q.x_quant = static_cast<const uint8_t*>(p.x_quant) + size_t(t0) * p.x_stride;
+    q.n_tokens = n;
+    q.y = p.y + size_t(t0) * size_t(p.y_stride);
+    run_gemv<FmtQ8_0R16>(q);
+    t0 += n;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -384,7 +458,7 @@ bool wide_q32_gemv(const GemvMultiParams& p, size_t prefetch_bytes) {
   if (use_vbmi(p.weight_type)) return avx512vbmi::nibble_gemv(p);
   switch (p.weight_type) {
     case QuantType::Q8_0: return run_gemv<FmtQ8_0>(p);
-    case QuantType::Q8_0_R16: return run_gemv<FmtQ8_0R16>(p);
+    case QuantType::Q8_0_R16: return run_gemv_interleaved(p);
     case QuantType::Q4_0: return run_gemv<FmtQ4_0>(p);
     case QuantType::Q5_0: return run_gemv<FmtQ5_0>(p);
     default: return false;
