@@ -20,7 +20,12 @@ uint64_t sum_words_avx512(const uint64_t* p, size_t n) {
     a2 = _mm512_add_epi64(a2, _mm512_loadu_si512(p + i + 16));
     a3 = _mm512_add_epi64(a3, _mm512_loadu_si512(p + i + 24));
   }
-  uint64_t s = uint64_t(_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
+  // The lanes summed as unsigned words (wrapping): _mm512_reduce_add_epi64 adds signed ones,
+  // which overflow (undefined behaviour) on the probe's arbitrary contents.
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+  uint64_t s = 0;
+  for (uint64_t w : lanes) s += w;
   for (; i < n; ++i) s += p[i];
   return s;
 }
