@@ -304,6 +304,16 @@ TEST(KernelsDot, KquantKernelsWithAndWithoutWideMatchReference) {
   }
 }
 
+// 8 tokens of Gaussian activations quantized to Q8_K rows of k elements (token t: seed + t).
+std::vector<uint8_t> q8k_token_rows(int64_t k, uint32_t seed) {
+  const size_t xb = activation_row_bytes(QuantType::Q4_K, k);
+  std::vector<uint8_t> x(xb * 8);
+  for (int tok = 0; tok < 8; ++tok)
+    format_traits(QuantType::Q8_K).quantize_row_ref(gaussian(size_t(k), seed + uint32_t(tok)).data(),
+                                                    x.data() + size_t(tok) * xb, k);
+  return x;
+}
+
 // The GFNI build of the 512-bit K-quant kernels (avx512-vbmi level, selected by default where the
 // CPU has it) decodes the same codes as the plain build (BRISK_NO_AVX512_VBMI): the same bits,
 // for 1..8 tokens, random blocks (every code and high-bit pattern) and long rows.
@@ -320,10 +330,7 @@ TEST(KernelsGemv, KquantGfniBuildIsBitIdenticalToPlain) {
         std::memcpy(w.data() + size_t(r) * rb, row.data(), row.size());
       }
       const size_t xb = activation_row_bytes(t, k);
-      std::vector<uint8_t> x(xb * 8);
-      for (int tok = 0; tok < 8; ++tok)
-        format_traits(QuantType::Q8_K).quantize_row_ref(gaussian(size_t(k), 40u + uint32_t(tok)).data(),
-                                                        x.data() + size_t(tok) * xb, k);
+      const std::vector<uint8_t> x = q8k_token_rows(k, 40u);
       for (int n_tokens = 1; n_tokens <= 8; ++n_tokens) {
         auto run = [&]() {
           std::vector<float> y(size_t(n_rows) * size_t(n_tokens), -1.f);
@@ -360,10 +367,7 @@ TEST(KernelsGemv, KquantMultiTokenIsBitIdenticalToOneToken) {
           std::memcpy(w.data() + size_t(r) * rb, row.data(), row.size());
         }
         const size_t xb = activation_row_bytes(t, k);
-        std::vector<uint8_t> x(xb * 8);
-        for (int tok = 0; tok < 8; ++tok)
-          format_traits(QuantType::Q8_K).quantize_row_ref(gaussian(size_t(k), 900u + uint32_t(tok)).data(),
-                                                          x.data() + size_t(tok) * xb, k);
+        const std::vector<uint8_t> x = q8k_token_rows(k, 900u);
         std::vector<float> single(size_t(n_rows) * 8);
         for (int tok = 0; tok < 8; ++tok)
           gemv_rows(t, w.data(), rb, n_rows, k, x.data() + size_t(tok) * xb, single.data() + size_t(tok) * n_rows);
@@ -393,10 +397,7 @@ TEST(KernelsGemv, KquantRowLoopMatchesPerRowCalls) {
         std::memcpy(w.data() + size_t(r) * rb, row.data(), row.size());
       }
       const size_t xb = activation_row_bytes(t, k);
-      std::vector<uint8_t> x(xb * 8);
-      for (int tok = 0; tok < 8; ++tok)
-        format_traits(QuantType::Q8_K).quantize_row_ref(gaussian(size_t(k), 70u + uint32_t(tok)).data(),
-                                                        x.data() + size_t(tok) * xb, k);
+      const std::vector<uint8_t> x = q8k_token_rows(k, 70u);
       for (int n_tokens = 1; n_tokens <= 8; ++n_tokens) {
         auto run = [&]() {
           std::vector<float> y(size_t(n_rows + 2) * size_t(n_tokens), -1.f);
