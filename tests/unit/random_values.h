@@ -16,4 +16,13 @@ inline std::vector<float> gaussian(size_t n, uint32_t seed, float sigma = 1.0f) 
   return v;
 }
 
+// n values drawn uniformly from [-1, 1) by a Mersenne twister seeded with `seed`.
+inline std::vector<float> uniform(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
 }  // namespace brisk::test

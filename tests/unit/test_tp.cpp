@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "random_values.h"
 #include "backend/backend.h"
 #include "backend/tp_comm.h"
 #include "core/error.h"
@@ -68,10 +69,7 @@ TEST_P(TpSlice, RowSliceGivesThoseRowsOfTheProduct) {
   const QuantType type = GetParam();
   const int64_t n_in = 512, n_out = 12, rows = 3;
   const TpMatrix m = tp_random_matrix(type, n_in, n_out, 1);
-  std::vector<float> x(size_t(rows * n_in));
-  std::mt19937 rng(2);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (float& v : x) v = u(rng);
+  const std::vector<float> x = test::uniform(size_t(rows * n_in), 2);
   auto be = make_cpu_backend(1);
   const std::vector<float> full = tp_product(*be, x, rows, tp_weight_of(m.t));
   const StoredTensor s = tp_slice_rows(m.t, 4, 6);
@@ -86,10 +84,7 @@ TEST_P(TpSlice, ColumnSlicesSumToTheProduct) {
   const QuantType type = GetParam();
   const int64_t n_in = 1024, n_out = 8, rows = 3, half = n_in / 2;
   const TpMatrix m = tp_random_matrix(type, n_in, n_out, 3);
-  std::vector<float> x(size_t(rows * n_in));
-  std::mt19937 rng(4);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (float& v : x) v = u(rng);
+  const std::vector<float> x = test::uniform(size_t(rows * n_in), 4);
   auto be = make_cpu_backend(1);
   const std::vector<float> full = tp_product(*be, x, rows, tp_weight_of(m.t));
   std::vector<float> sum(full.size(), 0.0f);
