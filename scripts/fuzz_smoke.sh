@@ -21,8 +21,11 @@ cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j2
 shared=../shared/data
 shopt -s nullglob
-for bin in build/fuzz/fuzz/fuzz_*; do
-  [[ -x $bin && -f $bin ]] || continue
+# One target per core at a time (libFuzzer runs on one thread): each gets its seconds, the run
+# takes the sum over the cores. Each target's summary is printed when it ends.
+jobs=$(nproc 2>/dev/null || echo 1)
+run_target() {
+  local bin=$1 name corpus f n d max_len secs log
   name=$(basename "$bin")
   corpus=build/fuzz/corpus/$name
   mkdir -p "$corpus"
@@ -69,15 +72,31 @@ for bin in build/fuzz/fuzz/fuzz_*; do
     *) max_len=65536 ;;
   esac
   secs=${secs_all:-$(target_secs "$name")}
-  echo "fuzz: $name for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
   log=build/fuzz/corpus/$name.log
+  local seeds; seeds=$(ls "$corpus" | wc -l)
   if ! "$bin" -max_total_time="$secs" -timeout=30 -rss_limit_mb=4096 -max_len="$max_len" \
        -artifact_prefix=build/fuzz/"$name"- "$corpus" >"$log" 2>&1; then
     tail -60 "$log"
     echo "fuzz: $name failed; the input is saved as build/fuzz/$name-*" >&2
-    exit 1
+    return 1
   fi
   # The executions and the coverage at the end (libFuzzer's last status line).
-  grep -E '^#[0-9]+' "$log" | tail -1
+  echo "fuzz: $name for ${secs}s ($seeds seeds): $(grep -E '^#[0-9]+' "$log" | tail -1)"
+}
+failed=0
+running=0
+for bin in build/fuzz/fuzz/fuzz_*; do
+  [[ -x $bin && -f $bin ]] || continue
+  if ((running >= jobs)); then
+    wait -n || failed=1
+    running=$((running - 1))
+  fi
+  run_target "$bin" &
+  running=$((running + 1))
 done
+while ((running > 0)); do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+((failed == 0)) || { echo "fuzz: a target failed (above)" >&2; exit 1; }
 echo "fuzz: smoke run finished without a crash"
