@@ -274,7 +274,9 @@ TEST(CudaBackend, WeightsAreCompleteAtFirstUse) {
 // 2..8 tokens (a speculative verify step) on the few-token GEMV: every token's row bit-equal to a
 // one-token matmul of that token alone, under each switch that picks another one-token kernel
 // (rows split over warps or not, Q4_K decoded before the wait or not, one or two rows per warp),
-// and close to the reference; the generic multi-token kernel (BRISK_NO_CUDA_GEMV_FEW) close too.
+// and on the dp4a few-token kernel instead of the tensor-core one (BRISK_NO_CUDA_GEMV_FEW_MMA),
+// and close to the reference;
+// the generic multi-token kernel (BRISK_NO_CUDA_GEMV_FEW) close too.
 // [8 x 14336] x [300]: rows of 4 passes that one token splits over warps (Q8_0, float, Q5_K);
 // [5 x 36864] x [5]: 9 passes; [2 x 4096] x [1030]: one pass, two Q4_K rows per warp.
 TEST_P(CudaMatmul, FewTokenRowsEqualOneToken) {
@@ -315,7 +317,8 @@ TEST_P(CudaMatmul, FewTokenRowsEqualOneToken) {
       // BRISK_NO_CUDA_Q4K_EARLY_DECODE decodes one token otherwise than the few-token kernel
       // (a kill switch, not row-exact: docs/speculative.md).
       if (t == QuantType::BF16 && cuda_has_gemm(*be)) continue;
-      for (const char* env : {"", "BRISK_NO_CUDA_GEMV_SPLIT", "BRISK_NO_CUDA_GEMV_FEW_ROWS", "BRISK_NO_CUDA_Q4K_SPREAD"}) {
+      for (const char* env : {"", "BRISK_NO_CUDA_GEMV_SPLIT", "BRISK_NO_CUDA_GEMV_FEW_ROWS", "BRISK_NO_CUDA_Q4K_SPREAD",
+                              "BRISK_NO_CUDA_GEMV_FEW_MMA"}) {
         std::unique_ptr<ScopedEnv> sw;
         if (*env) sw = std::make_unique<ScopedEnv>(env, "1");
         const std::string label = str_cat(what, *env ? " under " : "", env);
@@ -325,7 +328,7 @@ TEST_P(CudaMatmul, FewTokenRowsEqualOneToken) {
           ASSERT_EQ(std::memcmp(got.data() + tk * s.n_out, one.data(), sizeof(float) * size_t(s.n_out)), 0)
               << label << ": token " << tk << " differs from a one-token matmul";
         }
-        if (!*env) expect_near_ref(got, label);
+        if (!*env || std::string(env) == "BRISK_NO_CUDA_GEMV_FEW_MMA") expect_near_ref(got, label);
       }
       if (t != QuantType::BF16 || !cuda_has_gemm(*be)) {  // BF16: the GEMM's rounding (MatchesReferenceOverShapes)
         ScopedEnv generic("BRISK_NO_CUDA_GEMV_FEW", "1");
@@ -1177,6 +1180,47 @@ TEST_P(CudaMixedLaunch, MatchesSeparate) {
   const auto c1 = run(*single);
   for (size_t i = 0; i < keep.size(); ++i)
     ASSERT_EQ(std::memcmp(a[i].data(), c1[i].data(), sizeof(float) * a[i].size()), 0) << "matrix " << i << " (pairs)";
+}
+
+// The same q / k / v for 5 tokens in graph steps (the tensor-core few-token kernel): each token's
+// rows bit-equal to a one-token step of that token alone (the mixed one-token launch, or
+// separate ones when v is Q4_K).
+TEST_P(CudaMixedLaunch, SeveralTokensEqualOneToken) {
+  std::string reason;
+  if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+  const MixedLaunchCase c = GetParam();
+  const int64_t n_in = 4096, n_tok = 5;
+  std::vector<QuantWeight> keep;
+  keep.push_back(make_weight(QuantType::Q4_K, c.rows[0], n_in, 71));
+  keep.push_back(make_weight(QuantType::Q4_K, c.rows[1], n_in, 72));
+  keep.push_back(make_weight(c.v_type, c.rows[2], n_in, 73));
+  const std::vector<float> xh = randn(size_t(n_tok * n_in), 74);
+  auto graphs = make_cuda_backend(0, true);
+  auto run = [&](int64_t t0, int64_t rows) {
+    DevMat x(*graphs, rows, n_in,
+             std::vector<float>(xh.begin() + t0 * n_in, xh.begin() + (t0 + rows) * n_in));
+    std::vector<DevMat> outs;
+    for (const QuantWeight& q : keep) outs.emplace_back(*graphs, rows, q.w.n_out);
+    const size_t n = size_t(rows);
+    std::vector<int32_t> ids(n, 0), pos(n, 0), seq(n, 0), out_rows(n, 0);
+    for (int64_t i = 0; i < rows; ++i) pos[size_t(i)] = out_rows[size_t(i)] = int32_t(i);
+    for (int step = 0; step < 3; ++step) {  // eager, captured, replayed
+      graphs->begin_step({.n_tok = int32_t(rows), .ids = ids.data(), .pos = pos.data(), .seq = seq.data(),
+                          .n_out = int32_t(rows), .out_rows = out_rows.data()});
+      for (size_t i = 0; i < keep.size(); ++i) graphs->matmul({.out = outs[i].dev, .x = x.dev, .w = keep[i].w});
+      graphs->end_step();
+    }
+    std::vector<std::vector<float>> got;
+    for (DevMat& o : outs) got.push_back(o.fetch());
+    return got;
+  };
+  const auto all = run(0, n_tok);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const auto one = run(t, 1);
+    for (size_t i = 0; i < keep.size(); ++i)
+      ASSERT_EQ(std::memcmp(all[i].data() + t * keep[i].w.n_out, one[i].data(), sizeof(float) * size_t(keep[i].w.n_out)), 0)
+          << "matrix " << i << " token " << t;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Rows, CudaMixedLaunch,

@@ -33,6 +33,7 @@
 
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/gemv_few.cuh"
+#include "kernels/cuda/gemv_few_mma.cuh"
 #include "kernels/cuda/gemv_q4k_early.cuh"
 #include "kernels/cuda/gemv_units.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -359,6 +360,13 @@ void launch_gemv(const MatmulArgs* a, int n_parts, const QuantAct* xq, const Mat
                       : F == DevFormat::q6_k ? !flags().no_cuda_q6k_spread
                                              : float_any;
   if (few) {
+    // Q4_K / Q6_K rows that one token does not split: on the tensor cores where enabled (same bits).
+    if constexpr (F == DevFormat::q4_k || F == DevFormat::q6_k) {
+      if (spread && split == 1 && !flags().no_cuda_gemv_few_mma) {
+        launch_few_mma(parts, x, nt, F == DevFormat::q6_k ? ~0u : 0u, early, s);
+        return;
+      }
+    }
     if (kKquant && spread)
       launch_gemv_few<F, kKquant>(parts, x, nt, split, few_rows, grid, block, early, s);
     else
