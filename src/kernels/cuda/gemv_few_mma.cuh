@@ -1,8 +1,8 @@
 // The few-token Q4_K and Q6_K GEMVs on the tensor cores: out[t, r] = dot(W[r, :], x[t, :]) + bias[r]
 // for 2..8 tokens (a speculative verify step), with every token's row equal bit for bit to the
 // one-token launch of that token alone (q4k_early_kernel / q4k_pair_kernel / the unsplit spread
-// rows of gemv_kernel; Q6_K: q6k_few_mma_rows below). The kernel takes Q4_K and Q6_K parts
-// (a bit per Q6_K part), so the two formats could share a launch as one token's do.
+// rows of gemv_kernel; Q6_K: q6k_few_mma_rows below). One launch can mix Q4_K and Q6_K parts
+// (a Q4_K_M layer's Q6_K v beside its Q4_K q / k), as the one-token launch does.
 //
 // Why: the dp4a few-token kernel (gemv_few.cuh) does 0.67 dp4a per weight byte and token, so from
 // about 4 tokens a verify step is bound by instruction issue, not by the weight reads. Here one
@@ -21,7 +21,8 @@
 // threads replay the tree from shared memory. Only unsplit rows (the default one-token Q4_K
 // kernels) have this order; launches whose one-token rows are split over warps keep gemv_few.
 //
-// Layout: a block of 8 warps takes 16 rows of one part. Per Q4_K block (144 bytes: d, dmin, 12
+// Layout: a block of 8 warps takes 16 rows of one part; a warp loads its next block before it
+// computes the current one. Per Q4_K block (144 bytes: d, dmin, 12
 // scale bytes, 128 nibble bytes) a thread (group g = lane / 4, t4 = lane % 4) loads the header
 // and the bytes 8 t4 .. 8 t4 + 7 of each 32-byte nibble chunk c of rows g and g + 8 (a warp
 // instruction reads whole 32-byte sectors). The k index of the mma is permuted alike in A and B:
@@ -30,7 +31,7 @@
 // sub-block 2c, its high nibbles sub-block 2c + 1. The C fragment gives the thread rows g, g + 8
 // and tokens 2 t4, 2 t4 + 1; the activation sums of a sub-block come from the B fragment
 // (dp4a, two shuffles over t4, two shuffles to the C columns' threads).
-// BRISK_NO_CUDA_GEMV_FEW_MMA: gemv_few instead.
+// BRISK_NO_CUDA_GEMV_FEW_MMA: gemv_few instead (no mixed launches of several tokens).
 #pragma once
 #include "kernels/cuda/gemv_few.cuh"
 
@@ -229,18 +230,21 @@ __device__ __forceinline__ void few_mma_store_lead(FewMmaLead& lead, int m, int 
   lead[m][g + 8][2 * t4 + 1] = acc[3];
 }
 
-// Q4_K rows of a tile: warp w takes blocks w, w + 8, ... (lead lane 4w of the one-token row).
+// Q4_K rows of a tile: warp w takes blocks w, w + 8, ... (lead lane 4w of the one-token row), the
+// next block's loads issued before the current one is computed.
 template <int NT>
 __device__ __forceinline__ void q4k_few_mma_rows(const FewMmaTile& T, const XRef& x, bool early, int warp, int g, int t4,
                                                  FewMmaLead& lead) {
   const int64_t nb = x.n_in / 256;
-  Q4kMmaRaw cur;
+  Q4kMmaRaw cur, next;
   if (early && warp < nb) q4k_mma_load(T, warp, t4, cur);
   BRISK_PDL_ENTER();
+  if (!early && warp < nb) q4k_mma_load(T, warp, t4, cur);
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   for (int64_t b = warp; b < nb; b += kFewMmaWarps) {  // warp-uniform
-    if (b != warp || !early) q4k_mma_load(T, b, t4, cur);
+    if (b + kFewMmaWarps < nb) q4k_mma_load(T, b + kFewMmaWarps, t4, next);
     q4k_mma_block<NT>(cur, x, nb, b, g, t4, acc);
+    cur = next;
   }
   few_mma_store_lead(lead, warp, g, t4, acc);
 }
@@ -251,16 +255,18 @@ template <int NT>
 __device__ __forceinline__ void q6k_few_mma_rows(const FewMmaTile& T, const XRef& x, bool early, int warp, int g, int t4,
                                                  FewMmaLead& lead) {
   const int64_t nb = x.n_in / 256;
-  Q6kMmaRaw cur;
+  Q6kMmaRaw cur, next;
   if (early && warp < nb) q6k_mma_load(T, warp, t4, cur);
   BRISK_PDL_ENTER();
+  if (!early && warp < nb) q6k_mma_load(T, warp, t4, cur);
   float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
   for (int64_t b = warp; b < nb; b += kFewMmaWarps) {  // warp-uniform
-    if (b != warp || !early) q6k_mma_load(T, b, t4, cur);
+    if (b + kFewMmaWarps < nb) q6k_mma_load(T, b + kFewMmaWarps, t4, next);
     if ((b >> 3) & 1)
       q6k_mma_block<NT>(cur, x, nb, b, g, t4, acc[1]);
     else
       q6k_mma_block<NT>(cur, x, nb, b, g, t4, acc[0]);
+    cur = next;
   }
   few_mma_store_lead(lead, warp, g, t4, acc[0]);
   few_mma_store_lead(lead, warp + kFewMmaWarps, g, t4, acc[1]);

@@ -3,6 +3,7 @@
 // and its design in gemv_kernel.cuh), and which matmuls of one input can share a launch.
 #include "core/flags.h"
 #include "kernels/cuda/gemv.cuh"
+#include "kernels/cuda/gemv_units.cuh"
 
 namespace brisk::cuda {
 
@@ -23,9 +24,12 @@ cudaError_t matmul_rows(const MatmulArgs* a, int n_parts, const QuantAct* xq, bo
 
 // Q4_K and Q6_K matmuls of one token over rows of at most 4096 (one pass each) can share one
 // q4k_early_kernel launch: Q4_K_M stores attn_v (and ffn_down) of some layers as Q6_K, whose
-// v then joins the q / k launch instead of following it (both take Q8_K activations).
+// v then joins the q / k launch instead of following it (both take Q8_K activations). Steps of
+// 2..8 tokens share the tensor-core few-token launch likewise (rows of any length).
 bool kquant_mixes(const MatmulArgs& a) {
-  return (a.w.type == QuantType::Q4_K || a.w.type == QuantType::Q6_K) && a.x.rows == 1 && a.w.n_in <= 4096 &&
+  const bool few = a.x.rows >= 2 && a.x.rows <= kMaxTok && !flags().no_cuda_gemv_few &&
+                   !flags().no_cuda_gemv_few_mma;
+  return (a.w.type == QuantType::Q4_K || a.w.type == QuantType::Q6_K) && (few || (a.x.rows == 1 && a.w.n_in <= 4096)) &&
          a.w.n_in % 256 == 0 && !flags().no_cuda_gemv_mixed && !flags().no_cuda_q4k_early_decode &&
          !flags().no_cuda_q4k_spread && !flags().no_cuda_q6k_spread;
 }

@@ -1,5 +1,6 @@
 // The decode GEMV of Q4_K, Q5_K and Q6_K weights (gemv_kernel.cuh, the early-decode kernels of
-// gemv_q4k_early.cuh), on activations quantized to Q8_K; and the mixed Q4_K / Q6_K launch.
+// gemv_q4k_early.cuh), on activations quantized to Q8_K; and the mixed Q4_K / Q6_K launch (one
+// token: q4k_early_kernel / q4k_pair_kernel; 2..8 tokens: few_mma_kernel, gemv_few_mma.cuh).
 #include "kernels/cuda/gemv_kernel.cuh"
 
 namespace brisk::cuda {
@@ -30,6 +31,10 @@ cudaError_t launch_kquant_mixed(const MatmulArgs* a, int n, const QuantAct& xq, 
                           .res_stride = 0, .sum = nullptr, .sum_stride = 0};
   }
   const XRef x{.q = xq.q, .d = xq.d, .f = nullptr, .n_in = a[0].w.n_in, .x_stride = a[0].x.row_stride()};
+  if (a[0].x.rows > 1) {  // 2..8 tokens (kquant_mixes): the tensor-core few-token kernel
+    launch_few_mma(parts, x, int(a[0].x.rows), q6k_parts, early, s);
+    return cudaGetLastError();
+  }
   GemvParts pairs = parts;
   if (pairs_pay<q4k_early_kernel<true>, q4k_pair_kernel<true>>(blocks, pair_blocks(a, n, pairs))) {
     launch_kernel(q4k_pair_kernel<true>, dim3{pairs.p[n - 1].block_end}, dim3{32 * kWarps}, 0, s, pairs, x, q6k_parts, early);
