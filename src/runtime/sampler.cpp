@@ -61,12 +61,14 @@ bool Sampler::greedy() const {
   return params_.temperature <= 0.0f || !std::isfinite(1.0f / params_.temperature);
 }
 
+bool Sampler::uses_history() const {
+  return params_.penalty_last_n != 0 && (params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+                                         params_.frequency_penalty != 0.0f);
+}
+
 std::vector<std::pair<int32_t, int32_t>> Sampler::penalty_counts() const {
   std::vector<std::pair<int32_t, int32_t>> counts;
-  const bool use_penalties = params_.penalty_last_n != 0 &&
-                             (params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f ||
-                              params_.frequency_penalty != 0.0f);
-  if (!use_penalties || history_.empty()) return counts;
+  if (!uses_history() || history_.empty()) return counts;
   size_t window = history_.size();
   if (params_.penalty_last_n > 0) window = std::min(window, static_cast<size_t>(params_.penalty_last_n));
   std::vector<int32_t> recent(history_.end() - static_cast<std::ptrdiff_t>(window), history_.end());

@@ -54,6 +54,7 @@ class Sampler {
   double uniform();                               // one uniform draw in [0, 1) from the generator
   int32_t draw(const TokenDistribution& weights);  // one token, with probability weight / total
   bool greedy() const;
+  bool uses_history() const;  // penalties on: a row's result depends on the accepted tokens
   void accept(int32_t token);  // appends to the penalty history
   void reset();                // clears history, reseeds
   const SamplerParams& params() const { return params_; }

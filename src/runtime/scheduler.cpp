@@ -350,7 +350,6 @@ void Scheduler::step() {
   const bool speculate = options_.spec.source && !flags().no_spec && n_decoding > 0;
   const int32_t per_seq = options_.spec.max_verify_tokens / std::max(1, n_decoding) - 1;  // drafts each
   const bool batched = speculate && n_decoding <= std::max(1, options_.spec.max_batch_seqs) && per_seq >= 1;
-  bool any_draft = false;
   for (Sequence* s : seqs) {
     s->draft.tokens.clear();
     s->draft.q.clear();
@@ -360,7 +359,6 @@ void Scheduler::step() {
     } catch (const std::exception& e) {
       finish(*s, FinishReason::error, str_cat("drafting failed: ", e.what()));
     }
-    any_draft = any_draft || !s->draft.tokens.empty();
   }
   if (speculate) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -404,12 +402,18 @@ void Scheduler::step() {
   if (batch.empty()) return;
 
   // 3. One forward. Its rows are sampled on the device (only ids come back) when every row's
-  // sampler can run there and no row needs its logits (constraint masks, logprobs, a verify).
+  // sampler can run there and no row needs its logits (constraint masks, logprobs, a verify
+  // that compares distributions). A greedy verify row needs only its argmax: a draft is kept
+  // when it equals the row's id, and without penalties the id does not depend on the drafts
+  // kept before it.
   std::vector<Sampler*> on_device;
-  for (Sequence* s : any_draft ? std::vector<Sequence*>{} : logit_rows) {
-    const bool wants_logits = s->req.constraint || s->req.logprobs >= 0 ||
+  for (Sequence* s : logit_rows) {
+    Sampler* d = s->sampler->device_sampler();
+    const bool verify_on_host = !s->draft.tokens.empty() &&
+                                (!d || !d->greedy() || d->uses_history() || flags().no_spec_device_verify);
+    const bool wants_logits = s->req.constraint || s->req.logprobs >= 0 || verify_on_host ||
                               (s->req.on_prompt_logits && s->n_generated == 0 && s->pending < 0);
-    Sampler* d = wants_logits ? nullptr : s->sampler->device_sampler();
+    if (wants_logits) d = nullptr;
     if (!d) {
       on_device.clear();
       break;
@@ -475,6 +479,7 @@ void Scheduler::step() {
         if (device_ids) {
           tok = device_ids[row];
           BRISK_CHECK(tok >= 0, "sampling on the device: every token is banned");
+          kept = i < k && tok == group[size_t(i) + 1];  // greedy (step 3)
         } else if (i == k || smp->greedy()) {
           tok = s.sampler->sample(logits, allowed);
           kept = i < k && tok == group[size_t(i) + 1];

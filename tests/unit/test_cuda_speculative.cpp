@@ -1,19 +1,24 @@
 // Speculative decoding on CUDA (runs where a GPU is, skips elsewhere): the rows of a verify
 // forward of 2..8 tokens against the same tokens decoded one per forward on the device (the
 // bit-exactness the greedy equality rests on), and greedy ids with speculation (n-gram, the MTP
-// block of the hybrid fixture) equal to plain decoding on the device over 64 tokens. The verify
+// block of the hybrid fixture, the oracle replaying plain decoding's output: every draft kept)
+// equal to plain decoding on the device over 64 tokens, with the verify rows' ids picked on the
+// device and, under BRISK_NO_SPEC_DEVICE_VERIFY, on the host. The verify
 // step of each group size runs as its own CUDA graph (the backend's graph cache is keyed by the
 // step's launches).
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <string>
 
 #include "core/error.h"
 #include "quant/types.h"
 #include "runtime/engine_api.h"
 #include "runtime/generate.h"
 #include "runtime/speculative.h"
+#include "scoped_env.h"
 #ifdef BRISK_HAVE_CUDA
 #include "backend/cuda/cuda_devices.h"
 #include "kernels/cuda/attention_splits.h"
@@ -121,17 +126,31 @@ TEST(CudaSpec, GreedyIdsEqualPlainDecoding) {
     auto plain_ctx = Context::create(model, cuda_spec_ctx());
     const GenerateResult plain = generate(*plain_ctx, nullptr, prompt, params);
     const bool mtp = std::string(m.name).find("mtp") != std::string::npos;
-    for (const char* kind : {"ngram", "mtp"}) {
-      if (std::string(kind) == "mtp" && !mtp) continue;
-      for (int32_t k : {1, 3, 7}) {
-        auto ctx = Context::create(model, cuda_spec_ctx());
-        GenerateParams sp = params;
-        sp.spec.source = std::string(kind) == "ngram" ? draft_source_ngram({})
-                                                      : draft_source_mtp({.model = model, .context = cuda_spec_ctx()});
-        sp.spec.draft_max = k;
-        const GenerateResult got = generate(*ctx, nullptr, prompt, sp);
-        EXPECT_EQ(got.tokens, plain.tokens) << m.name << ", " << kind << ", draft-max " << k;
-        EXPECT_GT(got.spec_steps, 0) << m.name << ", " << kind;
+    std::vector<int32_t> replayed = prompt;  // the oracle's draft: plain decoding's own output
+    replayed.insert(replayed.end(), plain.tokens.begin(), plain.tokens.end());
+    // Greedy verify rows pick their ids on the device; the switch copies logits to the host.
+    for (const bool host_verify : {false, true}) {
+      std::optional<ScopedEnv> sw;
+      if (host_verify) sw.emplace("BRISK_NO_SPEC_DEVICE_VERIFY", "1");
+      for (const char* kind : {"ngram", "mtp", "oracle"}) {
+        if (std::string(kind) == "mtp" && !mtp) continue;
+        for (int32_t k : {1, 3, 7}) {
+          auto ctx = Context::create(model, cuda_spec_ctx());
+          GenerateParams sp = params;
+          sp.spec.source = std::string(kind) == "ngram"  ? draft_source_ngram({})
+                           : std::string(kind) == "mtp" ? draft_source_mtp({.model = model, .context = cuda_spec_ctx()})
+                                                        : draft_source_oracle(replayed);
+          sp.spec.draft_max = k;
+          sp.spec.adaptive = false;
+          const GenerateResult got = generate(*ctx, nullptr, prompt, sp);
+          const std::string what = str_cat(m.name, ", ", kind, ", draft-max ", k, host_verify ? ", host verify" : "");
+          EXPECT_EQ(got.tokens, plain.tokens) << what;
+          EXPECT_GT(got.spec_steps, 0) << what;
+          if (std::string(kind) == "oracle") {  // every draft is the target's own token: all kept
+            EXPECT_GT(got.spec_drafted, 0) << what;
+            EXPECT_EQ(got.spec_accepted, got.spec_drafted) << what;
+          }
+        }
       }
     }
   }

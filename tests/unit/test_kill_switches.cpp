@@ -189,6 +189,9 @@ Plan plan_for(const FlagDef& f) {
   if (id == "no_simd_delta" || id == "no_fused_delta_step")
     return {.reason = "its kernels run only in linear-attention (hybrid) models, none of this test's shapes: "
                       "OpsDeltaNet.* compares every build of them, switched off or not, with the references"};
+  if (id == "no_spec_device_verify")
+    return {.reason = "GPU only: the CPU backend has no device sampling; CudaSpec.GreedyIdsEqualPlainDecoding "
+                      "runs greedy speculation with and without it"};
   if (id == "no_spec")
     return {.reason = "not a kernel: speculative decoding compared with plain decoding, the path this switch "
                       "selects, in Spec.GreedyIdsEqualPlainDecoding and tests/cli/speculative.sh"};

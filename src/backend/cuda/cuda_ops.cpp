@@ -284,7 +284,7 @@ void CudaBackend::attention(const AttentionArgs& a) {
 }
 
 void CudaBackend::attention_producer(const AttentionArgs& d, const cuda::AttentionRope* rp, size_t index) {
-  if (!in_step_ || step_eager_ || d.q.rows != 1 || !cuda::attention_quant_supported(d, cuda::ActRound::q8_0)) return;
+  if (!in_step_ || step_eager_ || !cuda::attention_quant_supported(d, cuda::ActRound::q8_0)) return;
   Producer pr;
   pr.kind = 8;
   pr.index = index;

@@ -19,7 +19,7 @@ size_t attention_scratch_floats(const AttentionArgs& a) {
 }
 
 bool attention_quant_supported(const AttentionArgs& a, ActRound kind) {
-  if (flags().no_cuda_attn_quant || a.q.rows != 1 || cluster_splits(a) == 0) return false;
+  if (flags().no_cuda_attn_quant || cluster_splits(a) == 0) return false;
   if (a.out.stride != 0 && a.out.stride != a.out.cols) return false;
   switch (kind) {
     case ActRound::q8_0: case ActRound::f16: case ActRound::bf16: return true;

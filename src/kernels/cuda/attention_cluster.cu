@@ -39,8 +39,9 @@ namespace {
 // unrolled blocks: each multiprocessor runs it once per launch, so instruction fetches count.
 // With rope (AttentionRope, one token) the kernel rotates q / k and stores the token's K / V row
 // as the split kernel does. With several tokens nothing is read before the wait (the KV store
-// just before wrote rows that the step's later tokens read). With aq (AttentionQuant, one
-// token) the merging blocks also quantize or round their slice for the next matmul; the slices
+// just before wrote rows that the step's later tokens read). With aq (AttentionQuant) the
+// merging blocks also quantize or round their slice of each token's row for the next matmul
+// (activations [rows, n_head * head_dim] dense, scales [rows, n_head * head_dim / block]); the slices
 // are then whole quantization blocks (Q8_0: multiples of 32 outputs, Q8_K: one block of 256 per
 // merging block).
 constexpr int kThreadsC = 256;
@@ -378,7 +379,8 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
   }
   // The slice for the next matmul (act_quant.cuh, act_round.cu's rules): Q8_0 a warp per block,
   // Q8_K the whole block, F16 / BF16 per element.
-  const int64_t c0 = int64_t(h0) * kHd + split * per;  // the slice's first column of the row
+  // The slice's first element: token t's row of [rows, n_head * kHd] dense activations.
+  const int64_t c0 = t * int64_t(a.n_head) * kHd + int64_t(h0) * kHd + split * per;
   if (aq.kind == ActRound::q8_0) {
     if (warp * 32 < per && split * per + warp * 32 < n_out) {  // warp-uniform
       const float vv[1] = {v};

@@ -94,8 +94,8 @@ struct AttentionRope {
 bool attention_rope_supported(const AttentionArgs& a, int n_rot);
 // The attention output also quantized (q8_0 / q8_k, into q) or rounded (f16 / bf16, into q.d as
 // dense floats) for the matmul that reads it, in the same launch, exactly as
-// launch_quantize_activations / launch_round_activations would: for the one-token launches
-// that attention_quant_supported accepts.
+// launch_quantize_activations / launch_round_activations would: for the cluster launches (1..8
+// tokens) that attention_quant_supported accepts.
 struct AttentionQuant {
   ActRound kind = ActRound::none;
   QuantAct q;
