@@ -628,7 +628,9 @@ TEST(CudaBackend, DecodeAttentionCluster) {
                         Case{32, 8, 128, 3071, 0, 0.0f, 3072}, Case{64, 8, 128, 700, 0, 0.0f, 1024},
                         Case{40, 8, 128, 260, 0, 30.0f, 1024}, Case{14, 2, 64, 900, 0, 0.0f, 2048},
                         Case{8, 8, 64, 333, 0, 0.0f, 1024}, Case{8, 2, 64, 2000, 100, 0.0f, 3072},
-                        Case{16, 4, 128, 4000, 300, 0.0f, 8192}, Case{32, 8, 128, 5000, 0, 0.0f, 8192}}) {
+                        Case{16, 4, 128, 4000, 300, 0.0f, 8192}, Case{32, 8, 128, 5000, 0, 0.0f, 8192},
+                        Case{32, 16, 256, 511, 0, 0.0f, 3072}, Case{16, 8, 256, 3000, 1024, 0.0f, 4096},
+                        Case{8, 1, 256, 700, 0, 30.0f, 1024}}) {
    for (const QuantType kv : {QuantType::F16, QuantType::BF16}) {
     Cache c = make_cache(*be, kv, 2, cs.cap, int64_t(cs.n_head_kv) * cs.hd, 41);
     const std::vector<int32_t> seq = {1}, pos = {cs.pos};
@@ -653,9 +655,9 @@ TEST(CudaBackend, DecodeAttentionCluster) {
 
 // Steps of 2..8 tokens (a speculative verify group of one sequence at consecutive positions, and
 // tokens of several sequences): every row of the attention bit-equal to the attention of its
-// token alone, over F16 / BF16 caches at head_dim 64 / 128 (the cluster kernel, a cluster per
-// token), an F32 cache and head_dim 256 (the split kernel, one token's splits), with and without
-// a window; close to the reference.
+// token alone, over F16 / BF16 caches at head_dim 64 / 128 / 256 (the cluster kernel, a cluster
+// per token), an F32 cache (the split kernel, one token's splits), with and without a window;
+// close to the reference.
 TEST(CudaBackend, AttentionRowsOfAStepEqualOneToken) {
   REQUIRE_GPU(be);
   struct Case { int32_t n_head, n_head_kv, hd; int32_t window; int64_t cap; QuantType kv; };
@@ -894,7 +896,7 @@ TEST(CudaBackend, Embedding) {
 // Q8_0, Q4_K and BF16 o-projections). Positions 0 .. 3071 (cluster chunks of up to 192
 // positions; the split kernel's staged and unstaged chunks for the F32 cache), F16, BF16, F32
 // and Q8_0 caches (Q8_0: rope and store stay separate launches), normal and NeoX partial
-// rotary, head groups of 4 and 8.
+// rotary, head groups of 2, 4 and 8, head_dim 64 / 128 / 256.
 // Everything the layers write (residual, rotated q and k, attention output, both caches) is
 // bit-equal with the fusions switched off, launch by launch, and with BRISK_NO_CUDA_PREFETCH.
 TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
@@ -911,7 +913,9 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
                         Case{16, 2, 64, 32, true, QuantType::BF16, QuantType::Q4_K},
                         Case{32, 8, 128, 128, false, QuantType::BF16, QuantType::Q8_0},
                         Case{32, 8, 128, 128, false, QuantType::Q8_0, QuantType::Q8_0},
-                        Case{32, 8, 128, 128, false, QuantType::F16, QuantType::Q8_0, true}}) {
+                        Case{32, 8, 128, 128, false, QuantType::F16, QuantType::Q8_0, true},
+                        Case{16, 8, 256, 256, true, QuantType::F16, QuantType::Q4_K},
+                        Case{8, 4, 256, 128, true, QuantType::BF16, QuantType::Q8_0}}) {
     const int64_t qw = int64_t(cs.n_head) * cs.hd, kw = int64_t(cs.n_head_kv) * cs.hd;
     keep.push_back(make_weight(QuantType::Q8_0, qw, n_embd, 71));
     keep.push_back(make_weight(QuantType::Q8_0, kw, n_embd, 72));

@@ -18,7 +18,7 @@ namespace brisk::cuda {
 namespace {
 
 // Decode attention as one thread-block cluster per KV head and token (F16 / BF16 caches, head_dim
-// 64 / 128, up to kMaxG query heads per KV head, chunks of at most kMaxChunkC positions, up to
+// 64 / 128 / 256, up to kMaxG query heads per KV head, chunks of at most kMaxChunkC positions, up to
 // kClusterMaxTokens tokens: a token's cluster computes what the launch of that token alone
 // computes, so a verify group's rows equal one-token decoding): the kS blocks of
 // a cluster take kS equal chunks of [lo, p] (cut as the split kernel cuts them) and merge their
@@ -454,12 +454,12 @@ cudaError_t launch_cluster(const AttentionArgs& a, const AttentionFlags& fl, con
 
 // Blocks per cluster for `a` on the cluster kernel, or 0 where it does not apply. Instances for
 // groups of exactly 4 heads (Llama, Qwen layouts) and the generic one; BF16 caches of head_dim
-// 64 only the generic one.
+// 64 and head_dim 256 (Gemma's sliding layers) only the generic one.
 int cluster_splits(const AttentionArgs& a) {
   if (flags().no_cuda_attn_cluster || a.first || a.q.rows < 1 || a.q.rows > kClusterMaxTokens) return 0;
   const bool bf16 = a.k_cache.type == QuantType::BF16;
   if ((a.k_cache.type != QuantType::F16 && !bf16) || a.v_cache.type != a.k_cache.type) return 0;
-  if (a.head_dim != 64 && a.head_dim != 128) return 0;
+  if (a.head_dim != 64 && a.head_dim != 128 && a.head_dim != 256) return 0;
   const int group = a.n_head / a.n_head_kv;
   if (group < 1 || group > kMaxG) return 0;
   if (a.k_cache.row_bytes % 16 || a.v_cache.row_bytes % 16 || reinterpret_cast<uintptr_t>(a.k_cache.data) % 16 ||
@@ -472,7 +472,10 @@ int cluster_splits(const AttentionArgs& a) {
   for (const int n : {16, 8}) {
     if ((span + n - 1) / n > kMaxChunkC) continue;
     int c = 0;
-    if (bf16 && a.head_dim == 128)
+    if (a.head_dim == 256)
+      c = bf16 ? (n == 16 ? cluster_capacity<256, 16, 0, B>() : cluster_capacity<256, 8, 0, B>())
+               : (n == 16 ? cluster_capacity<256, 16, 0, H>() : cluster_capacity<256, 8, 0, H>());
+    else if (bf16 && a.head_dim == 128)
       c = n == 16 ? (g4 ? cluster_capacity<128, 16, 4, B>() : cluster_capacity<128, 16, 0, B>())
                   : (g4 ? cluster_capacity<128, 8, 4, B>() : cluster_capacity<128, 8, 0, B>());
     else if (bf16)
@@ -492,6 +495,11 @@ cudaError_t launch_attention_cluster(const AttentionArgs& a, int n, const Attent
                                      const AttentionQuant& aq, cudaStream_t s) {
   constexpr KvT H = KvT::f16, B = KvT::bf16;
   const bool g4 = a.n_head / a.n_head_kv == 4;
+  if (a.head_dim == 256) {  // Gemma's sliding layers
+    if (a.k_cache.type == QuantType::BF16)
+      return n == 16 ? launch_cluster<256, 16, 0, B>(a, fl, rp, aq, s) : launch_cluster<256, 8, 0, B>(a, fl, rp, aq, s);
+    return n == 16 ? launch_cluster<256, 16, 0, H>(a, fl, rp, aq, s) : launch_cluster<256, 8, 0, H>(a, fl, rp, aq, s);
+  }
   if (a.k_cache.type == QuantType::BF16) {
     if (a.head_dim == 128) {
       if (n == 16)
