@@ -896,13 +896,14 @@ TEST(CudaBackend, Embedding) {
 // Q8_0, Q4_K and BF16 o-projections). Positions 0 .. 3071 (cluster chunks of up to 192
 // positions; the split kernel's staged and unstaged chunks for the F32 cache), F16, BF16, F32
 // and Q8_0 caches (Q8_0: rope and store stay separate launches), normal and NeoX partial
-// rotary, head groups of 2, 4 and 8, head_dim 64 / 128 / 256.
+// rotary, head groups of 2, 4 and 8, head_dim 64 / 128 / 256, and Gemma's per-head q / k / v
+// norms as one launch (BRISK_NO_CUDA_NORM_MERGE: a launch each).
 // Everything the layers write (residual, rotated q and k, attention output, both caches) is
 // bit-equal with the fusions switched off, launch by launch, and with BRISK_NO_CUDA_PREFETCH.
 TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
   std::string reason;
   if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
-  struct Case { int32_t n_head, n_head_kv, hd, n_rot; bool neox; QuantType kv, wo; bool split = false; };
+  struct Case { int32_t n_head, n_head_kv, hd, n_rot; bool neox; QuantType kv, wo; bool split = false, qkv_norm = false; };
   const int64_t n_embd = 512, cap = 3072;
   const std::vector<int32_t> positions = {0, 1, 2, 5, 63, 64, 65, 300, 1000, 2200, 3000, 3071};
   std::vector<QuantWeight> keep;
@@ -914,8 +915,9 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
                         Case{32, 8, 128, 128, false, QuantType::BF16, QuantType::Q8_0},
                         Case{32, 8, 128, 128, false, QuantType::Q8_0, QuantType::Q8_0},
                         Case{32, 8, 128, 128, false, QuantType::F16, QuantType::Q8_0, true},
-                        Case{16, 8, 256, 256, true, QuantType::F16, QuantType::Q4_K},
-                        Case{8, 4, 256, 128, true, QuantType::BF16, QuantType::Q8_0}}) {
+                        Case{16, 8, 256, 256, true, QuantType::F16, QuantType::Q4_K, false, true},
+                        Case{8, 4, 256, 128, true, QuantType::BF16, QuantType::Q8_0, false, true},
+                        Case{32, 8, 128, 128, false, QuantType::F16, QuantType::Q8_0, false, true}}) {
     const int64_t qw = int64_t(cs.n_head) * cs.hd, kw = int64_t(cs.n_head_kv) * cs.hd;
     keep.push_back(make_weight(QuantType::Q8_0, qw, n_embd, 71));
     keep.push_back(make_weight(QuantType::Q8_0, kw, n_embd, 72));
@@ -927,13 +929,16 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
     for (int i = 0; i < cs.n_rot / 2; ++i)
       tab.inv_freq.push_back(std::pow(10000.0f, -2.0f * float(i) / float(cs.n_rot)));
     const std::vector<float> norm_w = randn(size_t(n_embd), 76), x0 = randn(size_t(n_embd), 77, 2.0f);
-    struct Out { std::vector<std::vector<float>> x, q, k, att; std::vector<uint8_t> kc, vc; };
-    auto run = [&](bool graphs, bool fused, bool prefetch = true) {
+    const std::vector<float> q_norm_w = randn(size_t(cs.hd), 79), k_norm_w = randn(size_t(cs.hd), 80);
+    struct Out { std::vector<std::vector<float>> x, q, k, att; std::vector<uint8_t> kc, vc; size_t launches = 0; };
+    auto run = [&](bool graphs, bool fused, bool prefetch = true, bool merge_norms = true) {
       std::vector<std::unique_ptr<ScopedEnv>> off;
       if (!prefetch) off.push_back(std::make_unique<ScopedEnv>("BRISK_NO_CUDA_PREFETCH", "1"));
+      if (!merge_norms) off.push_back(std::make_unique<ScopedEnv>("BRISK_NO_CUDA_NORM_MERGE", "1"));
       if (cs.split) off.push_back(std::make_unique<ScopedEnv>("BRISK_NO_CUDA_ATTN_CLUSTER", "1"));
       if (!fused)
-        for (const char* env : {"BRISK_NO_CUDA_ATTN_ROPE", "BRISK_NO_CUDA_GEMV_ADD", "BRISK_NO_CUDA_ATTN_QUANT"})
+        for (const char* env : {"BRISK_NO_CUDA_ATTN_ROPE", "BRISK_NO_CUDA_GEMV_ADD", "BRISK_NO_CUDA_ATTN_QUANT",
+                                "BRISK_NO_CUDA_NORM_MERGE"})
           off.push_back(std::make_unique<ScopedEnv>(env, "1"));
       auto be = make_cuda_backend(0, graphs);
       Cache c = make_cache(*be, cs.kv, 2, cap, kw, 78);
@@ -948,6 +953,11 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
         be->matmul({.out = q.dev, .x = h.dev, .w = keep[b].w});
         be->matmul({.out = k.dev, .x = h.dev, .w = keep[b + 1].w});
         be->matmul({.out = v.dev, .x = h.dev, .w = keep[b + 2].w});
+        if (cs.qkv_norm) {  // Gemma's per-head q / k / v norms (v without a weight), in place
+          be->rms_norm({.out = q.dev, .x = q.dev, .weight = q_norm_w.data(), .group = cs.hd, .eps = 1e-6f});
+          be->rms_norm({.out = k.dev, .x = k.dev, .weight = k_norm_w.data(), .group = cs.hd, .eps = 1e-6f});
+          be->rms_norm({.out = v.dev, .x = v.dev, .weight = nullptr, .group = cs.hd, .eps = 1e-6f});
+        }
         be->rope({.x = q.dev, .pos = &pos, .n_head = cs.n_head, .head_dim = cs.hd, .table = &tab});
         be->rope({.x = k.dev, .pos = &pos, .n_head = cs.n_head_kv, .head_dim = cs.hd, .table = &tab});
         be->kv_store({.k = k.dev, .v = v.dev, .k_cache = c.k, .v_cache = c.v, .seq = &seq, .pos = &pos});
@@ -973,9 +983,20 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
       if (graphs) {
         EXPECT_GE(cuda_graph_replays(*be), positions.size() - 3);  // the first steps run eager, then capture
       }
+      out.launches = cuda_step_launches(*be);
       return out;
     };
     const Out got = run(true, true);
+    if (cs.qkv_norm) {  // the three norms in one launch, the same bits as one launch each
+      const Out apart = run(true, true, true, false);
+      EXPECT_EQ(got.launches + 2, apart.launches) << "q / k / v norms of heads " << cs.n_head << " hd " << cs.hd;
+      for (size_t i = 0; i < positions.size(); ++i) {
+        EXPECT_EQ(got.q[i], apart.q[i]) << "norms apart, pos " << positions[i];
+        EXPECT_EQ(got.x[i], apart.x[i]) << "norms apart, pos " << positions[i];
+      }
+      EXPECT_EQ(got.kc, apart.kc);
+      EXPECT_EQ(got.vc, apart.vc);
+    }
     // split: the split kernel's streamed chunks (the cache's 3072 positions over 33 splits: up to
     // 94 rows, two tiles), with the rope + KV store inside the attention launch.
     for (const auto& [graphs, fused, prefetch] : {std::tuple{true, false, true}, std::tuple{false, true, true},

@@ -151,6 +151,11 @@ uint64_t cuda_graph_replays(const Backend& be) {
   return c ? c->graph_replays() : 0;
 }
 
+size_t cuda_step_launches(const Backend& be) {
+  const auto* c = dynamic_cast<const cuda::CudaBackend*>(&be);
+  return c ? c->last_step_launches() : 0;
+}
+
 void cuda_mark_constant(Backend& be, const void* p, size_t bytes) {
   if (auto* c = dynamic_cast<cuda::CudaBackend*>(&be)) c->mark_constant(p, bytes);
 }

@@ -13,6 +13,9 @@ std::unique_ptr<Backend> make_cuda_backend(int device, bool graphs = true);
 
 // Steps a CUDA backend ran by replaying a captured graph (0 for other backends).
 uint64_t cuda_graph_replays(const Backend& be);
+// Launches of the last step a CUDA backend collected for a graph, after fusion (0 for other
+// backends, or when no step was collected).
+size_t cuda_step_launches(const Backend& be);
 
 // Declares [p, p + bytes) of device memory of `be` as weights that no kernel writes while
 // steps run (filled before and left alone, like uploaded weights): decode matmuls on them may

@@ -31,6 +31,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -124,6 +125,7 @@ class CudaBackend final : public Backend {
   int n_threads() const override { return 1; }
 
   uint64_t graph_replays() const { return graphs_cache_.replays(); }
+  size_t last_step_launches() const { return last_step_launches_; }
   bool has_gemm() const { return blas_ != nullptr; }
 
   // out [m, n] (row stride ldo) = x [m, k] . w [n, k]^T, BF16 operands in device memory.
@@ -313,6 +315,10 @@ class CudaBackend final : public Backend {
     AttentionArgs attn;  // kind 8: one-token cluster attention (+ rope and KV store with attn_has_rope)
     cuda::AttentionRope attn_rope;
     bool attn_has_rope = false;
+    // kind 9: group norms (head groups, independent of one another) in one launch
+    std::array<RmsNormArgs, cuda::kMaxNormParts> norms{};
+    std::array<bool, cuda::kMaxNormParts> norms_wc{};
+    int n_norms = 0;
   };
   bool use_gemm(const MatmulArgs& a) const;
 
@@ -496,7 +502,8 @@ class CudaBackend final : public Backend {
     size_t index = 0;
     bool valid = false;
   };
-  GemvGroup gemv_;  // device ranges declared constant (start -> bytes)
+  GemvGroup gemv_;
+  size_t last_step_launches_ = 0;  // launches of the last step collected for a graph
   // Encoder epilogues outside graph steps (cuda_encoder.cpp): the last GEMM's bias (1), a unary
   // after it (2: + bias), or a residual add (+ that bias) and / or a LayerNorm (3), or the
   // tensor-core dense attention (4) wait here for the next op, which may take them into its

@@ -95,11 +95,44 @@ void CudaBackend::rms_norm(const RmsNormArgs& a) {
     producer_ = Producer{.kind = 3, .norm = d, .gated = {}, .add = pa, .index = prev.index, .out = d.out};
     return;
   }
-  unsigned* bar = norm_barrier();
   const bool wc = constant_floats(d.weight);
+  // Norms over head groups right after one another (a layer's q / k / v norms), each reading
+  // nothing another writes: one launch for all.
+  const bool parts = deferred && !flags().no_cuda_norm_merge && cuda::rms_norm_parts_supported(d);
+  if (parts && prev.kind == 9 && prev.index + 1 == launches_.size() && prev.n_norms < cuda::kMaxNormParts &&
+      prev.norms[0].group == d.group) {
+    bool independent = true;
+    for (int i = 0; i < prev.n_norms; ++i) {
+      const RmsNormArgs& o = prev.norms[size_t(i)];
+      independent = independent && !overlaps(d.x, o.out) && !overlaps(d.out, o.x) && !overlaps(d.out, o.out);
+    }
+    if (independent) {
+      Producer pr = prev;
+      pr.norms[size_t(pr.n_norms)] = d;
+      pr.norms_wc[size_t(pr.n_norms)] = wc;
+      ++pr.n_norms;
+      launches_[pr.index] = [ns = pr.norms, wcs = pr.norms_wc, n = pr.n_norms](cudaStream_t s) {
+        return cuda::launch_rms_norm_parts(ns.data(), wcs.data(), n, s);
+      };
+      names_[pr.index] = "rms_norm (head groups of several tensors)";
+      key_.add(uint64_t(112));
+      producer_ = pr;
+      return;
+    }
+  }
+  unsigned* bar = norm_barrier();
   enqueue("rms_norm", [d, bar, wc](cudaStream_t s) { return cuda::launch_rms_norm(d, s, bar, wc); });
   if (deferred && group == a.x.cols)
     producer_ = Producer{.kind = 1, .norm = d, .gated = {}, .add = {}, .index = launches_.size() - 1, .out = d.out};
+  if (parts) {
+    producer_ = Producer{};
+    producer_.kind = 9;
+    producer_.index = launches_.size() - 1;
+    producer_.out = d.out;
+    producer_.norms[0] = d;
+    producer_.norms_wc[0] = wc;
+    producer_.n_norms = 1;
+  }
 }
 
 void CudaBackend::rope(const RopeArgs& a) {

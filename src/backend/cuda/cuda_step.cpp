@@ -80,6 +80,7 @@ void CudaBackend::end_step() {
   in_step_ = false;
   step_map_.clear();
   forget_quant();
+  last_step_launches_ = launches_.size();
   if (!launches_.empty() && flags().cuda_kernel_times) {
     time_launches();
   } else if (!launches_.empty()) {

@@ -62,6 +62,11 @@ cudaError_t launch_embedding(const EmbeddingArgs& a, cudaStream_t stream);
 // previous kernel ends).
 cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream, unsigned* barrier = nullptr,
                             bool weight_constant = false);
+// Up to kMaxNormParts independent norms over head groups (group < cols) of one group size in one
+// launch (a layer's q / k / v norms), each part's rows as launch_rms_norm computes them.
+constexpr int kMaxNormParts = 4;
+bool rms_norm_parts_supported(const RmsNormArgs& a);
+cudaError_t launch_rms_norm_parts(const RmsNormArgs* parts, const bool* weight_constant, int n, cudaStream_t stream);
 // inv_freq: device [table.n_rot / 2]
 cudaError_t launch_rope(const RopeArgs& a, const float* inv_freq, cudaStream_t stream);
 cudaError_t launch_kv_store(const KvStoreArgs& a, cudaStream_t stream);

@@ -43,14 +43,14 @@ __device__ __forceinline__ float round_half(float v) {
   return kBf16 ? __bfloat162float(__float2bfloat16_rn(v)) : __half2float(__float2half_rn(v));
 }
 
+// blk: the block's index among the n_blk blocks of this norm.
 template <int kQuantBlock>
-__global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, int64_t out_stride, const float* x,
-                                                                   int64_t x_stride, const float* weight, int64_t group,
-                                                                   int64_t n_groups, float eps, int8_t* q, float* qd,
-                                                                   NormAdd add, int64_t slice, unsigned* bar,
-                                                                   bool weight_early) {
+__device__ __forceinline__ void rms_norm_block(int64_t blk, unsigned n_blk, float* out, int64_t out_stride,
+                                               const float* x, int64_t x_stride, const float* weight, int64_t group,
+                                               int64_t n_groups, float eps, int8_t* q, float* qd, NormAdd add,
+                                               int64_t slice, unsigned* bar, bool weight_early) {
   const int64_t n_sl = (group + slice - 1) / slice;
-  const int64_t rg = blockIdx.x / n_sl, s0 = (blockIdx.x % n_sl) * slice;
+  const int64_t rg = blk / n_sl, s0 = (blk % n_sl) * slice;
   const int64_t s1 = s0 + slice < group ? s0 + slice : group;
   const int64_t r = rg / n_groups, g = rg % n_groups;
   const int nt = blockDim.x, n_warps = nt / 32;
@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, i
       volatile unsigned* gen = bar + 1;
       const unsigned g0 = *gen;
       __threadfence();
-      if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+      if (atomicAdd(bar, 1u) == n_blk - 1) {
         bar[0] = 0;
         __threadfence();
         atomicAdd(bar + 1, 1u);
@@ -158,6 +158,44 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, i
       quant_block_warp<kQuantBlock>(w, q + r * group + b * kQuantBlock, qd + r * (group / kQuantBlock) + b, nullptr);
     }
   }
+}
+
+template <int kQuantBlock>
+__global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(float* out, int64_t out_stride, const float* x,
+                                                                   int64_t x_stride, const float* weight, int64_t group,
+                                                                   int64_t n_groups, float eps, int8_t* q, float* qd,
+                                                                   NormAdd add, int64_t slice, unsigned* bar,
+                                                                   bool weight_early) {
+  rms_norm_block<kQuantBlock>(blockIdx.x, gridDim.x, out, out_stride, x, x_stride, weight, group, n_groups, eps, q, qd,
+                              add, slice, bar, weight_early);
+}
+
+// Independent group norms of one group size in one launch (launch_rms_norm_parts): part i takes
+// blocks [end[i - 1], end[i]), each computing what launch_rms_norm of that part computes.
+struct NormPart {
+  float* out;
+  int64_t out_stride;
+  const float* x;
+  int64_t x_stride;
+  const float* weight;
+  int64_t n_groups;
+  float eps;
+  bool weight_early;
+};
+struct NormParts {
+  NormPart p[kMaxNormParts];
+  int64_t end[kMaxNormParts];
+  int n;
+  int64_t group;
+};
+
+__global__ void __launch_bounds__(kNormMaxThreads) rms_norm_parts_kernel(NormParts ps) {
+  int i = 0;
+  while (i + 1 < ps.n && int64_t(blockIdx.x) >= ps.end[i]) ++i;  // block-uniform
+  const int64_t b0 = i > 0 ? ps.end[i - 1] : 0;
+  const NormPart p = ps.p[i];
+  rms_norm_block<0>(int64_t(blockIdx.x) - b0, unsigned(ps.end[i] - b0), p.out, p.out_stride, p.x, p.x_stride, p.weight,
+                    ps.group, p.n_groups, p.eps, nullptr, nullptr, NormAdd{}, ps.group, nullptr, p.weight_early);
 }
 
 // Elements per block of a whole-row norm of `rows` rows: slices of 256 (a multiple of every
@@ -291,6 +329,30 @@ cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t s, unsigned* barr
   unsigned* bar = n_sl > 1 && in_place ? barrier : nullptr;
   launch_kernel(rms_norm_kernel<0>, unsigned(blocks * n_sl), norm_threads(group), 0, s, a.out.data, a.out.row_stride(),
                 a.x.data, a.x.row_stride(), a.weight, group, n_groups, a.eps, nullptr, nullptr, NormAdd{}, slice, bar, weight_constant);
+  return cudaGetLastError();
+}
+
+bool rms_norm_parts_supported(const RmsNormArgs& a) {
+  const int64_t group = a.group > 0 ? a.group : a.x.cols;
+  return group < a.x.cols && a.x.cols % group == 0 && a.x.rows > 0;
+}
+
+cudaError_t launch_rms_norm_parts(const RmsNormArgs* parts, const bool* weight_constant, int n, cudaStream_t s) {
+  if (n < 1 || n > kMaxNormParts) return cudaErrorInvalidValue;
+  NormParts ps{};
+  ps.n = n;
+  ps.group = parts[0].group;
+  int64_t blocks = 0;
+  for (int i = 0; i < n; ++i) {
+    const RmsNormArgs& a = parts[i];
+    if (!rms_norm_parts_supported(a) || a.group != ps.group) return cudaErrorInvalidValue;
+    ps.p[i] = NormPart{.out = a.out.data, .out_stride = a.out.row_stride(), .x = a.x.data, .x_stride = a.x.row_stride(),
+                       .weight = a.weight, .n_groups = a.x.cols / a.group, .eps = a.eps,
+                       .weight_early = weight_constant[i] && !flags().no_cuda_prefetch};
+    blocks += a.x.rows * (a.x.cols / a.group);
+    ps.end[i] = blocks;
+  }
+  launch_kernel(rms_norm_parts_kernel, unsigned(blocks), norm_threads(ps.group), 0, s, ps);
   return cudaGetLastError();
 }
 
