@@ -71,12 +71,24 @@ class FakeContext : public Context {
     seqs_ = std::move(next);
     logits_ = std::move(logits);
     n_rows_ = rows;
+    // Device sampling (emulated): each wanted row drawn by its sampler, only the ids kept.
+    ids_mode_ = !next_samplers_.empty();
+    if (ids_mode_) {
+      BRISK_CHECK(int32_t(next_samplers_.size()) == rows, "fake decode: ", next_samplers_.size(), " samplers for ", rows,
+                  " wanted rows");
+      ids_.assign(size_t(rows), -1);
+      for (int32_t r = 0; r < rows; ++r)
+        ids_[size_t(r)] = next_samplers_[size_t(r)]->sample(logits_.data() + size_t(r) * size_t(n_vocab_));
+      next_samplers_.clear();
+    }
     std::lock_guard<std::mutex> lock(mu_);
+    if (ids_mode_) max_device_rows_ = std::max(max_device_rows_, rows);
     batch_sizes_.push_back(int32_t(batch.size()));
     n_decoded_ += batch.size();
   }
   const float* logits(int32_t i) const override {
     BRISK_CHECK(i >= 0 && i < n_rows_, "fake logits: row ", i, " of ", n_rows_);
+    BRISK_CHECK(!ids_mode_, "fake logits: the last batch picked its ids on the device");
     return logits_.data() + size_t(i) * size_t(n_vocab_);
   }
   int32_t n_vocab() const override { return n_vocab_; }
@@ -95,6 +107,22 @@ class FakeContext : public Context {
   }
   const ContextOptions& options() const override { return options_; }
   void set_tap(TapFn) override {}  // the fake has no intermediates
+
+  // A backend that samples on the device, emulated: set_next_device_samplers is accepted for
+  // samplers a device can run, and the next decode keeps only each wanted row's id (its
+  // sampler's draw), as the CUDA backend does.
+  void emulate_device_sampling(bool on) { device_sampling_ = on; }
+  bool set_next_device_samplers(std::vector<Sampler*> rows) override {
+    next_samplers_.clear();
+    if (!device_sampling_ || rows.empty()) return false;
+    for (Sampler* s : rows)
+      if (!s || !s->device_supported()) return false;
+    next_samplers_ = std::move(rows);
+    return true;
+  }
+  const int32_t* device_ids() const override { return ids_mode_ && n_rows_ > 0 ? ids_.data() : nullptr; }
+  // The most rows one decode picked on the device (a verify group there: more than 1).
+  int32_t max_device_rows() const { std::lock_guard<std::mutex> l(mu_); return max_device_rows_; }
 
   // Like a model whose sliding-window layers keep only the last `window` positions: going back
   // more than that from a sequence's length keeps nothing (0: everything is kept).
@@ -117,6 +145,10 @@ class FakeContext : public Context {
   uint64_t n_decoded_ = 0;
   int32_t n_copies_ = 0;
   int32_t window_ = 0;
+  bool device_sampling_ = false, ids_mode_ = false;
+  std::vector<Sampler*> next_samplers_;
+  std::vector<int32_t> ids_;
+  int32_t max_device_rows_ = 0;
   int32_t windowed_keep(int32_t len, int32_t n) const { return window_ > 0 && n < len - window_ ? 0 : n; }
 };
 

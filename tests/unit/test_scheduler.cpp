@@ -4,10 +4,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "fake_engine.h"
+#include "runtime/engine_sampler.h"
 #include "runtime/scheduler.h"
+#include "runtime/speculative.h"
+#include "scoped_env.h"
 
 using namespace brisk;
 using brisk::testing::FakeContext;
@@ -421,3 +425,44 @@ TEST(Scheduler, RunOneIsTheWorkersStep) {
                Error);
   EXPECT_EQ(ctx.seq_length(0), 5);
 }
+
+// Greedy speculative verify rows on a backend that samples on the device (emulated): every row
+// of a verify group is picked there (only ids come back), every oracle draft is kept and the ids
+// equal plain decoding. With a repetition penalty (a row's pick depends on the drafts kept before
+// it) or BRISK_NO_SPEC_DEVICE_VERIFY the verify rows go to the host, with the same ids.
+TEST(Scheduler, GreedyVerifyRowsPickTheirIdsOnTheDevice) {
+  const std::vector<int32_t> prompt = make_prompt(40, 7);
+  const ContextOptions opts{.n_ctx = 512, .n_seq_max = 1, .n_batch = 64};
+  for (const float penalty : {1.0f, 1.3f}) {
+    auto run = [&](FakeContext& ctx, SpecOptions spec) {
+      Collector c;
+      GenerationRequest req = c.request(prompt, 48);
+      req.sampling.temperature = 0.0f;
+      req.sampling.repeat_penalty = penalty;
+      const GenerationResult r = Scheduler::run_one(ctx, 0, std::move(req), engine_sampler_factory(), 64, std::move(spec));
+      return std::make_pair(c.tokens, r);
+    };
+    FakeContext plain_ctx(opts, kVocab);
+    plain_ctx.emulate_device_sampling(true);
+    const std::vector<int32_t> plain = run(plain_ctx, {}).first;
+    ASSERT_EQ(plain.size(), 48u);
+    EXPECT_EQ(plain_ctx.max_device_rows(), 1) << "plain decoding samples on the device, a row per step";
+    std::vector<int32_t> replay = prompt;  // the oracle's draft: plain decoding's own output
+    replay.insert(replay.end(), plain.begin(), plain.end());
+    for (const bool host_switch : {false, true}) {
+      std::optional<ScopedEnv> sw;
+      if (host_switch) sw.emplace("BRISK_NO_SPEC_DEVICE_VERIFY", "1");
+      FakeContext ctx(opts, kVocab);
+      ctx.emulate_device_sampling(true);
+      const auto [got, r] = run(ctx, SpecOptions{.source = draft_source_oracle(replay), .draft_max = 4, .adaptive = false});
+      const std::string what = str_cat("penalty ", penalty, host_switch ? ", BRISK_NO_SPEC_DEVICE_VERIFY" : "");
+      EXPECT_EQ(got, plain) << what;
+      EXPECT_GT(r.spec_drafted, 0) << what;
+      EXPECT_EQ(r.spec_accepted, r.spec_drafted) << what;
+      const bool on_device = penalty == 1.0f && !host_switch;
+      EXPECT_EQ(ctx.max_device_rows() > 1, on_device) << what << ": most rows picked on the device in one step "
+                                                      << ctx.max_device_rows();
+    }
+  }
+}
+
