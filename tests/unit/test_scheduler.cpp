@@ -429,7 +429,8 @@ TEST(Scheduler, RunOneIsTheWorkersStep) {
 // Greedy speculative verify rows on a backend that samples on the device (emulated): every row
 // of a verify group is picked there (only ids come back), every oracle draft is kept and the ids
 // equal plain decoding. With a repetition penalty (a row's pick depends on the drafts kept before
-// it) or BRISK_NO_SPEC_DEVICE_VERIFY the verify rows go to the host, with the same ids.
+// it) or BRISK_NO_SPEC_DEVICE_VERIFY the verify rows go to the host, with the same ids; above
+// temperature 0 too.
 TEST(Scheduler, GreedyVerifyRowsPickTheirIdsOnTheDevice) {
   const std::vector<int32_t> prompt = make_prompt(40, 7);
   const ContextOptions opts{.n_ctx = 512, .n_seq_max = 1, .n_batch = 64};
@@ -464,5 +465,21 @@ TEST(Scheduler, GreedyVerifyRowsPickTheirIdsOnTheDevice) {
                                                       << ctx.max_device_rows();
     }
   }
+  // Above temperature 0 a verify compares distributions: its rows go to the host, while plain
+  // steps (no drafts) still sample on the device.
+  FakeContext ctx(opts, kVocab);
+  ctx.emulate_device_sampling(true);
+  Collector c;
+  std::vector<int32_t> repeating;  // a prompt of 4 x 10 tokens: n-gram drafts find matches
+  for (int32_t i = 0; i < 40; ++i) repeating.push_back(prompt[size_t(i % 10)]);
+  GenerationRequest req = c.request(repeating, 48);
+  req.sampling.temperature = 0.8f;
+  req.sampling.top_k = 20;
+  req.sampling.seed = 3;
+  const GenerationResult r = Scheduler::run_one(ctx, 0, std::move(req), engine_sampler_factory(), 64,
+                                                SpecOptions{.source = draft_source_ngram({}), .draft_max = 4});
+  EXPECT_EQ(c.tokens.size(), 48u);
+  EXPECT_GT(r.spec_steps, 0) << "nothing was verified";
+  EXPECT_EQ(ctx.max_device_rows(), 1);
 }
 
