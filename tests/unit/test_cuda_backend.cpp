@@ -630,7 +630,8 @@ TEST(CudaBackend, DecodeAttentionCluster) {
                         Case{8, 8, 64, 333, 0, 0.0f, 1024}, Case{8, 2, 64, 2000, 100, 0.0f, 3072},
                         Case{16, 4, 128, 4000, 300, 0.0f, 8192}, Case{32, 8, 128, 5000, 0, 0.0f, 8192},
                         Case{32, 16, 256, 511, 0, 0.0f, 3072}, Case{16, 8, 256, 3000, 1024, 0.0f, 4096},
-                        Case{8, 1, 256, 700, 0, 30.0f, 1024}}) {
+                        Case{8, 1, 256, 700, 0, 30.0f, 1024}, Case{32, 4, 512, 700, 0, 0.0f, 2048},
+                        Case{16, 2, 512, 4000, 0, 0.0f, 4096}, Case{8, 1, 512, 300, 200, 0.0f, 1024}}) {
    for (const QuantType kv : {QuantType::F16, QuantType::BF16}) {
     Cache c = make_cache(*be, kv, 2, cs.cap, int64_t(cs.n_head_kv) * cs.hd, 41);
     const std::vector<int32_t> seq = {1}, pos = {cs.pos};
@@ -655,7 +656,7 @@ TEST(CudaBackend, DecodeAttentionCluster) {
 
 // Steps of 2..8 tokens (a speculative verify group of one sequence at consecutive positions, and
 // tokens of several sequences): every row of the attention bit-equal to the attention of its
-// token alone, over F16 / BF16 caches at head_dim 64 / 128 / 256 (the cluster kernel, a cluster
+// token alone, over F16 / BF16 caches at head_dim 64 / 128 / 256 / 512 (the cluster kernel, a cluster
 // per token), an F32 cache (the split kernel, one token's splits), with and without a window;
 // close to the reference.
 TEST(CudaBackend, AttentionRowsOfAStepEqualOneToken) {
@@ -663,7 +664,8 @@ TEST(CudaBackend, AttentionRowsOfAStepEqualOneToken) {
   struct Case { int32_t n_head, n_head_kv, hd; int32_t window; int64_t cap; QuantType kv; };
   for (const Case cs : {Case{32, 8, 128, 0, 3072, QuantType::F16}, Case{8, 2, 64, 0, 1024, QuantType::BF16},
                         Case{14, 2, 64, 100, 2048, QuantType::F16}, Case{16, 4, 128, 0, 256, QuantType::BF16},
-                        Case{8, 2, 256, 0, 1024, QuantType::F16}, Case{4, 2, 40, 0, 256, QuantType::F32},
+                        Case{8, 2, 256, 0, 1024, QuantType::F16}, Case{8, 1, 512, 0, 1024, QuantType::BF16},
+                        Case{4, 2, 40, 0, 256, QuantType::F32},
                         Case{4, 2, 256, 0, 256, QuantType::F32}}) {
     Cache c = make_cache(*be, cs.kv, 3, cs.cap, int64_t(cs.n_head_kv) * cs.hd, 51);
     const int64_t qw = int64_t(cs.n_head) * cs.hd;
@@ -896,7 +898,7 @@ TEST(CudaBackend, Embedding) {
 // Q8_0, Q4_K and BF16 o-projections). Positions 0 .. 3071 (cluster chunks of up to 192
 // positions; the split kernel's staged and unstaged chunks for the F32 cache), F16, BF16, F32
 // and Q8_0 caches (Q8_0: rope and store stay separate launches), normal and NeoX partial
-// rotary, head groups of 2, 4 and 8, head_dim 64 / 128 / 256, and Gemma's per-head q / k / v
+// rotary, head groups of 2, 4 and 8, head_dim 64 / 128 / 256 / 512, and Gemma's per-head q / k / v
 // norms as one launch (BRISK_NO_CUDA_NORM_MERGE: a launch each).
 // Everything the layers write (residual, rotated q and k, attention output, both caches) is
 // bit-equal with the fusions switched off, launch by launch, and with BRISK_NO_CUDA_PREFETCH.
@@ -917,7 +919,8 @@ TEST(CudaBackend, FusedDecodeLayerMatchesUnfused) {
                         Case{32, 8, 128, 128, false, QuantType::F16, QuantType::Q8_0, true},
                         Case{16, 8, 256, 256, true, QuantType::F16, QuantType::Q4_K, false, true},
                         Case{8, 4, 256, 128, true, QuantType::BF16, QuantType::Q8_0, false, true},
-                        Case{32, 8, 128, 128, false, QuantType::F16, QuantType::Q8_0, false, true}}) {
+                        Case{32, 8, 128, 128, false, QuantType::F16, QuantType::Q8_0, false, true},
+                        Case{8, 1, 512, 128, true, QuantType::F16, QuantType::Q4_K, false, true}}) {
     const int64_t qw = int64_t(cs.n_head) * cs.hd, kw = int64_t(cs.n_head_kv) * cs.hd;
     keep.push_back(make_weight(QuantType::Q8_0, qw, n_embd, 71));
     keep.push_back(make_weight(QuantType::Q8_0, kw, n_embd, 72));

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -305,6 +306,42 @@ TEST(CudaDeltaNet, BadArgumentsAreErrors) {
   a = device_args(in, host_out, b, 0, b.n(), dev);
   a.state.data = in.state.data();  // host memory
   EXPECT_THROW(be->delta_rule(a), Error);
+}
+
+// A delta-net layer's q and k L2 norms in graph steps: one launch for both (the launch count
+// drops by one), the same bits as a launch each (BRISK_NO_CUDA_NORM_MERGE) and as eager steps.
+TEST(CudaDeltaNet, QkL2NormsShareALaunch) {
+  REQUIRE_CUDA(probe);
+  (void)probe;
+  for (const int64_t rows : {int64_t(1), int64_t(5)}) {
+    const int64_t qw = 16 * 128, kw = 16 * 128;
+    const std::vector<float> q0 = test::gaussian(size_t(rows * qw), 61), k0 = test::gaussian(size_t(rows * kw), 62);
+    struct Got { std::vector<float> q, k; size_t launches = 0; };
+    auto run = [&](bool graphs, bool merge) {
+      std::optional<ScopedEnv> off;
+      if (!merge) off.emplace("BRISK_NO_CUDA_NORM_MERGE", "1");
+      auto be = make_cuda_backend(0, graphs);
+      DeviceCopies dc(*be);
+      float* dq = dc.put(q0);
+      float* dk = dc.put(k0);
+      std::vector<int32_t> ids(size_t(rows), 0), pos(size_t(rows), 0), seq(size_t(rows), 0), out_rows(size_t(rows), 0);
+      for (int64_t i = 0; i < rows; ++i) pos[size_t(i)] = int32_t(i), out_rows[size_t(i)] = int32_t(i);
+      for (int step = 0; step < 3; ++step) {  // captured, then replayed
+        be->begin_step({.n_tok = int32_t(rows), .ids = ids.data(), .pos = pos.data(), .seq = seq.data(), .n_out = int32_t(rows),
+                        .out_rows = out_rows.data()});
+        be->l2_norm({.out = {.data = dq, .rows = rows, .cols = qw}, .x = {.data = dq, .rows = rows, .cols = qw}, .group = 128});
+        be->l2_norm({.out = {.data = dk, .rows = rows, .cols = kw}, .x = {.data = dk, .rows = rows, .cols = kw}, .group = 128});
+        be->end_step();
+      }
+      return Got{dc.get(dq, q0.size()), dc.get(dk, k0.size()), cuda_step_launches(*be)};
+    };
+    const Got merged = run(true, true), apart = run(true, false), eager = run(false, true);
+    EXPECT_EQ(merged.launches + 1, apart.launches) << rows << " rows";
+    EXPECT_EQ(merged.q, apart.q) << rows << " rows";
+    EXPECT_EQ(merged.k, apart.k) << rows << " rows";
+    EXPECT_EQ(merged.q, eager.q) << rows << " rows";
+    EXPECT_EQ(merged.k, eager.k) << rows << " rows";
+  }
 }
 
 #endif

@@ -315,6 +315,7 @@ class CudaBackend final : public Backend {
     AttentionArgs attn;  // kind 8: one-token cluster attention (+ rope and KV store with attn_has_rope)
     cuda::AttentionRope attn_rope;
     bool attn_has_rope = false;
+    L2NormArgs l2;  // kind 10: an L2 norm (the next independent one joins its launch)
     // kind 9: group norms (head groups, independent of one another) in one launch
     std::array<RmsNormArgs, cuda::kMaxNormParts> norms{};
     std::array<bool, cuda::kMaxNormParts> norms_wc{};

@@ -74,8 +74,27 @@ void CudaBackend::l2_norm(const L2NormArgs& a) {
   key_.add(a.x);
   key_.add(uint64_t(group));
   key_.add(a.eps);
+  const Producer prev = producer_;
   forget_quant();
+  // Right after another L2 norm that reads and writes none of this one's memory (a delta-net
+  // layer's q and k): one launch for both.
+  if (in_step_ && !step_eager_ && !flags().no_cuda_norm_merge && prev.kind == 10 &&
+      prev.index + 1 == launches_.size() && !overlaps(a.x, prev.l2.out) && !overlaps(a.out, prev.l2.x) &&
+      !overlaps(a.out, prev.l2.out)) {
+    const L2NormArgs first = prev.l2;
+    launches_[prev.index] = [first, a](cudaStream_t s) { return cuda::launch_l2_norm_pair(first, a, s); };
+    names_[prev.index] = "l2_norm (two tensors)";
+    key_.add(uint64_t(113));
+    return;
+  }
   enqueue("l2_norm", [a](cudaStream_t s) { return cuda::launch_l2_norm(a, s); });
+  if (in_step_ && !step_eager_) {
+    producer_ = Producer{};
+    producer_.kind = 10;
+    producer_.index = launches_.size() - 1;
+    producer_.out = a.out;
+    producer_.l2 = a;
+  }
 }
 
 void CudaBackend::gated_rms_norm(const GatedRmsNormArgs& a) {

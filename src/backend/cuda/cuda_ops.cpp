@@ -98,8 +98,10 @@ void CudaBackend::rms_norm(const RmsNormArgs& a) {
   const bool wc = constant_floats(d.weight);
   // Norms over head groups right after one another (a layer's q / k / v norms), each reading
   // nothing another writes: one launch for all.
+  // A norm over several heads starts such a launch; one over a single head (an explicit group,
+  // a layer with one KV head) joins one (alone, it stays a whole-row producer for a matmul).
   const bool parts = deferred && !flags().no_cuda_norm_merge && cuda::rms_norm_parts_supported(d);
-  if (parts && prev.kind == 9 && prev.index + 1 == launches_.size() && prev.n_norms < cuda::kMaxNormParts &&
+  if (parts && (group < a.x.cols || a.group > 0) && prev.kind == 9 && prev.index + 1 == launches_.size() && prev.n_norms < cuda::kMaxNormParts &&
       prev.norms[0].group == d.group) {
     bool independent = true;
     for (int i = 0; i < prev.n_norms; ++i) {
@@ -124,7 +126,7 @@ void CudaBackend::rms_norm(const RmsNormArgs& a) {
   enqueue("rms_norm", [d, bar, wc](cudaStream_t s) { return cuda::launch_rms_norm(d, s, bar, wc); });
   if (deferred && group == a.x.cols)
     producer_ = Producer{.kind = 1, .norm = d, .gated = {}, .add = {}, .index = launches_.size() - 1, .out = d.out};
-  if (parts) {
+  if (parts && group < a.x.cols) {
     producer_ = Producer{};
     producer_.kind = 9;
     producer_.index = launches_.size() - 1;

@@ -18,9 +18,10 @@ namespace brisk::cuda {
 namespace {
 
 // Decode attention as one thread-block cluster per KV head and token (F16 / BF16 caches, head_dim
-// 64 / 128 / 256, up to kMaxG query heads per KV head, chunks of at most kMaxChunkC positions, up to
-// kClusterMaxTokens tokens: a token's cluster computes what the launch of that token alone
-// computes, so a verify group's rows equal one-token decoding): the kS blocks of
+// 64 / 128 / 256 / 512 (512: clusters of 16 only), up to kMaxG query heads per KV head, chunks of
+// at most kMaxChunkC positions, up to kClusterMaxTokens tokens: a token's cluster computes what
+// the launch of that token alone computes, so a verify group's rows equal one-token decoding):
+// the kS blocks of
 // a cluster take kS equal chunks of [lo, p] (cut as the split kernel cuts them) and merge their
 // partial results through distributed shared memory instead of through L2 (no scratch, no
 // counters, no fence + atomic, no serial merge in one block).
@@ -95,7 +96,9 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
   constexpr int kQ = (kMaxG * kHd + kThreadsC - 1) / kThreadsC;         // q elements per thread
   constexpr int kPer = 256;  // outputs merged per block, at most (a Q8_K block with aq)
   static_assert(((kMaxG * kHd + kS - 1) / kS + 31) / 32 * 32 <= kPer, "slices fit");
-  static_assert(kPairs % 32 == 0 && kHd <= kThreadsC, "a warp's pairs in one head; a thread per dim");
+  constexpr int kOwn = (kHd + kThreadsC - 1) / kThreadsC;  // dims of the token's own K / V row per thread
+  static_assert(kPairs % 32 == 0 && (kHd <= kThreadsC || kHd % kThreadsC == 0), "a warp's pairs in one head; whole "
+                "rounds of own-row dims");
   extern __shared__ __align__(16) uint8_t stage_c[];
   uint8_t* ks = stage_c;
   uint8_t* vs = stage_c + kTileC * kRowB;
@@ -192,10 +195,15 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
     const int i = tid + kThreadsC * k;
     if (i < G * kHd) qv[k] = q_row[int64_t(h0) * kHd + i];
   }
-  float kv = 0.0f, vv = 0.0f;
-  if (own_blk && tid < kHd) {
-    kv = rp.k[col + tid];
-    vv = rp.v[col + tid];
+  float kv[kOwn], vv[kOwn];  // dims tid + kThreadsC u
+#pragma unroll
+  for (int u = 0; u < kOwn; ++u) {
+    const int d = tid + kThreadsC * u;
+    kv[u] = vv[u] = 0.0f;
+    if (own_blk && d < kHd) {
+      kv[u] = rp.k[col + d];
+      vv[u] = rp.v[col + d];
+    }
   }
   const int n_first = int(j_end - j_begin < kTileC ? j_end - j_begin : kTileC);
   if (n_first > 0) stage_tile(j_begin, n_first, early ? 2 : 0);
@@ -204,7 +212,9 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
     const int i = tid + kThreadsC * k;
     if (i < G * kHd) q_s[i / kHd][i % kHd] = qv[k];
   }
-  if (own_blk && tid < kHd) own_k[tid] = kv;
+#pragma unroll
+  for (int u = 0; u < kOwn; ++u)
+    if (own_blk && tid + kThreadsC * u < kHd) own_k[tid + kThreadsC * u] = kv[u];
   if (fl.rope) {
     __syncthreads();  // q_s, own_k, rope_c / rope_s
     const int half = rp.n_rot / 2;
@@ -224,26 +234,29 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
       const bool first = p - j_begin < kTileC;
       uint16_t* kst = first ? reinterpret_cast<uint16_t*>(ks + (p - j_begin) * kRowB) : own_kh;
       uint16_t* vst = first ? reinterpret_cast<uint16_t*>(vs + (p - j_begin) * kRowB) : own_vh;
-      const int d = tid;
-      const uint16_t hv = kv_round_bits<T>(vv);
-      vc[d] = hv;
-      vst[d] = hv;
-      if (d >= rp.n_rot) {
-        const uint16_t hk = kv_round_bits<T>(kv);
-        kc[d] = hk;
-        kst[d] = hk;
-      } else if (d < half) {
-        int d0, d1;
-        rope_dims(d, rp.n_rot, rp.neox, d0, d1);
-        float a2, b2;
-        rope_apply(own_k[d0], own_k[d1], rope_c[d], rope_s[d], a2, b2);
-        rp.k[col + d0] = a2;
-        rp.k[col + d1] = b2;
-        const uint16_t h0k = kv_round_bits<T>(a2), h1k = kv_round_bits<T>(b2);
-        kc[d0] = h0k;
-        kc[d1] = h1k;
-        kst[d0] = h0k;
-        kst[d1] = h1k;
+#pragma unroll
+      for (int u = 0; u < kOwn; ++u) {
+        const int d = tid + kThreadsC * u;  // < kHd: kHd is a multiple of kThreadsC when above it
+        const uint16_t hv = kv_round_bits<T>(vv[u]);
+        vc[d] = hv;
+        vst[d] = hv;
+        if (d >= rp.n_rot) {
+          const uint16_t hk = kv_round_bits<T>(kv[u]);
+          kc[d] = hk;
+          kst[d] = hk;
+        } else if (d < half) {
+          int d0, d1;
+          rope_dims(d, rp.n_rot, rp.neox, d0, d1);
+          float a2, b2;
+          rope_apply(own_k[d0], own_k[d1], rope_c[d], rope_s[d], a2, b2);
+          rp.k[col + d0] = a2;
+          rp.k[col + d1] = b2;
+          const uint16_t h0k = kv_round_bits<T>(a2), h1k = kv_round_bits<T>(b2);
+          kc[d0] = h0k;
+          kc[d1] = h1k;
+          kst[d0] = h0k;
+          kst[d1] = h1k;
+        }
       }
     }
   }
@@ -459,7 +472,7 @@ int cluster_splits(const AttentionArgs& a) {
   if (flags().no_cuda_attn_cluster || a.first || a.q.rows < 1 || a.q.rows > kClusterMaxTokens) return 0;
   const bool bf16 = a.k_cache.type == QuantType::BF16;
   if ((a.k_cache.type != QuantType::F16 && !bf16) || a.v_cache.type != a.k_cache.type) return 0;
-  if (a.head_dim != 64 && a.head_dim != 128 && a.head_dim != 256) return 0;
+  if (a.head_dim != 64 && a.head_dim != 128 && a.head_dim != 256 && a.head_dim != 512) return 0;
   const int group = a.n_head / a.n_head_kv;
   if (group < 1 || group > kMaxG) return 0;
   if (a.k_cache.row_bytes % 16 || a.v_cache.row_bytes % 16 || reinterpret_cast<uintptr_t>(a.k_cache.data) % 16 ||
@@ -472,7 +485,9 @@ int cluster_splits(const AttentionArgs& a) {
   for (const int n : {16, 8}) {
     if ((span + n - 1) / n > kMaxChunkC) continue;
     int c = 0;
-    if (a.head_dim == 256)
+    if (a.head_dim == 512)  // 16 blocks only: with 8, a block would merge more than 256 outputs
+      c = n != 16 ? 0 : bf16 ? cluster_capacity<512, 16, 0, B>() : cluster_capacity<512, 16, 0, H>();
+    else if (a.head_dim == 256)
       c = bf16 ? (n == 16 ? cluster_capacity<256, 16, 0, B>() : cluster_capacity<256, 8, 0, B>())
                : (n == 16 ? cluster_capacity<256, 16, 0, H>() : cluster_capacity<256, 8, 0, H>());
     else if (bf16 && a.head_dim == 128)
@@ -495,6 +510,11 @@ cudaError_t launch_attention_cluster(const AttentionArgs& a, int n, const Attent
                                      const AttentionQuant& aq, cudaStream_t s) {
   constexpr KvT H = KvT::f16, B = KvT::bf16;
   const bool g4 = a.n_head / a.n_head_kv == 4;
+  if (a.head_dim == 512) {  // Gemma 4's full layers
+    if (n != 16) return cudaErrorInvalidValue;
+    return a.k_cache.type == QuantType::BF16 ? launch_cluster<512, 16, 0, B>(a, fl, rp, aq, s)
+                                             : launch_cluster<512, 16, 0, H>(a, fl, rp, aq, s);
+  }
   if (a.head_dim == 256) {  // Gemma's sliding layers
     if (a.k_cache.type == QuantType::BF16)
       return n == 16 ? launch_cluster<256, 16, 0, B>(a, fl, rp, aq, s) : launch_cluster<256, 8, 0, B>(a, fl, rp, aq, s);

@@ -136,6 +136,27 @@ __global__ void group_norm_kernel(NormParams p) {
   }
 }
 
+// Two independent L2 norms in one launch (a delta-net layer's q and k): warps [0, warps_a) take
+// part a, the rest part b, each warp computing what group_norm_kernel<false> computes.
+__global__ void l2_norm_pair_kernel(NormParams a, NormParams b, int64_t warps_a) {
+  BRISK_PDL_ENTER();
+  const int lane = threadIdx.x & 31;
+  int64_t item = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const bool second = item >= warps_a;  // warp-uniform
+  const NormParams& p = second ? b : a;
+  if (second) item -= warps_a;
+  const int64_t per_row = p.cols / p.group;
+  if (item >= p.rows * per_row) return;
+  const int64_t r = item / per_row, c0 = (item % per_row) * p.group;
+  const float* x = p.x + r * p.x_stride + c0;
+  float* y = p.out + r * p.out_stride + c0;
+  float ss = 0.0f;
+  for (int64_t i = lane; i < p.group; i += 32) ss += x[i] * x[i];
+  ss = warp_sum(ss);
+  const float inv = float(1.0 / sqrt(double(ss) + double(p.eps)));
+  for (int64_t i = lane; i < p.group; i += 32) y[i] = x[i] * inv;
+}
+
 __global__ void sigmoid_mul_kernel(float* out, int64_t out_stride, const float* x, int64_t x_stride, const float* g,
                                    int64_t g_stride, int64_t rows, int64_t cols, bool per_row) {
   BRISK_PDL_ENTER();
@@ -173,6 +194,20 @@ cudaError_t launch_l2_norm(const L2NormArgs& a, cudaStream_t stream) {
   if (warps == 0) return cudaSuccess;
   constexpr int kThreads = 256;
   return launch_kernel(group_norm_kernel<false>, dim3(blocks_for(warps * 32, kThreads)), dim3(kThreads), 0, stream, p);
+}
+
+cudaError_t launch_l2_norm_pair(const L2NormArgs& a, const L2NormArgs& b, cudaStream_t stream) {
+  auto params = [](const L2NormArgs& n) {
+    return NormParams{.out = n.out.data, .out_stride = n.out.row_stride(), .x = n.x.data, .x_stride = n.x.row_stride(),
+                      .z = nullptr, .z_stride = 0, .weight = nullptr, .rows = n.x.rows, .cols = n.x.cols,
+                      .group = n.group > 0 ? n.group : n.x.cols, .eps = n.eps};
+  };
+  const NormParams pa = params(a), pb = params(b);
+  const int64_t warps_a = pa.rows * (pa.cols / pa.group), warps = warps_a + pb.rows * (pb.cols / pb.group);
+  if (warps == 0) return cudaSuccess;
+  constexpr int kThreads = 256;
+  return launch_kernel(l2_norm_pair_kernel, dim3(blocks_for(warps * 32, kThreads)), dim3(kThreads), 0, stream, pa, pb,
+                       warps_a);
 }
 
 cudaError_t launch_gated_rms_norm(const GatedRmsNormArgs& a, cudaStream_t stream) {

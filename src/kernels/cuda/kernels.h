@@ -62,8 +62,9 @@ cudaError_t launch_embedding(const EmbeddingArgs& a, cudaStream_t stream);
 // previous kernel ends).
 cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream, unsigned* barrier = nullptr,
                             bool weight_constant = false);
-// Up to kMaxNormParts independent norms over head groups (group < cols) of one group size in one
-// launch (a layer's q / k / v norms), each part's rows as launch_rms_norm computes them.
+// Up to kMaxNormParts independent norms over head groups of one group size in one launch (a
+// layer's q / k / v norms; a one-head part below 1024 columns), each part's rows as
+// launch_rms_norm computes them.
 constexpr int kMaxNormParts = 4;
 bool rms_norm_parts_supported(const RmsNormArgs& a);
 cudaError_t launch_rms_norm_parts(const RmsNormArgs* parts, const bool* weight_constant, int n, cudaStream_t stream);
@@ -178,6 +179,8 @@ cudaError_t launch_attention_dense_tc(const AttentionDenseArgs& a, int64_t max_l
 // state views device memory; sequences are found on the device, so these need no host plan.
 cudaError_t launch_conv_state(const ConvStateArgs& a, cudaStream_t stream);  // kernel <= 16
 cudaError_t launch_l2_norm(const L2NormArgs& a, cudaStream_t stream);
+// Two independent L2 norms (a delta-net layer's q and k) in one launch, each as launch_l2_norm.
+cudaError_t launch_l2_norm_pair(const L2NormArgs& a, const L2NormArgs& b, cudaStream_t stream);
 cudaError_t launch_gated_rms_norm(const GatedRmsNormArgs& a, cudaStream_t stream);  // weight device
 cudaError_t launch_sigmoid_mul(const SigmoidMulArgs& a, cudaStream_t stream);
 // The gated delta rule: k_dim at most kDeltaMaxKeyDim (the state column in registers), at most

@@ -334,7 +334,9 @@ cudaError_t launch_rms_norm(const RmsNormArgs& a, cudaStream_t s, unsigned* barr
 
 bool rms_norm_parts_supported(const RmsNormArgs& a) {
   const int64_t group = a.group > 0 ? a.group : a.x.cols;
-  return group < a.x.cols && a.x.cols % group == 0 && a.x.rows > 0;
+  // One head (group == cols) only below launch_rms_norm's split size: its own launch then also
+  // runs one block per row.
+  return (group < a.x.cols || group < 1024) && a.x.cols % group == 0 && a.x.rows > 0;
 }
 
 cudaError_t launch_rms_norm_parts(const RmsNormArgs* parts, const bool* weight_constant, int n, cudaStream_t s) {
