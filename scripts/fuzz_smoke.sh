@@ -18,7 +18,7 @@ target_secs() {
   esac
 }
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j2
+cmake --build --preset fuzz -j2 --target brisk_fuzzers
 shared=../shared/data
 shopt -s nullglob
 # One target per core at a time (libFuzzer runs on one thread): each gets its seconds, the run

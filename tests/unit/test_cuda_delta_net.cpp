@@ -344,6 +344,81 @@ TEST(CudaDeltaNet, QkL2NormsShareALaunch) {
   }
 }
 
+// A delta-net layer's conv followed by the in-place L2 norms of its q and k columns, in graph
+// steps: the norms run inside the conv's launch (two launches fewer), with the same outputs and
+// conv state as a launch each (BRISK_NO_CUDA_NORM_MERGE), as eager steps and with the window
+// written in a second launch (BRISK_NO_CUDA_CONV_INLINE_STATE; one-token steps write it in the
+// conv's). Steps of 1 token and of 5 tokens of three sequences (the verify / batch shape), over
+// three steps (the state carries).
+TEST(CudaDeltaNet, ConvAndQkL2NormsShareALaunch) {
+  REQUIRE_CUDA(probe);
+  (void)probe;
+  const int64_t kd = 2 * 128, vd = 4 * 128, C = 2 * kd + vd;
+  const int32_t taps = 4;
+  const std::vector<float> w = test::gaussian(size_t(C * taps), 71);
+  for (const std::vector<int32_t>& seq : {std::vector<int32_t>{1}, std::vector<int32_t>{0, 1, 0, 1, 2}}) {
+    const int64_t rows = int64_t(seq.size());
+    struct Got { std::vector<float> out, state; size_t launches = 0; };
+    auto run = [&](bool graphs, bool merge, bool inline_state = true) {
+      std::optional<ScopedEnv> off, two;
+      if (!merge) off.emplace("BRISK_NO_CUDA_NORM_MERGE", "1");
+      if (!inline_state) two.emplace("BRISK_NO_CUDA_CONV_INLINE_STATE", "1");
+      auto be = make_cuda_backend(0, graphs);
+      DeviceCopies dc(*be);
+      const int64_t slot = int64_t(taps - 1) * C;
+      float* dw = dc.put(w);
+      float* dstate = dc.put(std::vector<float>(size_t(3 * slot), 0.0f));
+      float* dout = dc.put(std::vector<float>(size_t(rows * C), 0.0f));
+      float* dx = dc.put(std::vector<float>(size_t(rows * C), 0.0f));
+      std::vector<int32_t> ids(size_t(rows), 0), pos(size_t(rows), 0), out_rows(size_t(rows), 0);
+      std::vector<float> outs;
+      for (int step = 0; step < 3; ++step) {  // eager, captured, replayed
+        std::vector<int32_t> seen(3, 0);
+        for (int64_t i = 0; i < rows; ++i) {
+          const int32_t s = seq[size_t(i)];
+          int32_t n_s = 0;
+          for (const int32_t u : seq) n_s += u == s;
+          pos[size_t(i)] = step * n_s + seen[size_t(s)]++;
+          out_rows[size_t(i)] = int32_t(i);
+        }
+        const std::vector<float> x = test::gaussian(size_t(rows * C), uint32_t(80 + step));
+        be->copy(dx, x.data(), sizeof(float) * x.size());
+        be->begin_step({.n_tok = int32_t(rows), .ids = ids.data(), .pos = pos.data(), .seq = seq.data(),
+                        .n_out = int32_t(rows), .out_rows = out_rows.data()});
+        const Mat out{.data = dout, .rows = rows, .cols = C};
+        be->conv_state({.out = out, .x = {.data = dx, .rows = rows, .cols = C}, .weight = dw, .kernel = taps,
+                        .state = {.data = dstate, .slot_floats = slot, .n_slots = 3}, .seq = seq.data(),
+                        .pos = pos.data(), .silu = true});
+        const Mat q{.data = dout, .rows = rows, .cols = kd, .stride = C};
+        const Mat k{.data = dout + kd, .rows = rows, .cols = kd, .stride = C};
+        be->l2_norm({.out = q, .x = q, .group = 128});
+        be->l2_norm({.out = k, .x = k, .group = 128});
+        be->end_step();
+        const std::vector<float> o = dc.get(dout, size_t(rows * C));
+        outs.insert(outs.end(), o.begin(), o.end());
+      }
+      return Got{outs, dc.get(dstate, size_t(3 * slot)), cuda_step_launches(*be)};
+    };
+    const Got merged = run(true, true), apart = run(true, false), eager = run(false, true);
+    EXPECT_EQ(merged.launches + 2, apart.launches) << rows << " rows";
+    EXPECT_EQ(merged.out, apart.out) << rows << " rows";
+    EXPECT_EQ(merged.state, apart.state) << rows << " rows";
+    EXPECT_EQ(merged.out, eager.out) << rows << " rows";
+    EXPECT_EQ(merged.state, eager.state) << rows << " rows";
+    // One token writes the conv window in the conv's launch: the same window as a second launch.
+    const Got two = run(true, true, false);
+    EXPECT_EQ(merged.out, two.out) << rows << " rows, window in a second launch";
+    EXPECT_EQ(merged.state, two.state) << rows << " rows, window in a second launch";
+    // The norms took effect: every q / k head of the last step has unit length.
+    for (int64_t h = 0; h < 2 * kd / 128; ++h) {
+      double ss = 0.0;
+      for (int64_t i = 0; i < 128; ++i) ss += double(merged.out[size_t(2 * rows * C + h * 128 + i)]) *
+                                              merged.out[size_t(2 * rows * C + h * 128 + i)];
+      EXPECT_NEAR(ss, 1.0, 1e-4) << "head " << h;
+    }
+  }
+}
+
 #endif
 
 }  // namespace

@@ -299,7 +299,7 @@ class CudaBackend final : public Backend {
   // whole-row RMS norm of its output (giving 3).
   // A rope queued last (5), or the ropes of q and k in one launch (6), is fused with a
   // following KV store of its k; the ropes of q and k + the store (7) with a following
-  // one-token attention on them.
+  // one-token attention on them. Kinds 8-11: below, at their fields.
   struct Producer {
     int kind = 0;
     RmsNormArgs norm;
@@ -316,6 +316,10 @@ class CudaBackend final : public Backend {
     cuda::AttentionRope attn_rope;
     bool attn_has_rope = false;
     L2NormArgs l2;  // kind 10: an L2 norm (the next independent one joins its launch)
+    // kind 11: a conv (+ in-place L2 norms of column ranges of its output, which a following
+    // in-place L2 norm of another range joins)
+    ConvStateArgs conv;
+    cuda::ConvL2Ranges conv_l2;
     // kind 9: group norms (head groups, independent of one another) in one launch
     std::array<RmsNormArgs, cuda::kMaxNormParts> norms{};
     std::array<bool, cuda::kMaxNormParts> norms_wc{};

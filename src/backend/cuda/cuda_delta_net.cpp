@@ -63,6 +63,27 @@ void CudaBackend::conv_state(const ConvStateArgs& a) {
   key_.add(uint64_t(d.silu));
   forget_quant();
   enqueue("conv_state", [d](cudaStream_t s) { return cuda::launch_conv_state(d, s); });
+  if (in_step_ && !step_eager_) {
+    producer_ = Producer{};
+    producer_.kind = 11;
+    producer_.index = launches_.size() - 1;
+    producer_.out = d.out;
+    producer_.conv = d;
+  }
+}
+
+// Whether `a` normalises, in place, whole groups of a column range of the conv output `c` (its
+// rows, its stride): then the conv's launch does it (returns the range's first column).
+static int64_t conv_l2_range(const ConvStateArgs& c, const cuda::ConvL2Ranges& r, const L2NormArgs& a, int64_t group) {
+  if (a.out.data != a.x.data || a.out.row_stride() != a.x.row_stride() || a.x.rows != c.out.rows ||
+      a.x.row_stride() != c.out.row_stride() || a.x.data < c.out.data || a.x.data >= c.out.data + c.out.cols)
+    return -1;
+  const int64_t col0 = a.x.data - c.out.data;
+  if (!cuda::conv_l2_group_supported(group) || col0 + a.x.cols > c.out.cols || col0 % group != 0 || c.out.cols % group != 0 || (r.n > 0 && r.group != group))
+    return -1;
+  for (int j = 0; j < r.n; ++j)
+    if (col0 < r.col0[j] + r.cols[j] && r.col0[j] < col0 + a.x.cols) return -1;
+  return col0;
 }
 
 void CudaBackend::l2_norm(const L2NormArgs& a) {
@@ -76,6 +97,25 @@ void CudaBackend::l2_norm(const L2NormArgs& a) {
   key_.add(a.eps);
   const Producer prev = producer_;
   forget_quant();
+  // In place on q or k of the conv queued just before (a delta-net layer): in the conv's launch.
+  if (in_step_ && !step_eager_ && !flags().no_cuda_norm_merge && prev.kind == 11 &&
+      prev.index + 1 == launches_.size() && prev.conv_l2.n < 2) {
+    const int64_t col0 = conv_l2_range(prev.conv, prev.conv_l2, a, group);
+    if (col0 >= 0) {
+      Producer pr = prev;
+      cuda::ConvL2Ranges& r = pr.conv_l2;
+      r.col0[r.n] = col0;
+      r.cols[r.n] = a.x.cols;
+      r.eps[r.n] = a.eps;
+      r.group = group;
+      ++r.n;
+      launches_[pr.index] = [c = pr.conv, r](cudaStream_t s) { return cuda::launch_conv_state_l2(c, r, s); };
+      names_[pr.index] = "conv_state (+ L2 norms)";
+      key_.add(uint64_t(114));
+      producer_ = pr;
+      return;
+    }
+  }
   // Right after another L2 norm that reads and writes none of this one's memory (a delta-net
   // layer's q and k): one launch for both.
   if (in_step_ && !step_eager_ && !flags().no_cuda_norm_merge && prev.kind == 10 &&

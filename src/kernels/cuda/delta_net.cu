@@ -14,9 +14,16 @@
 //     summed in tap order, as the CPU does.
 //   - conv_state_kernel (a second launch: the first reads the old windows): one thread per
 //     (token, channel) whose token is its sequence's last in the batch writes the new window,
-//     the last K - 1 inputs of the sequence (older rows shifted from the old window).
+//     the last K - 1 inputs of the sequence (older rows shifted from the old window). A step of
+//     one token (decode of one sequence) writes it in the first launch instead: each channel's
+//     window is read by its own thread only (BRISK_NO_CUDA_CONV_INLINE_STATE: two launches).
+//   - conv_l2_kernel: conv_kernel's values with up to two column ranges of the output (a
+//     delta-net layer's q and k) L2-normalised in place per group, as launch_l2_norm would after
+//     it: one block per (token, group of channels), a thread per channel as conv_kernel, then
+//     the group's sum of squares as group_norm_kernel's warp takes it (same bits).
 // Norms: one warp per (row, group), sums of squares in float over the lanes, then a fixed-order
 // shuffle tree; x may alias out (a lane reads its elements before writing them).
+#include "core/flags.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -40,6 +47,7 @@ struct ConvParams {
   int64_t channels;
   int kernel;
   bool silu;
+  bool state_inline;  // one token: its thread also writes the new window (no second launch)
 };
 
 __device__ __forceinline__ float silu_f(float v) { return v / (1.0f + expf(-v)); }
@@ -68,16 +76,58 @@ __device__ void conv_window(const ConvParams& p, int64_t t, int64_t c, float* wi
   }
 }
 
+// Output (token t, channel c) of the conv. With state_inline (a step of one token, so no other
+// thread reads this channel's window), the thread writes the next window after reading it, as
+// conv_state_kernel would.
+__device__ __forceinline__ float conv_value(const ConvParams& p, int64_t t, int64_t c) {
+  float win[kConvMaxTaps];
+  conv_window(p, t, c, win);
+  float acc = 0.0f;
+  for (int j = 0; j < p.kernel; ++j) acc += p.weight[c * p.kernel + j] * win[j];
+  if (p.state_inline) {
+    float* st = p.state + int64_t(p.seq[t]) * p.slot_floats;
+    for (int r = 0; r < p.kernel - 1; ++r) st[int64_t(r) * p.channels + c] = win[r + 1];
+  }
+  return p.silu ? silu_f(acc) : acc;
+}
+
 __global__ void conv_kernel(ConvParams p) {
   BRISK_PDL_ENTER();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= p.n_tok * p.channels) return;
   const int64_t t = i / p.channels, c = i % p.channels;
-  float win[kConvMaxTaps];
-  conv_window(p, t, c, win);
-  float acc = 0.0f;
-  for (int j = 0; j < p.kernel; ++j) acc += p.weight[c * p.kernel + j] * win[j];
-  p.out[t * p.out_stride + c] = p.silu ? silu_f(acc) : acc;
+  p.out[t * p.out_stride + c] = conv_value(p, t, c);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// One block per (token, group of channels), a thread per channel: the conv outputs, then, for a
+// group inside a normalised range, out = out / sqrt(sum(out^2) + eps) with warp 0 summing the
+// squares as group_norm_kernel<false>'s warp does (lane i: elements i, i + 32, ... in order).
+__global__ void conv_l2_kernel(ConvParams p, ConvL2Ranges r) {
+  BRISK_PDL_ENTER();
+  __shared__ float inv_s;
+  const int64_t per_tok = p.channels / r.group;
+  const int64_t t = int64_t(blockIdx.x) / per_tok, c0 = (int64_t(blockIdx.x) % per_tok) * r.group;
+  float* y = p.out + t * p.out_stride + c0;
+  const int i = threadIdx.x;  // blockDim.x == group
+  y[i] = conv_value(p, t, c0 + i);
+  int k = -1;
+  for (int j = 0; j < r.n; ++j)
+    if (c0 >= r.col0[j] && c0 < r.col0[j] + r.cols[j]) k = j;
+  if (k < 0) return;  // block-uniform
+  __syncthreads();
+  if (i < 32) {
+    float ss = 0.0f;
+    for (int64_t e = i; e < r.group; e += 32) ss += y[e] * y[e];
+    ss = warp_sum(ss);
+    if (i == 0) inv_s = float(1.0 / sqrt(double(ss) + double(r.eps[k])));
+  }
+  __syncthreads();
+  y[i] = y[i] * inv_s;
 }
 
 __global__ void conv_state_kernel(ConvParams p) {
@@ -106,11 +156,6 @@ struct NormParams {
   int64_t rows, cols, group;
   float eps;
 };
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 // kGated: out = x / rms(x) * weight * silu(z); else out = x / sqrt(sum(x^2) + eps).
 template <bool kGated>
@@ -178,10 +223,34 @@ cudaError_t launch_conv_state(const ConvStateArgs& a, cudaStream_t stream) {
   const ConvParams p{.out = a.out.data, .out_stride = a.out.row_stride(), .x = a.x.data,
                      .x_stride = a.x.row_stride(), .weight = a.weight, .state = a.state.data,
                      .slot_floats = a.state.slot_floats, .seq = a.seq, .pos = a.pos, .n_tok = a.x.rows,
-                     .channels = a.x.cols, .kernel = a.kernel, .silu = a.silu};
+                     .channels = a.x.cols, .kernel = a.kernel, .silu = a.silu,
+                     .state_inline = a.x.rows == 1 && !flags().no_cuda_conv_inline_state};
   constexpr int kThreads = 256;
   cudaError_t e = launch_kernel(conv_kernel, dim3(blocks_for(n, kThreads)), dim3(kThreads), 0, stream, p);
-  if (e != cudaSuccess || a.kernel == 1) return e;
+  if (e != cudaSuccess || a.kernel == 1 || p.state_inline) return e;
+  return launch_kernel(conv_state_kernel, dim3(blocks_for(n, kThreads)), dim3(kThreads), 0, stream, p);
+}
+
+bool conv_l2_group_supported(int64_t group) { return group > 0 && group % 32 == 0 && group <= 1024; }
+
+cudaError_t launch_conv_state_l2(const ConvStateArgs& a, const ConvL2Ranges& r, cudaStream_t stream) {
+  const int64_t n = a.x.rows * a.x.cols;
+  if (n == 0) return cudaSuccess;
+  if (a.kernel < 1 || a.kernel > kConvMaxTaps || !conv_l2_group_supported(r.group) || a.x.cols % r.group != 0 ||
+      r.n < 1 || r.n > 2)
+    return cudaErrorInvalidValue;
+  for (int j = 0; j < r.n; ++j)
+    if (r.col0[j] < 0 || r.col0[j] % r.group != 0 || r.cols[j] % r.group != 0 || r.col0[j] + r.cols[j] > a.x.cols)
+      return cudaErrorInvalidValue;
+  const ConvParams p{.out = a.out.data, .out_stride = a.out.row_stride(), .x = a.x.data,
+                     .x_stride = a.x.row_stride(), .weight = a.weight, .state = a.state.data,
+                     .slot_floats = a.state.slot_floats, .seq = a.seq, .pos = a.pos, .n_tok = a.x.rows,
+                     .channels = a.x.cols, .kernel = a.kernel, .silu = a.silu,
+                     .state_inline = a.x.rows == 1 && !flags().no_cuda_conv_inline_state};
+  constexpr int kThreads = 256;
+  cudaError_t e = launch_kernel(conv_l2_kernel, dim3(unsigned(a.x.rows * (a.x.cols / r.group))),
+                                dim3(unsigned(r.group)), 0, stream, p, r);
+  if (e != cudaSuccess || a.kernel == 1 || p.state_inline) return e;
   return launch_kernel(conv_state_kernel, dim3(blocks_for(n, kThreads)), dim3(kThreads), 0, stream, p);
 }
 

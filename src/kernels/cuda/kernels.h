@@ -178,6 +178,19 @@ cudaError_t launch_attention_dense_tc(const AttentionDenseArgs& a, int64_t max_l
 // Linear-attention ops (delta_net.cu, delta_rule.cu): seq / pos are the step's device arrays,
 // state views device memory; sequences are found on the device, so these need no host plan.
 cudaError_t launch_conv_state(const ConvStateArgs& a, cudaStream_t stream);  // kernel <= 16
+// Column ranges of a conv's output L2-normalised in place per group of `group` columns (a
+// delta-net layer's q and k views); ranges and the row start on whole groups.
+struct ConvL2Ranges {
+  int64_t col0[2] = {0, 0};
+  int64_t cols[2] = {0, 0};
+  float eps[2] = {0.0f, 0.0f};
+  int n = 0;
+  int64_t group = 0;
+};
+// launch_conv_state, then launch_l2_norm on each range in place, in the conv's launch (same bits);
+// groups of a multiple of 32 channels, at most 1024.
+bool conv_l2_group_supported(int64_t group);
+cudaError_t launch_conv_state_l2(const ConvStateArgs& a, const ConvL2Ranges& r, cudaStream_t stream);
 cudaError_t launch_l2_norm(const L2NormArgs& a, cudaStream_t stream);
 // Two independent L2 norms (a delta-net layer's q and k) in one launch, each as launch_l2_norm.
 cudaError_t launch_l2_norm_pair(const L2NormArgs& a, const L2NormArgs& b, cudaStream_t stream);
