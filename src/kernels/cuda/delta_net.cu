@@ -157,12 +157,10 @@ struct NormParams {
   float eps;
 };
 
-// kGated: out = x / rms(x) * weight * silu(z); else out = x / sqrt(sum(x^2) + eps).
+// Warp `item` = (row, group) of a norm. kGated: out = x / rms(x) * weight * silu(z); else
+// out = x / sqrt(sum(x^2) + eps).
 template <bool kGated>
-__global__ void group_norm_kernel(NormParams p) {
-  BRISK_PDL_ENTER();
-  const int lane = threadIdx.x & 31;
-  const int64_t item = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+__device__ __forceinline__ void group_norm_warp(const NormParams& p, int64_t item, int lane) {
   const int64_t per_row = p.cols / p.group;
   if (item >= p.rows * per_row) return;
   const int64_t r = item / per_row, c0 = (item % per_row) * p.group;
@@ -181,25 +179,19 @@ __global__ void group_norm_kernel(NormParams p) {
   }
 }
 
+template <bool kGated>
+__global__ void group_norm_kernel(NormParams p) {
+  BRISK_PDL_ENTER();
+  group_norm_warp<kGated>(p, (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5, int(threadIdx.x & 31));
+}
+
 // Two independent L2 norms in one launch (a delta-net layer's q and k): warps [0, warps_a) take
 // part a, the rest part b, each warp computing what group_norm_kernel<false> computes.
 __global__ void l2_norm_pair_kernel(NormParams a, NormParams b, int64_t warps_a) {
   BRISK_PDL_ENTER();
-  const int lane = threadIdx.x & 31;
-  int64_t item = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int64_t item = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const bool second = item >= warps_a;  // warp-uniform
-  const NormParams& p = second ? b : a;
-  if (second) item -= warps_a;
-  const int64_t per_row = p.cols / p.group;
-  if (item >= p.rows * per_row) return;
-  const int64_t r = item / per_row, c0 = (item % per_row) * p.group;
-  const float* x = p.x + r * p.x_stride + c0;
-  float* y = p.out + r * p.out_stride + c0;
-  float ss = 0.0f;
-  for (int64_t i = lane; i < p.group; i += 32) ss += x[i] * x[i];
-  ss = warp_sum(ss);
-  const float inv = float(1.0 / sqrt(double(ss) + double(p.eps)));
-  for (int64_t i = lane; i < p.group; i += 32) y[i] = x[i] * inv;
+  group_norm_warp<false>(second ? b : a, second ? item - warps_a : item, int(threadIdx.x & 31));
 }
 
 __global__ void sigmoid_mul_kernel(float* out, int64_t out_stride, const float* x, int64_t x_stride, const float* g,
