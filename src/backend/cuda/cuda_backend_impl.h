@@ -366,6 +366,16 @@ class CudaBackend final : public Backend {
     return a.data < b_end && b.data < a_end;
   }
   static bool apart_or_same(const Mat& a, const Mat& b) { return same_mat(a, b) || !overlaps(a, b); }
+  // The launch queued last as a producer of `kind` writing `out` (the caller fills the kind's
+  // fields).
+  Producer& start_producer(int kind, const Mat& out) {
+    producer_ = Producer{};
+    producer_.kind = kind;
+    producer_.index = launches_.size() - 1;
+    producer_.out = out;
+    return producer_;
+  }
+
   void forget_quant() {
     gemv_.valid = false;
     qstate_.valid = false;

@@ -63,13 +63,7 @@ void CudaBackend::conv_state(const ConvStateArgs& a) {
   key_.add(uint64_t(d.silu));
   forget_quant();
   enqueue("conv_state", [d](cudaStream_t s) { return cuda::launch_conv_state(d, s); });
-  if (in_step_ && !step_eager_) {
-    producer_ = Producer{};
-    producer_.kind = 11;
-    producer_.index = launches_.size() - 1;
-    producer_.out = d.out;
-    producer_.conv = d;
-  }
+  if (in_step_ && !step_eager_) start_producer(11, d.out).conv = d;
 }
 
 // Whether `a` normalises, in place, whole groups of a column range of the conv output `c` (its
@@ -79,7 +73,8 @@ static int64_t conv_l2_range(const ConvStateArgs& c, const cuda::ConvL2Ranges& r
       a.x.row_stride() != c.out.row_stride() || a.x.data < c.out.data || a.x.data >= c.out.data + c.out.cols)
     return -1;
   const int64_t col0 = a.x.data - c.out.data;
-  if (!cuda::conv_l2_group_supported(group) || col0 + a.x.cols > c.out.cols || col0 % group != 0 || c.out.cols % group != 0 || (r.n > 0 && r.group != group))
+  if (!cuda::conv_l2_group_supported(group) || col0 + a.x.cols > c.out.cols || col0 % group != 0 ||
+      c.out.cols % group != 0 || (r.n > 0 && r.group != group))
     return -1;
   for (int j = 0; j < r.n; ++j)
     if (col0 < r.col0[j] + r.cols[j] && r.col0[j] < col0 + a.x.cols) return -1;
@@ -128,13 +123,7 @@ void CudaBackend::l2_norm(const L2NormArgs& a) {
     return;
   }
   enqueue("l2_norm", [a](cudaStream_t s) { return cuda::launch_l2_norm(a, s); });
-  if (in_step_ && !step_eager_) {
-    producer_ = Producer{};
-    producer_.kind = 10;
-    producer_.index = launches_.size() - 1;
-    producer_.out = a.out;
-    producer_.l2 = a;
-  }
+  if (in_step_ && !step_eager_) start_producer(10, a.out).l2 = a;
 }
 
 void CudaBackend::gated_rms_norm(const GatedRmsNormArgs& a) {

@@ -101,8 +101,8 @@ void CudaBackend::rms_norm(const RmsNormArgs& a) {
   // A norm over several heads starts such a launch; one over a single head (an explicit group,
   // a layer with one KV head) joins one (alone, it stays a whole-row producer for a matmul).
   const bool parts = deferred && !flags().no_cuda_norm_merge && cuda::rms_norm_parts_supported(d);
-  if (parts && (group < a.x.cols || a.group > 0) && prev.kind == 9 && prev.index + 1 == launches_.size() && prev.n_norms < cuda::kMaxNormParts &&
-      prev.norms[0].group == d.group) {
+  if (parts && (group < a.x.cols || a.group > 0) && prev.kind == 9 && prev.index + 1 == launches_.size() &&
+      prev.n_norms < cuda::kMaxNormParts && prev.norms[0].group == d.group) {
     bool independent = true;
     for (int i = 0; i < prev.n_norms; ++i) {
       const RmsNormArgs& o = prev.norms[size_t(i)];
@@ -127,13 +127,10 @@ void CudaBackend::rms_norm(const RmsNormArgs& a) {
   if (deferred && group == a.x.cols)
     producer_ = Producer{.kind = 1, .norm = d, .gated = {}, .add = {}, .index = launches_.size() - 1, .out = d.out};
   if (parts && group < a.x.cols) {
-    producer_ = Producer{};
-    producer_.kind = 9;
-    producer_.index = launches_.size() - 1;
-    producer_.out = d.out;
-    producer_.norms[0] = d;
-    producer_.norms_wc[0] = wc;
-    producer_.n_norms = 1;
+    Producer& pr = start_producer(9, d.out);
+    pr.norms[0] = d;
+    pr.norms_wc[0] = wc;
+    pr.n_norms = 1;
   }
 }
 

@@ -206,21 +206,31 @@ __global__ void sigmoid_mul_kernel(float* out, int64_t out_stride, const float* 
 
 unsigned blocks_for(int64_t n, int threads) { return unsigned((n + threads - 1) / threads); }
 
+constexpr int kConvThreads = 256;
+
+ConvParams conv_params(const ConvStateArgs& a) {
+  return ConvParams{.out = a.out.data, .out_stride = a.out.row_stride(), .x = a.x.data, .x_stride = a.x.row_stride(),
+                    .weight = a.weight, .state = a.state.data, .slot_floats = a.state.slot_floats, .seq = a.seq,
+                    .pos = a.pos, .n_tok = a.x.rows, .channels = a.x.cols, .kernel = a.kernel, .silu = a.silu,
+                    .state_inline = a.x.rows == 1 && !flags().no_cuda_conv_inline_state};
+}
+
+// The next windows after the conv's launch: none for one tap or when the conv wrote them inline.
+cudaError_t launch_conv_window(const ConvParams& p, cudaStream_t stream) {
+  if (p.kernel == 1 || p.state_inline) return cudaSuccess;
+  return launch_kernel(conv_state_kernel, dim3(blocks_for(p.n_tok * p.channels, kConvThreads)), dim3(kConvThreads), 0,
+                       stream, p);
+}
+
 }  // namespace
 
 cudaError_t launch_conv_state(const ConvStateArgs& a, cudaStream_t stream) {
   const int64_t n = a.x.rows * a.x.cols;
   if (n == 0) return cudaSuccess;
   if (a.kernel < 1 || a.kernel > kConvMaxTaps) return cudaErrorInvalidValue;
-  const ConvParams p{.out = a.out.data, .out_stride = a.out.row_stride(), .x = a.x.data,
-                     .x_stride = a.x.row_stride(), .weight = a.weight, .state = a.state.data,
-                     .slot_floats = a.state.slot_floats, .seq = a.seq, .pos = a.pos, .n_tok = a.x.rows,
-                     .channels = a.x.cols, .kernel = a.kernel, .silu = a.silu,
-                     .state_inline = a.x.rows == 1 && !flags().no_cuda_conv_inline_state};
-  constexpr int kThreads = 256;
-  cudaError_t e = launch_kernel(conv_kernel, dim3(blocks_for(n, kThreads)), dim3(kThreads), 0, stream, p);
-  if (e != cudaSuccess || a.kernel == 1 || p.state_inline) return e;
-  return launch_kernel(conv_state_kernel, dim3(blocks_for(n, kThreads)), dim3(kThreads), 0, stream, p);
+  const ConvParams p = conv_params(a);
+  const cudaError_t e = launch_kernel(conv_kernel, dim3(blocks_for(n, kConvThreads)), dim3(kConvThreads), 0, stream, p);
+  return e != cudaSuccess ? e : launch_conv_window(p, stream);
 }
 
 bool conv_l2_group_supported(int64_t group) { return group > 0 && group % 32 == 0 && group <= 1024; }
@@ -234,16 +244,10 @@ cudaError_t launch_conv_state_l2(const ConvStateArgs& a, const ConvL2Ranges& r, 
   for (int j = 0; j < r.n; ++j)
     if (r.col0[j] < 0 || r.col0[j] % r.group != 0 || r.cols[j] % r.group != 0 || r.col0[j] + r.cols[j] > a.x.cols)
       return cudaErrorInvalidValue;
-  const ConvParams p{.out = a.out.data, .out_stride = a.out.row_stride(), .x = a.x.data,
-                     .x_stride = a.x.row_stride(), .weight = a.weight, .state = a.state.data,
-                     .slot_floats = a.state.slot_floats, .seq = a.seq, .pos = a.pos, .n_tok = a.x.rows,
-                     .channels = a.x.cols, .kernel = a.kernel, .silu = a.silu,
-                     .state_inline = a.x.rows == 1 && !flags().no_cuda_conv_inline_state};
-  constexpr int kThreads = 256;
-  cudaError_t e = launch_kernel(conv_l2_kernel, dim3(unsigned(a.x.rows * (a.x.cols / r.group))),
-                                dim3(unsigned(r.group)), 0, stream, p, r);
-  if (e != cudaSuccess || a.kernel == 1 || p.state_inline) return e;
-  return launch_kernel(conv_state_kernel, dim3(blocks_for(n, kThreads)), dim3(kThreads), 0, stream, p);
+  const ConvParams p = conv_params(a);
+  const cudaError_t e = launch_kernel(conv_l2_kernel, dim3(unsigned(a.x.rows * (a.x.cols / r.group))),
+                                      dim3(unsigned(r.group)), 0, stream, p, r);
+  return e != cudaSuccess ? e : launch_conv_window(p, stream);
 }
 
 cudaError_t launch_l2_norm(const L2NormArgs& a, cudaStream_t stream) {
