@@ -43,6 +43,30 @@ std::string speech_trim(const std::string& s) {
 
 }  // namespace
 
+std::string transcript_text(const std::vector<TranscriptSegment>& segments) {
+  std::string text;
+  for (const TranscriptSegment& s : segments) text += s.text;
+  return speech_trim(text);
+}
+
+std::string TranscriptDeltas::next(const std::string& segment_text) {
+  auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  size_t a = 0, b = segment_text.size();
+  if (!started_)
+    while (a < b && space(segment_text[a])) ++a;
+  size_t body_end = b;
+  while (body_end > a && space(segment_text[body_end - 1])) --body_end;
+  if (body_end == a) {  // only whitespace: kept for when text follows
+    if (started_) held_.append(segment_text, a, b - a);
+    return {};
+  }
+  std::string delta = std::move(held_);
+  delta.append(segment_text, a, body_end - a);
+  held_.assign(segment_text, body_end, b - body_end);
+  started_ = true;
+  return delta;
+}
+
 bool model_is_speech(const Model& model) {
   const auto* loaded = dynamic_cast<const LoadedModel*>(&model);
   return loaded && loaded->arch_->encoder() != nullptr;
@@ -358,9 +382,7 @@ Transcript Transcriber::run(const media::LogMel& mel, const RunInput& in, const 
     // move on by the window instead.
     seek += split.seek_advance > 0 ? split.seek_advance : seek_frames;
   }
-  std::string text;
-  for (const TranscriptSegment& s : tr.segments) text += s.text;
-  tr.text = speech_trim(text);
+  tr.text = transcript_text(tr.segments);
   tr.decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() - tr.encode_seconds;
   return tr;
 }

@@ -145,6 +145,22 @@ class Transcriber {
 // Whether a loaded model is an encoder-decoder speech model (Transcriber runs it).
 bool model_is_speech(const Model& model);
 
+// A transcript's text: its segments' texts joined, without surrounding whitespace (isspace).
+std::string transcript_text(const std::vector<TranscriptSegment>& segments);
+
+// Stream deltas of a transcript, one call per segment as it is final: the deltas add up to
+// transcript_text of the segments seen so far, whatever whitespace the segments end with
+// (whitespace at the end is held back until a later segment's text follows it). An empty
+// delta means nothing to send.
+class TranscriptDeltas {
+ public:
+  std::string next(const std::string& segment_text);
+
+ private:
+  bool started_ = false;
+  std::string held_{};  // trailing whitespace of the text sent so far
+};
+
 // The language name of a code ("en" -> "english"), or the code itself when unknown.
 std::string speech_language_name(const std::string& code);
 

@@ -73,13 +73,11 @@ void transcribe_route(ServerState& st, const httplib::Request& req, httplib::Res
       "text/event-stream",
       [job, in_flight](size_t, httplib::DataSink& sink) -> bool {
         try {
-          std::string text;
+          TranscriptDeltas deltas;
           bool gone = false;
           job->options.on_segment = [&](const TranscriptSegment& s) {
-            std::string delta = s.text;
-            if (text.empty()) delta.erase(0, delta.find_first_not_of(" \t\n"));
+            const std::string delta = deltas.next(s.text);
             if (delta.empty()) return true;
-            text += delta;
             const std::string ev = sse_data({{"type", "transcript.text.delta"}, {"delta", delta}});
             gone = !sink.write(ev.data(), ev.size());
             return !gone;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -336,6 +337,30 @@ Transcript sample_transcript() {
   b.tokens = {50530, 3432, 50700};
   t.segments = {a, b};
   return t;
+}
+
+// The stream's deltas add up to the final text for segments that start or end with any
+// whitespace (a segment ending in "\r" once gave a delta the text did not have).
+TEST(TranscriptFormatTest, StreamDeltasAddUpToTheText) {
+  std::mt19937 rng(7);
+  const std::string pieces[] = {" ", "\r", "\n", "\t", "\v", "\f", "a", "Zs", "\xc3\xa9", ""};
+  for (int round = 0; round < 2000; ++round) {
+    std::vector<TranscriptSegment> segments(1 + rng() % 5);
+    TranscriptDeltas deltas;
+    std::string streamed;
+    for (size_t i = 0; i < segments.size(); ++i) {
+      for (int k = int(rng() % 6); k > 0; --k) segments[i].text += pieces[rng() % std::size(pieces)];
+      const std::string d = deltas.next(segments[i].text);
+      streamed += d;
+      const std::vector<TranscriptSegment> seen(segments.begin(), segments.begin() + long(i) + 1);
+      ASSERT_EQ(streamed, transcript_text(seen)) << "round " << round << " segment " << i;
+    }
+  }
+  TranscriptDeltas d;
+  EXPECT_EQ(d.next(" \r"), "");
+  EXPECT_EQ(d.next(" Hello\r"), "Hello");
+  EXPECT_EQ(d.next("\n"), "");
+  EXPECT_EQ(d.next(" world."), "\r\n world.");
 }
 
 TEST(TranscriptFormatTest, SrtVttTextAndJsonByteForByte) {
