@@ -74,6 +74,7 @@ const KeyRow kKeyTable[] = {
     {&ModelConfig::linear_inner, "", "{arch}.ssm.inner_size"},
     {&ModelConfig::full_attention_interval, "full_attention_interval", "{arch}.full_attention_interval"},
     {&ModelConfig::recurrent_layers, "", "{arch}.attention.recurrent_layers"},
+    {&ModelConfig::rope_sections, "rope_parameters.mrope_section|rope_scaling.mrope_section", ""},
     {&ModelConfig::n_nextn, "mtp_num_hidden_layers", "{arch}.nextn_predict_layers"},
     {&ModelConfig::partial_rotary,
      "rope_parameters.partial_rotary_factor|rope_parameters.sliding_attention.partial_rotary_factor|"

@@ -88,6 +88,9 @@ struct ModelConfig {
   int32_t linear_inner = 0;         // n_v_head * v_head_dim (GGUF ssm.inner_size)
   int32_t full_attention_interval = -1;  // -1: not given
   std::vector<int32_t> recurrent_layers = {};  // GGUF attention.recurrent_layers: per layer nonzero
+  // The multimodal rope's sections (HF mrope_section; GGUF rope.dimension_sections); text
+  // positions are equal in every section, so text runs as plain rope and only the converter uses them.
+  std::vector<int32_t> rope_sections = {};
                                           // for linear attention (or one value for all)
   int32_t n_nextn = 0;              // multi-token-prediction layers after the stack (GGUF counts
                                     // them in block_count)

@@ -41,6 +41,7 @@ void gemma4_sanitize(ModelConfig& cfg) {
   BRISK_CHECK(cfg.n_embd_per_layer >= 0 && cfg.n_embd_per_layer <= 65536, "model config: hidden_size_per_layer_input ",
               cfg.n_embd_per_layer, " out of range");
   cfg.attn_scale = 1.0f;
+  cfg.attn_softcap = 0.0f;  // Gemma 4 never soft-caps attention scores (an attn_logit_softcapping key is ignored)
   if (cfg.from_gguf) {
     cfg.hidden_act = "gelu_pytorch_tanh";  // GGUF carries no activation key
     if (cfg.head_dim_swa > 0) {            // key_length is the full layers' head size
@@ -49,6 +50,8 @@ void gemma4_sanitize(ModelConfig& cfg) {
     }
     cfg.n_rot_full = cfg.n_rot;  // rope.dimension_count: the full layers' (with rope_freqs)
     cfg.n_rot = cfg.n_rot_swa;   // 0: the whole sliding head
+  } else {
+    cfg.partial_rotary = 1.0f;   // the sliding layers' default rope rotates the whole head
   }
   if (cfg.layer_types.empty()) {
     for (int il = 0; il < cfg.n_layer; ++il)
@@ -88,6 +91,8 @@ std::unique_ptr<ArchModel> gemma4_build(const ModelConfig& cfg, WeightStore& ws)
     if (const float* f = ws.vector_opt("rope_freqs.weight", full.n_rot / 2)) full.freq_factors.assign(f, f + full.n_rot / 2);
   } else if (cfg.rope_scaling.type == "proportional") {
     full.proportion = cfg.partial_rotary_full;
+  } else if (cfg.rope_scaling.type.empty() || cfg.rope_scaling.type == "default") {
+    full.n_rot = hd_full;  // transformers' default rope rotates the whole head (no partial factor)
   } else {
     full.n_rot = int32_t(std::lround(hd_full * double(cfg.partial_rotary_full)));
     full.n_rot -= full.n_rot % 2;
@@ -161,8 +166,7 @@ void gemma4_gguf_metadata(const ModelConfig& c, gguf::Writer& w, std::vector<flo
   } else {
     BRISK_CHECK(c.rope_scaling.type == "default" || c.rope_scaling.type.empty(), "convert: rope type '",
                 c.rope_scaling.type, "' of the full layers has no GGUF form here");
-    const int32_t n_rot = int32_t(std::lround(hd_full * double(c.partial_rotary_full))) & ~1;
-    w.set(a + "rope.dimension_count", gguf::Value::from_u32(uint32_t(n_rot)));
+    w.set(a + "rope.dimension_count", gguf::Value::from_u32(uint32_t(hd_full)));  // the whole head
   }
 }
 
@@ -189,6 +193,15 @@ const ArchEntry& arch_gemma4() {
       .gguf_names = {"gemma4"},
       .gguf_rope_neox = true,
       .hf_name_map = &gemma_hf_to_gguf,
+      // transformers' Gemma4TextConfig
+      .hf_config_defaults = R"({"vocab_size": 262144, "hidden_size": 2304, "intermediate_size": 9216,
+          "num_hidden_layers": 30, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+          "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131072, "rms_norm_eps": 1e-6,
+          "tie_word_embeddings": true, "sliding_window": 512, "vocab_size_per_layer_input": 262144,
+          "hidden_size_per_layer_input": 256,
+          "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                              "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                 "rope_theta": 1000000.0}}})",
       .sanitize = &gemma4_sanitize,
       .build = &gemma4_build,
       .convert = {.arch = "gemma4", .tensors = &gemma4_convert_tensors, .write_metadata = &gemma4_gguf_metadata,

@@ -3,7 +3,9 @@
 // tensors stacked, metadata from the config key table), so that the files are interchangeable
 // with llama.cpp's (architectures qwen35, qwen35moe, qwen3next):
 //  - the MTP block's tensors (mtp.J.*) as blk.{n_layer + J}.*, with {arch}.nextn_predict_layers
-//    counted in block_count;
+//    counted in block_count (qwen35 / qwen35moe; llama.cpp's qwen3next files have none, so the
+//    Qwen3-Next converter leaves the block out);
+//  - rope.dimension_sections from mrope_section (default 11, 11, 10, 0);
 //  - RMSNorm weights stored as 1 + w (not the delta net's gated norm); ssm_a = -exp(A_log); the
 //    conv kernel squeezed to {kernel, channels};
 //  - Qwen3-Next's fused in_proj_qkvz split into attn_qkv (all q, all k, all v rows) and attn_gate;
@@ -73,6 +75,9 @@ void hybrid_convert_tensors(ModelConfig& c, ConvertTensors& tensors) {
   int32_t n_mtp = 0;
   for (auto& [gguf_name, t] : tensors) {
     std::string name = gguf_name;
+    // llama.cpp's qwen3next files have no MTP blocks (its loader counts every block as a layer of
+    // the stack): the converter leaves them out, as llama.cpp's does.
+    if (next && name.starts_with("mtp.")) continue;
     if (name.starts_with("mtp.")) {  // mtp.J.rest -> blk.{n_layer + J}.rest
       const size_t dot = name.find('.', 4);
       BRISK_CHECK(dot != std::string::npos && dot > 4 && dot - 4 <= 2 &&
@@ -162,7 +167,12 @@ void hybrid_convert_keys(const ModelConfig& c, const std::string& a, gguf::Write
   w.set(a + ".block_count", u32(c.n_layer + c.n_nextn));
   if (c.n_nextn > 0) w.set(a + ".nextn_predict_layers", u32(c.n_nextn));
   w.set(a + ".rope.dimension_count", u32(c.n_rot));
-  if (c.arch != "qwen3next") w.set(a + ".rope.dimension_sections", gguf::Value::from_i32s({11, 11, 10, 0}));
+  if (c.arch != "qwen3next") {  // llama.cpp's four sections: the checkpoint's, padded with 0, or its default
+    std::vector<int32_t> sections = c.rope_sections.empty() ? std::vector<int32_t>{11, 11, 10, 0} : c.rope_sections;
+    BRISK_CHECK(sections.size() <= 4, "convert: mrope_section has ", sections.size(), " entries (GGUF holds 4)");
+    sections.resize(4, 0);
+    w.set(a + ".rope.dimension_sections", gguf::Value::from_i32s(sections));
+  }
   w.set(a + ".ssm.conv_kernel", u32(c.linear_conv_kernel));
   w.set(a + ".ssm.state_size", u32(c.linear_k_head_dim));
   w.set(a + ".ssm.group_count", u32(c.linear_n_k_head));

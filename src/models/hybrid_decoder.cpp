@@ -68,6 +68,7 @@ std::string hybrid_hf_to_gguf(const std::string& hf) {
   std::string name = hf;
   for (const char* lm : {"model.language_model.", "language_model.model."})
     if (name.compare(0, std::string(lm).size(), lm) == 0) name = "model." + name.substr(std::string(lm).size());
+  if (name.compare(0, 10, "model.mtp.") == 0) name = name.substr(6);  // the MTP head under model.
   if (name.compare(0, 4, "mtp.") == 0) {
     const std::string rest = name.substr(4);
     for (const auto& [from, to] : kMtpHead)
@@ -111,6 +112,10 @@ void hybrid_sanitize(ModelConfig& cfg) {
     }
   }
   if (cfg.full_attention_interval == -1) cfg.full_attention_interval = 4;  // llama.cpp's and transformers' default
+  for (std::string& t : cfg.layer_types) {  // transformers' legacy names
+    if (t == "mamba") t = "linear_attention";
+    if (t == "attention") t = "full_attention";
+  }
   BRISK_CHECK(cfg.n_nextn >= 0 && cfg.n_nextn <= 16, "config key mtp_num_hidden_layers: ", cfg.n_nextn,
               " out of range [0, 16]");
   BRISK_CHECK(cfg.linear_n_k_head > 0, "config key linear_num_key_heads: ", cfg.linear_n_k_head, " must be positive");

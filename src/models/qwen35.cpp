@@ -15,6 +15,12 @@ const ArchEntry& arch_qwen35() {
       .gguf_names = {"qwen35"},
       .gguf_rope_neox = true,
       .hf_name_map = &hybrid_hf_to_gguf,
+      // transformers' Qwen3_5TextConfig
+      .hf_config_defaults = R"({"vocab_size": 248320, "hidden_size": 4096, "intermediate_size": 12288,
+          "num_hidden_layers": 32, "num_attention_heads": 16, "num_key_value_heads": 4, "hidden_act": "silu",
+          "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "head_dim": 256, "linear_conv_kernel_dim": 4,
+          "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16,
+          "linear_num_value_heads": 32, "partial_rotary_factor": 0.25})",
       .sanitize = &hybrid_sanitize,
       .build = [](const ModelConfig& cfg, WeightStore& ws) {
         return hybrid_decoder_build(cfg, ws, {.moe = false, .kv_tiled_gguf = true});

@@ -13,6 +13,13 @@ const ArchEntry& arch_qwen3next() {
       .gguf_names = {"qwen3next"},
       .gguf_rope_neox = true,
       .hf_name_map = &hybrid_hf_to_gguf,
+      // transformers' Qwen3NextConfig
+      .hf_config_defaults = R"({"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632,
+          "num_hidden_layers": 48, "num_attention_heads": 16, "num_key_value_heads": 2, "hidden_act": "silu",
+          "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "head_dim": 256, "linear_conv_kernel_dim": 4,
+          "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16,
+          "linear_num_value_heads": 32, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
+          "num_experts_per_tok": 10, "num_experts": 512, "norm_topk_prob": true, "partial_rotary_factor": 0.25})",
       .sanitize = &hybrid_sanitize,
       .build = [](const ModelConfig& cfg, WeightStore& ws) {
         return hybrid_decoder_build(cfg, ws, {.moe = true, .kv_tiled_gguf = false});

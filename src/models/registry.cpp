@@ -49,6 +49,17 @@ const ArchEntry* arch_find_hf_config(const nlohmann::json& config) {
   return arch_find_hf(architectures, mt != config.end() && mt->is_string() ? mt->get<std::string>() : std::string());
 }
 
+nlohmann::json arch_hf_config_with_defaults(const ArchEntry& entry, const nlohmann::json& config) {
+  if (!entry.hf_config_defaults || !config.is_object()) return config;
+  const nlohmann::json defaults = nlohmann::json::parse(entry.hf_config_defaults);
+  nlohmann::json out = config;
+  const auto text = out.find("text_config");
+  nlohmann::json& scope = text != out.end() && text->is_object() ? *text : out;
+  for (const auto& [key, value] : defaults.items())
+    if (!scope.contains(key) && !out.contains(key)) scope[key] = value;
+  return out;
+}
+
 const ArchEntry* arch_find_gguf(const std::string& name) {
   for (const ArchEntry* e : arch_registry())
     for (const std::string& n : e->gguf_names)

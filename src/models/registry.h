@@ -112,6 +112,9 @@ struct ArchEntry {
   bool gguf_rope_neox = true;
   // Hugging Face parameter name -> GGUF tensor name ("" drops it); nullptr: hf_to_gguf_name.
   std::string (*hf_name_map)(const std::string& hf) = nullptr;
+  // The family's config class defaults, as JSON text: keys a config.json leaves out take these
+  // values (transformers' config class fills them in the same way); nullptr: none.
+  const char* hf_config_defaults = nullptr;
   // Checkpoint quirks and family defaults applied to the config before finalize().
   void (*sanitize)(ModelConfig& cfg) = nullptr;
   std::unique_ptr<ArchModel> (*build)(const ModelConfig& cfg, WeightStore& ws) = nullptr;
@@ -124,6 +127,9 @@ const ArchEntry* arch_find_hf(const std::vector<std::string>& architectures, con
 // The same for a config.json: its "architectures" list and its "model_type" ("" when absent).
 const ArchEntry* arch_find_hf_config(const nlohmann::json& config);
 const ArchEntry* arch_find_gguf(const std::string& name);
+// config.json with the entry's hf_config_defaults for the keys it leaves out (put in
+// text_config when it has one, at the top level otherwise).
+nlohmann::json arch_hf_config_with_defaults(const ArchEntry& entry, const nlohmann::json& config);
 
 // The entries, one per architecture file.
 const ArchEntry& arch_llama();

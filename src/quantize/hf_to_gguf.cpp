@@ -207,7 +207,7 @@ void hf_to_gguf_f32(const std::string& folder, const std::string& out_path) {
   const auto name_map = e->hf_name_map ? e->hf_name_map : &hf_to_gguf_name;
 
   ModelConfig c;
-  config_fill_from_hf(c, cfg);
+  config_fill_from_hf(c, arch_hf_config_with_defaults(*e, cfg));
   const auto ckpt = safetensors::Checkpoint::open(folder, MappedFile::Mode::mmap);
   bool has_output = false;
   for (const auto& t : ckpt.tensors()) {

@@ -122,7 +122,7 @@ std::shared_ptr<Model> load_hf(const ModelLoadOptions& o) {
               cfg.is_object() ? cfg.value("model_type", std::string()) : std::string(), "')");
   auto m = std::make_shared<LoadedModel>();
   m->config_.rope_neox = true;  // transformers' rotate_half pairing
-  config_fill_from_hf(m->config_, cfg);
+  config_fill_from_hf(m->config_, arch_hf_config_with_defaults(*entry, cfg));
   auto ckpt = std::make_shared<safetensors::Checkpoint>(
       safetensors::Checkpoint::open(o.path, o.use_mmap ? MappedFile::Mode::mmap : MappedFile::Mode::read));
   m->weights_ = WeightStore::from_safetensors(ckpt, entry->hf_name_map ? entry->hf_name_map : &hf_to_gguf_name,

@@ -14,6 +14,7 @@
 #include "model_harness.h"
 #include "core/error.h"
 #include "formats/gguf.h"
+#include "models/hybrid_decoder.h"
 #include "models/random_model.h"
 #include "quantize/hf_to_gguf.h"
 #include "quantize/quantize_gguf.h"
@@ -404,3 +405,53 @@ TEST(HybridLoad, StateBytesCountEveryLinearLayerReadAndWritten) {
 
 }  // namespace
 }  // namespace brisk::test
+
+namespace brisk {
+namespace {
+
+// The converter's hybrid steps on their own: the MTP head under either HF prefix maps to one
+// name; qwen35 files keep the MTP block after the stack, qwen3next files leave it out (llama.cpp's
+// qwen3next loader counts every block as a layer); rope.dimension_sections is the checkpoint's
+// mrope_section padded to four, or llama.cpp's default.
+TEST(HybridConvert, MtpBlockAndRopeSections) {
+  EXPECT_FALSE(hybrid_hf_to_gguf("mtp.fc.weight").empty());
+  EXPECT_EQ(hybrid_hf_to_gguf("model.mtp.fc.weight"), hybrid_hf_to_gguf("mtp.fc.weight"));
+  EXPECT_EQ(hybrid_hf_to_gguf("model.mtp.layers.0.input_layernorm.weight"),
+            hybrid_hf_to_gguf("mtp.layers.0.input_layernorm.weight"));
+  for (const std::string arch : {"qwen35", "qwen3next"}) {
+    ModelConfig c;
+    c.arch = arch;
+    c.n_layer = 2;
+    c.linear_n_k_head = c.linear_n_v_head = 1;
+    c.linear_k_head_dim = c.linear_v_head_dim = 2;
+    ConvertTensors t;
+    t[hybrid_hf_to_gguf("mtp.fc.weight")] = {.ne = {4, 2}, .f = std::vector<float>(8, 0.5f)};
+    t["output_norm.weight"] = {.ne = {2}, .f = {0.0f, 1.0f}};
+    hybrid_convert_tensors(c, t);
+    const bool kept = arch == "qwen35";
+    EXPECT_EQ(c.n_nextn, kept ? 1 : 0) << arch;
+    EXPECT_EQ(t.size(), kept ? 2u : 1u) << arch;
+    EXPECT_EQ(t.count("blk.2.nextn.eh_proj.weight"), kept ? 1u : 0u) << arch;
+    EXPECT_EQ(t.at("output_norm.weight").f, (std::vector<float>{1.0f, 2.0f})) << arch;  // 1 + w
+  }
+  for (const auto& [sections, want] :
+       std::vector<std::pair<std::vector<int32_t>, std::vector<int64_t>>>{{{}, {11, 11, 10, 0}}, {{24, 20, 20}, {24, 20, 20, 0}}}) {
+    ModelConfig c;
+    c.arch = "qwen35";
+    c.n_layer = 4;
+    c.full_attention_interval = 4;
+    c.linear_n_k_head = c.linear_n_v_head = 1;
+    c.linear_k_head_dim = c.linear_v_head_dim = 2;
+    c.linear_conv_kernel = 4;
+    c.rope_sections = sections;
+    gguf::Writer w;
+    hybrid_convert_keys(c, "qwen35", w);
+    const std::string path = ::testing::TempDir() + "/brisk_hybrid_keys.gguf";
+    w.write(path);
+    EXPECT_EQ(gguf::File::open(path).get_int_array("qwen35.rope.dimension_sections"), want);
+    std::filesystem::remove(path);
+  }
+}
+
+}  // namespace
+}  // namespace brisk
