@@ -155,7 +155,9 @@ int cmd_rerank(const std::vector<std::string>& argv) {
   p.model(&a.model, "cross-encoder: Hugging Face folder, GGUF file or Hub reference");
   p.text({"-q", "--query"}, &a.query, "Q", "the query (required)");
   p.positionals("DOC", &a.texts, "documents (default: lines of stdin)", 0);
-  p.flag({"--raw"}, &a.raw, "print the head's raw logit (yes/no reranker: logit yes - no) instead of its sigmoid");
+  p.flag({"--raw"}, &a.raw,
+         "print the head's raw logit (yes/no reranker: logit yes - no) instead of its score (the model's "
+         "activation, Sigmoid by default)");
   p.text({"--yes-no"}, &a.yes_no, "auto|on|off",
          "score a causal LM by its yes / no logits at the end of the reranking prompt (Qwen3-Reranker); auto: a GGUF "
          "with pooling_type rank and the yes / no head, or a causal-LM folder named *reranker* (default auto)");
@@ -199,7 +201,7 @@ int cmd_rerank(const std::vector<std::string>& argv) {
   }
   const std::vector<std::vector<float>> s = e.classify(pairs);
   std::vector<std::pair<float, size_t>> order;
-  for (size_t i = 0; i < s.size(); ++i) order.push_back({a.raw ? s[i][0] : 1.0f / (1.0f + std::exp(-s[i][0])), i});
+  for (size_t i = 0; i < s.size(); ++i) order.push_back({a.raw ? s[i][0] : e.relevance(s[i]), i});
   std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
   for (const auto& [score, i] : order)
     std::printf("%s\n", nlohmann::json({{"index", i}, {"score", score}, {"document", a.texts[i]}}).dump().c_str());

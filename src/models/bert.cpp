@@ -5,7 +5,8 @@
 //     x = LN(x + attn(x))          bidirectional within the input, q/k/v/o with biases, head_dim^-1/2
 //     x = LN(x + down(act(up(x))))  act: GELU (erf, or tanh for gelu_new / gelu_pytorch_tanh)
 //   out = x (the last hidden state of every token)
-//   classification head (cls.* tensors present): score = cls.output(tanh(cls(x[first token])))
+//   classification head (cls.* tensors present): score = cls.output(tanh(cls(x[first token]))),
+//   or cls.output(x[first token]) in llama.cpp's files that dropped the pooler (no cls.weight)
 // Positions: row i of an input reads position_embd[position_offset + i]; RoBERTa-style
 // checkpoints from Hugging Face start at pad_token_id + 1 (their padding_idx), GGUF files
 // (llama.cpp's converter drops those rows) and BERT at 0. Sizes come from config.json
@@ -15,6 +16,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "formats/gguf.h"
 #include "models/encoder_blocks.h"
 #include "models/name_map.h"
 #include "models/registry.h"
@@ -110,8 +112,12 @@ class Bert final : public ArchModel {
       BRISK_CHECK(o->ne.size() == 2 && o->ne[0] == int64_t(d) && o->ne[1] >= 1,
                   "bert: cls.output.weight (classifier) must be [n_labels, ", d, "]");
       spec_.n_cls = int32_t(o->ne[1]);
-      cls_ = ws.matrix("cls.weight", d, d);
-      cls_bias_ = ws.vector("cls.bias", d);
+      // llama.cpp's converter drops BertForSequenceClassification's pooler (a direct projection).
+      cls_dense_ = ws.find("cls.weight") != nullptr;
+      if (cls_dense_) {
+        cls_ = ws.matrix("cls.weight", d, d);
+        cls_bias_ = ws.vector("cls.bias", d);
+      }
       cls_out_ = ws.matrix("cls.output.weight", d, spec_.n_cls);
       cls_out_bias_ = ws.vector_opt("cls.output.bias", spec_.n_cls);
     }
@@ -166,9 +172,11 @@ class Bert final : public ArchModel {
     // matmul must not write the rows it reads (F32 weights read x in place).
     const Mat pooled{.data = h.data, .rows = f.n_seq, .cols = d};
     be.get_rows({.out = f.cls_scratch, .x = x, .rows = f.seq_start});
-    be.matmul({.out = pooled, .x = f.cls_scratch, .w = cls_, .bias = cls_bias_});
-    be.unary({.out = pooled, .x = pooled, .op = UnaryOp::tanh});
-    be.matmul({.out = f.cls, .x = pooled, .w = cls_out_, .bias = cls_out_bias_});
+    if (cls_dense_) {
+      be.matmul({.out = pooled, .x = f.cls_scratch, .w = cls_, .bias = cls_bias_});
+      be.unary({.out = pooled, .x = pooled, .op = UnaryOp::tanh});
+    }
+    be.matmul({.out = f.cls, .x = cls_dense_ ? pooled : f.cls_scratch, .w = cls_out_, .bias = cls_out_bias_});
     f.tap_tensor("cls_out", -1, f.cls);
   }
 
@@ -182,6 +190,7 @@ class Bert final : public ArchModel {
   Weight type_embd_;                // [n_type, d]
   NormWeights embd_norm_;           // [d]
   std::vector<BertLayer> layers_;
+  bool cls_dense_ = false;          // cls.weight present (else cls.output reads the first token)
   Weight cls_;                      // [d, d]
   const float* cls_bias_ = nullptr; // [d]
   Weight cls_out_;                  // [n_cls, d]
@@ -190,9 +199,9 @@ class Bert final : public ArchModel {
 
 void bert_sanitize(ModelConfig& c) {
   // The MLP activation travels in activation_function (hidden_act names only decoder MLPs).
-  // GGUF files carry none (llama.cpp's bert is GELU); hidden_act keeps the engine's default
-  // "silu" when config.json has none, and BertConfig's default is "gelu".
-  if (c.activation_function.empty()) c.activation_function = c.from_gguf || c.hidden_act == "silu" ? "gelu" : c.hidden_act;
+  // GGUF files carry none (llama.cpp's bert is GELU); a config.json without hidden_act has
+  // BertConfig's "gelu" (hf_config_defaults).
+  if (c.activation_function.empty()) c.activation_function = c.from_gguf ? "gelu" : c.hidden_act;
   c.hidden_act = "silu";  // unused
   c.n_head_kv = c.n_head;
   if (c.norm_eps <= 0.0f) c.norm_eps = 1e-12f;
@@ -212,6 +221,11 @@ void roberta_convert_tensors(ModelConfig& cfg, ConvertTensors& t) {
   cfg.n_ctx_train = int32_t(rows - offset);
 }
 
+// llama.cpp's bert loader requires the attention's direction.
+void bert_convert_keys(const ModelConfig&, const std::string& arch, gguf::Writer& w) {
+  w.set(arch + ".attention.causal", gguf::Value::from_bool(false));
+}
+
 std::unique_ptr<ArchModel> bert_build(const ModelConfig& cfg, WeightStore& ws) {
   return std::make_unique<Bert>(cfg, ws, cfg.arch == "roberta" && !cfg.from_gguf);
 }
@@ -225,9 +239,10 @@ const ArchEntry& arch_bert() {
       .hf_model_types = {"bert"},
       .gguf_names = {"bert"},
       .hf_name_map = &bert_name,
+      .hf_config_defaults = R"({"hidden_act": "gelu", "layer_norm_eps": 1e-12, "pad_token_id": 0})",  // BertConfig
       .sanitize = &bert_sanitize,
       .build = &bert_build,
-      .convert = {.arch = "bert", .tokenizer = "bert"},
+      .convert = {.arch = "bert", .keys = &bert_convert_keys, .tokenizer = "bert"},
   };
   return e;
 }
@@ -240,10 +255,12 @@ const ArchEntry& arch_roberta() {
       .hf_model_types = {"roberta", "xlm-roberta"},
       .gguf_names = {},
       .hf_name_map = &bert_name,
+      // RobertaConfig / XLMRobertaConfig
+      .hf_config_defaults = R"({"hidden_act": "gelu", "layer_norm_eps": 1e-12, "pad_token_id": 1})",
       .sanitize = &bert_sanitize,
       .build = &bert_build,
       // Tokenizers: Unigram (XLM-RoBERTa) is written as t5; RoBERTa's byte-level BPE is left out.
-      .convert = {.arch = "bert", .tensors = &roberta_convert_tensors, .tokenizer = "t5"},
+      .convert = {.arch = "bert", .tensors = &roberta_convert_tensors, .keys = &bert_convert_keys, .tokenizer = "t5"},
   };
   return e;
 }

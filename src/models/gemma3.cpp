@@ -29,8 +29,12 @@ void gemma_check_gguf(const ModelConfig& cfg) {
 }
 
 void gemma3_sanitize(ModelConfig& cfg) {
-  // GGUF carries no activation key; Gemma's MLP is GeGLU with the tanh gelu.
-  if (cfg.from_gguf) cfg.hidden_act = "gelu_pytorch_tanh";
+  // GGUF carries no activation key; Gemma's MLP is GeGLU with the tanh gelu. llama.cpp's
+  // converter writes no sliding-layer rope base either: its loader fixes it at 10000.
+  if (cfg.from_gguf) {
+    cfg.hidden_act = "gelu_pytorch_tanh";
+    if (cfg.rope_theta_swa <= 0.0f) cfg.rope_theta_swa = 10000.0f;
+  }
   // use_bidirectional_attention (EmbeddingGemma): an embedding model whose layers attend both
   // ways, the sliding ones within sliding_window / 2 positions either side (runtime/embedder.h).
   BRISK_CHECK(cfg.bidirectional.empty() || cfg.bidirectional == "all", "model config: "
@@ -78,6 +82,13 @@ void gemma_embedding_keys(const ModelConfig& cfg, const std::string& arch, gguf:
     w.set(arch + ".attention.sliding_window_pattern", gguf::Value::from_u32(uint32_t(gemma_layer_period(cfg))));
 }
 
+// transformers' Gemma3TextConfig
+constexpr const char* kGemma3ConfigDefaults = R"({"vocab_size": 262208, "hidden_size": 2304,
+    "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+    "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131072,
+    "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+    "rope_local_base_freq": 10000.0, "sliding_window_pattern": 6})";
+
 }  // namespace
 
 const ArchEntry& arch_gemma3() {
@@ -88,6 +99,7 @@ const ArchEntry& arch_gemma3() {
       .gguf_names = {"gemma3"},
       .gguf_rope_neox = true,
       .hf_name_map = &gemma_hf_to_gguf,
+      .hf_config_defaults = kGemma3ConfigDefaults,
       .sanitize = &gemma3_sanitize,
       .build = &gemma3_build,
       .convert = {.arch = "gemma3", .norm_shift = 1.0f, .check = &gemma_check_gguf},
@@ -105,6 +117,7 @@ const ArchEntry& arch_gemma_embedding() {
       .gguf_names = {"gemma-embedding"},
       .gguf_rope_neox = true,
       .hf_name_map = &gemma_hf_to_gguf,
+      .hf_config_defaults = kGemma3ConfigDefaults,
       .sanitize = [](ModelConfig& cfg) {
         if (cfg.from_gguf) cfg.bidirectional = "all";
         gemma3_sanitize(cfg);

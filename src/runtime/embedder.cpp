@@ -12,6 +12,29 @@
 
 namespace brisk {
 
+enum class ScoreActivation { sigmoid, identity, tanh };
+
+// sentence-transformers' CrossEncoder activation from config.json ("torch.nn.modules.*.Sigmoid"
+// and the like): sentence_transformers.activation_fn (v4+), else sbert_ce_default_activation_function,
+// else Sigmoid (the default for one label).
+ScoreActivation cross_encoder_activation(const nlohmann::json& config) {
+  const nlohmann::json* name = nullptr;
+  if (config.is_object()) {
+    if (auto st = config.find("sentence_transformers"); st != config.end() && st->is_object() && st->contains("activation_fn"))
+      name = &(*st)["activation_fn"];
+    else if (auto old = config.find("sbert_ce_default_activation_function"); old != config.end())
+      name = &*old;
+  }
+  if (!name || name->is_null()) return ScoreActivation::sigmoid;
+  BRISK_CHECK(name->is_string(), "config.json: the cross-encoder activation must be a class name");
+  const std::string s = name->get<std::string>();
+  const std::string last = s.substr(s.rfind('.') == std::string::npos ? 0 : s.rfind('.') + 1);
+  if (last == "Sigmoid") return ScoreActivation::sigmoid;
+  if (last == "Identity") return ScoreActivation::identity;
+  if (last == "Tanh") return ScoreActivation::tanh;
+  fail("config.json: cross-encoder activation '", s, "' is not supported (Sigmoid, Identity, Tanh)");
+}
+
 struct Embedder::Impl {
   std::unique_ptr<Backend> backend;
   const ArchModel* arch = nullptr;
@@ -29,6 +52,7 @@ struct Embedder::Impl {
   int64_t pack_tokens = 0;           // tokens per decode call (an input longer than this runs alone)
   EmbedSpec decoder_spec;            // what `spec` points at for a decoder
   bool yes_no = false;
+  ScoreActivation score_act = ScoreActivation::sigmoid;  // of a one-label classification head
   std::vector<float> yes_minus_no;   // [n_embd] LM-head row of "yes" minus the row of "no"
   std::vector<int32_t> prefix_ids, suffix_ids;  // the yes/no prompt's (empty without a tokenizer)
   std::string body_head, body_mid, body_tail;   // body around {query} and {document}
@@ -146,6 +170,11 @@ bool Embedder::yes_no_detected(const Model& model) {
   std::filesystem::path dir = std::filesystem::path(lm->folder_).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path();
   std::string hint = embed_lower(dir.filename().string());
+  // The Hub cache's layout: models--ORG--NAME/snapshots/REVISION.
+  if (dir.parent_path().filename() == "snapshots") {
+    const std::string repo = embed_lower(dir.parent_path().parent_path().filename().string());
+    hint.append(1, ' ').append(repo);
+  }
   if (lm->config_json_.is_object() && lm->config_json_.contains("_name_or_path") &&
       lm->config_json_["_name_or_path"].is_string())
     hint += " " + embed_lower(lm->config_json_["_name_or_path"].get<std::string>());
@@ -183,6 +212,7 @@ Embedder::Embedder(std::shared_ptr<const Model> model, const EmbedderOptions& op
   const ModelConfig& cfg = lm.config();
   if (!lm.folder_.empty()) pooling_ = pooling_config_from_folder(lm.folder_, impl_->spec->n_out);
   else pooling_ = pooling_config_from_gguf(cfg.pooling_type, cfg.arch + ".pooling_type");
+  if (impl_->spec->n_cls > 0) impl_->score_act = cross_encoder_activation(lm.config_json_);
   if (lm.folder_.empty()) embed_gguf_dense(*lm.weights_, impl_->spec->n_out, pooling_);
 }
 
@@ -259,6 +289,19 @@ void Embedder::init_decoder(const EmbedderOptions& options) {
 Embedder::~Embedder() = default;
 
 bool Embedder::yes_no() const { return impl_->yes_no; }
+
+float Embedder::relevance(const std::vector<float>& logits) const {
+  BRISK_CHECK(n_cls() == 1 && logits.size() == 1, "the model's classification head has ", n_cls(),
+              " labels: a relevance score needs a one-label cross-encoder or a yes/no reranker");
+  const float x = logits[0];
+  if (impl_->yes_no) return 1.0f / (1.0f + std::exp(-x));  // P(yes) of the softmax over no / yes
+  switch (impl_->score_act) {
+    case ScoreActivation::identity: return x;
+    case ScoreActivation::tanh: return std::tanh(x);
+    case ScoreActivation::sigmoid: break;
+  }
+  return 1.0f / (1.0f + std::exp(-x));
+}
 
 EmbedInput Embedder::pair_text(const std::string& query, const std::string& document, bool truncate,
                                const std::string& what) const {

@@ -74,7 +74,8 @@ class Embedder {
   static bool supports(const Model& model, YesNoMode yes_no = YesNoMode::detect);
   // A causal LM recognised as a yes/no reranker: a GGUF with {arch}.pooling_type 4 (rank) and a
   // two-row cls.output.weight (llama.cpp's conversion), or a Hugging Face causal-LM folder whose
-  // directory name or config `_name_or_path` contains "reranker" (llama.cpp's converter hint).
+  // directory name (in the Hub cache: the repository's), or config `_name_or_path`, contains
+  // "reranker" (llama.cpp's converter hint).
   static bool yes_no_detected(const Model& model);
   // MLP width of the model (n_ff), for FLOP counts.
   static int32_t mlp_width(const Model& model);
@@ -111,6 +112,11 @@ class Embedder {
   std::vector<std::vector<float>> embed(const std::vector<EmbedInput>& inputs, int32_t dimensions = 0);
   // Classification head scores of each input, [n_cls()] (raw logits).
   std::vector<std::vector<float>> classify(const std::vector<EmbedInput>& inputs);
+  // A reranker's relevance score of one input's logits: sentence-transformers' CrossEncoder
+  // activation (config.json sentence_transformers.activation_fn, or the older
+  // sbert_ce_default_activation_function; by default Sigmoid), a yes/no reranker's P(yes).
+  // Throws for a head of several labels (no single relevance score).
+  float relevance(const std::vector<float>& logits) const;
 
   const EmbedStats& stats() const { return stats_; }
 

@@ -167,8 +167,8 @@ void embeddings(ServerState& st, const httplib::Request& req, httplib::Response&
                    {"usage", {{"prompt_tokens", n_tok}, {"total_tokens", n_tok}}}});
 }
 
-// Cross-encoder scores of (query, document) pairs: the classification head's first output
-// through a sigmoid (sentence-transformers' CrossEncoder default for one label).
+// Cross-encoder scores of (query, document) pairs: the one-label classification head's output
+// through the model's CrossEncoder activation (Embedder::relevance; Sigmoid by default).
 void rerank(ServerState& st, const httplib::Request& req, httplib::Response& res) {
   check_not_draining(st);
   InFlight in_flight(st);
@@ -179,6 +179,9 @@ void rerank(ServerState& st, const httplib::Request& req, httplib::Response& res
     throw HttpError(400, str_cat("model '", model->name, "' has no classification head: it is an embedding model, not a "
                                  "reranker (a cross-encoder such as bge-reranker, or a yes/no reranker such as "
                                  "Qwen3-Reranker)"), "model");
+  if (e.n_cls() > 1)
+    throw HttpError(400, str_cat("model '", model->name, "' has a classification head of ", e.n_cls(),
+                                 " labels: reranking needs a one-label cross-encoder or a yes/no reranker"), "model");
   const json* query = field(body, "query");
   if (!query || !(query->is_string() || query->is_array())) bad_request("query", "'query' (a string) is required");
   const json* docs = field(body, "documents");
@@ -235,7 +238,7 @@ void rerank(ServerState& st, const httplib::Request& req, httplib::Response& res
   }
   const std::vector<std::vector<float>> scores = model->embed->classify(pairs);
   std::vector<std::pair<float, size_t>> order;
-  for (size_t i = 0; i < scores.size(); ++i) order.push_back({1.0f / (1.0f + std::exp(-scores[i][0])), i});
+  for (size_t i = 0; i < scores.size(); ++i) order.push_back({e.relevance(scores[i]), i});
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   if (top_n && size_t(*top_n) < order.size()) order.resize(size_t(*top_n));
   json results = json::array();

@@ -48,7 +48,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 TEST(ConfigDefaults, KeysAtTheClassDefaultsMayBeLeftOut) {
   size_t dropped_total = 0;
-  for (const char* fixture : {"qwen3_5", "wave2/qwen3_5_moe", "wave2/qwen3_next", "wave2/gemma4_text_moe",
+  for (const char* fixture : {"gemma3", "qwen3_5", "wave2/qwen3_5_moe", "wave2/qwen3_next", "wave2/gemma4_text_moe",
                               "wave2/gemma4_text_keqv", "wave2/gemma4_text_ple_kvshare"}) {
     if (!fs::exists(model_dir(fixture) + "/hf/config.json")) continue;
     SCOPED_TRACE(fixture);

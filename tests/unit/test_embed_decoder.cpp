@@ -181,6 +181,18 @@ TEST(EmbedDecoder, Qwen3RerankerMatchesTransformers) {
                                                                          fs::copy_options::overwrite_existing);
   EXPECT_TRUE(Embedder::yes_no_detected(*Model::load({.path = named.string()})));
   fs::remove_all(named);
+  // In the Hub cache the folder is a revision; the repository's name says it.
+  const fs::path cached = testing::process_temp_dir() / "models--org--Tiny-Reranker" / "snapshots" / "0123abcd";
+  const fs::path plain = testing::process_temp_dir() / "models--org--Tiny-Chat" / "snapshots" / "0123abcd";
+  for (const fs::path& d : {cached, plain}) {
+    fs::create_directories(d);
+    for (const auto& f : fs::directory_iterator(dir + "/hf"))
+      fs::copy_file(f.path(), d / f.path().filename(), fs::copy_options::overwrite_existing);
+  }
+  EXPECT_TRUE(Embedder::yes_no_detected(*Model::load({.path = cached.string()})));
+  EXPECT_FALSE(Embedder::yes_no_detected(*Model::load({.path = plain.string()})));
+  fs::remove_all(cached.parent_path().parent_path());
+  fs::remove_all(plain.parent_path().parent_path());
   // GGUF round trip of the causal LM (its LM head kept): the same scores.
   const std::string gguf = (testing::process_temp_dir() / "rerank_qwen3.gguf").string();
   quantize_gguf({.in = dir + "/hf", .out = gguf, .recipe = *quant_recipe_from_name("F32"), .n_threads = 2});

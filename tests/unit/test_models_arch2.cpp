@@ -12,6 +12,7 @@
 #include "model_fixtures.h"
 #include "model_harness.h"
 #include "core/error.h"
+#include "formats/gguf.h"
 #include "formats/json_file.h"
 #include "runtime/engine_api.h"
 
@@ -95,6 +96,22 @@ TEST(Gemma3, WindowedCacheInSmallBlocksMatchesTransformers) {
   brisk::test::check_exact_ref(ref, "gemma3", model_dir("gemma3") + "/model-f32.gguf", 16);
   const std::string own = std::string(BRISK_FIXTURES) + "/models/mistral_window";
   brisk::test::check_exact_ref(brisk::test::load_ref_file(own + "/ref.json"), "mistral_window", own, 16);
+}
+
+// GGUF files of llama.cpp converters older than rope.freq_base_swa carry no sliding-layer rope
+// base (llama.cpp's loader fixes it at 10000): such a file gives the transformers reference.
+TEST(Gemma3, GgufWithoutSlidingRopeBaseUsesTenThousand) {
+  REQUIRE_MODEL("gemma3");
+  const gguf::File full = gguf::File::open(model_dir("gemma3") + "/model-f32.gguf");
+  ASSERT_NE(full.find("gemma3.rope.freq_base_swa"), nullptr);
+  gguf::Writer w;
+  for (const auto& [key, value] : full.metadata())
+    if (key != "gemma3.rope.freq_base_swa") w.set(key, value);
+  for (const auto& t : full.tensors()) w.add_tensor(t.name, t.type, t.ne, t.data, t.n_bytes);
+  const std::string path = ::testing::TempDir() + "/brisk_gemma3_no_swa_base.gguf";
+  w.write(path);
+  brisk::test::check_exact_ref(brisk::test::load_ref("gemma3"), "gemma3 without rope.freq_base_swa", path);
+  fs::remove(path);
 }
 
 TEST(ModelLoadArch2, BadSettingsAreErrorsNamingThem) {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "formats/gguf.h"
 #include "embed_reference.h"
 #include "models/random_model.h"
 #include "quant/recipe.h"
@@ -80,7 +82,7 @@ TEST_P(EmbedFamily, MatchesTransformers) {
       ASSERT_EQ(got.size(), ref.at("scores").size());
       for (size_t i = 0; i < got.size(); ++i) {
         EXPECT_NEAR(got[i][0], ref["logits"][i].get<float>(), 1e-4f) << "pair " << i;
-        EXPECT_NEAR(1.0f / (1.0f + std::exp(-got[i][0])), ref["scores"][i].get<float>(), 1e-4f) << "pair " << i;
+        EXPECT_NEAR(e.relevance(got[i]), ref["scores"][i].get<float>(), 1e-4f) << "pair " << i;
       }
     }
   }
@@ -110,6 +112,98 @@ TEST_P(EmbedFamily, GgufRoundTrip) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, EmbedFamily,
                          ::testing::Values("embed_bert_cls", "embed_xlmr_mean", "embed_nomic", "embed_modernbert",
                                            "rerank_xlmr"));
+
+// A folder like rerank_xlmr's with another config.json (the weights linked).
+fs::path rerank_with_config(const nlohmann::json& cfg, const std::string& tag) {
+  const fs::path dir = testing::process_temp_dir() / ("rerank_cfg_" + tag);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::create_symlink(fs::absolute(family_dir("rerank_xlmr") + "/hf/model.safetensors"), dir / "model.safetensors");
+  std::ofstream(dir / "config.json") << cfg.dump(2);
+  return dir;
+}
+
+// The relevance score follows sentence-transformers' CrossEncoder activation: the config's
+// sentence_transformers.activation_fn, or the older sbert_ce_default_activation_function
+// (ms-marco cross-encoders: Identity, raw logits), Sigmoid when neither is given.
+TEST(CrossEncoderScore, ActivationFromTheConfig) {
+  REQUIRE_FAMILY("rerank_xlmr");
+  const nlohmann::json ref = family_json(family_dir("rerank_xlmr") + "/ref.json");
+  const std::vector<EmbedInput> inputs = family_inputs(ref);
+  nlohmann::json base = family_json(family_dir("rerank_xlmr") + "/hf/config.json");
+  base.erase("sentence_transformers");
+  const float logit = ref["logits"][0].get<float>();
+  const std::vector<std::pair<nlohmann::json, float>> cases = {
+      {nlohmann::json::object(), 1.0f / (1.0f + std::exp(-logit))},
+      {{{"sentence_transformers", {{"activation_fn", "torch.nn.modules.linear.Identity"}}}}, logit},
+      {{{"sbert_ce_default_activation_function", "torch.nn.modules.linear.Identity"}}, logit},
+      {{{"sentence_transformers", {{"activation_fn", "torch.nn.modules.activation.Tanh"}}}}, std::tanh(logit)},
+      {{{"sentence_transformers", {{"activation_fn", "torch.nn.modules.activation.Sigmoid"}}},
+        {"sbert_ce_default_activation_function", "torch.nn.modules.linear.Identity"}},
+       1.0f / (1.0f + std::exp(-logit))},
+  };
+  int n = 0;
+  for (const auto& [patch, want] : cases) {
+    nlohmann::json cfg = base;
+    cfg.merge_patch(patch);
+    const fs::path dir = rerank_with_config(cfg, std::to_string(n++));
+    Embedder e(Model::load({.path = dir.string()}), {.n_threads = 2});
+    EXPECT_NEAR(e.relevance(e.classify({inputs[0]})[0]), want, 1e-4f) << patch.dump();
+    fs::remove_all(dir);
+  }
+  nlohmann::json bad = base;
+  bad["sentence_transformers"] = {{"activation_fn", "torch.nn.modules.activation.Softsign"}};
+  const fs::path dir = rerank_with_config(bad, "bad");
+  try {
+    Embedder e(Model::load({.path = dir.string()}), {.n_threads = 2});
+    ADD_FAILURE() << "an unknown activation was accepted";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("Softsign"), std::string::npos) << err.what();
+  }
+  fs::remove_all(dir);
+}
+
+// llama.cpp's converter writes BertForSequenceClassification without the pooler (cls.output
+// only, a direct projection of the first token): such a file loads and scores as that
+// projection; brisk's own conversion says the attention is not causal, as llama.cpp's loader needs.
+TEST(CrossEncoderScore, GgufWithoutThePoolerIsADirectProjection) {
+  REQUIRE_FAMILY("rerank_xlmr");
+  const nlohmann::json ref = family_json(family_dir("rerank_xlmr") + "/ref.json");
+  const std::vector<EmbedInput> inputs = family_inputs(ref);
+  const std::string full = (testing::process_temp_dir() / "rerank_full.gguf").string();
+  quantize_gguf({.in = family_dir("rerank_xlmr") + "/hf", .out = full, .recipe = *quant_recipe_from_name("F32"),
+                 .n_threads = 2});
+  const gguf::File f = gguf::File::open(full);
+  ASSERT_TRUE(f.get_bool("bert.attention.causal").has_value());
+  EXPECT_FALSE(*f.get_bool("bert.attention.causal"));
+  gguf::Writer w;
+  for (const auto& [key, value] : f.metadata()) w.set(key, value);
+  const gguf::TensorInfo* out_w = nullptr;
+  const gguf::TensorInfo* out_b = nullptr;
+  for (const auto& t : f.tensors()) {
+    if (t.name == "cls.weight" || t.name == "cls.bias") continue;
+    if (t.name == "cls.output.weight") out_w = &t;
+    if (t.name == "cls.output.bias") out_b = &t;
+    w.add_tensor(t.name, t.type, t.ne, t.data, t.n_bytes);
+  }
+  ASSERT_TRUE(out_w && out_w->type == QuantType::F32 && out_w->ne[1] == 1);
+  const std::string lossy = (testing::process_temp_dir() / "rerank_no_pooler.gguf").string();
+  w.write(lossy);
+  Embedder e(Model::load({.path = lossy}), {.n_threads = 2});
+  ASSERT_EQ(e.n_cls(), 1);
+  const std::vector<std::vector<float>> h = e.hidden(inputs), got = e.classify(inputs);
+  const int64_t d = out_w->ne[0];
+  std::vector<float> wr(static_cast<size_t>(d)), bias(1, 0.0f);
+  std::memcpy(wr.data(), out_w->data, wr.size() * sizeof(float));
+  if (out_b) std::memcpy(bias.data(), out_b->data, sizeof(float));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    double want = bias[0];
+    for (int64_t j = 0; j < d; ++j) want += double(wr[j]) * double(h[i][size_t(j)]);
+    EXPECT_NEAR(got[i][0], float(want), 1e-4f) << "pair " << i;
+  }
+  fs::remove(full);
+  fs::remove(lossy);
+}
 
 // Random-weight rotary encoders (GGUF nomic-bert / modern-bert): inputs of lengths 1..90 packed
 // into one forward equal each alone (ModernBERT's local layers see +-8 positions), and the fast
