@@ -94,7 +94,8 @@ class ModernBert final : public ArchModel {
     const float theta_local = cfg.rope_theta_swa > 0 ? cfg.rope_theta_swa : cfg.rope_theta;
     rope_global_ = rope_table_build({.n_rot = cfg.n_rot, .theta = cfg.rope_theta, .n_ctx_train = cfg.n_ctx_train,
                                      .scaling = cfg.rope_scaling, .neox = true});
-    rope_local_ = rope_table_build({.n_rot = cfg.n_rot, .theta = theta_local, .n_ctx_train = cfg.n_ctx_train, .neox = true});
+    rope_local_ = rope_table_build({.n_rot = cfg.n_rot, .theta = theta_local, .n_ctx_train = cfg.n_ctx_train,
+                                    .scaling = cfg.rope_scaling, .neox = true});  // rope_scaling applies to both kinds
     spec_.n_pos = cfg.n_ctx_train;
     spec_.n_out = d;
     // Per token: the normed input, t, q, k, v, attn [d] and the MLP's two halves [2 n_ff].
@@ -173,7 +174,9 @@ void modern_bert_sanitize(ModelConfig& c) {
   if (c.layer_types.empty() && c.n_layer > 0 && c.n_layer <= 65536)
     for (int il = 0; il < c.n_layer; ++il)
       c.layer_types.push_back(il % c.swa_pattern == 0 || c.local_attention == 0 ? "full_attention" : "sliding_attention");
-  if (c.rope_theta_swa <= 0.0f) c.rope_theta_swa = 10000.0f;  // local_rope_theta's default
+  // A GGUF without rope.freq_base_swa: llama.cpp's loader takes rope.freq_base; config.json:
+  // local_rope_theta's default.
+  if (c.rope_theta_swa <= 0.0f) c.rope_theta_swa = c.from_gguf ? c.rope_theta : 10000.0f;
   c.tie_embeddings = true;  // no LM head
   c.rope_neox = true;
 }
@@ -203,6 +206,8 @@ const ArchEntry& arch_modern_bert() {
       .hf_model_types = {"modernbert"},
       .gguf_names = {"modern-bert"},
       .hf_name_map = &modern_bert_name,
+      // ModernBertConfig
+      .hf_config_defaults = R"({"hidden_activation": "gelu", "norm_eps": 1e-5, "local_attention": 128})",
       .sanitize = &modern_bert_sanitize,
       .build = &modern_bert_build,
       .convert = {.arch = "modern-bert", .check = &modern_bert_check, .keys = &modern_bert_keys, .tokenizer = "gpt2"},

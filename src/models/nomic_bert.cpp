@@ -191,6 +191,10 @@ const ArchEntry& arch_nomic_bert() {
       .hf_model_types = {"nomic_bert"},
       .gguf_names = {"nomic-bert"},
       .hf_name_map = &nomic_bert_name,
+      // NomicBertConfig switches the engine does not run: pre-norm blocks, interleaved (GPT-J)
+      // rotary pairs, xPos, dynamic NTK scaling, the MoE layers of nomic-embed-text-v2-moe.
+      .hf_config_fixed = R"({"prenorm": false, "rotary_emb_interleaved": false, "rotary_emb_scale_base": null,
+          "rotary_scaling_factor": null, "moe_every_n_layers": 0})",
       .sanitize = &nomic_bert_sanitize,
       .build = &nomic_bert_build,
       .convert = {.arch = "nomic-bert", .tokenizer = "bert"},

@@ -50,7 +50,19 @@ const ArchEntry* arch_find_hf_config(const nlohmann::json& config) {
 }
 
 nlohmann::json arch_hf_config_with_defaults(const ArchEntry& entry, const nlohmann::json& config) {
-  if (!entry.hf_config_defaults || !config.is_object()) return config;
+  if (!config.is_object()) return config;
+  if (entry.hf_config_fixed) {
+    const auto text = config.find("text_config");
+    const nlohmann::json fixed = nlohmann::json::parse(entry.hf_config_fixed);
+    for (const auto& [key, want] : fixed.items()) {
+      const nlohmann::json* v = text != config.end() && text->is_object() && text->contains(key) ? &(*text)[key]
+                                : config.contains(key)                                          ? &config[key]
+                                                                                                : nullptr;
+      BRISK_CHECK(!v || *v == want || (want.is_null() && v->is_null()), "config.json: ", key, " = ", v ? v->dump() : "",
+                  " is not supported by the ", entry.name, " architecture (only ", want.dump(), ")");
+    }
+  }
+  if (!entry.hf_config_defaults) return config;
   const nlohmann::json defaults = nlohmann::json::parse(entry.hf_config_defaults);
   nlohmann::json out = config;
   const auto text = out.find("text_config");

@@ -115,6 +115,9 @@ struct ArchEntry {
   // The family's config class defaults, as JSON text: keys a config.json leaves out take these
   // values (transformers' config class fills them in the same way); nullptr: none.
   const char* hf_config_defaults = nullptr;
+  // Keys the engine runs at one value only, as JSON text: a config.json giving another value is
+  // refused naming the key (null: the key must be absent or null); nullptr: none.
+  const char* hf_config_fixed = nullptr;
   // Checkpoint quirks and family defaults applied to the config before finalize().
   void (*sanitize)(ModelConfig& cfg) = nullptr;
   std::unique_ptr<ArchModel> (*build)(const ModelConfig& cfg, WeightStore& ws) = nullptr;
@@ -128,7 +131,8 @@ const ArchEntry* arch_find_hf(const std::vector<std::string>& architectures, con
 const ArchEntry* arch_find_hf_config(const nlohmann::json& config);
 const ArchEntry* arch_find_gguf(const std::string& name);
 // config.json with the entry's hf_config_defaults for the keys it leaves out (put in
-// text_config when it has one, at the top level otherwise).
+// text_config when it has one, at the top level otherwise); throws naming the key where it
+// gives another value to a key of the entry's hf_config_fixed.
 nlohmann::json arch_hf_config_with_defaults(const ArchEntry& entry, const nlohmann::json& config);
 
 // The entries, one per architecture file.

@@ -1,7 +1,8 @@
 // Config class defaults (ArchEntry::hf_config_defaults): a config.json that leaves out the keys
 // whose values are its transformers config class's defaults loads as the whole config does (the
 // same logits, bit for bit), for every fixture of a family that has them; the defaults go into
-// text_config when the config has one; legacy hybrid layer-type names load as the current ones.
+// text_config when the config has one; legacy hybrid layer-type names load as the current ones;
+// keys the engine runs at one value only (ArchEntry::hf_config_fixed) are refused at another.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "formats/json_file.h"
 #include "model_fixtures.h"
 #include "model_harness.h"
@@ -114,6 +116,45 @@ TEST(ConfigDefaults, LegacyHybridLayerTypeNames) {
   EXPECT_TRUE(same_bits(logits_of(a), logits_of(b)));
   fs::remove_all(a);
   fs::remove_all(b);
+}
+
+}  // namespace
+}  // namespace brisk
+
+namespace brisk {
+namespace {
+
+// Switches the engine does not run are refused naming the key (NomicBERT: pre-norm, interleaved
+// rotary, xPos, dynamic NTK, nomic-embed-text-v2-moe's MoE layers); their off values load.
+TEST(ConfigFixedKeys, RefusedNamingTheKey) {
+  const std::string nomic = std::string(BRISK_FIXTURES) + "/models/embed_nomic/hf";
+  if (!fs::exists(nomic + "/config.json")) GTEST_SKIP() << nomic << " is absent";
+  const nlohmann::json cfg = read_json_file(nomic + "/config.json");
+  const fs::path dir = fs::path(::testing::TempDir()) / "brisk_cfg_fixed";
+  auto load_with = [&](const nlohmann::json& patch) {
+    nlohmann::json c = cfg;
+    c.merge_patch(patch);
+    for (const auto& [k, v] : patch.items())
+      if (v.is_null()) c[k] = nullptr;  // merge_patch erases a null: keep it as the config's value
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::create_symlink(nomic + "/model.safetensors", dir / "model.safetensors");
+    std::ofstream(dir / "config.json") << c.dump();
+    return Model::load({.path = dir.string()});
+  };
+  EXPECT_NO_THROW(load_with({{"prenorm", false}, {"rotary_emb_interleaved", false}, {"rotary_scaling_factor", nullptr},
+                             {"moe_every_n_layers", 0}}));
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"prenorm", true}, {"rotary_emb_interleaved", true}, {"rotary_emb_scale_base", 512},
+           {"rotary_scaling_factor", 2.0}, {"moe_every_n_layers", 2}}) {
+    try {
+      load_with({{key, value}});
+      ADD_FAILURE() << key << " = " << value.dump() << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
