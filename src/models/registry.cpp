@@ -1,5 +1,7 @@
 #include "models/registry.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include <nlohmann/json.hpp>
 
@@ -51,6 +53,18 @@ const ArchEntry* arch_find_hf_config(const nlohmann::json& config) {
 
 nlohmann::json arch_hf_config_with_defaults(const ArchEntry& entry, const nlohmann::json& config) {
   if (!config.is_object()) return config;
+  // A head the entry does not name (found by model_type) would be dropped with its weights.
+  if (auto a = config.find("architectures"); a != config.end() && a->is_array())
+    for (const nlohmann::json& name : *a) {
+      if (!name.is_string()) continue;
+      const std::string n = name.get<std::string>();
+      const bool head = n.find("ForSequenceClassification") != std::string::npos ||
+                        n.find("ForTokenClassification") != std::string::npos;
+      BRISK_CHECK(!head || std::find(entry.hf_architectures.begin(), entry.hf_architectures.end(), n) !=
+                               entry.hf_architectures.end(),
+                  "config.json: ", n, " is not supported (its classification head; ", entry.name,
+                  " checkpoints load as ", entry.hf_architectures.empty() ? entry.name : entry.hf_architectures[0], ")");
+    }
   if (entry.hf_config_fixed) {
     const auto text = config.find("text_config");
     const nlohmann::json fixed = nlohmann::json::parse(entry.hf_config_fixed);

@@ -132,7 +132,8 @@ const ArchEntry* arch_find_hf_config(const nlohmann::json& config);
 const ArchEntry* arch_find_gguf(const std::string& name);
 // config.json with the entry's hf_config_defaults for the keys it leaves out (put in
 // text_config when it has one, at the top level otherwise); throws naming the key where it
-// gives another value to a key of the entry's hf_config_fixed.
+// gives another value to a key of the entry's hf_config_fixed, and for a classification head
+// (architectures *ForSequenceClassification / *ForTokenClassification) the entry does not name.
 nlohmann::json arch_hf_config_with_defaults(const ArchEntry& entry, const nlohmann::json& config);
 
 // The entries, one per architecture file.

@@ -157,5 +157,26 @@ TEST(ConfigFixedKeys, RefusedNamingTheKey) {
   fs::remove_all(dir);
 }
 
+// A classification head the architecture does not run (found by model_type) is refused naming
+// the class, not loaded without it.
+TEST(ConfigFixedKeys, UnsupportedClassificationHeadIsRefused) {
+  const std::string mb = std::string(BRISK_FIXTURES) + "/models/embed_modernbert/hf";
+  if (!fs::exists(mb + "/config.json")) GTEST_SKIP() << mb << " is absent";
+  nlohmann::json cfg = read_json_file(mb + "/config.json");
+  cfg["architectures"] = {"ModernBertForSequenceClassification"};
+  const fs::path dir = fs::path(::testing::TempDir()) / "brisk_cfg_head";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::create_symlink(mb + "/model.safetensors", dir / "model.safetensors");
+  std::ofstream(dir / "config.json") << cfg.dump();
+  try {
+    Model::load({.path = dir.string()});
+    ADD_FAILURE() << "loaded without its classification head";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ModernBertForSequenceClassification"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace brisk
