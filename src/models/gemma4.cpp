@@ -42,6 +42,7 @@ void gemma4_sanitize(ModelConfig& cfg) {
               cfg.n_embd_per_layer, " out of range");
   cfg.attn_scale = 1.0f;
   cfg.attn_softcap = 0.0f;  // Gemma 4 never soft-caps attention scores (an attn_logit_softcapping key is ignored)
+  cfg.norm_topk_prob = true;  // its router always renormalizes the chosen experts' weights
   if (cfg.from_gguf) {
     cfg.hidden_act = "gelu_pytorch_tanh";  // GGUF carries no activation key
     if (cfg.head_dim_swa > 0) {            // key_length is the full layers' head size
