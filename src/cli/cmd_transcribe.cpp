@@ -79,7 +79,8 @@ bool parse(const std::vector<std::string>& argv, Args* out) {
          "force this decoder prefix (comma-separated ids) and print the -n tokens that follow (plain logits)");
   p.flag({"--show-ids"}, &a.show_ids, "print the token ids");
   p.text({"--dump-logits"}, &a.dump_logits, "FILE", "with --prompt-ids: the logits at the prefix's last position (float32)");
-  p.text({"--dump-mel"}, &a.dump_mel, "FILE", "the first window's log-mel features (float32, [n_mels, 3000])");
+  p.text({"--dump-mel"}, &a.dump_mel, "FILE",
+         "the first window's log-mel features (float32, [3000 frames, n_mels], frame-major)");
   p.section("Model and machine");
   p.text({"--quant"}, &a.quant, "Q", "quantize safetensors weights at load: q8_0 | q4_0 | q4_k | f16 | bf16");
   p.text({"--kv-type"}, &a.kv_type, "T", "decoder KV cache type: f16 | bf16 | f32 (default f16)");

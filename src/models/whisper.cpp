@@ -141,7 +141,6 @@ class Whisper final : public ArchModel {
     }
     out_norm_ = layer_norm_load(ws, "output_norm.", d);
     output_ = model_output_weight(cfg, ws);
-    embd_scale_ = cfg.scale_embedding ? std::sqrt(float(d)) : 1.0f;
 
     const int64_t n_frames = 2 * int64_t(cfg.n_enc_ctx), n_pos = cfg.n_enc_ctx;
     spec_ = {.n_frames = int32_t(n_frames), .n_features = cfg.n_mels, .n_pos = cfg.n_enc_ctx,
@@ -210,7 +209,8 @@ class Whisper final : public ArchModel {
     const BlockContext c{.backend = f.backend, .tap = f.tap};
     Backend& be = f.backend;
     const Mat x = f.mat(f.arena.x, cfg.n_embd), h = f.mat(f.arena.h, cfg.n_embd), t = f.mat(f.arena.t, cfg.n_embd);
-    be.embedding({.out = x, .table = tok_embd_, .ids = f.batch.ids, .scale = embd_scale_});
+    // No scale_embedding factor: transformers computes it but never applies it.
+    be.embedding({.out = x, .table = tok_embd_, .ids = f.batch.ids});
     be.embedding({.out = h, .table = dec_pos_, .ids = f.batch.pos});
     be.add({.out = x, .a = x, .b = h});
     f.tap_tensor("inp_embd", -1, x);
@@ -255,7 +255,6 @@ class Whisper final : public ArchModel {
   NormWeights enc_out_norm_;        // [d]
   Weight tok_embd_;                 // [n_vocab, d]
   Weight dec_pos_;                  // [n_dec_ctx, d]
-  float embd_scale_ = 1.0f;
   std::vector<DecLayer> dec_;
   NormWeights out_norm_;            // [d]
   Weight output_;                   // [n_vocab, d]

@@ -169,16 +169,15 @@ bool Embedder::yes_no_detected(const Model& model) {
   if (lm->folder_.empty() || embed_hf_class(*lm).find("ForCausalLM") == std::string::npos) return false;
   std::filesystem::path dir = std::filesystem::path(lm->folder_).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path();
-  std::string hint = embed_lower(dir.filename().string());
+  std::vector<std::string> names = {dir.filename().string()};
   // The Hub cache's layout: models--ORG--NAME/snapshots/REVISION.
-  if (dir.parent_path().filename() == "snapshots") {
-    const std::string repo = embed_lower(dir.parent_path().parent_path().filename().string());
-    hint.append(1, ' ').append(repo);
-  }
+  if (dir.parent_path().filename() == "snapshots") names.push_back(dir.parent_path().parent_path().filename().string());
   if (lm->config_json_.is_object() && lm->config_json_.contains("_name_or_path") &&
       lm->config_json_["_name_or_path"].is_string())
-    hint += " " + embed_lower(lm->config_json_["_name_or_path"].get<std::string>());
-  return hint.find("reranker") != std::string::npos;
+    names.push_back(lm->config_json_["_name_or_path"].get<std::string>());
+  for (const std::string& name : names)
+    if (embed_lower(name).find("reranker") != std::string::npos) return true;
+  return false;
 }
 
 bool Embedder::supports(const Model& model, YesNoMode yes_no) {

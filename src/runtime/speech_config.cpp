@@ -145,6 +145,19 @@ SpeechConfig speech_config_from_hf(const nlohmann::json& config, const nlohmann:
       c.alignment_heads.emplace_back(h[0].get<int32_t>(), h[1].get<int32_t>());
     }
   }
+  const int32_t dec_layers = json_int(config, "decoder_layers", 0), dec_heads = json_int(config, "decoder_attention_heads", 0);
+  if (c.alignment_heads.empty()) {
+    c.word_timestamps_unavailable = "the model's generation_config.json has no alignment_heads";
+  } else if (dec_layers > 0 && dec_heads > 0) {
+    for (const auto& [layer, head] : c.alignment_heads)
+      if (layer < 0 || layer >= dec_layers || head < 0 || head >= dec_heads) {
+        c.word_timestamps_unavailable = "generation_config.json's alignment_heads name (layer " + std::to_string(layer) +
+                                        ", head " + std::to_string(head) + "), outside the model's " +
+                                        std::to_string(dec_layers) + " decoder layers x " + std::to_string(dec_heads) +
+                                        " heads";
+        break;
+      }
+  }
   c.max_initial_timestamp_index = json_int(gen, "max_initial_timestamp_index", -1);
   c.median_filter_width = json_int(config, "median_filter_width", 7);
   BRISK_CHECK(c.median_filter_width >= 1 && c.median_filter_width % 2 == 1 && c.median_filter_width <= 101,

@@ -43,6 +43,10 @@ struct SpeechConfig {
   std::vector<int32_t> suppress{};        // never generated
   std::vector<int32_t> begin_suppress{};  // not as the first generated token
   std::vector<std::pair<int32_t, int32_t>> alignment_heads{};  // (decoder layer, head)
+  // Why word timestamps are unavailable ("" when alignment_heads can be used): no alignment_heads
+  // in generation_config.json, or heads outside the decoder (a distilled model with its
+  // teacher's heads).
+  std::string word_timestamps_unavailable{};
   int32_t max_initial_timestamp_index = -1;  // -1: no limit on the first timestamp
   int32_t median_filter_width = 7;
   int32_t n_text_ctx = 448;       // max_target_positions

@@ -194,10 +194,16 @@ Transcript Transcriber::run(const media::LogMel& mel, const RunInput& in, const 
   std::optional<SpeechLanguage> lang;
   if (!o.language.empty()) {
     lang = c.find_language(o.language);
-    BRISK_CHECK(lang.has_value() || (!c.multilingual && (o.language == "en" || o.language == "english")),
-                "unsupported language '", o.language, "'",
+    // An English-only model transcribes English (transformers refuses any language for it;
+    // English itself is accepted here).
+    if (!c.multilingual)
+      BRISK_CHECK(o.language == "en" || o.language == "english", "this model is English-only (language '",
+                  o.language, "' given)");
+    BRISK_CHECK(lang.has_value() || !c.multilingual, "unsupported language '", o.language, "'",
                 c.languages.empty() ? " (this model has no language tokens)" : " (give an ISO-639-1 code such as 'en')");
   }
+  BRISK_CHECK(!o.word_timestamps || c.word_timestamps_unavailable.empty(), "word timestamps are not available: ",
+              c.word_timestamps_unavailable);
   if (o.task == "translate")
     BRISK_CHECK(c.multilingual && c.translate >= 0, "this model cannot translate (it has no <|translate|> token)");
   const int64_t n_frames = im.shape.n_frames, max_frames = in.max_frames;
@@ -312,10 +318,13 @@ Transcript Transcriber::run(const media::LogMel& mel, const RunInput& in, const 
       seg.compression_ratio = ratio;
       seg.no_speech_prob = res.no_speech_prob;
       if (seg.tokens.empty()) continue;
-      history.insert(history.end(), seg.tokens.begin(), seg.tokens.end());
+      // A segment that ends with a timestamp pair prompts later windows without its last
+      // timestamp (transformers' _prepare_decoder_input_ids, as openai-whisper).
+      const bool pair_end = seg.tokens.size() > 2 && c.has_timestamps() && seg.tokens[seg.tokens.size() - 2] >= c.timestamp_begin;
+      history.insert(history.end(), seg.tokens.begin(), seg.tokens.end() - (pair_end ? 1 : 0));
       tr.segments.push_back(std::move(seg));
     }
-    if (o.word_timestamps && im.tok && !c.alignment_heads.empty()) {
+    if (o.word_timestamps && im.tok) {
       // One decoder pass over the window's text for the alignment heads' cross-attention.
       std::vector<int32_t> text, owner;  // text tokens and the segment each belongs to
       for (size_t si = first_new; si < tr.segments.size(); ++si)

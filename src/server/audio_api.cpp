@@ -44,6 +44,11 @@ void transcribe_route(ServerState& st, const httplib::Request& req, httplib::Res
   auto job = std::make_shared<Job>();
   job->model = st.registry->get_speech(r.model);
   Transcriber& tr = *job->model->speech;
+  if (!r.language.empty() && !tr.config().multilingual && r.language != "en" && r.language != "english")
+    bad_request("language", str_cat("the model is English-only (language '", r.language.substr(0, 64), "' given)"));
+  if (r.words && !tr.config().word_timestamps_unavailable.empty())
+    bad_request("timestamp_granularities", str_cat("word timestamps are not available: ",
+                                                   tr.config().word_timestamps_unavailable));
   if (!r.language.empty() && !tr.config().find_language(r.language) && tr.config().multilingual)
     bad_request("language", str_cat("unsupported language '", r.language.substr(0, 64), "' (",
                                     tr.config().languages.empty() ? "the model has no language tokens"

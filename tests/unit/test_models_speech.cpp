@@ -306,3 +306,60 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(WhisperOwnFixture);
 
 }  // namespace
 }  // namespace brisk
+
+namespace brisk {
+namespace {
+
+// A copy of an own Whisper fixture's folder with its generation_config.json patched.
+std::filesystem::path whisper_patched(const std::string& fixture, const nlohmann::json& patch, const std::string& tag) {
+  namespace fs = std::filesystem;
+  const fs::path src = fs::path(BRISK_FIXTURES) / "models" / fixture / "hf";
+  const fs::path dir = fs::path(::testing::TempDir()) / ("brisk_whisper_" + tag);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& f : fs::directory_iterator(src))
+    if (f.path().filename() != "generation_config.json") fs::create_symlink(fs::absolute(f.path()), dir / f.path().filename());
+  nlohmann::json gen = speech_read_json((src / "generation_config.json").string());
+  gen.merge_patch(patch);
+  std::ofstream(dir / "generation_config.json") << gen.dump();
+  return dir;
+}
+
+// An English-only model refuses another language (transformers refuses any; English is taken
+// here); word timestamps without usable alignment heads (none in generation_config.json, or
+// heads past the decoder's layers, as a distilled model keeping its teacher's) are refused
+// before any decoding, naming why.
+TEST(WhisperOptions, EnglishOnlyAndWordTimestampsAreCheckedUpFront) {
+  const std::string fixture = "whisper_80bin";
+  if (!std::filesystem::exists(std::string(BRISK_FIXTURES) + "/models/" + fixture + "/hf/config.json"))
+    GTEST_SKIP() << fixture << " is absent";
+  const std::vector<float> samples(16000, 0.0f);
+  auto expect_error = [&](Transcriber& tr, const TranscribeOptions& o, const std::string& needle) {
+    try {
+      tr.transcribe(samples, o);
+      ADD_FAILURE() << "accepted; expected an error naming '" << needle << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  {
+    const auto dir = whisper_patched(fixture, {{"is_multilingual", false}}, "en_only");
+    Transcriber tr(Model::load({.path = dir.string()}), {.n_threads = 2});
+    expect_error(tr, {.language = "de", .temperatures = {0.0f}, .max_new_tokens = 2}, "English-only");
+    EXPECT_NO_THROW(tr.transcribe(samples, {.language = "en", .temperatures = {0.0f}, .max_new_tokens = 2}));
+    std::filesystem::remove_all(dir);
+  }
+  for (const auto& [patch, needle] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {{{"alignment_heads", nullptr}}, "no alignment_heads"}, {{{"alignment_heads", {{7, 0}}}}, "layer 7"}}) {
+    const auto dir = whisper_patched(fixture, patch, "heads");
+    Transcriber tr(Model::load({.path = dir.string()}), {.n_threads = 2});
+    EXPECT_FALSE(tr.config().word_timestamps_unavailable.empty());
+    expect_error(tr, {.language = "en", .word_timestamps = true, .temperatures = {0.0f}, .max_new_tokens = 2}, needle);
+    std::filesystem::remove_all(dir);
+  }
+  Transcriber tr(Model::load({.path = std::string(BRISK_FIXTURES) + "/models/" + fixture + "/hf"}), {.n_threads = 2});
+  EXPECT_TRUE(tr.config().word_timestamps_unavailable.empty());
+}
+
+}  // namespace
+}  // namespace brisk
