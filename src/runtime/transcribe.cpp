@@ -320,7 +320,8 @@ Transcript Transcriber::run(const media::LogMel& mel, const RunInput& in, const 
       if (seg.tokens.empty()) continue;
       // A segment that ends with a timestamp pair prompts later windows without its last
       // timestamp (transformers' _prepare_decoder_input_ids, as openai-whisper).
-      const bool pair_end = seg.tokens.size() > 2 && c.has_timestamps() && seg.tokens[seg.tokens.size() - 2] >= c.timestamp_begin;
+      const bool pair_end =
+          seg.tokens.size() > 2 && c.has_timestamps() && seg.tokens[seg.tokens.size() - 2] >= c.timestamp_begin;
       history.insert(history.end(), seg.tokens.begin(), seg.tokens.end() - (pair_end ? 1 : 0));
       tr.segments.push_back(std::move(seg));
     }
