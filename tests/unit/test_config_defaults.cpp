@@ -22,14 +22,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A folder with the fixture's weights and the given config.json.
-fs::path with_config(const std::string& fixture, const nlohmann::json& cfg, const std::string& tag) {
+// A folder with the weights of the Hugging Face folder `hf` and the given config.json.
+fs::path folder_with_config(const std::string& hf, const nlohmann::json& cfg, const std::string& tag) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("brisk_cfg_defaults_" + tag);
   fs::remove_all(dir);
   fs::create_directories(dir);
-  fs::create_symlink(model_dir(fixture) + "/hf/model.safetensors", dir / "model.safetensors");
+  fs::create_symlink(fs::absolute(hf + "/model.safetensors"), dir / "model.safetensors");
   std::ofstream(dir / "config.json") << cfg.dump(2);
   return dir;
+}
+
+// The same for a shared fixture (model_dir(fixture)/hf).
+fs::path with_config(const std::string& fixture, const nlohmann::json& cfg, const std::string& tag) {
+  return folder_with_config(model_dir(fixture) + "/hf", cfg, tag);
 }
 
 std::vector<float> logits_of(const fs::path& dir) {
@@ -118,11 +123,7 @@ TEST(ConfigDefaults, LegacyHybridLayerTypeNames) {
   fs::remove_all(b);
 }
 
-}  // namespace
-}  // namespace brisk
 
-namespace brisk {
-namespace {
 
 // Switches the engine does not run are refused naming the key (NomicBERT: pre-norm, interleaved
 // rotary, xPos, dynamic NTK, nomic-embed-text-v2-moe's MoE layers); their off values load.
@@ -130,16 +131,13 @@ TEST(ConfigFixedKeys, RefusedNamingTheKey) {
   const std::string nomic = std::string(BRISK_FIXTURES) + "/models/embed_nomic/hf";
   if (!fs::exists(nomic + "/config.json")) GTEST_SKIP() << nomic << " is absent";
   const nlohmann::json cfg = read_json_file(nomic + "/config.json");
-  const fs::path dir = fs::path(::testing::TempDir()) / "brisk_cfg_fixed";
+  fs::path dir;
   auto load_with = [&](const nlohmann::json& patch) {
     nlohmann::json c = cfg;
     c.merge_patch(patch);
     for (const auto& [k, v] : patch.items())
       if (v.is_null()) c[k] = nullptr;  // merge_patch erases a null: keep it as the config's value
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    fs::create_symlink(nomic + "/model.safetensors", dir / "model.safetensors");
-    std::ofstream(dir / "config.json") << c.dump();
+    dir = folder_with_config(nomic, c, "fixed");
     return Model::load({.path = dir.string()});
   };
   EXPECT_NO_THROW(load_with({{"prenorm", false}, {"rotary_emb_interleaved", false}, {"rotary_scaling_factor", nullptr},
@@ -164,11 +162,7 @@ TEST(ConfigFixedKeys, UnsupportedClassificationHeadIsRefused) {
   if (!fs::exists(mb + "/config.json")) GTEST_SKIP() << mb << " is absent";
   nlohmann::json cfg = read_json_file(mb + "/config.json");
   cfg["architectures"] = {"ModernBertForSequenceClassification"};
-  const fs::path dir = fs::path(::testing::TempDir()) / "brisk_cfg_head";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  fs::create_symlink(mb + "/model.safetensors", dir / "model.safetensors");
-  std::ofstream(dir / "config.json") << cfg.dump();
+  const fs::path dir = folder_with_config(mb, cfg, "head");
   try {
     Model::load({.path = dir.string()});
     ADD_FAILURE() << "loaded without its classification head";

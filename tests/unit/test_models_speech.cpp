@@ -304,11 +304,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, WhisperOwnFixture, ::testing::ValuesIn(whispe
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(WhisperOwnFixture);
 
-}  // namespace
-}  // namespace brisk
 
-namespace brisk {
-namespace {
 
 // A copy of an own Whisper fixture's folder with its generation_config.json patched.
 std::filesystem::path whisper_patched(const std::string& fixture, const nlohmann::json& patch, const std::string& tag) {
