@@ -143,6 +143,10 @@ PoolingConfig pooling_config_from_folder(const std::string& dir_s, int32_t n_emb
                   sb_cfg.string(), ": max_seq_length must be a positive integer");
       c.max_seq_length = it->get<int32_t>();
     }
+    if (auto it = j.find("do_lower_case"); j.is_object() && it != j.end() && !it->is_null()) {
+      BRISK_CHECK(it->is_boolean(), sb_cfg.string(), ": do_lower_case must be true or false");
+      c.lower_case = it->get<bool>();
+    }
   }
   return c;
 }

@@ -29,6 +29,7 @@ struct PoolingConfig {
   std::map<std::string, std::string> prompts{};  // name -> text put before the input
   std::string default_prompt{};   // default_prompt_name ("" none)
   int32_t max_seq_length = 0;     // 0: the model's positions
+  bool lower_case = false;        // sentence_bert_config.json do_lower_case: texts lowercased first
   std::string source = "default"; // where the settings came from (for `brisk embed --verbose`, errors)
 };
 

@@ -9,6 +9,7 @@
 #include "core/flags.h"
 #include "quant/format.h"
 #include "runtime/loaded_model.h"
+#include "text/unicode.h"
 
 namespace brisk {
 
@@ -338,7 +339,9 @@ std::vector<int32_t> Embedder::tokenize(const std::string& text) const {
   const Tokenizer* tok = model_->tokenizer();
   BRISK_CHECK(tok, "the model has no tokenizer (tokenizer.json in its folder, or tokenizer.ggml.* in its GGUF): "
               "give token ids instead of text");
-  return tok->encode(text, EncodeOptions{.add_special = true, .parse_special = false});
+  // sentence-transformers lowercases the whole text (prompt included) before tokenizing.
+  return tok->encode(pooling_.lower_case ? brisk::text::unicode_lowercase(text) : text,
+                     EncodeOptions{.add_special = true, .parse_special = false});
 }
 
 EmbedInput Embedder::pair(const std::vector<int32_t>& a, const std::vector<int32_t>& b) const {

@@ -89,8 +89,9 @@ class Embedder {
   int32_t max_tokens() const;     // longest input (positions of the model, max_seq_length)
   int32_t vocab_size() const;
 
-  // Ids of a text with the tokenizer's special tokens (e.g. [CLS] ... [SEP]); throws naming the
-  // missing tokenizer when the model folder has none.
+  // Ids of a text with the tokenizer's special tokens (e.g. [CLS] ... [SEP]), lowercased first
+  // when sentence_bert_config.json sets do_lower_case; throws naming the missing tokenizer when
+  // the model folder has none.
   std::vector<int32_t> tokenize(const std::string& text) const;
   // A cross-encoder's pair input: query then document, separated as the tokenizer's pair
   // template does (BERT: [CLS] a [SEP] b [SEP], types 1 on b; RoBERTa: <s> a </s></s> b </s>).

@@ -76,6 +76,35 @@ TEST(ModelsEmbed, BertMatchesTransformers) {
   }
 }
 
+// sentence_bert_config.json's do_lower_case: the text (prompt included) is lowercased before a
+// case-sensitive tokenizer sees it, as sentence-transformers' Transformer module does.
+TEST(ModelsEmbed, SentenceBertLowerCase) {
+  REQUIRE_MODEL("wave2/bert_embed");
+  namespace fs = std::filesystem;
+  const std::string src = model_dir("wave2/bert_embed") + "/hf";
+  const fs::path dir = fs::temp_directory_path() / ("brisk_st_lower_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(fs::path(src) / f, dir / f);
+  // A case-sensitive WordPiece vocabulary (no normalizer): "Hello" and "hello" differ.
+  std::ofstream(dir / "tokenizer.json") << R"({"version":"1.0","truncation":null,"padding":null,
+    "added_tokens":[{"id":0,"content":"[UNK]","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}],
+    "normalizer":null,"pre_tokenizer":{"type":"Whitespace"},"post_processor":null,"decoder":null,
+    "model":{"type":"WordPiece","unk_token":"[UNK]","continuing_subword_prefix":"##","max_input_chars_per_word":100,
+             "vocab":{"[UNK]":0,"hello":1,"Hello":2,"world":3,"World":4,"\u00e9t\u00e9":5,"\u00c9t\u00c9":6}}})";
+  auto ids = [&](const char* lower_case, const std::string& text) {
+    std::ofstream(dir / "sentence_bert_config.json") << R"({"max_seq_length":20,"do_lower_case":)" << lower_case << "}";
+    Embedder e(Model::load({.path = dir.string()}), {.n_threads = 1});
+    EXPECT_EQ(e.pooling().lower_case, std::string(lower_case) == "true");
+    return e.tokenize(text);
+  };
+  EXPECT_EQ(ids("false", "Hello World \u00c9t\u00c9"), (std::vector<int32_t>{2, 4, 6}));
+  EXPECT_EQ(ids("true", "Hello World \u00c9t\u00c9"), (std::vector<int32_t>{1, 3, 5}));
+  std::ofstream(dir / "sentence_bert_config.json") << R"({"do_lower_case":"yes"})";
+  EXPECT_THROW(Embedder(Model::load({.path = dir.string()}), {.n_threads = 1}), Error);
+  fs::remove_all(dir);
+}
+
 // A sentence-transformers folder: the fixture's files beside modules.json, a Pooling config, a
 // Dense layer and Normalize; the vector is the pipeline's.
 TEST(ModelsEmbed, SentenceTransformersFolder) {
