@@ -103,6 +103,7 @@ const KeyRow kKeyTable[] = {
     {&ModelConfig::pad_token_id, "pad_token_id", ""},
     {&ModelConfig::position_embedding_type, "position_embedding_type", ""},
     {&ModelConfig::pooling_type, "", "{arch}.pooling_type"},
+    {&ModelConfig::cls_labels, "", "{arch}.classifier.output_labels"},
     {&ModelConfig::local_attention, "local_attention", ""},
     {&ModelConfig::hidden_activation, "", "{arch}.hidden_activation"},
     {&RopeScaling::type,
@@ -247,7 +248,7 @@ void assign_gguf(ModelConfig& c, const KeyRow& row, const gguf::File& f, const s
             target.push_back(b ? int32_t(*b) : int32_t(*i));
           }
         } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-          fail("GGUF key '", key, "': string arrays are not read into the model config");
+          target = f.get_string_array(key);  // (another type: an error naming the key)
         } else if constexpr (std::is_same_v<T, std::string>) {
           auto s = f.get_string(key);
           BRISK_CHECK(s.has_value(), "GGUF key '", key, "' must be a string");

@@ -117,6 +117,7 @@ struct ModelConfig {
   std::string position_embedding_type;  // "absolute" (the only kind the BERT family here has)
   int32_t pooling_type = -1;     // GGUF {arch}.pooling_type (llama.cpp: 0 none, 1 mean, 2 cls, 3 last, 4 rank)
   int32_t n_cls_out = 0;         // classification head outputs (num_labels; GGUF: the cls.output rows)
+  std::vector<std::string> cls_labels;  // GGUF {arch}.classifier.output_labels: the head's rows' names
   int32_t local_attention = 0;   // ModernBERT: width of the local layers' window (keys within +-local_attention / 2)
   std::string hidden_activation; // GGUF {arch}.hidden_activation: the gated MLP's activation where written
 

@@ -238,11 +238,27 @@ void Embedder::init_decoder(const EmbedderOptions& options) {
     std::vector<float> yes, no;
     const StoredTensor* cls = ws.find("cls.output.weight");
     if (cls && options.yes_id < 0 && options.no_id < 0) {
-      // llama.cpp's conversion: the two rows of the head, "yes" then "no" (classifier.output_labels).
-      BRISK_CHECK(cls->ne.size() == 2 && cls->ne[0] == cfg.n_embd && cls->ne[1] == 2, what,
-                  ": cls.output.weight must be [2, ", cfg.n_embd, "] (the yes and no rows of the LM head)");
-      yes = embed_tensor_row(*cls, 0, what);
-      no = embed_tensor_row(*cls, 1, what);
+      // llama.cpp's conversion: rows of the LM head named by classifier.output_labels ("yes" then
+      // "no"; without the labels, that order).
+      const std::vector<std::string>& labels = cfg.cls_labels;
+      std::string names;
+      for (const std::string& l : labels) {
+        if (!names.empty()) names += ", ";
+        names += l;
+      }
+      const int64_t n_rows = labels.empty() ? 2 : int64_t(labels.size());
+      BRISK_CHECK(cls->ne.size() == 2 && cls->ne[0] == cfg.n_embd && cls->ne[1] == n_rows, what,
+                  ": cls.output.weight must be [", n_rows, ", ", cfg.n_embd, "] (the LM head's rows of ",
+                  labels.empty() ? std::string("yes and no") : names, ")");
+      auto row_of = [&](const char* label, int64_t fallback) {
+        if (labels.empty()) return fallback;
+        const auto it = std::find(labels.begin(), labels.end(), label);
+        BRISK_CHECK(it != labels.end(), what, ": classifier.output_labels (", names, ") has no \"",
+                    label, "\"");
+        return int64_t(it - labels.begin());
+      };
+      yes = embed_tensor_row(*cls, row_of("yes", 0), what);
+      no = embed_tensor_row(*cls, row_of("no", 1), what);
     } else {
       const int32_t yes_id = options.yes_id >= 0 ? options.yes_id : tok ? tok->token_id("yes") : -1;
       const int32_t no_id = options.no_id >= 0 ? options.no_id : tok ? tok->token_id("no") : -1;

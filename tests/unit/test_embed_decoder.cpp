@@ -283,31 +283,48 @@ TEST(EmbedDecoder, YesNoScoreIsTheLogitDifference) {
     ctx->decode(batch);
     EXPECT_NEAR(s[i][0], ctx->logits(0)[yes] - ctx->logits(0)[no], 1e-4f) << "input " << i;
   }
-  // llama.cpp's reranker layout: output.weight replaced by its yes and no rows, pooling_type 4.
+  // llama.cpp's reranker layout: output.weight replaced by its yes and no rows, pooling_type 4,
+  // the rows named by classifier.output_labels (in either order).
   const gguf::File src = gguf::File::parse(random_model_gguf(p));
-  gguf::Writer w;
-  for (const auto& [key, value] : src.metadata()) w.set(key, value);
-  w.set("qwen3.pooling_type", gguf::Value::from_u32(4));
-  w.set("qwen3.classifier.output_labels", gguf::Value::from_strings({"yes", "no"}));
-  std::vector<float> head_rows;
-  for (const gguf::TensorInfo& t : src.tensors()) {
-    if (t.name != "output.weight") {
-      w.add_tensor(t.name, t.type, t.ne, t.data, t.n_bytes);
-      continue;
+  auto reranker_gguf = [&](const std::vector<std::string>& labels, const std::vector<int32_t>& row_ids) {
+    gguf::Writer w;
+    for (const auto& [key, value] : src.metadata()) w.set(key, value);
+    w.set("qwen3.pooling_type", gguf::Value::from_u32(4));
+    w.set("qwen3.classifier.output_labels", gguf::Value::from_strings(labels));
+    std::vector<float> head_rows;
+    for (const gguf::TensorInfo& t : src.tensors()) {
+      if (t.name != "output.weight") {
+        w.add_tensor(t.name, t.type, t.ne, t.data, t.n_bytes);
+        continue;
+      }
+      EXPECT_EQ(t.type, QuantType::F32);
+      const float* rows = reinterpret_cast<const float*>(t.data);
+      for (int32_t id : row_ids)
+        head_rows.insert(head_rows.end(), rows + int64_t(id) * p.n_embd, rows + int64_t(id + 1) * p.n_embd);
     }
-    ASSERT_EQ(t.type, QuantType::F32);
-    const float* rows = reinterpret_cast<const float*>(t.data);
-    for (int32_t id : {yes, no}) head_rows.insert(head_rows.end(), rows + int64_t(id) * p.n_embd, rows + int64_t(id + 1) * p.n_embd);
+    w.add_tensor("cls.output.weight", QuantType::F32, {uint64_t(p.n_embd), uint64_t(row_ids.size())}, head_rows.data(),
+                 head_rows.size() * 4);
+    return model_load_gguf_bytes(w.write_to_memory("reranker.gguf"));
+  };
+  for (const bool swapped : {false, true}) {
+    auto reranker = swapped ? reranker_gguf({"no", "yes"}, {no, yes}) : reranker_gguf({"yes", "no"}, {yes, no});
+    EXPECT_TRUE(Embedder::yes_no_detected(*reranker));
+    ASSERT_TRUE(Embedder::supports(*reranker));
+    Embedder r(reranker, {.n_threads = 2});
+    ASSERT_TRUE(r.yes_no());
+    const std::vector<std::vector<float>> s2 = r.classify(inputs);
+    for (size_t i = 0; i < inputs.size(); ++i) EXPECT_NEAR(s2[i][0], s[i][0], 1e-5f) << "input " << i << " swapped " << swapped;
   }
-  ASSERT_EQ(head_rows.size(), size_t(2 * p.n_embd));
-  w.add_tensor("cls.output.weight", QuantType::F32, {uint64_t(p.n_embd), 2}, head_rows.data(), head_rows.size() * 4);
-  auto reranker = model_load_gguf_bytes(w.write_to_memory("reranker.gguf"));
-  EXPECT_TRUE(Embedder::yes_no_detected(*reranker));
-  ASSERT_TRUE(Embedder::supports(*reranker));
-  Embedder r(reranker, {.n_threads = 2});
-  ASSERT_TRUE(r.yes_no());
-  const std::vector<std::vector<float>> s2 = r.classify(inputs);
-  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_NEAR(s2[i][0], s[i][0], 1e-5f) << "input " << i;
+  // Labels without "yes", or fewer rows than labels: errors naming the labels.
+  for (const auto& [labels, rows] : {std::pair<std::vector<std::string>, std::vector<int32_t>>{{"true", "false"}, {yes, no}},
+                                     {{"yes", "no", "maybe"}, {yes, no}}}) {
+    try {
+      Embedder r(reranker_gguf(labels, rows), {.n_threads = 2});
+      ADD_FAILURE() << "labels " << labels[0] << " accepted";
+    } catch (const Error& err) {
+      EXPECT_NE(std::string(err.what()).find(labels[0]), std::string::npos) << err.what();
+    }
+  }
 }
 
 TEST(EmbedDecoder, RefusesWhatIsNotAnEmbeddingModel) {
