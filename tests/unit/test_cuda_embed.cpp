@@ -193,15 +193,17 @@ TEST(CudaEmbed, EncoderEpiloguesMatchSeparateLaunches) {
       for (int32_t t = 0; t < len; ++t) in.ids.push_back(int32_t(rng() % uint32_t(p.n_vocab)));
       inputs.push_back(std::move(in));
     }
-    auto run = [&](const char* fuse_off, const char* tc_off) {
+    auto run = [&](const char* fuse_off, const char* tc_off, const char* vec4_off = "0") {
       ScopedEnv f("BRISK_NO_CUDA_ENCODER_FUSE", fuse_off);
       ScopedEnv t("BRISK_NO_CUDA_DENSE_ATTENTION_TC", tc_off);
+      ScopedEnv v("BRISK_NO_CUDA_VEC4_ACT", vec4_off);
       Embedder gpu(model, {.device = "cuda", .n_threads = 2});
       return gpu.hidden(inputs);
     };
-    const auto fused = run("0", "0"), apart = run("1", "0"), fp32 = run("0", "1");
+    const auto fused = run("0", "0"), apart = run("1", "0"), fp32 = run("0", "1"), scalar_act = run("0", "0", "1");
     for (size_t i = 0; i < inputs.size(); ++i) {
       EXPECT_EQ(fused[i], apart[i]) << shape << " input " << i;
+      EXPECT_EQ(fused[i], scalar_act[i]) << shape << " input " << i << " (activation one element per thread)";
       // The attentions differ by ~1e-5; the next GEMM's BF16 rounding of its input turns that
       // into whole BF16 steps where a value sits near a rounding boundary: 2^-8 of the value's
       // magnitude each, a few of them over the layers.

@@ -145,6 +145,55 @@ TEST(CudaGemmChunks, WeightLargerThanScratch) {
              "Q8_0 [12x8192] x [8200]");
 }
 
+// matmuls() of three BF16 weights of one shape on one input (an encoder's q / k / v): one batched
+// cuBLAS launch; each output within the GEMM's rounding of the double product, strided outputs'
+// padding untouched, and close to the matmuls one by one (BRISK_NO_CUDA_GEMM_BATCH).
+TEST(CudaGemmBatch, QkvOfOneShapeMatchTheProduct) {
+  auto be = cuda_or_null();
+  if (!be) GTEST_SKIP() << "no CUDA device";
+  if (!cuda_has_gemm(*be)) GTEST_SKIP() << "no tensor-core GEMM in this build";
+  const int64_t n_tok = 77, n_in = 256, n_out = 96, xs = n_in, os = 3 * n_out + 4;
+  std::vector<HostWeight> w;
+  for (uint32_t i = 0; i < 3; ++i) w.push_back(make_weight(QuantType::BF16, n_out, n_in, n_out, 40 + i));
+  const std::vector<float> x = randn(size_t(n_tok * xs), 23);
+  auto* dx = static_cast<float*>(be->alloc(sizeof(float) * x.size()));
+  auto* dout = static_cast<float*>(be->alloc(sizeof(float) * size_t(n_tok * os)));
+  be->copy(dx, x.data(), sizeof(float) * x.size());
+  auto run = [&](const char* batch_off) {
+    ScopedEnv env("BRISK_NO_CUDA_GEMM_BATCH", batch_off);
+    const std::vector<float> sentinel(size_t(n_tok * os), 7.0f);
+    be->copy(dout, sentinel.data(), sizeof(float) * sentinel.size());
+    std::vector<MatmulArgs> list;
+    for (int64_t i = 0; i < 3; ++i)
+      list.push_back({.out = Mat{.data = dout + i * n_out, .rows = n_tok, .cols = n_out, .stride = os},
+                      .x = Mat{.data = dx, .rows = n_tok, .cols = n_in}, .w = w[size_t(i)].w});
+    be->matmuls(list.data(), 3);
+    std::vector<float> got(sentinel.size());
+    be->copy(got.data(), dout, sizeof(float) * got.size());
+    return got;
+  };
+  const std::vector<float> batched = run("0"), apart = run("1");
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t c = 3 * n_out; c < os; ++c) ASSERT_EQ(batched[size_t(t * os + c)], 7.0f) << "padding written";
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t r = 0; r < n_out; ++r) {
+        const float* wr = w[size_t(i)].row(r);
+        double want = 0.0, mag = 0.0;
+        for (int64_t k = 0; k < n_in; ++k) {
+          const double p = double(wr[k]) * double(x[size_t(t * xs + k)]);
+          want += p;
+          mag += std::fabs(p);
+        }
+        const size_t at = size_t(t * os + i * n_out + r);
+        ASSERT_NEAR(batched[at], want, 6e-3 * mag + 1e-4) << "weight " << i << " token " << t << " row " << r;
+        // Both round x to BF16 the same way; only the FP32 summation order may differ.
+        ASSERT_NEAR(batched[at], apart[at], 1e-5 * mag + 1e-6) << "weight " << i << " token " << t << " row " << r;
+      }
+  }
+  be->free(dx);
+  be->free(dout);
+}
+
 // The host rule: Sampler with temperature 0 (first index of the top logit, NaN as -inf).
 int32_t host_greedy(const std::vector<float>& row) {
   Sampler s(SamplerParams{.temperature = 0.0f}, int32_t(row.size()));

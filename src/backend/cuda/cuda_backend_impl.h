@@ -152,6 +152,7 @@ class CudaBackend final : public Backend {
   bool replay_step(const StepInputs& in) override;
   void end_step() override;
   void matmul(const MatmulArgs& a) override;
+  void matmuls(const MatmulArgs* list, int n) override;
   void rms_norm(const RmsNormArgs& a) override;
   void rope(const RopeArgs& a) override;
   void kv_store(const KvStoreArgs& a) override;
@@ -330,6 +331,8 @@ class CudaBackend final : public Backend {
   // out = x . W^T (+ bias): x rounded to BF16 once, W (device layout `d.w`) used as is when
   // BF16, else dequantized to BF16 in chunks of rows into the reused scratch.
   void gemm(const MatmulArgs& a, const MatmulArgs& d);
+  uint16_t* gemm_input(const MatmulArgs& a, const Mat& dx);
+  bool gemm_batch_ok(const MatmulArgs* list, int n) const;
   void gemm_f32(const MatmulArgs& d);  // F32 weights on cuBLAS's F32 GEMM (d: device pointers)
 
   // Prefill attention on the tensor cores: more than kGraphMaxTokens tokens launch by launch, one
@@ -477,6 +480,8 @@ class CudaBackend final : public Backend {
   bool bstate_valid_ = false;
   cuda::Blas* blas_ = nullptr;  // cuBLAS handle on stream_ (nullptr: no GEMM)
   std::vector<void*> retired_;
+  // matmuls(): device arrays of the x / w / out pointers of a batched GEMM, by their contents.
+  std::map<std::vector<uintptr_t>, void**> gemm_batch_ptrs_;
 
   QuantState qstate_;
   RoundState fstate_;

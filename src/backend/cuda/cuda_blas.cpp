@@ -35,6 +35,11 @@ struct BlasApi {
                             const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
                             cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
   decltype(&cublasGetStatusString) status_string = nullptr;
+  // optional (nullptr: the GEMMs of a group run one by one)
+  cublasStatus_t (*gemm_batched_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                                    const void* const[], cudaDataType, int, const void* const[], cudaDataType, int,
+                                    const void*, void* const[], cudaDataType, int, int, cublasComputeType_t,
+                                    cublasGemmAlgo_t) = nullptr;
 };
 
 template <typename Fn>
@@ -64,6 +69,7 @@ const BlasApi* blas_api() {
       log_warn("cuda backend: ", soname, " lacks a symbol brisk needs: prefill runs on the GEMV kernels");
       return;  // the library stays loaded: unloading a CUDA library mid-process is not safe
     }
+    resolve(lib, "cublasGemmBatchedEx", api.gemm_batched_ex);
     loaded = &api;
   });
   return loaded;
@@ -109,6 +115,23 @@ void blas_gemm_bf16(Blas* b, const uint16_t* x, const uint16_t* w, float* out, i
               "]^T failed: ", b->api->status_string(st));
 }
 
+bool blas_has_batched(const Blas* b) { return b != nullptr && b->api->gemm_batched_ex != nullptr; }
+
+void blas_gemm_bf16_batched(Blas* b, const void* const* x, const void* const* w, void* const* out, int64_t m, int64_t n,
+                            int64_t k, int64_t ldo, int count, const char* op) {
+  BRISK_CHECK(blas_has_batched(b), op, ": no batched cuBLAS GEMM");
+  BRISK_CHECK(m > 0 && n > 0 && k > 0 && ldo >= n && count > 0 && m <= INT_MAX && n <= INT_MAX && k <= INT_MAX &&
+                  ldo <= INT_MAX,
+              op, ": batched GEMM shape [", m, " x ", k, "] . [", n, " x ", k, "]^T x ", count, " (ldo ", ldo,
+              ") out of range");
+  const float alpha = 1.0f, beta = 0.0f;
+  const cublasStatus_t st = b->api->gemm_batched_ex(b->h, CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(m), int(k), &alpha, w,
+                                                    CUDA_R_16BF, int(k), x, CUDA_R_16BF, int(k), &beta, out, CUDA_R_32F,
+                                                    int(ldo), count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  BRISK_CHECK(st == CUBLAS_STATUS_SUCCESS, op, ": cublasGemmBatchedEx [", m, " x ", k, "] . [", n, " x ", k, "]^T x ",
+              count, " failed: ", b->api->status_string(st));
+}
+
 void blas_gemm_f32(Blas* b, const float* x, int64_t ldx, const float* w, float* out, int64_t m, int64_t n, int64_t k,
                    int64_t ldo, const char* op) {
   BRISK_CHECK(b != nullptr, op, ": no cuBLAS handle");
@@ -131,6 +154,11 @@ struct Blas {};
 Blas* blas_create(cudaStream_t) { return nullptr; }
 void blas_destroy(Blas*) {}
 void blas_gemm_bf16(Blas*, const uint16_t*, const uint16_t*, float*, int64_t, int64_t, int64_t, int64_t, const char* op) {
+  fail(op, ": this build has no cuBLAS");
+}
+bool blas_has_batched(const Blas*) { return false; }
+void blas_gemm_bf16_batched(Blas*, const void* const*, const void* const*, void* const*, int64_t, int64_t, int64_t,
+                            int64_t, int, const char* op) {
   fail(op, ": this build has no cuBLAS");
 }
 void blas_gemm_f32(Blas*, const float*, int64_t, const float*, float*, int64_t, int64_t, int64_t, int64_t, const char* op) {

@@ -19,6 +19,13 @@ void blas_destroy(Blas* b);
 void blas_gemm_bf16(Blas* b, const uint16_t* x, const uint16_t* w, float* out, int64_t m, int64_t n, int64_t k,
                     int64_t ldo, const char* op);
 
+// Several GEMMs of one shape in one launch (cublasGemmBatchedEx): out_i [m, n] F32 (row stride
+// ldo) = x_i [m, k] BF16 . w_i [n, k]^T BF16, i < count. x, w, out: device arrays of count device
+// pointers each. False when the loaded cuBLAS lacks the entry point (nothing queued).
+bool blas_has_batched(const Blas* b);
+void blas_gemm_bf16_batched(Blas* b, const void* const* x, const void* const* w, void* const* out, int64_t m, int64_t n,
+                            int64_t k, int64_t ldo, int count, const char* op);
+
 // out [m, n] F32 (row stride ldo) = x [m, k] F32 (row stride ldx) . w [n, k]^T F32 (dense), in
 // full F32 (no TF32): the matmuls of F32 weights with many rows (a MoE router in a prefill).
 void blas_gemm_f32(Blas* b, const float* x, int64_t ldx, const float* w, float* out, int64_t m, int64_t n, int64_t k,

@@ -159,21 +159,82 @@ void CudaBackend::gemm_f32(const MatmulArgs& d) {
   }
 }
 
-void CudaBackend::gemm(const MatmulArgs& a, const MatmulArgs& d) {
-  if (d.w.type == QuantType::F32) {
-    gemm_f32(d);
-    producer_.kind = 0;
-    if (overlaps(a.out, qstate_.x)) qstate_.valid = false;
-    if (overlaps(a.out, fstate_.x)) fstate_.valid = false;
+// Matmuls of one input on the tensor cores: several GEMMs of one shape (an encoder's q / k / v)
+// as one batched cuBLAS launch, whose grid fills the device where each alone is a few waves of
+// tiles. Each output is the GEMM's own (the same tiles, K order and FP32 sums per element as one
+// launch per weight: cuBLAS picks its kernel by shape, so the bits may differ from the separate
+// launches in the last place). BRISK_NO_CUDA_GEMM_BATCH: one launch per weight.
+void CudaBackend::matmuls(const MatmulArgs* list, int n) {
+  if (!gemm_batch_ok(list, n)) {
+    for (int i = 0; i < n; ++i) matmul(list[i]);
     return;
   }
-  const int64_t m = a.x.rows, k = d.w.n_in, n = d.w.n_out;
+  const MatmulArgs& a0 = list[0];
+  const int64_t m = a0.x.rows, k = a0.w.n_in, nout = a0.w.n_out, ldo = a0.out.row_stride();
+  for (int i = 0; i < n; ++i) {
+    check_mat(list[i].x, m, k, "matmul", "x");
+    check_mat(list[i].out, m, nout, "matmul", "out");
+    if (overlaps(list[i].out, bstate_x_)) bstate_valid_ = false;
+  }
+  std::vector<uintptr_t> ptrs;  // x, w, out of every part: the device arrays' contents
+  MatmulArgs d0 = a0;
+  d0.w = device_weight(a0.w, "matmul");
+  uint16_t* xb = gemm_input(a0, d0.x);
+  for (int i = 0; i < n; ++i) ptrs.push_back(reinterpret_cast<uintptr_t>(xb));
+  for (int i = 0; i < n; ++i) ptrs.push_back(reinterpret_cast<uintptr_t>(device_weight(list[i].w, "matmul").data));
+  for (int i = 0; i < n; ++i) ptrs.push_back(reinterpret_cast<uintptr_t>(list[i].out.data));
+  void** dev = nullptr;
+  if (auto it = gemm_batch_ptrs_.find(ptrs); it != gemm_batch_ptrs_.end()) {
+    dev = it->second;
+  } else {
+    use_device();
+    cuda_check(cudaMalloc(reinterpret_cast<void**>(&dev), sizeof(void*) * ptrs.size()), "matmul", "cudaMalloc");
+    retired_.push_back(dev);  // freed with the backend
+    cuda_check(cudaMemcpy(dev, ptrs.data(), sizeof(void*) * ptrs.size(), cudaMemcpyHostToDevice), "matmul", "cudaMemcpy");
+    gemm_batch_ptrs_.emplace(ptrs, dev);
+  }
+  cuda::Blas* blas = blas_;
+  key_.add(uint64_t(113));
+  key_.add(dev);
+  key_.add(uint64_t(m));
+  enqueue("matmul (GEMM, batched)", [blas, dev, m, nout, k, ldo, n](cudaStream_t) {
+    cuda::blas_gemm_bf16_batched(blas, dev, dev + n, dev + 2 * n, m, nout, k, ldo, n, "matmul");
+    return cudaGetLastError();
+  });
+  producer_.kind = 0;
+  for (int i = 0; i < n; ++i) {
+    if (overlaps(list[i].out, qstate_.x)) qstate_.valid = false;
+    if (overlaps(list[i].out, fstate_.x)) fstate_.valid = false;
+  }
+}
+
+// Whether matmuls() may batch `list`: eager launches (no graph step), 2..8 BF16 weights of one
+// shape without biases on the tensor-core GEMM, one input, outputs of one row stride apart from
+// one another and from the input.
+bool CudaBackend::gemm_batch_ok(const MatmulArgs* list, int n) const {
+  if (flags().no_cuda_gemm_batch || n < 2 || n > 8 || !cuda::blas_has_batched(blas_) || (in_step_ && !step_eager_))
+    return false;
+  const MatmulArgs& a0 = list[0];
+  for (int i = 0; i < n; ++i) {
+    const MatmulArgs& a = list[i];
+    if (a.w.type != QuantType::BF16 || cuda::weight_repacked(QuantType::BF16) || a.bias || !use_gemm(a) ||
+        !same_mat(a.x, a0.x) || a.w.n_in != a0.w.n_in || a.w.n_out != a0.w.n_out || a.x.rows == 0 ||
+        a.out.row_stride() != a0.out.row_stride() || a.out.rows != a.x.rows || a.out.cols != a.w.n_out ||
+        overlaps(a.out, a.x) || a.w.row_bytes != sizeof(uint16_t) * size_t(a.w.n_in))
+      return false;
+    for (int j = 0; j < i; ++j)
+      if (overlaps(a.out, list[j].out)) return false;
+  }
+  return true;
+}
+
+// The GEMM's BF16 input rows of a.x (dx: its device view) in gemm_x_: rounded by the waiting
+// unary, attention or LayerNorm that wrote them (epi_), kept from the previous matmul of the same
+// input, or converted by a launch of their own.
+uint16_t* CudaBackend::gemm_input(const MatmulArgs& a, const Mat& dx) {
+  const int64_t m = a.x.rows, k = a.w.n_in;
   auto* xb = static_cast<uint16_t*>(scratch(gemm_x_, sizeof(uint16_t) * size_t(m) * size_t(k), "matmul"));
-  const bool direct = d.w.type == QuantType::BF16;
-  const int64_t chunk = direct ? n : gemm_chunk_rows(n, k);
-  uint16_t* wb = direct ? nullptr
-                        : static_cast<uint16_t*>(scratch(gemm_w_, sizeof(uint16_t) * size_t(chunk) * size_t(k), "matmul"));
-  const Mat x = d.x;
+  const Mat x = dx;
   // The unary or LayerNorm that wrote x, waiting (epi_): rounds x to BF16 in the same launch.
   if (epi_.kind == 2 && same_mat(epi_.act.out, a.x)) {
     cuda::BiasActArgs e = epi_.act;
@@ -207,6 +268,23 @@ void CudaBackend::gemm(const MatmulArgs& a, const MatmulArgs& d) {
     bstate_buf_ = xb;
     bstate_valid_ = true;
   }
+  return xb;
+}
+
+void CudaBackend::gemm(const MatmulArgs& a, const MatmulArgs& d) {
+  if (d.w.type == QuantType::F32) {
+    gemm_f32(d);
+    producer_.kind = 0;
+    if (overlaps(a.out, qstate_.x)) qstate_.valid = false;
+    if (overlaps(a.out, fstate_.x)) fstate_.valid = false;
+    return;
+  }
+  const int64_t m = a.x.rows, k = d.w.n_in, n = d.w.n_out;
+  uint16_t* xb = gemm_input(a, d.x);
+  const bool direct = d.w.type == QuantType::BF16;
+  const int64_t chunk = direct ? n : gemm_chunk_rows(n, k);
+  uint16_t* wb = direct ? nullptr
+                        : static_cast<uint16_t*>(scratch(gemm_w_, sizeof(uint16_t) * size_t(chunk) * size_t(k), "matmul"));
   for (int64_t r0 = 0; r0 < n; r0 += chunk) {
     const int64_t r1 = std::min(n, r0 + chunk);
     const uint16_t* w = static_cast<const uint16_t*>(d.w.data) + (direct ? size_t(r0) * size_t(k) : 0);

@@ -65,6 +65,26 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Four 8 x 8 BF16 matrices from shared memory (lane l gives the address of row l % 8 of matrix
+// l / 8); register i holds matrix i's fragment: {M[l / 4][2 (l % 4)], M[l / 4][2 (l % 4) + 1]},
+// transposed ({M[2 (l % 4)][l / 4], M[2 (l % 4) + 1][l / 4]}) with trans.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const uint16_t* row) {
+  const unsigned addr = unsigned(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const uint16_t* row) {
+  const unsigned addr = unsigned(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16_t* row) {
+  const unsigned addr = unsigned(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
 // Shared memory: K hi, K lo, V hi, V lo planes of [kTileJ][HD + 8] BF16 (padded rows).
 template <int HD>
 constexpr size_t tc_smem_bytes() {
@@ -132,10 +152,14 @@ __global__ void __launch_bounds__(kWarps * 32)
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // l: this thread's partial sums
   const int64_t kst = tc_stride(a.k), vst = tc_stride(a.v);
   constexpr int kPieces = HD / 4;  // float4 pieces per row
+  constexpr int kLoadUnroll = HD >= 128 ? 1 : 4;  // (head_dim 128 has no registers to spare)
 
   for (int64_t j0 = j_lo; j0 < j_hi; j0 += kTileJ) {
     __syncthreads();  // the previous tile's readers are done
-    for (int i = threadIdx.x; i < kTileJ * kPieces; i += kWarps * 32) {
+    // (A fixed trip count, unrolled: several pieces' loads are issued together.)
+#pragma unroll kLoadUnroll
+    for (int it = 0; it < kTileJ * kPieces / (kWarps * 32); ++it) {
+      const int i = threadIdx.x + it * kWarps * 32;
       const int jj = i / kPieces, pc = i % kPieces;
       float4 kx = make_float4(0.0f, 0.0f, 0.0f, 0.0f), vx = kx;
       if (j0 + jj < j_hi) {
@@ -162,16 +186,42 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
     for (int nt = 0; nt < kTileJ / 8; ++nt) {
       sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
-      const int off = (nt * 8 + g) * kStride + 2 * tg;
+      // B fragments of K rows nt * 8 .. + 7 (b0: columns kc * 16 + 2 tg, + 1 of row g; b1: + 8)
+      // by ldmatrix: lane l addresses row l % 8 at column 8 (l / 8) of a pair of k-chunks.
+      const int lrow = (nt * 8 + (lane & 7)) * kStride + 8 * (lane >> 3);
+      if constexpr (HD >= 128) {
+        // (Scalar loads: head_dim 128 has no registers to spare for ldmatrix's.)
+        const int off = (nt * 8 + g) * kStride + 2 * tg;
 #pragma unroll
-      for (int kc = 0; kc < kKc; ++kc) {
-        const uint32_t bh0 = *reinterpret_cast<const uint32_t*>(kh + off + kc * 16);
-        const uint32_t bh1 = *reinterpret_cast<const uint32_t*>(kh + off + kc * 16 + 8);
-        const uint32_t bl0 = *reinterpret_cast<const uint32_t*>(kl + off + kc * 16);
-        const uint32_t bl1 = *reinterpret_cast<const uint32_t*>(kl + off + kc * 16 + 8);
-        mma_bf16(sc[nt], ql[kc], bh0, bh1);
-        mma_bf16(sc[nt], qh[kc], bl0, bl1);
-        mma_bf16(sc[nt], qh[kc], bh0, bh1);
+        for (int kc = 0; kc < kKc; ++kc) {
+          const uint32_t bh0 = *reinterpret_cast<const uint32_t*>(kh + off + kc * 16);
+          const uint32_t bh1 = *reinterpret_cast<const uint32_t*>(kh + off + kc * 16 + 8);
+          const uint32_t bl0 = *reinterpret_cast<const uint32_t*>(kl + off + kc * 16);
+          const uint32_t bl1 = *reinterpret_cast<const uint32_t*>(kl + off + kc * 16 + 8);
+          mma_bf16(sc[nt], ql[kc], bh0, bh1);
+          mma_bf16(sc[nt], qh[kc], bl0, bl1);
+          mma_bf16(sc[nt], qh[kc], bh0, bh1);
+        }
+      } else if constexpr (kKc == 1) {
+        uint32_t bh[2], bl[2];
+        ldmatrix_x2(bh, kh + lrow);
+        ldmatrix_x2(bl, kl + lrow);
+        mma_bf16(sc[nt], ql[0], bh[0], bh[1]);
+        mma_bf16(sc[nt], qh[0], bl[0], bl[1]);
+        mma_bf16(sc[nt], qh[0], bh[0], bh[1]);
+      } else {
+#pragma unroll
+        for (int kc = 0; kc < kKc; kc += 2) {
+          uint32_t bh[4], bl[4];
+          ldmatrix_x4(bh, kh + lrow + kc * 16);
+          ldmatrix_x4(bl, kl + lrow + kc * 16);
+#pragma unroll
+          for (int u = 0; u < 2; ++u) {
+            mma_bf16(sc[nt], ql[kc + u], bh[2 * u], bh[2 * u + 1]);
+            mma_bf16(sc[nt], qh[kc + u], bl[2 * u], bl[2 * u + 1]);
+            mma_bf16(sc[nt], qh[kc + u], bh[2 * u], bh[2 * u + 1]);
+          }
+        }
       }
     }
     // Mask and the tile maxima of rows g (elements 0, 1) and g + 8 (2, 3).
@@ -225,17 +275,37 @@ __global__ void __launch_bounds__(kWarps * 32)
       split2(sc[2 * kc][2], sc[2 * kc][3], ph[1], pl[1]);
       split2(sc[2 * kc + 1][0], sc[2 * kc + 1][1], ph[2], pl[2]);
       split2(sc[2 * kc + 1][2], sc[2 * kc + 1][3], ph[3], pl[3]);
-      const int base = (kc * 16 + 2 * tg) * kStride + g;
+      // B fragments of V (b0: rows kc * 16 + 2 tg, + 1 of column d * 8 + g; b1: rows + 8) by
+      // transposing ldmatrix: lane l addresses row kc * 16 + 8 ((l / 8) % 2) + l % 8 at column
+      // 8 (d + l / 16) of a pair of d-tiles.
+      const int vrow = (kc * 16 + 8 * ((lane >> 3) & 1) + (lane & 7)) * kStride + 8 * (lane >> 4);
+      if constexpr (HD >= 128) {
+        // (Scalar loads: head_dim 128 has no registers to spare for ldmatrix's.)
+        const int base = (kc * 16 + 2 * tg) * kStride + g;
 #pragma unroll
-      for (int d = 0; d < kDt; ++d) {
-        const int c = base + d * 8;
-        const uint32_t bh0 = uint32_t(vh[c]) | (uint32_t(vh[c + kStride]) << 16);
-        const uint32_t bh1 = uint32_t(vh[c + 8 * kStride]) | (uint32_t(vh[c + 9 * kStride]) << 16);
-        const uint32_t bl0 = uint32_t(vl[c]) | (uint32_t(vl[c + kStride]) << 16);
-        const uint32_t bl1 = uint32_t(vl[c + 8 * kStride]) | (uint32_t(vl[c + 9 * kStride]) << 16);
-        mma_bf16(o[d], pl, bh0, bh1);
-        mma_bf16(o[d], ph, bl0, bl1);
-        mma_bf16(o[d], ph, bh0, bh1);
+        for (int d = 0; d < kDt; ++d) {
+          const int c = base + d * 8;
+          const uint32_t bh0 = uint32_t(vh[c]) | (uint32_t(vh[c + kStride]) << 16);
+          const uint32_t bh1 = uint32_t(vh[c + 8 * kStride]) | (uint32_t(vh[c + 9 * kStride]) << 16);
+          const uint32_t bl0 = uint32_t(vl[c]) | (uint32_t(vl[c + kStride]) << 16);
+          const uint32_t bl1 = uint32_t(vl[c + 8 * kStride]) | (uint32_t(vl[c + 9 * kStride]) << 16);
+          mma_bf16(o[d], pl, bh0, bh1);
+          mma_bf16(o[d], ph, bl0, bl1);
+          mma_bf16(o[d], ph, bh0, bh1);
+        }
+      } else {
+#pragma unroll
+      for (int d = 0; d < kDt; d += 2) {
+        uint32_t bh[4], bl[4];
+        ldmatrix_x4_trans(bh, vh + vrow + d * 8);
+        ldmatrix_x4_trans(bl, vl + vrow + d * 8);
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          mma_bf16(o[d + u], pl, bh[2 * u], bh[2 * u + 1]);
+          mma_bf16(o[d + u], ph, bl[2 * u], bl[2 * u + 1]);
+          mma_bf16(o[d + u], ph, bh[2 * u], bh[2 * u + 1]);
+        }
+      }
       }
     }
   }
