@@ -65,6 +65,14 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// c += a . b with split operands: a_lo b_hi + a_hi b_lo + a_hi b_hi (lo . lo is below 2^-16).
+__device__ __forceinline__ void mma_split(float (&c)[4], const uint32_t (&a_hi)[4], const uint32_t (&a_lo)[4],
+                                          uint32_t bh0, uint32_t bh1, uint32_t bl0, uint32_t bl1) {
+  mma_bf16(c, a_lo, bh0, bh1);
+  mma_bf16(c, a_hi, bl0, bl1);
+  mma_bf16(c, a_hi, bh0, bh1);
+}
+
 // Four 8 x 8 BF16 matrices from shared memory (lane l gives the address of row l % 8 of matrix
 // l / 8); register i holds matrix i's fragment: {M[l / 4][2 (l % 4)], M[l / 4][2 (l % 4) + 1]},
 // transposed ({M[2 (l % 4)][l / 4], M[2 (l % 4) + 1][l / 4]}) with trans.
@@ -198,17 +206,13 @@ __global__ void __launch_bounds__(kWarps * 32)
           const uint32_t bh1 = *reinterpret_cast<const uint32_t*>(kh + off + kc * 16 + 8);
           const uint32_t bl0 = *reinterpret_cast<const uint32_t*>(kl + off + kc * 16);
           const uint32_t bl1 = *reinterpret_cast<const uint32_t*>(kl + off + kc * 16 + 8);
-          mma_bf16(sc[nt], ql[kc], bh0, bh1);
-          mma_bf16(sc[nt], qh[kc], bl0, bl1);
-          mma_bf16(sc[nt], qh[kc], bh0, bh1);
+          mma_split(sc[nt], qh[kc], ql[kc], bh0, bh1, bl0, bl1);
         }
       } else if constexpr (kKc == 1) {
         uint32_t bh[2], bl[2];
         ldmatrix_x2(bh, kh + lrow);
         ldmatrix_x2(bl, kl + lrow);
-        mma_bf16(sc[nt], ql[0], bh[0], bh[1]);
-        mma_bf16(sc[nt], qh[0], bl[0], bl[1]);
-        mma_bf16(sc[nt], qh[0], bh[0], bh[1]);
+        mma_split(sc[nt], qh[0], ql[0], bh[0], bh[1], bl[0], bl[1]);
       } else {
 #pragma unroll
         for (int kc = 0; kc < kKc; kc += 2) {
@@ -216,11 +220,8 @@ __global__ void __launch_bounds__(kWarps * 32)
           ldmatrix_x4(bh, kh + lrow + kc * 16);
           ldmatrix_x4(bl, kl + lrow + kc * 16);
 #pragma unroll
-          for (int u = 0; u < 2; ++u) {
-            mma_bf16(sc[nt], ql[kc + u], bh[2 * u], bh[2 * u + 1]);
-            mma_bf16(sc[nt], qh[kc + u], bl[2 * u], bl[2 * u + 1]);
-            mma_bf16(sc[nt], qh[kc + u], bh[2 * u], bh[2 * u + 1]);
-          }
+          for (int u = 0; u < 2; ++u)
+            mma_split(sc[nt], qh[kc + u], ql[kc + u], bh[2 * u], bh[2 * u + 1], bl[2 * u], bl[2 * u + 1]);
         }
       }
     }
@@ -289,23 +290,17 @@ __global__ void __launch_bounds__(kWarps * 32)
           const uint32_t bh1 = uint32_t(vh[c + 8 * kStride]) | (uint32_t(vh[c + 9 * kStride]) << 16);
           const uint32_t bl0 = uint32_t(vl[c]) | (uint32_t(vl[c + kStride]) << 16);
           const uint32_t bl1 = uint32_t(vl[c + 8 * kStride]) | (uint32_t(vl[c + 9 * kStride]) << 16);
-          mma_bf16(o[d], pl, bh0, bh1);
-          mma_bf16(o[d], ph, bl0, bl1);
-          mma_bf16(o[d], ph, bh0, bh1);
+          mma_split(o[d], ph, pl, bh0, bh1, bl0, bl1);
         }
       } else {
 #pragma unroll
-      for (int d = 0; d < kDt; d += 2) {
-        uint32_t bh[4], bl[4];
-        ldmatrix_x4_trans(bh, vh + vrow + d * 8);
-        ldmatrix_x4_trans(bl, vl + vrow + d * 8);
+        for (int d = 0; d < kDt; d += 2) {
+          uint32_t bh[4], bl[4];
+          ldmatrix_x4_trans(bh, vh + vrow + d * 8);
+          ldmatrix_x4_trans(bl, vl + vrow + d * 8);
 #pragma unroll
-        for (int u = 0; u < 2; ++u) {
-          mma_bf16(o[d + u], pl, bh[2 * u], bh[2 * u + 1]);
-          mma_bf16(o[d + u], ph, bl[2 * u], bl[2 * u + 1]);
-          mma_bf16(o[d + u], ph, bh[2 * u], bh[2 * u + 1]);
+          for (int u = 0; u < 2; ++u) mma_split(o[d + u], ph, pl, bh[2 * u], bh[2 * u + 1], bl[2 * u], bl[2 * u + 1]);
         }
-      }
       }
     }
   }
