@@ -18,6 +18,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -193,23 +194,35 @@ TEST(CudaEmbed, EncoderEpiloguesMatchSeparateLaunches) {
       for (int32_t t = 0; t < len; ++t) in.ids.push_back(int32_t(rng() % uint32_t(p.n_vocab)));
       inputs.push_back(std::move(in));
     }
-    auto run = [&](const char* fuse_off, const char* tc_off, const char* vec4_off = "0") {
+    auto run = [&](const char* fuse_off, const char* tc_off, const char* other_switch = nullptr) {
       ScopedEnv f("BRISK_NO_CUDA_ENCODER_FUSE", fuse_off);
       ScopedEnv t("BRISK_NO_CUDA_DENSE_ATTENTION_TC", tc_off);
-      ScopedEnv v("BRISK_NO_CUDA_VEC4_ACT", vec4_off);
+      std::optional<ScopedEnv> o;
+      if (other_switch) o.emplace(other_switch, "1");
       Embedder gpu(model, {.device = "cuda", .n_threads = 2});
       return gpu.hidden(inputs);
     };
-    const auto fused = run("0", "0"), apart = run("1", "0"), fp32 = run("0", "1"), scalar_act = run("0", "0", "1");
+    const auto fused = run("0", "0"), apart = run("1", "0"), fp32 = run("0", "1");
+    const auto scalar_act = run("0", "0", "BRISK_NO_CUDA_VEC4_ACT");
+    const auto narrow = run("0", "0", "BRISK_NO_CUDA_ATTENTION_WIDE");
+    const auto unstaged = run("0", "0", "BRISK_NO_CUDA_ATTENTION_STAGE");
+    const auto act_row = run("0", "0", "BRISK_NO_CUDA_ACT_ROWS4");
+    const auto norm_passes = run("0", "0", "BRISK_NO_CUDA_ENCODER_NORM_REGS");
     for (size_t i = 0; i < inputs.size(); ++i) {
       EXPECT_EQ(fused[i], apart[i]) << shape << " input " << i;
       EXPECT_EQ(fused[i], scalar_act[i]) << shape << " input " << i << " (activation one element per thread)";
+      EXPECT_EQ(fused[i], narrow[i]) << shape << " input " << i << " (attention 64 rows per block)";
+      EXPECT_EQ(fused[i], unstaged[i]) << shape << " input " << i << " (attention tiles through registers)";
+      EXPECT_EQ(fused[i], act_row[i]) << shape << " input " << i << " (activation a row at a time)";
       // The attentions differ by ~1e-5; the next GEMM's BF16 rounding of its input turns that
       // into whole BF16 steps where a value sits near a rounding boundary: 2^-8 of the value's
       // magnitude each, a few of them over the layers.
       float mag = 1.0f;
       for (float v : fp32[i]) mag = std::max(mag, std::fabs(v));
       EXPECT_LT(test::embed_max_diff(fused[i], fp32[i]), 4.0f * mag / 256.0f) << shape << " input " << i;
+      // The LayerNorm's three-pass kernel sums the mean and variance in another order: float
+      // roundings, which the next GEMM's BF16 rounding can turn into BF16 steps in the same way.
+      EXPECT_LT(test::embed_max_diff(fused[i], norm_passes[i]), 4.0f * mag / 256.0f) << shape << " input " << i;
     }
     // Pooled on the device (mean / CLS / last) or on the host from the copied rows: the same bits.
     Embedder gpu(model, {.device = "cuda", .n_threads = 2});
@@ -266,6 +279,14 @@ TEST(CudaEmbed, DenseAttentionBiasEqualsBiasAddedFirst) {
       ASSERT_TRUE(be->attention_dense(a));
       be->copy(got.data(), dout, sizeof(float) * got.size());
       EXPECT_EQ(got, want) << n_head << "/" << n_head_kv << " x " << hd << " window " << window;
+      // 64 query rows per block, and K / V tiles through registers: the same bits.
+      for (const char* sw : {"BRISK_NO_CUDA_ATTENTION_WIDE", "BRISK_NO_CUDA_ATTENTION_STAGE"}) {
+        ScopedEnv off(sw, "1");
+        std::vector<float> other(want.size());
+        ASSERT_TRUE(be->attention_dense(a));
+        be->copy(other.data(), dout, sizeof(float) * other.size());
+        EXPECT_EQ(other, got) << sw << " " << n_head << "/" << n_head_kv << " x " << hd << " window " << window;
+      }
       {
         ScopedEnv off("BRISK_NO_CUDA_ATTENTION_BIAS", "1");
         EXPECT_FALSE(be->attention_dense_bias(a));
@@ -281,6 +302,16 @@ TEST(CudaEmbed, DenseAttentionBiasEqualsBiasAddedFirst) {
   be->free(dx);
   ref::unary({.out = {.data = want.data(), .rows = n_rows, .cols = 3}, .x = {.data = x.data(), .rows = n_rows, .cols = 3}});
   EXPECT_LT(test::embed_max_diff(got, want), 1e-5f);
+  // Four columns per thread over 270001 rows (four rows per thread: the row groups wrap, and the
+  // last group is short) against the reference.
+  const int64_t n4 = 270001;
+  std::vector<float> x4 = test::gaussian(size_t(n4 * 4), 66, 2.0f), want4(x4.size()), got4(x4.size());
+  float* dx4 = dev(x4);
+  be->unary({.out = {.data = dx4, .rows = n4, .cols = 4}, .x = {.data = dx4, .rows = n4, .cols = 4}});
+  be->copy(got4.data(), dx4, sizeof(float) * got4.size());
+  be->free(dx4);
+  ref::unary({.out = {.data = want4.data(), .rows = n4, .cols = 4}, .x = {.data = x4.data(), .rows = n4, .cols = 4}});
+  EXPECT_LT(test::embed_max_diff(got4, want4), 1e-5f);
 }
 
 // BERT encoders with the q / k / v biases in the attention and without the dead stores (the

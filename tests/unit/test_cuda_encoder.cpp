@@ -89,7 +89,10 @@ void expect_near_all(const std::vector<float>& got, const std::vector<float>& wa
 
 TEST(CudaEncoder, LayerNormAndGeluMatchReference) {
   REQUIRE_ENCODER_GPU(be);
-  for (int64_t cols : {1, 7, 384, 1281}) {
+  // Rows in registers (widths of a multiple of 4 up to 8192) and the three-pass kernel.
+  for (const char* regs_off : {"0", "1"})
+  for (int64_t cols : {1, 7, 12, 384, 1024, 1281, 2048, 4096, 8192, 8196}) {
+    ScopedEnv regs("BRISK_NO_CUDA_ENCODER_NORM_REGS", regs_off);
     const int64_t rows = 19;
     const std::vector<float> x = test::gaussian(size_t(rows * cols), 1, 3.0f);
     std::vector<float> shifted = x;
@@ -104,11 +107,11 @@ TEST(CudaEncoder, LayerNormAndGeluMatchReference) {
       std::vector<float> hx = shifted, want(shifted.size());
       ref::layer_norm({.out = enc_host(want, rows, cols), .x = enc_host(hx, rows, cols),
                        .weight = affine ? w.data() : nullptr, .bias = affine ? b.data() : nullptr, .eps = 1e-5f});
-      expect_near_all(d.get(out), want, 1e-5f, str_cat("layer_norm cols ", cols, " affine ", affine));
+      expect_near_all(d.get(out), want, 1e-5f, str_cat("layer_norm cols ", cols, " affine ", affine, " regs_off ", regs_off));
       // In place.
       be->layer_norm({.out = dx, .x = dx, .weight = affine ? d.put(w) : nullptr, .bias = affine ? d.put(b) : nullptr,
                       .eps = 1e-5f});
-      expect_near_all(d.get(dx), want, 1e-5f, str_cat("layer_norm in place cols ", cols));
+      expect_near_all(d.get(dx), want, 1e-5f, str_cat("layer_norm in place cols ", cols, " regs_off ", regs_off));
     }
     for (UnaryOp op : {UnaryOp::gelu_erf, UnaryOp::gelu_tanh}) {
       EncDevice d(*be);

@@ -10,11 +10,14 @@
 //
 // The output may also (or only) go out as the next GEMM's dense BF16 rows (DenseAttentionOut).
 //
-// Grid (ceil(max_len / 64), n_head, n_seq), 4 warps per block: a block takes 64 query rows of
-// one head of one packed sequence ([seq_start[s], seq_start[s + 1]) from device memory, or rows
-// / n_seq rows each), each warp 16 of them (a thread holds the fragments of rows g and g + 8,
-// g = lane / 4). Per tile of kTileJ positions the K and V rows of the head's KV head are loaded
-// as float4, split into hi / lo BF16 planes in shared memory; S = (scale q) . K^T, the mask
+// Grid (ceil(max_len / (16 W)), n_head, n_seq), W warps per block (4, or 8 for sequences longer
+// than 64 without a window: one load and split of each K / V tile serves 128 query rows): a
+// block takes 16 W query rows of one head of one packed sequence ([seq_start[s], seq_start[s + 1])
+// from device memory, or rows / n_seq rows each), each warp 16 of them (a thread holds the
+// fragments of rows g and g + 8, g = lane / 4). Per tile of kTileJ positions the K and V rows of
+// the head's KV head are loaded as float4 (or, with STAGE, copied to shared memory by cp.async,
+// the next tile's copy in flight while this one is computed), split into hi / lo BF16 planes in
+// shared memory; S = (scale q) . K^T, the mask
 // (the sequence's end; with a local window, |i - j| <= window), online softmax with expf, then
 // O += P . V with P split the same way. Blocks past a shorter sequence's end return at once; a
 // window visits only the tiles that meet its rows' windows. The q / k / v biases
@@ -22,6 +25,7 @@
 // sums the separate bias launches would have stored.
 #include <cuda_bf16.h>
 
+#include "core/flags.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -30,8 +34,6 @@ namespace brisk::cuda {
 namespace {
 
 constexpr int kRowsPerWarp = 16;
-constexpr int kWarps = 4;
-constexpr int kRowsPerBlock = kRowsPerWarp * kWarps;
 constexpr int kTileJ = 64;
 
 __device__ __forceinline__ int64_t tc_stride(const Mat& m) { return m.stride ? m.stride : m.cols; }
@@ -93,16 +95,26 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16
                : "r"(addr));
 }
 
-// Shared memory: K hi, K lo, V hi, V lo planes of [kTileJ][HD + 8] BF16 (padded rows).
-template <int HD>
+// 16-byte copy global -> shared that bypasses registers (cp.async; L1 bypassed).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  const unsigned d = unsigned(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+// Shared memory: K hi, K lo, V hi, V lo planes of [kTileJ][HD + 8] BF16 (padded rows); with
+// STAGE, then the F32 K and V rows of the tile in flight ([kTileJ][HD] each).
+template <int HD, bool STAGE>
 constexpr size_t tc_smem_bytes() {
-  return size_t(4) * kTileJ * (HD + 8) * sizeof(uint16_t);
+  return size_t(4) * kTileJ * (HD + 8) * sizeof(uint16_t) + (STAGE ? size_t(2) * kTileJ * HD * sizeof(float) : 0);
 }
 
-template <int HD>
-__global__ void __launch_bounds__(kWarps * 32)
+template <int HD, int W, bool STAGE>
+__global__ void __launch_bounds__(W * 32)
     attention_dense_tc_kernel(AttentionDenseArgs a, int64_t n_fixed, DenseAttentionOut extra) {
   BRISK_PDL_ENTER();
+  constexpr int kRowsPerBlock = kRowsPerWarp * W;
   constexpr int kStride = HD + 8;  // BF16 elements per shared row
   constexpr int kKc = HD / 16;     // k-chunks of q . k
   constexpr int kDt = HD / 8;      // n-tiles of the output
@@ -112,6 +124,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   uint16_t* kl = kh + kPlane;
   uint16_t* vh = kl + kPlane;
   uint16_t* vl = vh + kPlane;
+  float* raw_k = reinterpret_cast<float*>(vl + kPlane);  // STAGE only
+  float* raw_v = raw_k + kTileJ * HD;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, tg = lane & 3;
@@ -161,19 +175,41 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int64_t kst = tc_stride(a.k), vst = tc_stride(a.v);
   constexpr int kPieces = HD / 4;  // float4 pieces per row
   constexpr int kLoadUnroll = HD >= 128 ? 1 : 4;  // (head_dim 128 has no registers to spare)
+  constexpr int kTilePieces = kTileJ * kPieces / (W * 32);  // float4 pieces per thread per tile
+  // STAGE: the tile at j into raw_k / raw_v (rows past j_hi are not copied; the split zeroes them).
+  auto stage = [&](int64_t j) {
+#pragma unroll
+    for (int it = 0; it < kTilePieces; ++it) {
+      const int i = threadIdx.x + it * W * 32;
+      const int jj = i / kPieces, pc = i % kPieces;
+      if (j + jj < j_hi) {
+        const int64_t row = row0 + j + jj;
+        cp_async16(raw_k + jj * HD + 4 * pc, a.k.data + row * kst + kv_col + 4 * pc);
+        cp_async16(raw_v + jj * HD + 4 * pc, a.v.data + row * vst + kv_col + 4 * pc);
+      }
+    }
+    cp_async_commit();
+  };
+  if constexpr (STAGE) stage(j_lo);
 
   for (int64_t j0 = j_lo; j0 < j_hi; j0 += kTileJ) {
-    __syncthreads();  // the previous tile's readers are done
+    if constexpr (STAGE) cp_async_wait_all();  // this thread's copies of the tile have landed
+    __syncthreads();  // the previous tile's readers are done (and with STAGE, every copy landed)
     // (A fixed trip count, unrolled: several pieces' loads are issued together.)
 #pragma unroll kLoadUnroll
-    for (int it = 0; it < kTileJ * kPieces / (kWarps * 32); ++it) {
-      const int i = threadIdx.x + it * kWarps * 32;
+    for (int it = 0; it < kTilePieces; ++it) {
+      const int i = threadIdx.x + it * W * 32;
       const int jj = i / kPieces, pc = i % kPieces;
       float4 kx = make_float4(0.0f, 0.0f, 0.0f, 0.0f), vx = kx;
       if (j0 + jj < j_hi) {
-        const int64_t row = row0 + j0 + jj;
-        kx = *reinterpret_cast<const float4*>(a.k.data + row * kst + kv_col + 4 * pc);
-        vx = *reinterpret_cast<const float4*>(a.v.data + row * vst + kv_col + 4 * pc);
+        if constexpr (STAGE) {
+          kx = *reinterpret_cast<const float4*>(raw_k + jj * HD + 4 * pc);
+          vx = *reinterpret_cast<const float4*>(raw_v + jj * HD + 4 * pc);
+        } else {
+          const int64_t row = row0 + j0 + jj;
+          kx = *reinterpret_cast<const float4*>(a.k.data + row * kst + kv_col + 4 * pc);
+          vx = *reinterpret_cast<const float4*>(a.v.data + row * vst + kv_col + 4 * pc);
+        }
         if (kb) kx = add_bias4(kx, kb + 4 * pc);
         if (vb) vx = add_bias4(vx, vb + 4 * pc);
       }
@@ -188,6 +224,10 @@ __global__ void __launch_bounds__(kWarps * 32)
       *reinterpret_cast<uint2*>(vl + jj * kStride + 4 * pc) = make_uint2(l01, l23);
     }
     __syncthreads();
+    // Every thread has split the staged tile: the next one's copy may overwrite it.
+    if constexpr (STAGE) {
+      if (j0 + kTileJ < j_hi) stage(j0 + kTileJ);
+    }
 
     // S = q . K^T over 8-position n-tiles: hi.hi + hi.lo + lo.hi.
     float sc[kTileJ / 8][4];
@@ -327,17 +367,32 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-template <int HD>
-cudaError_t launch_tc(const AttentionDenseArgs& a, int64_t n, int64_t max_len, const DenseAttentionOut& extra,
-                      cudaStream_t stream) {
-  constexpr size_t smem = tc_smem_bytes<HD>();
+template <int HD, int W, bool STAGE>
+cudaError_t launch_tc_as(const AttentionDenseArgs& a, int64_t n, int64_t max_len, const DenseAttentionOut& extra,
+                         cudaStream_t stream) {
+  constexpr size_t smem = tc_smem_bytes<HD, STAGE>();
   if constexpr (smem > 48 * 1024) {
-    static const cudaError_t attr = cudaFuncSetAttribute(attention_dense_tc_kernel<HD>,
+    static const cudaError_t attr = cudaFuncSetAttribute(attention_dense_tc_kernel<HD, W, STAGE>,
                                                          cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
     if (attr != cudaSuccess) return attr;
   }
+  constexpr int kRowsPerBlock = kRowsPerWarp * W;
   const dim3 grid(unsigned((max_len + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(a.n_head), unsigned(a.n_seq));
-  return launch_kernel(attention_dense_tc_kernel<HD>, grid, dim3(kWarps * 32), smem, stream, a, n, extra);
+  return launch_kernel(attention_dense_tc_kernel<HD, W, STAGE>, grid, dim3(W * 32), smem, stream, a, n, extra);
+}
+
+// 8 warps for sequences longer than 64 without a window (a window's rows see few tiles each);
+// the staged copies for head_dim up to 64 (128's planes and staging would halve the blocks per SM).
+template <int HD>
+cudaError_t launch_tc(const AttentionDenseArgs& a, int64_t n, int64_t max_len, const DenseAttentionOut& extra,
+                      cudaStream_t stream) {
+  const bool wide = max_len > 64 && a.window == 0 && !flags().no_cuda_attention_wide;
+  if constexpr (HD <= 64) {
+    if (!flags().no_cuda_attention_stage) return wide ? launch_tc_as<HD, 8, true>(a, n, max_len, extra, stream)
+                            : launch_tc_as<HD, 4, true>(a, n, max_len, extra, stream);
+  }
+  return wide ? launch_tc_as<HD, 8, false>(a, n, max_len, extra, stream)
+              : launch_tc_as<HD, 4, false>(a, n, max_len, extra, stream);
 }
 
 bool aligned16(const Mat& m) {
