@@ -92,9 +92,13 @@ TEST(CudaSpec, VerifyRowsEqualOneAtATime) {
     auto model = load_for_cuda(m.path, &skip);
     if (!model) GTEST_SKIP() << skip;
     const std::vector<int32_t> prompt = cuda_spec_prompt(model->info().n_vocab);
-    // F16 caches: one token takes the cluster attention, whose split the verify rows keep.
-    for (const QuantType kv : {QuantType::F32, QuantType::F16})
-    for (int32_t n : {2, 5, 8}) {
+    // F16 / BF16 caches: one token takes the cluster attention, whose split the verify rows keep;
+    // the verify group's rope and KV store inside it or (the switch) as a launch before it.
+    for (const char* rope_off : {"0", "1"})
+    for (const QuantType kv : {QuantType::F32, QuantType::F16, QuantType::BF16})
+    for (int32_t n : {2, 3, 5, 8}) {
+      if (rope_off[0] == '1' && kv == QuantType::F32) continue;
+      ScopedEnv sw("BRISK_NO_CUDA_VERIFY_ROPE", rope_off);
       auto group = Context::create(model, cuda_spec_ctx(kv)), single = Context::create(model, cuda_spec_ctx(kv));
       std::vector<BatchToken> head, tail;
       const int32_t n_head = int32_t(prompt.size()) - n;
@@ -109,11 +113,62 @@ TEST(CudaSpec, VerifyRowsEqualOneAtATime) {
       for (int32_t i = 0; i < n; ++i) {
         single->decode({tail[size_t(i)]});
         EXPECT_EQ(std::memcmp(rows.data() + size_t(i) * nv, single->logits(0), sizeof(float) * size_t(nv)), 0)
-            << m.name << " (" << quant_type_info(kv).name << " KV): row " << i << " of a " << n
-            << "-token verify differs from decoding it alone";
+            << m.name << " (" << quant_type_info(kv).name << " KV, verify rope off " << rope_off << "): row " << i
+            << " of a " << n << "-token verify differs from decoding it alone";
       }
     }
   }
+}
+
+// Two sequences verified in one step, their tokens interleaved (each token's group rows are
+// those of its own sequence up to its position): every row equals that sequence's tokens decoded
+// one at a time; steps of 3 tokens (2 + 1: the rope inside the attention) and 7 (4 + 3), and
+// with the rope as a launch before the attention.
+TEST(CudaSpec, TwoSequenceVerifyRowsEqualOneAtATime) {
+  std::string skip;
+  auto model = load_for_cuda(std::string(BRISK_SHARED_DATA) + "/models/llama/model-q8_0.gguf", &skip);
+  if (!model) GTEST_SKIP() << skip;
+  const int32_t nv = model->info().n_vocab;
+  const std::vector<int32_t> prompt = cuda_spec_prompt(nv);
+  for (const char* rope_off : {"0", "1"})
+    for (const QuantType kv : {QuantType::F16, QuantType::BF16})
+    for (const int32_t per0 : {2, 4}) {
+      ScopedEnv sw("BRISK_NO_CUDA_VERIFY_ROPE", rope_off);
+      ContextOptions two = cuda_spec_ctx(kv);
+      two.n_seq_max = 2;
+      auto group = Context::create(model, two);
+      // Sequence 1 has a shorter history: its rows sit at other positions than sequence 0's.
+      const int32_t n0 = int32_t(prompt.size()) - 4, n1 = n0 - 7;
+      std::vector<BatchToken> head;
+      for (int32_t i = 0; i < n0; ++i) head.push_back({.token = prompt[size_t(i)], .pos = i, .seq = 0, .want_logits = false});
+      for (int32_t i = 0; i < n1; ++i)
+        head.push_back({.token = prompt[size_t(i + 3)], .pos = i, .seq = 1, .want_logits = false});
+      head.back().want_logits = true;
+      group->decode(head);
+      // per0 tokens of sequence 0 and per0 - 1 of sequence 1, interleaved.
+      std::vector<BatchToken> step;
+      for (int32_t i = 0; i < per0; ++i) {
+        step.push_back({.token = prompt[size_t(n0 + i)], .pos = n0 + i, .seq = 0, .want_logits = true});
+        if (i < per0 - 1) step.push_back({.token = prompt[size_t(i + 1)], .pos = n1 + i, .seq = 1, .want_logits = true});
+      }
+      group->decode(step);
+      std::vector<std::vector<float>> rows;
+      for (size_t i = 0; i < step.size(); ++i) rows.emplace_back(group->logits(int32_t(i)), group->logits(int32_t(i)) + nv);
+      for (int32_t sq = 0; sq < 2; ++sq) {
+        auto single = Context::create(model, cuda_spec_ctx(kv));
+        std::vector<BatchToken> h;
+        for (const BatchToken& b : head)
+          if (b.seq == sq) h.push_back({.token = b.token, .pos = b.pos, .seq = 0, .want_logits = true});
+        single->decode(h);
+        for (size_t i = 0; i < step.size(); ++i) {
+          if (step[i].seq != sq) continue;
+          single->decode({{.token = step[i].token, .pos = step[i].pos, .seq = 0, .want_logits = true}});
+          EXPECT_EQ(std::memcmp(rows[i].data(), single->logits(0), sizeof(float) * size_t(nv)), 0)
+              << "row " << i << " of " << step.size() << " (sequence " << sq << ", position " << step[i].pos << ", "
+              << quant_type_info(kv).name << " KV, verify rope off " << rope_off << ")";
+        }
+      }
+    }
 }
 
 TEST(CudaSpec, GreedyIdsEqualPlainDecoding) {

@@ -30,7 +30,12 @@ bool attention_quant_supported(const AttentionArgs& a, ActRound kind) {
 
 bool attention_rope_supported(const AttentionArgs& a, int n_rot) {
   const Geometry g = attention_geometry(a);
-  return a.k_cache.type != QuantType::Q8_0 && a.q.rows == 1 && g.n_hg == 1 && n_rot >= 0 && n_rot % 2 == 0 && n_rot <= a.head_dim &&
+  // Several tokens (a verify group) only on the cluster kernel (fill_group_rows), and up to
+  // kVerifyRopeMaxTokens: beyond, the blocks that rotate the group's rows (a double-precision
+  // sincos per row and pair) took longer than the separate rope + store launch (docs/cuda.md).
+  const bool rows_ok = a.q.rows == 1 || (a.q.rows <= kVerifyRopeMaxTokens && !flags().no_cuda_verify_rope &&
+                                         cluster_splits(a) > 0);
+  return a.k_cache.type != QuantType::Q8_0 && rows_ok && g.n_hg == 1 && n_rot >= 0 && n_rot % 2 == 0 && n_rot <= a.head_dim &&
          a.head_dim <= kMaxHeadDim;
 }
 
@@ -44,9 +49,11 @@ cudaError_t launch_attention_rope(const AttentionArgs& a, const AttentionRope* r
   if (a.q.rows == 0) return cudaSuccess;
   if (const int n = cluster_splits(a); n > 0) {
     if (rope && !attention_rope_supported(a, rope->n_rot)) return cudaErrorInvalidValue;
-    // Several tokens: no reads before the dependent-launch wait (the KV store just before wrote
-    // rows that later tokens of the step read); the same arithmetic.
-    const AttentionFlags fl{.prefetch = !flags().no_cuda_prefetch && a.q.rows == 1, .stage = true, .stream = false,
+    // Several tokens with rope: before the dependent-launch wait only rows outside the step's
+    // (the launch itself writes those); without, nothing before the wait (the KV store just
+    // before wrote rows that later tokens of the step read). The same arithmetic.
+    const bool prefetch = !flags().no_cuda_prefetch && (a.q.rows == 1 || rope != nullptr);
+    const AttentionFlags fl{.prefetch = prefetch, .stage = true, .stream = false,
                             .one_token = a.q.rows == 1, .rope = rope != nullptr, .merge_heads = false};
     if (quant && quant->kind != ActRound::none && !attention_quant_supported(a, quant->kind)) return cudaErrorInvalidValue;
     const cudaError_t e =

@@ -39,8 +39,13 @@ namespace {
 // sums its slice over the kS splits in split order. The code is compact loops rather than
 // unrolled blocks: each multiprocessor runs it once per launch, so instruction fetches count.
 // With rope (AttentionRope, one token) the kernel rotates q / k and stores the token's K / V row
-// as the split kernel does. With several tokens nothing is read before the wait (the KV store
-// just before wrote rows that the step's later tokens read). With aq (AttentionQuant) the
+// as the split kernel does. With rope and several tokens (a verify group) the rows of the step's
+// tokens of the same sequence up to this token's position ("group rows") are not read from the
+// cache, which their own clusters are writing in the same launch: each block that needs one
+// rotates and rounds it from the step's k / v rows into its staged tile (the bits the KV store
+// writes), and each token's cluster stores its own row. Before the wait only rows outside the
+// group are read (without rope the group rows come from the cache after the wait: the KV store
+// launch just before wrote them). With aq (AttentionQuant) the
 // merging blocks also quantize or round their slice of each token's row for the next matmul
 // (activations [rows, n_head * head_dim] dense, scales [rows, n_head * head_dim / block]); the slices
 // are then whole quantization blocks (Q8_0: multiples of 32 outputs, Q8_K: one block of 256 per
@@ -86,8 +91,10 @@ constexpr size_t kStageBytesC = size_t(2) * kTileC * (kHd * 2 + 16);
 
 // kS: blocks per cluster (= splits); kG > 0: exactly kG heads per group, else a.n_head /
 // a.n_head_kv (<= kMaxG), predicated.
+// (Blocks per SM: four up to head_dim 128 (64 registers), three at 256, as the compiler chose
+// before the verify group's rope took a few more registers.)
 template <int kHd, int kS, int kG, KvT T>
-__global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionArgs a, AttentionFlags fl, AttentionRope rp,
+__global__ void __launch_bounds__(kThreadsC, kHd <= 128 ? 4 : kHd == 256 ? 3 : 1) attention_cluster_kernel(AttentionArgs a, AttentionFlags fl, AttentionRope rp,
                                                                       AttentionQuant aq) {
   constexpr int kR = kHd / 8;              // 16-byte pieces per row
   constexpr int kRowB = kHd * 2 + 16;      // staged row bytes, padded: rows in other banks
@@ -148,6 +155,10 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
   cluster_arrive_relaxed();
 
   int64_t s = 0, p = 0, j_begin = 0, j_end = 0;
+  // Several tokens: gpos[u] = token u's position where it is a group row of this token (same
+  // sequence, at most p), else -1 (in shared memory: registers are the occupancy's limit).
+  const int nt = fl.one_token ? 1 : int(a.q.rows);
+  __shared__ int gpos[kClusterMaxTokens];
   auto locate = [&]() {
     s = a.seq[t];
     p = a.pos[t];
@@ -155,14 +166,25 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
     const int64_t chunk = (p - lo + 1 + kS - 1) / kS;
     j_begin = lo + split * chunk;
     j_end = j_begin + chunk < p + 1 ? j_begin + chunk : p + 1;  // may be empty
+    if (!fl.one_token) {  // block-uniform
+      if (tid < kClusterMaxTokens) gpos[tid] = tid < nt && a.seq[tid] == s && a.pos[tid] <= p ? int(a.pos[tid]) : -1;
+      __syncthreads();
+    }
   };
-  // mode 0: every row of the tile (but the token's own with rope, written from own_kh / own_vh);
-  // 1: the rows before the token's own (before the wait); 2: the rest after 1.
+  // Row j is written by this step: the token's own row, or with several tokens a group row.
+  auto step_row = [&](int64_t j) {
+    if (fl.one_token) return j == p;
+    bool g = false;
+    for (int u = 0; u < nt; ++u) g |= gpos[u] == j;
+    return g;
+  };
+  // mode 0: every row of the tile (but the step's rows with rope, written from own_kh / own_vh or
+  // by fill_group_rows); 1: the rows outside the step's (before the wait); 2: the rest after 1.
   auto stage_tile = [&](int64_t j0, int n_j, int mode) {
     for (int it = tid; it < n_j * kR; it += kThreadsC) {
       const int jj = it / kR, e = it % kR;
       const int64_t j = j0 + jj;
-      const bool own = j == p;
+      const bool own = step_row(j);
       if (mode == 1 ? own : mode == 2 ? (!own || fl.rope) : (own && fl.rope)) continue;
       const size_t slot = size_t(kv_slot(a.k_cache, sh, s, j));
       cp_async16(ks + jj * kRowB + 16 * e, kbase + slot * a.k_cache.row_bytes + 16 * e);
@@ -172,6 +194,53 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
   auto rope_angles = [&]() {
     for (int i = tid; i < rp.n_rot / 2; i += kThreadsC)
       rope_cos_sin(a.pos[t], rp.inv_freq[i], rp.attn_factor, rope_c[i], rope_s[i]);
+  };
+  // With rope and several tokens: the group rows in [j0, j0 + n_j) into the staged tile, k rotated
+  // (rope_qk_store_kernel's arithmetic: the pair's angle for the row's position) and both rounded
+  // to the cache type; the token's own row also into the cache. A thread per (row, dim pair): all
+  // rows' angles at once (sincos in double is the long part).
+  auto fill_group_rows = [&](int64_t j0, int n_j) {
+    constexpr int kHalf = kHd / 2;
+    const int half = rp.n_rot / 2;
+    for (int it = tid; it < nt * kHalf; it += kThreadsC) {
+      const int u = it / kHalf, i = it - u * kHalf;
+      const int64_t j = gpos[u];
+      if (j < j0 || j >= j0 + n_j) continue;
+      const float* kr = rp.k + u * rp.k_stride + col;
+      const float* vr = rp.v + u * rp.v_stride + col;
+      uint16_t* kst = reinterpret_cast<uint16_t*>(ks + (j - j0) * kRowB);
+      uint16_t* vst = reinterpret_cast<uint16_t*>(vs + (j - j0) * kRowB);
+      // K: the rotary pair i, or two dims past n_rot; V: dims 2i, 2i + 1.
+      int d0, d1;
+      uint16_t hk0, hk1;
+      if (i < half) {
+        rope_dims(i, rp.n_rot, rp.neox, d0, d1);
+        float c, sn, a2, b2;
+        rope_cos_sin(j, rp.inv_freq[i], rp.attn_factor, c, sn);
+        rope_apply(kr[d0], kr[d1], c, sn, a2, b2);
+        hk0 = kv_round_bits<T>(a2);
+        hk1 = kv_round_bits<T>(b2);
+      } else {
+        d0 = rp.n_rot + 2 * (i - half);
+        d1 = d0 + 1;
+        hk0 = kv_round_bits<T>(kr[d0]);
+        hk1 = kv_round_bits<T>(kr[d1]);
+      }
+      const uint16_t hv0 = kv_round_bits<T>(vr[2 * i]), hv1 = kv_round_bits<T>(vr[2 * i + 1]);
+      kst[d0] = hk0;
+      kst[d1] = hk1;
+      vst[2 * i] = hv0;
+      vst[2 * i + 1] = hv1;
+      if (u == t) {
+        const size_t slot = size_t(kv_slot(a.k_cache, sh, s, j));
+        uint16_t* kc = reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(a.k_cache.data) + slot * a.k_cache.row_bytes) + col;
+        uint16_t* vc = reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(a.v_cache.data) + slot * a.v_cache.row_bytes) + col;
+        kc[d0] = hk0;
+        kc[d1] = hk1;
+        vc[2 * i] = hv0;
+        vc[2 * i + 1] = hv1;
+      }
+    }
   };
   bool early = false;
   if (fl.prefetch) {
@@ -188,7 +257,7 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
     if (fl.rope) rope_angles();
   }
   // Every global load the block needs now, issued together: q, and the token's k / v row.
-  const bool own_blk = fl.rope && p >= j_begin && p < j_end;
+  const bool own_blk = fl.rope && fl.one_token && p >= j_begin && p < j_end;
   float qv[kQ];
 #pragma unroll
   for (int k = 0; k < kQ; ++k) {
@@ -260,6 +329,7 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
       }
     }
   }
+  if (fl.rope && !fl.one_token && n_first > 0) fill_group_rows(j_begin, n_first);
   cp_async_wait_all();
   __syncthreads();  // q_s, the first tile
 
@@ -274,7 +344,8 @@ __global__ void __launch_bounds__(kThreadsC) attention_cluster_kernel(AttentionA
     if (j0 != j_begin) {
       __syncthreads();  // the previous tile's rows are read
       stage_tile(j0, n_j, 0);
-      if (fl.rope && p >= j0 && p < j0 + n_j && tid < kR) {
+      if (fl.rope && !fl.one_token) fill_group_rows(j0, n_j);
+      if (fl.rope && fl.one_token && p >= j0 && p < j0 + n_j && tid < kR) {
         const int jj = int(p - j0);
         *reinterpret_cast<uint4*>(ks + jj * kRowB + 16 * tid) = reinterpret_cast<const uint4*>(own_kh)[tid];
         *reinterpret_cast<uint4*>(vs + jj * kRowB + 16 * tid) = reinterpret_cast<const uint4*>(own_vh)[tid];

@@ -46,7 +46,7 @@ struct AttentionFlags {
   bool stage;     // shared memory of kStageBytes is there for staged chunks
   bool stream;    // and twice that: chunks of more than kStageRows rows stream through two buffers
   bool one_token; // the launch holds one token, so only its own position was written by the step
-  bool rope;        // AttentionRope given (one token, one head group per KV head)
+  bool rope;        // AttentionRope given (one head group per KV head; several tokens: the cluster kernel)
   bool merge_heads; // combine_heads' heads_at_once
 };
 
@@ -66,6 +66,8 @@ int cluster_splits(const AttentionArgs& a);
 // Tokens a cluster launch takes (a cluster per KV head and token): steps of up to 8 tokens
 // (speculative verify groups, small batches) compute each token as its launch alone does.
 constexpr int64_t kClusterMaxTokens = 8;
+// Steps of up to this many tokens take their rope and KV store inside the cluster attention.
+constexpr int64_t kVerifyRopeMaxTokens = 3;
 cudaError_t launch_attention_cluster(const AttentionArgs& a, int n, const AttentionFlags& fl, const AttentionRope& rp,
                                      const AttentionQuant& aq, cudaStream_t s);
 

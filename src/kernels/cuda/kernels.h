@@ -88,9 +88,9 @@ cudaError_t launch_attention(const AttentionArgs& a, float* scratch, int* counte
 // launch_attention in one launch, with the same results: for one token whose query heads form
 // one group per KV head (attention_rope_supported); counters are needed when the launch splits.
 struct AttentionRope {
-  float* k = nullptr;  // [1, n_head_kv * head_dim], rotated in place
+  float* k = nullptr;  // [tokens, n_head_kv * head_dim]; one token: rotated in place (several: left as is)
   int64_t k_stride = 0;
-  const float* v = nullptr;  // [1, n_head_kv * head_dim]
+  const float* v = nullptr;  // [tokens, n_head_kv * head_dim]
   int64_t v_stride = 0;
   const float* inv_freq = nullptr;  // device [n_rot / 2]
   int n_rot = 0;
