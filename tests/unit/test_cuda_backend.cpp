@@ -274,8 +274,9 @@ TEST(CudaBackend, WeightsAreCompleteAtFirstUse) {
 // 2..8 tokens (a speculative verify step) on the few-token GEMV: every token's row bit-equal to a
 // one-token matmul of that token alone, under each switch that picks another one-token kernel
 // (rows split over warps or not, Q4_K decoded before the wait or not, one or two rows per warp),
-// and on the dp4a few-token kernel instead of the tensor-core one (BRISK_NO_CUDA_GEMV_FEW_MMA),
-// and close to the reference;
+// and on the dp4a few-token kernel instead of the tensor-core one (BRISK_NO_CUDA_GEMV_FEW_MMA) or
+// on the tensor-core kernel without its pipelined loads (BRISK_NO_CUDA_FEW_MMA_PIPE) or its mins'
+// products (BRISK_NO_CUDA_FEW_MMA_MINS), and close to the reference;
 // the generic multi-token kernel (BRISK_NO_CUDA_GEMV_FEW) close too.
 // [8 x 14336] x [300]: rows of 4 passes that one token splits over warps (Q8_0, float, Q5_K);
 // [5 x 36864] x [5]: 9 passes; [2 x 4096] x [1030]: one pass, two Q4_K rows per warp.
@@ -318,7 +319,8 @@ TEST_P(CudaMatmul, FewTokenRowsEqualOneToken) {
       // (a kill switch, not row-exact: docs/speculative.md).
       if (t == QuantType::BF16 && cuda_has_gemm(*be)) continue;
       for (const char* env : {"", "BRISK_NO_CUDA_GEMV_SPLIT", "BRISK_NO_CUDA_GEMV_FEW_ROWS", "BRISK_NO_CUDA_Q4K_SPREAD",
-                              "BRISK_NO_CUDA_GEMV_FEW_MMA"}) {
+                              "BRISK_NO_CUDA_GEMV_FEW_MMA", "BRISK_NO_CUDA_FEW_MMA_PIPE",
+                              "BRISK_NO_CUDA_FEW_MMA_MINS"}) {
         std::unique_ptr<ScopedEnv> sw;
         if (*env) sw = std::make_unique<ScopedEnv>(env, "1");
         const std::string label = str_cat(what, *env ? " under " : "", env);
@@ -1210,9 +1212,9 @@ TEST_P(CudaMixedLaunch, MatchesSeparate) {
     ASSERT_EQ(std::memcmp(a[i].data(), c1[i].data(), sizeof(float) * a[i].size()), 0) << "matrix " << i << " (pairs)";
 }
 
-// The same q / k / v for 5 tokens in graph steps (the tensor-core few-token kernel): each token's
-// rows bit-equal to a one-token step of that token alone (the mixed one-token launch, or
-// separate ones when v is Q4_K).
+// The same q / k / v for 5 tokens in graph steps (the tensor-core few-token kernel, pipelined or
+// not, its Q4_K mins on the tensor cores or not): each token's rows bit-equal to a one-token step
+// of that token alone (the mixed one-token launch, or separate ones when v is Q4_K).
 TEST_P(CudaMixedLaunch, SeveralTokensEqualOneToken) {
   std::string reason;
   if (cuda::enumerate_devices(&reason).empty()) GTEST_SKIP() << "no CUDA device: " << reason;
@@ -1223,7 +1225,7 @@ TEST_P(CudaMixedLaunch, SeveralTokensEqualOneToken) {
   keep.push_back(make_weight(QuantType::Q4_K, c.rows[1], n_in, 72));
   keep.push_back(make_weight(c.v_type, c.rows[2], n_in, 73));
   const std::vector<float> xh = randn(size_t(n_tok * n_in), 74);
-  auto graphs = make_cuda_backend(0, true);
+  decltype(make_cuda_backend(0, true)) graphs;  // a backend per switch: no graph of another one replayed
   auto run = [&](int64_t t0, int64_t rows) {
     DevMat x(*graphs, rows, n_in,
              std::vector<float>(xh.begin() + t0 * n_in, xh.begin() + (t0 + rows) * n_in));
@@ -1242,12 +1244,17 @@ TEST_P(CudaMixedLaunch, SeveralTokensEqualOneToken) {
     for (DevMat& o : outs) got.push_back(o.fetch());
     return got;
   };
-  const auto all = run(0, n_tok);
-  for (int64_t t = 0; t < n_tok; ++t) {
-    const auto one = run(t, 1);
-    for (size_t i = 0; i < keep.size(); ++i)
-      ASSERT_EQ(std::memcmp(all[i].data() + t * keep[i].w.n_out, one[i].data(), sizeof(float) * size_t(keep[i].w.n_out)), 0)
-          << "matrix " << i << " token " << t;
+  for (const char* env : {"", "BRISK_NO_CUDA_FEW_MMA_PIPE", "BRISK_NO_CUDA_FEW_MMA_MINS"}) {
+    std::unique_ptr<ScopedEnv> sw;
+    if (*env) sw = std::make_unique<ScopedEnv>(env, "1");
+    graphs = make_cuda_backend(0, true);
+    const auto all = run(0, n_tok);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      const auto one = run(t, 1);
+      for (size_t i = 0; i < keep.size(); ++i)
+        ASSERT_EQ(std::memcmp(all[i].data() + t * keep[i].w.n_out, one[i].data(), sizeof(float) * size_t(keep[i].w.n_out)), 0)
+            << "matrix " << i << " token " << t << (*env ? " under " : "") << env;
+    }
   }
 }
 

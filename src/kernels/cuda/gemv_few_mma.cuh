@@ -46,6 +46,12 @@ __device__ __forceinline__ void mma_s8_m16n8k32(int (&d)[4], const uint32_t (&a)
       : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
 }
+// D += A (16 x 32, s8, row) . B (32 x 8, s8, col), int32.
+__device__ __forceinline__ void mma_s8_m16n8k32_acc(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
 // D = A (16 x 16, s8, row) . B (16 x 8, s8, col), int32, from zero.
 __device__ __forceinline__ void mma_s8_m16n8k16(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
   asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};"
@@ -92,11 +98,35 @@ __device__ __forceinline__ void q4k_mma_load(const FewMmaTile& T, int64_t b, int
   }
 }
 
+// The activations a thread's share of Q4_K block b takes: token g's bytes 8 t4 .. 8 t4 + 7 of
+// each sub-block (B fragments), and the scales of tokens 2 t4 and 2 t4 + 1 (0 past the step's
+// tokens). Threads of tokens g >= NT read token NT - 1's bytes: B columns past the tokens only
+// reach C columns that are never stored. No load depends on a branch, so all of them are in
+// flight together (a load per sub-block, each behind the one before, cost a cache latency
+// apiece).
+struct Q4kMmaX {
+  uint2 v[8];
+  float d[2];
+};
+template <int NT>
+__device__ __forceinline__ void q4k_mma_x(const XRef& x, int64_t nb, int64_t b, int g, int t4, Q4kMmaX& X) {
+  const int gx = g < NT ? g : NT - 1;
+  const int8_t* xg = x.q + int64_t(gx) * x.n_in + 256 * b + 8 * t4;
+#pragma unroll
+  for (int s = 0; s < 8; ++s) X.v[s] = *reinterpret_cast<const uint2*>(xg + 32 * s);
+  const int ta = 2 * t4, tb = 2 * t4 + 1;
+  const float da = x.d[(ta < NT ? ta : 0) * nb + b], db = x.d[(tb < NT ? tb : 0) * nb + b];
+  X.d[0] = ta < NT ? da : 0.0f;
+  X.d[1] = tb < NT ? db : 0.0f;
+}
+
 // Block b's results f for (row g, token 2 t4), (g, 2 t4 + 1), (g + 8, 2 t4), (g + 8, 2 t4 + 1),
 // added to acc (the one-token kernel's integers and float steps, q4k_dot_pass).
-template <int NT>
-__device__ __forceinline__ void q4k_mma_block(const Q4kMmaRaw& raw, const XRef& x, int64_t nb, int64_t b, int g, int t4,
-                                              float (&acc)[4]) {
+// MINS_MMA: msum = sum over s of mn[s] * sum(x[s]) accumulated by a second mma per sub-block whose
+// A holds each row's min of the sub-block in all 32 of its k (the same integers), instead of the
+// activation sums' dp4a and four shuffles per sub-block (BRISK_NO_CUDA_FEW_MMA_MINS).
+template <bool MINS_MMA = false>
+__device__ __forceinline__ void q4k_mma_block(const Q4kMmaRaw& raw, const Q4kMmaX& X, int t4, float (&acc)[4]) {
   // Scales and mins of sub-blocks 0..3 / 4..7 as bytes (Unit<q4_k>::scale_min), d and dmin.
   uint32_t sc[2][2], mn[2][2];
   float d[2], dmin[2];
@@ -110,16 +140,18 @@ __device__ __forceinline__ void q4k_mma_block(const Q4kMmaRaw& raw, const XRef& 
     d[i] = half_bits_to_f32(uint16_t(raw.h[i].x & 0xffffu));
     dmin[i] = half_bits_to_f32(uint16_t(raw.h[i].x >> 16));
   }
-  const int8_t* xg = x.q + int64_t(g) * x.n_in + 256 * b + 8 * t4;
   int isum[4] = {0, 0, 0, 0}, msum[4] = {0, 0, 0, 0};
 #pragma unroll
   for (int s = 0; s < 8; ++s) {
-    const uint2 xv = g < NT ? *reinterpret_cast<const uint2*>(xg + 32 * s) : make_uint2(0u, 0u);
-    // Token g's activation sum over the sub-block, then those of tokens 2 t4 and 2 t4 + 1.
-    int xs = __dp4a(int(xv.y), 0x01010101, __dp4a(int(xv.x), 0x01010101, 0));
-    xs += __shfl_xor_sync(0xffffffffu, xs, 1);
-    xs += __shfl_xor_sync(0xffffffffu, xs, 2);
-    const int xs_a = __shfl_sync(0xffffffffu, xs, 8 * t4), xs_b = __shfl_sync(0xffffffffu, xs, 8 * t4 + 4);
+    const uint2 xv = X.v[s];
+    int xs_a = 0, xs_b = 0;
+    if (!MINS_MMA) {  // token g's activation sum over the sub-block, then those of tokens 2 t4 and 2 t4 + 1
+      int xs = __dp4a(int(xv.y), 0x01010101, __dp4a(int(xv.x), 0x01010101, 0));
+      xs += __shfl_xor_sync(0xffffffffu, xs, 1);
+      xs += __shfl_xor_sync(0xffffffffu, xs, 2);
+      xs_a = __shfl_sync(0xffffffffu, xs, 8 * t4);
+      xs_b = __shfl_sync(0xffffffffu, xs, 8 * t4 + 4);
+    }
     const int c = s >> 1, sh = 4 * (s & 1);
     const uint32_t a[4] = {(raw.q[0][c].x >> sh) & 0x0f0f0f0fu, (raw.q[1][c].x >> sh) & 0x0f0f0f0fu,
                            (raw.q[0][c].y >> sh) & 0x0f0f0f0fu, (raw.q[1][c].y >> sh) & 0x0f0f0f0fu};
@@ -131,17 +163,21 @@ __device__ __forceinline__ void q4k_mma_block(const Q4kMmaRaw& raw, const XRef& 
     isum[1] += s0 * dot[1];
     isum[2] += s1 * dot[2];
     isum[3] += s1 * dot[3];
-    msum[0] += m0 * xs_a;
-    msum[1] += m0 * xs_b;
-    msum[2] += m1 * xs_a;
-    msum[3] += m1 * xs_b;
+    if (MINS_MMA) {  // mins of 6 bits: positive as s8
+      const uint32_t a0 = uint32_t(m0) * 0x01010101u, a1 = uint32_t(m1) * 0x01010101u;
+      const uint32_t am[4] = {a0, a1, a0, a1};
+      mma_s8_m16n8k32_acc(msum, am, xv.x, xv.y);
+    } else {
+      msum[0] += m0 * xs_a;
+      msum[1] += m0 * xs_b;
+      msum[2] += m1 * xs_a;
+      msum[3] += m1 * xs_b;
+    }
   }
-  const int ta = 2 * t4, tb = 2 * t4 + 1;
-  const float xd_a = ta < NT ? x.d[ta * nb + b] : 0.0f, xd_b = tb < NT ? x.d[tb * nb + b] : 0.0f;
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
     const int i = k >> 1;
-    const float xd = (k & 1) ? xd_b : xd_a;
+    const float xd = X.d[k & 1];
     acc[k] = __fadd_rn(acc[k], __fsub_rn(__fmul_rn(__fmul_rn(d[i], xd), float(isum[k])),
                                          __fmul_rn(__fmul_rn(dmin[i], xd), float(msum[k]))));
   }
@@ -175,16 +211,32 @@ __device__ __forceinline__ void q6k_mma_load(const FewMmaTile& T, int64_t b, int
   }
 }
 
+// The activations of a thread's share of Q6_K block b: token g's bytes 4 t4 .. 4 t4 + 3 of each
+// group of 16 (h, qq, p) at 128 h + 32 qq + 16 p, and the scales of tokens 2 t4, 2 t4 + 1 (as
+// q4k_mma_x: branch-free loads, tokens past the step read token NT - 1).
+struct Q6kMmaX {
+  uint32_t v[16];  // [8 h + 2 qq + p]
+  float d[2];
+};
+template <int NT>
+__device__ __forceinline__ void q6k_mma_x(const XRef& x, int64_t nb, int64_t b, int g, int t4, Q6kMmaX& X) {
+  const int gx = g < NT ? g : NT - 1;
+  const int8_t* xg = x.q + int64_t(gx) * x.n_in + 256 * b + 4 * t4;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) X.v[i] = *reinterpret_cast<const uint32_t*>(xg + 16 * i);
+  const int ta = 2 * t4, tb = 2 * t4 + 1;
+  const float da = x.d[(ta < NT ? ta : 0) * nb + b], db = x.d[(tb < NT ? tb : 0) * nb + b];
+  X.d[0] = ta < NT ? da : 0.0f;
+  X.d[1] = tb < NT ? db : 0.0f;
+}
+
 // Q6_K block b's results for the thread's (row, token) pairs added to acc: the integer sum over
 // the 16 groups of 16 of scale * (dot(q, x) - 32 sum(x)) = scale * dot(q - 32, x), one
 // mma.m16n8k16 per group with the values q - 32 as signed bytes, then d x_d float(isum) as the
 // one-token unit rounds it (UnitQ6kSpread::dot). Per group (h, quarter qq, p) a thread's 4
 // values are elements 128 h + 32 qq + 16 p + 4 t4 .. + 3: ql word (h, qq % 2, p) shifted by
 // 4 (qq / 2), qh word (h, p) by 2 qq.
-template <int NT>
-__device__ __forceinline__ void q6k_mma_block(const Q6kMmaRaw& raw, const XRef& x, int64_t nb, int64_t b, int g, int t4,
-                                              float (&acc)[4]) {
-  const int8_t* xg = x.q + int64_t(g) * x.n_in + 256 * b + 4 * t4;
+__device__ __forceinline__ void q6k_mma_block(const Q6kMmaRaw& raw, const Q6kMmaX& X, float (&acc)[4]) {
   const uint32_t* S0 = reinterpret_cast<const uint32_t*>(&raw.sc[0]);
   const uint32_t* S1 = reinterpret_cast<const uint32_t*>(&raw.sc[1]);
   int isum[4] = {0, 0, 0, 0};
@@ -195,7 +247,6 @@ __device__ __forceinline__ void q6k_mma_block(const Q6kMmaRaw& raw, const XRef& 
 #pragma unroll
       for (int p = 0; p < 2; ++p) {
         const int sb = 8 * h + 2 * qq + p;
-        const uint32_t xv = g < NT ? *reinterpret_cast<const uint32_t*>(xg + 128 * h + 32 * qq + 16 * p) : 0u;
         uint32_t a[2];
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
@@ -204,7 +255,7 @@ __device__ __forceinline__ void q6k_mma_block(const Q6kMmaRaw& raw, const XRef& 
           a[i] = (q + 0x60606060u) ^ 0x80808080u;  // q - 32 per byte (q <= 63: no carries)
         }
         int dot[4];
-        mma_s8_m16n8k16(dot, a[0], a[1], xv);
+        mma_s8_m16n8k16(dot, a[0], a[1], X.v[sb]);
         const int s0 = int(int8_t(uint8_t(S0[sb >> 2] >> (8 * (sb & 3)))));
         const int s1 = int(int8_t(uint8_t(S1[sb >> 2] >> (8 * (sb & 3)))));
         isum[0] += s0 * dot[0];
@@ -212,11 +263,8 @@ __device__ __forceinline__ void q6k_mma_block(const Q6kMmaRaw& raw, const XRef& 
         isum[2] += s1 * dot[2];
         isum[3] += s1 * dot[3];
       }
-  const int ta = 2 * t4, tb = 2 * t4 + 1;
-  const float xd_a = ta < NT ? x.d[ta * nb + b] : 0.0f, xd_b = tb < NT ? x.d[tb * nb + b] : 0.0f;
 #pragma unroll
-  for (int k = 0; k < 4; ++k)
-    acc[k] = __fadd_rn(acc[k], __fmul_rn(__fmul_rn(raw.d[k >> 1], (k & 1) ? xd_b : xd_a), float(isum[k])));
+  for (int k = 0; k < 4; ++k) acc[k] = __fadd_rn(acc[k], __fmul_rn(__fmul_rn(raw.d[k >> 1], X.d[k & 1]), float(isum[k])));
 }
 
 // The lead lanes' sums of a tile, [lead lane][row][token] (Q4_K: 8 lead lanes, Q6_K: 16).
@@ -243,7 +291,9 @@ __device__ __forceinline__ void q4k_few_mma_rows(const FewMmaTile& T, const XRef
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   for (int64_t b = warp; b < nb; b += kFewMmaWarps) {  // warp-uniform
     if (b + kFewMmaWarps < nb) q4k_mma_load(T, b + kFewMmaWarps, t4, next);
-    q4k_mma_block<NT>(cur, x, nb, b, g, t4, acc);
+    Q4kMmaX X;
+    q4k_mma_x<NT>(x, nb, b, g, t4, X);
+    q4k_mma_block(cur, X, t4, acc);
     cur = next;
   }
   few_mma_store_lead(lead, warp, g, t4, acc);
@@ -262,10 +312,12 @@ __device__ __forceinline__ void q6k_few_mma_rows(const FewMmaTile& T, const XRef
   float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
   for (int64_t b = warp; b < nb; b += kFewMmaWarps) {  // warp-uniform
     if (b + kFewMmaWarps < nb) q6k_mma_load(T, b + kFewMmaWarps, t4, next);
-    if ((b >> 3) & 1)
-      q6k_mma_block<NT>(cur, x, nb, b, g, t4, acc[1]);
+    Q6kMmaX X;
+    q6k_mma_x<NT>(x, nb, b, g, t4, X);
+    if ((b >> 3) & 1)  // acc[] by a constant index: registers
+      q6k_mma_block(cur, X, acc[1]);
     else
-      q6k_mma_block<NT>(cur, x, nb, b, g, t4, acc[0]);
+      q6k_mma_block(cur, X, acc[0]);
     cur = next;
   }
   few_mma_store_lead(lead, warp, g, t4, acc[0]);
@@ -278,7 +330,7 @@ __device__ __forceinline__ void q6k_few_mma_rows(const FewMmaTile& T, const XRef
 // Q4_K: lead lanes 4m at m ^ 4, m ^ 2, m ^ 1, then lanes of +0 twice; Q6_K: lead lanes 2m at
 // m ^ 8, m ^ 4, m ^ 2, m ^ 1, then lanes of +0 once), adds the bias and the residual, stores.
 template <int NT>
-__global__ void __launch_bounds__(32 * kFewMmaWarps) few_mma_kernel(GemvParts parts, XRef x, unsigned q6k_parts,
+__global__ void __launch_bounds__(32 * kFewMmaWarps, 2) few_mma_kernel(GemvParts parts, XRef x, unsigned q6k_parts,
                                                                     bool early) {
   static_assert(NT >= 1 && NT <= 8, "an mma tile holds 8 tokens");
   __shared__ FewMmaLead lead;
@@ -320,8 +372,9 @@ __global__ void __launch_bounds__(32 * kFewMmaWarps) few_mma_kernel(GemvParts pa
 }
 
 // Launches few_mma_kernel for nt (2..8) tokens over `parts` (Q4_K, and Q6_K where q6k_parts has
-// their bit; block_end recounted in blocks of kFewMmaRows rows).
-inline void launch_few_mma(GemvParts parts, const XRef& x, int nt, unsigned q6k_parts, bool early, cudaStream_t s) {
+// their bit; block_end recounted in blocks of kFewMmaRows rows). The default is the pipelined
+// kernel of gemv_few_pipe.cuh (launch_few_mma); this one is its kill switch.
+inline void launch_few_mma_tiles(GemvParts parts, const XRef& x, int nt, unsigned q6k_parts, bool early, cudaStream_t s) {
   unsigned blocks = 0;
   for (int i = 0; i < parts.n; ++i) {
     blocks += unsigned((parts.p[i].n_out + kFewMmaRows - 1) / kFewMmaRows);

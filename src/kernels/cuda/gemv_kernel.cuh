@@ -33,7 +33,7 @@
 
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/gemv_few.cuh"
-#include "kernels/cuda/gemv_few_mma.cuh"
+#include "kernels/cuda/gemv_few_pipe.cuh"
 #include "kernels/cuda/gemv_q4k_early.cuh"
 #include "kernels/cuda/gemv_units.cuh"
 #include "kernels/cuda/launch.cuh"
