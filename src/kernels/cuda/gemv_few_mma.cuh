@@ -98,6 +98,16 @@ __device__ __forceinline__ void q4k_mma_load(const FewMmaTile& T, int64_t b, int
   }
 }
 
+// The scales of tokens 2 t4 and 2 t4 + 1 for block b (0 past the step's tokens), read without a
+// branch (tokens past the step read token 0's).
+template <int NT>
+__device__ __forceinline__ void few_mma_x_scales(const XRef& x, int64_t nb, int64_t b, int t4, float (&d)[2]) {
+  const int ta = 2 * t4, tb = 2 * t4 + 1;
+  const float da = x.d[(ta < NT ? ta : 0) * nb + b], db = x.d[(tb < NT ? tb : 0) * nb + b];
+  d[0] = ta < NT ? da : 0.0f;
+  d[1] = tb < NT ? db : 0.0f;
+}
+
 // The activations a thread's share of Q4_K block b takes: token g's bytes 8 t4 .. 8 t4 + 7 of
 // each sub-block (B fragments), and the scales of tokens 2 t4 and 2 t4 + 1 (0 past the step's
 // tokens). Threads of tokens g >= NT read token NT - 1's bytes: B columns past the tokens only
@@ -114,10 +124,7 @@ __device__ __forceinline__ void q4k_mma_x(const XRef& x, int64_t nb, int64_t b, 
   const int8_t* xg = x.q + int64_t(gx) * x.n_in + 256 * b + 8 * t4;
 #pragma unroll
   for (int s = 0; s < 8; ++s) X.v[s] = *reinterpret_cast<const uint2*>(xg + 32 * s);
-  const int ta = 2 * t4, tb = 2 * t4 + 1;
-  const float da = x.d[(ta < NT ? ta : 0) * nb + b], db = x.d[(tb < NT ? tb : 0) * nb + b];
-  X.d[0] = ta < NT ? da : 0.0f;
-  X.d[1] = tb < NT ? db : 0.0f;
+  few_mma_x_scales<NT>(x, nb, b, t4, X.d);
 }
 
 // Block b's results f for (row g, token 2 t4), (g, 2 t4 + 1), (g + 8, 2 t4), (g + 8, 2 t4 + 1),
@@ -224,10 +231,7 @@ __device__ __forceinline__ void q6k_mma_x(const XRef& x, int64_t nb, int64_t b, 
   const int8_t* xg = x.q + int64_t(gx) * x.n_in + 256 * b + 4 * t4;
 #pragma unroll
   for (int i = 0; i < 16; ++i) X.v[i] = *reinterpret_cast<const uint32_t*>(xg + 16 * i);
-  const int ta = 2 * t4, tb = 2 * t4 + 1;
-  const float da = x.d[(ta < NT ? ta : 0) * nb + b], db = x.d[(tb < NT ? tb : 0) * nb + b];
-  X.d[0] = ta < NT ? da : 0.0f;
-  X.d[1] = tb < NT ? db : 0.0f;
+  few_mma_x_scales<NT>(x, nb, b, t4, X.d);
 }
 
 // Q6_K block b's results for the thread's (row, token) pairs added to acc: the integer sum over
@@ -324,31 +328,15 @@ __device__ __forceinline__ void q6k_few_mma_rows(const FewMmaTile& T, const XRef
   few_mma_store_lead(lead, warp + kFewMmaWarps, g, t4, acc[1]);
 }
 
-// The few-token kernel over Q4_K and Q6_K parts (bit i of q6k_parts: part i is Q6_K): a block
-// takes 16 rows of one part; its warps' lead-lane sums meet in shared memory and a thread per
-// (row, token) replays the one-token shuffle tree (finish_row: lanes at distance 16, 8, 4, 2, 1;
-// Q4_K: lead lanes 4m at m ^ 4, m ^ 2, m ^ 1, then lanes of +0 twice; Q6_K: lead lanes 2m at
-// m ^ 8, m ^ 4, m ^ 2, m ^ 1, then lanes of +0 once), adds the bias and the residual, stores.
+// The end of a tile (after the barrier that completes `lead`): a thread per (row, token) replays
+// the one-token shuffle tree (finish_row: lanes at distance 16, 8, 4, 2, 1; Q4_K: lead lanes 4m
+// at m ^ 4, m ^ 2, m ^ 1, then lanes of +0 twice; Q6_K: lead lanes 2m at m ^ 8, m ^ 4, m ^ 2,
+// m ^ 1, then lanes of +0 once), adds the bias and the residual, stores.
 template <int NT>
-__global__ void __launch_bounds__(32 * kFewMmaWarps, 2) few_mma_kernel(GemvParts parts, XRef x, unsigned q6k_parts,
-                                                                    bool early) {
-  static_assert(NT >= 1 && NT <= 8, "an mma tile holds 8 tokens");
-  __shared__ FewMmaLead lead;
-  unsigned b_local;
-  const int m = block_part(parts, b_local);
-  const GemvPart& P = parts.p[m];
-  const bool q6k = (q6k_parts >> m) & 1u;  // block-uniform
-  const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
-  const int g = lane >> 2, t4 = lane & 3;
-  const FewMmaTile T = few_mma_tile(P, b_local, g);
-  if (q6k)
-    q6k_few_mma_rows<NT>(T, x, early, warp, g, t4, lead);
-  else
-    q4k_few_mma_rows<NT>(T, x, early, warp, g, t4, lead);
-  __syncthreads();
-  if (threadIdx.x >= kFewMmaRows * NT) return;
+__device__ __forceinline__ void few_mma_store_row(const FewMmaLead& lead, const GemvPart& P, int64_t r0, bool q6k) {
+  if (int(threadIdx.x) >= kFewMmaRows * NT) return;
   const int rr = int(threadIdx.x) / NT, t = int(threadIdx.x) % NT;
-  const int64_t r = T.r0 + rr;
+  const int64_t r = r0 + rr;
   if (r >= P.n_out) return;
   float v;
   if (q6k) {
@@ -369,6 +357,29 @@ __global__ void __launch_bounds__(32 * kFewMmaWarps, 2) few_mma_kernel(GemvParts
   const float o = __fadd_rn(v, P.bias ? P.bias[r] : 0.0f);
   P.out[t * P.out_stride + r] = o;
   if (P.res) P.sum[t * P.sum_stride + r] = __fadd_rn(P.res[t * P.res_stride + r], o);
+}
+
+// The few-token kernel over Q4_K and Q6_K parts (bit i of q6k_parts: part i is Q6_K): a block
+// takes 16 rows of one part; its warps' lead-lane sums meet in shared memory and
+// few_mma_store_row replays the one-token tree over them.
+template <int NT>
+__global__ void __launch_bounds__(32 * kFewMmaWarps, 2) few_mma_kernel(GemvParts parts, XRef x, unsigned q6k_parts,
+                                                                    bool early) {
+  static_assert(NT >= 1 && NT <= 8, "an mma tile holds 8 tokens");
+  __shared__ FewMmaLead lead;
+  unsigned b_local;
+  const int m = block_part(parts, b_local);
+  const GemvPart& P = parts.p[m];
+  const bool q6k = (q6k_parts >> m) & 1u;  // block-uniform
+  const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
+  const int g = lane >> 2, t4 = lane & 3;
+  const FewMmaTile T = few_mma_tile(P, b_local, g);
+  if (q6k)
+    q6k_few_mma_rows<NT>(T, x, early, warp, g, t4, lead);
+  else
+    q4k_few_mma_rows<NT>(T, x, early, warp, g, t4, lead);
+  __syncthreads();
+  few_mma_store_row<NT>(lead, P, T.r0, q6k);
 }
 
 // Launches few_mma_kernel for nt (2..8) tokens over `parts` (Q4_K, and Q6_K where q6k_parts has

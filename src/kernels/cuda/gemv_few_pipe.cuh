@@ -200,31 +200,7 @@ __global__ void __launch_bounds__(32 * kFewMmaWarps, 2) few_pipe_kernel(GemvPart
     // lead[lb] complete. The next tile writes lead[lb ^ 1]; the one after it writes lead[lb]
     // again only past the next tile's barrier, which every thread reaches after this epilogue.
     __syncthreads();
-    if (int(threadIdx.x) < kFewMmaRows * NT) {
-      const int rr = int(threadIdx.x) / NT, t = int(threadIdx.x) % NT;
-      const int64_t r = r0 + rr;
-      if (r < P.n_out) {
-        float v;
-        if (q6k) {
-          float b8[8];
-#pragma unroll
-          for (int i = 0; i < 8; ++i) b8[i] = __fadd_rn(L[i][rr][t], L[i + 8][rr][t]);
-          const float c0 = __fadd_rn(__fadd_rn(b8[0], b8[4]), __fadd_rn(b8[2], b8[6]));
-          const float c1 = __fadd_rn(__fadd_rn(b8[1], b8[5]), __fadd_rn(b8[3], b8[7]));
-          v = __fadd_rn(__fadd_rn(c0, c1), 0.0f);
-        } else {
-          float a[8];
-#pragma unroll
-          for (int i = 0; i < 8; ++i) a[i] = L[i][rr][t];
-          const float c0 = __fadd_rn(__fadd_rn(a[0], a[4]), __fadd_rn(a[2], a[6]));
-          const float c1 = __fadd_rn(__fadd_rn(a[1], a[5]), __fadd_rn(a[3], a[7]));
-          v = __fadd_rn(__fadd_rn(__fadd_rn(c0, c1), 0.0f), 0.0f);
-        }
-        const float o = __fadd_rn(v, P.bias ? P.bias[r] : 0.0f);
-        P.out[t * P.out_stride + r] = o;
-        if (P.res) P.sum[t * P.sum_stride + r] = __fadd_rn(P.res[t * P.res_stride + r], o);
-      }
-    }
+    few_mma_store_row<NT>(L, P, r0, q6k);
     lb ^= 1;
   }
   cp_async_wait<0>();  // no copy outlives the block
