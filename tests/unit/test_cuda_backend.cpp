@@ -656,15 +656,17 @@ TEST(CudaBackend, DecodeAttentionCluster) {
   }
 }
 
-// Steps of 2..8 tokens (a speculative verify group of one sequence at consecutive positions, and
-// tokens of several sequences): every row of the attention bit-equal to the attention of its
-// token alone, over F16 / BF16 caches at head_dim 64 / 128 / 256 / 512 (the cluster kernel, a cluster
-// per token), an F32 cache (the split kernel, one token's splits), with and without a window;
-// close to the reference.
+// Steps of 2..8 tokens (a speculative verify group of one sequence at consecutive positions, one
+// whose lengths straddle two chunk lengths, and tokens of several sequences): every row of the
+// attention bit-equal to the attention of its token alone, over F16 / BF16 caches at head_dim 64 /
+// 128 / 256 / 512 (the cluster kernel, a cluster per token; up to 8 query heads per KV head), an
+// F32 cache (the split kernel, one token's splits), with and without a window; close to the
+// reference.
 TEST(CudaBackend, AttentionRowsOfAStepEqualOneToken) {
   REQUIRE_GPU(be);
   struct Case { int32_t n_head, n_head_kv, hd; int32_t window; int64_t cap; QuantType kv; };
   for (const Case cs : {Case{32, 8, 128, 0, 3072, QuantType::F16}, Case{8, 2, 64, 0, 1024, QuantType::BF16},
+                        Case{64, 8, 128, 0, 1024, QuantType::F16}, Case{16, 8, 256, 0, 4096, QuantType::BF16},
                         Case{14, 2, 64, 100, 2048, QuantType::F16}, Case{16, 4, 128, 0, 256, QuantType::BF16},
                         Case{8, 2, 256, 0, 1024, QuantType::F16}, Case{8, 1, 512, 0, 1024, QuantType::BF16},
                         Case{4, 2, 40, 0, 256, QuantType::F32},
@@ -672,11 +674,14 @@ TEST(CudaBackend, AttentionRowsOfAStepEqualOneToken) {
     Cache c = make_cache(*be, cs.kv, 3, cs.cap, int64_t(cs.n_head_kv) * cs.hd, 51);
     const int64_t qw = int64_t(cs.n_head) * cs.hd;
     for (const int32_t n : {2, 5, 8}) {
-      for (const bool several : {false, true}) {
+      for (const int shape : {0, 1, 2}) {
+        // 0: consecutive positions; 1: their lengths straddle a multiple of 16 (two chunk
+        // lengths in the group); 2: tokens of 3 sequences.
+        const bool several = shape == 2;
         std::vector<int32_t> seq, pos;
         for (int32_t i = 0; i < n; ++i) {
           seq.push_back(several ? i % 3 : 1);
-          pos.push_back(several ? int32_t(cs.cap / 2) - 7 * i : int32_t(cs.cap / 3) + i);
+          pos.push_back(several ? int32_t(cs.cap / 2) - 7 * i : int32_t(cs.cap / 3) / 16 * 16 - (shape ? 3 : 0) + i);
         }
         DevMat q(*be, n, qw, randn(size_t(n * qw), 52)), want(*be, n, qw);
         AttentionArgs a{.out = {}, .q = q.dev, .k_cache = c.k, .v_cache = c.v, .seq = seq.data(), .pos = pos.data(),
@@ -688,7 +693,7 @@ TEST(CudaBackend, AttentionRowsOfAStepEqualOneToken) {
         const std::vector<float> got = out.fetch();
         const std::string what = str_cat("attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " window ",
                                          cs.window, " ", quant_type_info(cs.kv).name, " ", n,
-                                         several ? " tokens of 3 sequences" : " tokens of one sequence");
+                                         several ? " tokens of 3 sequences" : " tokens of one sequence from ", pos[0]);
         host_reference_attention(a, q, c, want);
         expect_close(got, want.host, 2e-5f, 1e-4f, what);
         for (int32_t i = 0; i < n; ++i) {
@@ -699,6 +704,85 @@ TEST(CudaBackend, AttentionRowsOfAStepEqualOneToken) {
           const std::vector<float> alone = attention_output(*be, one, qw, nullptr);
           ASSERT_EQ(0, std::memcmp(alone.data(), got.data() + size_t(i) * size_t(qw), sizeof(float) * size_t(qw)))
               << what << ": row " << i << " differs from its token alone";
+        }
+      }
+    }
+  }
+}
+
+// A verify step's rope of q / k, KV store and attention in a graph step (3 tokens: one launch,
+// the cluster attention rotating the step's rows itself; 5 and 8: the rope + store launch before
+// it), at positions whose chunks are cut alike, straddle two chunk lengths, or span several
+// tiles, and two interleaved sequences: the outputs, the rotated q and both caches bit-equal to
+// the same tokens decoded one per step and to the rope + store as a launch of its own
+// (BRISK_NO_CUDA_VERIFY_ROPE, BRISK_NO_CUDA_ATTN_ROPE).
+TEST(CudaBackend, VerifyStepAttentionWithRope) {
+  REQUIRE_GPU(probe);
+  struct Case { int32_t n_head, n_head_kv, hd, n_rot; bool neox; int64_t cap; QuantType kv; };
+  for (const Case cs : {Case{32, 8, 128, 128, false, 3072, QuantType::F16}, Case{14, 2, 64, 64, true, 2048, QuantType::BF16},
+                        Case{64, 8, 128, 64, true, 1024, QuantType::F16}, Case{8, 2, 256, 128, false, 1024, QuantType::BF16}}) {
+    RopeTable tab{.n_rot = cs.n_rot, .inv_freq = {}, .attn_factor = 1.0f, .neox = cs.neox};
+    for (int i = 0; i < cs.n_rot / 2; ++i) tab.inv_freq.push_back(std::pow(10000.0f, -2.0f * float(i) / float(cs.n_rot)));
+    const int64_t qw = int64_t(cs.n_head) * cs.hd, kw = int64_t(cs.n_head_kv) * cs.hd;
+    for (const int32_t n : {3, 5, 8}) {
+      for (const int shape : {0, 1, 2}) {
+        std::vector<int32_t> seq, pos;
+        const int32_t p0 = int32_t(cs.cap / 3) / 16 * 16 - (shape == 1 ? 3 : 0);
+        for (int32_t i = 0; i < n; ++i) {
+          seq.push_back(shape == 2 ? i % 2 : 0);
+          pos.push_back(shape == 2 ? p0 - 9 * (i % 2) + i / 2 : p0 + i);
+        }
+        const std::vector<float> q0 = randn(size_t(n * qw), 71), k0 = randn(size_t(n * kw), 72), v0 = randn(size_t(n * kw), 73);
+        struct Out { std::vector<float> out, q; std::vector<uint8_t> k, v; };
+        // rows [r0, r0 + nr) of the step as steps of `per` tokens (graphs: eager, captured, replayed).
+        auto run = [&](const char* env, int per) {
+          std::unique_ptr<ScopedEnv> off;
+          if (env) off = std::make_unique<ScopedEnv>(env, "1");
+          auto be = make_cuda_backend(0, true);
+          Cache c = make_cache(*be, cs.kv, 2, cs.cap, kw, 74);
+          Out o{std::vector<float>(q0.size()), std::vector<float>(q0.size()), {}, {}};
+          for (int32_t r0 = 0; r0 < n; r0 += per) {
+            const int32_t nr = std::min(per, n - r0);
+            const std::vector<int32_t> sq(seq.begin() + r0, seq.begin() + r0 + nr), ps(pos.begin() + r0, pos.begin() + r0 + nr);
+            std::vector<int32_t> ids(static_cast<size_t>(nr), 0), rows(static_cast<size_t>(nr), 0);
+            for (int32_t i = 0; i < nr; ++i) rows[size_t(i)] = i;
+            DevMat q(*be, nr, qw), k(*be, nr, kw), v(*be, nr, kw), out(*be, nr, qw);
+            for (int step = 0; step < 3; ++step) {
+              be->copy(q.dev.data, q0.data() + size_t(r0) * qw, sizeof(float) * size_t(nr * qw));
+              be->copy(k.dev.data, k0.data() + size_t(r0) * kw, sizeof(float) * size_t(nr * kw));
+              be->copy(v.dev.data, v0.data() + size_t(r0) * kw, sizeof(float) * size_t(nr * kw));
+              be->begin_step({.n_tok = nr, .ids = ids.data(), .pos = ps.data(), .seq = sq.data(), .n_out = nr,
+                              .out_rows = rows.data()});
+              be->rope({.x = q.dev, .pos = ps.data(), .n_head = cs.n_head, .head_dim = cs.hd, .table = &tab});
+              be->rope({.x = k.dev, .pos = ps.data(), .n_head = cs.n_head_kv, .head_dim = cs.hd, .table = &tab});
+              be->kv_store({.k = k.dev, .v = v.dev, .k_cache = c.k, .v_cache = c.v, .seq = sq.data(), .pos = ps.data()});
+              be->attention({.out = out.dev, .q = q.dev, .k_cache = c.k, .v_cache = c.v, .seq = sq.data(), .pos = ps.data(),
+                             .n_head = cs.n_head, .n_head_kv = cs.n_head_kv, .head_dim = cs.hd,
+                             .scale = 1.0f / std::sqrt(float(cs.hd))});
+              be->end_step();
+            }
+            const std::vector<float> got = out.fetch(), qr = q.fetch();
+            std::copy(got.begin(), got.end(), o.out.begin() + ptrdiff_t(r0) * qw);
+            std::copy(qr.begin(), qr.end(), o.q.begin() + ptrdiff_t(r0) * qw);
+          }
+          o.k.resize(c.hk.size());
+          o.v.resize(c.hv.size());
+          be->copy(o.k.data(), c.k.data, o.k.size());
+          be->copy(o.v.data(), c.v.data, o.v.size());
+          return o;
+        };
+        const Out got = run(nullptr, n);
+        const std::string what = str_cat("verify attention with rope, heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd,
+                                         " n_rot ", cs.n_rot, " ", quant_type_info(cs.kv).name, ", ", n, " tokens",
+                                         shape == 2 ? " of 2 sequences" : "", " from position ", p0);
+        for (const auto& [env, per] : {std::pair<const char*, int>{nullptr, 1}, {"BRISK_NO_CUDA_VERIFY_ROPE", n},
+                                       {"BRISK_NO_CUDA_ATTN_ROPE", n}}) {
+          const Out other = run(env, per);
+          const std::string w = str_cat(what, " vs ", env ? env : "one token per step");
+          EXPECT_EQ(std::memcmp(got.out.data(), other.out.data(), sizeof(float) * got.out.size()), 0) << w << ": outputs";
+          EXPECT_EQ(std::memcmp(got.q.data(), other.q.data(), sizeof(float) * got.q.size()), 0) << w << ": rotated q";
+          EXPECT_TRUE(got.k == other.k) << w << ": K cache";
+          EXPECT_TRUE(got.v == other.v) << w << ": V cache";
         }
       }
     }
