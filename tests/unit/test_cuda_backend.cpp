@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <string>
 #include <tuple>
@@ -693,7 +694,7 @@ TEST(CudaBackend, AttentionRowsOfAStepEqualOneToken) {
         const std::vector<float> got = out.fetch();
         const std::string what = str_cat("attention heads ", cs.n_head, "/", cs.n_head_kv, " hd ", cs.hd, " window ",
                                          cs.window, " ", quant_type_info(cs.kv).name, " ", n,
-                                         several ? " tokens of 3 sequences" : " tokens of one sequence from ", pos[0]);
+                                         several ? " tokens of 3 sequences from " : " tokens of one sequence from ", pos[0]);
         host_reference_attention(a, q, c, want);
         expect_close(got, want.host, 2e-5f, 1e-4f, what);
         for (int32_t i = 0; i < n; ++i) {
@@ -744,8 +745,8 @@ TEST(CudaBackend, VerifyStepAttentionWithRope) {
           for (int32_t r0 = 0; r0 < n; r0 += per) {
             const int32_t nr = std::min(per, n - r0);
             const std::vector<int32_t> sq(seq.begin() + r0, seq.begin() + r0 + nr), ps(pos.begin() + r0, pos.begin() + r0 + nr);
-            std::vector<int32_t> ids(static_cast<size_t>(nr), 0), rows(static_cast<size_t>(nr), 0);
-            for (int32_t i = 0; i < nr; ++i) rows[size_t(i)] = i;
+            std::vector<int32_t> ids(static_cast<size_t>(nr), 0), rows(static_cast<size_t>(nr));
+            std::iota(rows.begin(), rows.end(), 0);
             DevMat q(*be, nr, qw), k(*be, nr, kw), v(*be, nr, kw), out(*be, nr, qw);
             for (int step = 0; step < 3; ++step) {
               be->copy(q.dev.data, q0.data() + size_t(r0) * qw, sizeof(float) * size_t(nr * qw));
